@@ -35,18 +35,6 @@ With the true backward the same call passes:
 
 >>> print(numerical_jvp_check(torch.sin, (x,)).reason)
 all 3 compared elements across 1 input agree
-
-# NOTE [Why random cotangents]
-# Summing the outputs (cotangent of ones) lets errors cancel: a backward that swaps the gradients of two
-# outputs still sums to the right total. A standard-normal cotangent per output, drawn from a seeded
-# generator, makes such cancellations a measure-zero accident, and the seed keeps runs reproducible.
-
-# NOTE [Zero over zero]
-# ggml averages |a-b|/|a+b|; one element with a == b == 0 makes the mean NaN, and NaN compares false
-# against the threshold, so a ReLU backward that is 2x wrong passes. Here an exact 0 == 0 element is
-# agreement (the expected value is then exactly zero too), is left out of the mean, and is counted in
-# ``zero_zero``; a == -b != 0 has asymmetry +inf; any NaN becomes +inf. If every compared element is
-# 0 == 0, the check is ``vacuous``: a backward that returns zeros everywhere would also have passed it.
 """
 from __future__ import annotations
 
@@ -55,6 +43,19 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence, Union
 
 import torch
+
+# NOTE [Why random cotangents]
+# Summing the outputs (a cotangent of ones) hides whole classes of bugs: a backward that ignores its
+# grad_output, or mixes up the cotangents of two same-shaped outputs, still gets the right total. A
+# standard-normal cotangent per output, drawn from a seeded generator, makes such cancellations an
+# accident of probability zero, and the seed keeps runs reproducible.
+
+# NOTE [Zero over zero]
+# ggml averages |a-b|/|a+b|; one element with a == b == 0 makes the mean NaN, and NaN compares false
+# against the threshold, so a ReLU backward that is 2x wrong passes. Here an exact 0 == 0 element is
+# agreement (the expected value is then exactly zero too), is left out of the mean, and is counted in
+# ``zero_zero``; a == -b != 0 has asymmetry +inf; any NaN becomes +inf. If every compared element is
+# 0 == 0, the check is ``vacuous``: a backward that returns zeros everywhere would also have passed it.
 
 SCHEMA_VERSION = 1
 PASS, FAIL, VACUOUS = "pass", "fail", "vacuous"

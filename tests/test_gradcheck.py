@@ -152,6 +152,45 @@ def test_doubled_backward_fails_compare_gradients():
     assert compare_gradients([true], [true.clone()]).passed
 
 
+class IgnoresCotangent(torch.autograd.Function):
+    """sin whose backward returns cos(x): right only when grad_output is all ones."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return x.cos()
+
+
+class SwapsCotangents(torch.autograd.Function):
+    """(sin x, x**2) whose backward feeds each output's cotangent to the other's derivative."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.sin(), x * x
+
+    @staticmethod
+    def backward(ctx, g_sin, g_sq):
+        (x,) = ctx.saved_tensors
+        return x.cos() * g_sq + 2 * x * g_sin
+
+
+@pytest.mark.parametrize("fn,eager", [(IgnoresCotangent.apply, torch.sin),
+                                      (SwapsCotangents.apply, lambda x: (x.sin(), x * x))],
+                         ids=["ignores", "swaps"])
+def test_random_cotangents_catch_what_summing_outputs_hides(fn, eager):
+    x = _x(6)
+    summed = [torch.autograd.grad(sum(o.sum() for o in gc._flatten(f(x))), x)[0] for f in (fn, eager)]
+    assert torch.allclose(*summed)  # a sum-of-outputs check would pass this backward
+    assert numerical_jvp_check(eager, (x,)).passed
+    assert numerical_jvp_check(fn, (x,)).status == "fail"
+
+
 def test_doubled_relu_with_zero_gradients_still_fails():
     # |x| >= 0.5 keeps every perturbation on one side of the kink; half the entries are negative.
     mag = torch.linspace(0.5, 1.5, 8, dtype=torch.float64)
@@ -191,6 +230,8 @@ def test_vacuous_compare_and_partially_vacuous_pass():
     r = numerical_jvp_check(lambda x, y: x * 2 + y * 0, (_x(3), _x(3, seed=1)))
     assert r.status == "pass" and [i.status for i in r.inputs] == ["pass", "vacuous"]
     assert "input 1: nothing non-zero compared" in r.reason
+    r = numerical_jvp_check(lambda x, y: x.sin(), (_x(3), _x(2, seed=1)))  # y unused: grad None
+    assert r.status == "pass" and r.inputs[1].status == "vacuous" and r.inputs[1].zero_zero == 2
 
 
 # --- element metrics ----------------------------------------------------------------------------
@@ -209,6 +250,7 @@ def test_nan_and_inf_fail_unless_equal():
     assert compare_gradients([e], [e.clone()]).passed
     r = compare_gradients([e], [torch.tensor([1.0, 5.0, float("nan")])], atol=HUGE, rtol=HUGE)
     assert r.status == "fail" and r.inputs[0].n_failed == 2 and r.inputs[0].max_abs == float("inf")
+    assert r.inputs[0].mean_asym == float("inf")  # NaN is disagreement, never a NaN mean
     n = torch.tensor([float("nan"), 1.0])
     assert compare_gradients([n], [n.clone()]).status == "fail"
     assert compare_gradients([n], [n.clone()], equal_nan=True).passed
