@@ -68,7 +68,8 @@ _STENCILS = {
 }
 _TINY = torch.finfo(torch.float64).tiny
 
-GradsArg = Union[None, Sequence[Union[torch.Tensor, None]], Callable[..., Sequence[Union[torch.Tensor, None]]]]
+_Grads = Sequence[Union[torch.Tensor, None]]
+GradsArg = Union[None, _Grads, Callable[..., _Grads]]  # see numerical_jvp_check
 
 
 # ----------------------------------------------------------------------------------------------
@@ -282,7 +283,8 @@ def _summarize(check: str, inputs: Sequence[InputReport], tol: _Tol, n_evaluatio
     n_nonzero = sum(i.n_compared - i.zero_zero for i in inputs)
     if failed:
         status = FAIL
-        reason = f"{len(failed)} of {_count(len(inputs), 'input')} failed; {failed[0].name}: {failed[0].reason}"
+        first = failed[0]
+        reason = f"{len(failed)} of {_count(len(inputs), 'input')} failed; {first.name}: {first.reason}"
     elif not inputs:
         status, reason = VACUOUS, empty_reason
     elif n_compared == 0:
@@ -324,7 +326,7 @@ def compare_gradients(expected: Sequence[torch.Tensor | None], actual: Sequence[
     """
     if len(expected) != len(actual):
         raise ValueError(f"compare_gradients: {len(expected)} expected gradients but {len(actual)} actual")
-    names = list(names) if names is not None else [f"input {i}" for i in range(len(expected))]
+    names = _names(names, len(expected))
     tol = _Tol(atol, rtol, asym_tol, asym_floor, topk, equal_nan)
     reports = [_compare_pair(name, e, a, tol) for name, e, a in zip(names, expected, actual)]
     return _summarize("compare_gradients", reports, tol, 0)
@@ -389,7 +391,7 @@ def numerical_jvp_check(fn: Callable[..., Any], args: Sequence[Any], *, grads: G
     args = tuple(args)
     tol = _Tol(atol, rtol, asym_tol, asym_floor, topk)
     check = f"numerical check (stencil {stencil}, eps {eps:g}, seed {seed})"
-    names = list(names) if names is not None else [f"input {j}" for j in range(len(args))]
+    names = _names(names, len(args))
     diff = [j for j, x in enumerate(args) if _is_differentiable(x)]
     if not diff:
         return _summarize(check, [], tol, 0, "no floating-point tensor argument requires grad")
@@ -483,9 +485,18 @@ def _loss(fn, base, cot64, counter, j, index, delta) -> float:
     outputs = _flatten(fn(*call))
     counter[0] += 1
     if len(outputs) != len(cot64):
-        raise ValueError(f"fn returned {len(outputs)} tensors at float64, {len(cot64)} in the analytical pass")
+        raise ValueError(f"fn returned {len(outputs)} tensors at float64 "
+                         f"but {len(cot64)} in the analytical pass")
     return sum(float((o.detach().to(torch.float64) * c).sum()) for o, c in zip(outputs, cot64)
                if c is not None)
+
+
+def _names(names: Sequence[str] | None, n: int) -> list[str]:
+    if names is None:
+        return [f"input {i}" for i in range(n)]
+    if len(names) != n:
+        raise ValueError(f"{len(names)} names for {n} inputs")
+    return list(names)
 
 
 def _is_differentiable(x: Any) -> bool:

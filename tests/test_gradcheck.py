@@ -266,6 +266,8 @@ def test_none_versus_zeros_and_structure_mismatches_fail():
     assert "dtype" in compare_gradients([z], [z.double()]).reason
     with pytest.raises(ValueError):
         compare_gradients([z], [])
+    with pytest.raises(ValueError):
+        compare_gradients([z], [z], names=["a", "b"])
 
 
 # --- subsampling --------------------------------------------------------------------------------
