@@ -1,0 +1,202 @@
+"""analyze: turn a capture's raw facts into view/mutation metadata.
+
+The metadata is plain frozen data in one vocabulary: per argument leaf, what
+the function did to it; per output leaf, what it is and what it aliases. It
+round-trips through JSON (``to_json`` / ``from_json``) with a schema version.
+
+Before::
+
+    def f(x):                     # x: a non-leaf that requires grad
+        x.mul_(2)
+        return x.view(-1), x + 1
+
+After (``print(meta.format())``)::
+
+    input 0: data mutated (autograd saw it); requires_grad, non-leaf
+    output 0: alias_of_input 0, requires_grad
+    output 1: fresh (graph output 2), requires_grad
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+from .capture import Captured
+from .signature import Signature, TensorSpec
+
+SCHEMA_VERSION = 1
+
+# Output kinds.
+FRESH = "fresh"                          # a new tensor computed by the graph
+IS_INPUT = "is_input"                    # the very argument tensor
+ALIAS_OF_INPUT = "alias_of_input"        # a view of (or shares storage with) an argument
+ALIAS_OF_INTERMEDIATE = "alias_of_intermediate"   # a view of a value that is not returned
+ALIAS_OF_OUTPUT = "alias_of_output"      # a view of (or shares storage with) another output
+SAME_AS_OUTPUT = "same_as_output"        # the very tensor of another output
+CONSTANT = "constant"                    # a non-tensor value (int, float, bool, str, None)
+OUTPUT_KINDS = (FRESH, IS_INPUT, ALIAS_OF_INPUT, ALIAS_OF_INTERMEDIATE, ALIAS_OF_OUTPUT,
+                SAME_AS_OUTPUT, CONSTANT)
+
+
+@dataclass(frozen=True)
+class InputInfo:
+    index: int                      # argument leaf index
+    is_tensor: bool
+    requires_grad: bool = False
+    is_leaf: bool = True
+    data_mutated: bool = False
+    metadata_mutated: bool = False
+    all_mutations_under_no_grad: bool = False   # invisible to autograd: no_grad, inference
+                                                # mode, or through a detached alias
+    requires_grad_after: bool = False
+    via_base: bool = False          # mutated through its alias group's root (synthetic base)
+
+
+@dataclass(frozen=True)
+class OutputInfo:
+    index: int
+    kind: str
+    source: int = -1                # input leaf / output / intermediate index, by kind
+    graph_output: int = -1          # for fresh outputs: index among graph candidates
+    requires_grad: bool = False
+    is_leaf: bool = True
+    shape: tuple[int, ...] = ()
+    stride: tuple[int, ...] = ()
+    offset: int = 0
+    dtype: str = ""
+    value: str = ""                 # repr, for constants
+
+
+@dataclass(frozen=True)
+class MutationInfo:
+    """A placeholder the runtime must update after the graph runs."""
+    placeholder: int
+    data: bool
+    metadata: bool
+    grad_mode: bool                 # replay with grad on (autograd saw the mutation)
+    value_output: int               # graph candidate holding the new value, or -1
+    final_shape: tuple[int, ...]
+    final_stride: tuple[int, ...]
+    final_offset: int
+
+
+@dataclass(frozen=True)
+class ViewMutationMeta:
+    inputs: tuple[InputInfo, ...]
+    outputs: tuple[OutputInfo, ...]
+    mutations: tuple[MutationInfo, ...]
+    member_metadata: tuple[tuple[int, tuple, tuple, int], ...]   # (leaf, shape, stride, offset)
+    intermediate_bases: tuple[int, ...]      # graph candidate index of each intermediate base
+    candidates: tuple[tuple, ...]    # per graph candidate: (shape, dtype, requires_grad, stride, offset)
+    out_tree: str
+    schema: int = SCHEMA_VERSION
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str) -> "ViewMutationMeta":
+        d = json.loads(text)
+        if d.get("schema") != SCHEMA_VERSION:
+            raise ValueError(f"metadata schema {d.get('schema')} != {SCHEMA_VERSION}")
+        return ViewMutationMeta(
+            inputs=tuple(InputInfo(**i) for i in d["inputs"]),
+            outputs=tuple(OutputInfo(**_tup(o)) for o in d["outputs"]),
+            mutations=tuple(MutationInfo(**_tup(m)) for m in d["mutations"]),
+            member_metadata=tuple((m[0], tuple(m[1]), tuple(m[2]), m[3]) for m in d["member_metadata"]),
+            intermediate_bases=tuple(d["intermediate_bases"]),
+            candidates=tuple((tuple(c[0]), c[1], c[2], tuple(c[3]), c[4]) for c in d["candidates"]),
+            out_tree=d["out_tree"], schema=d["schema"])
+
+    def format(self) -> str:
+        """A readable, deterministic printout (used by explain and golden tests)."""
+        lines = []
+        for i in self.inputs:
+            if not i.is_tensor:
+                lines.append(f"input {i.index}: non-tensor")
+                continue
+            what = []
+            if i.data_mutated:
+                what.append("data mutated")
+            if i.metadata_mutated:
+                what.append("metadata mutated")
+            if what:
+                what[-1] += " (under no_grad)" if i.all_mutations_under_no_grad else " (autograd saw it)"
+            if i.via_base:
+                what.append("through its alias group's base")
+            flags = ("requires_grad" if i.requires_grad else "no grad") + \
+                (", leaf" if i.is_leaf else ", non-leaf")
+            lines.append(f"input {i.index}: {', '.join(what) or 'not mutated'}; {flags}")
+        for o in self.outputs:
+            desc = o.kind
+            if o.kind in (IS_INPUT, ALIAS_OF_INPUT):
+                desc += f" {o.source}"
+            elif o.kind in (ALIAS_OF_OUTPUT, SAME_AS_OUTPUT):
+                desc += f" {o.source}"
+            elif o.kind == ALIAS_OF_INTERMEDIATE:
+                desc += f" (base {o.source})"
+            elif o.kind == FRESH:
+                desc += f" (graph output {o.graph_output})"
+            elif o.kind == CONSTANT:
+                desc += f" {o.value}"
+            if o.kind != CONSTANT:
+                desc += ", requires_grad" if o.requires_grad else ", no grad"
+            lines.append(f"output {o.index}: {desc}")
+        return "\n".join(lines)
+
+
+def _tup(d: dict) -> dict:
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
+
+
+def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
+    """Classify every argument and output of a captured function."""
+    facts, plan = captured.facts, captured.plan
+    by_placeholder = {f.placeholder: f for f in facts.inputs}
+    inputs = []
+    for i, spec in enumerate(sig.leaves):
+        if not isinstance(spec, TensorSpec):
+            inputs.append(InputInfo(i, False))
+            continue
+        src = plan.sources[i]
+        while src[0] == "same":
+            src = plan.sources[src[1]]
+        p = src[1]
+        f = by_placeholder[p]
+        member = src[0] == "member"
+        meta_mut = f.metadata_mutated if not member else any(m.leaf == i for m in facts.members)
+        mutated = f.data_mutated or meta_mut
+        inputs.append(InputInfo(
+            i, True, spec.requires_grad, spec.is_leaf, f.data_mutated, meta_mut,
+            mutated and not f.autograd_saw_mutation,
+            f.requires_grad_after if not member else spec.requires_grad or f.requires_grad_after,
+            member))
+    mutations = tuple(
+        MutationInfo(f.placeholder, f.data_mutated, f.metadata_mutated, f.autograd_saw_mutation,
+                     f.value_output, f.final_shape, f.final_stride, f.final_offset)
+        for f in facts.inputs if f.data_mutated or f.metadata_mutated)
+    outputs = tuple(_classify(k, o) for k, o in enumerate(facts.outputs))
+    return ViewMutationMeta(
+        tuple(inputs), outputs, mutations,
+        tuple((m.leaf, m.final_shape, m.final_stride, m.final_offset) for m in facts.members),
+        facts.intermediate_outputs, facts.candidates, facts.out_tree)
+
+
+def _classify(k, o) -> OutputInfo:
+    if not o.is_tensor:
+        return OutputInfo(k, CONSTANT, value=o.value)
+    common = dict(requires_grad=o.requires_grad, is_leaf=o.is_leaf, shape=o.shape,
+                  stride=o.stride, offset=o.offset, dtype=o.dtype)
+    if o.same_output >= 0:
+        return OutputInfo(k, SAME_AS_OUTPUT, o.same_output, **common)
+    if o.is_input >= 0:
+        return OutputInfo(k, IS_INPUT, o.is_input, **common)
+    if o.input_storage >= 0:
+        return OutputInfo(k, ALIAS_OF_INPUT, o.input_storage, **common)
+    if o.base_output >= 0:
+        return OutputInfo(k, ALIAS_OF_OUTPUT, o.base_output, **common)
+    if o.output_storage >= 0:
+        return OutputInfo(k, ALIAS_OF_OUTPUT, o.output_storage, **common)
+    if o.base_intermediate >= 0:
+        return OutputInfo(k, ALIAS_OF_INTERMEDIATE, o.base_intermediate, **common)
+    return OutputInfo(k, FRESH, graph_output=o.graph_output, **common)

@@ -1,0 +1,112 @@
+"""The public entry points: ``aot_function`` and ``explain``."""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from torch.utils import _pytree as pytree
+
+from .pipeline import Stages, build_artifact, run_stages
+from .printer import format_graph
+from .signature import call_key, flatten_inputs
+
+
+class AotFunction:
+    """A compiled callable: compiles per input signature on first use, then reuses.
+
+    Calls with an equal signature (shapes, strides, offsets, dtypes, devices,
+    requires_grad, argument aliasing, scalar values, grad mode) share one
+    compiled artifact; any difference compiles again.
+    """
+
+    def __init__(self, fn, partitioner: str = "default", cache=None):
+        from .partition import STRATEGIES
+        from .errors import AotcheckError
+        if partitioner not in STRATEGIES:
+            raise AotcheckError(f"unknown partitioner {partitioner!r}; supported: {sorted(STRATEGIES)}")
+        self.fn = fn
+        self.partitioner = partitioner
+        self.cache = cache
+        self._artifacts: dict = {}
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        leaves, spec = flatten_inputs(args, kwargs)
+        key = call_key(leaves, spec)
+        art = self._artifacts.get(key)
+        if art is None:
+            art = self._compile(leaves, spec)
+            self._artifacts[key] = art
+        flat = art(leaves)
+        return pytree.tree_unflatten(flat, art.out_spec)
+
+    def _compile(self, leaves, spec):
+        if self.cache is not None:
+            from .cache import compile_with_cache
+            return compile_with_cache(self, leaves, spec)
+        stages = run_stages(self.fn, leaves, spec, self.partitioner)
+        return build_artifact(stages)
+
+    @property
+    def num_compiled(self) -> int:
+        return len(self._artifacts)
+
+
+def aot_function(fn, *, partitioner: str = "default", cache=None) -> AotFunction:
+    """Compile ``fn`` ahead of time into forward and backward aten graphs.
+
+    ``fn`` takes tensors, Python scalars (int, float, bool, str), None, and
+    tuples, lists and dicts of these, and may return any such structure. The
+    compiled callable reproduces eager semantics: values, gradients, input
+    mutations, aliasing and requires_grad. ``cache`` is a directory path or a
+    :class:`aotcheck.cache.Cache` (None: no persistent cache).
+    """
+    return AotFunction(fn, partitioner=partitioner, cache=cache)
+
+
+@dataclass
+class Explanation:
+    stages: Stages
+
+    def __str__(self) -> str:
+        s = self.stages
+        parts = [
+            "== signature ==", _format_signature(s.signature),
+            "== captured graph ==", format_graph(s.captured.graph, "captured"),
+            "== view/mutation metadata ==", s.meta.format(),
+            "== decision ==", f"{s.decision.mode}: {s.decision.reason}",
+            "== forward graph ==", format_graph(s.partitioned.forward, "forward"),
+        ]
+        if s.partitioned.backward is not None:
+            parts += ["== backward graph ==", format_graph(s.partitioned.backward, "backward"),
+                      "== saved values ==", ", ".join(s.partitioned.saved) or "(none)"]
+        return "\n".join(parts)
+
+
+def _format_signature(sig) -> str:
+    from .signature import TensorSpec
+    lines = []
+    for i, l in enumerate(sig.leaves):
+        if isinstance(l, TensorSpec):
+            extra = []
+            if l.requires_grad:
+                extra.append("requires_grad")
+            if not l.is_leaf:
+                extra.append("non-leaf")
+            if l.same_as >= 0:
+                extra.append(f"same tensor as {l.same_as}")
+            lines.append(f"arg {i}: {l.dtype}{list(l.shape)} stride={list(l.stride)} "
+                         f"offset={l.offset} storage={l.storage} {' '.join(extra)}".rstrip())
+        else:
+            lines.append(f"arg {i}: {l.kind} {l.value}")
+    lines.append(f"grad_enabled={sig.grad_enabled} inference_mode={sig.inference_mode}")
+    return "\n".join(lines)
+
+
+def explain(fn, *args, partitioner: str = "default", print_result: bool = True, **kwargs) -> Explanation:
+    """Run every stage for these inputs and return (and print) the results."""
+    leaves, spec = flatten_inputs(args, kwargs)
+    ex = Explanation(run_stages(fn, leaves, spec, partitioner))
+    if print_result:
+        print(ex)
+    return ex

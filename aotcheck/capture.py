@@ -1,0 +1,438 @@
+"""capture: trace a function on fake tensors into a functional aten graph, plus raw facts.
+
+The function runs once under functionalization on fake tensors; ``make_fx``
+records the aten ops. The result is a :class:`Captured`: an FX graph with no
+in-place ops, and the raw facts that the *analyze* stage turns into metadata.
+
+Before (the user's function)::
+
+    def f(x):            # x: float32[2, 3], a non-leaf that requires grad
+        x.mul_(2)
+        return x.view(-1)
+
+After (the captured graph)::
+
+    %x = placeholder
+    %clone = aten.clone.default(%x)
+    %mul = aten.mul.Tensor(%clone, 2)
+    %view = aten.view.default(%mul, [-1])
+    return (%mul, %view)        # candidates: x's new value, output 0
+
+with the facts "input 0: data mutated, autograd saw it; output 0 shares
+storage with input 0". Every candidate value that a later stage might need is
+a graph output; the forward graph keeps only the ones the runtime uses.
+
+# NOTE [synthetic bases]
+Functionalization treats each input as its own storage. When two arguments
+view one storage and either is mutated, the graph takes the group's root
+tensor instead, and rebuilds each argument inside the graph with
+``as_strided``; mutations through one argument are then seen by the other.
+The first capture learns whether a group is mutated; only then is the group
+captured again this way.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.fx as fx
+from torch.multiprocessing.reductions import StorageWeakRef
+from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from .errors import DataDependentError, TraceError, UnsupportedInputError
+from .signature import GroupSpec, Signature, TensorSpec, unflatten_inputs
+
+# ---------------------------------------------------------------- input plan
+
+
+@dataclass(frozen=True)
+class InputPlan:
+    """How graph placeholders map to the user's argument leaves.
+
+    ``placeholders[p]`` is ``("leaf", i)`` (argument leaf i) or ``("root", g)``
+    (the root tensor of alias group g). ``sources[i]`` says how leaf i is
+    rebuilt inside the graph: ``("placeholder", p)``, ``("same", j)`` (the very
+    tensor of leaf j), ``("member", p, shape, stride, offset)`` (a view of
+    root placeholder p), or ``("value",)`` for non-tensors.
+    """
+    placeholders: tuple[tuple, ...]
+    sources: tuple[tuple, ...]
+
+
+def plan_inputs(sig: Signature, synthetic: frozenset[int] = frozenset()) -> InputPlan:
+    groups = {g.storage: g for g in sig.groups}
+    placeholders: list[tuple] = []
+    sources: list[tuple] = []
+    root_slot: dict[int, int] = {}
+    for i, spec in enumerate(sig.leaves):
+        if not isinstance(spec, TensorSpec):
+            sources.append(("value",))
+        elif spec.same_as >= 0:
+            sources.append(("same", spec.same_as))
+        elif spec.storage in synthetic:
+            g = groups[spec.storage]
+            _check_synthetic(g, spec, i)
+            if g.storage not in root_slot:
+                root_slot[g.storage] = len(placeholders)
+                placeholders.append(("root", g.storage))
+            sources.append(("member", root_slot[g.storage], spec.shape, spec.stride, spec.offset))
+        else:
+            sources.append(("placeholder", len(placeholders)))
+            placeholders.append(("leaf", i))
+    return InputPlan(tuple(placeholders), tuple(sources))
+
+
+def _check_synthetic(g: GroupSpec, spec: TensorSpec, i: int) -> None:
+    if not g.common_root and (g.root_requires_grad or spec.requires_grad):
+        raise UnsupportedInputError(
+            f"argument leaf {i} shares storage with another argument, one of them is mutated, and "
+            "they are not views of one common base while requiring grad; aotcheck supports mutated "
+            "aliased arguments that are views of one base (or one tensor passed twice)")
+    if spec.requires_grad != g.root_requires_grad:
+        raise UnsupportedInputError(
+            f"argument leaf {i} is a view whose requires_grad ({spec.requires_grad}) differs from "
+            f"its base's ({g.root_requires_grad}) and an argument of its alias group is mutated; "
+            "aotcheck supports mutated aliased arguments whose requires_grad matches their base")
+
+
+def placeholder_tensors(plan: InputPlan, leaves: list) -> list[torch.Tensor]:
+    """The real tensors to pass for each placeholder, for this call's leaves."""
+    out = []
+    for kind, ref in plan.placeholders:
+        if kind == "leaf":
+            out.append(leaves[ref])
+        else:
+            out.append(_group_root(plan, leaves, ref))
+    return out
+
+
+def _group_root(plan: InputPlan, leaves: list, storage_slot: int) -> torch.Tensor:
+    slot = next(p for p, ph in enumerate(plan.placeholders) if ph == ("root", storage_slot))
+    member = next(i for i, s in enumerate(plan.sources) if s[0] == "member" and s[1] == slot)
+    t = leaves[member]
+    return t._base if t._base is not None else t
+
+
+# ---------------------------------------------------------------- raw facts
+
+
+@dataclass(frozen=True)
+class InputFacts:
+    """What running the function did to one placeholder's tensor (or a member's metadata)."""
+    placeholder: int
+    data_mutated: bool
+    metadata_mutated: bool
+    autograd_saw_mutation: bool     # grad_fn or requires_grad changed: replay it with grad on
+    requires_grad_after: bool
+    final_shape: tuple[int, ...]
+    final_stride: tuple[int, ...]
+    final_offset: int
+    value_output: int               # graph-output index of the new value, or -1
+
+
+@dataclass(frozen=True)
+class MemberFacts:
+    """A view-member of an alias group whose own metadata changed (e.g. ``a.t_()``)."""
+    leaf: int
+    final_shape: tuple[int, ...]
+    final_stride: tuple[int, ...]
+    final_offset: int
+
+
+@dataclass(frozen=True)
+class OutputFacts:
+    """One leaf of the returned pytree."""
+    is_tensor: bool
+    value: str = ""                 # repr of a non-tensor leaf
+    is_input: int = -1              # leaf index of the argument it *is*
+    same_output: int = -1           # earlier output it *is* (``return y, y``)
+    input_storage: int = -1         # leaf index of an argument whose storage it shares
+    output_storage: int = -1        # earlier output it shares storage with (not a view of it)
+    base_output: int = -1           # it is a view whose root is this output
+    base_intermediate: int = -1     # it is a view whose root is intermediate k
+    graph_output: int = -1          # graph-output index of its value
+    shape: tuple[int, ...] = ()
+    stride: tuple[int, ...] = ()
+    offset: int = 0
+    dtype: str = ""
+    requires_grad: bool = False
+    is_leaf: bool = True
+
+
+@dataclass(frozen=True)
+class RawFacts:
+    inputs: tuple[InputFacts, ...]
+    members: tuple[MemberFacts, ...]
+    outputs: tuple[OutputFacts, ...]
+    out_tree: str
+    intermediate_outputs: tuple[int, ...]     # graph-output index of each intermediate base
+    candidates: tuple[tuple, ...]   # per graph output: (shape, dtype, requires_grad, stride, offset)
+    new_leaf_outputs: tuple[int, ...]         # outputs that are fresh leaves requiring grad
+
+
+@dataclass
+class Captured:
+    """A captured function: the functional graph, the input plan and the raw facts."""
+    graph: fx.GraphModule
+    plan: InputPlan
+    facts: RawFacts
+    out_spec: object = field(repr=False, default=None)
+
+
+# ---------------------------------------------------------------- tracing
+
+
+def _to_fun(t: torch.Tensor) -> torch.Tensor:
+    ft = torch._to_functional_tensor(t)
+    torch._mirror_autograd_meta_to(t, ft)
+    return ft
+
+
+def _from_fun(t: torch.Tensor) -> torch.Tensor:
+    torch._sync(t)
+    return torch._from_functional_tensor(t)
+
+
+def _storage(t: torch.Tensor):
+    return StorageWeakRef(t.untyped_storage())
+
+
+class _GradModeTagger(TorchDispatchMode):
+    """Tags each traced node that ran with grad mode off, so no_grad regions reach the key."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if not torch.is_grad_enabled():
+            from torch.fx.experimental.proxy_tensor import get_proxy_mode, get_proxy_slot
+            mode = get_proxy_mode()
+            if mode is not None:
+                for t in pytree.tree_leaves(out):
+                    if isinstance(t, torch.Tensor):
+                        slot = get_proxy_slot(t, mode.tracer, None)
+                        if slot is not None:
+                            slot.proxy.node.meta["no_grad"] = True
+        return out
+
+
+class FunctionalRun:
+    """Runs the user's function on functional wrappers of the placeholders.
+
+    Shared by capture (which returns every candidate value) and the joint
+    trace (which returns the needed values plus gradients).
+    """
+
+    def __init__(self, fn, plan: InputPlan, sig: Signature, leaves: list, in_spec):
+        self.fn, self.plan, self.sig, self.leaves, self.in_spec = fn, plan, sig, leaves, in_spec
+
+    def run(self, placeholders: list[torch.Tensor]):
+        """Returns (candidates, facts, out_spec, placeholder wrappers). Call with functionalization on."""
+        plan, sig = self.plan, self.sig
+        wrappers = [_to_fun(p) for p in placeholders]
+        works = []
+        for p, w in zip(placeholders, wrappers):
+            # A non-leaf that requires grad may be mutated in place; the wrapper is a leaf.
+            works.append(w.clone() if (p.requires_grad and not p.is_leaf) else w)
+        user: list = []
+        for i, src in enumerate(plan.sources):
+            if src[0] == "value":
+                user.append(self.leaves[i])
+            elif src[0] == "same":
+                user.append(user[src[1]])
+            elif src[0] == "placeholder":
+                user.append(works[src[1]])
+            else:
+                _, p, shape, stride, offset = src
+                user.append(works[p].as_strided(shape, stride, offset))
+        before = [(w.grad_fn, w.requires_grad) for w in works]
+        member_meta = {i: _meta(user[i]) for i, s in enumerate(plan.sources) if s[0] == "member"}
+        args, kwargs = unflatten_inputs(list(user), self.in_spec)
+        result = self.fn(*args, **kwargs)
+        out_leaves, out_spec = pytree.tree_flatten(result)
+        for w in works:
+            torch._sync(w)
+        candidates: list[torch.Tensor] = []
+        inputs = []
+        for p, w in enumerate(works):
+            data = torch._functionalize_has_data_mutation(w)
+            meta = torch._functionalize_has_metadata_mutation(w)
+            if torch._functionalize_was_storage_changed(w):
+                raise UnsupportedInputError(
+                    f"the function calls set_() (or swaps the storage) of input placeholder {p}; "
+                    "aotcheck supports data and metadata mutations of inputs, not storage swaps")
+            value_output = -1
+            if data:
+                value_output = len(candidates)
+                candidates.append(w)
+            inputs.append(InputFacts(
+                p, data, meta, (w.grad_fn, w.requires_grad) != before[p], w.requires_grad,
+                *_meta(w), value_output))
+        members = []
+        for i, m in member_meta.items():
+            if _meta(user[i]) != m:
+                members.append(MemberFacts(i, *_meta(user[i])))
+        outputs, intermediates, new_leaves = self._outputs(out_leaves, user, candidates)
+        cands = tuple((tuple(c.shape), str(c.dtype).replace("torch.", ""), c.requires_grad,
+                       tuple(c.stride()), c.storage_offset()) for c in candidates)
+        facts = RawFacts(tuple(inputs), tuple(members), tuple(outputs), str(out_spec),
+                         tuple(intermediates), cands, tuple(new_leaves))
+        return candidates, facts, out_spec, wrappers
+
+    def _outputs(self, out_leaves, user, candidates):
+        tensor_user = {id(t): i for i, t in enumerate(user) if isinstance(t, torch.Tensor)}
+        input_storages = {}
+        for i, t in enumerate(user):
+            if isinstance(t, torch.Tensor):
+                input_storages.setdefault(_storage(t), i)
+        outputs, out_storage, out_ids = [], {}, {}
+        roots: dict[int, int] = {}
+        intermediates: list[int] = []
+        new_leaves: list[int] = []
+        for k, o in enumerate(out_leaves):
+            if not isinstance(o, torch.Tensor):
+                if not isinstance(o, (bool, int, float, str, type(None))):
+                    raise UnsupportedInputError(
+                        f"output leaf {k} has type {type(o).__name__}; aotcheck supports returning "
+                        "tensors, int, float, bool, str and None, nested in tuples, lists and dicts")
+                outputs.append(OutputFacts(False, value=repr(o)))
+                continue
+            common = dict(shape=tuple(o.shape), stride=tuple(o.stride()), offset=o.storage_offset(),
+                          dtype=str(o.dtype).replace("torch.", ""), requires_grad=o.requires_grad,
+                          is_leaf=o.is_leaf)
+            st = _storage(o)
+            if id(o) in out_ids:
+                outputs.append(OutputFacts(True, same_output=out_ids[id(o)], **common))
+            elif id(o) in tensor_user:
+                outputs.append(OutputFacts(True, is_input=tensor_user[id(o)], **common))
+            elif st in input_storages:
+                outputs.append(OutputFacts(True, input_storage=input_storages[st], **common))
+            elif o._base is not None:
+                root = o._base
+                if id(root) in out_ids:
+                    outputs.append(OutputFacts(True, base_output=out_ids[id(root)], **common))
+                else:
+                    if id(root) not in roots:
+                        roots[id(root)] = len(intermediates)
+                        intermediates.append(len(candidates))
+                        candidates.append(root)
+                    outputs.append(OutputFacts(True, base_intermediate=roots[id(root)], **common))
+            elif st in out_storage:
+                outputs.append(OutputFacts(True, output_storage=out_storage[st], **common))
+            else:
+                if o.requires_grad and o.is_leaf:
+                    new_leaves.append(k)
+                outputs.append(OutputFacts(True, graph_output=len(candidates), **common))
+                candidates.append(o)
+            out_storage.setdefault(st, k)
+            out_ids.setdefault(id(o), k)
+        # a view output whose root is a *later* output: point it at that output instead
+        for k, f in enumerate(outputs):
+            if f.base_intermediate >= 0:
+                root_idx = intermediates[f.base_intermediate]
+                root = candidates[root_idx]
+                if id(root) in out_ids:
+                    outputs[k] = _replace(f, base_intermediate=-1, base_output=out_ids[id(root)])
+        return outputs, intermediates, new_leaves
+
+
+def _replace(f, **kw):
+    from dataclasses import replace
+    return replace(f, **kw)
+
+
+def _meta(t: torch.Tensor) -> tuple:
+    return tuple(t.shape), tuple(t.stride()), t.storage_offset()
+
+
+def trace_functional(body, example_placeholders: list[torch.Tensor]) -> fx.GraphModule:
+    """make_fx on fake copies of the placeholders, with functionalization around ``body``."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def traced(*args):
+        torch._enable_functionalization(reapply_views=True)
+        try:
+            with _GradModeTagger():
+                return body(*args)
+        finally:
+            torch._disable_functionalization()
+
+    return _guard_trace(lambda: make_fx(traced, tracing_mode="fake")(*example_placeholders))
+
+
+def _guard_trace(thunk):
+    from torch._subclasses.fake_tensor import (DataDependentOutputException,
+                                               DynamicOutputShapeException,
+                                               UnsupportedOperatorException)
+    try:
+        return thunk()
+    except (DataDependentError, UnsupportedInputError, TraceError):
+        raise
+    except DataDependentOutputException as e:
+        raise DataDependentError(
+            f"the function reads a tensor value while being traced ({e.func if hasattr(e, 'func') else e}); "
+            "Python control flow on tensor values, .item() and .tolist() cannot be compiled. Use "
+            "torch.where or pass the value as a Python scalar argument") from None
+    except DynamicOutputShapeException as e:
+        raise DataDependentError(
+            f"op {e.func} has an output shape that depends on tensor values; aotcheck compiles "
+            "static shapes only") from None
+    except UnsupportedOperatorException as e:
+        raise TraceError(f"op {e.func} cannot run on fake tensors, so it cannot be traced") from None
+    except Exception as e:  # the user's function raised while being traced
+        msg = str(e).split("\n")[0]
+        if "data-dependent" in msg or "data dependent" in msg:
+            raise DataDependentError(
+                f"the function depends on tensor values while being traced: {msg}; use torch.where "
+                "or pass the value as a Python scalar argument") from None
+        raise TraceError(f"the function raised while being traced: {type(e).__name__}: {msg}") from e
+
+
+def capture(fn, leaves: list, in_spec, sig: Signature,
+            synthetic: frozenset[int] = frozenset()) -> Captured:
+    """Trace ``fn`` for this signature. Re-captures with synthetic bases when needed."""
+    plan = plan_inputs(sig, synthetic)
+    run = FunctionalRun(fn, plan, sig, leaves, in_spec)
+    box: dict = {}
+
+    def body(*placeholders):
+        candidates, facts, out_spec, _ = run.run(list(placeholders))
+        box["facts"], box["out_spec"] = facts, out_spec
+        return [_from_fun(c) for c in candidates]
+
+    with _trace_grad_mode(sig):
+        gm = trace_functional(body, placeholder_tensors(plan, leaves))
+    captured = Captured(gm, plan, box["facts"], box["out_spec"])
+    needs = _groups_needing_synthetic_base(sig, captured) - synthetic
+    if needs:
+        return capture(fn, leaves, in_spec, sig, synthetic | needs)
+    return captured
+
+
+def _groups_needing_synthetic_base(sig: Signature, captured: Captured) -> frozenset[int]:
+    storage_of = {}
+    for p, (kind, ref) in enumerate(captured.plan.placeholders):
+        if kind == "leaf":
+            storage_of[p] = sig.leaves[ref].storage
+    grouped = {g.storage for g in sig.groups}
+    out = set()
+    for f in captured.facts.inputs:
+        s = storage_of.get(f.placeholder)
+        if s in grouped and (f.data_mutated or f.metadata_mutated):
+            out.add(s)
+    return frozenset(out)
+
+
+class _trace_grad_mode:
+    """Trace in the caller's grad mode; inference mode is traced as no_grad."""
+
+    def __init__(self, sig: Signature):
+        self.ctx = torch.no_grad() if (sig.inference_mode or not sig.grad_enabled) else torch.enable_grad()
+
+    def __enter__(self):
+        self._im = torch.inference_mode(False)
+        self._im.__enter__()
+        self.ctx.__enter__()
+
+    def __exit__(self, *exc):
+        self.ctx.__exit__(*exc)
+        self._im.__exit__(*exc)

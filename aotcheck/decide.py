@@ -1,0 +1,56 @@
+"""decide: inference or training, and the sentence that says why.
+
+Training (an autograd.Function with a backward graph) is needed when grad
+mode is on, some argument requires grad, and at least one of:
+
+- some output that is not merely an alias of an argument requires grad
+  (aliases of arguments are rebuilt as views at runtime, so autograd already
+  gives them a correct grad_fn);
+- some argument's data is mutated where autograd sees it, and the argument
+  requires grad afterwards. This is PyTorch PR #128229: without it,
+  ``a.mul_(2); return ()`` would silently lose the gradient through ``a``.
+
+Example::
+
+    >>> decide(meta_of(lambda x: x.view(-1)), sig)      # x requires grad
+    Decision(mode='inference', reason='no output requires grad except aliases of arguments, ...')
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .analyze import ALIAS_OF_INPUT, CONSTANT, IS_INPUT, ViewMutationMeta
+from .signature import Signature, TensorSpec
+
+INFERENCE = "inference"
+TRAINING = "training"
+
+
+@dataclass(frozen=True)
+class Decision:
+    mode: str
+    reason: str
+
+
+def decide(meta: ViewMutationMeta, sig: Signature) -> Decision:
+    if sig.inference_mode:
+        return Decision(INFERENCE, "called under inference_mode")
+    if not sig.grad_enabled:
+        return Decision(INFERENCE, "grad mode is off")
+    if not any(isinstance(l, TensorSpec) and l.requires_grad for l in sig.leaves):
+        rg_mut = [i.index for i in meta.inputs
+                  if i.data_mutated and i.requires_grad_after and not i.all_mutations_under_no_grad]
+        if not rg_mut:
+            return Decision(INFERENCE, "no argument requires grad")
+        return Decision(TRAINING, f"argument {rg_mut[0]} does not require grad but is mutated with "
+                                  "values that do, so gradients flow through the mutation")
+    for o in meta.outputs:
+        if o.kind not in (CONSTANT, IS_INPUT, ALIAS_OF_INPUT) and o.requires_grad:
+            return Decision(TRAINING, f"output {o.index} ({o.kind}) requires grad")
+    for i in meta.inputs:
+        if i.data_mutated and i.requires_grad_after and not i.all_mutations_under_no_grad:
+            return Decision(TRAINING, f"argument {i.index} requires grad and its data is mutated "
+                                      "outside no_grad, so gradients flow through the mutation "
+                                      "(PyTorch PR #128229)")
+    return Decision(INFERENCE, "no output requires grad except aliases of arguments, and no "
+                               "argument that requires grad is mutated outside no_grad")

@@ -1,0 +1,30 @@
+"""The exceptions aotcheck raises on bad input.
+
+Every error names what was wrong and what is supported. They all derive from
+:class:`AotcheckError`, which is a ``RuntimeError`` so that code written
+against eager PyTorch's errors keeps catching them.
+"""
+
+
+class AotcheckError(RuntimeError):
+    """Base class of every error aotcheck raises on purpose."""
+
+
+class UnsupportedInputError(AotcheckError, TypeError):
+    """An argument (or returned value) of a type or layout the engine does not support."""
+
+
+class DataDependentError(AotcheckError):
+    """The function branches on, or reads, tensor *values* while being traced."""
+
+
+class TraceError(AotcheckError):
+    """The function raised while being traced, or uses an op the tracer cannot represent."""
+
+
+class DoubleBackwardError(AotcheckError):
+    """A second-order gradient was requested through a compiled function."""
+
+
+class CacheError(AotcheckError):
+    """A cache entry could not be used (raised only in strict mode; otherwise a miss)."""

@@ -1,0 +1,84 @@
+"""joint: trace the forward and backward together into one functional graph.
+
+The user's function runs again on functional wrappers, and
+``torch.autograd.grad`` of the differentiable forward outputs (weighted by
+tangent placeholders) with respect to the placeholders that require grad is
+traced into the same graph. no_grad regions and detaches are honoured because
+autograd itself runs during the trace.
+
+Before (``f(x, w) = (x * w).sum()``, both requiring grad), the joint::
+
+    %x, %w, %tangents_1 = placeholder ...
+    %mul = aten.mul.Tensor(%x, %w)
+    %sum = aten.sum.default(%mul)
+    %expand = aten.expand.default(%tangents_1, [3])
+    %mul_1 = aten.mul.Tensor(%expand, %w)
+    %mul_2 = aten.mul.Tensor(%expand, %x)
+    return (%sum, %mul_2, %mul_1)        # forward outputs, then gradients
+
+The partitioner then cuts it into a forward and a backward graph.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.fx as fx
+
+from .analyze import FRESH, ViewMutationMeta
+from .capture import Captured, FunctionalRun, _from_fun, _to_fun, _trace_grad_mode, trace_functional
+from .errors import TraceError
+from .signature import Signature
+
+
+@dataclass
+class Joint:
+    graph: fx.GraphModule
+    num_primals: int
+    fw_candidates: tuple[int, ...]    # graph candidate index of each forward output
+    diff_outputs: tuple[int, ...]     # forward-output positions that get a tangent
+    grad_inputs: tuple[int, ...]      # placeholders that get a gradient (joint outputs after fw)
+
+
+def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
+    """The graph candidates the runtime needs, in a fixed order: new input values,
+    fresh outputs, intermediate bases."""
+    order: list[int] = []
+    for m in meta.mutations:
+        if m.data:
+            order.append(m.value_output)
+    for o in meta.outputs:
+        if o.kind == FRESH:
+            order.append(o.graph_output)
+    order.extend(meta.intermediate_bases)
+    seen: set[int] = set()
+    return tuple(c for c in order if not (c in seen or seen.add(c)))
+
+
+def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
+                leaves: list, in_spec, primals: list[torch.Tensor]) -> Joint:
+    fw = forward_candidates(meta)
+    diff = tuple(k for k, c in enumerate(fw) if meta.candidates[c][2])
+    grad_inputs = tuple(p for p, t in enumerate(primals) if t.requires_grad)
+    run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec)
+    n = len(primals)
+
+    def body(*flat):
+        prim, tangents = list(flat[:n]), flat[n:]
+        candidates, facts, _, wrappers = run.run(prim)
+        if facts != captured.facts:
+            raise TraceError("the function traced differently the second time (is it "
+                             "deterministic in Python? does it read global state?)")
+        outs = [candidates[c] for c in fw]
+        grads = torch.autograd.grad(
+            [outs[k] for k in diff], [wrappers[p] for p in grad_inputs],
+            [_to_fun(t) for t in tangents], allow_unused=True)
+        return [_from_fun(o) for o in outs] + [None if g is None else _from_fun(g) for g in grads]
+
+    tangents = []
+    for k in diff:
+        shape, dtype = meta.candidates[fw[k]][0], getattr(torch, meta.candidates[fw[k]][1])
+        tangents.append(torch.empty(shape, dtype=dtype, device=primals[0].device))
+    with _trace_grad_mode(sig):
+        gm = trace_functional(body, list(primals) + tangents)
+    return Joint(gm, n, fw, diff, grad_inputs)

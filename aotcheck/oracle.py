@@ -1,0 +1,227 @@
+"""The oracle: run a function in eager and compiled, and list every difference.
+
+One comparison, used by the corpus tests, the cache layer and the fuzzer.
+Both runs get identical fresh inputs from ``make_inputs``. Compared:
+
+- outputs: pytree structure, non-tensor values, and per tensor: dtype,
+  shape, stride, values, requires_grad, is_leaf, grad_fn presence;
+- alias structure: which argument (or earlier output) each output shares
+  storage with;
+- arguments after the call: values, shape, stride, offset, requires_grad;
+- with ``backward``: leaf gradients after backpropagating seeded random
+  cotangents from every output and every mutated argument that requires
+  grad; None versus zeros must match exactly;
+- mutating each floating output in place afterwards changes the arguments
+  and other outputs as in eager (or raises in both).
+
+``check`` returns a :class:`Report`; a report's ``signature`` names the
+first difference's kind, so that duplicates collapse.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+from torch.utils import _pytree as pytree
+
+
+@dataclass
+class Inputs:
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    leaves: tuple = ()      # tensors whose .grad is compared after backward
+
+
+@dataclass
+class Report:
+    divergences: list[str]
+    signature: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.divergences
+
+    def __str__(self) -> str:
+        return "ok" if self.ok else "\n".join(self.divergences)
+
+
+def _tensors(x) -> list:
+    return [t for t in pytree.tree_leaves(x) if isinstance(t, torch.Tensor)]
+
+
+def _storage(t):
+    return t.untyped_storage().data_ptr() if t.untyped_storage().nbytes() else None
+
+
+def _alias_map(outs: list, args: list) -> list:
+    arg_st = {}
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor) and _storage(a) is not None:
+            arg_st.setdefault(_storage(a), i)
+    res, out_st = [], {}
+    for k, o in enumerate(outs):
+        if not isinstance(o, torch.Tensor):
+            res.append(None)
+            continue
+        st = _storage(o)
+        ident = next((f"arg{i}" for i, a in enumerate(args) if a is o), None)
+        same = next((f"out{j}" for j in range(k) if outs[j] is o), None)
+        res.append(ident or same or (f"view-of-arg{arg_st[st]}" if st in arg_st else
+                                     f"view-of-out{out_st[st]}" if st in out_st else "fresh"))
+        if st is not None:
+            out_st.setdefault(st, k)
+    return res
+
+
+def _close(a: torch.Tensor, b: torch.Tensor, rtol=None, atol=None) -> str | None:
+    try:
+        torch.testing.assert_close(b.detach(), a.detach(), rtol=rtol, atol=atol, equal_nan=True,
+                                   check_stride=False, check_layout=False)
+    except AssertionError as e:
+        return str(e).split("\n\n")[0].replace("\n", " ")
+    return None
+
+
+def _cotangent(t: torch.Tensor, k: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(1000 + k)
+    return torch.randn(t.shape, generator=g, dtype=torch.float64).to(t.dtype)
+
+
+def _run(fn, make_inputs, backward: bool):
+    torch.manual_seed(0)
+    inp = make_inputs()
+    try:
+        out = fn(*inp.args, **inp.kwargs)
+    except Exception as e:  # noqa: BLE001 - reported, not hidden
+        return inp, None, e, None
+    bw_err = None
+    if backward:
+        flat_args = pytree.tree_leaves((inp.args, inp.kwargs))
+        terms = []
+        for k, t in enumerate(_tensors(out)):
+            if t.requires_grad and t.is_floating_point():
+                terms.append((t * _cotangent(t, k)).sum())
+        for k, a in enumerate(flat_args):
+            if isinstance(a, torch.Tensor) and a.requires_grad and not a.is_leaf and a.is_floating_point():
+                terms.append((a * _cotangent(a, 100 + k)).sum())
+        if terms:
+            try:
+                torch.autograd.backward(sum(terms))
+            except Exception as e:  # noqa: BLE001
+                bw_err = e
+    return inp, out, None, bw_err
+
+
+def check(fn: Callable, compiled_fn: Callable, make_inputs: Callable[[], Inputs], *,
+          backward: bool = True, mutate_outputs: bool = True, rtol=None, atol=None) -> Report:
+    """Compare ``compiled_fn`` against eager ``fn`` on identical inputs."""
+    d: list[str] = []
+    e_in, e_out, e_err, e_bw = _run(fn, make_inputs, backward)
+    c_in, c_out, c_err, c_bw = _run(compiled_fn, make_inputs, backward)
+    if e_err is not None or c_err is not None:
+        if e_err is None:
+            d.append(f"compiled raised {type(c_err).__name__}: {str(c_err).splitlines()[0] if str(c_err) else ''}")
+        elif c_err is None:
+            d.append(f"eager raised {type(e_err).__name__} but compiled did not")
+        return Report(d, _signature(d))
+    e_flat, e_spec = pytree.tree_flatten(e_out)
+    c_flat, c_spec = pytree.tree_flatten(c_out)
+    if str(e_spec) != str(c_spec):
+        d.append(f"output structure: eager {e_spec} vs compiled {c_spec}")
+        return Report(d, _signature(d))
+    for k, (a, b) in enumerate(zip(e_flat, c_flat)):
+        _compare_value(d, f"output {k}", a, b, rtol, atol, grads=True)
+    e_args = pytree.tree_leaves((e_in.args, e_in.kwargs))
+    c_args = pytree.tree_leaves((c_in.args, c_in.kwargs))
+    ea, ca = _alias_map(e_flat, e_args), _alias_map(c_flat, c_args)
+    for k, (a, b) in enumerate(zip(ea, ca)):
+        if a != b:
+            d.append(f"output {k} aliasing: eager {a}, compiled {b}")
+    for i, (a, b) in enumerate(zip(e_args, c_args)):
+        _compare_value(d, f"argument {i} after the call", a, b, rtol, atol, grads=False)
+    if (e_bw is None) != (c_bw is None):
+        which = "compiled" if c_bw is not None else "eager"
+        err = c_bw if c_bw is not None else e_bw
+        d.append(f"backward: only {which} raised {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
+    elif backward and e_bw is None:
+        for j, (a, b) in enumerate(zip(e_in.leaves, c_in.leaves)):
+            ga, gb = a.grad, b.grad
+            if (ga is None) != (gb is None):
+                d.append(f"grad of leaf {j}: eager {'None' if ga is None else 'a tensor'}, "
+                         f"compiled {'None' if gb is None else 'a tensor'}")
+            elif ga is not None:
+                msg = _close(ga, gb, rtol, atol)
+                if msg:
+                    d.append(f"grad of leaf {j}: {msg}")
+    if mutate_outputs and not d:
+        _check_output_mutation(d, e_flat, c_flat, e_args, c_args)
+    return Report(d, _signature(d))
+
+
+def _compare_value(d, where, a, b, rtol, atol, grads: bool):
+    if isinstance(a, torch.Tensor) != isinstance(b, torch.Tensor):
+        d.append(f"{where}: eager {type(a).__name__}, compiled {type(b).__name__}")
+        return
+    if not isinstance(a, torch.Tensor):
+        if type(a) is not type(b) or (a != b and not (a != a and b != b)):
+            d.append(f"{where}: eager {a!r}, compiled {b!r}")
+        return
+    for attr in ("dtype", "shape", "requires_grad"):
+        if getattr(a, attr) != getattr(b, attr):
+            d.append(f"{where} {attr}: eager {getattr(a, attr)}, compiled {getattr(b, attr)}")
+            return
+    if a.stride() != b.stride() and a.numel() > 1:
+        d.append(f"{where} stride: eager {a.stride()}, compiled {b.stride()}")
+    if not grads and a.storage_offset() != b.storage_offset():
+        d.append(f"{where} storage_offset: eager {a.storage_offset()}, compiled {b.storage_offset()}")
+    if grads:
+        if a.is_leaf != b.is_leaf:
+            d.append(f"{where} is_leaf: eager {a.is_leaf}, compiled {b.is_leaf}")
+        if (a.grad_fn is None) != (b.grad_fn is None):
+            d.append(f"{where} grad_fn: eager {type(a.grad_fn).__name__}, compiled {type(b.grad_fn).__name__}")
+    msg = _close(a, b, rtol, atol)
+    if msg:
+        d.append(f"{where} values: {msg}")
+
+
+def _check_output_mutation(d, e_flat, c_flat, e_args, c_args):
+    """Mutate each floating output in place; the effect on arguments and other outputs,
+    or the error, must match eager's."""
+    for k in range(len(e_flat)):
+        a, b = e_flat[k], c_flat[k]
+        if not isinstance(a, torch.Tensor) or not a.is_floating_point() or a.numel() == 0:
+            continue
+        errs = []
+        for t in (a, b):
+            try:
+                t.add_(1)
+                errs.append(None)
+            except Exception as e:  # noqa: BLE001
+                errs.append(type(e).__name__)
+        if errs[0] != errs[1]:
+            d.append(f"mutating output {k} in place: eager {errs[0] or 'ok'}, compiled {errs[1] or 'ok'}")
+            return
+        for i, (x, y) in enumerate(zip(e_args, c_args)):
+            if isinstance(x, torch.Tensor) and _close(x, y):
+                d.append(f"after mutating output {k} in place, argument {i} differs from eager")
+                return
+        for j, (x, y) in enumerate(zip(e_flat, c_flat)):
+            if isinstance(x, torch.Tensor) and _close(x, y):
+                d.append(f"after mutating output {k} in place, output {j} differs from eager")
+                return
+
+
+def _signature(d: list[str]) -> str:
+    """A short stem of the first difference, with numbers removed, for deduplication."""
+    if not d:
+        return ""
+    import re
+    first = d[0].split(":")[0] if not d[0].startswith("compiled raised") else d[0][:80]
+    return re.sub(r"\d+", "N", first)
+
+
+def assert_matches(fn, compiled_fn, make_inputs, **kw) -> None:
+    r = check(fn, compiled_fn, make_inputs, **kw)
+    if not r.ok:
+        raise AssertionError("compiled differs from eager:\n  " + "\n  ".join(r.divergences))

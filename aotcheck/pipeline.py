@@ -1,0 +1,81 @@
+"""pipeline: the stages, in order, on one screen.
+
+    signature -> capture -> analyze -> decide -> [joint -> partition] -> runtime
+
+Each stage is a function from one representation to the next; none edits its
+input. ``compile_call`` runs them for one call's arguments and returns a
+runnable :class:`~aotcheck.runtime.CompiledArtifact` together with every
+intermediate result (for ``explain`` and the cache).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch.fx as fx
+
+from . import flags
+from .analyze import ViewMutationMeta, analyze
+from .capture import Captured, capture, placeholder_tensors
+from .decide import TRAINING, Decision, decide
+from .errors import UnsupportedInputError
+from .joint import Joint, forward_candidates, trace_joint
+from .lint import check_graph, check_meta
+from .partition import Partitioned, inference_forward, partition
+from .runtime import CompiledArtifact
+from .signature import Signature, signature
+
+
+@dataclass
+class Stages:
+    """Every stage's result for one signature."""
+    signature: Signature
+    captured: Captured
+    meta: ViewMutationMeta
+    decision: Decision
+    joint: Joint | None
+    partitioned: Partitioned
+
+
+def run_stages(fn, leaves: list, in_spec, partitioner: str = "default", *,
+               sig: Signature | None = None, captured: Captured | None = None) -> Stages:
+    """Run every stage. ``sig`` and ``captured`` may be passed in when already computed
+    (the cache computes them for its key; a lazy backward re-traces from fake leaves)."""
+    sig = sig if sig is not None else signature(leaves, in_spec)
+    captured = captured if captured is not None else capture(fn, leaves, in_spec, sig)
+    meta = analyze(captured, sig)
+    decision = decide(meta, sig)
+    checking = flags.get(flags.CHECK_GRAPHS)
+    if checking:
+        check_graph(captured.graph.graph, "captured", functional=True)
+        check_meta(meta, sig)
+    joint = None
+    if decision.mode == TRAINING:
+        if captured.facts.new_leaf_outputs:
+            k = captured.facts.new_leaf_outputs[0]
+            raise UnsupportedInputError(
+                f"output {k} is a new leaf tensor that requires grad, created inside the function; "
+                "a compiled graph cannot accumulate its .grad. Create it outside and pass it in")
+        primals = placeholder_tensors(captured.plan, leaves)
+        joint = trace_joint(fn, captured, meta, sig, leaves, in_spec, primals)
+        mutated = frozenset(m.placeholder for m in meta.mutations)
+        parts = partition(joint, partitioner, mutated)
+        if checking:
+            check_graph(joint.graph.graph, "joint", functional=True)
+    else:
+        parts = inference_forward(captured.graph, forward_candidates(meta))
+    if checking:
+        check_graph(parts.forward, "forward", functional=True)
+        if parts.backward is not None:
+            check_graph(parts.backward, "backward", functional=True)
+    return Stages(sig, captured, meta, decision, joint, parts)
+
+
+def build_artifact(stages: Stages, fn=None, leaves=None, in_spec=None, partitioner="default",
+                   lazy_backward: bool = True) -> CompiledArtifact:
+    p, j = stages.partitioned, stages.joint
+    return CompiledArtifact(
+        plan=stages.captured.plan, meta=stages.meta, decision=stages.decision,
+        forward=p.forward, num_fw_outputs=p.num_fw_outputs,
+        fw_candidates=forward_candidates(stages.meta),
+        diff_outputs=j.diff_outputs if j else (), grad_inputs=j.grad_inputs if j else (),
+        backward=p.backward, out_spec=stages.captured.out_spec)

@@ -1,0 +1,205 @@
+"""runtime: run compiled graphs with eager semantics.
+
+A :class:`CompiledArtifact` holds one signature's forward graph, the lazily
+built backward graph and the metadata. Calling it:
+
+1. gathers the placeholder tensors (argument leaves, or alias-group roots);
+2. runs the forward graph, inside an ``autograd.Function`` in training mode,
+   or under no_grad in inference mode;
+3. applies input mutations to the caller's tensors (see NOTE [mutation replay]);
+4. builds each output: graph values as they are, and aliases regenerated as
+   real views (see NOTE [alias regeneration]).
+
+# NOTE [mutation replay]
+The graph is functional: a mutated argument's new value is a graph output.
+Afterwards the runtime writes it back: metadata with ``as_strided_``, then data
+with ``copy_``, with grad mode on only if autograd saw the original mutation
+(otherwise under no_grad, which is what makes mutations under no_grad or
+through ``.detach()`` legal on leaves that require grad).
+
+# NOTE [alias regeneration]
+An output that shares storage with an argument, another output or an
+intermediate is not returned by the graph as a copy. It is rebuilt with
+``base.as_strided(size, stride, storage_offset)`` on the real base, after the
+mutations, so that mutating it later changes the base exactly as in eager and
+autograd gives it a view grad_fn. Where eager's output does not require grad
+but its base does, the view is taken under no_grad.
+
+# NOTE [lazy backward]
+The backward graph is turned into code at the first backward, not before. An
+artifact loaded from the cache may have no backward at all; it then asks its
+``backward_source`` (a re-trace of the joint) and reports it through
+``on_backward`` so the cache can complete the entry.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Callable
+
+import torch
+import torch.fx as fx
+from torch.utils import _pytree as pytree
+
+from .analyze import (ALIAS_OF_INPUT, ALIAS_OF_INTERMEDIATE, ALIAS_OF_OUTPUT, CONSTANT, FRESH,
+                      IS_INPUT, SAME_AS_OUTPUT, ViewMutationMeta)
+from .capture import InputPlan, placeholder_tensors
+from .decide import TRAINING, Decision
+from .errors import DoubleBackwardError
+
+
+def to_module(graph: fx.Graph) -> fx.GraphModule:
+    return fx.GraphModule(torch.nn.Module(), graph)
+
+
+class CompiledArtifact:
+    def __init__(self, *, plan: InputPlan, meta: ViewMutationMeta, decision: Decision,
+                 forward: fx.Graph, num_fw_outputs: int, fw_candidates: tuple[int, ...],
+                 diff_outputs: tuple[int, ...] = (), grad_inputs: tuple[int, ...] = (),
+                 backward: fx.Graph | None = None,
+                 backward_source: Callable[[], fx.Graph] | None = None,
+                 out_spec=None, on_backward: Callable[[fx.Graph], None] | None = None):
+        self.plan, self.meta, self.decision = plan, meta, decision
+        self.forward_graph = forward
+        self.forward = to_module(forward).forward
+        self.num_fw_outputs = num_fw_outputs
+        self.fw_candidates = fw_candidates
+        self.diff_outputs = diff_outputs
+        self.grad_inputs = grad_inputs
+        self.backward_graph = backward
+        self.backward_source = backward_source
+        self.on_backward = on_backward
+        self._backward = None
+        self.out_spec = out_spec
+        self.training = decision.mode == TRAINING
+        self._simple_plan = all(k == "leaf" for k, _ in plan.placeholders) and \
+            all(s[0] in ("placeholder", "value") for s in plan.sources)
+        self._leaf_of_placeholder = [ref for _, ref in plan.placeholders]
+        self._slot = {c: k for k, c in enumerate(fw_candidates)}
+        self._constants = {o.index: ast.literal_eval(o.value) for o in meta.outputs if o.kind == CONSTANT}
+        nondiff = tuple(k for k in range(num_fw_outputs) if k not in set(diff_outputs))
+        self._nondiff = nondiff
+        self._function = _make_function(self) if self.training else None
+
+    # -- backward, built lazily
+    def backward_module(self):
+        if self._backward is None:
+            if self.backward_graph is None:
+                self.backward_graph = self.backward_source()
+            self._backward = to_module(self.backward_graph).forward
+            if self.on_backward is not None:
+                self.on_backward(self.backward_graph)
+        return self._backward
+
+    # -- the call
+    def __call__(self, leaves: list) -> list:
+        if self._simple_plan:
+            primals = [leaves[i] for i in self._leaf_of_placeholder]
+        else:
+            primals = placeholder_tensors(self.plan, leaves)
+        if self.training:
+            values = self._function.apply(*primals)
+        else:
+            with torch.no_grad():
+                values = self.forward(*primals)
+        meta = self.meta
+        if meta.mutations:
+            self._apply_mutations(primals, values)
+        if meta.member_metadata:
+            with torch.no_grad():
+                for leaf, shape, stride, offset in meta.member_metadata:
+                    leaves[leaf].as_strided_(shape, stride, offset)
+        return self._outputs(leaves, values)
+
+    def _apply_mutations(self, primals, values):
+        grad_on = torch.is_grad_enabled()
+        for m in self.meta.mutations:
+            target = primals[m.placeholder]
+            with torch.set_grad_enabled(grad_on and m.grad_mode):
+                if m.metadata:
+                    target.as_strided_(m.final_shape, m.final_stride, m.final_offset)
+                if m.data:
+                    target.copy_(values[self._slot[m.value_output]])
+
+    def _outputs(self, leaves, values) -> list:
+        meta = self.meta
+        out: list = [None] * len(meta.outputs)
+        pending = []
+        for o in meta.outputs:
+            k = o.kind
+            if k == FRESH:
+                t = values[self._slot[o.graph_output]]
+                if t.stride() != o.stride and t.numel() > 1:
+                    t = _restride(t, o.shape, o.stride, o.offset)
+                out[o.index] = t
+            elif k == IS_INPUT:
+                out[o.index] = leaves[o.source]
+            elif k == CONSTANT:
+                out[o.index] = self._constants[o.index]
+            elif k == ALIAS_OF_INPUT:
+                out[o.index] = _alias(leaves[o.source], o)
+            elif k == ALIAS_OF_INTERMEDIATE:
+                c = meta.intermediate_bases[o.source]
+                base = values[self._slot[c]]
+                shape, _, _, stride, offset = meta.candidates[c]
+                if base.stride() != stride or base.storage_offset() != offset:
+                    base = _restride(base, shape, stride, offset)
+                out[o.index] = _alias(base, o)
+            else:
+                pending.append(o)
+        for o in pending:            # aliases of other outputs, once those exist
+            src = out[o.source]
+            out[o.index] = src if o.kind == SAME_AS_OUTPUT else _alias(src, o)
+        return out
+
+
+def _alias(base: torch.Tensor, o) -> torch.Tensor:
+    if str(base.dtype).replace("torch.", "") != o.dtype:
+        base = base.view(getattr(torch, o.dtype))
+    if o.requires_grad or not base.requires_grad or not torch.is_grad_enabled():
+        return base.as_strided(o.shape, o.stride, o.offset)
+    with torch.no_grad():
+        return base.as_strided(o.shape, o.stride, o.offset)
+
+
+def _restride(t: torch.Tensor, shape, stride, offset) -> torch.Tensor:
+    """A copy of ``t`` laid out exactly as eager laid it out (autograd records the copy)."""
+    if offset == 0:
+        new = torch.empty_strided(shape, stride, dtype=t.dtype, device=t.device)
+    else:
+        need = offset + sum((s - 1) * st for s, st in zip(shape, stride)) + 1
+        new = torch.empty(need, dtype=t.dtype, device=t.device).as_strided(shape, stride, offset)
+    return new.copy_(t)
+
+
+def _make_function(art: CompiledArtifact):
+    n_fw = art.num_fw_outputs
+    nondiff = art._nondiff
+    diff = art.diff_outputs
+    grad_inputs = art.grad_inputs
+    n_primals = len(art.plan.placeholders)
+
+    class CompiledFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *primals):
+            outs = art.forward(*primals)
+            fw, saved = outs[:n_fw], outs[n_fw:]
+            ctx.save_for_backward(*saved)
+            if nondiff:
+                ctx.mark_non_differentiable(*[fw[k] for k in nondiff])
+            return tuple(fw)
+
+        @staticmethod
+        def backward(ctx, *grads):
+            if torch.is_grad_enabled():
+                raise DoubleBackwardError(
+                    "a second-order gradient (create_graph=True) was requested through an "
+                    "aotcheck-compiled function; aotcheck compiles first-order gradients only")
+            bw = art.backward_module()
+            tangents = [grads[k].contiguous() for k in diff]
+            gin = bw(*ctx.saved_tensors, *tangents)
+            result = [None] * n_primals
+            for p, g in zip(grad_inputs, gin):
+                result[p] = g
+            return tuple(result)
+
+    return CompiledFunction
