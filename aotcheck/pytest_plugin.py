@@ -1,0 +1,18 @@
+"""aotcheck's pytest plugin, registered through the ``pytest11`` entry point so that its
+options work from any directory (a nested conftest's options would be ignored)."""
+from __future__ import annotations
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("aotcheck")
+    group.addoption("--with-cache", action="store_true", default=False,
+                    help="run every corpus case twice: cold, then from the persistent cache")
+    group.addoption("--engine", default="aotcheck",
+                    help="engine under test: aotcheck (default), torch, torch-aot-function")
+    group.addoption("--strict-cache", action="store_true", default=False,
+                    help="a miss or bypass where a cache hit is expected fails the test")
+
+
+def pytest_configure(config):
+    from aotcheck import flags
+    flags.set_override(flags.CHECK_GRAPHS, True)
