@@ -58,7 +58,10 @@ def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
 def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
                 leaves: list, in_spec, primals: list[torch.Tensor]) -> Joint:
     fw = forward_candidates(meta)
-    diff = tuple(k for k, c in enumerate(fw) if meta.candidates[c][2])
+    # a new input value written back under no_grad carries no gradient (eager leaves None)
+    replayed_without_grad = {m.value_output for m in meta.mutations if m.data and not m.grad_mode}
+    diff = tuple(k for k, c in enumerate(fw)
+                 if meta.candidates[c][2] and c not in replayed_without_grad)
     grad_inputs = tuple(p for p, t in enumerate(primals) if t.requires_grad)
     run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec)
     n = len(primals)

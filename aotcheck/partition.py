@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import operator
+
 import torch
 import torch.fx as fx
 from torch.multiprocessing.reductions import StorageWeakRef
@@ -87,6 +89,9 @@ def default_partition(joint: Joint, mutated_placeholders: frozenset[int] = froze
     nf = len(joint.fw_candidates)
     fw_outs, grad_outs = outs[:nf], outs[nf:]
     fw_set = _ancestors(fw_outs) | set(primals)
+    for n in graph.nodes:       # a multi-output op's items live where the op does
+        if n.op == "call_function" and n.target is operator.getitem and n.args[0] in fw_set:
+            fw_set.add(n)
     bw_needed = _ancestors(grad_outs)
     bw_set = (bw_needed - fw_set) | set(tangents)
     order = [n for n in graph.nodes if n.op not in ("placeholder", "output")]

@@ -56,7 +56,7 @@ def format_graph(graph: fx.Graph | fx.GraphModule, name: str = "graph") -> str:
         else:
             target = n.target
             op = f"{target.namespace}.{target._opname}.{target._overloadname}" \
-                if isinstance(target, torch._ops.OpOverload) else str(target)
+                if isinstance(target, torch._ops.OpOverload) else getattr(target, "__name__", str(target))
             args = [_arg(a) for a in n.args] + [f"{k}={_arg(v)}" for k, v in n.kwargs.items()]
             line = f"    {n.name}{': ' + t if t else ''} = {op}({', '.join(args)})"
             if n.meta.get("no_grad"):

@@ -155,10 +155,13 @@ class CompiledArtifact:
 def _alias(base: torch.Tensor, o) -> torch.Tensor:
     if str(base.dtype).replace("torch.", "") != o.dtype:
         base = base.view(getattr(torch, o.dtype))
-    if o.requires_grad or not base.requires_grad or not torch.is_grad_enabled():
-        return base.as_strided(o.shape, o.stride, o.offset)
-    with torch.no_grad():
-        return base.as_strided(o.shape, o.stride, o.offset)
+    if not o.requires_grad and base.requires_grad:
+        # eager's output is cut from autograd (a detach, or a view taken in no_grad of a base
+        # that did not require grad then); a view under no_grad would still require grad
+        base = base.detach()
+        if (tuple(base.shape), base.stride(), base.storage_offset()) == (o.shape, o.stride, o.offset):
+            return base
+    return base.as_strided(o.shape, o.stride, o.offset)
 
 
 def _restride(t: torch.Tensor, shape, stride, offset) -> torch.Tensor:
