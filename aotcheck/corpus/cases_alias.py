@@ -1,0 +1,481 @@
+"""Corpus cases: outputs aliasing inputs, outputs aliasing intermediates, aliased inputs."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from . import Inputs, case
+from .cases_basic import leaf, one_leaf as _one_leaf, rand, seeded
+
+
+# ---------------------------------------------------------------- alias_of_input
+
+
+@case("alias_of_input", mode="inference")
+def view_of_input():
+    return (lambda x: x.view(-1)), _one_leaf(2, 3)
+
+
+@case("alias_of_input", mode="inference")
+def t_of_input():
+    return (lambda x: x.t()), _one_leaf(2, 3)
+
+
+@case("alias_of_input", mode="inference")
+def slice_of_input():
+    return (lambda x: x[1:, ::2]), _one_leaf(3, 4)
+
+
+@case("alias_of_input", mode="inference")
+def select_of_input():
+    return (lambda x: x[1]), _one_leaf(3, 4)
+
+
+@case("alias_of_input", mode="inference")
+def diagonal_of_input():
+    return (lambda x: x.diagonal()), _one_leaf(3, 3)
+
+
+@case("alias_of_input", mode="inference")
+def expand_of_input():
+    return (lambda x: x.expand(3, 4)), _one_leaf(1, 4)
+
+
+@case("alias_of_input", mode="inference")
+def as_strided_of_input():
+    return (lambda x: x.as_strided((2, 2), (1, 2), 1)), _one_leaf(6)
+
+
+@case("alias_of_input", mode="inference")
+def permute_unsqueeze_chain():
+    return (lambda x: x.permute(1, 0).unsqueeze(0)[:, 1:]), _one_leaf(2, 3)
+
+
+@case("alias_of_input", mode="inference", tags=("several",))
+def several_views_of_input():
+    def f(x):
+        return x.view(-1), x.t(), x[0]
+    return f, _one_leaf(2, 3)
+
+
+@case("alias_of_input", mode="inference", tags=("several",))
+def views_of_two_inputs():
+    def f(x, y):
+        return y[0], x.t(), y.view(-1)
+    def make():
+        x, y = leaf(2, 2), leaf(3, 2)
+        return Inputs((x, y), leaves=(x, y))
+    return f, seeded(make)
+
+
+@case("alias_of_input", mode="inference", tags=("mutation",))
+def mutate_then_view():
+    def f(x):
+        x.mul_(2)
+        return x.view(-1)
+    return f, seeded(lambda: Inputs((rand(2, 3),)))
+
+
+@case("alias_of_input", mode="inference", tags=("mutation",))
+def view_then_mutate_base():
+    def f(x):
+        v = x[0]
+        x.add_(1)
+        return v
+    return f, seeded(lambda: Inputs((rand(2, 3),)))
+
+
+@case("alias_of_input", mode="inference", tags=("multi_output_view",))
+def unbind_of_input():
+    return (lambda x: x.unbind(0)), _one_leaf(3, 2)
+
+
+@case("alias_of_input", mode="inference", tags=("multi_output_view",))
+def split_of_input():
+    return (lambda x: x.split(2)), _one_leaf(5, 2)
+
+
+@case("alias_of_input", mode="inference", tags=("multi_output_view",))
+def chunk_of_input_dim1():
+    return (lambda x: x.chunk(2, dim=1)), _one_leaf(2, 4)
+
+
+@case("alias_of_input", mode="inference", tags=("is_input",))
+def return_input_itself():
+    return (lambda x: x), _one_leaf(3)
+
+
+@case("alias_of_input", mode="inference", tags=("is_input",))
+def return_input_twice_and_view():
+    def f(x):
+        return x, x, x[1:]
+    return f, _one_leaf(3)
+
+
+@case("alias_of_input", mode="inference", tags=("detach",))
+def detach_returned():
+    return (lambda x: x.detach()), _one_leaf(3)
+
+
+@case("alias_of_input", mode="training", tags=("fresh",))
+def view_and_fresh():
+    def f(x):
+        return x.view(-1), x * 2
+    return f, _one_leaf(2, 2)
+
+
+@case("alias_of_input", mode="inference", tags=("nonleaf",))
+def view_of_grad_nonleaf():
+    def f(a):
+        return a.t()
+    def make():
+        x = leaf(2, 3)
+        return Inputs((x * 1,), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("alias_of_input", mode="inference", tags=("is_input",))
+def dropout_eval_returns_input():
+    def f(x):
+        return F.dropout(x, p=0.5, training=False)
+    return f, _one_leaf(4)
+
+
+@case("alias_of_input", mode="inference", tags=("no_grad",))
+def view_under_no_grad_region():
+    def f(x):
+        with torch.no_grad():
+            v = x.view(-1)
+        return v
+    return f, _one_leaf(2, 2)
+
+
+@case("alias_of_input", mode="training", tags=("noncontiguous",))
+def reshape_of_noncontiguous_copies():
+    def f(x):
+        return x.reshape(-1), x.reshape(x.shape)
+    def make():
+        b = leaf(3, 2)
+        return Inputs((b.t(),), leaves=(b,))
+    return f, seeded(make)
+
+
+# ---------------------------------------------------------------- alias_of_intermediate
+
+
+@case("alias_of_intermediate", mode="training")
+def view_of_intermediate():
+    return (lambda x: (x * 2).view(-1)), _one_leaf(2, 3)
+
+
+@case("alias_of_intermediate", mode="inference", tags=("detach",))
+def detached_intermediate():
+    def f(x):
+        y = x * 2
+        return y.detach()
+    return f, _one_leaf(3)
+
+
+@case("alias_of_intermediate", mode="training", tags=("detach",))
+def view_and_detach_of_intermediate():
+    def f(x):
+        y = x * 2
+        return y.view(-1), y.detach()
+    return f, _one_leaf(2, 2)
+
+
+@case("alias_of_intermediate", mode="training", tags=("detach",))
+def detached_view_of_intermediate():
+    def f(x):
+        y = x.exp()
+        return y.detach().t(), y[0]
+    return f, _one_leaf(2, 3)
+
+
+@case("alias_of_intermediate", mode="training", tags=("same",))
+def same_view_returned_twice():
+    def f(x):
+        v = (x * 2).view(-1)
+        return v, v
+    return f, _one_leaf(2, 3)
+
+
+@case("alias_of_intermediate", mode="training", tags=("base",))
+def base_and_its_transpose():
+    def f(x):
+        y = x * 2
+        return y, y.t()
+    return f, _one_leaf(2, 3)
+
+
+@case("alias_of_intermediate", mode="training", tags=("base",))
+def view_then_base():
+    def f(x):
+        y = x + 1
+        return y[1:], y
+    return f, _one_leaf(3, 2)
+
+
+@case("alias_of_intermediate", mode="training", tags=("hidden_base",))
+def two_views_of_hidden_intermediate():
+    def f(x):
+        y = x * 2
+        return y[0], y[1]
+    return f, _one_leaf(2, 3)
+
+
+@case("alias_of_intermediate", mode="training", tags=("output_of_output",))
+def view_of_another_output():
+    def f(x):
+        a = (x + 1).t()
+        return a, a[0]
+    return f, _one_leaf(2, 3)
+
+
+@case("alias_of_intermediate", mode="training", tags=("multi_output_view",))
+def unbind_of_intermediate():
+    return (lambda x: (x * 2).unbind(0)), _one_leaf(3, 2)
+
+
+@case("alias_of_intermediate", mode="training", tags=("multi_output_view",))
+def split_of_intermediate():
+    return (lambda x: (x + 1).split(2)), _one_leaf(5)
+
+
+@case("alias_of_intermediate", mode="inference")
+def view_of_intermediate_no_grad():
+    def f(x):
+        return (x * 2).t(), (x + 1).view(-1)
+    return f, seeded(lambda: Inputs((rand(2, 3),)))
+
+
+@case("alias_of_intermediate", mode="training", tags=("noncontiguous",))
+def views_of_contiguous_transpose():
+    def f(x):
+        y = x.t().contiguous()
+        return y.view(-1), y.t()
+    return f, _one_leaf(2, 3)
+
+
+@case("alias_of_intermediate", mode="training", tags=("mixed",))
+def view_of_input_and_of_intermediate():
+    def f(x):
+        return x.view(-1), (x * 2).view(-1)
+    return f, _one_leaf(2, 2)
+
+
+@case("alias_of_intermediate", mode="training", tags=("mutation",))
+def mutated_intermediate_then_view():
+    def f(x):
+        y = x * 2
+        y[0].add_(1)
+        return y.view(-1), y[1]
+    return f, _one_leaf(2, 2)
+
+
+@case("alias_of_intermediate", mode="training")
+def expand_of_reduction():
+    def f(x):
+        return x.sum(0, keepdim=True).expand(3, 4)
+    return f, _one_leaf(3, 4)
+
+
+@case("alias_of_intermediate", mode="training", tags=("detach",))
+def intermediate_view_detached_and_live():
+    def f(x):
+        y = (x * 3).view(2, 2)
+        return y.detach(), y, y.detach()[0]
+    return f, _one_leaf(4)
+
+
+# ---------------------------------------------------------------- aliased_inputs
+
+
+@case("aliased_inputs", mode="training", tags=("duplicate",))
+def same_tensor_twice():
+    def f(a, b):
+        return a * b + a
+    def make():
+        x = leaf(3)
+        return Inputs((x, x), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("aliased_inputs", mode="inference", tags=("duplicate", "mutation"))
+def same_tensor_twice_mutated():
+    def f(a, b):
+        a.add_(1)
+        return b * 2
+    def make():
+        x = rand(3)
+        return Inputs((x, x))
+    return f, seeded(make)
+
+
+@case("aliased_inputs", mode="inference", tags=("duplicate", "mutation"))
+def same_tensor_twice_both_mutated():
+    def f(a, b):
+        a.add_(1)
+        b.mul_(2)
+        return a + b
+    def make():
+        x = rand(3)
+        return Inputs((x, x))
+    return f, seeded(make)
+
+
+@case("aliased_inputs", mode="training", tags=("duplicate", "mutation", "grad"))
+def same_grad_nonleaf_twice_mutated():
+    def f(a, b):
+        a.mul_(2)
+        return b + 1
+    def make():
+        x = leaf(3)
+        base = x.clone()
+        return Inputs((base, base), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("aliased_inputs", mode="inference", tags=("overlap", "mutation"))
+def base_and_offset_slice_mutate_base():
+    def f(a, b):
+        a.mul_(2)
+        return b + 1
+    def make():
+        a = rand(4)
+        return Inputs((a, a[1:]))
+    return f, seeded(make)
+
+
+@case("aliased_inputs", mode="inference", tags=("overlap", "mutation"))
+def base_and_offset_slice_mutate_slice():
+    def f(a, b):
+        b.add_(1)
+        return a * 2
+    def make():
+        a = rand(4)
+        return Inputs((a, a[1:]))
+    return f, seeded(make)
+
+
+@case("aliased_inputs", mode="inference", tags=("overlap", "mutation", "prior_art"))
+def zero_base_return_view_of_offset_slice():
+    def f(a0, a1):
+        a0.zero_()
+        return a1.view(3)
+    def make():
+        a = rand(4)
+        return Inputs((a, a[1:]))
+    return f, seeded(make)
+
+
+@case("aliased_inputs", mode="inference", tags=("disjoint", "mutation"))
+def two_rows_of_one_base():
+    def f(x, y):
+        x.add_(1)
+        return y * 2
+    def make():
+        base = rand(2, 3)
+        return Inputs((base[0], base[1]))
+    return f, seeded(make)
+
+
+@case("aliased_inputs", mode="inference", tags=("disjoint", "mutation"))
+def two_rows_of_one_base_both_mutated():
+    def f(x, y):
+        x.mul_(2)
+        y.sub_(x)
+        return ()
+    def make():
+        base = rand(2, 3)
+        return Inputs((base[0], base[1]))
+    return f, seeded(make)
+
+
+@case("aliased_inputs", mode="inference", tags=("transpose", "mutation"))
+def input_and_its_transpose_mutate_transpose():
+    def f(a, b):
+        b.mul_(2)
+        return a + 1
+    def make():
+        a = rand(3, 3)
+        return Inputs((a, a.t()))
+    return f, seeded(make)
+
+
+@case("aliased_inputs", mode="inference", tags=("transpose", "mutation", "prior_art"))
+def input_and_its_transpose_add_return_t():
+    def f(a, b):
+        a.add_(1)
+        return a.t()
+    def make():
+        a = rand(3, 3)
+        return Inputs((a, a.t()))
+    return f, seeded(make)
+
+
+@case("aliased_inputs", mode="training", tags=("overlap", "mutation", "grad"))
+def grad_base_and_offset_slice_mutated():
+    def f(a, b):
+        a.mul_(2)
+        return b * 3
+    def make():
+        x = leaf(4)
+        base = x.clone()
+        return Inputs((base, base[1:]), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("aliased_inputs", mode="training", tags=("disjoint", "mutation", "grad"))
+def grad_rows_of_one_base_mutated():
+    def f(x, y):
+        x.mul_(2)
+        return x + y
+    def make():
+        w = leaf(2, 3)
+        base = w.clone()
+        return Inputs((base[0], base[1]), leaves=(w,))
+    return f, seeded(make)
+
+
+@case("aliased_inputs", mode="training", tags=("transpose", "grad"))
+def grad_leaf_and_its_transpose():
+    def f(a, b):
+        return a @ b
+    def make():
+        x = leaf(3, 3)
+        return Inputs((x, x.t()), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("aliased_inputs", mode="training", tags=("transpose", "mutation", "grad"))
+def grad_nonleaf_and_its_transpose_mutated():
+    def f(a, b):
+        b.add_(1)
+        return a * 2
+    def make():
+        x = leaf(2, 2)
+        base = x.clone()
+        return Inputs((base, base.t()), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("aliased_inputs", mode="inference", tags=("flat_view", "mutation"))
+def input_and_its_flat_view():
+    def f(a, b):
+        b.add_(1)
+        return a.clone(), b.sum()
+    def make():
+        a = rand(2, 3)
+        return Inputs((a, a.view(-1)))
+    return f, seeded(make)
+
+
+@case("aliased_inputs", mode="training", tags=("duplicate", "nested"))
+def duplicate_in_list():
+    def f(xs):
+        return xs[0] * xs[1]
+    def make():
+        x = leaf(3)
+        return Inputs(([x, x],), leaves=(x,))
+    return f, seeded(make)

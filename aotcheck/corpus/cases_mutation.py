@@ -1,0 +1,535 @@
+"""Corpus cases: input data mutation, mutation and autograd, metadata mutation.
+
+A mutated argument that requires grad must be a non-leaf (in-place on a leaf
+that requires grad is an error in eager), so those cases pass ``leaf.clone()``
+and compare the gradient of ``leaf``.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from . import Inputs, case
+from .cases_basic import leaf, rand, seeded
+
+# ---------------------------------------------------------------- input_mutation
+
+
+@case("input_mutation", mode="inference")
+def mutate_simple():
+    def f(a):
+        a.mul_(2)
+        return a + 1
+    return f, seeded(lambda: Inputs((rand(3),)))
+
+
+@case("input_mutation", mode="inference")
+def mutate_two_inputs():
+    def f(a, b):
+        a.add_(1)
+        b.mul_(2)
+        return a * b
+    return f, seeded(lambda: Inputs((rand(4), rand(4))))
+
+
+@case("input_mutation", mode="inference", tags=("noncontiguous",))
+def mutate_transposed_input():
+    def f(a):
+        a.mul_(2)
+        return a.sum(0)
+    return f, seeded(lambda: Inputs((rand(3, 4).t(),)))
+
+
+@case("input_mutation", mode="inference", tags=("noncontiguous",))
+def mutate_strided_slice_input():
+    def f(a, b):
+        a.add_(b)
+        return a * 2
+    return f, seeded(lambda: Inputs((rand(8)[::2], rand(4))))
+
+
+@case("input_mutation", mode="inference", tags=("noncontiguous",))
+def mutate_column_slice_input():
+    def f(a):
+        a.sub_(1)
+        return a.clone()
+    return f, seeded(lambda: Inputs((rand(4, 4)[:, 1:3],)))
+
+
+@case("input_mutation", mode="inference", tags=("returned",))
+def mutated_input_returned():
+    def f(a):
+        a.add_(1)
+        return a
+    return f, seeded(lambda: Inputs((rand(4),)))
+
+
+@case("input_mutation", mode="inference", tags=("returned",))
+def mutated_input_returned_with_view():
+    def f(a):
+        a.mul_(3)
+        return a, a[1], a + 1
+    return f, seeded(lambda: Inputs((rand(3, 2),)))
+
+
+@case("input_mutation", mode="inference", tags=("view",))
+def mutate_through_select():
+    def f(a):
+        a[0].mul_(2)
+        return a.sum()
+    return f, seeded(lambda: Inputs((rand(3, 2),)))
+
+
+@case("input_mutation", mode="inference", tags=("view",))
+def mutate_through_flat_view():
+    def f(a):
+        a.view(-1).add_(1)
+        return ()
+    return f, seeded(lambda: Inputs((rand(2, 3),)))
+
+
+@case("input_mutation", mode="inference", tags=("view", "noncontiguous"))
+def mutate_through_view_of_transposed_input():
+    def f(a):
+        a[:, 0].zero_()
+        return a * 2
+    return f, seeded(lambda: Inputs((rand(3, 4).t(),)))
+
+
+@case("input_mutation", mode="inference", tags=("index",))
+def indexed_assignment():
+    def f(a, b):
+        a[1:3] = b
+        return a.sum(0)
+    return f, seeded(lambda: Inputs((rand(4, 2), rand(2, 2))))
+
+
+@case("input_mutation", mode="inference", tags=("index", "int"))
+def index_put_with_tensor_index():
+    def f(a, idx):
+        a[idx] = 0.5
+        return a + 1
+    return f, seeded(lambda: Inputs((rand(5), torch.tensor([0, 3]))))
+
+
+@case("input_mutation", mode="inference", tags=("copy",))
+def copy_into_input():
+    def f(a, b):
+        a.copy_(b * 2)
+        return b + 1
+    return f, seeded(lambda: Inputs((rand(3), rand(3))))
+
+
+@case("input_mutation", mode="inference", tags=("copy", "broadcast"))
+def copy_broadcast_into_input():
+    def f(a, b):
+        a.copy_(b)
+        return ()
+    return f, seeded(lambda: Inputs((rand(3, 4), rand(4))))
+
+
+@case("input_mutation", mode="inference", tags=("batchnorm",))
+def batchnorm_running_stats():
+    def f(x, running_mean, running_var):
+        return F.batch_norm(x, running_mean, running_var, training=True)
+    return f, seeded(lambda: Inputs((rand(6, 3), torch.zeros(3), torch.ones(3))))
+
+
+@case("input_mutation", mode="training", tags=("batchnorm",))
+def batchnorm_running_stats_with_affine_grad():
+    def f(x, running_mean, running_var, w, b):
+        return F.batch_norm(x, running_mean, running_var, w, b, training=True, momentum=0.3)
+    def make():
+        x, w, b = leaf(6, 3), leaf(3), leaf(3)
+        return Inputs((x, torch.zeros(3), torch.ones(3), w, b), leaves=(x, w, b))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="inference")
+def mutate_twice_and_read_between():
+    def f(a):
+        a.add_(1)
+        b = a * 2
+        a.mul_(3)
+        return b, a.sum()
+    return f, seeded(lambda: Inputs((rand(4),)))
+
+
+@case("input_mutation", mode="inference")
+def masked_fill_in_place():
+    def f(a):
+        a.masked_fill_(a > 0, 0.0)
+        return None
+    return f, seeded(lambda: Inputs((rand(6),)))
+
+
+@case("input_mutation", mode="inference", tags=("kwargs",))
+def mutate_kwarg_out():
+    def f(x, *, out):
+        out.copy_(x * 2)
+        return x + 1
+    return f, seeded(lambda: Inputs((rand(3),), {"out": torch.empty(3)}))
+
+
+@case("input_mutation", mode="inference", tags=("nested",))
+def mutate_tensor_in_list():
+    def f(xs):
+        xs[0].add_(1)
+        xs[1].mul_(2)
+        return xs[0] + xs[1]
+    return f, seeded(lambda: Inputs(([rand(3), rand(3)],)))
+
+
+@case("input_mutation", mode="inference", tags=("int",))
+def mutate_int_input():
+    def f(a):
+        a.add_(3)
+        return a * 2
+    return f, seeded(lambda: Inputs((torch.randint(0, 5, (4,)),)))
+
+
+@case("input_mutation", mode="training")
+def mutate_nongrad_input_use_grad_input():
+    def f(a, w):
+        a.mul_(2)
+        return a * w
+    def make():
+        w = leaf(3)
+        return Inputs((rand(3), w), leaves=(w,))
+    return f, seeded(make)
+
+
+# ---------------------------------------------------------------- mutation_autograd
+
+
+@case("mutation_autograd", mode="training")
+def mul_nonleaf_return_empty():
+    def f(a):
+        a.mul_(2)
+        return ()
+    def make():
+        x = leaf(3)
+        return Inputs((x.clone(),), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("detach",))
+def detach_then_mutate():
+    def f(a):
+        tmp = a.detach()
+        a.mul_(2)
+        return a, tmp
+    def make():
+        x = leaf(3)
+        return Inputs((x.clone(),), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("no_grad",))
+def no_grad_mutation_of_leaf_then_use():
+    def f(x, w):
+        with torch.no_grad():
+            w.add_(1)
+        return x * w
+    def make():
+        x, w = leaf(3), leaf(3)
+        return Inputs((x, w), leaves=(x, w))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="inference", tags=("no_grad",))
+def no_grad_mutation_of_leaf_only():
+    def f(w):
+        with torch.no_grad():
+            w.mul_(0.5)
+        return ()
+    def make():
+        w = leaf(4)
+        return Inputs((w,), leaves=(w,))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="inference", tags=("no_grad", "returned"))
+def no_grad_mutation_of_leaf_returned():
+    def f(w):
+        with torch.no_grad():
+            w.sub_(1)
+        return w
+    def make():
+        w = leaf(4)
+        return Inputs((w,), leaves=(w,))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("detach",))
+def detach_mutation_of_leaf():
+    def f(x):
+        x.detach().mul_(2)
+        return x * 3
+    def make():
+        x = leaf(4)
+        return Inputs((x,), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="inference", tags=("detach",))
+def detach_mutation_of_leaf_only():
+    def f(x):
+        x.detach().add_(1)
+        return ()
+    def make():
+        x = leaf(4)
+        return Inputs((x,), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training")
+def nongrad_input_mutated_with_grad_value():
+    def f(a, w):
+        a.add_(w)
+        return a * 2
+    def make():
+        w = leaf(3)
+        return Inputs((rand(3), w), leaves=(w,))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training")
+def nongrad_input_mutated_with_grad_value_return_empty():
+    def f(a, w):
+        a.add_(w)
+        return ()
+    def make():
+        w = leaf(3)
+        return Inputs((rand(3), w), leaves=(w,))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("unused",))
+def unused_mutated_nonleaf_input():
+    def f(a, b):
+        a.mul_(2)
+        return b * 3
+    def make():
+        x, b = leaf(3), leaf(3)
+        return Inputs((x.clone(), b), leaves=(x, b))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("unused", "no_grad"))
+def unused_leaf_mutated_under_no_grad():
+    def f(a, b):
+        with torch.no_grad():
+            a.mul_(2)
+        return b * 3
+    def make():
+        a, b = leaf(3), leaf(3)
+        return Inputs((a, b), leaves=(a, b))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training")
+def mutate_nonleaf_with_grad_value():
+    def f(a, b):
+        a.add_(b)
+        return a.sum()
+    def make():
+        x, b = leaf(3), leaf(3)
+        return Inputs((x.clone(), b), leaves=(x, b))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("view",))
+def mutate_nonleaf_return_view():
+    def f(a):
+        a.mul_(2)
+        return a.view(-1)
+    def make():
+        x = leaf(2, 3)
+        return Inputs((x.clone(),), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("view",))
+def mutate_row_of_nonleaf_with_grad_value():
+    def f(a, b):
+        a[0].mul_(b)
+        return a + 1
+    def make():
+        x, b = leaf(2, 3), leaf(3)
+        return Inputs((x.clone(), b), leaves=(x, b))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training")
+def sin_in_place_nonleaf():
+    def f(a):
+        a.sin_()
+        return a.sum()
+    def make():
+        x = leaf(4)
+        return Inputs((x * 1,), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("no_grad",))
+def copy_grad_value_under_no_grad():
+    def f(a, x):
+        with torch.no_grad():
+            a.copy_(x * 2)
+        return x.sum()
+    def make():
+        x = leaf(3)
+        return Inputs((rand(3), x), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("returned",))
+def mutated_nonleaf_returned_and_used():
+    def f(a, w):
+        a.mul_(w)
+        return a, a * w
+    def make():
+        x, w = leaf(3), leaf(3)
+        return Inputs((x.clone(), w), leaves=(x, w))
+    return f, seeded(make)
+
+
+# ---------------------------------------------------------------- metadata_mutation
+
+
+@case("metadata_mutation", mode="inference")
+def t_only():
+    def f(x):
+        x.t_()
+        return ()
+    return f, seeded(lambda: Inputs((rand(2, 3),)))
+
+
+@case("metadata_mutation", mode="inference", tags=("returned",))
+def t_and_return_input():
+    def f(x):
+        x.t_()
+        return x
+    return f, seeded(lambda: Inputs((rand(2, 3),)))
+
+
+@case("metadata_mutation", mode="inference")
+def transpose_in_place():
+    def f(x):
+        x.transpose_(0, 1)
+        return x + 1
+    return f, seeded(lambda: Inputs((rand(2, 3, 2),)))
+
+
+@case("metadata_mutation", mode="inference")
+def unsqueeze_in_place():
+    def f(x):
+        x.unsqueeze_(0)
+        return x * 2
+    return f, seeded(lambda: Inputs((rand(3, 2),)))
+
+
+@case("metadata_mutation", mode="inference")
+def squeeze_in_place():
+    def f(x):
+        x.squeeze_()
+        return x.sum(0)
+    return f, seeded(lambda: Inputs((rand(1, 3, 1, 4),)))
+
+
+@case("metadata_mutation", mode="inference")
+def squeeze_dim_in_place():
+    def f(x):
+        x.squeeze_(0)
+        return x * 1.5
+    return f, seeded(lambda: Inputs((rand(1, 4),)))
+
+
+@case("metadata_mutation", mode="inference")
+def as_strided_in_place():
+    def f(x):
+        x.as_strided_((2, 2), (1, 2))
+        return x + 1
+    return f, seeded(lambda: Inputs((rand(6),)))
+
+
+@case("metadata_mutation", mode="inference", tags=("data",))
+def t_then_mul():
+    def f(x):
+        x.t_()
+        x.mul_(2)
+        return x + 1
+    return f, seeded(lambda: Inputs((rand(2, 3),)))
+
+
+@case("metadata_mutation", mode="inference", tags=("data",))
+def add_then_unsqueeze():
+    def f(x):
+        x.add_(1)
+        x.unsqueeze_(1)
+        return x.sum()
+    return f, seeded(lambda: Inputs((rand(4),)))
+
+
+@case("metadata_mutation", mode="inference", tags=("data", "view"))
+def transpose_then_mutate_row():
+    def f(x):
+        x.transpose_(0, 1)
+        x[0].zero_()
+        return x[1]
+    return f, seeded(lambda: Inputs((rand(2, 3),)))
+
+
+@case("metadata_mutation", mode="training", tags=("saved",))
+def t_then_mul_by_grad_input():
+    def f(x, y):
+        x.t_()
+        return x * y
+    def make():
+        y = leaf(3, 2)
+        return Inputs((rand(2, 3), y), leaves=(y,))
+    return f, seeded(make)
+
+
+@case("metadata_mutation", mode="training", tags=("saved",))
+def t_then_matmul_by_grad_input():
+    def f(x, w):
+        x.t_()
+        return x @ w
+    def make():
+        w = leaf(2, 4)
+        return Inputs((rand(2, 3), w), leaves=(w,))
+    return f, seeded(make)
+
+
+@case("metadata_mutation", mode="training", tags=("grad",))
+def t_of_grad_nonleaf():
+    def f(a):
+        a.t_()
+        return a * 2
+    def make():
+        x = leaf(2, 3)
+        return Inputs((x.clone(),), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("metadata_mutation", mode="training", tags=("grad", "data"))
+def unsqueeze_and_mul_grad_nonleaf():
+    def f(a, b):
+        a.unsqueeze_(0)
+        a.mul_(b)
+        return a.sum(1)
+    def make():
+        x, b = leaf(3), leaf(1, 3)
+        return Inputs((x.clone(), b), leaves=(x, b))
+    return f, seeded(make)
+
+
+@case("metadata_mutation", mode="inference")
+def two_inputs_metadata_mutated():
+    def f(x, y):
+        x.t_()
+        y.unsqueeze_(-1)
+        return x + y
+    return f, seeded(lambda: Inputs((rand(2, 3), rand(3, 1).squeeze(1))))

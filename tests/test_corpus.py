@@ -1,0 +1,88 @@
+"""The corpus, compiled with aotcheck and compared with eager through the oracle.
+
+Per case: forward (plus backward unless the case says otherwise) must match
+eager, and ``explain`` must pin the case's expected inference-or-training mode.
+Cases tagged ``no_grad_call`` or ``inference_mode_call`` are called, in eager
+and compiled alike, inside ``torch.no_grad()`` or ``torch.inference_mode()``.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import functools
+
+import pytest
+import torch
+
+import aotcheck
+from aotcheck.corpus import THEMES, all_cases
+from aotcheck.oracle import check
+
+CASES = all_cases()
+MIN_CASES, MIN_PER_THEME = 130, 6
+
+
+def _param(c):
+    marks = [pytest.mark.xfail(strict=True, reason=c.xfail)] if c.xfail else []
+    return pytest.param(c, id=c.id, marks=marks)
+
+
+PARAMS = [_param(c) for c in CASES]
+
+
+def call_mode(c):
+    """The grad mode a case is called in (a fresh context manager)."""
+    if "inference_mode_call" in c.tags:
+        return torch.inference_mode()
+    if "no_grad_call" in c.tags:
+        return torch.no_grad()
+    return contextlib.nullcontext()
+
+
+def in_call_mode(c, fn):
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with call_mode(c):
+            return fn(*args, **kwargs)
+    return wrapped
+
+
+@pytest.mark.parametrize("c", PARAMS)
+def test_matches_eager(c):
+    report = check(in_call_mode(c, c.fn), in_call_mode(c, aotcheck.aot_function(c.fn)),
+                   c.make_inputs, backward=c.backward)
+    assert report.ok, f"{c.id} differs from eager:\n  " + "\n  ".join(report.divergences)
+
+
+@pytest.mark.parametrize("c", PARAMS)
+def test_decision(c):
+    torch.manual_seed(0)
+    inputs = c.make_inputs()
+    with call_mode(c):
+        ex = aotcheck.explain(c.fn, *inputs.args, print_result=False, **inputs.kwargs)
+    decision = ex.stages.decision
+    assert decision.mode == c.mode, f"{c.id}: decided {decision.mode} ({decision.reason})"
+
+
+def test_corpus_size():
+    counts = collections.Counter(c.theme for c in CASES)
+    assert len(CASES) >= MIN_CASES, f"{len(CASES)} cases, want at least {MIN_CASES}"
+    thin = {t: counts[t] for t in THEMES if t != "regressions" and counts[t] < MIN_PER_THEME}
+    assert not thin, f"themes with fewer than {MIN_PER_THEME} cases: {thin}"
+
+
+def test_case_ids_unique():
+    dup = [i for i, n in collections.Counter(c.id for c in CASES).items() if n > 1]
+    assert not dup, f"duplicate case ids: {dup}"
+
+
+def test_make_inputs_is_deterministic_and_fresh():
+    for c in CASES:
+        a, b = c.make_inputs(), c.make_inputs()
+        ta = [t for t in torch.utils._pytree.tree_leaves((a.args, a.kwargs)) if isinstance(t, torch.Tensor)]
+        tb = [t for t in torch.utils._pytree.tree_leaves((b.args, b.kwargs)) if isinstance(t, torch.Tensor)]
+        assert len(ta) == len(tb), c.id
+        for x, y in zip(ta, tb):
+            assert x.untyped_storage().data_ptr() != y.untyped_storage().data_ptr(), \
+                f"{c.id}: make_inputs reuses a tensor"
+            assert torch.equal(x.detach(), y.detach()), f"{c.id}: make_inputs is not deterministic"
