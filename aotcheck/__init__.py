@@ -15,8 +15,9 @@ The engine's stages, in the order data flows through them (one module each):
 __version__ = "0.1.0"
 
 from .api import AotFunction, aot_function, explain  # noqa: E402
+from .cache import counters, reset_counters  # noqa: E402
 from .errors import (AotcheckError, DataDependentError, DoubleBackwardError,  # noqa: E402
                      TraceError, UnsupportedInputError)
 
-__all__ = ["aot_function", "explain", "AotFunction", "AotcheckError", "DataDependentError",
+__all__ = ["aot_function", "explain", "AotFunction", "counters", "reset_counters", "AotcheckError", "DataDependentError",
            "DoubleBackwardError", "TraceError", "UnsupportedInputError"]

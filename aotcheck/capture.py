@@ -198,11 +198,26 @@ def _storage(t: torch.Tensor):
     return StorageWeakRef(t.untyped_storage())
 
 
-class _GradModeTagger(TorchDispatchMode):
-    """Tags each traced node that ran with grad mode off, so no_grad regions reach the key."""
+class _TraceGuard(TorchDispatchMode):
+    """Watches every op while tracing:
+
+    - rejects reads of tensor values (``.item()``, ``bool(t)``) and ops whose output shape
+      depends on values (``nonzero``), which would otherwise slip in as symbolic sizes;
+    - tags each node that ran with grad mode off, so no_grad regions reach the cache key.
+    """
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func is torch.ops.aten._local_scalar_dense.default:
+            raise DataDependentError(
+                "the function reads a tensor value while being traced (.item(), bool(tensor), "
+                ".tolist() or Python control flow on a tensor); aotcheck compiles static graphs. "
+                "Use torch.where, or pass the value as a Python scalar argument")
         out = func(*args, **(kwargs or {}))
+        for t in pytree.tree_leaves(out):
+            if isinstance(t, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in t.shape):
+                raise DataDependentError(
+                    f"op {func} has an output shape that depends on tensor values; aotcheck "
+                    "compiles static shapes only")
         if not torch.is_grad_enabled():
             from torch.fx.experimental.proxy_tensor import get_proxy_mode, get_proxy_slot
             mode = get_proxy_mode()
@@ -351,12 +366,19 @@ def trace_functional(body, example_placeholders: list[torch.Tensor]) -> fx.Graph
     def traced(*args):
         torch._enable_functionalization(reapply_views=True)
         try:
-            with _GradModeTagger():
+            with _TraceGuard():
                 return body(*args)
         finally:
             torch._disable_functionalization()
 
-    return _guard_trace(lambda: make_fx(traced, tracing_mode="fake")(*example_placeholders))
+    import logging
+    fake_log = logging.getLogger("torch._subclasses.fake_tensor")
+    level = fake_log.level
+    fake_log.setLevel(logging.CRITICAL)      # the user's own errors are re-raised below
+    try:
+        return _guard_trace(lambda: make_fx(traced, tracing_mode="fake")(*example_placeholders))
+    finally:
+        fake_log.setLevel(level)
 
 
 def _guard_trace(thunk):
@@ -401,6 +423,8 @@ def capture(fn, leaves: list, in_spec, sig: Signature,
 
     with _trace_grad_mode(sig):
         gm = trace_functional(body, placeholder_tensors(plan, leaves))
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
     captured = Captured(gm, plan, box["facts"], box["out_spec"])
     needs = _groups_needing_synthetic_base(sig, captured) - synthetic
     if needs:

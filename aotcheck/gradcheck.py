@@ -7,6 +7,9 @@ Two checks produce the same report type, a ``GradReport``:
   ``fn``, or gradients the caller supplies) with central finite differences of ``L`` in float64.
 * ``compare_gradients(expected, actual)`` compares two lists of gradients element by element, for
   example compiled gradients against eager ones.
+* ``compiled_vs_eager(fn, args)`` runs ``fn`` in eager and compiled (``aotcheck.aot_function`` unless
+  another compiled callable is given), backpropagates the same random cotangents through both, and
+  returns ``compare_gradients``'s report. ``autograd_run`` is the one call-plus-backward both use.
 
 Every compared element is judged two ways: the ``|a - b| <= atol + rtol * |expected|`` rule, and the
 mean asymmetry ``|a - b| / |a + b|`` (ggml's metric, made NaN-safe). A report is ``pass``, ``fail`` or
@@ -39,7 +42,7 @@ all 3 compared elements across 1 input agree
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence, Union
 
 import torch
@@ -354,6 +357,91 @@ def _compare_pair(name: str, e: torch.Tensor | None, a: torch.Tensor | None, tol
     flat_e = e.reshape(-1).to(device="cpu", dtype=torch.float64)
     flat_a = a.reshape(-1).to(device="cpu", dtype=torch.float64)
     return _compare_flat(name, shape, torch.arange(flat_e.numel()), flat_e, flat_a, tol)
+
+
+# ----------------------------------------------------------------------------------------------
+# compiled_vs_eager: one function, two executions, the same cotangents.
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class AutogradRun:
+    """One call of a function and one backward through it (a working record: it holds tensors).
+
+    ``outputs`` are the flattened tensor outputs; ``args_after`` the arguments as the function saw
+    them, after the call (so in-place mutations show); ``grads`` one gradient per argument, None for
+    arguments that are not differentiable or that the loss does not reach.
+    """
+
+    outputs: list
+    args_after: list
+    cotangents: tuple
+    grads: list
+
+
+def autograd_run(fn: Callable[..., Any], args: Sequence[Any], *, seed: int = 0,
+                 cotangents: Sequence[torch.Tensor | None] | None = None) -> AutogradRun:
+    """Call ``fn`` on fresh copies of ``args`` and backpropagate ``L = sum_i <cot_i, out_i>``.
+
+    Arguments are treated as in ``numerical_jvp_check``: each differentiable one is passed as a
+    non-leaf copy (so ``fn`` may mutate it in place) and gradients are taken with respect to a leaf
+    behind it. Cotangents are ``draw_cotangents(outputs, seed)`` unless given (pass another run's to
+    compare two executions); an output that does not require grad gets no cotangent term.
+    Exceptions from ``fn`` or from its backward propagate.
+    """
+    args = tuple(args)
+    diff = [j for j, x in enumerate(args) if _is_differentiable(x)]
+    leaves = {j: args[j].detach().requires_grad_() for j in diff}
+    with torch.enable_grad():
+        call = [_clone_strided(leaves[j]) if j in leaves else _clone_arg(x) for j, x in enumerate(args)]
+        outputs = _flatten(fn(*call))
+    cots = draw_cotangents(outputs, seed) if cotangents is None else tuple(cotangents)
+    terms = [(o.to(torch.float64) * c.to(torch.float64)).sum()
+             for o, c in zip(outputs, cots) if c is not None and o.requires_grad]
+    grads: list = [None] * len(args)
+    if terms and diff:
+        got = torch.autograd.grad(sum(terms), [leaves[j] for j in diff], allow_unused=True)
+        for j, g in zip(diff, got):
+            grads[j] = g
+    return AutogradRun(outputs, call, cots, grads)
+
+
+def compiled_vs_eager(fn: Callable[..., Any], args: Sequence[Any], *,
+                      compiled: Callable[..., Any] | None = None, seed: int = 0, atol: float = 1e-5,
+                      rtol: float = 1e-3, asym_tol: float = 1e-4, asym_floor: float = 1e-12,
+                      topk: int = 5, names: Sequence[str] | None = None) -> GradReport:
+    """Compare the compiled gradients of ``fn`` with eager autograd's, under the same cotangents.
+
+    ``fn`` is the eager reference; ``compiled`` the callable under test (default
+    ``aotcheck.aot_function(fn)``; pass a compiled *other* function to test it against a reference).
+    Cotangents are drawn from the eager outputs with ``seed``. Only differentiable arguments are
+    compared; None against zeros fails (eager's "no gradient" must stay None). ``asym_floor`` keeps
+    float64 rounding noise around zero (1e-17 against -1e-17) out of the asymmetry metric.
+    Exceptions from either run propagate (an engine error is the caller's to report).
+
+    >>> x = torch.tensor([0.5, -1.0], dtype=torch.float64, requires_grad=True)
+    >>> compiled_vs_eager(torch.sin, (x,), compiled=lambda t: 2 * torch.sin(t)).reason
+    '1 of 1 input failed; input 0: 2/2 elements differ (|a-b| > atol + rtol*|expected|); mean asymmetry 0.333 > asym_tol 0.0001'
+    """
+    if compiled is None:
+        from .api import aot_function
+        compiled = aot_function(fn)
+    args = tuple(args)
+    names = _names(names, len(args))
+    eager = autograd_run(fn, args, seed=seed)
+    mine = autograd_run(compiled, args, cotangents=eager.cotangents)
+    check = f"compiled vs eager (seed {seed})"
+    tol = _Tol(atol, rtol, asym_tol, asym_floor, topk)
+    if len(mine.outputs) != len(eager.outputs):
+        reason = f"eager returned {len(eager.outputs)} tensors, compiled {len(mine.outputs)}"
+        return GradReport(FAIL, reason, check, (), atol, rtol, asym_tol, asym_floor)
+    diff = [j for j, x in enumerate(args) if _is_differentiable(x)]
+    if not diff:
+        return _summarize(check, [], tol, 0, "no floating-point tensor argument requires grad")
+    report = compare_gradients([eager.grads[j] for j in diff], [mine.grads[j] for j in diff],
+                               names=[names[j] for j in diff], atol=atol, rtol=rtol,
+                               asym_tol=asym_tol, asym_floor=asym_floor, topk=topk)
+    return replace(report, check=check)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -116,7 +116,9 @@ def default_partition(joint: Joint, mutated_placeholders: frozenset[int] = froze
         if isinstance(val, torch.Tensor) and StorageWeakRef(val.untyped_storage()) in mutated_vals:
             # NOTE [saved values of mutated inputs]: the runtime mutates that input after the
             # forward; the backward needs the value from before, so save a copy.
-            node = fg.call_function(torch.ops.aten.clone.default, (node,))
+            clone = fg.call_function(torch.ops.aten.clone.default, (node,))
+            clone.meta = dict(node.meta)
+            node = clone
         saved_results.append(node)
     fg.output(tuple(fw_results + saved_results))
     # backward graph

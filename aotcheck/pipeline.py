@@ -78,4 +78,16 @@ def build_artifact(stages: Stages, fn=None, leaves=None, in_spec=None, partition
         forward=p.forward, num_fw_outputs=p.num_fw_outputs,
         fw_candidates=forward_candidates(stages.meta),
         diff_outputs=j.diff_outputs if j else (), grad_inputs=j.grad_inputs if j else (),
-        backward=p.backward, out_spec=stages.captured.out_spec)
+        backward=p.backward, out_spec=stages.captured.out_spec, constants=graph_constants(stages))
+
+
+def graph_constants(stages: Stages) -> dict:
+    """The tensor constants (get_attr targets) that the forward and backward graphs read.
+    They live on the traced module the graphs were cut from: the joint, or the capture."""
+    owner = stages.joint.graph if stages.joint is not None else stages.captured.graph
+    out = {}
+    for g in (stages.partitioned.forward, stages.partitioned.backward):
+        for n in (g.nodes if g is not None else ()):
+            if n.op == "get_attr":
+                out[n.target] = getattr(owner, n.target)
+    return out

@@ -328,8 +328,22 @@ class Program:
                 origin[stmt.out] = "intermediate"
         return origin
 
+    def roots(self) -> dict[str, str]:
+        """The storage each value of ``f`` lives in, named by a base or a statement result.
+
+        Two values with one root may alias (views, ``detach``, inputs cut from one base).
+        """
+        root = {spec.name: spec.args[0] for spec in self.inputs}
+        for _ in self.inputs:  # inputs made from earlier inputs: follow them to their base
+            root = {name: root.get(r, r) for name, r in root.items()}
+        for stmt in self.statements:
+            if stmt.out is not None:
+                aliasing = KIND_OF_OP[stmt.op] in ("view", "detach")
+                root[stmt.out] = root[stmt.args[0]] if aliasing else stmt.out
+        return root
+
     def features(self) -> frozenset[str]:
-        """Tags for coverage counts: ``op:<op>``, ``input:<kind>``, ``mutate:<origin>``, ..."""
+        """Tags for coverage counts: ``op:<op>``, ``input:<kind>``, ``inplace:<origin>``, ..."""
         origin = self.origins()
         tags = {f"input:{spec.kind}" for spec in self.inputs}
         tags |= {f"input:{'float64' if b.dtype == 'float64' else 'float32'}" for b in self.bases}
@@ -349,6 +363,9 @@ class Program:
             tags.add("return:empty")
         if len(set(self.returns)) < len(self.returns):
             tags.add("return:same value twice")
+        root = self.roots()
+        if len({root[n] for n in set(self.returns)}) < len(set(self.returns)):
+            tags.add("return:aliasing values")
         return frozenset(tags)
 
     # -- storing ----------------------------------------------------------------------------

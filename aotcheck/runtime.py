@@ -47,8 +47,12 @@ from .decide import TRAINING, Decision
 from .errors import DoubleBackwardError
 
 
-def to_module(graph: fx.Graph) -> fx.GraphModule:
-    return fx.GraphModule(torch.nn.Module(), graph)
+def to_module(graph: fx.Graph, constants: dict | None = None) -> fx.GraphModule:
+    """A runnable module for ``graph``; ``constants`` holds the tensors its get_attr nodes read."""
+    root = torch.nn.Module()
+    for name, t in (constants or {}).items():
+        setattr(root, name, t)
+    return fx.GraphModule(root, graph)
 
 
 class CompiledArtifact:
@@ -57,10 +61,12 @@ class CompiledArtifact:
                  diff_outputs: tuple[int, ...] = (), grad_inputs: tuple[int, ...] = (),
                  backward: fx.Graph | None = None,
                  backward_source: Callable[[], fx.Graph] | None = None,
-                 out_spec=None, on_backward: Callable[[fx.Graph], None] | None = None):
+                 out_spec=None, on_backward: Callable[[fx.Graph], None] | None = None,
+                 constants: dict | None = None):
         self.plan, self.meta, self.decision = plan, meta, decision
+        self.constants = dict(constants or {})
         self.forward_graph = forward
-        self.forward = to_module(forward).forward
+        self.forward = to_module(forward, self.constants).forward
         self.num_fw_outputs = num_fw_outputs
         self.fw_candidates = fw_candidates
         self.diff_outputs = diff_outputs
@@ -85,7 +91,7 @@ class CompiledArtifact:
         if self._backward is None:
             if self.backward_graph is None:
                 self.backward_graph = self.backward_source()
-            self._backward = to_module(self.backward_graph).forward
+            self._backward = to_module(self.backward_graph, self.constants).forward
             if self.on_backward is not None:
                 self.on_backward(self.backward_graph)
         return self._backward
@@ -174,6 +180,22 @@ def _restride(t: torch.Tensor, shape, stride, offset) -> torch.Tensor:
     return new.copy_(t)
 
 
+class _DoubleBackwardGuard(torch.autograd.Function):
+    """Identity on gradients computed with create_graph=True; raises if they are
+    differentiated again (the saved values carry no history, so a second-order gradient
+    through them would be silently wrong)."""
+
+    @staticmethod
+    def forward(ctx, anchor, *grads):
+        return tuple(g.clone() if g is not None else None for g in grads)
+
+    @staticmethod
+    def backward(ctx, *_):
+        raise DoubleBackwardError(
+            "a second-order gradient was requested through an aotcheck-compiled function; "
+            "aotcheck compiles first-order gradients only (its backward graph is not differentiable)")
+
+
 def _make_function(art: CompiledArtifact):
     n_fw = art.num_fw_outputs
     nondiff = art._nondiff
@@ -187,19 +209,22 @@ def _make_function(art: CompiledArtifact):
             outs = art.forward(*primals)
             fw, saved = outs[:n_fw], outs[n_fw:]
             ctx.save_for_backward(*saved)
+            # an input that requires grad, kept only as an autograd edge for the guard below
+            ctx.anchor = next((p for p in primals if isinstance(p, torch.Tensor) and p.requires_grad), None)
             if nondiff:
                 ctx.mark_non_differentiable(*[fw[k] for k in nondiff])
             return tuple(fw)
 
         @staticmethod
         def backward(ctx, *grads):
-            if torch.is_grad_enabled():
-                raise DoubleBackwardError(
-                    "a second-order gradient (create_graph=True) was requested through an "
-                    "aotcheck-compiled function; aotcheck compiles first-order gradients only")
+            create_graph = torch.is_grad_enabled()
             bw = art.backward_module()
-            tangents = [grads[k].contiguous() for k in diff]
-            gin = bw(*ctx.saved_tensors, *tangents)
+            with torch.no_grad():
+                tangents = [grads[k].contiguous() for k in diff]
+                gin = bw(*ctx.saved_tensors, *tangents)
+            if create_graph and ctx.anchor is not None:
+                # first-order gradients are fine; differentiating them again is not
+                gin = _DoubleBackwardGuard.apply(ctx.anchor, *gin)
             result = [None] * n_primals
             for p, g in zip(grad_inputs, gin):
                 result[p] = g

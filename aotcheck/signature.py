@@ -99,7 +99,9 @@ def _tuples(d: dict) -> dict:
 def flatten_inputs(args: tuple, kwargs: dict) -> tuple[list, Any]:
     """Flatten (args, kwargs) into leaves and a tree spec, rejecting unsupported leaves."""
     if not kwargs and all(type(a) is torch.Tensor for a in args):
-        return list(args), len(args)          # fast path: a flat tuple of plain tensors
+        for i, a in enumerate(args):          # fast path: a flat tuple of plain tensors
+            _check_leaf(a, f"argument {i}")
+        return list(args), len(args)
     leaves, spec = pytree.tree_flatten((args, kwargs))
     for i, leaf in enumerate(leaves):
         _check_leaf(leaf, f"argument leaf {i}")

@@ -17,6 +17,12 @@ legal for the current values are offered; nothing is generated and then filtered
 # toward). With a statement count drawn up front, shrinking can only cut the tail; with the
 # choice inside, it can drop any statement, and reproducers shrink to the two or three that matter.
 
+# NOTE [stale special views]
+# A view made under no_grad, or an output of unbind/split, is "special" (its ``CreationMeta`` is
+# not DEFAULT). Once its storage has been changed in place after it was made, autograd refuses to
+# rebuild its grad_fn, so any grad-mode op that reads it raises (even ``.is_leaf``). Such a value
+# is only offered to no_grad statements and is never returned.
+
 # NOTE [legal in-place targets]
 # Eager PyTorch refuses an in-place or metadata op on: a leaf that requires grad, or a view of
 # one (outside no_grad); a view made under no_grad, or one of several outputs of unbind/split,
@@ -64,20 +70,24 @@ def programs(draw, max_inputs: int = 4, max_statements: int = 8, max_numel: int 
         statements.append(state.run(_draw_statement(draw, state)))
     returns = []
     while len(returns) < 4 and _go_on(draw):
-        returns.append(draw(st.sampled_from(state.names)))
+        returns.append(draw(st.sampled_from(state.usable(no_grad=False))))
     program = Program(bases, inputs, tuple(statements), tuple(returns))
     STATS["programs"] += 1
     try:
         run_eager(program.to_function(), program.make_inputs())
     except RuntimeError as e:
-        STATS["rejected: " + str(e).strip().split("\n")[0][:120]] += 1
-        assume(False)
+        _reject("in the fresh eager run", e)
     return program
+
+
+def _reject(when: str, error: RuntimeError):
+    STATS[f"rejected {when}: " + str(error).strip().split("\n")[0][:100]] += 1
+    assume(False)
 
 
 def _go_on(draw) -> bool:
     """Another item, or stop? Stop is 0, where shrinking goes. See NOTE [stop inside ...]."""
-    return draw(st.integers(0, 6)) != 0
+    return draw(st.integers(0, 9)) != 0
 
 
 # -- inputs -----------------------------------------------------------------------------------
@@ -161,6 +171,7 @@ class _State:
         self.names = [spec.name for spec in inputs]
         self.max_numel = max_numel
         self.saved_storages: set[int] = set()
+        self.born_version = {name: t._version for name, t in self.env.items()}
         self._keep_alive: list[torch.Tensor] = []  # so saved storages' addresses stay unique
         self.outs = 0
 
@@ -174,21 +185,36 @@ class _State:
             self._keep_alive.append(t)
             return t
 
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            with torch.no_grad() if stmt.no_grad else nullcontext():
-                exec(compile(stmt.line(), "<statement>", "exec"), {"torch": torch}, self.env)
+        try:
+            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+                with torch.no_grad() if stmt.no_grad else nullcontext():
+                    exec(compile(stmt.line(), "<statement>", "exec"), {"torch": torch}, self.env)
+        except RuntimeError as e:  # a legality rule the choosers do not know yet
+            _reject("while drawing", e)
         if stmt.out is not None:
             self.names.append(stmt.out)
+            self.born_version[stmt.out] = self.env[stmt.out]._version
         return stmt
 
+    def usable(self, no_grad: bool) -> list[str]:
+        """Values an op may read: with grad mode on, none that NOTE [stale special views] bars."""
+        return [n for n in self.names if no_grad or not self._stale_special_view(n)]
+
+    def _stale_special_view(self, name) -> bool:
+        t = self.env[name]
+        return (t._is_view() and _get_creation_meta(t) != CreationMeta.DEFAULT
+                and t._version != self.born_version[name])
+
     def facts(self, no_grad: bool) -> dict[str, "_Facts"]:
-        return {name: _Facts(self.env[name], no_grad, self.saved_storages) for name in self.names}
+        return {name: _Facts(self.env[name], no_grad, self.saved_storages,
+                             self._stale_special_view(name))
+                for name in self.usable(no_grad)}
 
 
 class _Facts:
     """What the op choosers need to know about one value, read from the tensor."""
 
-    def __init__(self, t: torch.Tensor, no_grad: bool, saved_storages: set[int]):
+    def __init__(self, t: torch.Tensor, no_grad: bool, saved_storages: set[int], stale: bool):
         self.t = t
         self.shape = tuple(t.shape)
         self.ndim = t.ndim
@@ -197,10 +223,19 @@ class _Facts:
         self.offsets = _offsets(t)
         self.mutable = self.storage not in saved_storages and (no_grad or _grad_mode_mutable(t))
         self.writable = self.mutable and len(set(self.offsets)) == self.numel
+        # Under no_grad a new shape would not reach the grad_fn of a non-leaf that needs grad,
+        # and its backward would then hand a wrongly shaped gradient to the op before.
+        # (``.is_leaf`` would raise on a stale special view, which only no_grad statements see.)
+        self.reshapable = self.mutable and not (
+            no_grad and t.requires_grad and (stale or not t.is_leaf))
         self.tame = bool(t.detach().abs().max() <= 5) if self.numel else True
 
     def shares_elements(self, other: "_Facts") -> bool:
         return self.storage == other.storage and not set(self.offsets).isdisjoint(other.offsets)
+
+    def shares_version(self, other: "_Facts") -> bool:
+        """Do in-place writes to one bump the other's version counter? (one storage, here)"""
+        return self.storage == other.storage
 
 
 def _grad_mode_mutable(t: torch.Tensor) -> bool:
@@ -267,14 +302,18 @@ def _no_args(draw, x, facts, state):
     return ()
 
 
-def _sources(x, facts, target_shape):
-    """Values that can be read into (a part of) ``x`` shaped ``target_shape``."""
+def _sources(x, facts, target_shape, saved=False):
+    """Values that can be read into (a part of) ``x`` shaped ``target_shape``.
+
+    ``saved``: the op saves this operand for backward, so writing ``x`` must not bump its version.
+    """
     return [n for n, f in facts.items()
-            if _broadcasts_to(f.shape, target_shape) and not f.shares_elements(x)]
+            if _broadcasts_to(f.shape, target_shape) and not f.shares_elements(x)
+            and not (saved and f.shares_version(x))]
 
 
-def _operand(draw, x, facts, target_shape, scalar_ok=True):
-    sources = _sources(x, facts, target_shape)
+def _operand(draw, x, facts, target_shape, scalar_ok=True, saved=False):
+    sources = _sources(x, facts, target_shape, saved)
     if sources and (not scalar_ok or draw(st.booleans())):
         return draw(st.sampled_from(sources))
     return draw(st.sampled_from(SCALARS))
@@ -436,10 +475,10 @@ _APPLIES = {
     "copy_": lambda x, facts, state: x.writable and bool(_sources(x, facts, x.shape)),
     "setitem": lambda x, facts, state: x.writable and x.ndim >= 1,
     "sum": _always, "mean": _always, "amax": _ndim_at_least(1),
-    "t_": lambda x, facts, state: x.mutable and x.ndim <= 2,
-    "transpose_": lambda x, facts, state: x.mutable and x.ndim >= 2,
-    "unsqueeze_": lambda x, facts, state: x.mutable and x.ndim < MAX_NDIM,
-    "squeeze_": lambda x, facts, state: x.mutable and x.ndim >= 1,
+    "t_": lambda x, facts, state: x.reshapable and x.ndim <= 2,
+    "transpose_": lambda x, facts, state: x.reshapable and x.ndim >= 2,
+    "unsqueeze_": lambda x, facts, state: x.reshapable and x.ndim < MAX_NDIM,
+    "squeeze_": lambda x, facts, state: x.reshapable and x.ndim >= 1,
     "matmul": lambda x, facts, state: bool(_matmul_operands(x, facts, state)),
     "detach": _always,
 }
@@ -466,7 +505,7 @@ _ARGS = {
     "split": _split,
     "as_strided": _as_strided,
     "add_": lambda draw, x, facts, state: (_operand(draw, x, facts, x.shape),),
-    "mul_": lambda draw, x, facts, state: (_operand(draw, x, facts, x.shape),),
+    "mul_": lambda draw, x, facts, state: (_operand(draw, x, facts, x.shape, saved=True),),
     "copy_": lambda draw, x, facts, state: (_operand(draw, x, facts, x.shape, scalar_ok=False),),
     "fill_": lambda draw, x, facts, state: (draw(st.sampled_from(SCALARS)),),
     "clamp_": lambda draw, x, facts, state: draw(st.sampled_from(CLAMP_BOUNDS)),

@@ -1,0 +1,181 @@
+"""Engine tests: golden printouts of each stage, errors on bad input, signatures."""
+import json
+
+import expecttest
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+import aotcheck
+from aotcheck.analyze import InputInfo, OutputInfo, ViewMutationMeta, OUTPUT_KINDS
+from aotcheck.printer import format_graph
+
+
+def _explain(fn, *args):
+    return aotcheck.explain(fn, *args, print_result=False).stages
+
+
+class TestGolden(expecttest.TestCase):
+    def test_inference_view_of_input(self):
+        x = torch.randn(2, 3, requires_grad=True)
+        s = _explain(lambda x: x.view(-1), x)
+        self.assertEqual(s.decision.mode, "inference")
+        self.assertExpectedInline(s.decision.reason, """no output requires grad except aliases of arguments, and no argument that requires grad is mutated outside no_grad""")
+        self.assertExpectedInline(s.meta.format(), """\
+input 0: not mutated; requires_grad, leaf
+output 0: alias_of_input 0, requires_grad""")
+
+    def test_training_mutation_only(self):
+        def f(a):
+            a.mul_(2)
+            return ()
+        leaf = torch.randn(3, requires_grad=True)
+        s = _explain(f, leaf.clone())
+        self.assertExpectedInline(f"{s.decision.mode}: {s.decision.reason}", """training: argument 0 requires grad and its data is mutated outside no_grad, so gradients flow through the mutation (PyTorch PR #128229)""")
+        self.assertExpectedInline(format_graph(s.partitioned.forward, "forward"), """\
+def forward(arg0_1: f32[3]):
+    clone: f32[3] = aten.clone.default(arg0_1)
+    mul: f32[3] = aten.mul.Tensor(clone, 2)
+    return (mul,)""")
+        self.assertExpectedInline(format_graph(s.partitioned.backward, "backward"), """\
+def backward(tangents_1: f32[3]):
+    mul_1: f32[3] = aten.mul.Tensor(tangents_1, 2)
+    return (mul_1,)""")
+
+    def test_no_grad_region_is_tagged(self):
+        def f(x):
+            with torch.no_grad():
+                y = x * 2
+            return y + x
+        s = _explain(f, torch.randn(3, requires_grad=True))
+        self.assertExpectedInline(format_graph(s.captured.graph, "captured"), """\
+def captured(arg0_1: f32[3]):
+    mul: f32[3] = aten.mul.Tensor(arg0_1, 2)  # no_grad
+    add: f32[3] = aten.add.Tensor(mul, arg0_1)
+    return (add,)""")
+
+    def test_metadata_mutation_saved_for_backward(self):
+        def f(x, y):
+            x.t_()
+            return x * y
+        y = torch.randn(3, 2, requires_grad=True)
+        s = _explain(f, torch.randn(2, 3), y)
+        self.assertExpectedInline(s.meta.format(), """\
+input 0: metadata mutated (under no_grad); no grad, leaf
+input 1: not mutated; requires_grad, leaf
+output 0: fresh (graph output 0), requires_grad""")
+        self.assertExpectedInline(format_graph(s.partitioned.forward, "forward"), """\
+def forward(arg0_1: f32[2, 3], arg1_1: f32[3, 2]):
+    t: f32[3, 2] = aten.t.default(arg0_1)
+    mul: f32[3, 2] = aten.mul.Tensor(t, arg1_1)
+    clone_default: f32[3, 2] = aten.clone.default(t)
+    return (mul, clone_default)""")
+
+    def test_aliased_inputs_use_a_synthetic_base(self):
+        def f(a, b):
+            a.add_(1)
+            return b * 2
+        base = torch.randn(4, 3)
+        s = _explain(f, base[:2], base[1:])
+        self.assertExpectedInline(format_graph(s.captured.graph, "captured"), """\
+def captured(arg0_1: f32[4, 3]):
+    as_strided: f32[2, 3] = aten.as_strided.default(arg0_1, [2, 3], [3, 1], 0)
+    add: f32[2, 3] = aten.add.Tensor(as_strided, 1)
+    as_strided_scatter: f32[4, 3] = aten.as_strided_scatter.default(arg0_1, add, [2, 3], [3, 1], 0)
+    as_strided_3: f32[3, 3] = aten.as_strided.default(as_strided_scatter, [3, 3], [3, 1], 3)
+    mul: f32[3, 3] = aten.mul.Tensor(as_strided_3, 2)
+    return (as_strided_scatter, mul)""")
+
+
+def test_recompiles_on_new_signature_and_reuses_otherwise():
+    cf = aotcheck.aot_function(lambda x, s: x * s)
+    cf(torch.randn(3), 2.0)
+    cf(torch.randn(3), 2.0)
+    assert cf.num_compiled == 1
+    cf(torch.randn(3), 3.0)                       # scalar value
+    cf(torch.randn(4), 2.0)                       # shape
+    cf(torch.randn(3, requires_grad=True), 2.0)   # requires_grad
+    cf(torch.randn(6)[::2], 2.0)                  # stride
+    with torch.no_grad():
+        cf(torch.randn(3), 2.0)                   # grad mode
+    assert cf.num_compiled == 6
+
+
+def test_aliasing_is_part_of_the_signature():
+    def f(a, b):
+        a.add_(1)
+        return a + b
+    cf = aotcheck.aot_function(f)
+    x = torch.zeros(3)
+    out_alias = cf(x, x)
+    y, z = torch.zeros(3), torch.zeros(3)
+    out_disjoint = cf(y, z)
+    assert cf.num_compiled == 2
+    assert out_alias.tolist() == [2.0, 2.0, 2.0]
+    assert out_disjoint.tolist() == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("fn,arg,err,text", [
+    (lambda x: x if x.sum() > 0 else -x, torch.randn(3), aotcheck.DataDependentError, "tensor value"),
+    (lambda x: x.item() * x, torch.randn(1), aotcheck.DataDependentError, "torch.where"),
+    (lambda x: x.nonzero(), torch.randn(3), aotcheck.DataDependentError, "output shape"),
+    (lambda x: x @ torch.ones(5, 2), torch.randn(3), aotcheck.TraceError, "same reduction dim"),
+    (lambda x: x, object(), aotcheck.UnsupportedInputError, "supports tensors"),
+    (lambda x: x, torch.randn(3).to_sparse(), aotcheck.UnsupportedInputError, "strided"),
+    (lambda x: {1, 2}, torch.randn(3), aotcheck.UnsupportedInputError, "output leaf 0 has type set"),
+])
+def test_bad_input_is_a_named_error(fn, arg, err, text):
+    with pytest.raises(err, match=text):
+        aotcheck.aot_function(fn)(arg)
+
+
+def test_errors_are_runtime_errors_too():
+    assert issubclass(aotcheck.AotcheckError, RuntimeError)
+
+
+def test_double_backward_is_a_named_error():
+    x = torch.randn(3, requires_grad=True)
+    y = aotcheck.aot_function(lambda x: (x * x).sum())(x)
+    (g,) = torch.autograd.grad(y, x, create_graph=True)
+    with pytest.raises(aotcheck.DoubleBackwardError, match="first-order"):
+        g.sum().backward()
+
+
+def test_new_leaf_output_is_rejected():
+    def f(x):
+        w = torch.ones(3, requires_grad=True)
+        return x * w, w
+    with pytest.raises(aotcheck.UnsupportedInputError, match="new leaf"):
+        aotcheck.aot_function(f)(torch.randn(3, requires_grad=True))
+
+
+def test_unknown_partitioner():
+    with pytest.raises(aotcheck.AotcheckError, match="supported: \\['default'\\]"):
+        aotcheck.aot_function(lambda x: x, partitioner="nope")
+
+
+def test_backward_graph_is_built_lazily():
+    cf = aotcheck.aot_function(lambda x: (x.sin() * 2).sum())
+    x = torch.randn(4, requires_grad=True)
+    y = cf(x)
+    (art,) = cf._artifacts.values()
+    assert art._backward is None
+    y.backward()
+    assert art._backward is not None
+    assert torch.allclose(x.grad, 2 * x.cos())
+
+
+_names = st.sampled_from(OUTPUT_KINDS)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.booleans(), st.booleans()), max_size=4),
+       st.lists(st.tuples(_names, st.integers(-1, 5), st.lists(st.integers(0, 9), max_size=3)), max_size=4))
+def test_metadata_round_trips_through_json(ins, outs):
+    meta = ViewMutationMeta(
+        inputs=tuple(InputInfo(i, True, a, b, c) for i, (a, b, c) in enumerate(ins)),
+        outputs=tuple(OutputInfo(k, kind, src, shape=tuple(shape)) for k, (kind, src, shape) in enumerate(outs)),
+        mutations=(), member_metadata=(), intermediate_bases=(), candidates=(), out_tree="*")
+    text = meta.to_json()
+    json.loads(text)
+    assert ViewMutationMeta.from_json(text) == meta

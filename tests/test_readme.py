@@ -1,0 +1,29 @@
+"""The README's walk-through is executed here, so it cannot go stale."""
+import contextlib
+import io
+import pathlib
+import re
+
+README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _block(text: str, marker: str) -> str:
+    after = text.split(f"<!-- walkthrough:{marker} -->", 1)[1]
+    return re.search(r"```[a-z]*\n(.*?)```", after, re.S).group(1)
+
+
+def test_walkthrough_output_matches_readme():
+    text = README.read_text()
+    code, expected = _block(text, "code"), _block(text, "output")
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        exec(compile(code, "README.md", "exec"), {})
+    assert buf.getvalue().strip() == expected.strip()
+
+
+def test_readme_names_both_commands():
+    text = README.read_text()
+    assert "aotcheck check" in text
+    assert "pytest tests/ --with-cache" in text
+    ci = (README.parent / ".ci" / "run").read_text()
+    assert "pytest tests/ --with-cache -n 2" in ci
