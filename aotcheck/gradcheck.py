@@ -380,14 +380,16 @@ class AutogradRun:
 
 
 def autograd_run(fn: Callable[..., Any], args: Sequence[Any], *, seed: int = 0,
-                 cotangents: Sequence[torch.Tensor | None] | None = None) -> AutogradRun:
+                 cotangents: Sequence[torch.Tensor | None] | None = None,
+                 backward: bool = True) -> AutogradRun:
     """Call ``fn`` on fresh copies of ``args`` and backpropagate ``L = sum_i <cot_i, out_i>``.
 
     Arguments are treated as in ``numerical_jvp_check``: each differentiable one is passed as a
     non-leaf copy (so ``fn`` may mutate it in place) and gradients are taken with respect to a leaf
     behind it. Cotangents are ``draw_cotangents(outputs, seed)`` unless given (pass another run's to
     compare two executions); an output that does not require grad gets no cotangent term.
-    Exceptions from ``fn`` or from its backward propagate.
+    Exceptions from ``fn`` or from its backward propagate. ``backward=False`` only calls ``fn``
+    (``grads`` are then all None).
     """
     args = tuple(args)
     diff = [j for j, x in enumerate(args) if _is_differentiable(x)]
@@ -399,7 +401,7 @@ def autograd_run(fn: Callable[..., Any], args: Sequence[Any], *, seed: int = 0,
     terms = [(o.to(torch.float64) * c.to(torch.float64)).sum()
              for o, c in zip(outputs, cots) if c is not None and o.requires_grad]
     grads: list = [None] * len(args)
-    if terms and diff:
+    if backward and terms and diff:
         got = torch.autograd.grad(sum(terms), [leaves[j] for j in diff], allow_unused=True)
         for j, g in zip(diff, got):
             grads[j] = g

@@ -241,7 +241,7 @@ def _case(op, variant: str, func, k: int, sample) -> Case:
 
 def _path(spec, flat_index: int) -> str:
     """``input``, ``args[1]`` or ``kwargs``: where a flattened leaf came from."""
-    sizes = [c.num_leaves for c in spec.children_specs]
+    sizes = [c.num_leaves for c in spec.children()]
     where = ("input", "args", "kwargs")
     for w, n in zip(where, sizes):
         if flat_index < n:
@@ -285,6 +285,7 @@ class SampleResult:
     numerical_detail: str = ""
     error: str = ""                 # "TraceError: <first line>" for engine errors and crashes
     is_view: bool = False
+    cache_misses: int = 0           # misses + bypasses of the persistent cache during this case
     seconds: float = 0.0
     schema_version: int = SCHEMA_VERSION
 
@@ -306,6 +307,7 @@ class Engine:
     name: str
     compile: Callable[[Callable], Callable]
     mode: str = "cold"
+    cache_counts: Counter = field(default_factory=Counter)   # deltas of aotcheck.counters
 
 
 def aotcheck_engine(cache_dir=None, mode: str = "cold") -> Engine:
@@ -330,29 +332,40 @@ def check_case(case: Case, engine: Engine, *, seeds: Iterable[int] = (0,), max_e
                              why, why, why) for s in seeds]
     eager_fn = _seeded(case.fn)
     try:
-        eager_fwd = autograd_run(eager_fn, case.args, seed=0)
+        eager_fwd = autograd_run(eager_fn, case.args, backward=False)
     except Exception as e:  # noqa: BLE001 - the sample itself is invalid for this variant
         why = f"eager raised {_stem(e)}"
         return [SampleResult(case.op, case.variant, case.index, s, engine.mode, NA, NA, NA, why, why, why)
                 for s in seeds]
+    before = _counters()
     compiled = engine.compile(case.fn)
     compiled_fn = _seeded(compiled)
     is_view = any(_aliases(o, eager_fwd.args_after) is not None for o in eager_fwd.outputs)
 
     forward, fdetail, error = _check_forward(eager_fwd, compiled_fn, case)
-    out = []
+    rows = []
     for s in seeds:
         back, bdetail, berr = _check_backward(case, eager_fn, compiled_fn, s, verdicts)
         num, ndetail, nerr = _check_numerical(case, compiled_fn, s, max_elements, verdicts)
-        out.append(SampleResult(case.op, case.variant, case.index, s, engine.mode, forward, back, num,
-                                fdetail, bdetail, ndetail, error or berr or nerr, is_view,
-                                round(time.perf_counter() - t0, 4)))
-    return out
+        rows.append((s, back, bdetail, num, ndetail, berr or nerr))
+    after = _counters()
+    delta = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
+    engine.cache_counts.update(delta)
+    misses = delta.get("misses", 0) + delta.get("bypasses", 0)
+    seconds = round(time.perf_counter() - t0, 4)
+    return [SampleResult(case.op, case.variant, case.index, s, engine.mode, forward, back, num, fdetail,
+                         bdetail, ndetail, error or err, is_view, misses, seconds)
+            for s, back, bdetail, num, ndetail, err in rows]
+
+
+def _counters() -> dict[str, int]:
+    from .cache import counters
+    return dict(counters)
 
 
 def _check_forward(eager, compiled_fn, case: Case) -> tuple[str, str, str]:
     try:
-        mine = autograd_run(compiled_fn, case.args, cotangents=eager.cotangents)
+        mine = autograd_run(compiled_fn, case.args, backward=False)
     except Exception as e:  # noqa: BLE001 - reported per sample
         return _error_status(e)
     problems = _forward_problems(eager, mine, case)
@@ -549,16 +562,23 @@ def stem(text: str, width: int = 140) -> str:
     return text[:width]
 
 
-def group_failures(results: Sequence[SampleResult], statuses: Sequence[str]) -> list[tuple[str, str, list[str]]]:
-    """``(check, message stem, ops)`` for samples whose status is in ``statuses``, largest first."""
-    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+def group_failures(results: Sequence[SampleResult],
+                   statuses: Sequence[str]) -> list[tuple[str, str, list[str]]]:
+    """``(checks, message stem, ops)`` for samples whose status is in ``statuses``, largest first.
+
+    One sample's same message under several checks (an engine error hits all three) is one entry,
+    labelled with every check it affected, e.g. ``forward+backward+numerical``.
+    """
+    groups: dict[str, tuple[set, list[str]]] = {}
     for r in results:
         for c in CHECKS:
             if r.status(c) in statuses:
-                ops = groups[(c, stem(r.detail(c)))]
+                checks, ops = groups.setdefault(stem(r.detail(c)), (set(), []))
+                checks.add(c)
                 if r.op not in ops:
                     ops.append(r.op)
-    return sorted(((c, s, ops) for (c, s), ops in groups.items()), key=lambda g: (-len(g[2]), g[0], g[1]))
+    rows = [("+".join(c for c in CHECKS if c in checks), s, ops) for s, (checks, ops) in groups.items()]
+    return sorted(rows, key=lambda g: (-len(g[2]), g[0], g[1]))
 
 
 def _fmt(x: float | None) -> str:
@@ -618,6 +638,9 @@ def format_report(results: Sequence[SampleResult], *, verbose: bool = False, max
         for c, s, ops in groups:
             shown = ", ".join(ops[:8]) + (f", … (+{len(ops) - 8})" if len(ops) > 8 else "")
             lines.append(f"  [{c}] {len(ops)} ops: {s}\n      e.g. {shown}")
+    missed = sorted({r.op for r in results if r.mode == "cached" and r.cache_misses})
+    if missed:
+        lines.append(f"cached mode: {len(missed)} ops missed the cache: {', '.join(missed[:20])}")
     seeds = {r.seed for r in results}
     if len(seeds) > 1:
         lines.append("failure rate per op across seeds (only ops with a failure):")
