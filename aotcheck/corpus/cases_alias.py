@@ -160,6 +160,18 @@ def reshape_of_noncontiguous_copies():
     return f, seeded(make)
 
 
+@case("alias_of_input", mode="inference", tags=("is_input",))
+def ops_that_return_self():
+    def f(x):
+        return x.contiguous(), x.to(torch.float32), x.type_as(x)
+    return f, _one_leaf(2, 2)
+
+
+@case("alias_of_input", mode="inference", tags=("empty",))
+def empty_slice_of_input():
+    return (lambda x: (x[:0], x[1:])), _one_leaf(3)
+
+
 # ---------------------------------------------------------------- alias_of_intermediate
 
 
@@ -286,6 +298,16 @@ def intermediate_view_detached_and_live():
         y = (x * 3).view(2, 2)
         return y.detach(), y, y.detach()[0]
     return f, _one_leaf(4)
+
+
+@case("alias_of_intermediate", mode="training", tags=("no_grad",))
+def view_of_intermediate_under_no_grad():
+    def f(x):
+        y = x * 2
+        with torch.no_grad():
+            v = y.view(-1)
+        return v, y.sum()
+    return f, _one_leaf(2, 2)
 
 
 # ---------------------------------------------------------------- aliased_inputs
@@ -478,4 +500,15 @@ def duplicate_in_list():
     def make():
         x = leaf(3)
         return Inputs(([x, x],), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("aliased_inputs", mode="training", tags=("detach",))
+def grad_nonleaf_and_its_detached_twin():
+    def f(a, b):
+        return a * b, b + 1
+    def make():
+        x = leaf(3)
+        base = x * 1
+        return Inputs((base, base.detach()), leaves=(x,))
     return f, seeded(make)

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from . import Inputs, case
-from .cases_basic import leaf, rand, seeded
+from .cases_basic import leaf, one_leaf, rand, seeded
 
 # ---------------------------------------------------------------- input_mutation
 
@@ -168,7 +168,7 @@ def mutate_kwarg_out():
     def f(x, *, out):
         out.copy_(x * 2)
         return x + 1
-    return f, seeded(lambda: Inputs((rand(3),), {"out": torch.empty(3)}))
+    return f, seeded(lambda: Inputs((rand(3),), {"out": torch.zeros(3)}))
 
 
 @case("input_mutation", mode="inference", tags=("nested",))
@@ -197,6 +197,22 @@ def mutate_nongrad_input_use_grad_input():
         w = leaf(3)
         return Inputs((rand(3), w), leaves=(w,))
     return f, seeded(make)
+
+
+@case("input_mutation", mode="inference", tags=("out",))
+def out_kwarg_of_an_op():
+    def f(a, b, c):
+        torch.add(a, b, out=c)
+        return c * 2
+    return f, seeded(lambda: Inputs((rand(3), rand(3), torch.zeros(3))))
+
+
+@case("input_mutation", mode="inference", tags=("dtype",))
+def float_input_mutated_by_int_tensor():
+    def f(a, n):
+        a.add_(n)
+        return a.sum()
+    return f, seeded(lambda: Inputs((rand(3), torch.tensor([1, 2, 3]))))
 
 
 # ---------------------------------------------------------------- mutation_autograd
@@ -395,6 +411,49 @@ def mutated_nonleaf_returned_and_used():
     return f, seeded(make)
 
 
+@case("mutation_autograd", mode="training", tags=("no_grad", "parameter"))
+def sgd_step_on_parameter():
+    def f(p, g):
+        with torch.no_grad():
+            p.sub_(g * 0.1)
+        return p * 2
+    def make():
+        p = torch.nn.Parameter(torch.randn(3))
+        return Inputs((p, rand(3)), leaves=(p,))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("detach", "aliased"))
+def mutate_detached_twin_of_nonleaf():
+    def f(a, b):
+        b.mul_(2)
+        return a * 3
+    def make():
+        x = leaf(3)
+        base = x.clone()
+        return Inputs((base, base.detach()), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("no_grad", "intermediate"))
+def mutate_intermediate_under_no_grad():
+    def f(x):
+        y = x * 2
+        with torch.no_grad():
+            y.add_(1)
+        return y
+    return f, one_leaf(3)
+
+
+@case("mutation_autograd", mode="training", tags=("view", "intermediate"))
+def mutate_view_of_intermediate_return_base():
+    def f(x):
+        y = x * 2
+        y.view(-1).mul_(3)
+        return y
+    return f, one_leaf(2, 2)
+
+
 # ---------------------------------------------------------------- metadata_mutation
 
 
@@ -533,3 +592,14 @@ def two_inputs_metadata_mutated():
         y.unsqueeze_(-1)
         return x + y
     return f, seeded(lambda: Inputs((rand(2, 3), rand(3, 1).squeeze(1))))
+
+
+@case("metadata_mutation", mode="training", tags=("grad",))
+def as_strided_in_place_grad_nonleaf():
+    def f(a):
+        a.as_strided_((2, 2), (2, 1), 1)
+        return a.exp()
+    def make():
+        x = leaf(6)
+        return Inputs((x.clone(),), leaves=(x,))
+    return f, seeded(make)
