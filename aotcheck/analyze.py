@@ -65,6 +65,7 @@ class OutputInfo:
     offset: int = 0
     dtype: str = ""
     value: str = ""                 # repr, for constants
+    multi_output_view: bool = False  # made by unbind/split: eager forbids in-place on it
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,8 @@ def _classify(k, o) -> OutputInfo:
     if not o.is_tensor:
         return OutputInfo(k, CONSTANT, value=o.value)
     common = dict(requires_grad=o.requires_grad, is_leaf=o.is_leaf, shape=o.shape,
-                  stride=o.stride, offset=o.offset, dtype=o.dtype)
+                  stride=o.stride, offset=o.offset, dtype=o.dtype,
+                  multi_output_view=o.multi_output_view)
     if o.same_output >= 0:
         return OutputInfo(k, SAME_AS_OUTPUT, o.same_output, **common)
     if o.is_input >= 0:

@@ -53,8 +53,9 @@ class InputPlan:
     ``placeholders[p]`` is ``("leaf", i)`` (argument leaf i) or ``("root", g)``
     (the root tensor of alias group g). ``sources[i]`` says how leaf i is
     rebuilt inside the graph: ``("placeholder", p)``, ``("same", j)`` (the very
-    tensor of leaf j), ``("member", p, shape, stride, offset)`` (a view of
-    root placeholder p), or ``("value",)`` for non-tensors.
+    tensor of leaf j), ``("member", p, shape, stride, offset, detached)`` (a view
+    of root placeholder p, of its detached alias when the member does not require
+    grad but the root does), or ``("value",)`` for non-tensors.
     """
     placeholders: tuple[tuple, ...]
     sources: tuple[tuple, ...]
@@ -75,8 +76,10 @@ def plan_inputs(sig: Signature, synthetic: frozenset[int] = frozenset()) -> Inpu
             _check_synthetic(g, spec, i)
             if g.storage not in root_slot:
                 root_slot[g.storage] = len(placeholders)
-                placeholders.append(("root", g.storage))
-            sources.append(("member", root_slot[g.storage], spec.shape, spec.stride, spec.offset))
+                placeholders.append(("root", g.root_member))
+            detached = g.root_requires_grad and not spec.requires_grad
+            sources.append(("member", root_slot[g.storage], spec.shape, spec.stride, spec.offset,
+                            detached))
         else:
             sources.append(("placeholder", len(placeholders)))
             placeholders.append(("leaf", i))
@@ -84,34 +87,21 @@ def plan_inputs(sig: Signature, synthetic: frozenset[int] = frozenset()) -> Inpu
 
 
 def _check_synthetic(g: GroupSpec, spec: TensorSpec, i: int) -> None:
-    if not g.common_root and (g.root_requires_grad or spec.requires_grad):
+    if spec.requires_grad and not g.common_root:
         raise UnsupportedInputError(
             f"argument leaf {i} shares storage with another argument, one of them is mutated, and "
-            "they are not views of one common base while requiring grad; aotcheck supports mutated "
-            "aliased arguments that are views of one base (or one tensor passed twice)")
-    if spec.requires_grad != g.root_requires_grad:
-        raise UnsupportedInputError(
-            f"argument leaf {i} is a view whose requires_grad ({spec.requires_grad}) differs from "
-            f"its base's ({g.root_requires_grad}) and an argument of its alias group is mutated; "
-            "aotcheck supports mutated aliased arguments whose requires_grad matches their base")
+            "the ones that require grad are not views of one common base; aotcheck supports "
+            "mutated aliased arguments whose grad-requiring members view one base (or one tensor "
+            "passed twice); members that do not require grad may be detached aliases")
 
 
 def placeholder_tensors(plan: InputPlan, leaves: list) -> list[torch.Tensor]:
     """The real tensors to pass for each placeholder, for this call's leaves."""
     out = []
     for kind, ref in plan.placeholders:
-        if kind == "leaf":
-            out.append(leaves[ref])
-        else:
-            out.append(_group_root(plan, leaves, ref))
+        t = leaves[ref]
+        out.append(t._base if (kind == "root" and t._base is not None) else t)
     return out
-
-
-def _group_root(plan: InputPlan, leaves: list, storage_slot: int) -> torch.Tensor:
-    slot = next(p for p, ph in enumerate(plan.placeholders) if ph == ("root", storage_slot))
-    member = next(i for i, s in enumerate(plan.sources) if s[0] == "member" and s[1] == slot)
-    t = leaves[member]
-    return t._base if t._base is not None else t
 
 
 # ---------------------------------------------------------------- raw facts
@@ -158,6 +148,7 @@ class OutputFacts:
     dtype: str = ""
     requires_grad: bool = False
     is_leaf: bool = True
+    multi_output_view: bool = False  # a view made by unbind/split (in-place on it is an error)
 
 
 @dataclass(frozen=True)
@@ -257,8 +248,9 @@ class FunctionalRun:
             elif src[0] == "placeholder":
                 user.append(works[src[1]])
             else:
-                _, p, shape, stride, offset = src
-                user.append(works[p].as_strided(shape, stride, offset))
+                _, p, shape, stride, offset, detached = src
+                view = works[p].as_strided(shape, stride, offset)
+                user.append(view.detach() if detached else view)
         before = [(w.grad_fn, w.requires_grad) for w in works]
         member_meta = {i: _meta(user[i]) for i, s in enumerate(plan.sources) if s[0] == "member"}
         args, kwargs = unflatten_inputs(list(user), self.in_spec)
@@ -313,7 +305,8 @@ class FunctionalRun:
                 continue
             common = dict(shape=tuple(o.shape), stride=tuple(o.stride()), offset=o.storage_offset(),
                           dtype=str(o.dtype).replace("torch.", ""), requires_grad=o.requires_grad,
-                          is_leaf=o.is_leaf)
+                          is_leaf=o.is_leaf,
+                          multi_output_view=o._is_view() and torch._functionalize_is_multi_output_view(o))
             st = _storage(o)
             if id(o) in out_ids:
                 outputs.append(OutputFacts(True, same_output=out_ids[id(o)], **common))
@@ -321,6 +314,9 @@ class FunctionalRun:
                 outputs.append(OutputFacts(True, is_input=tensor_user[id(o)], **common))
             elif st in input_storages:
                 outputs.append(OutputFacts(True, input_storage=input_storages[st], **common))
+            elif id(o) in roots:
+                # the base of earlier view outputs, returned itself: it is the fresh one
+                outputs.append(OutputFacts(True, graph_output=intermediates[roots[id(o)]], **common))
             elif o._base is not None:
                 root = o._base
                 if id(root) in out_ids:

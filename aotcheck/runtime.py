@@ -161,13 +161,22 @@ class CompiledArtifact:
 def _alias(base: torch.Tensor, o) -> torch.Tensor:
     if str(base.dtype).replace("torch.", "") != o.dtype:
         base = base.view(getattr(torch, o.dtype))
-    if not o.requires_grad and base.requires_grad:
+    if base.requires_grad and not o.requires_grad:
         # eager's output is cut from autograd (a detach, or a view taken in no_grad of a base
         # that did not require grad then); a view under no_grad would still require grad
         base = base.detach()
         if (tuple(base.shape), base.stride(), base.storage_offset()) == (o.shape, o.stride, o.offset):
             return base
-    return base.as_strided(o.shape, o.stride, o.offset)
+    if base.requires_grad and o.is_leaf and torch.is_grad_enabled():
+        # eager took this view in a no_grad region: it requires grad but has no grad_fn
+        with torch.no_grad():
+            view = base.as_strided(o.shape, o.stride, o.offset)
+    else:
+        view = base.as_strided(o.shape, o.stride, o.offset)
+    if o.multi_output_view:
+        # unbind/split views may not be mutated in place; make ours the same kind of view
+        view = view.unsqueeze(0).unbind(0)[0]
+    return view
 
 
 def _restride(t: torch.Tensor, shape, stride, offset) -> torch.Tensor:
@@ -207,7 +216,10 @@ def _make_function(art: CompiledArtifact):
         @staticmethod
         def forward(ctx, *primals):
             outs = art.forward(*primals)
-            fw, saved = outs[:n_fw], outs[n_fw:]
+            fw, saved = list(outs[:n_fw]), outs[n_fw:]
+            for k, t in enumerate(fw):
+                if t._is_view():     # a Function may not return a view as a new value
+                    fw[k] = t.clone()
             ctx.save_for_backward(*saved)
             # an input that requires grad, kept only as an autograd edge for the guard below
             ctx.anchor = next((p for p in primals if isinstance(p, torch.Tensor) and p.requires_grad), None)

@@ -59,7 +59,9 @@ class GroupSpec:
     """An alias group: several distinct tensor arguments over one storage."""
     storage: int
     members: tuple[int, ...]            # leaf indices (distinct tensors only)
-    common_root: bool                   # all members have the same root (._base or itself)
+    root_member: int                    # the member whose root (._base or itself) is the base:
+                                        # the first that requires grad, else the first
+    common_root: bool                   # every member that requires grad has that root
     root_shape: tuple[int, ...]
     root_stride: tuple[int, ...]
     root_offset: int
@@ -184,10 +186,10 @@ def _root(t: torch.Tensor) -> torch.Tensor:
 def _group_specs(leaves: list) -> list[GroupSpec]:
     out = []
     for g, members in _roots(leaves).items():
-        roots = [_root(leaves[i]) for i in members]
-        common = all(r is roots[0] for r in roots)
-        r = roots[0]
-        out.append(GroupSpec(g, tuple(members), common, tuple(r.shape), tuple(r.stride()),
+        root_member = next((i for i in members if leaves[i].requires_grad), members[0])
+        r = _root(leaves[root_member])
+        common = all(_root(leaves[i]) is r for i in members if leaves[i].requires_grad)
+        out.append(GroupSpec(g, tuple(members), root_member, common, tuple(r.shape), tuple(r.stride()),
                              r.storage_offset(), r.requires_grad, r.is_leaf))
     return out
 
