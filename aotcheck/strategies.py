@@ -23,6 +23,15 @@ legal for the current values are offered; nothing is generated and then filtered
 # rebuild its grad_fn, so any grad-mode op that reads it raises (even ``.is_leaf``). Such a value
 # is only offered to no_grad statements and is never returned.
 
+# NOTE [views that gain requires_grad]
+# A view made while its base needed no grad has no grad_fn. When the base later gains
+# requires_grad (an in-place op through another view wrote a grad-requiring value into it), the
+# view requires grad too, but autograd builds its grad_fn only when something reads it: an op
+# that takes the view as an operand in grad mode, or Python's ``.is_leaf``/``.grad_fn``. Until
+# then an in-place op on the view fails with "a leaf Variable that requires grad is being used
+# in an in-place operation". So eager's verdict depends on whether anyone looked: the strategy
+# never reads ``.is_leaf`` of a view, and tracks which views autograd has not linked yet.
+
 # NOTE [legal in-place targets]
 # Eager PyTorch refuses an in-place or metadata op on: a leaf that requires grad, or a view of
 # one (outside no_grad); a view made under no_grad, or one of several outputs of unbind/split,
@@ -173,6 +182,8 @@ class _State:
         self.saved_storages: set[int] = set()
         self.born_version = {name: t._version for name, t in self.env.items()}
         self._keep_alive: list[torch.Tensor] = []  # so saved storages' addresses stay unique
+        # ids of views that may have no grad_fn yet; see NOTE [views that gain requires_grad]
+        self.unlinked_views = {id(t) for t in args if t._is_view() and not t.requires_grad}
         self.outs = 0
 
     def fresh_name(self) -> str:
@@ -185,6 +196,9 @@ class _State:
             self._keep_alive.append(t)
             return t
 
+        if not stmt.no_grad:  # autograd links every grad-requiring operand it reads
+            self.unlinked_views -= {id(self.env[a]) for a in stmt.args
+                                    if isinstance(a, str) and self.env[a].requires_grad}
         try:
             with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
                 with torch.no_grad() if stmt.no_grad else nullcontext():
@@ -193,7 +207,10 @@ class _State:
             _reject("while drawing", e)
         if stmt.out is not None:
             self.names.append(stmt.out)
-            self.born_version[stmt.out] = self.env[stmt.out]._version
+            out = self.env[stmt.out]
+            self.born_version[stmt.out] = out._version
+            if out._is_view() and not out.requires_grad:
+                self.unlinked_views.add(id(out))
         return stmt
 
     def usable(self, no_grad: bool) -> list[str]:
@@ -206,28 +223,34 @@ class _State:
                 and t._version != self.born_version[name])
 
     def facts(self, no_grad: bool) -> dict[str, "_Facts"]:
-        return {name: _Facts(self.env[name], no_grad, self.saved_storages,
-                             self._stale_special_view(name))
-                for name in self.usable(no_grad)}
+        facts = {name: _Facts(self.env[name], no_grad, self.saved_storages,
+                              id(self.env[name]) in self.unlinked_views)
+                 for name in self.usable(no_grad)}
+        for f in facts.values():
+            # A grad-requiring leaf may take a new shape under no_grad only while no view of it
+            # exists: a view's grad_fn is rebuilt from its base's shape and would not fit.
+            if no_grad and f.t.requires_grad and any(
+                    g.storage == f.storage and g.t is not f.t for g in facts.values()):
+                f.reshapable = False
+        return facts
 
 
 class _Facts:
     """What the op choosers need to know about one value, read from the tensor."""
 
-    def __init__(self, t: torch.Tensor, no_grad: bool, saved_storages: set[int], stale: bool):
+    def __init__(self, t: torch.Tensor, no_grad: bool, saved_storages: set[int], unlinked: bool):
         self.t = t
         self.shape = tuple(t.shape)
         self.ndim = t.ndim
         self.numel = t.numel()
         self.storage = t.untyped_storage().data_ptr()
         self.offsets = _offsets(t)
-        self.mutable = self.storage not in saved_storages and (no_grad or _grad_mode_mutable(t))
+        self.mutable = self.storage not in saved_storages and (
+            no_grad or _grad_mode_mutable(t, unlinked))
         self.writable = self.mutable and len(set(self.offsets)) == self.numel
         # Under no_grad a new shape would not reach the grad_fn of a non-leaf that needs grad,
         # and its backward would then hand a wrongly shaped gradient to the op before.
-        # (``.is_leaf`` would raise on a stale special view, which only no_grad statements see.)
-        self.reshapable = self.mutable and not (
-            no_grad and t.requires_grad and (stale or not t.is_leaf))
+        self.reshapable = self.mutable and not (no_grad and t.requires_grad and not _is_leaf(t))
         self.tame = bool(t.detach().abs().max() <= 5) if self.numel else True
 
     def shares_elements(self, other: "_Facts") -> bool:
@@ -238,14 +261,21 @@ class _Facts:
         return self.storage == other.storage
 
 
-def _grad_mode_mutable(t: torch.Tensor) -> bool:
+def _is_leaf(t: torch.Tensor) -> bool:
+    """``t.is_leaf`` without its side effect: on a view, reading it rebuilds the grad_fn."""
+    return not (t._is_view() and t.requires_grad) and t.is_leaf
+
+
+def _grad_mode_mutable(t: torch.Tensor, unlinked: bool) -> bool:
     """May ``t`` be changed in place with grad mode on? See NOTE [legal in-place targets]."""
-    if t.is_leaf and t.requires_grad:
+    if t.requires_grad and _is_leaf(t):
         return False
     if t._is_view():
         if t._base.is_leaf and t._base.requires_grad:
             return False
         if _get_creation_meta(t) != CreationMeta.DEFAULT:
+            return False
+        if unlinked and t.requires_grad:
             return False
     return True
 
