@@ -512,3 +512,103 @@ def grad_nonleaf_and_its_detached_twin():
         base = x * 1
         return Inputs((base, base.detach()), leaves=(x,))
     return f, seeded(make)
+
+
+@case("alias_of_input", mode="inference", tags=("noncontiguous",))
+def views_of_transposed_grad_input():
+    def f(x):
+        return x[0], x.t()
+    def make():
+        b = leaf(3, 2)
+        return Inputs((b.t(),), leaves=(b,))
+    return f, seeded(make)
+
+
+@case("alias_of_input", mode="inference", tags=("mutation",))
+def mutate_then_expand():
+    def f(x):
+        x.add_(1)
+        return x.expand(3, 4)
+    return f, seeded(lambda: Inputs((rand(1, 4),)))
+
+
+@case("alias_of_input", mode="inference")
+def view_as_and_reshape_of_self():
+    def f(x):
+        return x.view_as(x), x.reshape(x.shape)
+    return f, _one_leaf(3)
+
+
+@case("alias_of_intermediate", mode="training", tags=("mutation",))
+def view_then_mutate_intermediate():
+    def f(x):
+        y = x * 2
+        v = y[0]
+        y.add_(1)
+        return v
+    return f, _one_leaf(2, 2)
+
+
+@case("alias_of_intermediate", mode="training", tags=("output_of_output",))
+def chain_of_views_all_returned():
+    def f(x):
+        a = x.exp().view(2, 3)
+        b = a.t()
+        return b[0], b, a
+    return f, _one_leaf(6)
+
+
+@case("aliased_inputs", mode="inference", tags=("overlap", "mutation"))
+def base_and_strided_slice_mutate_slice():
+    def f(a, b):
+        b.mul_(2)
+        return a + 1
+    def make():
+        a = rand(6)
+        return Inputs((a, a[::2]))
+    return f, seeded(make)
+
+
+@case("aliased_inputs", mode="training", tags=("flat_view", "mutation", "grad"))
+def grad_base_and_reshaped_view_mutated():
+    def f(a, b):
+        b.add_(1)
+        return a * 2, b.sum()
+    def make():
+        x = leaf(4)
+        base = x.clone()
+        return Inputs((base, base.view(2, 2)), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("aliased_inputs", mode="inference", tags=("disjoint", "mutation", "is_input"))
+def mutate_row_return_base():
+    def f(a, b):
+        b.mul_(2)
+        return a
+    def make():
+        a = rand(2, 3)
+        return Inputs((a, a[0]))
+    return f, seeded(make)
+
+
+@case("aliased_inputs", mode="training", tags=("overlap", "mutation", "grad"))
+def grad_base_and_offset_slice_mutate_slice():
+    def f(a, b):
+        b.mul_(2)
+        return a.sum(), b + 1
+    def make():
+        x = leaf(4)
+        base = x.clone()
+        return Inputs((base, base[1:]), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("aliased_inputs", mode="training", tags=("duplicate", "is_input"))
+def same_tensor_twice_both_returned():
+    def f(a, b):
+        return a, b, a * 2
+    def make():
+        x = leaf(3)
+        return Inputs((x, x), leaves=(x,))
+    return f, seeded(make)

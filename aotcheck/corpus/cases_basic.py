@@ -614,3 +614,21 @@ def int_scalar_tensor_and_float64():
         x = leaf(3, dtype=torch.float64)
         return Inputs((x, torch.tensor(3)), leaves=(x,))
     return f, seeded(make)
+
+
+@case("basics", mode="training", tags=("scalars", "size"))
+def returns_torch_size():
+    def f(x):
+        return x * 2, x.shape
+    return f, one_leaf(2, 3)
+
+
+@case("dtypes", mode="training", tags=("mutation",))
+def float16_mutation_with_grad():
+    def f(a, w):
+        a.mul_(w)
+        return a.sum()
+    def make():
+        x, w = leaf(3, dtype=torch.float16), leaf(3, dtype=torch.float16)
+        return Inputs((x.clone(), w), leaves=(x, w))
+    return f, seeded(make)

@@ -186,3 +186,19 @@ def no_input_requires_grad():
     def f(x, y):
         return x * y, (x - y).abs()
     return f, seeded(lambda: Inputs((rand(3), rand(3))))
+
+
+@case("requires_grad_modes", mode="inference", tags=("inference_mode_call", "alias"))
+def call_under_inference_mode_view_output():
+    def f(x):
+        return x[0], x * 2
+    return f, _one_leaf(2, 2)
+
+
+@case("requires_grad_modes", mode="inference", tags=("region", "alias"))
+def views_of_intermediate_in_no_grad_region():
+    def f(x):
+        with torch.no_grad():
+            y = x * 2
+            return y.t(), y
+    return f, _one_leaf(2, 3)

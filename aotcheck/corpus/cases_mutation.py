@@ -603,3 +603,127 @@ def as_strided_in_place_grad_nonleaf():
         x = leaf(6)
         return Inputs((x.clone(),), leaves=(x,))
     return f, seeded(make)
+
+
+@case("input_mutation", mode="inference", tags=("empty",))
+def empty_input_mutated_and_returned():
+    def f(x, y):
+        x.add_(1)
+        return y * 2, x
+    return f, seeded(lambda: Inputs((rand(0, 3), rand(2))))
+
+
+@case("input_mutation", mode="inference", tags=("multi_output_view",))
+def mutate_through_unbind_output():
+    def f(x):
+        x.unbind(0)[1].mul_(2)
+        return x.sum()
+    return f, seeded(lambda: Inputs((rand(2, 3),)))
+
+
+@case("input_mutation", mode="inference", tags=("batchnorm", "noncontiguous"))
+def batchnorm_noncontiguous_running_stats():
+    def f(x, running_mean, running_var):
+        return F.batch_norm(x, running_mean, running_var, training=True)
+    return f, seeded(lambda: Inputs((rand(4, 3), torch.zeros(6)[::2], torch.ones(3, 2).t()[0])))
+
+
+@case("mutation_autograd", mode="training", tags=("detach",))
+def mutate_then_return_detach_of_nonleaf():
+    def f(a):
+        a.mul_(2)
+        return a.detach(), a + 1
+    def make():
+        x = leaf(3)
+        return Inputs((x.clone(),), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("noncontiguous",))
+def mutate_transposed_grad_nonleaf():
+    def f(a):
+        a.mul_(2)
+        return a.sum(1)
+    def make():
+        x = leaf(3, 2)
+        return Inputs((x.clone().t(),), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("view",))
+def zero_diagonal_of_grad_nonleaf():
+    def f(a):
+        a.diagonal().zero_()
+        return a * 2
+    def make():
+        x = leaf(3, 3)
+        return Inputs((x.clone(),), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("view",))
+def copy_grad_value_into_row_of_nongrad_input():
+    def f(a, w):
+        a[0].copy_(w)
+        return a.sum()
+    def make():
+        w = leaf(3)
+        return Inputs((rand(2, 3), w), leaves=(w,))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("alias",))
+def nongrad_input_mutated_with_grad_value_returned_as_view():
+    def f(a, w):
+        a.add_(w)
+        return a.view(-1)
+    def make():
+        w = leaf(2, 2)
+        return Inputs((rand(2, 2), w), leaves=(w,))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("detach", "alias"))
+def mutate_nonleaf_return_detached_row():
+    def f(a):
+        a.add_(1)
+        return a.detach()[0]
+    def make():
+        x = leaf(2, 2)
+        return Inputs((x * 1,), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("metadata_mutation", mode="training", tags=("data", "grad"))
+def t_then_mul_by_grad_value():
+    def f(a, b):
+        a.t_()
+        a.mul_(b)
+        return a.sum(0)
+    def make():
+        b = leaf(3, 2)
+        return Inputs((rand(2, 3), b), leaves=(b,))
+    return f, seeded(make)
+
+
+@case("metadata_mutation", mode="inference", tags=("grad", "returned"))
+def squeeze_grad_nonleaf_and_return_it():
+    def f(a):
+        a.squeeze_()
+        return a
+    def make():
+        x = leaf(1, 3)
+        return Inputs((x.clone(),), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("metadata_mutation", mode="training", tags=("data", "grad", "returned"))
+def unsqueeze_nongrad_then_mul_by_grad_value():
+    def f(a, w):
+        a.unsqueeze_(0)
+        a.mul_(w)
+        return a
+    def make():
+        w = leaf(1, 3)
+        return Inputs((rand(3), w), leaves=(w,))
+    return f, seeded(make)
