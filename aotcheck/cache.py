@@ -212,6 +212,29 @@ def write_file(path: Path, payload: dict) -> None:
         raise
 
 
+def verify(cache: Cache) -> dict[str, str]:
+    """Check every entry: headers, checksums, keys, graphs loadable. Returns {key: problem}."""
+    problems = {}
+    for key in cache.keys():
+        try:
+            entry = cache.read(key, ENTRY_FILE)
+            if entry is None:
+                if (cache.entry_dir(key) / BACKWARD_FILE).exists():
+                    raise CacheCorrupt("backward.json without entry.json")
+                continue
+            if key_of(entry["components"]) != key:
+                raise CacheCorrupt("components do not hash to the key")
+            graph_from_data(entry["forward"])
+            bw = cache.read(key, BACKWARD_FILE)
+            if bw is not None:
+                if bw.get("forward_sha") != _forward_sha(entry["forward"]):
+                    raise CacheCorrupt("backward.json belongs to a different forward")
+                graph_from_data(bw["backward"])
+        except (CacheCorrupt, SerializeError, KeyError, TypeError, ValueError) as e:
+            problems[key] = str(e)
+    return problems
+
+
 # ---------------------------------------------------------------- the key
 
 _SOURCE_HASH: str | None = None

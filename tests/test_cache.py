@@ -1,0 +1,285 @@
+"""The persistent cache: keys, entries, the lazy backward across processes, serialization.
+
+Subprocess tests write a small worker script into ``tmp_path``; each process
+imports torch once, so they are few and each does several things.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import aotcheck
+from aotcheck import cache as cache_mod
+from aotcheck.cache import Cache, compute_key
+from aotcheck.serialize import _dec, _enc, graph_from_data, graph_to_data
+
+WORKER = textwrap.dedent('''
+    import json, sys
+    import torch, aotcheck
+    from aotcheck.cache import compute_key
+
+    def f(x, w, s):
+        y = (x * w).relu()
+        with torch.no_grad():
+            z = y * s
+        return y.sum() + z.sum(), y.t()
+
+    def inputs():
+        g = torch.Generator().manual_seed(0)
+        x = torch.randn(3, 4, generator=g, requires_grad=True)
+        w = torch.randn(4, generator=g, requires_grad=True)
+        return x, w
+
+    def eager(backward):
+        x, w = inputs()
+        out = f(x, w, 2.0)
+        if backward:
+            out[0].backward()
+        return out, (x.grad, w.grad)
+
+    what = sys.argv[1]
+    if what == "key":
+        x, w = inputs()
+        print(json.dumps([compute_key(f, (x, w, 2.0))[0], compute_key(f, (x, w, 2.0))[0]]))
+    else:
+        backward = what == "bwd"
+        g = aotcheck.aot_function(f, cache=sys.argv[2])
+        x, w = inputs()
+        out = g(x, w, 2.0)
+        if backward:
+            out[0].backward()
+        ref, ref_grads = eager(backward)
+        ok = all(torch.allclose(a, b) for a, b in zip(out, ref))
+        if backward:
+            ok = ok and all(torch.allclose(a, b) for a, b in zip((x.grad, w.grad), ref_grads))
+        print(json.dumps({"ok": ok, "counters": dict(aotcheck.counters)}))
+''')
+
+
+def run_worker(tmp_path, *args, seed="random"):
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    env = dict(os.environ, PYTHONHASHSEED=seed)
+    out = subprocess.run([sys.executable, str(script), *map(str, args)], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_key_is_stable_across_processes(tmp_path):
+    a = run_worker(tmp_path, "key", seed="1")
+    b = run_worker(tmp_path, "key", seed="2")
+    assert a[0] == a[1] == b[0] == b[1]
+
+
+def test_lazy_backward_completed_by_a_later_process(tmp_path):
+    d = tmp_path / "cache"
+    first = run_worker(tmp_path, "fwd", d)
+    assert first["ok"] and first["counters"]["misses"] == 1 and first["counters"]["saves"] == 1
+    (key,) = Cache(d).keys()
+    assert (d / key / "entry.json").exists() and not (d / key / "backward.json").exists()
+
+    second = run_worker(tmp_path, "bwd", d)          # forward hit; backward re-derived and saved
+    c = second["counters"]
+    assert second["ok"] and c["hits"] == 1 and c["misses"] == 0
+    assert c["backward_misses"] == 1 and c["backward_saves"] == 1
+    assert (d / key / "backward.json").exists()
+
+    third = run_worker(tmp_path, "bwd", d)           # both halves from disk
+    c = third["counters"]
+    assert third["ok"] and c["hits"] == 1 and c["backward_hits"] == 1
+    assert c["misses"] == c["backward_misses"] == c["saves"] == c["backward_saves"] == 0
+
+
+# ---------------------------------------------------------------- key sensitivity
+
+
+def _f(x, y, s=2.0):
+    return (x * y + s).sum(0)
+
+
+def _key(fn=_f, args=None, **kw):
+    if args is None:
+        args = (torch.randn(3, 4), torch.randn(3, 4), 2.0)
+    return compute_key(fn, args, **kw)[0]
+
+
+def test_key_ignores_values_and_identity():
+    assert _key() == _key()
+
+
+def _variants():
+    base = lambda: torch.randn(3, 4)  # noqa: E731
+    x = torch.randn(3, 4)
+
+    def other_graph(x, y, s=2.0):
+        return (x * y - s).sum(0)
+
+    def no_grad_region(x, y, s=2.0):
+        with torch.no_grad():
+            z = x * y
+        return (z + s).sum(0)
+
+    def grad_region(x, y, s=2.0):
+        z = x * y
+        return (z + s).sum(0)
+
+    return {
+        "shape": lambda: _key(args=(torch.randn(3, 5), torch.randn(3, 5), 2.0)),
+        "stride": lambda: _key(args=(torch.randn(4, 3).t(), base(), 2.0)),
+        "dtype": lambda: _key(args=(base().double(), base(), 2.0)),
+        "requires_grad": lambda: _key(args=(base().requires_grad_(), base(), 2.0)),
+        "aliasing": lambda: _key(args=(x, x, 2.0)),
+        "scalar value": lambda: _key(args=(base(), base(), 3.0)),
+        "grad mode": lambda: _no_grad(lambda: _key(args=(base().requires_grad_(), base(), 2.0))),
+        "partitioner": lambda: _key(partitioner="other"),
+        "graph": lambda: _key(fn=other_graph),
+        "no_grad region": lambda: (_key(fn=no_grad_region, args=(base().requires_grad_(), base(), 2.0)),
+                                   _key(fn=grad_region, args=(base().requires_grad_(), base(), 2.0))),
+    }
+
+
+def _no_grad(thunk):
+    with torch.no_grad():
+        return thunk()
+
+
+@pytest.mark.parametrize("component", list(_variants()))
+def test_key_changes_with_each_component(component):
+    v = _variants()[component]()
+    if isinstance(v, tuple):              # a pair that must differ
+        assert v[0] != v[1]
+    else:
+        assert v != _key()
+    if component == "grad mode":
+        assert v != _key(args=(torch.randn(3, 4).requires_grad_(), torch.randn(3, 4), 2.0))
+
+
+def test_key_changes_with_format_version(monkeypatch):
+    k = _key()
+    monkeypatch.setattr(cache_mod, "CACHE_FORMAT", cache_mod.CACHE_FORMAT + 1)
+    assert _key() != k
+
+
+def test_key_components_name_each_input():
+    _, comps = compute_key(_f, (torch.randn(3, 4), torch.randn(3, 4), 2.0))
+    assert set(comps) >= {"format", "torch", "aotcheck", "engine", "graph", "facts", "plan", "signature"}
+    assert all(isinstance(v, str) for v in comps.values())
+    assert "aten.mul.Tensor" in comps["graph"]
+
+
+# ---------------------------------------------------------------- entries
+
+
+def test_inference_entry_is_complete_at_once(tmp_path):
+    aotcheck.reset_counters()
+    g = aotcheck.aot_function(_f, cache=tmp_path)
+    g(torch.randn(3, 4), torch.randn(3, 4))
+    (key,) = Cache(tmp_path).keys()
+    entry = Cache(tmp_path).read(key, "entry.json")
+    assert entry["decision"]["mode"] == "inference" and entry["diff_outputs"] == []
+    g2 = aotcheck.aot_function(_f, cache=tmp_path)
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    assert torch.equal(g2(x, y), _f(x, y))
+    assert aotcheck.counters["hits"] == 1 and aotcheck.counters["misses"] == 1
+
+
+def test_cache_true_uses_the_flag_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("AOTCHECK_CACHE_DIR", str(tmp_path / "d"))
+    assert cache_mod.resolve(True).path == tmp_path / "d"
+    aotcheck.aot_function(_f, cache=True)(torch.randn(3, 4), torch.randn(3, 4))
+    assert len(Cache(tmp_path / "d").keys()) == 1
+
+
+def test_strict_mode_raises_on_a_miss(tmp_path):
+    with pytest.raises(aotcheck.errors.CacheError):
+        aotcheck.aot_function(_f, cache=Cache(tmp_path, expect_hits=True))(torch.randn(3, 4), torch.randn(3, 4))
+    aotcheck.aot_function(_f, cache=tmp_path)(torch.randn(3, 4), torch.randn(3, 4))
+    with cache_mod.expect_hits():          # now it hits: no error
+        aotcheck.aot_function(_f, cache=tmp_path)(torch.randn(3, 4), torch.randn(3, 4))
+        with pytest.raises(aotcheck.errors.CacheError):
+            aotcheck.aot_function(_f, cache=tmp_path)(torch.randn(2, 4), torch.randn(2, 4))
+
+
+def test_uncacheable_graph_bypasses(tmp_path):
+    big = torch.randn(1000)
+
+    def big_constant(x):
+        return x + big
+    aotcheck.reset_counters()
+    try:
+        aotcheck.aot_function(big_constant, cache=tmp_path)(torch.randn(1000))
+    except aotcheck.AotcheckError:
+        pass          # the engine's graph checker rejects get_attr constants today
+    assert aotcheck.counters["bypasses"] == 1
+    assert aotcheck.counters["bypass.constant_too_large"] == 1
+    assert Cache(tmp_path).keys() == []
+
+
+# ---------------------------------------------------------------- serialization
+
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**62, 2**62),
+                     st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=5),
+                     st.sampled_from([torch.float32, torch.int64, torch.bool, torch.device("cpu"),
+                                      torch.strided, torch.contiguous_format]))
+_args = st.recursive(_scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                       st.tuples(inner, inner)), max_leaves=8)
+
+
+def _same(a, b):
+    if isinstance(a, float) and isinstance(b, float):
+        return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+@given(_args)
+@settings(max_examples=200, deadline=None)
+def test_argument_encoding_round_trips(a):
+    data = json.loads(json.dumps(_enc(a), allow_nan=False))
+    assert _same(_dec(data, {}), a)
+
+
+def _corpus_cases():
+    try:
+        from aotcheck.corpus import all_cases
+        return all_cases()
+    except ImportError:
+        return []
+
+
+@pytest.mark.skipif(not _corpus_cases(), reason="corpus not importable")
+@given(st.sampled_from(_corpus_cases() or [None]))
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+def test_corpus_graphs_round_trip(case):
+    from aotcheck.pipeline import graph_constants, run_stages
+    from aotcheck.signature import flatten_inputs
+    from aotcheck.testing import call_mode
+    torch.manual_seed(0)
+    inp = case.make_inputs()
+    leaves, spec = flatten_inputs(inp.args, inp.kwargs)
+    try:
+        with call_mode(case):
+            stages = run_stages(case.fn, leaves, spec)
+    except aotcheck.AotcheckError:
+        return                                  # a case that is rejected on purpose
+    consts = graph_constants(stages)
+    for g in (stages.captured.graph.graph, stages.partitioned.forward, stages.partitioned.backward):
+        if g is None:
+            continue
+        data = graph_to_data(g, consts)
+        text = json.dumps(data, allow_nan=False)
+        back = graph_from_data(json.loads(text))
+        assert graph_to_data(back) == data
+        assert back.python_code("self").src == g.python_code("self").src
