@@ -16,3 +16,13 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     from aotcheck import flags
     flags.set_override(flags.CHECK_GRAPHS, True)
+    if config.getoption("--strict-cache", default=False):
+        flags.set_override(flags.STRICT_CACHE, True)
+
+
+def pytest_report_header(config):
+    from aotcheck import flags
+    if config.getoption("--with-cache", default=False):
+        strict = "strict" if flags.get(flags.STRICT_CACHE) else "not strict"
+        return f"aotcheck: corpus runs cold and cached ({strict})"
+    return None

@@ -82,7 +82,7 @@ class TestCold(CorpusBase):
 
 
 def _strict(request) -> bool:
-    return bool(request.config.getoption("--strict-cache") or flags.get(flags.STRICT_CACHE))
+    return bool(flags.get(flags.STRICT_CACHE))     # --strict-cache sets the flag (pytest_plugin)
 
 
 # Cases that pass cold but are expected to fail from the cache, with the reason.
