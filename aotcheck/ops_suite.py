@@ -53,7 +53,7 @@ from typing import Any, Callable, Iterable, Sequence
 import torch
 from torch.utils import _pytree as pytree
 
-from .errors import AotcheckError
+from .errors import DataDependentError, DoubleBackwardError, TraceError, UnsupportedInputError
 from .gradcheck import (FAIL, PASS, VACUOUS, autograd_run, compare_gradients, numerical_jvp_check)
 
 SCHEMA_VERSION = 1
@@ -340,7 +340,9 @@ def check_case(case: Case, engine: Engine, *, seeds: Iterable[int] = (0,), max_e
     before = _counters()
     compiled = engine.compile(case.fn)
     compiled_fn = _seeded(compiled)
-    is_view = any(_aliases(o, eager_fwd.args_after) is not None for o in eager_fwd.outputs)
+    # a view op: the out-of-place variant returns an alias of an argument (in-place ones always do)
+    is_view = case.variant == "fn" and any(_aliases(o, eager_fwd.args_after) is not None
+                                           for o in eager_fwd.outputs)
 
     forward, fdetail, error = _check_forward(eager_fwd, compiled_fn, case)
     rows = []
@@ -460,8 +462,13 @@ def _check_numerical(case, compiled_fn, seed, max_elements, verdicts) -> tuple[s
     return status, detail, ""
 
 
+# The engine saying no (reported as "engine error"); anything else it raises, its own invariant
+# checks (LintError) included, is a bug and reported as "crash".
+REFUSALS = (UnsupportedInputError, TraceError, DataDependentError, DoubleBackwardError)
+
+
 def _error_status(e: BaseException) -> tuple[str, str, str]:
-    if isinstance(e, AotcheckError):
+    if isinstance(e, REFUSALS):
         return ENGINE_ERROR, _stem(e), _stem(e)
     return CRASH, _stem(e), _stem(e)
 

@@ -1,0 +1,150 @@
+"""The OpInfo backward suite: a bounded first-sample sweep, PyTorch's skips, scoring and reports."""
+import contextlib
+import dataclasses
+import io
+import json
+import time
+
+import pytest
+import torch
+
+from aotcheck import cli
+from aotcheck import ops_suite as S
+
+# 15 ops: in-place variants (sin_, add_, mul_, abs_, clamp_, unsqueeze_, transpose_, cumsum_), views
+# (transpose, unsqueeze, expand, narrow), a PyTorch gradient skip (fmod), a zero gradient (floor),
+# a data-dependent shape (masked_select).
+SUBSET = ["sin", "add", "mul", "abs", "clamp", "transpose", "unsqueeze", "expand", "narrow", "matmul",
+          "sum", "cumsum", "fmod", "floor", "masked_select"]
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    t0 = time.perf_counter()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = cli.main(["ops", "--samples", "first", "--json", "/dev/null"] +
+                      [a for op in SUBSET for a in ("--op", op)])
+    return rc, out.getvalue(), time.perf_counter() - t0
+
+
+def test_first_sample_sweep_is_fast_and_its_scores_parse(sweep):
+    rc, text, seconds = sweep
+    assert seconds < 60, f"first-sample sweep of {len(SUBSET)} ops took {seconds:.1f}s"
+    scores = S.parse_scores(text)
+    assert set(scores) == {"correctness", "backward correctness", "numerical agreement"}, text
+    assert all(v is not None and 0.0 <= v <= 1.0 for v in scores.values()), text
+    assert f"{len(SUBSET)} ops" in text
+    assert "engine errors:" in text and "masked_select" in text   # a refusal, reported not raised
+
+
+def test_sweep_covers_in_place_and_view_variants():
+    results = S.run_suite(["sin", "transpose", "unsqueeze"], samples="first")
+    kinds = {(r.op, r.variant) for r in results}
+    assert {("sin", "fn"), ("sin", "inplace"), ("transpose", "inplace"), ("unsqueeze", "fn")} <= kinds
+    views = {r.op for r in results if r.is_view}
+    assert {"transpose", "unsqueeze"} <= views and "sin" not in views
+    for r in results:
+        assert (r.forward, r.backward, r.numerical) == ("pass", "pass", "pass"), r
+
+
+def test_pytorch_gradient_skip_is_honoured_and_reported():
+    (v,) = [v for v in S.pytorch_verdicts(_op("fmod")) if v.scope == "numerical"]
+    assert (v.kind, v.variant, v.source) == ("skip", "fn", "TestBwdGradients.test_fn_grad")
+    results = S.run_suite(["fmod"], samples="first", variants=("fn",))
+    (r,) = results
+    assert r.numerical == "skipped"
+    assert r.numerical_detail == "skipped (pytorch skip: Skipped! (TestBwdGradients.test_fn_grad))"
+    assert (r.forward, r.backward) == ("pass", "pass")  # the skip is about finite differences only
+    text = S.format_report(results)
+    assert "pytorch skips: 1 ops" in text and "pytorch skip: Skipped!" in text
+
+
+def test_pytorch_xfail_and_class_wide_skip_are_read():
+    (v,) = [v for v in S.pytorch_verdicts(_op("cov")) if v.scope == "numerical"]
+    assert (v.kind, v.variant) == ("xfail", "fn")
+    (v,) = [v for v in S.pytorch_verdicts(_op("as_strided")) if v.kind == "skip"]
+    assert (v.scope, v.reason) == ("backward", "Numerous errors")
+    # a cuda-only or complex-only skip does not apply to CPU float64
+    assert S.pytorch_verdicts(_op("cholesky_solve")) == []
+    assert not [v for v in S.pytorch_verdicts(_op("acos"))]
+
+
+def test_xfail_turns_a_numerical_failure_into_xfail():
+    v = S.Verdict("xfail", "numerical", "expected failure", "fn", "TestBwdGradients.test_fn_grad")
+    case = S.Case("wrong", "fn", 0, lambda x: 2 * x, (torch.ones(3, dtype=torch.float64,
+                                                                 requires_grad=True),), ("x",))
+
+    class Wrong(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return 2 * x
+
+        @staticmethod
+        def backward(ctx, g):
+            return 3 * g
+
+    engine = S.Engine("wrong", lambda fn: Wrong.apply)
+    (r,) = S.check_case(case, engine, verdicts=[v])
+    assert (r.forward, r.backward, r.numerical) == ("pass", "fail", "xfail"), r
+    (r,) = S.check_case(case, engine)
+    assert r.numerical == "fail"
+
+
+def test_eager_engine_passes_everything():
+    results = S.run_suite(["sin", "add", "transpose", "floor"], samples="first", engines=[S.eager_engine()])
+    for r in results:
+        for c in S.CHECKS:
+            assert r.status(c) in ("pass", "vacuous"), r
+    assert {r.backward for r in results if r.op == "floor"} == {"vacuous"}
+
+
+def test_engine_error_is_a_category_with_a_repro():
+    (r,) = S.run_suite(["masked_select"], samples="first", variants=("fn",))
+    assert (r.forward, r.backward, r.numerical) == ("engine error",) * 3
+    assert r.error.startswith("DataDependentError: ")
+    assert r.repro() == "aotcheck ops --op masked_select --samples all --sample-index 0 --variant fn"
+    s = S.score([r])
+    assert s.correctness == 0.0 and s.accepted["forward"] is None and s.counts["forward"]["engine error"] == 1
+    ((checks, stem, ops),) = S.group_failures([r], ("engine error",))
+    assert checks == "forward+backward+numerical" and ops == ["masked_select"] and "aten.OP" in stem
+
+
+def test_backward_is_scored_even_when_forward_fails():
+    rows = [S.SampleResult("a", "fn", 0, 0, "cold", "fail", "fail", "pass"),
+            S.SampleResult("b", "fn", 0, 0, "cold", "pass", "pass", "vacuous"),
+            S.SampleResult("b", "fn", 1, 0, "cold", "pass", "fail", "skipped"),
+            S.SampleResult("c", "fn", 0, 0, "cold", "n/a", "n/a", "n/a")]
+    s = S.score(rows)
+    assert s.correctness == pytest.approx((0 + 1) / 2)
+    assert s.backward_correctness == pytest.approx((0 + 0.5) / 2)
+    assert s.numerical_agreement == 1.0 and s.n_ops == {"forward": 2, "backward": 2, "numerical": 1}
+    parsed = S.parse_scores(S.format_scores(s))
+    assert parsed == {"correctness": 0.5, "backward correctness": 0.25, "numerical agreement": 1.0}
+
+
+def test_repeat_reports_failure_rates():
+    rows = [S.SampleResult("a", "fn", 0, seed, "cold", "pass", "pass", "fail" if seed == 1 else "pass")
+            for seed in range(4)]
+    assert S.failure_rates(rows, "numerical") == {"a (cold)": 0.25}
+    assert "[numerical] a (cold): 0.25  (flaky)" in S.format_report(rows)
+
+
+def test_sample_result_json_round_trip():
+    r = S.SampleResult("div.trunc_rounding", "inplace", 3, 2, "cached", "pass", "fail", "pass",
+                       backward_detail="x", is_view=True, cache_misses=1, seconds=0.5)
+    back = S.SampleResult(**json.loads(json.dumps(dataclasses.asdict(r))))
+    assert back == r
+    assert r.repro() == ("aotcheck ops --op div.trunc_rounding --samples all --sample-index 3 "
+                         "--variant inplace --seed 2 --cached")
+
+
+def test_stem_groups_messages_that_differ_in_numbers_and_op_names():
+    a = S.stem("TraceError: op aten.nonzero.default failed at size 3")
+    b = S.stem("TraceError: op aten.masked_select.default failed at size 10")
+    assert a == b == "TraceError: op aten.OP failed at size N"
+
+
+def _op(name):
+    (op,) = [o for o in S.select_ops([name]) if S.op_id(o) == name]
+    return op
