@@ -4,11 +4,11 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from torch.utils import _pytree as pytree
+import torch
 
 from .pipeline import Stages, build_artifact, run_stages
 from .printer import format_graph
-from .signature import call_key, flatten_inputs
+from .signature import call_key, fast_call_key, flatten_inputs
 
 
 class AotFunction:
@@ -28,17 +28,29 @@ class AotFunction:
         self.partitioner = partitioner
         self.cache = cache
         self._artifacts: dict = {}
+        self._fast: dict = {}        # fast_call_key -> artifact, for flat non-aliased tensors
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
+        if not kwargs:
+            key = fast_call_key(args)
+            if key is not None:
+                art = self._fast.get(key)
+                if art is not None:
+                    return art.call(list(args))
         leaves, spec = flatten_inputs(args, kwargs)
         key = call_key(leaves, spec)
         art = self._artifacts.get(key)
         if art is None:
             art = self._compile(leaves, spec)
+            art.set_grad_facts(any(isinstance(t, torch.Tensor) and t.requires_grad for t in leaves),
+                               torch.is_grad_enabled() and not torch.is_inference_mode_enabled())
             self._artifacts[key] = art
-        flat = art(leaves)
-        return pytree.tree_unflatten(flat, art.out_spec)
+        if not kwargs:
+            fast = fast_call_key(args)
+            if fast is not None:
+                self._fast[fast] = art
+        return art.call(leaves)
 
     def _compile(self, leaves, spec):
         if self.cache is not None:

@@ -255,7 +255,7 @@ class FunctionalRun:
         member_meta = {i: _meta(user[i]) for i, s in enumerate(plan.sources) if s[0] == "member"}
         args, kwargs = unflatten_inputs(list(user), self.in_spec)
         result = self.fn(*args, **kwargs)
-        out_leaves, out_spec = pytree.tree_flatten(result)
+        out_leaves, out_spec = pytree.tree_flatten(result, is_leaf=lambda x: isinstance(x, torch.Size))
         for w in works:
             torch._sync(w)
         candidates: list[torch.Tensor] = []
@@ -296,11 +296,15 @@ class FunctionalRun:
         intermediates: list[int] = []
         new_leaves: list[int] = []
         for k, o in enumerate(out_leaves):
+            if isinstance(o, torch.Size):
+                outputs.append(OutputFacts(False, value=f"torch.Size({list(o)!r})"))
+                continue
             if not isinstance(o, torch.Tensor):
                 if not isinstance(o, (bool, int, float, str, type(None))):
                     raise UnsupportedInputError(
                         f"output leaf {k} has type {type(o).__name__}; aotcheck supports returning "
-                        "tensors, int, float, bool, str and None, nested in tuples, lists and dicts")
+                        "tensors, torch.Size, int, float, bool, str and None, nested in tuples, "
+                        "lists and dicts")
                 outputs.append(OutputFacts(False, value=repr(o)))
                 continue
             common = dict(shape=tuple(o.shape), stride=tuple(o.stride()), offset=o.storage_offset(),

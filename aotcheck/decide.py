@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .analyze import ALIAS_OF_INPUT, CONSTANT, IS_INPUT, ViewMutationMeta
+from .analyze import (ALIAS_OF_INPUT, ALIAS_OF_OUTPUT, CONSTANT, IS_INPUT, SAME_AS_OUTPUT,
+                      ViewMutationMeta)
 from .signature import Signature, TensorSpec
 
 INFERENCE = "inference"
@@ -32,10 +33,23 @@ class Decision:
     reason: str
 
 
+def _alias_of_argument(meta: ViewMutationMeta, o) -> bool:
+    """Is this output an argument, or an alias of one (possibly through other outputs)?"""
+    seen = set()
+    while o.kind in (SAME_AS_OUTPUT, ALIAS_OF_OUTPUT) and o.index not in seen:
+        seen.add(o.index)
+        o = meta.outputs[o.source]
+    return o.kind in (IS_INPUT, ALIAS_OF_INPUT)
+
+
 def decide(meta: ViewMutationMeta, sig: Signature) -> Decision:
     if sig.inference_mode:
         return Decision(INFERENCE, "called under inference_mode")
     if not sig.grad_enabled:
+        for o in meta.outputs:
+            if o.kind != CONSTANT and o.requires_grad and not _alias_of_argument(meta, o):
+                return Decision(TRAINING, f"grad mode is off at the call, but output {o.index} "
+                                          "requires grad (an enable_grad region inside the function)")
         return Decision(INFERENCE, "grad mode is off")
     if not any(isinstance(l, TensorSpec) and l.requires_grad for l in sig.leaves):
         rg_mut = [i.index for i in meta.inputs
@@ -45,7 +59,7 @@ def decide(meta: ViewMutationMeta, sig: Signature) -> Decision:
         return Decision(TRAINING, f"argument {rg_mut[0]} does not require grad but is mutated with "
                                   "values that do, so gradients flow through the mutation")
     for o in meta.outputs:
-        if o.kind not in (CONSTANT, IS_INPUT, ALIAS_OF_INPUT) and o.requires_grad:
+        if o.kind != CONSTANT and o.requires_grad and not _alias_of_argument(meta, o):
             return Decision(TRAINING, f"output {o.index} ({o.kind}) requires grad")
     for i in meta.inputs:
         if i.data_mutated and i.requires_grad_after and not i.all_mutations_under_no_grad:

@@ -37,8 +37,8 @@ def check_graph(graph: fx.Graph, what: str, functional: bool = True) -> None:
     except Exception as e:
         raise LintError(f"{what} graph fails fx lint: {e}") from None
     for n in graph.nodes:
-        if n.op in ("placeholder", "output"):
-            continue
+        if n.op in ("placeholder", "output", "get_attr"):
+            continue             # get_attr: a tensor constant (e.g. from torch.tensor(...))
         if n.op == "call_function" and n.target is operator.getitem:
             continue             # picks one result of a multi-output op
         if n.op != "call_function" or not isinstance(n.target, torch._ops.OpOverload):

@@ -43,16 +43,14 @@ from torch.utils import _pytree as pytree
 from .analyze import (ALIAS_OF_INPUT, ALIAS_OF_INTERMEDIATE, ALIAS_OF_OUTPUT, CONSTANT, FRESH,
                       IS_INPUT, SAME_AS_OUTPUT, ViewMutationMeta)
 from .capture import InputPlan, placeholder_tensors
+from .codegen import compile_graph
 from .decide import TRAINING, Decision
 from .errors import DoubleBackwardError
 
 
-def to_module(graph: fx.Graph, constants: dict | None = None) -> fx.GraphModule:
-    """A runnable module for ``graph``; ``constants`` holds the tensors its get_attr nodes read."""
-    root = torch.nn.Module()
-    for name, t in (constants or {}).items():
-        setattr(root, name, t)
-    return fx.GraphModule(root, graph)
+def to_callable(graph: fx.Graph, name: str, constants: dict | None = None):
+    """A runnable function for ``graph``; ``constants`` holds the tensors its get_attr nodes read."""
+    return compile_graph(graph, name, constants)
 
 
 class CompiledArtifact:
@@ -66,7 +64,7 @@ class CompiledArtifact:
         self.plan, self.meta, self.decision = plan, meta, decision
         self.constants = dict(constants or {})
         self.forward_graph = forward
-        self.forward = to_module(forward, self.constants).forward
+        self.forward = to_callable(forward, "forward", self.constants)
         self.num_fw_outputs = num_fw_outputs
         self.fw_candidates = fw_candidates
         self.diff_outputs = diff_outputs
@@ -81,17 +79,45 @@ class CompiledArtifact:
             all(s[0] in ("placeholder", "value") for s in plan.sources)
         self._leaf_of_placeholder = [ref for _, ref in plan.placeholders]
         self._slot = {c: k for k, c in enumerate(fw_candidates)}
-        self._constants = {o.index: ast.literal_eval(o.value) for o in meta.outputs if o.kind == CONSTANT}
+        self._constants = {o.index: _constant(o.value) for o in meta.outputs if o.kind == CONSTANT}
         nondiff = tuple(k for k in range(num_fw_outputs) if k not in set(diff_outputs))
         self._nondiff = nondiff
         self._function = _make_function(self) if self.training else None
+        # Decided once per artifact rather than on every call:
+        # - whether the inference graph must run under no_grad (only if something requires grad);
+        # - which fresh outputs the graph lays out differently from eager (fake-tensor strides);
+        # - whether every output is a fresh graph value (then no per-output dispatch is needed).
+        self._needs_no_grad = True
+        self._grad_region_only = False
+        out_node = next(n for n in forward.nodes if n.op == "output")
+        graph_vals = [a.meta.get("val") if isinstance(a, fx.Node) else None for a in out_node.args[0]]
+        self._restride = {}
+        for o in meta.outputs:
+            if o.kind == FRESH:
+                val = graph_vals[self._slot[o.graph_output]]
+                if not isinstance(val, torch.Tensor) or (val.stride() != o.stride and val.numel() > 1):
+                    self._restride[o.index] = True
+        self._fresh_slots = None
+        if all(o.kind == FRESH for o in meta.outputs) and not self._restride and not meta.mutations \
+                and not meta.member_metadata:
+            self._fresh_slots = [self._slot[o.graph_output] for o in meta.outputs]
+        self._unflatten = _fast_unflatten(out_spec)
+
+    def set_grad_facts(self, any_requires_grad: bool, grad_enabled: bool) -> None:
+        """Inference graphs need no no_grad context when nothing can record autograd."""
+        self._needs_no_grad = any_requires_grad and grad_enabled
+        self._grad_region_only = self.training and not grad_enabled
+
+    def call(self, leaves: list):
+        """Run and return the outputs in the function's own structure."""
+        return self._unflatten(self(leaves))
 
     # -- backward, built lazily
     def backward_module(self):
         if self._backward is None:
             if self.backward_graph is None:
                 self.backward_graph = self.backward_source()
-            self._backward = to_module(self.backward_graph, self.constants).forward
+            self._backward = to_callable(self.backward_graph, "backward", self.constants)
             if self.on_backward is not None:
                 self.on_backward(self.backward_graph)
         return self._backward
@@ -103,10 +129,20 @@ class CompiledArtifact:
         else:
             primals = placeholder_tensors(self.plan, leaves)
         if self.training:
-            values = self._function.apply(*primals)
-        else:
+            if self._grad_region_only:
+                # grad mode is off at the call, but an enable_grad region inside the
+                # function records autograd: so does the compiled function
+                with torch.enable_grad():
+                    values = self._function.apply(*primals)
+            else:
+                values = self._function.apply(*primals)
+        elif self._needs_no_grad:
             with torch.no_grad():
                 values = self.forward(*primals)
+        else:
+            values = self.forward(*primals)
+        if self._fresh_slots is not None:
+            return [values[s] for s in self._fresh_slots]
         meta = self.meta
         if meta.mutations:
             self._apply_mutations(primals, values)
@@ -134,7 +170,7 @@ class CompiledArtifact:
             k = o.kind
             if k == FRESH:
                 t = values[self._slot[o.graph_output]]
-                if t.stride() != o.stride and t.numel() > 1:
+                if o.index in self._restride and t.stride() != o.stride and t.numel() > 1:
                     t = _restride(t, o.shape, o.stride, o.offset)
                 out[o.index] = t
             elif k == IS_INPUT:
@@ -156,6 +192,24 @@ class CompiledArtifact:
             src = out[o.source]
             out[o.index] = src if o.kind == SAME_AS_OUTPUT else _alias(src, o)
         return out
+
+
+def _constant(text: str):
+    """A returned non-tensor value, from its stored text (never eval'd)."""
+    if text.startswith("torch.Size(") and text.endswith(")"):
+        return torch.Size(ast.literal_eval(text[len("torch.Size("):-1]))
+    return ast.literal_eval(text)
+
+
+def _fast_unflatten(spec):
+    """tree_unflatten, specialised for the common shapes of a return value."""
+    if spec is None:
+        return lambda flat: flat
+    if spec.is_leaf():
+        return lambda flat: flat[0]
+    if spec.type is tuple and all(spec.child(i).is_leaf() for i in range(spec.num_children)):
+        return tuple
+    return lambda flat: pytree.tree_unflatten(flat, spec)
 
 
 def _alias(base: torch.Tensor, o) -> torch.Tensor:

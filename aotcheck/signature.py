@@ -165,6 +165,23 @@ def call_key(leaves: list, spec) -> tuple:
     return tuple(parts)
 
 
+def fast_call_key(args: tuple):
+    """The key of a call whose arguments are plain strided tensors over distinct storages,
+    or None (then the general :func:`call_key` applies). Equal keys mean equal signatures."""
+    parts = [torch.is_grad_enabled(), torch.is_inference_mode_enabled()]
+    storages = set()
+    for a in args:
+        if type(a) is not torch.Tensor or a.layout is not torch.strided or a.is_conj() or a.is_neg():
+            return None
+        st = a.untyped_storage()._cdata
+        if st in storages:
+            return None
+        storages.add(st)
+        parts.append((a.shape, a.stride(), a.storage_offset(), a.dtype, a.device,
+                      a.requires_grad, a.is_leaf))
+    return tuple(parts)
+
+
 def _roots(leaves: list) -> dict[int, list[int]]:
     groups: dict[int, list[int]] = {}
     seen_ids: set[int] = set()
