@@ -267,6 +267,10 @@ class FunctionalRun:
                 raise UnsupportedInputError(
                     f"the function calls set_() (or swaps the storage) of input placeholder {p}; "
                     "aotcheck supports data and metadata mutations of inputs, not storage swaps")
+            if not (data or meta) and w.requires_grad != before[p][1]:
+                raise UnsupportedInputError(
+                    f"the function changes requires_grad of input placeholder {p} "
+                    "(requires_grad_() on an argument); set requires_grad before the call")
             value_output = -1
             if data:
                 value_output = len(candidates)
@@ -402,6 +406,12 @@ def _guard_trace(thunk):
         raise TraceError(f"op {e.func} cannot run on fake tensors, so it cannot be traced") from None
     except Exception as e:  # the user's function raised while being traced
         msg = str(e).split("\n")[0]
+        if "convert all Tensors to FakeTensors" in msg:
+            op = msg.split("Found in ")[-1].split("(")[0] if "Found in " in msg else "an op"
+            raise UnsupportedInputError(
+                f"the function uses a tensor that is not one of its arguments (a closure, a global "
+                f"or a module parameter, in {op}); aotcheck compiles functions of their arguments: "
+                "pass the tensor in (for module parameters, torch.func.functional_call)") from None
         if "data-dependent" in msg or "data dependent" in msg:
             raise DataDependentError(
                 f"the function depends on tensor values while being traced: {msg}; use torch.where "

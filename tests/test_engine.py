@@ -115,6 +115,10 @@ def test_aliasing_is_part_of_the_signature():
     assert out_disjoint.tolist() == [1.0, 1.0, 1.0]
 
 
+_CLOSURE = torch.ones(3)
+_LINEAR = torch.nn.Linear(3, 2)
+
+
 @pytest.mark.parametrize("fn,arg,err,text", [
     (lambda x: x if x.sum() > 0 else -x, torch.randn(3), aotcheck.DataDependentError, "tensor value"),
     (lambda x: x.item() * x, torch.randn(1), aotcheck.DataDependentError, "torch.where"),
@@ -123,6 +127,9 @@ def test_aliasing_is_part_of_the_signature():
     (lambda x: x, object(), aotcheck.UnsupportedInputError, "supports tensors"),
     (lambda x: x, torch.randn(3).to_sparse(), aotcheck.UnsupportedInputError, "strided"),
     (lambda x: {1, 2}, torch.randn(3), aotcheck.UnsupportedInputError, "output leaf 0 has type set"),
+    (lambda x: x * _CLOSURE, torch.randn(3), aotcheck.UnsupportedInputError, "not one of its arguments"),
+    (lambda x: _LINEAR(x), torch.randn(2, 3), aotcheck.UnsupportedInputError, "functional_call"),
+    (lambda x: x.requires_grad_() * 2, torch.randn(3), aotcheck.UnsupportedInputError, "requires_grad_"),
 ])
 def test_bad_input_is_a_named_error(fn, arg, err, text):
     with pytest.raises(err, match=text):
