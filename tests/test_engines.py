@@ -1,0 +1,152 @@
+"""The corpus through every engine, with each engine's known failures as strict xfails.
+
+One class per engine; ``--engine NAME`` (default ``aotcheck``; a comma-separated list,
+or ``all``) picks which run, the others are skipped. ``test_cold`` compiles each case
+afresh and compares with eager. ``test_cached`` (only with ``--with-cache``, for engines
+with a cache) runs each case twice through one empty cache directory: the second run,
+compiled afresh, must equal eager and hit for every graph. For the torch engine a graph
+break, or a function that Dynamo ran eagerly, is a failure too: a run that bypassed AOT
+autograd proves nothing.
+
+Every expected failure sits in ``aotcheck.engines.KNOWN_FAILURES`` with its reason, and
+is marked ``xfail(strict=True)``: a case that starts passing fails the run until its
+entry is removed.
+
+    pytest tests/test_engines.py                                   # aotcheck only
+    pytest tests/test_engines.py --with-cache --engine torch       # torch, cold and cached
+"""
+from __future__ import annotations
+
+import pytest
+
+from aotcheck.corpus import all_cases
+from aotcheck.engines import ENGINES, KNOWN_FAILURES, get_engine, known_failure, outcome
+
+CASES = all_cases()
+
+
+def selected(config) -> set[str]:
+    raw = config.getoption("--engine")
+    names = set(ENGINES) if raw == "all" else {n.strip() for n in raw.split(",") if n.strip()}
+    unknown = names - set(ENGINES)
+    if unknown:
+        raise pytest.UsageError(f"--engine: unknown {sorted(unknown)}; engines: {', '.join(ENGINES)}, all")
+    return names
+
+
+def _params(engine: str, cached: bool):
+    out = []
+    for c in CASES:
+        reason = known_failure(engine, c.id, cached)
+        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+        out.append(pytest.param(c, id=c.id, marks=marks))
+    return out
+
+
+def _check(engine: str, case, cache_dir=None) -> None:
+    run, problems = outcome(get_engine(engine), case, cache_dir)
+    mode = "cold" if cache_dir is None else "cached"
+    assert not problems, f"{case.id} ({engine}, {mode}):\n  " + "\n  ".join(problems) + \
+        f"\n  stats: {run.stats.as_dict()}"
+
+
+class EngineCorpus:
+    engine = ""
+
+    @pytest.fixture(autouse=True)
+    def _only_selected(self, request):
+        if self.engine not in selected(request.config):
+            pytest.skip(f"engine {self.engine} not selected (--engine {self.engine})")
+
+
+def _engine_class(name: str):
+    class Corpus(EngineCorpus):
+        engine = name
+
+        @pytest.mark.parametrize("case", _params(name, cached=False))
+        def test_cold(self, case):
+            _check(name, case)
+
+        @pytest.mark.parametrize("case", _params(name, cached=True))
+        def test_cached(self, case, tmp_path, request):
+            if not get_engine(name).supports_cache:
+                pytest.skip(f"engine {name} has no persistent cache")
+            if not request.config.getoption("--with-cache"):
+                pytest.skip("cached runs need --with-cache")
+            _check(name, case, tmp_path / "cache")
+    return Corpus
+
+
+TestAotcheck = _engine_class("aotcheck")
+TestTorch = _engine_class("torch")
+TestTorchAotFunction = _engine_class("torch-aot-function")
+
+
+# ---------------------------------------------------------------- the interface itself
+
+
+def test_registry():
+    assert list(ENGINES) == ["aotcheck", "torch", "torch-aot-function"]
+    for name, eng in ENGINES.items():
+        assert eng.name == name and get_engine(name) is eng
+    with pytest.raises(KeyError, match="unknown engine 'nope'; engines: aotcheck, torch"):
+        get_engine("nope")
+
+
+def test_known_failures_name_real_cases():
+    ids = {c.id for c in CASES}
+    for engine, table in KNOWN_FAILURES.items():
+        assert engine in ENGINES
+        for key, reason in table.items():
+            assert key.split(":", 1)[-1] in ids, f"{engine}: {key} is not a corpus case"
+            assert key.count(":") <= 1 and (":" not in key or key.startswith("cached:")), key
+            assert len(reason) > 20, f"{engine}: {key}: give a reason"
+
+
+def _square_plus(x):
+    return x * x + 1
+
+
+def _smoke(engine_name, tmp_path):
+    """Cold compile, then a cache round trip; returns the stats of each phase."""
+    import torch
+    eng = get_engine(engine_name)
+    x = torch.randn(3, requires_grad=True)
+    with eng.measure() as cold:
+        out = eng.compile(_square_plus)(x)
+    out.sum().backward()
+    torch.testing.assert_close(x.grad, 2 * x.detach())
+    if not eng.supports_cache:
+        return cold, None, None
+    with eng.measure() as fill:
+        eng.compile_cached(_square_plus, tmp_path)(x).sum().backward()
+    with eng.measure() as cached:
+        eng.compile_cached(_square_plus, tmp_path)(x).sum().backward()
+    return cold, fill, cached
+
+
+def test_aotcheck_engine_stats(tmp_path):
+    cold, fill, cached = _smoke("aotcheck", tmp_path)
+    assert cold.graphs == 0 and cold.hit_rate is None      # no cache: nothing counted
+    assert (fill.misses, fill.saves, fill.hits) == (1, 1, 0)
+    assert (cached.hits, cached.misses, cached.hit_rate) == (1, 0, 1.0)
+
+
+def test_torch_engine_stats(tmp_path, request):
+    if "torch" not in selected(request.config):
+        pytest.skip("engine torch not selected (--engine torch)")
+    cold, fill, cached = _smoke("torch", tmp_path)
+    assert (cold.graphs, cold.misses, cold.hits, cold.graph_breaks) == (1, 1, 0, [])
+    assert (fill.misses, fill.saves) == (1, 1)
+    assert (cached.hits, cached.misses, cached.hit_rate) == (1, 0, 1.0)
+
+
+def test_torch_aot_function_engine_is_fresh_per_compile():
+    """functorch's aot_function keeps no signature: one compiled object reuses its first graph for
+    any later call, so the engine must hand out a new one each time."""
+    import torch
+    eng = get_engine("torch-aot-function")
+    assert eng.compile(_square_plus) is not eng.compile(_square_plus)
+    a = eng.compile(_square_plus)(torch.ones(2))
+    b = eng.compile(_square_plus)(torch.ones(3, dtype=torch.float64))
+    assert a.shape == (2,) and b.shape == (3,) and b.dtype == torch.float64
