@@ -58,6 +58,8 @@ from .gradcheck import (FAIL, PASS, VACUOUS, autograd_run, compare_gradients, nu
 
 SCHEMA_VERSION = 1
 ENGINE_ERROR, CRASH, SKIPPED, XFAIL, XPASS, NA = "engine error", "crash", "skipped", "xfail", "xpass", "n/a"
+EAGER_FAILS = "eager fails"   # the numerical check fails for eager autograd too: tolerance, not engine
+STATUSES = (PASS, FAIL, VACUOUS, ENGINE_ERROR, CRASH, SKIPPED, XFAIL, XPASS, EAGER_FAILS, NA)
 CHECKS = ("forward", "backward", "numerical")
 COUNTED = (PASS, FAIL, ENGINE_ERROR, CRASH, XPASS)   # statuses that enter a score
 DTYPE = torch.float64
@@ -285,7 +287,7 @@ class SampleResult:
     numerical_detail: str = ""
     error: str = ""                 # "TraceError: <first line>" for engine errors and crashes
     is_view: bool = False
-    cache_misses: int = 0           # misses + bypasses of the persistent cache during this case
+    cache: str = ""                 # this case's change in aotcheck.counters: "hits 2, saves 1"
     seconds: float = 0.0
     schema_version: int = SCHEMA_VERSION
 
@@ -348,15 +350,15 @@ def check_case(case: Case, engine: Engine, *, seeds: Iterable[int] = (0,), max_e
     rows = []
     for s in seeds:
         back, bdetail, berr = _check_backward(case, eager_fn, compiled_fn, s, verdicts)
-        num, ndetail, nerr = _check_numerical(case, compiled_fn, s, max_elements, verdicts)
+        num, ndetail, nerr = _check_numerical(case, compiled_fn, s, max_elements, verdicts, eager_fn)
         rows.append((s, back, bdetail, num, ndetail, berr or nerr))
     after = _counters()
     delta = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
     engine.cache_counts.update(delta)
-    misses = delta.get("misses", 0) + delta.get("bypasses", 0)
+    cache = ", ".join(f"{k} {v}" for k, v in sorted(delta.items()))
     seconds = round(time.perf_counter() - t0, 4)
     return [SampleResult(case.op, case.variant, case.index, s, engine.mode, forward, back, num, fdetail,
-                         bdetail, ndetail, error or err, is_view, misses, seconds)
+                         bdetail, ndetail, error or err, is_view, cache, seconds)
             for s, back, bdetail, num, ndetail, err in rows]
 
 
@@ -408,14 +410,20 @@ def _forward_problems(eager, mine, case: Case) -> list[str]:
 
 def _aliases(t: torch.Tensor, args: Sequence[Any]) -> int | None:
     """The index of the first argument ``t`` shares storage with, else None."""
-    if t.untyped_storage().nbytes() == 0:
+    ptr = _storage(t)
+    if ptr is None:
         return None
-    ptr = t.untyped_storage().data_ptr()
     for j, a in enumerate(args):
-        if isinstance(a, torch.Tensor) and a.untyped_storage().nbytes() and \
-                a.untyped_storage().data_ptr() == ptr:
+        if isinstance(a, torch.Tensor) and _storage(a) == ptr:
             return j
     return None
+
+
+def _storage(t: torch.Tensor) -> int | None:
+    if t.layout != torch.strided:
+        return None   # sparse tensors have no storage to share
+    st = t.untyped_storage()
+    return st.data_ptr() if st.nbytes() else None
 
 
 def _alias_name(j: int | None) -> str:
@@ -444,7 +452,9 @@ def _check_backward(case, eager_fn, compiled_fn, seed, verdicts) -> tuple[str, s
     return report.status, report.reason if report.status != PASS else "", ""
 
 
-def _check_numerical(case, compiled_fn, seed, max_elements, verdicts) -> tuple[str, str, str]:
+def _check_numerical(case, compiled_fn, seed, max_elements, verdicts, eager_fn=None) -> tuple[str, str, str]:
+    """Finite differences through the compiled callable; when that fails, the same check on eager
+    autograd decides whether the engine is to blame (``fail``) or the tolerance (``eager fails``)."""
     v = _verdict_for(verdicts, "numerical", case.variant)
     if v is not None and v.kind == "skip":
         return SKIPPED, "skipped (" + v.describe() + ")", ""
@@ -454,6 +464,8 @@ def _check_numerical(case, compiled_fn, seed, max_elements, verdicts) -> tuple[s
     except Exception as e:  # noqa: BLE001
         return _error_status(e)
     status = report.status
+    if status == FAIL and eager_fn is not None and _eager_fails(eager_fn, case, max_elements, seed):
+        return EAGER_FAILS, f"{report.reason} [eager autograd fails this check too]", ""
     if v is not None and v.kind == "xfail" and status in (PASS, FAIL):
         status = XFAIL if status == FAIL else XPASS
     detail = report.reason if status != PASS else ""
@@ -465,6 +477,14 @@ def _check_numerical(case, compiled_fn, seed, max_elements, verdicts) -> tuple[s
 # The engine saying no (reported as "engine error"); anything else it raises, its own invariant
 # checks (LintError) included, is a bug and reported as "crash".
 REFUSALS = (UnsupportedInputError, TraceError, DataDependentError, DoubleBackwardError)
+
+
+def _eager_fails(eager_fn, case, max_elements, seed) -> bool:
+    try:
+        ref = numerical_jvp_check(eager_fn, case.args, max_elements=max_elements, seed=seed)
+    except Exception:  # noqa: BLE001 - eager cannot be differentiated: the engine is not to blame
+        return True
+    return ref.status == FAIL
 
 
 def _error_status(e: BaseException) -> tuple[str, str, str]:
@@ -588,6 +608,26 @@ def group_failures(results: Sequence[SampleResult],
     return sorted(rows, key=lambda g: (-len(g[2]), g[0], g[1]))
 
 
+def _format_cache(results: Sequence[SampleResult]) -> list[str]:
+    """Cached-mode cases that did not only hit (engine errors excluded: nothing was saved)."""
+    rows = defaultdict(list)
+    first_seed = min((r.seed for r in results), default=0)
+    for r in results:
+        if r.mode != "cached" or r.seed != first_seed or r.forward in (ENGINE_ERROR, CRASH):
+            continue
+        other = [kv for kv in r.cache.split(", ") if kv and not kv.startswith(("hits", "backward_hits"))]
+        if other:
+            key = ", ".join(re.sub(r" \d+$", "", kv) for kv in other)
+            if r.op not in rows[key]:
+                rows[key].append(r.op)
+    if not rows:
+        return []
+    out = [f"cached mode: {sum(len(v) for v in rows.values())} ops did not only hit the cache"]
+    for key, ops in sorted(rows.items(), key=lambda kv: -len(kv[1])):
+        out.append(f"  {key}: {len(ops)} ops, e.g. {', '.join(ops[:8])}")
+    return out
+
+
 def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3f}"
 
@@ -600,12 +640,9 @@ def format_scores(s: Scores) -> str:
              f"  numerical agreement   {_fmt(s.numerical_agreement)}  over {s.n_ops['numerical']} ops",
              f"  (over accepted samples only: correctness {_fmt(s.accepted['forward'])}, "
              f"backward {_fmt(s.accepted['backward'])}, numerical {_fmt(s.accepted['numerical'])})"]
-    head = f"  {'samples':<11}" + "".join(f"{st:>13}" for st in (PASS, FAIL, VACUOUS, ENGINE_ERROR, CRASH,
-                                                                SKIPPED, XFAIL, XPASS, NA))
-    lines.append(head)
+    lines.append(f"  {'samples':<11}" + "".join(f"{st:>13}" for st in STATUSES))
     for c in CHECKS:
-        lines.append(f"  {c:<11}" + "".join(f"{s.counts[c][st]:>13}" for st in (
-            PASS, FAIL, VACUOUS, ENGINE_ERROR, CRASH, SKIPPED, XFAIL, XPASS, NA)))
+        lines.append(f"  {c:<11}" + "".join(f"{s.counts[c][st]:>13}" for st in STATUSES))
     return "\n".join(lines)
 
 
@@ -645,16 +682,15 @@ def format_report(results: Sequence[SampleResult], *, verbose: bool = False, max
         for c, s, ops in groups:
             shown = ", ".join(ops[:8]) + (f", … (+{len(ops) - 8})" if len(ops) > 8 else "")
             lines.append(f"  [{c}] {len(ops)} ops: {s}\n      e.g. {shown}")
-    missed = sorted({r.op for r in results if r.mode == "cached" and r.cache_misses})
-    if missed:
-        lines.append(f"cached mode: {len(missed)} ops missed the cache: {', '.join(missed[:20])}")
+    lines.extend(_format_cache(results))
     seeds = {r.seed for r in results}
     if len(seeds) > 1:
-        lines.append("failure rate per op across seeds (only ops with a failure):")
-        for c in ("backward", "numerical"):
-            for op, rate in sorted(failure_rates(results, c).items()):
-                if rate > 0:
-                    lines.append(f"  [{c}] {op}: {rate:.2f}" + ("  (flaky)" if rate < 1 else ""))
+        rows = [f"  [{c}] {op}: {rate:.2f}" + ("  (flaky)" if rate < 1 else "")
+                for c in ("backward", "numerical") for op, rate in sorted(failure_rates(results, c).items())
+                if rate > 0]
+        lines.append(f"failure rate per op across {len(seeds)} seeds (ops with a failure): "
+                     + ("none" if not rows else f"{len(rows)}"))
+        lines.extend(rows)
     bad = [r for r in results if any(r.status(c) in (FAIL, ENGINE_ERROR, CRASH, XPASS) for c in CHECKS)]
     if bad:
         lines.append("failing samples:")

@@ -127,12 +127,13 @@ def test_repeat_reports_failure_rates():
     rows = [S.SampleResult("a", "fn", 0, seed, "cold", "pass", "pass", "fail" if seed == 1 else "pass")
             for seed in range(4)]
     assert S.failure_rates(rows, "numerical") == {"a (cold)": 0.25}
-    assert "[numerical] a (cold): 0.25  (flaky)" in S.format_report(rows)
+    text = S.format_report(rows)
+    assert "across 4 seeds (ops with a failure): 1" in text and "[numerical] a (cold): 0.25  (flaky)" in text
 
 
 def test_sample_result_json_round_trip():
     r = S.SampleResult("div.trunc_rounding", "inplace", 3, 2, "cached", "pass", "fail", "pass",
-                       backward_detail="x", is_view=True, cache_misses=1, seconds=0.5)
+                       backward_detail="x", is_view=True, cache="hits 1", seconds=0.5)
     back = S.SampleResult(**json.loads(json.dumps(dataclasses.asdict(r))))
     assert back == r
     assert r.repro() == ("aotcheck ops --op div.trunc_rounding --samples all --sample-index 3 "
