@@ -198,6 +198,8 @@ def _constant(text: str):
     """A returned non-tensor value, from its stored text (never eval'd)."""
     if text.startswith("torch.Size(") and text.endswith(")"):
         return torch.Size(ast.literal_eval(text[len("torch.Size("):-1]))
+    if text in ("inf", "-inf", "nan"):
+        return float(text)
     return ast.literal_eval(text)
 
 
