@@ -26,12 +26,15 @@ OPTIONS = ("cache", "partitioner")
 def aotcheck_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None = None, **kwargs):
     """Dynamo backend: compile Dynamo's graph with ``aotcheck.aot_function``."""
     from .api import aot_function
+    from torch._dynamo.utils import counters
+
     from .errors import AotcheckError
     options = dict(options or {})
     options.update(kwargs.pop("options", None) or {})
     unknown = sorted(set(options) - set(OPTIONS)) + sorted(kwargs)
     if unknown:
         raise AotcheckError(f"aotcheck backend: unknown options {unknown}; supported: {list(OPTIONS)}")
+    counters["aotcheck"]["graphs"] += 1      # graphs Dynamo handed to this backend
     compiled = aot_function(gm.forward, cache=options.get("cache"),
                             partitioner=options.get("partitioner", "default"))
 

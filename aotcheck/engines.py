@@ -16,6 +16,8 @@ Engines (``ENGINES``, in the order reports list them):
     torch                ``torch.compile(fn, backend="aot_eager")``, AOTAutogradCache forced on
                          and bundled, in a private inductor cache directory
     torch-aot-function   ``functorch.compile.aot_function`` with no-op compilers (no cache)
+    dynamo-aotcheck      ``torch.compile(fn, backend="aotcheck")``: Dynamo's graph through aotcheck
+                         (``aotcheck.backend``); cached: ``options={"cache": dir}``
 
 ``run_case(engine, case, cache_dir=None)`` runs one corpus case through the
 oracle and returns the report with the stats. ``KNOWN_FAILURES`` lists, per
@@ -224,10 +226,42 @@ class TorchAotFunctionEngine(Engine):
         return aot_function(fn, fw_compiler=nop, bw_compiler=nop)
 
 
+# ---------------------------------------------------------------- torch.compile(backend="aotcheck")
+
+
+class DynamoAotcheckEngine(TorchEngine):
+    """Dynamo captures, aotcheck compiles (``aotcheck.backend``); the cache is aotcheck's."""
+    name = "dynamo-aotcheck"
+    supports_cache = True
+    description = 'torch.compile(fn, backend="aotcheck"); cached: options={"cache": dir}'
+
+    def compile(self, fn):
+        import torch
+        torch._dynamo.reset()
+        return torch.compile(fn, backend="aotcheck")
+
+    def compile_cached(self, fn, cache_dir):
+        import torch
+        torch._dynamo.reset()
+        return torch.compile(fn, backend="aotcheck", options={"cache": str(cache_dir)})
+
+    def _snapshot(self):
+        return super()._snapshot(), AotcheckEngine._snapshot(self)
+
+    def _stats_since(self, before) -> CacheStats:
+        from torch._dynamo.utils import counters
+        dyn = TorchEngine._stats_since(self, before[0])
+        own = AotcheckEngine._stats_since(self, before[1])
+        own.graphs = counters["aotcheck"]["graphs"] - before[0].get("aotcheck", {}).get("graphs", 0)
+        own.graph_breaks = dyn.graph_breaks
+        return own
+
+
 # ---------------------------------------------------------------- registry and corpus runs
 
 
-ENGINES: dict[str, Engine] = {e.name: e for e in (AotcheckEngine(), TorchEngine(), TorchAotFunctionEngine())}
+ENGINES: dict[str, Engine] = {e.name: e for e in (AotcheckEngine(), TorchEngine(), TorchAotFunctionEngine(),
+                                                 DynamoAotcheckEngine())}
 
 
 def get_engine(name: str) -> Engine:
@@ -259,7 +293,7 @@ def run_case(engine: Engine, case, cache_dir=None) -> EngineRun:
 def capture_problem(engine: Engine, run: EngineRun) -> str | None:
     """For Dynamo-based engines: why the run did not go through one captured graph, or None.
     A graph break or a skipped frame makes a passing run vacuous in part, so it is a failure."""
-    if engine.name != "torch":
+    if engine.name not in ("torch", "dynamo-aotcheck"):
         return None
     if run.stats.graph_breaks:
         return "Dynamo could not capture the whole function: " + "; ".join(run.stats.graph_breaks)
@@ -374,6 +408,23 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
             "AOTAutogradCache bypass, so the cached run cannot hit: Dynamo's graph calls "
             "torch.autograd.grad_mode._enter_inference_mode, which check_node_safe does not accept "
             "('Unsupported call_function target'); nothing is saved and no counter but bypass shows it"),
+    },
+    # torch.compile(backend="aotcheck"): only what Dynamo cannot capture; aotcheck gets every graph right.
+    "dynamo-aotcheck": {
+        **_group(_NO_GRAPH.replace("AOT autograd", "aotcheck"), "basics.returns_none",
+                 "basics.returns_only_python_scalar", "basics.empty_tuple_output",
+                 "alias_of_input.return_input_itself"),
+        **_group(_INPLACE_VIEW, "metadata_mutation.t_only", "metadata_mutation.t_and_return_input",
+                 "metadata_mutation.transpose_in_place", "metadata_mutation.unsqueeze_in_place",
+                 "metadata_mutation.squeeze_in_place", "metadata_mutation.squeeze_dim_in_place",
+                 "metadata_mutation.as_strided_in_place", "metadata_mutation.t_then_mul",
+                 "metadata_mutation.add_then_unsqueeze", "metadata_mutation.transpose_then_mutate_row",
+                 "metadata_mutation.t_then_mul_by_grad_input", "metadata_mutation.t_then_matmul_by_grad_input",
+                 "metadata_mutation.t_of_grad_nonleaf", "metadata_mutation.two_inputs_metadata_mutated",
+                 "metadata_mutation.as_strided_in_place_grad_nonleaf",
+                 "metadata_mutation.squeeze_grad_nonleaf_and_return_it",
+                 "metadata_mutation.unsqueeze_and_mul_grad_nonleaf", "metadata_mutation.t_then_mul_by_grad_value",
+                 "metadata_mutation.unsqueeze_nongrad_then_mul_by_grad_value"),
     },
     "torch-aot-function": {
         **_group(_LIST, "basics.python_scalar_outputs", "basics.empty_tuple_output", "basics.shape_arithmetic",

@@ -80,13 +80,14 @@ def _engine_class(name: str):
 TestAotcheck = _engine_class("aotcheck")
 TestTorch = _engine_class("torch")
 TestTorchAotFunction = _engine_class("torch-aot-function")
+# dynamo-aotcheck (torch.compile with backend="aotcheck") runs in tests/test_backend.py.
 
 
 # ---------------------------------------------------------------- the interface itself
 
 
 def test_registry():
-    assert list(ENGINES) == ["aotcheck", "torch", "torch-aot-function"]
+    assert list(ENGINES) == ["aotcheck", "torch", "torch-aot-function", "dynamo-aotcheck"]
     for name, eng in ENGINES.items():
         assert eng.name == name and get_engine(name) is eng
     with pytest.raises(KeyError, match="unknown engine 'nope'; engines: aotcheck, torch"):

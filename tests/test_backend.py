@@ -1,0 +1,91 @@
+"""``torch.compile(fn, backend="aotcheck")``: Dynamo captures, aotcheck compiles.
+
+The backend is found by name through the ``torch_dynamo_backends`` entry point. Over the
+corpus (engine ``dynamo-aotcheck``), every case that Dynamo captures as one graph must
+equal eager; cases Dynamo cannot capture (graph breaks, functions with no tensor op) are
+strict xfails that say so (``aotcheck.engines.KNOWN_FAILURES["dynamo-aotcheck"]``). With
+``--with-cache`` each case also makes the cache round trip through
+``options={"cache": dir}``.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import aotcheck
+from aotcheck.corpus import all_cases
+from aotcheck.engines import get_engine, known_failure, outcome
+
+ENGINE = "dynamo-aotcheck"
+CASES = all_cases()
+
+
+def _params(cached: bool):
+    return [pytest.param(c, id=c.id, marks=[pytest.mark.xfail(strict=True, reason=r)] if r else [])
+            for c in CASES for r in [known_failure(ENGINE, c.id, cached)]]
+
+
+def _check(case, cache_dir=None):
+    run, problems = outcome(get_engine(ENGINE), case, cache_dir)
+    assert not problems, f"{case.id} ({ENGINE}):\n  " + "\n  ".join(problems) + f"\n  stats: {run.stats.as_dict()}"
+
+
+@pytest.mark.parametrize("case", _params(cached=False))
+def test_corpus(case):
+    _check(case)
+
+
+@pytest.mark.parametrize("case", _params(cached=True))
+def test_corpus_cached(case, tmp_path, request):
+    if not request.config.getoption("--with-cache"):
+        pytest.skip("cached runs need --with-cache")
+    _check(case, tmp_path / "cache")
+
+
+def test_listed_by_dynamo():
+    assert "aotcheck" in torch._dynamo.list_backends()
+
+
+def test_entry_point_declared():
+    from importlib.metadata import entry_points
+    eps = {ep.name: ep.value for ep in entry_points(group="torch_dynamo_backends")}
+    assert eps.get("aotcheck") == "aotcheck.backend:aotcheck_backend"
+
+
+def _f(x, y):
+    y.mul_(2)
+    return (x * y).sin(), x.view(-1)
+
+
+def _inputs():
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(2, 3, generator=g, requires_grad=True), torch.randn(2, 3, generator=g)
+
+
+def test_mutation_alias_and_grad_match_eager():
+    torch._dynamo.reset()
+    (x, y), (x2, y2) = _inputs(), _inputs()
+    out = torch.compile(_f, backend="aotcheck")(x, y)
+    ref = _f(x2, y2)
+    out[0].sum().backward()
+    ref[0].sum().backward()
+    torch.testing.assert_close(out[0], ref[0])
+    torch.testing.assert_close(y, y2)
+    torch.testing.assert_close(x.grad, x2.grad)
+    assert out[1]._base is x
+
+
+def test_cache_option_hits_in_a_fresh_compile(tmp_path):
+    for expect in ("misses", "hits"):
+        torch._dynamo.reset()
+        aotcheck.reset_counters()
+        x, y = _inputs()
+        torch.compile(_f, backend="aotcheck", options={"cache": str(tmp_path)})(x, y)[0].sum().backward()
+        assert aotcheck.counters[expect] == 1, dict(aotcheck.counters)
+
+
+def test_unknown_option_is_named():
+    from aotcheck.backend import aotcheck_backend
+    gm = torch.fx.symbolic_trace(lambda x: x + 1)
+    with pytest.raises(aotcheck.AotcheckError, match=r"unknown options \['mode'\]"):
+        aotcheck_backend(gm, [torch.randn(2)], options={"mode": "max"})
