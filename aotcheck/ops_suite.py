@@ -343,6 +343,7 @@ def check_case(case: Case, engine: Engine, *, seeds: Iterable[int] = (0,), max_e
     compiled = engine.compile(case.fn)
     compiled_fn = _seeded(compiled)
     # a view op: the out-of-place variant returns an alias of an argument (in-place ones always do)
+    eager_diff_outputs = any(o.requires_grad and o.is_floating_point() for o in eager_fwd.outputs)
     is_view = case.variant == "fn" and any(_aliases(o, eager_fwd.args_after) is not None
                                            for o in eager_fwd.outputs)
 
@@ -350,7 +351,8 @@ def check_case(case: Case, engine: Engine, *, seeds: Iterable[int] = (0,), max_e
     rows = []
     for s in seeds:
         back, bdetail, berr = _check_backward(case, eager_fn, compiled_fn, s, verdicts)
-        num, ndetail, nerr = _check_numerical(case, compiled_fn, s, max_elements, verdicts, eager_fn)
+        num, ndetail, nerr = _check_numerical(case, compiled_fn, s, max_elements, verdicts, eager_fn,
+                                              eager_diff_outputs)
         rows.append((s, back, bdetail, num, ndetail, berr or nerr))
     after = _counters()
     delta = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
@@ -452,7 +454,8 @@ def _check_backward(case, eager_fn, compiled_fn, seed, verdicts) -> tuple[str, s
     return report.status, report.reason if report.status != PASS else "", ""
 
 
-def _check_numerical(case, compiled_fn, seed, max_elements, verdicts, eager_fn=None) -> tuple[str, str, str]:
+def _check_numerical(case, compiled_fn, seed, max_elements, verdicts, eager_fn=None,
+                     eager_diff_outputs=False) -> tuple[str, str, str]:
     """Finite differences through the compiled callable; when that fails, the same check on eager
     autograd decides whether the engine is to blame (``fail``) or the tolerance (``eager fails``)."""
     v = _verdict_for(verdicts, "numerical", case.variant)
@@ -464,6 +467,8 @@ def _check_numerical(case, compiled_fn, seed, max_elements, verdicts, eager_fn=N
     except Exception as e:  # noqa: BLE001
         return _error_status(e)
     status = report.status
+    if status == VACUOUS and eager_diff_outputs and not report.inputs and report.n_evaluations == 1:
+        return FAIL, "no compiled output requires grad, but eager's do", ""
     if status == FAIL and eager_fn is not None and _eager_fails(eager_fn, case, max_elements, seed):
         return EAGER_FAILS, f"{report.reason} [eager autograd fails this check too]", ""
     if v is not None and v.kind == "xfail" and status in (PASS, FAIL):

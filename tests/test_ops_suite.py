@@ -149,3 +149,13 @@ def test_stem_groups_messages_that_differ_in_numbers_and_op_names():
 def _op(name):
     (op,) = [o for o in S.select_ops([name]) if S.op_id(o) == name]
     return op
+
+
+def test_compiled_output_that_lost_requires_grad_fails_every_check():
+    case = S.Case("sin", "fn", 0, torch.sin, (torch.randn(4, dtype=torch.float64, requires_grad=True),),
+                  ("x",))
+    engine = S.Engine("detaching", lambda fn: lambda *a: fn(*a).detach())
+    (r,) = S.check_case(case, engine)
+    assert (r.forward, r.backward, r.numerical) == ("fail", "fail", "fail"), r
+    assert r.forward_detail == "output 0 requires_grad: eager True, compiled False"
+    assert r.numerical_detail == "no compiled output requires grad, but eager's do"
