@@ -108,7 +108,9 @@ def to_markdown(runs: list[EngineResults], themes, *, verbose: bool = False, com
     for t in present:
         lines.append("| " + " | ".join([t] + [_cell(r.counts(t)) for r in runs]) + " |")
     lines.append("| **total** | " + " | ".join(f"**{_cell(r.counts())}**" for r in runs) + " |")
-    lines += ["", "| engine | mode | cache hits / lookups | hit rate | wall time |", "|---|---|---|---|---|"]
+    lines += ["", "Cache lookups are counted in each case's last run: the cached run, or the run that "
+              "filled the cache where that one already failed.", "",
+              "| engine | mode | cache hits / lookups | hit rate | wall time |", "|---|---|---|---|---|"]
     for r in runs:
         h, n = r.hits()
         rate = f"{100 * h / n:.1f}%" if n else "n/a"
