@@ -570,13 +570,24 @@ def score(results: Sequence[SampleResult], mode: str = "cold") -> Scores:
 
 
 def failure_rates(results: Sequence[SampleResult], check: str) -> dict[str, float]:
-    """Per op (and mode), the fraction of counted seed runs that failed ``check``."""
+    """Per op (and mode), the fraction of seed runs that failed ``check`` at the chosen tolerances:
+    only pass/fail outcomes count (engine errors and crashes do not depend on the seed)."""
     per_op = defaultdict(lambda: [0, 0])
     for r in results:
-        if r.status(check) in COUNTED:
+        if r.status(check) in (PASS, FAIL, XPASS):
             per_op[(r.op, r.mode)][1] += 1
-            per_op[(r.op, r.mode)][0] += r.status(check) != PASS and r.status(check) != XPASS
+            per_op[(r.op, r.mode)][0] += r.status(check) == FAIL
     return {f"{op} ({mode})": f / n for (op, mode), (f, n) in per_op.items()}
+
+
+def flaky_cases(results: Sequence[SampleResult], check: str) -> list[str]:
+    """Cases that passed under some seeds and failed under others, as repro commands."""
+    outcomes = defaultdict(dict)
+    for r in results:
+        if r.status(check) in (PASS, FAIL):
+            outcomes[(r.op, r.variant, r.index, r.mode)][r.seed] = r
+    return [next(x for x in o.values() if x.status(check) == FAIL).repro() for o in outcomes.values()
+            if {x.status(check) for x in o.values()} == {PASS, FAIL}]
 
 
 _NORMALIZE = ((re.compile(r"aten\.[\w.]+"), "aten.OP"), (re.compile(r"0x[0-9a-f]+"), "ADDR"),
@@ -693,9 +704,12 @@ def format_report(results: Sequence[SampleResult], *, verbose: bool = False, max
         rows = [f"  [{c}] {op}: {rate:.2f}" + ("  (flaky)" if rate < 1 else "")
                 for c in ("backward", "numerical") for op, rate in sorted(failure_rates(results, c).items())
                 if rate > 0]
-        lines.append(f"failure rate per op across {len(seeds)} seeds (ops with a failure): "
-                     + ("none" if not rows else f"{len(rows)}"))
+        lines.append(f"failure rate per op across {len(seeds)} seeds, pass/fail runs only "
+                     f"(ops with a failure): " + ("none" if not rows else f"{len(rows)}"))
         lines.extend(rows)
+        for c in ("backward", "numerical"):
+            for repro in flaky_cases(results, c):
+                lines.append(f"  flaky [{c}]: {repro}")
     bad = [r for r in results if any(r.status(c) in (FAIL, ENGINE_ERROR, CRASH, XPASS) for c in CHECKS)]
     if bad:
         lines.append("failing samples:")

@@ -127,8 +127,12 @@ def test_repeat_reports_failure_rates():
     rows = [S.SampleResult("a", "fn", 0, seed, "cold", "pass", "pass", "fail" if seed == 1 else "pass")
             for seed in range(4)]
     assert S.failure_rates(rows, "numerical") == {"a (cold)": 0.25}
+    rows.append(S.SampleResult("b", "fn", 0, 0, "cold", "pass", "engine error", "engine error"))
+    assert S.failure_rates(rows, "numerical") == {"a (cold)": 0.25}   # engine errors are not seed-dependent
     text = S.format_report(rows)
-    assert "across 4 seeds (ops with a failure): 1" in text and "[numerical] a (cold): 0.25  (flaky)" in text
+    assert "(ops with a failure): 1" in text and "[numerical] a (cold): 0.25  (flaky)" in text
+    assert S.flaky_cases(rows, "numerical") == [
+        "aotcheck ops --op a --samples all --sample-index 0 --variant fn --seed 1"]
 
 
 def test_sample_result_json_round_trip():
