@@ -66,6 +66,7 @@ class OutputInfo:
     dtype: str = ""
     value: str = ""                 # repr, for constants
     multi_output_view: bool = False  # made by unbind/split: eager forbids in-place on it
+    grad_dead_end: bool = False      # requires grad, but (as in eager) its gradient reaches no input
 
 
 @dataclass(frozen=True)
@@ -188,7 +189,7 @@ def _classify(k, o) -> OutputInfo:
         return OutputInfo(k, CONSTANT, value=o.value)
     common = dict(requires_grad=o.requires_grad, is_leaf=o.is_leaf, shape=o.shape,
                   stride=o.stride, offset=o.offset, dtype=o.dtype,
-                  multi_output_view=o.multi_output_view)
+                  multi_output_view=o.multi_output_view, grad_dead_end=o.grad_dead_end)
     if o.same_output >= 0:
         return OutputInfo(k, SAME_AS_OUTPUT, o.same_output, **common)
     if o.is_input >= 0:

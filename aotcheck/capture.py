@@ -149,6 +149,7 @@ class OutputFacts:
     requires_grad: bool = False
     is_leaf: bool = True
     multi_output_view: bool = False  # a view made by unbind/split (in-place on it is an error)
+    grad_dead_end: bool = False       # requires grad, but its gradient reaches no input
 
 
 @dataclass(frozen=True)
@@ -238,7 +239,7 @@ class FunctionalRun:
         works = []
         for p, w in zip(placeholders, wrappers):
             # A non-leaf that requires grad may be mutated in place; the wrapper is a leaf.
-            works.append(w.clone() if (p.requires_grad and not p.is_leaf) else w)
+            works.append(_nonleaf_copy(p, w) if (p.requires_grad and not p.is_leaf) else w)
         user: list = []
         for i, src in enumerate(plan.sources):
             if src[0] == "value":
@@ -314,7 +315,8 @@ class FunctionalRun:
             common = dict(shape=tuple(o.shape), stride=tuple(o.stride()), offset=o.storage_offset(),
                           dtype=str(o.dtype).replace("torch.", ""), requires_grad=o.requires_grad,
                           is_leaf=o.is_leaf,
-                          multi_output_view=o._is_view() and torch._functionalize_is_multi_output_view(o))
+                          multi_output_view=o._is_view() and torch._functionalize_is_multi_output_view(o),
+                          grad_dead_end=o._is_view() and _grad_dead_end(o))
             st = _storage(o)
             if id(o) in out_ids:
                 outputs.append(OutputFacts(True, same_output=out_ids[id(o)], **common))
@@ -352,6 +354,33 @@ class FunctionalRun:
                 if id(root) in out_ids:
                     outputs[k] = _replace(f, base_intermediate=-1, base_output=out_ids[id(root)])
         return outputs, intermediates, new_leaves
+
+
+def _nonleaf_copy(p: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """A non-leaf copy of wrapper ``w`` with exactly ``p``'s storage geometry (size of the
+    storage, offset, strides), so that offsets recorded for aliases of it are the real ones."""
+    numel = p.untyped_storage().nbytes() // p.element_size()
+    if p.storage_offset() == 0 and p.is_contiguous() and numel == p.numel():
+        return w.clone()
+    view = w.new_empty((numel,)).as_strided(p.shape, p.stride(), p.storage_offset())
+    view.copy_(w)
+    return view
+
+
+def _grad_dead_end(o: torch.Tensor) -> bool:
+    """Does eager's autograd chain for this view end nowhere? A view taken under no_grad of a
+    base that requires grad has no grad_fn; later views of it get a grad_fn whose next edge
+    is empty, so their gradient reaches no input."""
+    fn, steps = o.grad_fn, 0
+    while fn is not None and steps < 256:
+        nxt = [f for f, _ in fn.next_functions]
+        if nxt and all(f is None for f in nxt):
+            return True
+        live = [f for f in nxt if f is not None]
+        if len(live) != 1 or type(live[0]).__name__ == "AccumulateGrad":
+            return False
+        fn, steps = live[0], steps + 1
+    return False
 
 
 def _replace(f, **kw):

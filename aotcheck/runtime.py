@@ -178,7 +178,7 @@ class CompiledArtifact:
             elif k == CONSTANT:
                 out[o.index] = self._constants[o.index]
             elif k == ALIAS_OF_INPUT:
-                out[o.index] = _alias(leaves[o.source], o)
+                out[o.index] = _alias(_root_of(leaves[o.source]), o)
             elif k == ALIAS_OF_INTERMEDIATE:
                 c = meta.intermediate_bases[o.source]
                 base = values[self._slot[c]]
@@ -214,6 +214,14 @@ def _fast_unflatten(spec):
     return lambda flat: pytree.tree_unflatten(flat, spec)
 
 
+def _root_of(t: torch.Tensor) -> torch.Tensor:
+    """The tensor an alias of argument ``t`` is rebuilt from: its base, when ``t`` is a view
+    with the same requires_grad. ``as_strided`` on ``t`` itself would drop the gradient of
+    elements outside ``t`` (another argument viewing the same base may own them)."""
+    b = t._base
+    return b if b is not None and b.requires_grad == t.requires_grad else t
+
+
 def _alias(base: torch.Tensor, o) -> torch.Tensor:
     if str(base.dtype).replace("torch.", "") != o.dtype:
         base = base.view(getattr(torch, o.dtype))
@@ -223,6 +231,11 @@ def _alias(base: torch.Tensor, o) -> torch.Tensor:
         base = base.detach()
         if (tuple(base.shape), base.stride(), base.storage_offset()) == (o.shape, o.stride, o.offset):
             return base
+    if o.grad_dead_end and base.requires_grad and torch.is_grad_enabled():
+        # eager's chain passes through a view taken under no_grad and ends nowhere
+        with torch.no_grad():
+            view = base.as_strided(o.shape, o.stride, o.offset)
+        return view.view_as(view)
     if base.requires_grad and o.is_leaf and torch.is_grad_enabled():
         # eager took this view in a no_grad region: it requires grad but has no grad_fn
         with torch.no_grad():
