@@ -312,6 +312,10 @@ class FunctionalRun:
                         "lists and dicts")
                 outputs.append(OutputFacts(False, value=repr(o)))
                 continue
+            if o.layout != torch.strided:
+                raise UnsupportedInputError(
+                    f"output leaf {k} has layout {o.layout}; aotcheck returns strided (dense) "
+                    "tensors only")
             common = dict(shape=tuple(o.shape), stride=tuple(o.stride()), offset=o.storage_offset(),
                           dtype=str(o.dtype).replace("torch.", ""), requires_grad=o.requires_grad,
                           is_leaf=o.is_leaf,
@@ -441,7 +445,7 @@ def _guard_trace(thunk):
                 f"the function uses a tensor that is not one of its arguments (a closure, a global "
                 f"or a module parameter, in {op}); aotcheck compiles functions of their arguments: "
                 "pass the tensor in (for module parameters, torch.func.functional_call)") from None
-        if "data-dependent" in msg or "data dependent" in msg:
+        if "data-dependent" in msg or "data dependent" in msg or "data is not allocated yet" in msg:
             raise DataDependentError(
                 f"the function depends on tensor values while being traced: {msg}; use torch.where "
                 "or pass the value as a Python scalar argument") from None

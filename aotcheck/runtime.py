@@ -222,9 +222,21 @@ def _root_of(t: torch.Tensor) -> torch.Tensor:
     return b if b is not None and b.requires_grad == t.requires_grad else t
 
 
+def _reinterpret(base: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The whole storage of ``base`` as a flat tensor of ``dtype`` (for outputs such as
+    ``view_as_real`` or ``x.view(torch.int32)``, whose geometry is in units of ``dtype``)."""
+    n = base.untyped_storage().nbytes() // base.element_size()
+    flat = base.as_strided((n,), (1,), 0)
+    if flat.is_complex() and dtype == flat.real.dtype:
+        return torch.view_as_real(flat).view(-1)        # differentiable
+    if dtype.is_complex and flat.dtype == torch.empty((), dtype=dtype).real.dtype:
+        return torch.view_as_complex(flat.view(-1, 2))
+    return flat.view(dtype)
+
+
 def _alias(base: torch.Tensor, o) -> torch.Tensor:
     if str(base.dtype).replace("torch.", "") != o.dtype:
-        base = base.view(getattr(torch, o.dtype))
+        base = _reinterpret(base, getattr(torch, o.dtype))
     if base.requires_grad and not o.requires_grad:
         # eager's output is cut from autograd (a detach, or a view taken in no_grad of a base
         # that did not require grad then); a view under no_grad would still require grad

@@ -72,6 +72,10 @@ class Uncacheable(Exception):
 
 def target_name(target) -> str:
     if isinstance(target, torch._ops.OpOverload):
+        if target.namespace not in _NAMESPACES:
+            # the reader would refuse it: bypass now rather than write an unreadable entry
+            raise Uncacheable("unsupported_target",
+                              f"call target {target} is outside the namespaces {_NAMESPACES}")
         return f"{target.namespace}::{target._opname}.{target._overloadname}"
     if target is operator.getitem:
         return "_operator::getitem"
