@@ -44,23 +44,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import NamedTuple, Union
+from typing import Union
 
 import torch
 
 from . import flags
+from .oracle import Inputs
 
 SCHEMA_VERSION = 1
-
-try:
-    from .oracle import Inputs
-except ImportError:  # the oracle is not written yet; this has the same fields
-
-    class Inputs(NamedTuple):
-        args: tuple
-        kwargs: dict
-        leaves: tuple
-
 
 # The op vocabulary, by kind; within a kind the simplest op comes first, and the strategy draws
 # kinds and ops in this order, so shrinking moves toward the front.
@@ -421,10 +412,7 @@ _PRELUDE = '''import sys
 
 import torch
 
-try:
-    from aotcheck.oracle import Inputs, check
-except ImportError:  # the oracle is not written yet: use the stand-in comparison
-    from aotcheck.programs import Inputs, eager_check as check
+from aotcheck.oracle import Inputs, check
 
 
 def _randn(shape, dtype, seed):
@@ -432,47 +420,18 @@ def _randn(shape, dtype, seed):
 '''
 
 
-# -- a stand-in for aotcheck.oracle.check, until that exists ----------------------------------
-
-class Report(NamedTuple):
-    ok: bool
-    divergences: list
-    signature: str
-
+# -- the eager run the strategy uses to vouch for a program ---------------------------------
 
 def backward_roots(outputs, args) -> list[torch.Tensor]:
-    """What a loss sums: grad-requiring outputs, and inputs that became or are non-leaves."""
+    """What the oracle's loss sums: grad-requiring outputs, and arguments that are non-leaves."""
     roots = [t for t in outputs if isinstance(t, torch.Tensor) and t.requires_grad]
     return roots + [t for t in args if t.requires_grad and not t.is_leaf]
 
 
 def run_eager(fn, inputs: Inputs, *, backward: bool = True):
-    """Call ``fn`` on ``inputs`` and backpropagate a sum of every backward root."""
+    """Call ``fn`` on ``inputs`` and backpropagate from every backward root, as the oracle does."""
     outputs = fn(*inputs.args, **inputs.kwargs)
     roots = backward_roots(outputs, inputs.args)
     if backward and roots:
         torch.autograd.backward([r.sum() for r in roots])
     return outputs
-
-
-def eager_check(fn, compiled_fn, make_inputs, *, backward: bool = True) -> Report:
-    """Run both on fresh inputs; compare outputs, mutated inputs and leaf grads."""
-    want_in, got_in = make_inputs(), make_inputs()
-    want = run_eager(fn, want_in, backward=backward)
-    got = run_eager(compiled_fn, got_in, backward=backward)
-    pairs = [(f"output {i}", w, g) for i, (w, g) in enumerate(zip(want, got))]
-    pairs += [(f"input {i} after the call", w, g)
-              for i, (w, g) in enumerate(zip(want_in.args, got_in.args))]
-    if backward:
-        pairs += [(f"grad of leaf {i}", w.grad, g.grad)
-                  for i, (w, g) in enumerate(zip(want_in.leaves, got_in.leaves))]
-    divergences = [] if len(want) == len(got) else [f"{len(got)} outputs, eager has {len(want)}"]
-    for what, w, g in pairs:
-        if (w is None) != (g is None):
-            divergences.append(f"{what}: {'None' if g is None else 'a tensor'}, eager has the other")
-        elif w is not None and w.shape != g.shape:
-            divergences.append(f"{what}: shape {tuple(g.shape)}, eager has {tuple(w.shape)}")
-        elif w is not None and not torch.allclose(w.detach(), g.detach(), equal_nan=True):
-            divergences.append(f"{what}: values differ")
-    signature = "; ".join(d.split(":")[0] for d in divergences)
-    return Report(not divergences, divergences, signature)

@@ -11,11 +11,28 @@ legal for the current values are offered; nothing is generated and then filtered
     def f(a0):
         a0.t_()
         return ()
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections import Counter
+from contextlib import nullcontext
+
+import hypothesis.strategies as st
+import torch
+from hypothesis import assume
+from torch._C._autograd import CreationMeta, _get_creation_meta
+
+from .programs import (KIND_OF_OP, MUTATING_KINDS, OP_KINDS, Base, Index, InputSpec, Program,
+                       Statement, run_eager)
 
 # NOTE [stop inside each statement]
-# Before each statement the strategy draws "go on or stop" (stop is the value hypothesis shrinks
-# toward). With a statement count drawn up front, shrinking can only cut the tail; with the
-# choice inside, it can drop any statement, and reproducers shrink to the two or three that matter.
+# Each statement is one nested draw whose first choice is "go on or stop" (stop is the value
+# hypothesis shrinks toward); inputs and returned values are drawn the same way. With a count
+# drawn up front, shrinking can only cut the tail; with the choice inside a statement's own draw,
+# the shrinker can delete any statement as a unit, and reproducers shrink to the few that matter.
 
 # NOTE [stale special views]
 # A view made under no_grad, or an output of unbind/split, is "special" (its ``CreationMeta`` is
@@ -36,27 +53,14 @@ legal for the current values are offered; nothing is generated and then filtered
 # Eager PyTorch refuses an in-place or metadata op on: a leaf that requires grad, or a view of
 # one (outside no_grad); a view made under no_grad, or one of several outputs of unbind/split,
 # when grad mode is on (``CreationMeta`` other than DEFAULT); and it fails at backward when the
-# mutated storage holds a tensor saved for backward. Writes also need a destination with no
-# internal overlap and a source that shares no element with it. The strategy records saved
+# mutated storage holds a tensor saved for backward (also when the op itself saves an operand
+# that shares the destination's version counter, as ``x.mul_(y)`` saves ``y``). Writes also need
+# a destination with no internal overlap and a source that shares no element with it. Under
+# no_grad, a tensor that requires grad keeps its shape. The strategy records saved
 # tensors with ``saved_tensors_hooks`` while it runs each statement. Those hooks switch off
 # autograd's own version check, so the finished program is run once more, fresh and without
 # hooks, forward and backward; a program that fails there is rejected with ``assume(False)``
 # and counted in ``STATS``.
-"""
-from __future__ import annotations
-
-import itertools
-import math
-from collections import Counter
-from contextlib import nullcontext
-
-import hypothesis.strategies as st
-import torch
-from hypothesis import assume
-from torch._C._autograd import CreationMeta, _get_creation_meta
-
-from .programs import (KIND_OF_OP, MUTATING_KINDS, OP_KINDS, Base, Index, InputSpec, Program,
-                       Statement, run_eager)
 
 SCALARS = (1.0, 2.0, -1.0, 0.5)
 CLAMP_BOUNDS = ((-0.5, 0.5), (0.0, None), (None, 0.0))
@@ -72,15 +76,17 @@ STATS: Counter = Counter()
 @st.composite
 def programs(draw, max_inputs: int = 4, max_statements: int = 8, max_numel: int = 64) -> Program:
     """Programs of 1..max_inputs inputs and 0..max_statements statements, valid in eager."""
-    bases, inputs = _draw_inputs(draw, max_inputs, max_numel)
-    state = _State(bases, inputs, max_numel)
-    statements = []
-    while len(statements) < max_statements and _go_on(draw):
-        statements.append(state.run(_draw_statement(draw, state)))
-    returns = []
-    while len(returns) < 4 and _go_on(draw):
-        returns.append(draw(st.sampled_from(state.usable(no_grad=False))))
-    program = Program(bases, inputs, tuple(statements), tuple(returns))
+    made = _Inputs(max_inputs, max_numel)
+    while draw(_input_step(made)):
+        pass
+    state = _State(tuple(made.bases), tuple(made.inputs), max_numel)
+    statements: list[Statement] = []
+    while stmt := draw(_statement_step(state, room=len(statements) < max_statements)):
+        statements.append(stmt)
+    returns: list[str] = []
+    while name := draw(_return_step(state, room=len(returns) < 4)):
+        returns.append(name)
+    program = Program(tuple(made.bases), tuple(made.inputs), tuple(statements), tuple(returns))
     STATS["programs"] += 1
     try:
         run_eager(program.to_function(), program.make_inputs())
@@ -94,74 +100,104 @@ def _reject(when: str, error: RuntimeError):
     assume(False)
 
 
+# Each input, statement and returned value is one nested draw that starts with its own "go on
+# or stop" choice, so the shrinker can delete it as a unit. See NOTE [stop inside each statement].
+# The choice is drawn even when there is no room left (and then ignored): otherwise deleting an
+# item from a full list would leave the next list's choices one short.
+
+def _pick(draw, options):
+    """One of ``options``, shrinking toward the first. (Like ``st.sampled_from``, whose strategy
+    object, built anew for every new list, costs more than the draw.)"""
+    return options[draw(st.integers(0, len(options) - 1))]
+
+
 def _go_on(draw) -> bool:
-    """Another item, or stop? Stop is 0, where shrinking goes. See NOTE [stop inside ...]."""
+    """Another item, or stop? Stop is 0, where shrinking goes."""
     return draw(st.integers(0, 9)) != 0
+
+
+@st.composite
+def _statement_step(draw, state: "_State", room: bool) -> Statement | None:
+    return state.run(_draw_statement(draw, state)) if _go_on(draw) and room else None
+
+
+@st.composite
+def _return_step(draw, state: "_State", room: bool) -> str | None:
+    return _pick(draw, state.usable(no_grad=False)) if _go_on(draw) and room else None
 
 
 # -- inputs -----------------------------------------------------------------------------------
 
-def _draw_inputs(draw, max_inputs, max_numel):
-    bases: list[Base] = []
-    inputs: list[InputSpec] = []
-    shapes: dict[str, tuple] = {}
+class _Inputs:
+    """The bases and inputs drawn so far."""
+
+    def __init__(self, max_inputs, max_numel):
+        self.max_inputs, self.max_numel = max_inputs, max_numel
+        self.bases: list[Base] = []
+        self.inputs: list[InputSpec] = []
+        self.shapes: dict[str, tuple] = {}
+
+    def add(self, kind, op, args, shape):
+        name = f"a{len(self.inputs)}"
+        self.inputs.append(InputSpec(name, kind, op, args))
+        self.shapes[name] = shape
+
+
+@st.composite
+def _input_step(draw, made: _Inputs) -> bool:
+    """Add an input (two for a disjoint pair) to ``made``, or say stop (never before the first)."""
+    if made.inputs and not _go_on(draw) or len(made.inputs) >= made.max_inputs:
+        return False
+    shapes, max_numel = made.shapes, made.max_numel
 
     def new_base(shape, make):
         rg = True if make == "clone" else draw(st.booleans())
         dtype = "float64" if draw(st.integers(0, 4)) == 4 else "float32"
-        bases.append(Base(f"b{len(bases)}", shape, dtype, rg, make == "clone",
-                          draw(st.integers(0, 2**16))))
-        return bases[-1].name
+        made.bases.append(Base(f"b{len(made.bases)}", shape, dtype, rg, make == "clone",
+                               draw(st.integers(0, 2**16))))
+        return made.bases[-1].name
 
-    def add(kind, op, args, shape):
-        name = f"a{len(inputs)}"
-        inputs.append(InputSpec(name, kind, op, args))
-        shapes[name] = shape
-
-    while True:
-        room = max_inputs - len(inputs)
-        can = {
-            "leaf": True, "nonleaf": True, "noncontig": True, "same": bool(inputs),
-            "overlap": any(len(s) >= 1 and s[0] >= 2 for s in shapes.values()),
-            "transposed": any(len(s) >= 2 for s in shapes.values()),
-            "disjoint": room >= 2,
-        }
-        kind = draw(st.sampled_from([k for k, ok in can.items() if ok]))
-        if kind in ("leaf", "nonleaf"):
-            shape = _draw_shape(draw, 0, max_numel)
-            add(kind, "same", (new_base(shape, "leaf" if kind == "leaf" else "clone"),), shape)
-        elif kind == "noncontig":
-            shape = _draw_shape(draw, 1, max_numel // 2)
-            make = draw(st.sampled_from(["leaf", "clone"]))
-            if len(shape) >= 2 and draw(st.booleans()):
-                b = new_base(shape[:-2] + (shape[-1], shape[-2]), make)
-                add(kind, "transpose", (b, -2, -1), shape)
-            else:
-                b = new_base((2 * shape[0],) + shape[1:], make)
-                add(kind, "slice", (b, Index(((None, None, 2),))), shape)
-        elif kind == "same":
-            source = draw(st.sampled_from(list(shapes)))
-            add(kind, "same", (source,), shapes[source])
-        elif kind == "overlap":
-            source = draw(st.sampled_from([n for n, s in shapes.items() if len(s) >= 1 and s[0] >= 2]))
-            shape = shapes[source]
-            add(kind, "slice", (source, Index(((1, None, None),))), (shape[0] - 1,) + shape[1:])
-        elif kind == "transposed":
-            source = draw(st.sampled_from([n for n, s in shapes.items() if len(s) >= 2]))
-            shape = shapes[source]
-            op_args = ("t", (source,)) if len(shape) == 2 else ("transpose", (source, -2, -1))
-            add(kind, *op_args, shape[:-2] + (shape[-1], shape[-2]))
-        else:  # disjoint: two rows of one hidden base
-            shape = _draw_shape(draw, 0, max_numel // 2)
-            b = new_base((2,) + shape, draw(st.sampled_from(["leaf", "clone"])))
-            add(kind, "slice", (b, Index((0,))), shape)
-            add(kind, "slice", (b, Index((1,))), shape)
-        if len(inputs) >= max_inputs or not _go_on(draw):
-            return tuple(bases), tuple(inputs)
+    can = {
+        "leaf": True, "nonleaf": True, "noncontig": True, "same": bool(shapes),
+        "overlap": any(len(s) >= 1 and s[0] >= 2 for s in shapes.values()),
+        "transposed": any(len(s) >= 2 for s in shapes.values()),
+        "disjoint": made.max_inputs - len(made.inputs) >= 2,
+    }
+    kind = _pick(draw, [k for k, ok in can.items() if ok])
+    if kind in ("leaf", "nonleaf"):
+        shape = _draw_shape(draw, 0, max_numel)
+        made.add(kind, "same", (new_base(shape, "leaf" if kind == "leaf" else "clone"),), shape)
+    elif kind == "noncontig":
+        shape = _draw_shape(draw, 1, max_numel // 2)
+        make = _pick(draw, ["leaf", "clone"])
+        if len(shape) >= 2 and draw(st.booleans()):
+            b = new_base(shape[:-2] + (shape[-1], shape[-2]), make)
+            made.add(kind, "transpose", (b, -2, -1), shape)
+        else:
+            b = new_base((2 * shape[0],) + shape[1:], make)
+            made.add(kind, "slice", (b, Index(((None, None, 2),))), shape)
+    elif kind == "same":
+        source = _pick(draw, list(shapes))
+        made.add(kind, "same", (source,), shapes[source])
+    elif kind == "overlap":
+        source = _pick(draw, [n for n, s in shapes.items() if len(s) >= 1 and s[0] >= 2])
+        shape = shapes[source]
+        made.add(kind, "slice", (source, Index(((1, None, None),))), (shape[0] - 1,) + shape[1:])
+    elif kind == "transposed":
+        source = _pick(draw, [n for n, s in shapes.items() if len(s) >= 2])
+        shape = shapes[source]
+        op_args = ("t", (source,)) if len(shape) == 2 else ("transpose", (source, -2, -1))
+        made.add(kind, *op_args, shape[:-2] + (shape[-1], shape[-2]))
+    else:  # disjoint: two rows of one hidden base
+        shape = _draw_shape(draw, 0, max_numel // 2)
+        b = new_base((2,) + shape, _pick(draw, ["leaf", "clone"]))
+        made.add(kind, "slice", (b, Index((0,))), shape)
+        made.add(kind, "slice", (b, Index((1,))), shape)
+    return True
 
 
 def _draw_shape(draw, min_ndim, max_numel):
-    ndim = draw(st.sampled_from([n for n in (1, 2, 3, 0) if n >= min_ndim]))
+    ndim = _pick(draw, [n for n in (1, 2, 3, 0) if n >= min_ndim])
     shape = []
     for _ in range(ndim):
         room = max_numel // math.prod(shape)
@@ -202,7 +238,7 @@ class _State:
         try:
             with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
                 with torch.no_grad() if stmt.no_grad else nullcontext():
-                    exec(compile(stmt.line(), "<statement>", "exec"), {"torch": torch}, self.env)
+                    exec(_compiled(stmt.line()), {"torch": torch}, self.env)
         except RuntimeError as e:  # a legality rule the choosers do not know yet
             _reject("while drawing", e)
         if stmt.out is not None:
@@ -223,16 +259,14 @@ class _State:
                 and t._version != self.born_version[name])
 
     def facts(self, no_grad: bool) -> dict[str, "_Facts"]:
-        facts = {name: _Facts(self.env[name], no_grad, self.saved_storages,
-                              id(self.env[name]) in self.unlinked_views)
-                 for name in self.usable(no_grad)}
-        for f in facts.values():
-            # A grad-requiring leaf may take a new shape under no_grad only while no view of it
-            # exists: a view's grad_fn is rebuilt from its base's shape and would not fit.
-            if no_grad and f.t.requires_grad and any(
-                    g.storage == f.storage and g.t is not f.t for g in facts.values()):
-                f.reshapable = False
-        return facts
+        return {name: _Facts(self.env[name], no_grad, self.saved_storages,
+                             id(self.env[name]) in self.unlinked_views)
+                for name in self.usable(no_grad)}
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled(line: str):
+    return compile(line, "<statement>", "exec")
 
 
 class _Facts:
@@ -248,9 +282,10 @@ class _Facts:
         self.mutable = self.storage not in saved_storages and (
             no_grad or _grad_mode_mutable(t, unlinked))
         self.writable = self.mutable and len(set(self.offsets)) == self.numel
-        # Under no_grad a new shape would not reach the grad_fn of a non-leaf that needs grad,
-        # and its backward would then hand a wrongly shaped gradient to the op before.
-        self.reshapable = self.mutable and not (no_grad and t.requires_grad and not _is_leaf(t))
+        # Under no_grad, a new shape for a tensor that requires grad is not recorded: the grad_fn
+        # of a non-leaf, the views of a leaf and the ops that already read it keep the old shape,
+        # and backward hands on gradients of the wrong shape.
+        self.reshapable = self.mutable and not (no_grad and t.requires_grad)
         self.tame = bool(t.detach().abs().max() <= 5) if self.numel else True
 
     def shares_elements(self, other: "_Facts") -> bool:
@@ -286,18 +321,17 @@ def _offsets(t: torch.Tensor) -> list[int]:
     return torch.arange(size).as_strided(t.shape, t.stride(), t.storage_offset()).flatten().tolist()
 
 
-def _broadcasts_to(shape, target) -> bool:
-    try:
-        return tuple(torch.broadcast_shapes(shape, target)) == tuple(target)
-    except RuntimeError:
-        return False
-
-
 def _broadcast(a, b):
-    try:
-        return tuple(torch.broadcast_shapes(a, b))
-    except RuntimeError:
+    """The broadcast of two shapes, or None. (``torch.broadcast_shapes`` is 50x slower.)"""
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    if any(x != y and 1 not in (x, y) for x, y in zip(a, b)):
         return None
+    return tuple(y if x == 1 else x for x, y in zip(a, b))
+
+
+def _broadcasts_to(shape, target) -> bool:
+    return _broadcast(shape, target) == tuple(target)
 
 
 def _matmul_shape(a, b):
@@ -320,9 +354,9 @@ def _draw_statement(draw, state: _State) -> Statement:
     facts = state.facts(no_grad)
     targets = {op: [n for n, f in facts.items() if _APPLIES[op](f, facts, state)]
                for op in KIND_OF_OP}
-    kind = draw(st.sampled_from([k for k in _KIND_DRAWS if any(targets[o] for o in OP_KINDS[k])]))
-    op = draw(st.sampled_from([o for o in OP_KINDS[kind] if targets[o]]))
-    x = draw(st.sampled_from(targets[op]))
+    kind = _pick(draw, [k for k in _KIND_DRAWS if any(targets[o] for o in OP_KINDS[k])])
+    op = _pick(draw, [o for o in OP_KINDS[kind] if targets[o]])
+    x = _pick(draw, targets[op][::-1])  # newest first: ops chain on recent results
     args = (x,) + _ARGS.get(op, _no_args)(draw, facts[x], facts, state)
     out = None if KIND_OF_OP[op] in MUTATING_KINDS else state.fresh_name()
     return Statement(op, args, out, no_grad)
@@ -345,8 +379,8 @@ def _sources(x, facts, target_shape, saved=False):
 def _operand(draw, x, facts, target_shape, scalar_ok=True, saved=False):
     sources = _sources(x, facts, target_shape, saved)
     if sources and (not scalar_ok or draw(st.booleans())):
-        return draw(st.sampled_from(sources))
-    return draw(st.sampled_from(SCALARS))
+        return _pick(draw, sources)
+    return _pick(draw, SCALARS)
 
 
 def _binary_operands(x, facts, state):
@@ -371,7 +405,7 @@ def _dim(draw, x):
 
 
 def _two_dims(draw, x):
-    return draw(st.sampled_from(list(itertools.combinations(range(x.ndim), 2))))
+    return _pick(draw, list(itertools.combinations(range(x.ndim), 2)))
 
 
 def _reshapes(shape):
@@ -408,7 +442,7 @@ def _expands(x, state):
 def _slice_item(draw, size):
     start = draw(st.integers(0, size - 1))
     stop = draw(st.integers(start + 1, size)) if draw(st.booleans()) else None
-    step = draw(st.sampled_from([1, 2, 3]))
+    step = _pick(draw, [1, 2, 3])
     return (start or None, stop, None if step == 1 else step)
 
 
@@ -422,9 +456,9 @@ def _index(draw, x):
 
 def _as_strided(draw, x, facts, state):
     storage_numel = x.t.untyped_storage().nbytes() // x.t.element_size()
-    ndim = draw(st.sampled_from([1, 2]))
+    ndim = _pick(draw, [1, 2])
     size = [draw(st.integers(1, 4)) for _ in range(ndim)]
-    stride = [draw(st.sampled_from([1, 2, 3, 0])) for _ in range(ndim)]
+    stride = [_pick(draw, [1, 2, 3, 0]) for _ in range(ndim)]
     if ndim == 2 and draw(st.booleans()):
         stride[0] = size[1] * stride[1]  # a row-major layout
     while sum((s - 1) * st_ for s, st_ in zip(size, stride)) >= storage_numel:
@@ -471,8 +505,8 @@ def _diagonal(draw, x, facts, state):
 def _binary(draw, x, facts, state):
     operands = _binary_operands(x, facts, state)
     if operands and draw(st.booleans()):
-        return (draw(st.sampled_from(operands)),)
-    return (draw(st.sampled_from(SCALARS)),)
+        return (_pick(draw, operands),)
+    return (_pick(draw, SCALARS),)
 
 
 def _always(x, facts, state):
@@ -516,11 +550,11 @@ _APPLIES = {
 # op -> draw the args after the target value: (draw, x, facts, state) -> tuple
 _ARGS = {
     "add": _binary, "mul": _binary,
-    "view": lambda draw, x, facts, state: (draw(st.sampled_from(_views(x))),),
-    "reshape": lambda draw, x, facts, state: (draw(st.sampled_from(_reshapes(x.shape))),),
+    "view": lambda draw, x, facts, state: (_pick(draw, _views(x)),),
+    "reshape": lambda draw, x, facts, state: (_pick(draw, _reshapes(x.shape)),),
     "transpose": lambda draw, x, facts, state: _two_dims(draw, x),
     "permute": lambda draw, x, facts, state: (
-        draw(st.sampled_from(list(itertools.permutations(range(x.ndim))))),),
+        _pick(draw, list(itertools.permutations(range(x.ndim)))),),
     "slice": lambda draw, x, facts, state: (Index(((None, None, None),) * (d := _dim(draw, x))
                                                   + (_slice_item(draw, x.shape[d]),)),),
     "select": lambda draw, x, facts, state: (
@@ -528,7 +562,7 @@ _ARGS = {
     "narrow": _narrow,
     "unsqueeze": lambda draw, x, facts, state: (draw(st.integers(0, x.ndim)),),
     "squeeze": _squeeze,
-    "expand": lambda draw, x, facts, state: (draw(st.sampled_from(_expands(x, state))),),
+    "expand": lambda draw, x, facts, state: (_pick(draw, _expands(x, state)),),
     "diagonal": _diagonal,
     "unbind": lambda draw, x, facts, state: (
         (d := _dim(draw, x)), draw(st.integers(0, x.shape[d] - 1))),
@@ -537,8 +571,8 @@ _ARGS = {
     "add_": lambda draw, x, facts, state: (_operand(draw, x, facts, x.shape),),
     "mul_": lambda draw, x, facts, state: (_operand(draw, x, facts, x.shape, saved=True),),
     "copy_": lambda draw, x, facts, state: (_operand(draw, x, facts, x.shape, scalar_ok=False),),
-    "fill_": lambda draw, x, facts, state: (draw(st.sampled_from(SCALARS)),),
-    "clamp_": lambda draw, x, facts, state: draw(st.sampled_from(CLAMP_BOUNDS)),
+    "fill_": lambda draw, x, facts, state: (_pick(draw, SCALARS),),
+    "clamp_": lambda draw, x, facts, state: _pick(draw, CLAMP_BOUNDS),
     "setitem": _setitem,
     "sum": _reduction, "mean": _reduction,
     "amax": lambda draw, x, facts, state: _reduction(draw, x, facts, state, full_ok=False),
