@@ -91,6 +91,7 @@ class ViewMutationMeta:
     intermediate_bases: tuple[int, ...]      # graph candidate index of each intermediate base
     candidates: tuple[tuple, ...]    # per graph candidate: (shape, dtype, requires_grad, stride, offset)
     out_tree: str
+    metadata_ops: tuple = ()   # (kind, index, method, args, kwargs, grad_enabled), replayed in order
     schema: int = SCHEMA_VERSION
 
     def to_json(self) -> str:
@@ -108,7 +109,8 @@ class ViewMutationMeta:
             member_metadata=tuple((m[0], tuple(m[1]), tuple(m[2]), m[3]) for m in d["member_metadata"]),
             intermediate_bases=tuple(d["intermediate_bases"]),
             candidates=tuple((tuple(c[0]), c[1], c[2], tuple(c[3]), c[4]) for c in d["candidates"]),
-            out_tree=d["out_tree"], schema=d["schema"])
+            out_tree=d["out_tree"], metadata_ops=_deep_tuple(d.get("metadata_ops", [])),
+            schema=d["schema"])
 
     def format(self) -> str:
         """A readable, deterministic printout (used by explain and golden tests)."""
@@ -147,6 +149,10 @@ class ViewMutationMeta:
         return "\n".join(lines)
 
 
+def _deep_tuple(v):
+    return tuple(_deep_tuple(x) for x in v) if isinstance(v, list) else v
+
+
 def _tup(d: dict) -> dict:
     return {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
 
@@ -181,7 +187,7 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
     return ViewMutationMeta(
         tuple(inputs), outputs, mutations,
         tuple((m.leaf, m.final_shape, m.final_stride, m.final_offset) for m in facts.members),
-        facts.intermediate_outputs, facts.candidates, facts.out_tree)
+        facts.intermediate_outputs, facts.candidates, facts.out_tree, facts.metadata_ops)
 
 
 def _classify(k, o) -> OutputInfo:

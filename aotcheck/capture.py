@@ -38,6 +38,7 @@ import torch
 import torch.fx as fx
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils import _pytree as pytree
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .errors import DataDependentError, TraceError, UnsupportedInputError
@@ -161,6 +162,7 @@ class RawFacts:
     intermediate_outputs: tuple[int, ...]     # graph-output index of each intermediate base
     candidates: tuple[tuple, ...]   # per graph output: (shape, dtype, requires_grad, stride, offset)
     new_leaf_outputs: tuple[int, ...]         # outputs that are fresh leaves requiring grad
+    metadata_ops: tuple = ()                  # (kind, index, method, args, kwargs, grad_enabled)
 
 
 @dataclass
@@ -222,6 +224,40 @@ class _TraceGuard(TorchDispatchMode):
         return out
 
 
+# In-place ops that change a tensor's size, stride or offset (not its data).
+METADATA_METHODS = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_",
+                              "squeeze_", "as_strided_", "resize_"})
+
+
+def _plain(v):
+    if isinstance(v, (bool, int, float, str)) or v is None:
+        return v
+    if isinstance(v, (list, tuple, torch.Size)):
+        return [_plain(x) for x in v]
+    raise UnsupportedInputError(
+        f"an in-place metadata op on an argument got {type(v).__name__} {v!r}; aotcheck replays "
+        "such ops with int, float, bool and sequence arguments only")
+
+
+class _MetadataRecorder(TorchFunctionMode):
+    """Records in-place metadata calls (``t_``, ``transpose_``, ...) on arguments, as the
+    user wrote them, so the runtime can replay exactly those calls (see NOTE [mutation
+    replay] in runtime.py): eager's strides and grad_fns then come out as eager's."""
+
+    def __init__(self, watched: dict[int, tuple]):
+        super().__init__()
+        self.watched, self.log = watched, []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if name in METADATA_METHODS and args and id(args[0]) in self.watched:
+            kind, index = self.watched[id(args[0])]
+            self.log.append((kind, index, name, _plain(list(args[1:])),
+                             _plain(sorted(kwargs.items())), torch.is_grad_enabled()))
+        return func(*args, **kwargs)
+
+
 class FunctionalRun:
     """Runs the user's function on functional wrappers of the placeholders.
 
@@ -255,7 +291,11 @@ class FunctionalRun:
         before = [(w.grad_fn, w.requires_grad) for w in works]
         member_meta = {i: _meta(user[i]) for i, s in enumerate(plan.sources) if s[0] == "member"}
         args, kwargs = unflatten_inputs(list(user), self.in_spec)
-        result = self.fn(*args, **kwargs)
+        watched = {id(works[p]): ("placeholder", p) for p in range(len(works))}
+        watched.update({id(user[i]): ("leaf", i) for i in member_meta})
+        recorder = _MetadataRecorder(watched)
+        with recorder:
+            result = self.fn(*args, **kwargs)
         out_leaves, out_spec = pytree.tree_flatten(result, is_leaf=lambda x: isinstance(x, torch.Size))
         for w in works:
             torch._sync(w)
@@ -287,7 +327,8 @@ class FunctionalRun:
         cands = tuple((tuple(c.shape), str(c.dtype).replace("torch.", ""), c.requires_grad,
                        tuple(c.stride()), c.storage_offset()) for c in candidates)
         facts = RawFacts(tuple(inputs), tuple(members), tuple(outputs), str(out_spec),
-                         tuple(intermediates), cands, tuple(new_leaves))
+                         tuple(intermediates), cands, tuple(new_leaves),
+                         tuple(_freeze(op) for op in recorder.log))
         return candidates, facts, out_spec, wrappers
 
     def _outputs(self, out_leaves, user, candidates):
@@ -358,6 +399,10 @@ class FunctionalRun:
                 if id(root) in out_ids:
                     outputs[k] = _replace(f, base_intermediate=-1, base_output=out_ids[id(root)])
         return outputs, intermediates, new_leaves
+
+
+def _freeze(v):
+    return tuple(_freeze(x) for x in v) if isinstance(v, (list, tuple)) else v
 
 
 def _nonleaf_copy(p: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -439,6 +484,11 @@ def _guard_trace(thunk):
         raise TraceError(f"op {e.func} cannot run on fake tensors, so it cannot be traced") from None
     except Exception as e:  # the user's function raised while being traced
         msg = str(e).split("\n")[0]
+        if "mutation on a view chain" in msg and "as_strided" in msg:
+            raise UnsupportedInputError(
+                "the function mutates, in place, an as_strided() view taken of another view; "
+                "functionalization cannot express that (a PyTorch limit). Take as_strided of "
+                "the base tensor instead") from None
         if "convert all Tensors to FakeTensors" in msg:
             op = msg.split("Found in ")[-1].split("(")[0] if "Found in " in msg else "an op"
             raise UnsupportedInputError(

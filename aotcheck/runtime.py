@@ -12,10 +12,13 @@ built backward graph and the metadata. Calling it:
 
 # NOTE [mutation replay]
 The graph is functional: a mutated argument's new value is a graph output.
-Afterwards the runtime writes it back: metadata with ``as_strided_``, then data
-with ``copy_``, with grad mode on only if autograd saw the original mutation
-(otherwise under no_grad, which is what makes mutations under no_grad or
-through ``.detach()`` legal on leaves that require grad).
+Afterwards the runtime writes it back: first it replays the very metadata calls
+the function made on its arguments (``t_``, ``transpose_``, ``unsqueeze_``, ...,
+recorded during capture, each in the grad mode it ran in), so strides and
+grad_fns come out exactly as eager's; then data with ``copy_``, with grad mode
+on only if autograd saw the original mutation (otherwise under no_grad, which is
+what makes mutations under no_grad or through ``.detach()`` legal on leaves that
+require grad).
 
 # NOTE [alias regeneration]
 An output that shares storage with an argument, another output or an
@@ -34,6 +37,7 @@ artifact loaded from the cache may have no backward at all; it then asks its
 from __future__ import annotations
 
 import ast
+import contextlib
 from typing import Callable
 
 import torch
@@ -99,7 +103,7 @@ class CompiledArtifact:
                     self._restride[o.index] = True
         self._fresh_slots = None
         if all(o.kind == FRESH for o in meta.outputs) and not self._restride and not meta.mutations \
-                and not meta.member_metadata:
+                and not meta.metadata_ops:
             self._fresh_slots = [self._slot[o.graph_output] for o in meta.outputs]
         self._unflatten = _fast_unflatten(out_spec)
 
@@ -144,23 +148,25 @@ class CompiledArtifact:
         if self._fresh_slots is not None:
             return [values[s] for s in self._fresh_slots]
         meta = self.meta
+        if meta.metadata_ops:
+            self._replay_metadata(primals, leaves)
         if meta.mutations:
             self._apply_mutations(primals, values)
-        if meta.member_metadata:
-            with torch.no_grad():
-                for leaf, shape, stride, offset in meta.member_metadata:
-                    leaves[leaf].as_strided_(shape, stride, offset)
         return self._outputs(leaves, values)
+
+    def _replay_metadata(self, primals, leaves):
+        grad_on = torch.is_grad_enabled()
+        for kind, index, method, args, kwargs, grad in self.meta.metadata_ops:
+            target = primals[index] if kind == "placeholder" else leaves[index]
+            with torch.set_grad_enabled(grad_on and grad):
+                getattr(target, method)(*args, **dict(kwargs))
 
     def _apply_mutations(self, primals, values):
         grad_on = torch.is_grad_enabled()
         for m in self.meta.mutations:
-            target = primals[m.placeholder]
-            with torch.set_grad_enabled(grad_on and m.grad_mode):
-                if m.metadata:
-                    target.as_strided_(m.final_shape, m.final_stride, m.final_offset)
-                if m.data:
-                    target.copy_(values[self._slot[m.value_output]])
+            if m.data:
+                with torch.set_grad_enabled(grad_on and m.grad_mode):
+                    primals[m.placeholder].copy_(values[self._slot[m.value_output]])
 
     def _outputs(self, leaves, values) -> list:
         meta = self.meta
@@ -243,20 +249,16 @@ def _alias(base: torch.Tensor, o) -> torch.Tensor:
         base = base.detach()
         if (tuple(base.shape), base.stride(), base.storage_offset()) == (o.shape, o.stride, o.offset):
             return base
-    if o.grad_dead_end and base.requires_grad and torch.is_grad_enabled():
-        # eager's chain passes through a view taken under no_grad and ends nowhere
-        with torch.no_grad():
-            view = base.as_strided(o.shape, o.stride, o.offset)
-        return view.view_as(view)
-    if base.requires_grad and o.is_leaf and torch.is_grad_enabled():
-        # eager took this view in a no_grad region: it requires grad but has no grad_fn
-        with torch.no_grad():
-            view = base.as_strided(o.shape, o.stride, o.offset)
-    else:
+    # eager took this view in a no_grad region: it requires grad but has no grad_fn; or its
+    # chain passes through such a view and ends nowhere (then one more view, with grad on)
+    no_grad_view = base.requires_grad and torch.is_grad_enabled() and (o.is_leaf or o.grad_dead_end)
+    with torch.no_grad() if no_grad_view else contextlib.nullcontext():
         view = base.as_strided(o.shape, o.stride, o.offset)
-    if o.multi_output_view:
-        # unbind/split views may not be mutated in place; make ours the same kind of view
-        view = view.unsqueeze(0).unbind(0)[0]
+        if o.multi_output_view:
+            # unbind/split views may not be mutated in place; make ours the same kind of view
+            view = view.unsqueeze(0).unbind(0)[0]
+    if o.grad_dead_end and no_grad_view:
+        view = view.view_as(view)
     return view
 
 

@@ -130,6 +130,8 @@ _LINEAR = torch.nn.Linear(3, 2)
     (lambda x: x * _CLOSURE, torch.randn(3), aotcheck.UnsupportedInputError, "not one of its arguments"),
     (lambda x: _LINEAR(x), torch.randn(2, 3), aotcheck.UnsupportedInputError, "functional_call"),
     (lambda x: x.requires_grad_() * 2, torch.randn(3), aotcheck.UnsupportedInputError, "requires_grad_"),
+    (lambda x: x.view(-1).as_strided((1,), (1,), 0).add_(1), torch.randn(1, 1),
+     aotcheck.UnsupportedInputError, "as_strided\\(\\) view taken of another view"),
 ])
 def test_bad_input_is_a_named_error(fn, arg, err, text):
     with pytest.raises(err, match=text):

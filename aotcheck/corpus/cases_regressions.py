@@ -44,3 +44,68 @@ def fuzz_view_of_no_grad_view():
         l2 = _randn((1, 1)).requires_grad_()
         return Inputs((l2.clone(),), leaves=(l2,))
     return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "aliased_inputs", "metadata_mutation"))
+def fuzz_t_then_zero_through_view_of_twice_passed():
+    """One non-leaf passed twice; ``t_`` on it, then a view of it zeroed. The engine replayed
+    the metadata change with strides from functionalization ((1, 1), where eager has (1, 2)
+    for a size-1 dim); it now replays the user's own ``t_`` call."""
+    def f(a0, a1, a2):
+        a2.t_()
+        v0 = a2.view((2,))
+        v0.zero_()
+        return ()
+
+    def make():
+        l0 = _randn((1, 2)).requires_grad_()
+        b0 = l0.clone()
+        return Inputs((b0, _randn((1, 1, 1)), b0), leaves=(l0,))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "aliased_inputs", "metadata_mutation"))
+def fuzz_t_of_argument_aliased_by_its_transpose():
+    """``t_`` on an argument that another argument views (its transpose). The engine changed
+    the metadata with ``as_strided_`` under no_grad, so autograd kept the old shape and the
+    backward raised 'AsStridedBackward0 returned an invalid gradient'."""
+    def f(a0, a1):
+        a0.t_()
+        return ()
+
+    def make():
+        l0 = _randn((1, 2)).requires_grad_()
+        b0 = l0.clone()
+        return Inputs((b0, b0.t()), leaves=(l0,))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "no_grad", "multi_output_view"))
+def fuzz_unbind_under_no_grad_returned():
+    """An unbind output taken under no_grad is a leaf in eager; the engine rebuilt it as a
+    multi-output view with grad mode on, which gave it a grad_fn."""
+    def f(a0):
+        with torch.no_grad():
+            v0 = a0.unbind(0)[0]
+        return (v0,)
+
+    def make():
+        l0 = _randn((1, 1)).requires_grad_()
+        return Inputs((l0.clone(),), leaves=(l0,))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "aliased_inputs", "metadata_mutation"))
+def fuzz_t_and_add_on_twice_passed_returned():
+    """One non-leaf passed twice, ``t_`` and ``add_`` through the second name, the first
+    returned: eager's stride after ``t_`` is (1, 2); the engine gave (1, 1)."""
+    def f(a0, a1, a2):
+        a2.t_()
+        a2.add_(1.0)
+        return (a0,)
+
+    def make():
+        l0 = _randn((1, 2)).requires_grad_()
+        b0 = l0.clone()
+        return Inputs((b0, _randn((1, 1, 1)), b0), leaves=(l0,))
+    return f, make
