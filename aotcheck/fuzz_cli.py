@@ -12,13 +12,15 @@ def register(sub) -> None:
     p.add_argument("--no-cache", action="store_true", help="cold runs only")
     p.add_argument("--no-shrink", action="store_true", help="keep the first failing programs")
     p.add_argument("--max-statements", type=int, default=8)
+    p.add_argument("--progress", action="store_true", help="draw the progress bar even when "
+                   "stderr is not a terminal (e.g. a log file)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from .fuzz import format_summary, fuzz
     from .progress import Progress
-    bar = Progress(args.examples, f"fuzz {args.engine}")
+    bar = Progress(args.examples, f"fuzz {args.engine}", force=args.progress)
     result = fuzz(args.engine, args.examples, args.seed, cached=not args.no_cache, out=args.out,
                   progress=bar, max_statements=args.max_statements, shrink=not args.no_shrink)
     print(format_summary(result))
