@@ -74,13 +74,20 @@ STATS: Counter = Counter()
 
 
 @st.composite
-def programs(draw, max_inputs: int = 4, max_statements: int = 8, max_numel: int = 64) -> Program:
-    """Programs of 1..max_inputs inputs and 0..max_statements statements, valid in eager."""
+def programs(draw, max_inputs: int = 4, max_statements: int = 8, max_numel: int = 64,
+             min_statements: int = 0) -> Program:
+    """Programs of 1..max_inputs inputs and min..max_statements statements, valid in eager.
+
+    Hypothesis favours small examples: with ``min_statements=0`` about 30% of the programs
+    have no statement at all (they still test aliased inputs and returned inputs).
+    ``min_statements=1`` avoids that, at the price of a first statement the shrinker can only
+    simplify, not delete.
+    """
     made = _Inputs(max_inputs, max_numel)
     while draw(_input_step(made)):
         pass
     state = _State(tuple(made.bases), tuple(made.inputs), max_numel)
-    statements: list[Statement] = []
+    statements = [draw(_statement(state)) for _ in range(min(min_statements, max_statements))]
     while stmt := draw(_statement_step(state, room=len(statements) < max_statements)):
         statements.append(stmt)
     returns: list[str] = []
@@ -111,19 +118,27 @@ def _pick(draw, options):
     return options[draw(st.integers(0, len(options) - 1))]
 
 
-def _go_on(draw) -> bool:
-    """Another item, or stop? Stop is 0, where shrinking goes."""
-    return draw(st.integers(0, 9)) != 0
+def _go_on(draw, odds: int) -> bool:
+    """Another item, or stop? Stop is 0, where shrinking goes; go on has ``odds`` to 1."""
+    return draw(st.integers(0, odds)) != 0
+
+
+@st.composite
+def _statement(draw, state):
+    """A statement that is always there (one of the first ``min_statements``)."""
+    return state.run(_draw_statement(draw, state))
 
 
 @st.composite
 def _statement_step(draw, state: "_State", room: bool) -> Statement | None:
-    return state.run(_draw_statement(draw, state)) if _go_on(draw) and room else None
+    """Another statement, or stop."""
+    return state.run(_draw_statement(draw, state)) if _go_on(draw, 9) and room else None
 
 
 @st.composite
 def _return_step(draw, state: "_State", room: bool) -> str | None:
-    return _pick(draw, state.usable(no_grad=False)) if _go_on(draw) and room else None
+    """Another returned value, or stop."""
+    return _pick(draw, state.usable(no_grad=False)) if _go_on(draw, 3) and room else None
 
 
 # -- inputs -----------------------------------------------------------------------------------
@@ -146,7 +161,7 @@ class _Inputs:
 @st.composite
 def _input_step(draw, made: _Inputs) -> bool:
     """Add an input (two for a disjoint pair) to ``made``, or say stop (never before the first)."""
-    if made.inputs and not _go_on(draw) or len(made.inputs) >= made.max_inputs:
+    if made.inputs and not _go_on(draw, 2) or len(made.inputs) >= made.max_inputs:
         return False
     shapes, max_numel = made.shapes, made.max_numel
 
