@@ -68,7 +68,9 @@ OP_KINDS: dict[str, tuple[str, ...]] = {
 KIND_OF_OP = {op: kind for kind, ops in OP_KINDS.items() for op in ops}
 # Ops that change an existing tensor and bind no new name.
 MUTATING_KINDS = ("inplace", "metadata")
-# How an input can be made. The last four alias another input (two of them hide their base).
+# How an input can be made: a fresh leaf, a clone of a grad-requiring leaf, a transpose or strided
+# slice of a bigger base; or an alias: "same" tensor as an earlier input, an "overlap"ping slice
+# of it, its "transposed" view, or one of two "disjoint" rows of one hidden base.
 INPUT_KINDS = ("leaf", "nonleaf", "noncontig", "same", "overlap", "transposed", "disjoint")
 DTYPES = ("float32", "float64")
 
