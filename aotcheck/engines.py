@@ -404,6 +404,21 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
                  "alias_of_intermediate.view_of_intermediate_under_no_grad"),
         "aliased_inputs.zero_base_return_view_of_offset_slice": _OFFSET_ALIAS,
         "aliased_inputs.mutate_row_return_base": _ROW_RETURN_BASE,
+        # found by `aotcheck fuzz --engine torch --seed 11` (aotcheck/corpus/cases_torch_findings.py)
+        "regressions.fuzz_zero_dim_float64_input_mutation_lost": (
+            "the in-place mutation of a 0-dim float64 input is dropped: the argument keeps its old value "
+            "and the function reads the stale one (a.mul_(2); return a + 1 gives 2.5 for 1.5; eager 4.0)"),
+        "regressions.fuzz_transposed_alias_mutated_with_grad_leaf_mutated_under_no_grad": (
+            "compile fails (BackendCompilerFailed): 'outs_to_grad length (1) != tangents length (2)': "
+            "f(w, a, a.t()) zeroes a.t(), mutates the grad leaf w under no_grad, then a.mul_(w)"),
+        "regressions.fuzz_view_of_mutated_row_input_with_its_base": (
+            "f(x[0], x) mutating the row and returning a view of it raises 'incorrect out shape after "
+            "application of ViewMeta sequence: (8,) (actual) vs (4,) (expected)': the output is "
+            "regenerated from the base argument (same family as pytorch/pytorch#198095)"),
+        "regressions.fuzz_op_on_no_grad_view_of_grad_nonleaf": (
+            "an op on a view taken under no_grad of a grad-requiring non-leaf argument returns a tensor with "
+            "requires_grad False; eager's requires grad (the no_grad view of a non-leaf is a leaf that "
+            "requires grad)"),
         "cached:requires_grad_modes.inference_mode_region_inside": (
             "AOTAutogradCache bypass, so the cached run cannot hit: Dynamo's graph calls "
             "torch.autograd.grad_mode._enter_inference_mode, which check_node_safe does not accept "
@@ -493,5 +508,12 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
         **_group(_NO_GRAD_VIEW, "alias_of_input.dropout_eval_returns_input",
                  "alias_of_input.view_under_no_grad_region"),
         "aliased_inputs.zero_base_return_view_of_offset_slice": _OFFSET_ALIAS,
+        # found by `aotcheck fuzz --engine torch --seed 11` (aotcheck/corpus/cases_torch_findings.py)
+        **_group(_LIST, "regressions.fuzz_zero_dim_float64_input_mutation_lost",
+                 "regressions.fuzz_transposed_alias_mutated_with_grad_leaf_mutated_under_no_grad",
+                 "regressions.fuzz_op_on_no_grad_view_of_grad_nonleaf"),
+        "regressions.fuzz_view_of_mutated_row_input_with_its_base": (
+            "f(x[0], x) mutating the row and returning a view of it raises 'incorrect out shape after "
+            "application of ViewMeta sequence' (as the torch engine; pytorch/pytorch#198095 family)"),
     },
 }

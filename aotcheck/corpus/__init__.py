@@ -63,4 +63,5 @@ def case(theme: str, *, mode: str, tags=(), xfail=None, backward=True, xfail_eng
 
 def all_cases() -> list[Case]:
     from . import cases_basic, cases_mutation, cases_alias, cases_grad, cases_regressions  # noqa: F401
+    from . import cases_torch_findings  # noqa: F401
     return list(CASES)
