@@ -288,14 +288,27 @@ class FunctionalRun:
                 _, p, shape, stride, offset, detached = src
                 view = works[p].as_strided(shape, stride, offset)
                 user.append(view.detach() if detached else view)
-        before = [(w.grad_fn, w.requires_grad) for w in works]
+        # Autograd regenerates a view's grad_fn when its version changes, so "did autograd see
+        # the mutation" is read on the tensor that owns the storage (a non-leaf copy is a view
+        # of a fresh base when the argument's geometry needed one; see _nonleaf_copy).
+        anchors = [w._base if w._base is not None else w for w in works]
+        before = [(a.grad_fn, a.requires_grad) for a in anchors]
         member_meta = {i: _meta(user[i]) for i, s in enumerate(plan.sources) if s[0] == "member"}
         args, kwargs = unflatten_inputs(list(user), self.in_spec)
         watched = {id(works[p]): ("placeholder", p) for p in range(len(works))}
         watched.update({id(user[i]): ("leaf", i) for i in member_meta})
         recorder = _MetadataRecorder(watched)
-        with recorder:
-            result = self.fn(*args, **kwargs)
+        try:
+            with recorder:
+                result = self.fn(*args, **kwargs)
+        except (RuntimeError, ValueError) as e:
+            if recorder.log and "view" in str(e):
+                raise UnsupportedInputError(
+                    "the function changes an argument's metadata in place (t_, transpose_, ...) "
+                    "and then mutates a view of it taken before; functionalization cannot "
+                    "replay that view (a PyTorch limit). Take the view after the metadata "
+                    f"change. ({type(e).__name__}: {str(e).splitlines()[0][:120]})") from None
+            raise
         out_leaves, out_spec = pytree.tree_flatten(result, is_leaf=lambda x: isinstance(x, torch.Size))
         for w in works:
             torch._sync(w)
@@ -308,7 +321,7 @@ class FunctionalRun:
                 raise UnsupportedInputError(
                     f"the function calls set_() (or swaps the storage) of input placeholder {p}; "
                     "aotcheck supports data and metadata mutations of inputs, not storage swaps")
-            if not (data or meta) and w.requires_grad != before[p][1]:
+            if not (data or meta) and anchors[p].requires_grad != before[p][1]:
                 raise UnsupportedInputError(
                     f"the function changes requires_grad of input placeholder {p} "
                     "(requires_grad_() on an argument); set requires_grad before the call")
@@ -317,8 +330,16 @@ class FunctionalRun:
                 value_output = len(candidates)
                 candidates.append(w)
             inputs.append(InputFacts(
-                p, data, meta, (w.grad_fn, w.requires_grad) != before[p], w.requires_grad,
+                p, data, meta, (anchors[p].grad_fn, anchors[p].requires_grad) != before[p],
+                w.requires_grad,
                 *_meta(w), value_output))
+        member_ops = {idx for kind, idx, *_ in recorder.log if kind == "leaf"}
+        if member_ops and any(torch._functionalize_has_data_mutation(w) for w in works):
+            raise UnsupportedInputError(
+                f"argument leaf {min(member_ops)} shares storage with another argument, its "
+                "metadata is changed in place (t_, transpose_, ...) and the shared storage is "
+                "mutated; aotcheck's synthetic-base replay does not give eager's gradients for "
+                "that combination, so it refuses it. Pass the arguments without aliasing")
         members = []
         for i, m in member_meta.items():
             if _meta(user[i]) != m:

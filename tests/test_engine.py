@@ -116,6 +116,13 @@ def test_aliasing_is_part_of_the_signature():
 
 
 _CLOSURE = torch.ones(3)
+
+
+def _view_then_transpose_then_mutate(a):
+    v = a.reshape((8,))
+    a.transpose_(0, 2)
+    v.mul_(-1.0)
+    return a.view((2, 2, 2, 1))
 _LINEAR = torch.nn.Linear(3, 2)
 
 
@@ -130,7 +137,10 @@ _LINEAR = torch.nn.Linear(3, 2)
     (lambda x: x * _CLOSURE, torch.randn(3), aotcheck.UnsupportedInputError, "not one of its arguments"),
     (lambda x: _LINEAR(x), torch.randn(2, 3), aotcheck.UnsupportedInputError, "functional_call"),
     (lambda x: x.requires_grad_() * 2, torch.randn(3), aotcheck.UnsupportedInputError, "requires_grad_"),
-    (lambda x: x.view(-1).as_strided((1,), (1,), 0).add_(1), torch.randn(1, 1),
+    (_view_then_transpose_then_mutate, torch.randn(1, 4, 2, requires_grad=True).clone(),
+     aotcheck.UnsupportedInputError,
+     "cannot replay that view"),
+    (lambda x: x.view(-1).as_strided((1,), (1,), 0).add_(1), torch.randn(1, 4, 2),
      aotcheck.UnsupportedInputError, "as_strided\\(\\) view taken of another view"),
 ])
 def test_bad_input_is_a_named_error(fn, arg, err, text):
