@@ -419,6 +419,15 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
             "an op on a view taken under no_grad of a grad-requiring non-leaf argument returns a tensor with "
             "requires_grad False; eager's requires grad (the no_grad view of a non-leaf is a leaf that "
             "requires grad)"),
+        # regression cases of aotcheck's own engine (aotcheck/corpus/cases_regressions.py):
+        # torch fails them too
+        "regressions.fuzz_view_of_no_grad_view": (
+            "a view of a view taken under no_grad sends a gradient to the argument; eager's autograd "
+            "chain ends at the no_grad view, so no gradient reaches it"),
+        "regressions.fuzz_unbind_under_no_grad_returned": _NO_GRAD_VIEW,
+        **_group(_INPLACE_VIEW, "regressions.fuzz_t_then_zero_through_view_of_twice_passed",
+                 "regressions.fuzz_t_of_argument_aliased_by_its_transpose",
+                 "regressions.fuzz_t_and_add_on_twice_passed_returned"),
         "cached:requires_grad_modes.inference_mode_region_inside": (
             "AOTAutogradCache bypass, so the cached run cannot hit: Dynamo's graph calls "
             "torch.autograd.grad_mode._enter_inference_mode, which check_node_safe does not accept "
@@ -426,6 +435,9 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
     },
     # torch.compile(backend="aotcheck"): only what Dynamo cannot capture; aotcheck gets every graph right.
     "dynamo-aotcheck": {
+        **_group(_INPLACE_VIEW, "regressions.fuzz_t_then_zero_through_view_of_twice_passed",
+                 "regressions.fuzz_t_of_argument_aliased_by_its_transpose",
+                 "regressions.fuzz_t_and_add_on_twice_passed_returned"),
         **_group(_NO_GRAPH.replace("AOT autograd", "aotcheck"), "basics.returns_none",
                  "basics.returns_only_python_scalar", "basics.empty_tuple_output",
                  "alias_of_input.return_input_itself"),
@@ -511,7 +523,12 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
         # found by `aotcheck fuzz --engine torch --seed 11` (aotcheck/corpus/cases_torch_findings.py)
         **_group(_LIST, "regressions.fuzz_zero_dim_float64_input_mutation_lost",
                  "regressions.fuzz_transposed_alias_mutated_with_grad_leaf_mutated_under_no_grad",
-                 "regressions.fuzz_op_on_no_grad_view_of_grad_nonleaf"),
+                 "regressions.fuzz_op_on_no_grad_view_of_grad_nonleaf",
+                 "regressions.fuzz_view_of_sibling_view_input", "regressions.fuzz_view_of_no_grad_view",
+                 "regressions.fuzz_t_then_zero_through_view_of_twice_passed",
+                 "regressions.fuzz_t_of_argument_aliased_by_its_transpose",
+                 "regressions.fuzz_unbind_under_no_grad_returned",
+                 "regressions.fuzz_t_and_add_on_twice_passed_returned"),
         "regressions.fuzz_view_of_mutated_row_input_with_its_base": (
             "f(x[0], x) mutating the row and returning a view of it raises 'incorrect out shape after "
             "application of ViewMeta sequence' (as the torch engine; pytorch/pytorch#198095 family)"),

@@ -46,7 +46,7 @@ def fuzz_view_of_no_grad_view():
     return f, make
 
 
-@case("regressions", mode="inference", tags=("fuzz", "aliased_inputs", "metadata_mutation"))
+@case("regressions", mode="training", tags=("fuzz", "aliased_inputs", "metadata_mutation"))
 def fuzz_t_then_zero_through_view_of_twice_passed():
     """One non-leaf passed twice; ``t_`` on it, then a view of it zeroed. The engine replayed
     the metadata change with strides from functionalization ((1, 1), where eager has (1, 2)
