@@ -239,6 +239,10 @@ def _plain(v):
         "such ops with int, float, bool and sequence arguments only")
 
 
+_INPLACE_DUNDERS = frozenset({"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__",
+                              "__ifloordiv__", "__imod__", "__ipow__", "__iand__", "__ior__"})
+
+
 class _MetadataRecorder(TorchFunctionMode):
     """Records in-place metadata calls (``t_``, ``transpose_``, ...) on arguments, as the
     user wrote them, so the runtime can replay exactly those calls (see NOTE [mutation
@@ -247,15 +251,31 @@ class _MetadataRecorder(TorchFunctionMode):
     def __init__(self, watched: dict[int, tuple]):
         super().__init__()
         self.watched, self.log = watched, []
+        self.events: list[tuple[str, object]] = []    # ("meta" | "data", storage), in order
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
-        if name in METADATA_METHODS and args and id(args[0]) in self.watched:
-            kind, index = self.watched[id(args[0])]
+        target = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if name in METADATA_METHODS and target is not None and id(target) in self.watched:
+            kind, index = self.watched[id(target)]
             self.log.append((kind, index, name, _plain(list(args[1:])),
                              _plain(sorted(kwargs.items())), torch.is_grad_enabled()))
+            self.events.append(("meta", _storage(target)))
+        elif target is not None and (name in _INPLACE_DUNDERS or (
+                name.endswith("_") and not name.startswith("_") and name not in METADATA_METHODS)):
+            self.events.append(("data", _storage(target)))
         return func(*args, **kwargs)
+
+    def data_after_meta(self) -> bool:
+        """Was some storage mutated after an argument over it changed metadata in place?"""
+        changed = set()
+        for what, st in self.events:
+            if what == "meta":
+                changed.add(st)
+            elif st in changed:
+                return True
+        return False
 
 
 class FunctionalRun:
@@ -334,11 +354,11 @@ class FunctionalRun:
                 w.requires_grad,
                 *_meta(w), value_output))
         member_ops = {idx for kind, idx, *_ in recorder.log if kind == "leaf"}
-        if member_ops and any(torch._functionalize_has_data_mutation(w) for w in works):
+        if member_ops and recorder.data_after_meta():
             raise UnsupportedInputError(
                 f"argument leaf {min(member_ops)} shares storage with another argument, its "
                 "metadata is changed in place (t_, transpose_, ...) and the shared storage is "
-                "mutated; aotcheck's synthetic-base replay does not give eager's gradients for "
+                "mutated afterwards; aotcheck's synthetic-base replay does not give eager's gradients for "
                 "that combination, so it refuses it. Pass the arguments without aliasing")
         members = []
         for i, m in member_meta.items():

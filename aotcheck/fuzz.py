@@ -29,6 +29,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
 
+from .errors import DOCUMENTED_LIMITS
 from .oracle import check
 from .programs import Program
 from .strategies import programs
@@ -52,6 +53,7 @@ class FuzzResult:
     engine: str
     seed: int
     examples: int = 0                # programs run through the engine
+    refused: int = 0                 # programs the engine refused with a documented limit
     cached_hits: int = 0             # programs whose cached run hit every graph
     findings: dict[str, Finding] = field(default_factory=dict)
     seconds: float = 0.0
@@ -112,7 +114,9 @@ def fuzz(engine_name: str = "aotcheck", examples: int = 200, seed: int = 0, cach
         result.examples += 1
         problems, sig, hit = run_program(program, engine, cached)
         result.cached_hits += hit
-        if problems:
+        if problems and all(any(lim in p for lim in DOCUMENTED_LIMITS) for p in problems):
+            result.refused += 1          # a named refusal, counted apart from wrong results
+        elif problems:
             f = result.findings.get(sig)
             if f is None:
                 result.findings[sig] = Finding(sig, 1, program, problems, index)
@@ -176,7 +180,8 @@ def write_reproducers(result: FuzzResult, out: Path) -> dict[str, Path]:
 def format_summary(result: FuzzResult) -> str:
     lines = [f"engine {result.engine}, seed {result.seed}: {result.examples} programs in "
              f"{result.seconds:.1f}s ({result.examples / max(result.seconds, 1e-9):.1f}/s), "
-             f"{result.cached_hits} went through the cache and hit",
+             f"{result.cached_hits} went through the cache and hit, {result.refused} refused "
+             "with a documented limit (see aotcheck.errors.DOCUMENTED_LIMITS)",
              f"{len(result.findings)} distinct failure signature(s)"]
     if result.findings:
         lines.append(f"{'count':>6}  {'stmts':>5}  signature / smallest reproducer")

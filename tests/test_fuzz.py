@@ -15,10 +15,7 @@ from aotcheck.engines import ENGINES, AotcheckEngine
 from aotcheck.fuzz import format_summary, fuzz, run_program
 from aotcheck.strategies import programs
 
-# The refusals the engine documents for programs valid in eager (see tests/test_engine.py).
-DOCUMENTED_REFUSALS = ("functionalization cannot express that",
-                       "functionalization cannot replay that view",
-                       "synthetic-base replay does not give eager's gradients")
+from aotcheck.errors import DOCUMENTED_LIMITS as DOCUMENTED_REFUSALS  # noqa: E402
 SHARDS = 4
 PER_SHARD = max(1, flags.get(flags.FUZZ_EXAMPLES) // SHARDS)
 ENGINE = AotcheckEngine()
