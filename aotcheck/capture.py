@@ -172,6 +172,7 @@ class Captured:
     plan: InputPlan
     facts: RawFacts
     out_spec: object = field(repr=False, default=None)
+    geometry: object = field(repr=False, default=None)   # eager geometry per output (joint reuses it)
 
 
 # ---------------------------------------------------------------- tracing
@@ -252,6 +253,12 @@ class _MetadataRecorder(TorchFunctionMode):
         super().__init__()
         self.watched, self.log = watched, []
         self.events: list[tuple[str, object]] = []    # ("meta" | "data", storage), in order
+        # NOTE [eager geometry]: a functional wrapper's size/stride/offset can drift from
+        # eager's when functionalization re-syncs a view after its base is mutated (the base's
+        # new value is contiguous). The geometry a tensor had when the function created it (or
+        # last changed its metadata in place) is eager's; it is kept here, by tensor.
+        self.geometry: dict[int, tuple] = {}
+        self._alive: list[torch.Tensor] = []            # keeps ids unique while tracing
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -265,7 +272,14 @@ class _MetadataRecorder(TorchFunctionMode):
         elif target is not None and (name in _INPLACE_DUNDERS or (
                 name.endswith("_") and not name.startswith("_") and name not in METADATA_METHODS)):
             self.events.append(("data", _storage(target)))
-        return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        if name in METADATA_METHODS and target is not None:
+            self.geometry[id(target)] = _meta(target)
+        for t in pytree.tree_leaves(out):
+            if isinstance(t, torch.Tensor) and id(t) not in self.geometry and t.layout == torch.strided:
+                self.geometry[id(t)] = _meta(t)
+                self._alive.append(t)
+        return out
 
     def data_after_meta(self) -> bool:
         """Was some storage mutated after an argument over it changed metadata in place?"""
@@ -285,8 +299,9 @@ class FunctionalRun:
     trace (which returns the needed values plus gradients).
     """
 
-    def __init__(self, fn, plan: InputPlan, sig: Signature, leaves: list, in_spec):
+    def __init__(self, fn, plan: InputPlan, sig: Signature, leaves: list, in_spec, geometry=None):
         self.fn, self.plan, self.sig, self.leaves, self.in_spec = fn, plan, sig, leaves, in_spec
+        self.eager_geometry = geometry      # per output leaf: (geometry, base geometry) or None
 
     def run(self, placeholders: list[torch.Tensor]):
         """Returns (candidates, facts, out_spec, placeholder wrappers). Call with functionalization on."""
@@ -364,9 +379,11 @@ class FunctionalRun:
         for i, m in member_meta.items():
             if _meta(user[i]) != m:
                 members.append(MemberFacts(i, *_meta(user[i])))
+        self.geometry, self.base_geometry = recorder.geometry, {}
         outputs, intermediates, new_leaves = self._outputs(out_leaves, user, candidates)
         cands = tuple((tuple(c.shape), str(c.dtype).replace("torch.", ""), c.requires_grad,
-                       tuple(c.stride()), c.storage_offset()) for c in candidates)
+                       *self.base_geometry.get(id(c), recorder.geometry.get(id(c), _meta(c)))[1:])
+                      for c in candidates)
         facts = RawFacts(tuple(inputs), tuple(members), tuple(outputs), str(out_spec),
                          tuple(intermediates), cands, tuple(new_leaves),
                          tuple(_freeze(op) for op in recorder.log))
@@ -398,7 +415,11 @@ class FunctionalRun:
                 raise UnsupportedInputError(
                     f"output leaf {k} has layout {o.layout}; aotcheck returns strided (dense) "
                     "tensors only")
-            common = dict(shape=tuple(o.shape), stride=tuple(o.stride()), offset=o.storage_offset(),
+            eg = self.eager_geometry[k] if self.eager_geometry and k < len(self.eager_geometry) else None
+            shape, stride, offset = eg[0] if eg else self.geometry.get(id(o), _meta(o))
+            if eg and eg[1] is not None and o._base is not None:
+                self.base_geometry[id(o._base)] = eg[1]
+            common = dict(shape=shape, stride=stride, offset=offset,
                           dtype=str(o.dtype).replace("torch.", ""), requires_grad=o.requires_grad,
                           is_leaf=o.is_leaf,
                           multi_output_view=o._is_view() and torch._functionalize_is_multi_output_view(o),
@@ -440,6 +461,36 @@ class FunctionalRun:
                 if id(root) in out_ids:
                     outputs[k] = _replace(f, base_intermediate=-1, base_output=out_ids[id(root)])
         return outputs, intermediates, new_leaves
+
+
+def eager_geometry(fn, leaves: list, in_spec, sig: Signature):
+    """Run ``fn`` as eager would, on fake copies of the arguments (no functionalization),
+    and return per output leaf ``(geometry, base geometry)``, or None if that run fails.
+
+    # NOTE [eager geometry]
+    A functional wrapper's size/stride/offset can drift from eager's: when functionalization
+    replaces a mutated tensor's value, the new value is laid out by the functional op (e.g.
+    contiguous where eager's argument was a strided slice), and views taken afterwards, or
+    views re-synced from it, inherit that layout. Aliased outputs are rebuilt with
+    as_strided on real tensors, so their geometry must be eager's; it is read here.
+    """
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    mode = FakeTensorMode()
+    try:
+        fakes = [mode.from_tensor(t) if isinstance(t, torch.Tensor) else t for t in leaves]
+        args, kwargs = unflatten_inputs(fakes, in_spec)
+        with _trace_grad_mode(sig), mode:
+            out = fn(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - fall back to the functional wrappers' geometry
+        return None
+    result = []
+    for o in pytree.tree_leaves(out, is_leaf=lambda x: isinstance(x, torch.Size)):
+        if isinstance(o, torch.Tensor) and o.layout == torch.strided:
+            base = o._base
+            result.append((_meta(o), _meta(base) if base is not None else None))
+        else:
+            result.append(None)
+    return result
 
 
 def _freeze(v):
@@ -547,7 +598,8 @@ def capture(fn, leaves: list, in_spec, sig: Signature,
             synthetic: frozenset[int] = frozenset()) -> Captured:
     """Trace ``fn`` for this signature. Re-captures with synthetic bases when needed."""
     plan = plan_inputs(sig, synthetic)
-    run = FunctionalRun(fn, plan, sig, leaves, in_spec)
+    geometry = eager_geometry(fn, leaves, in_spec, sig)
+    run = FunctionalRun(fn, plan, sig, leaves, in_spec, geometry)
     box: dict = {}
 
     def body(*placeholders):
@@ -559,7 +611,7 @@ def capture(fn, leaves: list, in_spec, sig: Signature,
         gm = trace_functional(body, placeholder_tensors(plan, leaves))
     gm.graph.eliminate_dead_code()
     gm.recompile()
-    captured = Captured(gm, plan, box["facts"], box["out_spec"])
+    captured = Captured(gm, plan, box["facts"], box["out_spec"], geometry=geometry)
     needs = _groups_needing_synthetic_base(sig, captured) - synthetic
     if needs:
         return capture(fn, leaves, in_spec, sig, synthetic | needs)

@@ -528,7 +528,9 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
                  "regressions.fuzz_t_then_zero_through_view_of_twice_passed",
                  "regressions.fuzz_t_of_argument_aliased_by_its_transpose",
                  "regressions.fuzz_unbind_under_no_grad_returned",
-                 "regressions.fuzz_t_and_add_on_twice_passed_returned"),
+                 "regressions.fuzz_t_and_add_on_twice_passed_returned",
+                 "regressions.fuzz_mutated_view_of_strided_argument_returned",
+                 "regressions.fuzz_view_taken_after_mutating_strided_argument"),
         "regressions.fuzz_view_of_mutated_row_input_with_its_base": (
             "f(x[0], x) mutating the row and returning a view of it raises 'incorrect out shape after "
             "application of ViewMeta sequence' (as the torch engine; pytorch/pytorch#198095 family)"),

@@ -63,7 +63,7 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     diff = tuple(k for k, c in enumerate(fw)
                  if meta.candidates[c][2] and c not in replayed_without_grad)
     grad_inputs = tuple(p for p, t in enumerate(primals) if t.requires_grad)
-    run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec)
+    run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry)
     n = len(primals)
 
     def body(*flat):

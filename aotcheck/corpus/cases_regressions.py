@@ -109,3 +109,27 @@ def fuzz_t_and_add_on_twice_passed_returned():
         b0 = l0.clone()
         return Inputs((b0, _randn((1, 1, 1)), b0), leaves=(l0,))
     return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "input_mutation", "alias_of_input"))
+def fuzz_mutated_view_of_strided_argument_returned():
+    """A view of a strided slice argument, mutated and returned. Functionalization re-synced
+    the view from the base's new (contiguous) value, so its recorded stride was (1,) where
+    eager's is (2,), and the output was rebuilt at the wrong elements: a silently wrong
+    result. Geometry now comes from an eager run on fake tensors (NOTE [eager geometry])."""
+    def f(a0):
+        v0 = a0.view((2,))
+        v0.add_(1.0)
+        return (v0,)
+    return f, lambda: Inputs((_randn((4,))[::2],))
+
+
+@case("regressions", mode="inference", tags=("fuzz", "input_mutation", "alias_of_input"))
+def fuzz_view_taken_after_mutating_strided_argument():
+    """A view of a strided argument taken after the argument is mutated in place inherited
+    the functional value's contiguous layout."""
+    def f(a0):
+        v0 = a0.t()
+        a0.add_(1)
+        return v0, a0[0]
+    return f, lambda: Inputs((_randn((3, 4))[:, ::2],))
