@@ -336,7 +336,14 @@ class FunctionalRun:
         try:
             with recorder:
                 result = self.fn(*args, **kwargs)
-        except (RuntimeError, ValueError) as e:
+        except (RuntimeError, ValueError, IndexError) as e:
+            if any(kind == "leaf" for kind, *_ in recorder.log):
+                raise UnsupportedInputError(
+                    "an argument that shares storage with another argument has its metadata "
+                    "changed in place (t_, transpose_, ...) and the shared storage is mutated "
+                    "afterwards; aotcheck's synthetic-base replay does not give eager's gradients "
+                    "for that combination, so it refuses it. Pass the arguments without aliasing "
+                    f"({type(e).__name__}: {str(e).splitlines()[0][:120]})") from None
             if recorder.log and "view" in str(e):
                 raise UnsupportedInputError(
                     "the function changes an argument's metadata in place (t_, transpose_, ...) "
@@ -497,11 +504,26 @@ def _freeze(v):
     return tuple(_freeze(x) for x in v) if isinstance(v, (list, tuple)) else v
 
 
+def _dense(t: torch.Tensor) -> bool:
+    """Non-overlapping and dense: its elements fill a block of memory without gaps."""
+    dims = sorted((st, sz) for sz, st in zip(t.shape, t.stride()) if sz != 1)
+    expected = 1
+    for st, sz in dims:
+        if st != expected:
+            return False
+        expected *= sz
+    return True
+
+
 def _nonleaf_copy(p: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     """A non-leaf copy of wrapper ``w`` with exactly ``p``'s storage geometry (size of the
     storage, offset, strides), so that offsets recorded for aliases of it are the real ones."""
     numel = p.untyped_storage().nbytes() // p.element_size()
-    if p.storage_offset() == 0 and p.is_contiguous() and numel == p.numel():
+    if (p.storage_offset() == 0 and p.is_contiguous() and numel == p.numel()) or not _dense(p):
+        # a strided slice (not dense) is copied compactly: a geometry-keeping copy would be an
+        # as_strided view, on which autograd cannot replay in-place metadata ops (unsqueeze_
+        # then clamp_ fails its shape check); aliased outputs take eager's geometry anyway
+        # (NOTE [eager geometry])
         return w.clone()
     view = w.new_empty((numel,)).as_strided(p.shape, p.stride(), p.storage_offset())
     view.copy_(w)

@@ -148,15 +148,21 @@ class CompiledArtifact:
         if self._fresh_slots is not None:
             return [values[s] for s in self._fresh_slots]
         meta = self.meta
+        # A placeholder's new value has its final layout, so its own metadata calls come first;
+        # an alias group's base value has the base's layout, so members' calls come after.
         if meta.metadata_ops:
-            self._replay_metadata(primals, leaves)
+            self._replay_metadata(primals, leaves, "placeholder")
         if meta.mutations:
             self._apply_mutations(primals, values)
+        if meta.metadata_ops:
+            self._replay_metadata(primals, leaves, "leaf")
         return self._outputs(leaves, values)
 
-    def _replay_metadata(self, primals, leaves):
+    def _replay_metadata(self, primals, leaves, which: str):
         grad_on = torch.is_grad_enabled()
         for kind, index, method, args, kwargs, grad in self.meta.metadata_ops:
+            if kind != which:
+                continue
             target = primals[index] if kind == "placeholder" else leaves[index]
             with torch.set_grad_enabled(grad_on and grad):
                 getattr(target, method)(*args, **dict(kwargs))

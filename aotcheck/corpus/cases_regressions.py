@@ -133,3 +133,73 @@ def fuzz_view_taken_after_mutating_strided_argument():
         a0.add_(1)
         return v0, a0[0]
     return f, lambda: Inputs((_randn((3, 4))[:, ::2],))
+
+
+@case("regressions", mode="training", tags=("fuzz", "metadata_mutation", "noncontiguous"))
+def fuzz_unsqueeze_then_clamp_strided_nonleaf():
+    """unsqueeze_ then clamp_ on a strided-slice non-leaf: the engine's geometry-keeping copy
+    was an as_strided view, and autograd's replay of the in-place metadata change failed its
+    shape check ('invalid gradient ... got [3, 3, 1, 1]'). Seen 20 times in 2,000 programs."""
+    def f(a0):
+        a0.unsqueeze_(2)
+        a0.clamp_(None, 0.0)
+        return ()
+
+    def make():
+        l0 = _randn((6, 3, 1)).requires_grad_()
+        return Inputs((l0.clone()[::2],), leaves=(l0,))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "aliased_inputs", "metadata_mutation"))
+def fuzz_transpose_root_after_mutating_its_slice():
+    """f(a, a[1:]): the slice is mutated, then the root argument is transposed in place. The
+    runtime replayed the transpose before copying the group's new value back, whose layout is
+    the root's original one ('size of tensor a (2) must match ... (4)')."""
+    def f(a0, a3):
+        a3.add_(1.0)
+        a0.transpose_(0, 1)
+        return (a0 * 2,)
+
+    def make():
+        l0 = _randn((2, 4)).requires_grad_()
+        b0 = l0.clone()
+        return Inputs((b0, b0[1:]), leaves=(l0,))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "aliased_inputs", "metadata_mutation"),
+      xfail="open engine bug: unsqueeze_ on an aliased argument, then an indexed assignment "
+            "through it, fails inside functionalization (IndexError: dimension out of range) "
+            "instead of matching eager or being refused by name")
+def fuzz_unsqueeze_then_setitem_aliased_argument():
+    def f(a0, a1, a2):
+        a1.unsqueeze_(1)
+        a2.clamp_(None, 0.0)
+        a1[:, :1:2] = 0.5
+        return (a0,)
+
+    def make():
+        l0 = _randn((2, 4), ).double().requires_grad_()
+        b0 = l0.clone()
+        a0 = b0[0]
+        return Inputs((a0, b0[1], a0[1:]), leaves=(l0,))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "mutation_autograd", "detach"),
+      xfail="open engine bug: a detached alias of a grad leaf is mutated in place with a "
+            "grad-requiring value and returned; eager's output carries AddBackward into that "
+            "value, the engine rebuilds it as a view of the argument, so the leaf's gradient "
+            "differs (silently wrong)")
+def fuzz_detached_alias_mutated_with_grad_value_returned():
+    def f(a0):
+        v0 = a0.tanh()
+        v1 = a0.detach()
+        v1.add_(v0)
+        return (v1,)
+
+    def make():
+        b0 = _randn(()).requires_grad_()
+        return Inputs((b0,), leaves=(b0,))
+    return f, make
