@@ -519,7 +519,7 @@ def _nonleaf_copy(p: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     """A non-leaf copy of wrapper ``w`` with exactly ``p``'s storage geometry (size of the
     storage, offset, strides), so that offsets recorded for aliases of it are the real ones."""
     numel = p.untyped_storage().nbytes() // p.element_size()
-    if (p.storage_offset() == 0 and p.is_contiguous() and numel == p.numel()) or not _dense(p):
+    if (p.storage_offset() == 0 and _dense(p) and numel == p.numel()) or not _dense(p):
         # a strided slice (not dense) is copied compactly: a geometry-keeping copy would be an
         # as_strided view, on which autograd cannot replay in-place metadata ops (unsqueeze_
         # then clamp_ fails its shape check); aliased outputs take eager's geometry anyway
