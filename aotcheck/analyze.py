@@ -57,7 +57,10 @@ class OutputInfo:
     index: int
     kind: str
     source: int = -1                # input leaf / output / intermediate index, by kind
-    graph_output: int = -1          # for fresh outputs: index among graph candidates
+    graph_output: int = -1          # for fresh outputs: index among graph candidates; for an
+                                    # alias of an input that is no autograd view of it (a detached
+                                    # alias mutated with a value that requires grad): the candidate
+                                    # its gradient flows through
     requires_grad: bool = False
     is_leaf: bool = True
     shape: tuple[int, ...] = ()
@@ -135,6 +138,8 @@ class ViewMutationMeta:
             desc = o.kind
             if o.kind in (IS_INPUT, ALIAS_OF_INPUT):
                 desc += f" {o.source}"
+                if o.graph_output >= 0:
+                    desc += f" (detached; gradient through graph output {o.graph_output})"
             elif o.kind in (ALIAS_OF_OUTPUT, SAME_AS_OUTPUT):
                 desc += f" {o.source}"
             elif o.kind == ALIAS_OF_INTERMEDIATE:
@@ -201,7 +206,7 @@ def _classify(k, o) -> OutputInfo:
     if o.is_input >= 0:
         return OutputInfo(k, IS_INPUT, o.is_input, **common)
     if o.input_storage >= 0:
-        return OutputInfo(k, ALIAS_OF_INPUT, o.input_storage, **common)
+        return OutputInfo(k, ALIAS_OF_INPUT, o.input_storage, graph_output=o.graph_output, **common)
     if o.base_output >= 0:
         return OutputInfo(k, ALIAS_OF_OUTPUT, o.base_output, **common)
     if o.output_storage >= 0:

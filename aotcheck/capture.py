@@ -142,7 +142,8 @@ class OutputFacts:
     output_storage: int = -1        # earlier output it shares storage with (not a view of it)
     base_output: int = -1           # it is a view whose root is this output
     base_intermediate: int = -1     # it is a view whose root is intermediate k
-    graph_output: int = -1          # graph-output index of its value
+    graph_output: int = -1          # graph-output index of its value (for an input_storage
+                                    # alias: of the value its gradient flows through, if any)
     shape: tuple[int, ...] = ()
     stride: tuple[int, ...] = ()
     offset: int = 0
@@ -173,6 +174,7 @@ class Captured:
     facts: RawFacts
     out_spec: object = field(repr=False, default=None)
     geometry: object = field(repr=False, default=None)   # eager geometry per output (joint reuses it)
+    nonleaf_views: bool = False     # non-leaf argument copies are views of fresh storage (_nonleaf_copy)
 
 
 # ---------------------------------------------------------------- tracing
@@ -299,9 +301,11 @@ class FunctionalRun:
     trace (which returns the needed values plus gradients).
     """
 
-    def __init__(self, fn, plan: InputPlan, sig: Signature, leaves: list, in_spec, geometry=None):
+    def __init__(self, fn, plan: InputPlan, sig: Signature, leaves: list, in_spec, geometry=None,
+                 nonleaf_views: bool = False):
         self.fn, self.plan, self.sig, self.leaves, self.in_spec = fn, plan, sig, leaves, in_spec
         self.eager_geometry = geometry      # per output leaf: (geometry, base geometry) or None
+        self.nonleaf_views = nonleaf_views
 
     def run(self, placeholders: list[torch.Tensor]):
         """Returns (candidates, facts, out_spec, placeholder wrappers). Call with functionalization on."""
@@ -310,7 +314,8 @@ class FunctionalRun:
         works = []
         for p, w in zip(placeholders, wrappers):
             # A non-leaf that requires grad may be mutated in place; the wrapper is a leaf.
-            works.append(_nonleaf_copy(p, w) if (p.requires_grad and not p.is_leaf) else w)
+            works.append(_nonleaf_copy(p, w, self.nonleaf_views)
+                         if (p.requires_grad and not p.is_leaf) else w)
         user: list = []
         for i, src in enumerate(plan.sources):
             if src[0] == "value":
@@ -324,8 +329,8 @@ class FunctionalRun:
                 view = works[p].as_strided(shape, stride, offset)
                 user.append(view.detach() if detached else view)
         # Autograd regenerates a view's grad_fn when its version changes, so "did autograd see
-        # the mutation" is read on the tensor that owns the storage (a non-leaf copy is a view
-        # of a fresh base when the argument's geometry needed one; see _nonleaf_copy).
+        # the mutation" is read on the tensor that owns the storage (a non-leaf copy may be a
+        # view of fresh storage; see _nonleaf_copy).
         anchors = [w._base if w._base is not None else w for w in works]
         before = [(a.grad_fn, a.requires_grad) for a in anchors]
         member_meta = {i: _meta(user[i]) for i, s in enumerate(plan.sources) if s[0] == "member"}
@@ -387,6 +392,7 @@ class FunctionalRun:
             if _meta(user[i]) != m:
                 members.append(MemberFacts(i, *_meta(user[i])))
         self.geometry, self.base_geometry = recorder.geometry, {}
+        self._work_ids = {id(w) for w in works}
         outputs, intermediates, new_leaves = self._outputs(out_leaves, user, candidates)
         cands = tuple((tuple(c.shape), str(c.dtype).replace("torch.", ""), c.requires_grad,
                        *self.base_geometry.get(id(c), recorder.geometry.get(id(c), _meta(c)))[1:])
@@ -398,10 +404,10 @@ class FunctionalRun:
 
     def _outputs(self, out_leaves, user, candidates):
         tensor_user = {id(t): i for i, t in enumerate(user) if isinstance(t, torch.Tensor)}
-        input_storages = {}
+        input_storages: dict = {}
         for i, t in enumerate(user):
             if isinstance(t, torch.Tensor):
-                input_storages.setdefault(_storage(t), i)
+                input_storages.setdefault(_storage(t), []).append(i)
         outputs, out_storage, out_ids = [], {}, {}
         roots: dict[int, int] = {}
         intermediates: list[int] = []
@@ -437,7 +443,17 @@ class FunctionalRun:
             elif id(o) in tensor_user:
                 outputs.append(OutputFacts(True, is_input=tensor_user[id(o)], **common))
             elif st in input_storages:
-                outputs.append(OutputFacts(True, input_storage=input_storages[st], **common))
+                grad_value = -1
+                if o.requires_grad and not (o._base is not None and id(o._base) in self._work_ids):
+                    # It shares an argument's storage but is no autograd view of it: a detached
+                    # alias mutated in place with a value that requires grad (eager: its grad_fn
+                    # is that op's). Its gradient comes from its own graph value.
+                    grad_value = len(candidates)
+                    candidates.append(o)
+                source = self._alias_source(input_storages[st], (shape, stride, offset),
+                                            o.dtype, o.requires_grad)
+                outputs.append(OutputFacts(True, input_storage=source,
+                                           graph_output=grad_value, **common))
             elif id(o) in roots:
                 # the base of earlier view outputs, returned itself: it is the fresh one
                 outputs.append(OutputFacts(True, graph_output=intermediates[roots[id(o)]], **common))
@@ -468,6 +484,42 @@ class FunctionalRun:
                 if id(root) in out_ids:
                     outputs[k] = _replace(f, base_intermediate=-1, base_output=out_ids[id(root)])
         return outputs, intermediates, new_leaves
+
+
+    def _alias_source(self, candidates: list[int], geometry: tuple, dtype, requires_grad) -> int:
+        """Which of the arguments over one storage an output aliasing it is rebuilt from: one
+        whose memory holds all of the output's (preferring one with the output's requires_grad),
+        else the first. The runtime rebuilds it with ``as_strided`` on that argument, so, as in
+        eager, an as_strided view that reaches outside it gets no gradient there."""
+        if len(candidates) == 1:
+            return candidates[0]
+        specs = [self.sig.leaves[i] for i in candidates]
+        if any(getattr(torch, sp.dtype) != dtype for sp in specs):
+            return candidates[0]
+        out = _footprint(*geometry, specs[0].storage_numel)
+        holding = [i for i, sp in zip(candidates, specs)
+                   if out is not None and out <= (_footprint(sp.shape, sp.stride, sp.offset,
+                                                             sp.storage_numel) or set())]
+        holding.sort(key=lambda i: self.sig.leaves[i].requires_grad != requires_grad)
+        return holding[0] if holding else candidates[0]
+
+
+_FOOTPRINT_LIMIT = 1 << 16
+
+
+def _footprint(shape, stride, offset, storage_numel) -> frozenset | None:
+    """The storage elements a geometry addresses, or None when there are too many to list."""
+    n = 1
+    for sz in shape:
+        n *= sz
+    if n > _FOOTPRINT_LIMIT or storage_numel > (1 << 24):
+        return None
+    if n == 0:
+        return frozenset()
+    points = {offset}          # plain Python: this runs inside the fake, functional trace
+    for size, st in zip(shape, stride):
+        points = {x + k * st for x in points for k in range(size)}
+    return frozenset(points)
 
 
 def eager_geometry(fn, leaves: list, in_spec, sig: Signature):
@@ -515,19 +567,35 @@ def _dense(t: torch.Tensor) -> bool:
     return True
 
 
-def _nonleaf_copy(p: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+def _nonleaf_copy(p: torch.Tensor, w: torch.Tensor, as_view: bool) -> torch.Tensor:
     """A non-leaf copy of wrapper ``w`` with exactly ``p``'s storage geometry (size of the
-    storage, offset, strides), so that offsets recorded for aliases of it are the real ones."""
+    storage, offset, strides), so that offsets recorded for aliases of it are the real ones.
+
+    # NOTE [non-leaf copies]
+    A strided window must keep its geometry: reshape/contiguous decide view-or-copy from
+    strides, so a compact copy would turn eager's copies into views (silently wrong).
+
+    Under functionalization autograd cannot rebuild a view's grad_fn with as_strided, as eager
+    does; it replays the view ops that made the view, on its base as the base is *now*. That
+    goes wrong when in-place metadata changes (t_, unsqueeze_, ...) sit on the chain, in one of
+    two ways, so there are two kinds of copy:
+
+    - ``as_view=False`` (first choice): a plain tensor to autograd (a clone, or a detached
+      window into fresh storage). Fails when the argument's metadata changes in place after a
+      view of it was taken and that view's grad_fn is rebuilt ("narrow, then transpose_").
+    - ``as_view=True``: an autograd view of fresh storage. Fails when the argument's own
+      metadata changes and then its grad_fn is rebuilt ("unsqueeze_, then clamp_").
+
+    Both fail loudly while the joint graph is traced ("invalid gradient"); the pipeline then
+    traces again with the other kind (pipeline.run_stages). Gradients are the same either way.
+    """
     numel = p.untyped_storage().nbytes() // p.element_size()
-    if p.storage_offset() == 0 and _dense(p) and numel == p.numel():
-        # clone() keeps a dense tensor's strides, so the copy has p's geometry exactly. A
-        # strided slice must keep its geometry too: reshape/contiguous decide view-or-copy
-        # from strides, so a compact copy would turn eager's copies into views (silently
-        # wrong). Its geometry-keeping copy is an as_strided view, on which autograd cannot
-        # replay some in-place metadata changes (an open bug, pinned by a strict xfail:
-        # regressions.fuzz_unsqueeze_then_clamp_strided_nonleaf).
-        return w.clone()
-    view = w.new_empty((numel,)).as_strided(p.shape, p.stride(), p.storage_offset())
+    if as_view:
+        view = w.new_empty((numel,)).as_strided(p.shape, p.stride(), p.storage_offset())
+    elif p.storage_offset() == 0 and _dense(p) and numel == p.numel():
+        return w.clone()     # clone() keeps a dense tensor's strides: p's geometry exactly
+    else:
+        view = w.new_empty((numel,)).as_strided(p.shape, p.stride(), p.storage_offset()).detach()
     view.copy_(w)
     return view
 
@@ -619,11 +687,11 @@ def _guard_trace(thunk):
 
 
 def capture(fn, leaves: list, in_spec, sig: Signature,
-            synthetic: frozenset[int] = frozenset()) -> Captured:
+            synthetic: frozenset[int] = frozenset(), nonleaf_views: bool = False) -> Captured:
     """Trace ``fn`` for this signature. Re-captures with synthetic bases when needed."""
     plan = plan_inputs(sig, synthetic)
     geometry = eager_geometry(fn, leaves, in_spec, sig)
-    run = FunctionalRun(fn, plan, sig, leaves, in_spec, geometry)
+    run = FunctionalRun(fn, plan, sig, leaves, in_spec, geometry, nonleaf_views)
     box: dict = {}
 
     def body(*placeholders):
@@ -635,10 +703,11 @@ def capture(fn, leaves: list, in_spec, sig: Signature,
         gm = trace_functional(body, placeholder_tensors(plan, leaves))
     gm.graph.eliminate_dead_code()
     gm.recompile()
-    captured = Captured(gm, plan, box["facts"], box["out_spec"], geometry=geometry)
+    captured = Captured(gm, plan, box["facts"], box["out_spec"], geometry=geometry,
+                        nonleaf_views=nonleaf_views)
     needs = _groups_needing_synthetic_base(sig, captured) - synthetic
     if needs:
-        return capture(fn, leaves, in_spec, sig, synthetic | needs)
+        return capture(fn, leaves, in_spec, sig, synthetic | needs, nonleaf_views)
     return captured
 
 

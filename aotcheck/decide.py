@@ -5,7 +5,8 @@ mode is on, some argument requires grad, and at least one of:
 
 - some output that is not merely an alias of an argument requires grad
   (aliases of arguments are rebuilt as views at runtime, so autograd already
-  gives them a correct grad_fn);
+  gives them a correct grad_fn; not so a detached alias that an in-place op
+  with a grad-requiring value gave a grad_fn of its own);
 - some argument's data is mutated where autograd sees it, and the argument
   requires grad afterwards. This is PyTorch PR #128229: without it,
   ``a.mul_(2); return ()`` would silently lose the gradient through ``a``.
@@ -39,7 +40,8 @@ def _alias_of_argument(meta: ViewMutationMeta, o) -> bool:
     while o.kind in (SAME_AS_OUTPUT, ALIAS_OF_OUTPUT) and o.index not in seen:
         seen.add(o.index)
         o = meta.outputs[o.source]
-    return o.kind in (IS_INPUT, ALIAS_OF_INPUT)
+    # a detached alias that an in-place op gave a grad_fn gets its gradient from the graph
+    return o.kind == IS_INPUT or (o.kind == ALIAS_OF_INPUT and o.graph_output < 0)
 
 
 def decide(meta: ViewMutationMeta, sig: Signature) -> Decision:

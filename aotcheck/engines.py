@@ -377,18 +377,28 @@ _ROW_RETURN_BASE = ("f(a, a[0]) mutating the row and returning a: the output is 
 _LIST = ("returns a list where eager returns a tuple (aot_function rebuilds every tuple output as "
          "a list; no upstream issue found)")
 
+_DETACHED_VIEW_GRAD = ("a view of a detached alias of an input, mutated in place by a value that "
+                       "requires grad and returned, comes back as a leaf without grad_fn: the "
+                       "gradient of that value is silently lost (eager: AsStridedBackward0 into it)")
+_VIEW_REPLAY = ("raises 'invalid gradient ... got [4, 1] but expected [2, 1]': autograd over "
+                "functionalization rebuilds a view's grad_fn by replaying the view op on its base "
+                "after the base was transposed in place (aotcheck retraces with the argument copied "
+                "as a view of fresh storage)")
 _FUZZ_ALSO = ("fails under this engine too: a case from aotcheck's fuzzer run against its own "
               "engine (aotcheck/corpus/cases_regressions.py)")
 _OPEN_BUG = "an open aotcheck engine bug; the case's xfail reason says which"
 
 KNOWN_FAILURES: dict[str, dict[str, str]] = {
     "aotcheck": {
-        **_group(_OPEN_BUG, "regressions.fuzz_unsqueeze_then_setitem_aliased_argument",
-                 "regressions.fuzz_unsqueeze_then_clamp_strided_nonleaf",
-                 "regressions.fuzz_detached_alias_mutated_with_grad_value_returned"),
+        **_group(_OPEN_BUG, "regressions.fuzz_unsqueeze_then_setitem_aliased_argument"),
     },
     "torch": {
-        **_group(_FUZZ_ALSO, "regressions.fuzz_unsqueeze_then_clamp_strided_nonleaf", "regressions.fuzz_transpose_root_after_mutating_its_slice", "regressions.fuzz_unsqueeze_then_setitem_aliased_argument", "regressions.fuzz_detached_alias_mutated_with_grad_value_returned"),
+        **_group(_FUZZ_ALSO, "regressions.fuzz_unsqueeze_then_clamp_strided_nonleaf",
+                 "regressions.fuzz_transpose_root_after_mutating_its_slice",
+                 "regressions.fuzz_unsqueeze_then_setitem_aliased_argument",
+                 "regressions.fuzz_detached_alias_mutated_with_grad_value_returned"),
+        **_group(_INPLACE_VIEW, "regressions.fuzz_transpose_after_mutating_a_narrow_of_strided_nonleaf"),
+        **_group(_DETACHED_VIEW_GRAD, "regressions.detached_view_of_plain_argument_mutated_with_grad_value"),
         **_group(_NO_GRAPH, "basics.returns_none", "basics.returns_only_python_scalar",
                  "basics.empty_tuple_output", "alias_of_input.return_input_itself"),
         **_group(_INPLACE_VIEW, "metadata_mutation.t_only", "metadata_mutation.t_and_return_input",
@@ -444,8 +454,11 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
     },
     # torch.compile(backend="aotcheck"): only what Dynamo cannot capture; aotcheck gets every graph right.
     "dynamo-aotcheck": {
-        **_group(_FUZZ_ALSO, "regressions.fuzz_unsqueeze_then_clamp_strided_nonleaf", "regressions.fuzz_transpose_root_after_mutating_its_slice", "regressions.fuzz_unsqueeze_then_setitem_aliased_argument", "regressions.fuzz_detached_alias_mutated_with_grad_value_returned"),
+        **_group(_FUZZ_ALSO, "regressions.fuzz_unsqueeze_then_clamp_strided_nonleaf",
+                 "regressions.fuzz_transpose_root_after_mutating_its_slice",
+                 "regressions.fuzz_unsqueeze_then_setitem_aliased_argument"),
         **_group(_INPLACE_VIEW, "regressions.fuzz_t_then_zero_through_view_of_twice_passed",
+                 "regressions.fuzz_transpose_after_mutating_a_narrow_of_strided_nonleaf",
                  "regressions.fuzz_t_of_argument_aliased_by_its_transpose",
                  "regressions.fuzz_t_and_add_on_twice_passed_returned"),
         **_group(_NO_GRAPH.replace("AOT autograd", "aotcheck"), "basics.returns_none",
@@ -464,7 +477,13 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
                  "metadata_mutation.unsqueeze_nongrad_then_mul_by_grad_value"),
     },
     "torch-aot-function": {
-        **_group(_FUZZ_ALSO, "regressions.fuzz_unsqueeze_then_clamp_strided_nonleaf", "regressions.fuzz_transpose_root_after_mutating_its_slice", "regressions.fuzz_unsqueeze_then_setitem_aliased_argument", "regressions.fuzz_detached_alias_mutated_with_grad_value_returned"),
+        **_group(_FUZZ_ALSO, "regressions.fuzz_unsqueeze_then_clamp_strided_nonleaf",
+                 "regressions.fuzz_transpose_root_after_mutating_its_slice",
+                 "regressions.fuzz_unsqueeze_then_setitem_aliased_argument",
+                 "regressions.fuzz_detached_alias_mutated_with_grad_value_returned"),
+        **_group(_VIEW_REPLAY, "regressions.fuzz_transpose_after_mutating_a_narrow_of_strided_nonleaf"),
+        **_group(_LIST, "regressions.detached_view_of_plain_argument_mutated_with_grad_value",
+                 "regressions.fuzz_as_strided_outside_strided_nonleaf_gets_no_grad"),
         **_group(_LIST, "basics.python_scalar_outputs", "basics.empty_tuple_output", "basics.shape_arithmetic",
                  "basics.zero_dim_tensors", "basics.many_outputs", "non_differentiable.argmax_with_values",
                  "non_differentiable.comparisons", "non_differentiable.comparisons_only",

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 import torch.fx as fx
 
-from .analyze import FRESH, ViewMutationMeta
+from .analyze import ALIAS_OF_INPUT, FRESH, ViewMutationMeta
 from .capture import Captured, FunctionalRun, _from_fun, _to_fun, _trace_grad_mode, trace_functional
 from .errors import TraceError
 from .signature import Signature
@@ -48,7 +48,7 @@ def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
         if m.data:
             order.append(m.value_output)
     for o in meta.outputs:
-        if o.kind == FRESH:
+        if o.kind == FRESH or (o.kind == ALIAS_OF_INPUT and o.graph_output >= 0):
             order.append(o.graph_output)
     order.extend(meta.intermediate_bases)
     seen: set[int] = set()
@@ -63,7 +63,8 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     diff = tuple(k for k, c in enumerate(fw)
                  if meta.candidates[c][2] and c not in replayed_without_grad)
     grad_inputs = tuple(p for p, t in enumerate(primals) if t.requires_grad)
-    run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry)
+    run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry,
+                        captured.nonleaf_views)
     n = len(primals)
 
     def body(*flat):

@@ -17,7 +17,7 @@ from . import flags
 from .analyze import ViewMutationMeta, analyze
 from .capture import Captured, capture, placeholder_tensors
 from .decide import TRAINING, Decision, decide
-from .errors import UnsupportedInputError
+from .errors import TraceError, UnsupportedInputError
 from .joint import Joint, forward_candidates, trace_joint
 from .lint import check_graph, check_meta
 from .partition import Partitioned, inference_forward, partition
@@ -56,7 +56,21 @@ def run_stages(fn, leaves: list, in_spec, partitioner: str = "default", *,
                 f"output {k} is a new leaf tensor that requires grad, created inside the function; "
                 "a compiled graph cannot accumulate its .grad. Create it outside and pass it in")
         primals = placeholder_tensors(captured.plan, leaves)
-        joint = trace_joint(fn, captured, meta, sig, leaves, in_spec, primals)
+        try:
+            joint = trace_joint(fn, captured, meta, sig, leaves, in_spec, primals)
+        except TraceError as e:
+            # see NOTE [non-leaf copies] in capture.py: the other kind of copy of non-leaf
+            # arguments, once, when autograd's view replay failed on this one
+            if captured.nonleaf_views or "invalid gradient" not in str(e) or \
+                    not any(t.requires_grad and not t.is_leaf for t in primals):
+                raise
+            captured = capture(fn, leaves, in_spec, sig, nonleaf_views=True)
+            meta = analyze(captured, sig)
+            decision = decide(meta, sig)
+            if decision.mode != TRAINING:
+                raise
+            primals = placeholder_tensors(captured.plan, leaves)
+            joint = trace_joint(fn, captured, meta, sig, leaves, in_spec, primals)
         mutated = frozenset(m.placeholder for m in meta.mutations)
         parts = partition(joint, partitioner, mutated)
         if checking:

@@ -189,8 +189,13 @@ class CompiledArtifact:
                 out[o.index] = leaves[o.source]
             elif k == CONSTANT:
                 out[o.index] = self._constants[o.index]
+            elif k == ALIAS_OF_INPUT and o.graph_output >= 0:
+                out[o.index] = _detached_alias(leaves[o.source], o,
+                                               values[self._slot[o.graph_output]])
             elif k == ALIAS_OF_INPUT:
-                out[o.index] = _alias(_root_of(leaves[o.source]), o)
+                # as_strided on the argument itself (capture picked one that holds the output):
+                # as in eager, a view reaching outside the argument gets no gradient there
+                out[o.index] = _alias(leaves[o.source], o)
             elif k == ALIAS_OF_INTERMEDIATE:
                 c = meta.intermediate_bases[o.source]
                 base = values[self._slot[c]]
@@ -226,14 +231,6 @@ def _fast_unflatten(spec):
     return lambda flat: pytree.tree_unflatten(flat, spec)
 
 
-def _root_of(t: torch.Tensor) -> torch.Tensor:
-    """The tensor an alias of argument ``t`` is rebuilt from: its base, when ``t`` is a view
-    with the same requires_grad. ``as_strided`` on ``t`` itself would drop the gradient of
-    elements outside ``t`` (another argument viewing the same base may own them)."""
-    b = t._base
-    return b if b is not None and b.requires_grad == t.requires_grad else t
-
-
 def _reinterpret(base: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """The whole storage of ``base`` as a flat tensor of ``dtype`` (for outputs such as
     ``view_as_real`` or ``x.view(torch.int32)``, whose geometry is in units of ``dtype``)."""
@@ -265,6 +262,20 @@ def _alias(base: torch.Tensor, o) -> torch.Tensor:
             view = view.unsqueeze(0).unbind(0)[0]
     if o.grad_dead_end and no_grad_view:
         view = view.view_as(view)
+    return view
+
+
+def _detached_alias(base: torch.Tensor, o, value: torch.Tensor) -> torch.Tensor:
+    """An output that shares ``base``'s storage without being an autograd view of it (eager:
+    a detached alias, then an in-place op with a value that requires grad). Its data is
+    already in place; copying its own graph value over it gives it eager's gradient path."""
+    view = base.detach()
+    if str(view.dtype).replace("torch.", "") != o.dtype:
+        view = _reinterpret(view, getattr(torch, o.dtype))
+    if (tuple(view.shape), view.stride(), view.storage_offset()) != (o.shape, o.stride, o.offset):
+        view = view.as_strided(o.shape, o.stride, o.offset)
+    if value.requires_grad and torch.is_grad_enabled():
+        view.copy_(value)
     return view
 
 

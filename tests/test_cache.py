@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import aotcheck
@@ -258,29 +258,30 @@ def _corpus_cases():
 
 
 @pytest.mark.skipif(not _corpus_cases(), reason="corpus not importable")
-@given(st.sampled_from(_corpus_cases() or [None]))
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
-def test_corpus_graphs_round_trip(case):
+def test_corpus_graphs_round_trip():
+    """Every corpus case's captured, forward and backward graphs survive JSON. (It sampled
+    25 cases at random before, and failed only when it drew one with a tensor constant.)"""
     from aotcheck.pipeline import graph_constants, run_stages
     from aotcheck.signature import flatten_inputs
     from aotcheck.testing import call_mode
-    torch.manual_seed(0)
-    inp = case.make_inputs()
-    leaves, spec = flatten_inputs(inp.args, inp.kwargs)
-    try:
-        with call_mode(case):
-            stages = run_stages(case.fn, leaves, spec)
-    except aotcheck.AotcheckError:
-        return                                  # a case that is rejected on purpose
-    consts = graph_constants(stages)
-    for g in (stages.captured.graph.graph, stages.partitioned.forward, stages.partitioned.backward):
-        if g is None:
-            continue
-        data = graph_to_data(g, consts)
-        text = json.dumps(data, allow_nan=False)
-        back = graph_from_data(json.loads(text))
-        assert graph_to_data(back) == data
-        assert back.python_code("self").src == g.python_code("self").src
+    for case in _corpus_cases():
+        torch.manual_seed(0)
+        inp = case.make_inputs()
+        leaves, spec = flatten_inputs(inp.args, inp.kwargs)
+        try:
+            with call_mode(case):
+                stages = run_stages(case.fn, leaves, spec)
+        except aotcheck.AotcheckError:
+            continue                                # a case that is rejected on purpose
+        consts = graph_constants(stages)
+        for g in (stages.captured.graph.graph, stages.partitioned.forward,
+                  stages.partitioned.backward):
+            if g is None:
+                continue
+            data = graph_to_data(g, consts)
+            back = graph_from_data(json.loads(json.dumps(data, allow_nan=False)))
+            assert graph_to_data(back, consts) == data, case.name
+            assert back.python_code("self").src == g.python_code("self").src, case.name
 
 
 def test_cli_lists_verifies_and_explains(tmp_path, capsys):

@@ -135,14 +135,12 @@ def fuzz_view_taken_after_mutating_strided_argument():
     return f, lambda: Inputs((_randn((3, 4))[:, ::2],))
 
 
-@case("regressions", mode="training", tags=("fuzz", "metadata_mutation", "noncontiguous"),
-      xfail="open engine bug: unsqueeze_ then clamp_ on a strided-slice non-leaf fails while "
-            "tracing ('invalid gradient ... got [3, 3, 1, 1]'): the geometry-keeping copy is an "
-            "as_strided view and autograd cannot replay the in-place metadata change on it. "
-            "Copying compactly instead turns reshape's copies into views (silently wrong), so "
-            "the loud failure stays. Seen 20 times in 2,000 fuzzed programs")
+@case("regressions", mode="training", tags=("fuzz", "metadata_mutation", "noncontiguous"))
 def fuzz_unsqueeze_then_clamp_strided_nonleaf():
-    """unsqueeze_ then clamp_ on a strided-slice non-leaf (see the xfail reason)."""
+    """unsqueeze_ then clamp_ on a strided-slice non-leaf failed while tracing ('invalid
+    gradient ... got [3, 3, 1, 1]'): the geometry-keeping copy of the argument was an
+    as_strided view for autograd, which replays a view's creation (not its in-place metadata
+    changes) under functionalization. Seen 13 times in 2,000 fuzzed programs."""
     def f(a0):
         a0.unsqueeze_(2)
         a0.clamp_(None, 0.0)
@@ -190,12 +188,12 @@ def fuzz_unsqueeze_then_setitem_aliased_argument():
     return f, make
 
 
-@case("regressions", mode="training", tags=("fuzz", "mutation_autograd", "detach"),
-      xfail="open engine bug: a detached alias of a grad leaf is mutated in place with a "
-            "grad-requiring value and returned; eager's output carries AddBackward into that "
-            "value, the engine rebuilds it as a view of the argument, so the leaf's gradient "
-            "differs (silently wrong)")
+@case("regressions", mode="training", tags=("fuzz", "mutation_autograd", "detach"))
 def fuzz_detached_alias_mutated_with_grad_value_returned():
+    """A detached alias of a grad leaf is mutated in place with a grad-requiring value and
+    returned. Eager's output carries AddBackward into that value; the engine rebuilt it as a
+    view of the argument, so the leaf's gradient differed (silently wrong). Such an output
+    now gets its gradient from its own graph value."""
     def f(a0):
         v0 = a0.tanh()
         v1 = a0.detach()
@@ -219,5 +217,59 @@ def fuzz_reshape_of_strided_nonleaf_is_a_copy():
 
     def make():
         l0 = _randn((4, 2)).requires_grad_()
+        return Inputs((l0.clone()[::2],), leaves=(l0,))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "mutation_autograd", "detach", "alias_of_input"))
+def detached_view_of_plain_argument_mutated_with_grad_value():
+    """The same, through a view of a detached alias of an argument that does not require
+    grad: the output requires grad through ``w`` only, and shares the argument's storage."""
+    def f(a0, w):
+        v1 = a0.detach()[0]
+        v1.mul_(w)
+        return v1, a0
+
+    def make():
+        w = _randn((4,), 1).requires_grad_()
+        return Inputs((_randn((2, 4)), w), leaves=(w,))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "metadata_mutation", "noncontiguous"))
+def fuzz_transpose_after_mutating_a_narrow_of_strided_nonleaf():
+    """A narrow of a strided non-leaf is mutated, the argument is transposed in place, and
+    the narrow is used again. Under functionalization autograd rebuilds the narrow's grad_fn
+    by replaying narrow on the transposed argument ('invalid gradient ... got [4, 1] but
+    expected [2, 1]'); the pipeline traces again with the argument copied as a view of fresh
+    storage (see NOTE [non-leaf copies]). Found by the CI property test."""
+    def f(a0):
+        a0.mul_(2.0)
+        v0 = a0.narrow(1, 0, 1)
+        v0.clamp_(0.0, None)
+        a0.transpose_(0, 1)
+        v1 = v0.sin()
+        v1.t_()
+        v1.unsqueeze_(1)
+        v1.add_(-1.0)
+        return (a0, v1, v0)
+
+    def make():
+        l0 = _randn((8, 2)).double().requires_grad_()
+        return Inputs((l0.clone()[::2],), leaves=(l0,))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "alias_of_input", "noncontiguous"))
+def fuzz_as_strided_outside_strided_nonleaf_gets_no_grad():
+    """as_strided with a storage offset that points outside the argument (a strided slice of
+    a non-leaf). Eager's AsStridedBackward drops the gradient of elements outside its input;
+    the engine rebuilt the output from the argument's base and sent it through."""
+    def f(a0):
+        v0 = a0.view((1,))
+        return (v0.as_strided((1,), (1,), 1),)
+
+    def make():
+        l0 = _randn((2, 1)).requires_grad_()
         return Inputs((l0.clone()[::2],), leaves=(l0,))
     return f, make
