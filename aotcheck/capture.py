@@ -261,6 +261,7 @@ class _MetadataRecorder(TorchFunctionMode):
         # last changed its metadata in place) is eager's; it is kept here, by tensor.
         self.geometry: dict[int, tuple] = {}
         self._alive: list[torch.Tensor] = []            # keeps ids unique while tracing
+        self.inplace_metadata = False                   # t_, unsqueeze_, ... on any tensor
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -277,6 +278,7 @@ class _MetadataRecorder(TorchFunctionMode):
         out = func(*args, **kwargs)
         if name in METADATA_METHODS and target is not None:
             self.geometry[id(target)] = _meta(target)
+            self.inplace_metadata = True
         for t in pytree.tree_leaves(out):
             if isinstance(t, torch.Tensor) and id(t) not in self.geometry and t.layout == torch.strided:
                 self.geometry[id(t)] = _meta(t)
@@ -392,6 +394,7 @@ class FunctionalRun:
             if _meta(user[i]) != m:
                 members.append(MemberFacts(i, *_meta(user[i])))
         self.geometry, self.base_geometry = recorder.geometry, {}
+        self.saw_inplace_metadata = recorder.inplace_metadata
         self._work_ids = {id(w) for w in works}
         outputs, intermediates, new_leaves = self._outputs(out_leaves, user, candidates)
         cands = tuple((tuple(c.shape), str(c.dtype).replace("torch.", ""), c.requires_grad,

@@ -36,4 +36,5 @@ DOCUMENTED_LIMITS = (
     "functionalization cannot express that",
     "functionalization cannot replay that view",
     "synthetic-base replay does not give eager's gradients",
+    "autograd cannot rebuild that view's grad_fn under functionalization",
 )

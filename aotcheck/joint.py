@@ -31,6 +31,11 @@ from .errors import TraceError
 from .signature import Signature
 
 
+class ViewReplayError(TraceError):
+    """Autograd rebuilt a view's grad_fn by replaying the ops that made it, which misses an
+    in-place metadata change (see NOTE [non-leaf copies] in capture.py)."""
+
+
 @dataclass
 class Joint:
     graph: fx.GraphModule
@@ -74,9 +79,14 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
             raise TraceError("the function traced differently the second time (is it "
                              "deterministic in Python? does it read global state?)")
         outs = [candidates[c] for c in fw]
-        grads = torch.autograd.grad(
-            [outs[k] for k in diff], [wrappers[p] for p in grad_inputs],
-            [_to_fun(t) for t in tangents], allow_unused=True)
+        try:
+            grads = torch.autograd.grad(
+                [outs[k] for k in diff], [wrappers[p] for p in grad_inputs],
+                [_to_fun(t) for t in tangents], allow_unused=True)
+        except RuntimeError as e:
+            if run.saw_inplace_metadata and "invalid gradient" in str(e):
+                raise ViewReplayError(str(e).split("\n")[0]) from None
+            raise
         return [_from_fun(o) for o in outs] + [None if g is None else _from_fun(g) for g in grads]
 
     tangents = []

@@ -17,8 +17,8 @@ from . import flags
 from .analyze import ViewMutationMeta, analyze
 from .capture import Captured, capture, placeholder_tensors
 from .decide import TRAINING, Decision, decide
-from .errors import TraceError, UnsupportedInputError
-from .joint import Joint, forward_candidates, trace_joint
+from .errors import UnsupportedInputError
+from .joint import Joint, ViewReplayError, forward_candidates, trace_joint
 from .lint import check_graph, check_meta
 from .partition import Partitioned, inference_forward, partition
 from .runtime import CompiledArtifact
@@ -58,19 +58,21 @@ def run_stages(fn, leaves: list, in_spec, partitioner: str = "default", *,
         primals = placeholder_tensors(captured.plan, leaves)
         try:
             joint = trace_joint(fn, captured, meta, sig, leaves, in_spec, primals)
-        except TraceError as e:
+        except ViewReplayError as e:
             # see NOTE [non-leaf copies] in capture.py: the other kind of copy of non-leaf
             # arguments, once, when autograd's view replay failed on this one
-            if captured.nonleaf_views or "invalid gradient" not in str(e) or \
-                    not any(t.requires_grad and not t.is_leaf for t in primals):
-                raise
+            if not any(t.requires_grad and not t.is_leaf for t in primals):
+                raise _view_replay_refusal(e) from None
             captured = capture(fn, leaves, in_spec, sig, nonleaf_views=True)
             meta = analyze(captured, sig)
             decision = decide(meta, sig)
             if decision.mode != TRAINING:
-                raise
+                raise _view_replay_refusal(e) from None
             primals = placeholder_tensors(captured.plan, leaves)
-            joint = trace_joint(fn, captured, meta, sig, leaves, in_spec, primals)
+            try:
+                joint = trace_joint(fn, captured, meta, sig, leaves, in_spec, primals)
+            except ViewReplayError as e2:
+                raise _view_replay_refusal(e2) from None
         mutated = frozenset(m.placeholder for m in meta.mutations)
         parts = partition(joint, partitioner, mutated)
         if checking:
@@ -82,6 +84,16 @@ def run_stages(fn, leaves: list, in_spec, partitioner: str = "default", *,
         if parts.backward is not None:
             check_graph(parts.backward, "backward", functional=True)
     return Stages(sig, captured, meta, decision, joint, parts)
+
+
+def _view_replay_refusal(e: Exception) -> UnsupportedInputError:
+    return UnsupportedInputError(
+        "the function changes a tensor's metadata in place (t_, transpose_, unsqueeze_, ...) "
+        "and autograd must later rebuild the grad_fn of a view on that chain (after a mutation); "
+        "autograd cannot rebuild that view's grad_fn under functionalization: it replays the ops "
+        "that made the view, which misses in-place metadata changes (a PyTorch limit; functorch's "
+        "aot_function fails the same way). Use the out-of-place op (x = x.unsqueeze(1)) instead. "
+        f"({e})")
 
 
 def build_artifact(stages: Stages, fn=None, leaves=None, in_spec=None, partitioner="default",

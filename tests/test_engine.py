@@ -148,6 +148,25 @@ def test_bad_input_is_a_named_error(fn, arg, err, text):
         aotcheck.aot_function(fn)(arg)
 
 
+def test_view_replay_limit_is_a_named_refusal():
+    """From aotcheck fuzz (seed 2026): an in-place metadata change on a view, whose grad_fn
+    autograd rebuilds after a mutation. Under functionalization autograd replays the view's
+    creation ops and gets the shape wrong, with either kind of non-leaf copy; functorch's
+    aot_function raises 'invalid gradient' too. The engine refuses it by name."""
+    def f(a0, a1):
+        v0 = a1.transpose(0, 2)
+        v0.unsqueeze_(2)
+        a1.zero_()
+        a1.transpose_(0, 2)
+        v0.copy_(a0.split(1, 1)[3])
+        return ()
+    l0, l1 = torch.randn(4, 4, 1, requires_grad=True), torch.randn(1, 3, 4, requires_grad=True)
+    f(l0.clone(), l1.clone().transpose(-2, -1))          # eager runs it
+    with pytest.raises(aotcheck.UnsupportedInputError,
+                       match="cannot rebuild that view's grad_fn under functionalization"):
+        aotcheck.aot_function(f)(l0.clone(), l1.clone().transpose(-2, -1))
+
+
 def test_errors_are_runtime_errors_too():
     assert issubclass(aotcheck.AotcheckError, RuntimeError)
 
