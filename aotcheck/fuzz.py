@@ -54,6 +54,8 @@ class FuzzResult:
     seed: int
     examples: int = 0                # programs run through the engine
     refused: int = 0                 # programs the engine refused with a documented limit
+    refused_by: dict[str, int] = field(default_factory=dict)   # limit phrase -> programs
+    passed: int = 0                  # programs that matched eager (cold and, if cached, cached)
     cached_hits: int = 0             # programs whose cached run hit every graph
     findings: dict[str, Finding] = field(default_factory=dict)
     seconds: float = 0.0
@@ -116,6 +118,10 @@ def fuzz(engine_name: str = "aotcheck", examples: int = 200, seed: int = 0, cach
         result.cached_hits += hit
         if problems and all(any(lim in p for lim in DOCUMENTED_LIMITS) for p in problems):
             result.refused += 1          # a named refusal, counted apart from wrong results
+            lim = next(lim for lim in DOCUMENTED_LIMITS if lim in problems[0])
+            result.refused_by[lim] = result.refused_by.get(lim, 0) + 1
+        elif not problems:
+            result.passed += 1
         elif problems:
             f = result.findings.get(sig)
             if f is None:
@@ -180,9 +186,13 @@ def write_reproducers(result: FuzzResult, out: Path) -> dict[str, Path]:
 def format_summary(result: FuzzResult) -> str:
     lines = [f"engine {result.engine}, seed {result.seed}: {result.examples} programs in "
              f"{result.seconds:.1f}s ({result.examples / max(result.seconds, 1e-9):.1f}/s), "
-             f"{result.cached_hits} went through the cache and hit, {result.refused} refused "
-             "with a documented limit (see aotcheck.errors.DOCUMENTED_LIMITS)",
-             f"{len(result.findings)} distinct failure signature(s)"]
+             f"{result.cached_hits} went through the cache and hit",
+             f"{result.passed} passed, {result.refused} refused with a documented limit (see "
+             f"aotcheck.errors.DOCUMENTED_LIMITS), "
+             f"{sum(f.count for f in result.findings.values())} failed"]
+    for lim, n in sorted(result.refused_by.items(), key=lambda kv: -kv[1]):
+        lines.append(f"{n:>6}  refused: ...{lim}...")
+    lines.append(f"{len(result.findings)} distinct failure signature(s)")
     if result.findings:
         lines.append(f"{'count':>6}  {'stmts':>5}  signature / smallest reproducer")
         for sig, f in sorted(result.findings.items(), key=lambda kv: -kv[1].count):

@@ -77,6 +77,9 @@ def test_fuzzer_finds_shrinks_and_writes_reproducers(broken_engine, tmp_path):
     r2 = fuzz(broken_engine, examples=25, seed=5, cached=False, out=tmp_path / "b")
     assert {s: f.program for s, f in r1.findings.items()} == {s: f.program for s, f in r2.findings.items()}
     assert "distinct failure signature" in format_summary(r1)
+    # every program is counted once: passed, refused by name, or failed
+    assert r1.passed + r1.refused + sum(f.count for f in r1.findings.values()) == r1.examples
+    assert f"{r1.passed} passed" in format_summary(r1)
     # a reproducer exits 1 under the broken engine and 0 under aotcheck's
     path = r1.reproducers[next(s for s, f in r1.findings.items() if f in planted)]
     src = path.read_text()
