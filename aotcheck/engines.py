@@ -386,11 +386,12 @@ _VIEW_REPLAY = ("raises 'invalid gradient ... got [4, 1] but expected [2, 1]': a
                 "as a view of fresh storage)")
 _FUZZ_ALSO = ("fails under this engine too: a case from aotcheck's fuzzer run against its own "
               "engine (aotcheck/corpus/cases_regressions.py)")
-_OPEN_BUG = "an open aotcheck engine bug; the case's xfail reason says which"
+_REFUSED = ("refused with a named error, a documented limit of the engine "
+            "(aotcheck.errors.DOCUMENTED_LIMITS); the case's xfail reason says which")
 
 KNOWN_FAILURES: dict[str, dict[str, str]] = {
     "aotcheck": {
-        **_group(_OPEN_BUG, "regressions.fuzz_unsqueeze_then_setitem_aliased_argument"),
+        **_group(_REFUSED, "regressions.fuzz_unsqueeze_then_setitem_aliased_argument"),
     },
     "torch": {
         **_group(_FUZZ_ALSO, "regressions.fuzz_unsqueeze_then_clamp_strided_nonleaf",

@@ -170,9 +170,10 @@ def fuzz_transpose_root_after_mutating_its_slice():
 
 
 @case("regressions", mode="inference", tags=("fuzz", "aliased_inputs", "metadata_mutation"),
-      xfail="open engine bug: unsqueeze_ on an aliased argument, then an indexed assignment "
-            "through it, fails inside functionalization (IndexError: dimension out of range) "
-            "instead of matching eager or being refused by name")
+      xfail="refused by name, a documented limit (aotcheck.errors.DOCUMENTED_LIMITS): "
+            "unsqueeze_ on an aliased argument, then an indexed assignment through it; the "
+            "synthetic-base replay cannot give eager's gradients (functionalization raises "
+            "IndexError on the member's view chain). It raised a bare TraceError before")
 def fuzz_unsqueeze_then_setitem_aliased_argument():
     def f(a0, a1, a2):
         a1.unsqueeze_(1)
