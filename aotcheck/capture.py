@@ -164,6 +164,7 @@ class RawFacts:
     candidates: tuple[tuple, ...]   # per graph output: (shape, dtype, requires_grad, stride, offset)
     new_leaf_outputs: tuple[int, ...]         # outputs that are fresh leaves requiring grad
     metadata_ops: tuple = ()                  # (kind, index, method, args, kwargs, grad_enabled)
+    view_replay_hazard: bool = False          # see _MetadataRecorder.view_replay_hazard
 
 
 @dataclass
@@ -262,11 +263,14 @@ class _MetadataRecorder(TorchFunctionMode):
         self.geometry: dict[int, tuple] = {}
         self._alive: list[torch.Tensor] = []            # keeps ids unique while tracing
         self.inplace_metadata = False                   # t_, unsqueeze_, ... on any tensor
+        self.hazard_events: list[tuple] = []            # ("view" | "meta" | "data", storage, is_view)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         target = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if name in METADATA_METHODS and target is not None:
+            self.hazard_events.append(("meta", _storage(target), target._is_view()))
         if name in METADATA_METHODS and target is not None and id(target) in self.watched:
             kind, index = self.watched[id(target)]
             self.log.append((kind, index, name, _plain(list(args[1:])),
@@ -276,14 +280,38 @@ class _MetadataRecorder(TorchFunctionMode):
                 name.endswith("_") and not name.startswith("_") and name not in METADATA_METHODS)):
             self.events.append(("data", _storage(target)))
         out = func(*args, **kwargs)
+        if target is not None and (name in _INPLACE_DUNDERS or (
+                name.endswith("_") and not name.startswith("_") and name not in METADATA_METHODS)):
+            # only a mutation that autograd records can go wrong through view replay
+            if target.requires_grad:
+                self.hazard_events.append(("data", _storage(target), False))
         if name in METADATA_METHODS and target is not None:
             self.geometry[id(target)] = _meta(target)
             self.inplace_metadata = True
         for t in pytree.tree_leaves(out):
+            if isinstance(t, torch.Tensor) and t._is_view() and name not in METADATA_METHODS:
+                self.hazard_events.append(("view", _storage(t), True))
             if isinstance(t, torch.Tensor) and id(t) not in self.geometry and t.layout == torch.strided:
                 self.geometry[id(t)] = _meta(t)
                 self._alive.append(t)
         return out
+
+    def view_replay_hazard(self) -> bool:
+        """Is some storage's metadata changed in place where autograd tracks views of it, and
+        the storage mutated afterwards? Under functionalization autograd rebuilds a view's
+        grad_fn by replaying the ops that made it, on its base as the base is now; it misses
+        in-place metadata changes of the view, and sees those of the base. Eager uses the
+        view's own geometry. The gradient is then silently wrong (or fails), as in PyTorch's
+        own AOTAutograd (docs/findings.md, row 21)."""
+        views, armed = set(), set()
+        for what, st, is_view in self.hazard_events:
+            if what == "view":
+                views.add(st)
+            elif what == "meta" and (is_view or st in views):
+                armed.add(st)
+            elif what == "data" and st in armed:
+                return True
+        return False
 
     def data_after_meta(self) -> bool:
         """Was some storage mutated after an argument over it changed metadata in place?"""
@@ -340,6 +368,7 @@ class FunctionalRun:
         watched = {id(works[p]): ("placeholder", p) for p in range(len(works))}
         watched.update({id(user[i]): ("leaf", i) for i in member_meta})
         recorder = _MetadataRecorder(watched)
+        self.recorder = recorder             # read by capture() if the trace fails
         try:
             with recorder:
                 result = self.fn(*args, **kwargs)
@@ -402,7 +431,7 @@ class FunctionalRun:
                       for c in candidates)
         facts = RawFacts(tuple(inputs), tuple(members), tuple(outputs), str(out_spec),
                          tuple(intermediates), cands, tuple(new_leaves),
-                         tuple(_freeze(op) for op in recorder.log))
+                         tuple(_freeze(op) for op in recorder.log), recorder.view_replay_hazard())
         return candidates, facts, out_spec, wrappers
 
     def _outputs(self, out_leaves, user, candidates):
@@ -411,13 +440,21 @@ class FunctionalRun:
         for i, t in enumerate(user):
             if isinstance(t, torch.Tensor):
                 input_storages.setdefault(_storage(t), []).append(i)
-        outputs, out_storage, out_ids = [], {}, {}
+        out_storage, out_ids = {}, {}
         roots: dict[int, int] = {}
         intermediates: list[int] = []
         new_leaves: list[int] = []
-        for k, o in enumerate(out_leaves):
+        # Outputs that own their storage and carry autograd history go first, so that other
+        # outputs over the same storage (a detach() of it, returned earlier) are rebuilt from
+        # it rather than it from them: a detached alias cannot give it back its grad_fn.
+        order = sorted(range(len(out_leaves)), key=lambda k: not (
+            isinstance(out_leaves[k], torch.Tensor) and out_leaves[k].requires_grad
+            and out_leaves[k]._base is None))
+        outputs = [None] * len(out_leaves)
+        for k in order:
+            o = out_leaves[k]
             if isinstance(o, torch.Size):
-                outputs.append(OutputFacts(False, value=f"torch.Size({list(o)!r})"))
+                outputs[k] = (OutputFacts(False, value=f"torch.Size({list(o)!r})"))
                 continue
             if not isinstance(o, torch.Tensor):
                 if not isinstance(o, (bool, int, float, str, type(None))):
@@ -425,7 +462,7 @@ class FunctionalRun:
                         f"output leaf {k} has type {type(o).__name__}; aotcheck supports returning "
                         "tensors, torch.Size, int, float, bool, str and None, nested in tuples, "
                         "lists and dicts")
-                outputs.append(OutputFacts(False, value=repr(o)))
+                outputs[k] = (OutputFacts(False, value=repr(o)))
                 continue
             if o.layout != torch.strided:
                 raise UnsupportedInputError(
@@ -442,9 +479,9 @@ class FunctionalRun:
                           grad_dead_end=o._is_view() and _grad_dead_end(o))
             st = _storage(o)
             if id(o) in out_ids:
-                outputs.append(OutputFacts(True, same_output=out_ids[id(o)], **common))
+                outputs[k] = (OutputFacts(True, same_output=out_ids[id(o)], **common))
             elif id(o) in tensor_user:
-                outputs.append(OutputFacts(True, is_input=tensor_user[id(o)], **common))
+                outputs[k] = (OutputFacts(True, is_input=tensor_user[id(o)], **common))
             elif st in input_storages:
                 grad_value = -1
                 if o.requires_grad and not (o._base is not None and id(o._base) in self._work_ids):
@@ -455,27 +492,27 @@ class FunctionalRun:
                     candidates.append(o)
                 source = self._alias_source(input_storages[st], (shape, stride, offset),
                                             o.dtype, o.requires_grad)
-                outputs.append(OutputFacts(True, input_storage=source,
+                outputs[k] = (OutputFacts(True, input_storage=source,
                                            graph_output=grad_value, **common))
             elif id(o) in roots:
                 # the base of earlier view outputs, returned itself: it is the fresh one
-                outputs.append(OutputFacts(True, graph_output=intermediates[roots[id(o)]], **common))
+                outputs[k] = (OutputFacts(True, graph_output=intermediates[roots[id(o)]], **common))
             elif o._base is not None:
                 root = o._base
                 if id(root) in out_ids:
-                    outputs.append(OutputFacts(True, base_output=out_ids[id(root)], **common))
+                    outputs[k] = (OutputFacts(True, base_output=out_ids[id(root)], **common))
                 else:
                     if id(root) not in roots:
                         roots[id(root)] = len(intermediates)
                         intermediates.append(len(candidates))
                         candidates.append(root)
-                    outputs.append(OutputFacts(True, base_intermediate=roots[id(root)], **common))
+                    outputs[k] = (OutputFacts(True, base_intermediate=roots[id(root)], **common))
             elif st in out_storage:
-                outputs.append(OutputFacts(True, output_storage=out_storage[st], **common))
+                outputs[k] = (OutputFacts(True, output_storage=out_storage[st], **common))
             else:
                 if o.requires_grad and o.is_leaf:
                     new_leaves.append(k)
-                outputs.append(OutputFacts(True, graph_output=len(candidates), **common))
+                outputs[k] = (OutputFacts(True, graph_output=len(candidates), **common))
                 candidates.append(o)
             out_storage.setdefault(st, k)
             out_ids.setdefault(id(o), k)
@@ -702,8 +739,22 @@ def capture(fn, leaves: list, in_spec, sig: Signature,
         box["facts"], box["out_spec"] = facts, out_spec
         return [_from_fun(c) for c in candidates]
 
-    with _trace_grad_mode(sig):
-        gm = trace_functional(body, placeholder_tensors(plan, leaves))
+    placeholders = placeholder_tensors(plan, leaves)
+    try:
+        with _trace_grad_mode(sig):
+            gm = trace_functional(body, placeholders)
+    except TraceError as first:
+        # see NOTE [non-leaf copies]: a view's grad_fn rebuilt by replaying its creation ops
+        # can fail in the forward too (permute of an argument squeeze_d to 0-dim); trace once
+        # more with the other kind of copy, and report the first error if that fails too
+        recorder = getattr(run, "recorder", None)
+        if nonleaf_views or recorder is None or not recorder.inplace_metadata or \
+                not any(t.requires_grad and not t.is_leaf for t in placeholders):
+            raise
+        try:
+            return capture(fn, leaves, in_spec, sig, synthetic, nonleaf_views=True)
+        except TraceError:
+            raise first from first.__cause__
     gm.graph.eliminate_dead_code()
     gm.recompile()
     captured = Captured(gm, plan, box["facts"], box["out_spec"], geometry=geometry,

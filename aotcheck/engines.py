@@ -380,6 +380,10 @@ _LIST = ("returns a list where eager returns a tuple (aot_function rebuilds ever
 _DETACHED_VIEW_GRAD = ("a view of a detached alias of an input, mutated in place by a value that "
                        "requires grad and returned, comes back as a leaf without grad_fn: the "
                        "gradient of that value is silently lost (eager: AsStridedBackward0 into it)")
+_META_VIEW_GRAD = ("silently wrong gradient: a view whose metadata changed in place (its own "
+                   "t_, or its base's) and whose storage is then mutated; autograd over "
+                   "functionalization rebuilds the view's grad_fn by replaying the ops that made "
+                   "it, which misses the metadata change (docs/findings.md row 21)")
 _VIEW_REPLAY = ("raises 'invalid gradient ... got [4, 1] but expected [2, 1]': autograd over "
                 "functionalization rebuilds a view's grad_fn by replaying the view op on its base "
                 "after the base was transposed in place (aotcheck retraces with the argument copied "
@@ -391,7 +395,9 @@ _REFUSED = ("refused with a named error, a documented limit of the engine "
 
 KNOWN_FAILURES: dict[str, dict[str, str]] = {
     "aotcheck": {
-        **_group(_REFUSED, "regressions.fuzz_unsqueeze_then_setitem_aliased_argument"),
+        **_group(_REFUSED, "regressions.fuzz_unsqueeze_then_setitem_aliased_argument",
+                 "regressions.view_taken_before_base_transpose_then_mutated",
+                 "regressions.view_of_intermediate_transposed_in_place_then_mutated"),
     },
     "torch": {
         **_group(_FUZZ_ALSO, "regressions.fuzz_unsqueeze_then_clamp_strided_nonleaf",
@@ -400,6 +406,8 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
                  "regressions.fuzz_detached_alias_mutated_with_grad_value_returned"),
         **_group(_INPLACE_VIEW, "regressions.fuzz_transpose_after_mutating_a_narrow_of_strided_nonleaf"),
         **_group(_DETACHED_VIEW_GRAD, "regressions.detached_view_of_plain_argument_mutated_with_grad_value"),
+        **_group(_INPLACE_VIEW, "regressions.view_taken_before_base_transpose_then_mutated"),
+        **_group(_META_VIEW_GRAD, "regressions.view_of_intermediate_transposed_in_place_then_mutated"),
         **_group(_NO_GRAPH, "basics.returns_none", "basics.returns_only_python_scalar",
                  "basics.empty_tuple_output", "alias_of_input.return_input_itself"),
         **_group(_INPLACE_VIEW, "metadata_mutation.t_only", "metadata_mutation.t_and_return_input",
@@ -458,8 +466,10 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
         **_group(_FUZZ_ALSO, "regressions.fuzz_unsqueeze_then_clamp_strided_nonleaf",
                  "regressions.fuzz_transpose_root_after_mutating_its_slice",
                  "regressions.fuzz_unsqueeze_then_setitem_aliased_argument"),
+        **_group(_REFUSED, "regressions.view_of_intermediate_transposed_in_place_then_mutated"),
         **_group(_INPLACE_VIEW, "regressions.fuzz_t_then_zero_through_view_of_twice_passed",
                  "regressions.fuzz_transpose_after_mutating_a_narrow_of_strided_nonleaf",
+                 "regressions.view_taken_before_base_transpose_then_mutated",
                  "regressions.fuzz_t_of_argument_aliased_by_its_transpose",
                  "regressions.fuzz_t_and_add_on_twice_passed_returned"),
         **_group(_NO_GRAPH.replace("AOT autograd", "aotcheck"), "basics.returns_none",
@@ -483,7 +493,10 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
                  "regressions.fuzz_unsqueeze_then_setitem_aliased_argument",
                  "regressions.fuzz_detached_alias_mutated_with_grad_value_returned"),
         **_group(_VIEW_REPLAY, "regressions.fuzz_transpose_after_mutating_a_narrow_of_strided_nonleaf"),
+        **_group(_META_VIEW_GRAD, "regressions.view_taken_before_base_transpose_then_mutated",
+                 "regressions.view_of_intermediate_transposed_in_place_then_mutated"),
         **_group(_LIST, "regressions.detached_view_of_plain_argument_mutated_with_grad_value",
+                 "regressions.fuzz_detach_of_intermediate_returned_before_it",
                  "regressions.fuzz_as_strided_outside_strided_nonleaf_gets_no_grad"),
         **_group(_LIST, "basics.python_scalar_outputs", "basics.empty_tuple_output", "basics.shape_arithmetic",
                  "basics.zero_dim_tensors", "basics.many_outputs", "non_differentiable.argmax_with_values",

@@ -49,6 +49,9 @@ def run_stages(fn, leaves: list, in_spec, partitioner: str = "default", *,
         check_graph(captured.graph.graph, "captured", functional=True)
         check_meta(meta, sig)
     joint = None
+    if decision.mode == TRAINING and captured.facts.view_replay_hazard:
+        raise _view_replay_refusal("an in-place metadata change on a tensor that has views, "
+                                   "then a mutation of its storage")
     if decision.mode == TRAINING:
         if captured.facts.new_leaf_outputs:
             k = captured.facts.new_leaf_outputs[0]
@@ -61,7 +64,7 @@ def run_stages(fn, leaves: list, in_spec, partitioner: str = "default", *,
         except ViewReplayError as e:
             # see NOTE [non-leaf copies] in capture.py: the other kind of copy of non-leaf
             # arguments, once, when autograd's view replay failed on this one
-            if not any(t.requires_grad and not t.is_leaf for t in primals):
+            if captured.nonleaf_views or not any(t.requires_grad and not t.is_leaf for t in primals):
                 raise _view_replay_refusal(e) from None
             captured = capture(fn, leaves, in_spec, sig, nonleaf_views=True)
             meta = analyze(captured, sig)

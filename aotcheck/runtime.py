@@ -205,9 +205,17 @@ class CompiledArtifact:
                 out[o.index] = _alias(base, o)
             else:
                 pending.append(o)
-        for o in pending:            # aliases of other outputs, once those exist
-            src = out[o.source]
-            out[o.index] = src if o.kind == SAME_AS_OUTPUT else _alias(src, o)
+        while pending:               # aliases of other outputs, once those exist
+            waiting = []
+            for o in pending:
+                if any(p.index == o.source for p in pending):
+                    waiting.append(o)            # its source is an alias not built yet
+                    continue
+                src = out[o.source]
+                out[o.index] = src if o.kind == SAME_AS_OUTPUT else _alias(src, o)
+            if len(waiting) == len(pending):
+                raise AssertionError("output aliases form a cycle")  # capture never makes one
+            pending = waiting
         return out
 
 

@@ -126,6 +126,14 @@ def _view_then_transpose_then_mutate(a):
 _LINEAR = torch.nn.Linear(3, 2)
 
 
+def _view_of_intermediate_transposed_then_mutated(x):
+    y = x * 2
+    v = y[0:2, 0:2]
+    v.t_()
+    v.mul_(torch.arange(4.0).view(2, 2))
+    return y
+
+
 @pytest.mark.parametrize("fn,arg,err,text", [
     (lambda x: x if x.sum() > 0 else -x, torch.randn(3), aotcheck.DataDependentError, "tensor value"),
     (lambda x: x.item() * x, torch.randn(1), aotcheck.DataDependentError, "torch.where"),
@@ -140,6 +148,8 @@ _LINEAR = torch.nn.Linear(3, 2)
     (_view_then_transpose_then_mutate, torch.randn(1, 4, 2, requires_grad=True).clone(),
      aotcheck.UnsupportedInputError,
      "cannot replay that view"),
+    (_view_of_intermediate_transposed_then_mutated, torch.randn(3, 3, requires_grad=True),
+     aotcheck.UnsupportedInputError, "cannot rebuild that view's grad_fn"),
     (lambda x: x.view(-1).as_strided((1,), (1,), 0).add_(1), torch.randn(1, 4, 2),
      aotcheck.UnsupportedInputError, "as_strided\\(\\) view taken of another view"),
 ])

@@ -274,3 +274,57 @@ def fuzz_as_strided_outside_strided_nonleaf_gets_no_grad():
         l0 = _randn((2, 1)).requires_grad_()
         return Inputs((l0.clone()[::2],), leaves=(l0,))
     return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "alias_of_intermediate", "detach"))
+def fuzz_detach_of_intermediate_returned_before_it():
+    """An intermediate and its detach() are both returned, the detach first. The engine
+    made the first one the fresh output and rebuilt the intermediate as an alias of it, so
+    the intermediate lost its grad_fn (requires_grad False, no gradient). Outputs that own
+    their storage and carry autograd history are now placed first."""
+    def f(a0):
+        v0 = a0 * 2
+        v1 = v0.detach()
+        return v1, v0
+
+    def make():
+        l0 = _randn((3,)).requires_grad_()
+        return Inputs((l0,), leaves=(l0,))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("metadata_mutation", "alias_of_input"),
+      xfail="refused by name, a documented limit (aotcheck.errors.DOCUMENTED_LIMITS): a view "
+            "taken before its base's in-place transpose_, then mutated. Under "
+            "functionalization autograd rebuilds the view's grad_fn by replaying select(0) on "
+            "the transposed base; PyTorch's AOTAutograd returns a silently wrong gradient "
+            "(docs/findings.md row 21), aotcheck refuses it")
+def view_taken_before_base_transpose_then_mutated():
+    def f(a):
+        v = a[0]
+        a.t_()
+        v.mul_(torch.arange(3.0))
+        return a
+
+    def make():
+        l0 = _randn((3, 3)).requires_grad_()
+        return Inputs((l0.clone(),), leaves=(l0,))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("metadata_mutation", "alias_of_intermediate"),
+      xfail="refused by name, a documented limit (aotcheck.errors.DOCUMENTED_LIMITS): a view "
+            "of an intermediate transposed in place, then mutated; PyTorch's AOTAutograd "
+            "returns a silently wrong gradient (docs/findings.md row 21), aotcheck refuses it")
+def view_of_intermediate_transposed_in_place_then_mutated():
+    def f(x):
+        y = x * 2
+        v = y[0:2, 0:2]
+        v.t_()
+        v.mul_(torch.arange(4.0).view(2, 2))
+        return y
+
+    def make():
+        l0 = _randn((3, 3)).requires_grad_()
+        return Inputs((l0,), leaves=(l0,))
+    return f, make
