@@ -263,14 +263,19 @@ class _MetadataRecorder(TorchFunctionMode):
         self.geometry: dict[int, tuple] = {}
         self._alive: list[torch.Tensor] = []            # keeps ids unique while tracing
         self.inplace_metadata = False                   # t_, unsqueeze_, ... on any tensor
-        self.hazard_events: list[tuple] = []            # ("view" | "meta" | "data", storage, is_view)
+        self.hazard_events: list[tuple] = []            # ("meta" | "data", storage, hazardous)
+        self.has_views: set[int] = set()                # tensors that views were taken of
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         target = args[0] if args and isinstance(args[0], torch.Tensor) else None
         if name in METADATA_METHODS and target is not None:
-            self.hazard_events.append(("meta", _storage(target), target._is_view()))
+            # A view's own squeeze_/unsqueeze_ keeps its elements in order: a replay without
+            # it gives the gradient right or fails loudly. Reorderings do not; nor does any
+            # change to a tensor whose views autograd will replay from it.
+            self.hazard_events.append(("meta", _storage(target), id(target) in self.has_views or (
+                target._is_view() and name not in ("squeeze_", "unsqueeze_"))))
         if name in METADATA_METHODS and target is not None and id(target) in self.watched:
             kind, index = self.watched[id(target)]
             self.log.append((kind, index, name, _plain(list(args[1:])),
@@ -289,8 +294,9 @@ class _MetadataRecorder(TorchFunctionMode):
             self.geometry[id(target)] = _meta(target)
             self.inplace_metadata = True
         for t in pytree.tree_leaves(out):
-            if isinstance(t, torch.Tensor) and t._is_view() and name not in METADATA_METHODS:
-                self.hazard_events.append(("view", _storage(t), True))
+            if isinstance(t, torch.Tensor) and t._is_view() and name not in METADATA_METHODS \
+                    and target is not None and t is not target:
+                self.has_views.add(id(target))
             if isinstance(t, torch.Tensor) and id(t) not in self.geometry and t.layout == torch.strided:
                 self.geometry[id(t)] = _meta(t)
                 self._alive.append(t)
@@ -303,11 +309,9 @@ class _MetadataRecorder(TorchFunctionMode):
         in-place metadata changes of the view, and sees those of the base. Eager uses the
         view's own geometry. The gradient is then silently wrong (or fails), as in PyTorch's
         own AOTAutograd (docs/findings.md, row 21)."""
-        views, armed = set(), set()
-        for what, st, is_view in self.hazard_events:
-            if what == "view":
-                views.add(st)
-            elif what == "meta" and (is_view or st in views):
+        armed = set()
+        for what, st, hazardous in self.hazard_events:
+            if what == "meta" and hazardous:
                 armed.add(st)
             elif what == "data" and st in armed:
                 return True
@@ -746,15 +750,18 @@ def capture(fn, leaves: list, in_spec, sig: Signature,
     except TraceError as first:
         # see NOTE [non-leaf copies]: a view's grad_fn rebuilt by replaying its creation ops
         # can fail in the forward too (permute of an argument squeeze_d to 0-dim); trace once
-        # more with the other kind of copy, and report the first error if that fails too
+        # more with the other kind of copy. If eager ran the function (on fake tensors) and
+        # in-place metadata changes were seen, what failed is that replay: a named limit.
         recorder = getattr(run, "recorder", None)
-        if nonleaf_views or recorder is None or not recorder.inplace_metadata or \
-                not any(t.requires_grad and not t.is_leaf for t in placeholders):
+        replay = recorder is not None and recorder.inplace_metadata and geometry is not None
+        if not replay:
             raise
-        try:
-            return capture(fn, leaves, in_spec, sig, synthetic, nonleaf_views=True)
-        except TraceError:
-            raise first from first.__cause__
+        if not nonleaf_views and any(t.requires_grad and not t.is_leaf for t in placeholders):
+            try:
+                return capture(fn, leaves, in_spec, sig, synthetic, nonleaf_views=True)
+            except TraceError:
+                pass
+        raise view_replay_refusal(first) from None
     gm.graph.eliminate_dead_code()
     gm.recompile()
     captured = Captured(gm, plan, box["facts"], box["out_spec"], geometry=geometry,
@@ -763,6 +770,17 @@ def capture(fn, leaves: list, in_spec, sig: Signature,
     if needs:
         return capture(fn, leaves, in_spec, sig, synthetic | needs, nonleaf_views)
     return captured
+
+
+def view_replay_refusal(e: Exception) -> UnsupportedInputError:
+    """The named refusal for NOTE [non-leaf copies]'s limit, when no kind of copy helps."""
+    return UnsupportedInputError(
+        "the function changes a tensor's metadata in place (t_, transpose_, unsqueeze_, ...) "
+        "and autograd must later rebuild the grad_fn of a view on that chain (after a mutation); "
+        "autograd cannot rebuild that view's grad_fn under functionalization: it replays the ops "
+        "that made the view, which misses in-place metadata changes (a PyTorch limit; functorch's "
+        "aot_function fails the same way). Use the out-of-place op (x = x.unsqueeze(1)) instead. "
+        f"({e})")
 
 
 def _groups_needing_synthetic_base(sig: Signature, captured: Captured) -> frozenset[int]:

@@ -55,6 +55,7 @@ class FuzzResult:
     examples: int = 0                # programs run through the engine
     refused: int = 0                 # programs the engine refused with a documented limit
     refused_by: dict[str, int] = field(default_factory=dict)   # limit phrase -> programs
+    refusals: dict[str, "Finding"] = field(default_factory=dict)  # limit phrase -> smallest program
     passed: int = 0                  # programs that matched eager (cold and, if cached, cached)
     cached_hits: int = 0             # programs whose cached run hit every graph
     findings: dict[str, Finding] = field(default_factory=dict)
@@ -120,6 +121,9 @@ def fuzz(engine_name: str = "aotcheck", examples: int = 200, seed: int = 0, cach
             result.refused += 1          # a named refusal, counted apart from wrong results
             lim = next(lim for lim in DOCUMENTED_LIMITS if lim in problems[0])
             result.refused_by[lim] = result.refused_by.get(lim, 0) + 1
+            r = result.refusals.get(lim)
+            if r is None or len(program.statements) < r.size:
+                result.refusals[lim] = Finding(lim, result.refused_by[lim], program, problems, index)
         elif not problems:
             result.passed += 1
         elif problems:
@@ -180,6 +184,14 @@ def write_reproducers(result: FuzzResult, out: Path) -> dict[str, Path]:
                   f"{f.divergences[0][:200] if f.divergences else ''}\n")
         path.write_text(header + f.program.to_source(engine=result.engine))
         paths[sig] = path
+    # the smallest program each documented limit refused (not failures: for triage)
+    for i, (lim, f) in enumerate(sorted(result.refusals.items())):
+        path = out / f"refused_{i:02d}_{slug(lim)}.py"
+        header = (f"# aotcheck fuzz: engine={result.engine} seed={result.seed}\n"
+                  f"# refused with a documented limit ({result.refused_by[lim]} program(s)): "
+                  f"{lim}\n")
+        path.write_text(header + f.program.to_source(engine=result.engine))
+        paths["refused: " + lim] = path
     return paths
 
 
@@ -192,6 +204,9 @@ def format_summary(result: FuzzResult) -> str:
              f"{sum(f.count for f in result.findings.values())} failed"]
     for lim, n in sorted(result.refused_by.items(), key=lambda kv: -kv[1]):
         lines.append(f"{n:>6}  refused: ...{lim}...")
+        where = result.reproducers.get("refused: " + lim, "")
+        if where:
+            lines.append(f"{'':>15}{where}")
     lines.append(f"{len(result.findings)} distinct failure signature(s)")
     if result.findings:
         lines.append(f"{'count':>6}  {'stmts':>5}  signature / smallest reproducer")

@@ -84,7 +84,10 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
                 [outs[k] for k in diff], [wrappers[p] for p in grad_inputs],
                 [_to_fun(t) for t in tangents], allow_unused=True)
         except RuntimeError as e:
-            if run.saw_inplace_metadata and "invalid gradient" in str(e):
+            # a shape error inside backward after in-place metadata changes is the replay
+            # limit ("invalid gradient", or a broadcast mismatch in a replayed view's backward);
+            # a saved tensor modified in place is eager's own error, kept as it is
+            if run.saw_inplace_metadata and "modified by an inplace operation" not in str(e):
                 raise ViewReplayError(str(e).split("\n")[0]) from None
             raise
         return [_from_fun(o) for o in outs] + [None if g is None else _from_fun(g) for g in grads]

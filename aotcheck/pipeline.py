@@ -15,7 +15,7 @@ import torch.fx as fx
 
 from . import flags
 from .analyze import ViewMutationMeta, analyze
-from .capture import Captured, capture, placeholder_tensors
+from .capture import Captured, capture, placeholder_tensors, view_replay_refusal
 from .decide import TRAINING, Decision, decide
 from .errors import UnsupportedInputError
 from .joint import Joint, ViewReplayError, forward_candidates, trace_joint
@@ -50,7 +50,7 @@ def run_stages(fn, leaves: list, in_spec, partitioner: str = "default", *,
         check_meta(meta, sig)
     joint = None
     if decision.mode == TRAINING and captured.facts.view_replay_hazard:
-        raise _view_replay_refusal("an in-place metadata change on a tensor that has views, "
+        raise view_replay_refusal("an in-place metadata change on a tensor that has views, "
                                    "then a mutation of its storage")
     if decision.mode == TRAINING:
         if captured.facts.new_leaf_outputs:
@@ -65,17 +65,17 @@ def run_stages(fn, leaves: list, in_spec, partitioner: str = "default", *,
             # see NOTE [non-leaf copies] in capture.py: the other kind of copy of non-leaf
             # arguments, once, when autograd's view replay failed on this one
             if captured.nonleaf_views or not any(t.requires_grad and not t.is_leaf for t in primals):
-                raise _view_replay_refusal(e) from None
+                raise view_replay_refusal(e) from None
             captured = capture(fn, leaves, in_spec, sig, nonleaf_views=True)
             meta = analyze(captured, sig)
             decision = decide(meta, sig)
             if decision.mode != TRAINING:
-                raise _view_replay_refusal(e) from None
+                raise view_replay_refusal(e) from None
             primals = placeholder_tensors(captured.plan, leaves)
             try:
                 joint = trace_joint(fn, captured, meta, sig, leaves, in_spec, primals)
             except ViewReplayError as e2:
-                raise _view_replay_refusal(e2) from None
+                raise view_replay_refusal(e2) from None
         mutated = frozenset(m.placeholder for m in meta.mutations)
         parts = partition(joint, partitioner, mutated)
         if checking:
@@ -87,16 +87,6 @@ def run_stages(fn, leaves: list, in_spec, partitioner: str = "default", *,
         if parts.backward is not None:
             check_graph(parts.backward, "backward", functional=True)
     return Stages(sig, captured, meta, decision, joint, parts)
-
-
-def _view_replay_refusal(e: Exception) -> UnsupportedInputError:
-    return UnsupportedInputError(
-        "the function changes a tensor's metadata in place (t_, transpose_, unsqueeze_, ...) "
-        "and autograd must later rebuild the grad_fn of a view on that chain (after a mutation); "
-        "autograd cannot rebuild that view's grad_fn under functionalization: it replays the ops "
-        "that made the view, which misses in-place metadata changes (a PyTorch limit; functorch's "
-        "aot_function fails the same way). Use the out-of-place op (x = x.unsqueeze(1)) instead. "
-        f"({e})")
 
 
 def build_artifact(stages: Stages, fn=None, leaves=None, in_spec=None, partitioner="default",
