@@ -126,6 +126,13 @@ def _view_then_transpose_then_mutate(a):
 _LINEAR = torch.nn.Linear(3, 2)
 
 
+def _view_then_base_squeezed_then_mutated(a):
+    v = a[0]
+    a.squeeze_()
+    a.mul_(torch.arange(3.0))
+    return v * 1
+
+
 def _view_of_intermediate_transposed_then_mutated(x):
     y = x * 2
     v = y[0:2, 0:2]
@@ -149,6 +156,8 @@ def _view_of_intermediate_transposed_then_mutated(x):
      aotcheck.UnsupportedInputError,
      "cannot replay that view"),
     (_view_of_intermediate_transposed_then_mutated, torch.randn(3, 3, requires_grad=True),
+     aotcheck.UnsupportedInputError, "cannot rebuild that view's grad_fn"),
+    (_view_then_base_squeezed_then_mutated, torch.randn(1, 3, requires_grad=True).clone(),
      aotcheck.UnsupportedInputError, "cannot rebuild that view's grad_fn"),
     (lambda x: x.view(-1).as_strided((1,), (1,), 0).add_(1), torch.randn(1, 4, 2),
      aotcheck.UnsupportedInputError, "as_strided\\(\\) view taken of another view"),
@@ -175,6 +184,28 @@ def test_view_replay_limit_is_a_named_refusal():
     with pytest.raises(aotcheck.UnsupportedInputError,
                        match="cannot rebuild that view's grad_fn under functionalization"):
         aotcheck.aot_function(f)(l0.clone(), l1.clone().transpose(-2, -1))
+
+
+def test_squeeze_or_unsqueeze_of_a_view_then_mutation_is_compiled():
+    """Not refused: a view's own squeeze_/unsqueeze_ keeps its elements in order, so the
+    replay limit cannot make its gradient wrong (compare _view_then_base_squeezed_then_mutated)."""
+    from aotcheck.oracle import Inputs, check
+
+    def f(x):
+        y = x * 2
+        v = y[0:1]
+        v.squeeze_(0)
+        v.mul_(torch.arange(3.0))
+        w = y[:, 1]
+        w.unsqueeze_(0)
+        y.mul_(2)
+        return y, w * torch.arange(3.0)
+
+    def make():
+        x = torch.randn(3, 3, generator=torch.Generator().manual_seed(0)).requires_grad_()
+        return Inputs((x,), leaves=(x,))
+    report = check(f, aotcheck.aot_function(f), make)
+    assert report.ok, report.divergences
 
 
 def test_errors_are_runtime_errors_too():
