@@ -144,6 +144,8 @@ class ViewMutationMeta:
                 desc += f" {o.source}"
             elif o.kind == ALIAS_OF_INTERMEDIATE:
                 desc += f" (base {o.source})"
+            if o.kind in (ALIAS_OF_OUTPUT, ALIAS_OF_INTERMEDIATE) and o.graph_output >= 0:
+                desc += f" (detached; gradient through graph output {o.graph_output})"
             elif o.kind == FRESH:
                 desc += f" (graph output {o.graph_output})"
             elif o.kind == CONSTANT:
@@ -208,9 +210,10 @@ def _classify(k, o) -> OutputInfo:
     if o.input_storage >= 0:
         return OutputInfo(k, ALIAS_OF_INPUT, o.input_storage, graph_output=o.graph_output, **common)
     if o.base_output >= 0:
-        return OutputInfo(k, ALIAS_OF_OUTPUT, o.base_output, **common)
+        return OutputInfo(k, ALIAS_OF_OUTPUT, o.base_output, graph_output=o.graph_output, **common)
     if o.output_storage >= 0:
         return OutputInfo(k, ALIAS_OF_OUTPUT, o.output_storage, **common)
     if o.base_intermediate >= 0:
-        return OutputInfo(k, ALIAS_OF_INTERMEDIATE, o.base_intermediate, **common)
+        return OutputInfo(k, ALIAS_OF_INTERMEDIATE, o.base_intermediate,
+                          graph_output=o.graph_output, **common)
     return OutputInfo(k, FRESH, graph_output=o.graph_output, **common)

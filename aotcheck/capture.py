@@ -265,6 +265,7 @@ class _MetadataRecorder(TorchFunctionMode):
         self.inplace_metadata = False                   # t_, unsqueeze_, ... on any tensor
         self.hazard_events: list[tuple] = []            # ("meta" | "data", storage, hazardous)
         self.has_views: set[int] = set()                # tensors that views were taken of
+        self.owners: dict = {}                          # storage -> first non-view tensor on it
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -297,6 +298,8 @@ class _MetadataRecorder(TorchFunctionMode):
             if isinstance(t, torch.Tensor) and t._is_view() and name not in METADATA_METHODS \
                     and target is not None and t is not target:
                 self.has_views.add(id(target))
+            if isinstance(t, torch.Tensor) and not t._is_view() and t.layout == torch.strided:
+                self.owners.setdefault(_storage(t), t)
             if isinstance(t, torch.Tensor) and id(t) not in self.geometry and t.layout == torch.strided:
                 self.geometry[id(t)] = _meta(t)
                 self._alive.append(t)
@@ -455,6 +458,7 @@ class FunctionalRun:
             isinstance(out_leaves[k], torch.Tensor) and out_leaves[k].requires_grad
             and out_leaves[k]._base is None))
         outputs = [None] * len(out_leaves)
+        owners = self.recorder.owners          # storage -> the tensor that first held it
         for k in order:
             o = out_leaves[k]
             if isinstance(o, torch.Size):
@@ -501,16 +505,25 @@ class FunctionalRun:
             elif id(o) in roots:
                 # the base of earlier view outputs, returned itself: it is the fresh one
                 outputs[k] = (OutputFacts(True, graph_output=intermediates[roots[id(o)]], **common))
-            elif o._base is not None:
-                root = o._base
+            elif o._base is not None or owners.get(st, o) is not o:
+                # a view of an intermediate, or a detach() of one (no autograd view, but the
+                # same storage): rebuilt from the tensor that owns the storage. A detached one
+                # that an in-place op gave a grad_fn gets its gradient from its own value.
+                root = o._base if o._base is not None else owners[st]
+                grad_value = -1
+                if o._base is None and o.requires_grad:
+                    grad_value = len(candidates)
+                    candidates.append(o)
                 if id(root) in out_ids:
-                    outputs[k] = (OutputFacts(True, base_output=out_ids[id(root)], **common))
+                    outputs[k] = (OutputFacts(True, base_output=out_ids[id(root)],
+                                              graph_output=grad_value, **common))
                 else:
                     if id(root) not in roots:
                         roots[id(root)] = len(intermediates)
                         intermediates.append(len(candidates))
                         candidates.append(root)
-                    outputs[k] = (OutputFacts(True, base_intermediate=roots[id(root)], **common))
+                    outputs[k] = (OutputFacts(True, base_intermediate=roots[id(root)],
+                                              graph_output=grad_value, **common))
             elif st in out_storage:
                 outputs[k] = (OutputFacts(True, output_storage=out_storage[st], **common))
             else:
@@ -753,14 +766,19 @@ def capture(fn, leaves: list, in_spec, sig: Signature,
         # more with the other kind of copy. If eager ran the function (on fake tensors) and
         # in-place metadata changes were seen, what failed is that replay: a named limit.
         recorder = getattr(run, "recorder", None)
-        replay = recorder is not None and recorder.inplace_metadata and geometry is not None
-        if not replay:
+        if recorder is None or not recorder.inplace_metadata:
             raise
-        if not nonleaf_views and any(t.requires_grad and not t.is_leaf for t in placeholders):
+        retried = not nonleaf_views and any(t.requires_grad and not t.is_leaf for t in placeholders)
+        if retried:
             try:
                 return capture(fn, leaves, in_spec, sig, synthetic, nonleaf_views=True)
             except TraceError:
                 pass
+        # eager_geometry() ran the function on fake tensors without functionalization (it
+        # cannot when a non-leaf argument is mutated: its fakes are leaves); when neither that
+        # run nor the other kind of copy contradicts it, the failure is the replay limit
+        if geometry is None and not retried:
+            raise
         raise view_replay_refusal(first) from None
     gm.graph.eliminate_dead_code()
     gm.recompile()

@@ -406,7 +406,11 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
                  "regressions.fuzz_detached_alias_mutated_with_grad_value_returned"),
         **_group(_INPLACE_VIEW, "regressions.fuzz_transpose_after_mutating_a_narrow_of_strided_nonleaf"),
         **_group(_DETACHED_VIEW_GRAD, "regressions.detached_view_of_plain_argument_mutated_with_grad_value"),
-        **_group(_INPLACE_VIEW, "regressions.view_taken_before_base_transpose_then_mutated"),
+        **_group(_INPLACE_VIEW, "regressions.view_taken_before_base_transpose_then_mutated",
+                 "regressions.fuzz_squeeze_argument_after_narrow_then_use_narrow"),
+        "regressions.fuzz_detached_alias_of_intermediate_with_grad_and_a_view": (
+            "a detach() of a view of an intermediate, given a grad_fn by copy_ and returned, "
+            "cannot be mutated in place after the call (RuntimeError); eager's can"),
         **_group(_META_VIEW_GRAD, "regressions.view_of_intermediate_transposed_in_place_then_mutated"),
         **_group(_NO_GRAPH, "basics.returns_none", "basics.returns_only_python_scalar",
                  "basics.empty_tuple_output", "alias_of_input.return_input_itself"),
@@ -470,6 +474,7 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
         **_group(_INPLACE_VIEW, "regressions.fuzz_t_then_zero_through_view_of_twice_passed",
                  "regressions.fuzz_transpose_after_mutating_a_narrow_of_strided_nonleaf",
                  "regressions.view_taken_before_base_transpose_then_mutated",
+                 "regressions.fuzz_squeeze_argument_after_narrow_then_use_narrow",
                  "regressions.fuzz_t_of_argument_aliased_by_its_transpose",
                  "regressions.fuzz_t_and_add_on_twice_passed_returned"),
         **_group(_NO_GRAPH.replace("AOT autograd", "aotcheck"), "basics.returns_none",
@@ -495,7 +500,12 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
         **_group(_VIEW_REPLAY, "regressions.fuzz_transpose_after_mutating_a_narrow_of_strided_nonleaf"),
         **_group(_META_VIEW_GRAD, "regressions.view_taken_before_base_transpose_then_mutated",
                  "regressions.view_of_intermediate_transposed_in_place_then_mutated"),
+        "regressions.fuzz_squeeze_argument_after_narrow_then_use_narrow": (
+            "raises IndexError (dimension out of range): autograd over functionalization "
+            "replays narrow(2) on the argument after it was squeeze_d to 2-d"),
         **_group(_LIST, "regressions.detached_view_of_plain_argument_mutated_with_grad_value",
+                 "regressions.fuzz_detached_alias_of_intermediate_with_grad_and_a_view",
+                 "regressions.fuzz_detach_of_intermediate_leaves_its_input_without_grad",
                  "regressions.fuzz_detach_of_intermediate_returned_before_it",
                  "regressions.fuzz_as_strided_outside_strided_nonleaf_gets_no_grad"),
         **_group(_LIST, "basics.python_scalar_outputs", "basics.empty_tuple_output", "basics.shape_arithmetic",

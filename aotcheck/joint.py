@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 import torch.fx as fx
 
-from .analyze import ALIAS_OF_INPUT, FRESH, ViewMutationMeta
+from .analyze import ALIAS_OF_INTERMEDIATE, FRESH, ViewMutationMeta
 from .capture import Captured, FunctionalRun, _from_fun, _to_fun, _trace_grad_mode, trace_functional
 from .errors import TraceError
 from .signature import Signature
@@ -53,7 +53,7 @@ def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
         if m.data:
             order.append(m.value_output)
     for o in meta.outputs:
-        if o.kind == FRESH or (o.kind == ALIAS_OF_INPUT and o.graph_output >= 0):
+        if o.kind == FRESH or o.graph_output >= 0:
             order.append(o.graph_output)
     order.extend(meta.intermediate_bases)
     seen: set[int] = set()
@@ -65,8 +65,15 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     fw = forward_candidates(meta)
     # a new input value written back under no_grad carries no gradient (eager leaves None)
     replayed_without_grad = {m.value_output for m in meta.mutations if m.data and not m.grad_mode}
+    # an intermediate base that only detached outputs alias carries no gradient (else its
+    # inputs would get zeros where eager leaves None)
+    other_uses = {m.value_output for m in meta.mutations if m.data} | \
+        {o.graph_output for o in meta.outputs if o.graph_output >= 0}
+    grad_bases = {meta.intermediate_bases[o.source] for o in meta.outputs
+                  if o.kind == ALIAS_OF_INTERMEDIATE and o.requires_grad and o.graph_output < 0}
+    gradless = set(meta.intermediate_bases) - grad_bases - other_uses
     diff = tuple(k for k, c in enumerate(fw)
-                 if meta.candidates[c][2] and c not in replayed_without_grad)
+                 if meta.candidates[c][2] and c not in replayed_without_grad and c not in gradless)
     grad_inputs = tuple(p for p, t in enumerate(primals) if t.requires_grad)
     run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry,
                         captured.nonleaf_views)
@@ -96,6 +103,15 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     for k in diff:
         shape, dtype = meta.candidates[fw[k]][0], getattr(torch, meta.candidates[fw[k]][1])
         tangents.append(torch.empty(shape, dtype=dtype, device=primals[0].device))
-    with _trace_grad_mode(sig):
-        gm = trace_functional(body, list(primals) + tangents)
+    try:
+        with _trace_grad_mode(sig):
+            gm = trace_functional(body, list(primals) + tangents)
+    except TraceError as e:
+        # capture ran this very function; if the joint's forward fails after in-place metadata
+        # changes, what differs is autograd replaying a view (NOTE [non-leaf copies])
+        recorder = getattr(run, "recorder", None)
+        if isinstance(e, ViewReplayError) or recorder is None or not recorder.inplace_metadata \
+                or "traced differently" in str(e) or "modified by an inplace operation" in str(e):
+            raise
+        raise ViewReplayError(str(e)) from None
     return Joint(gm, n, fw, diff, grad_inputs)

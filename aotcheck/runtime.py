@@ -202,7 +202,8 @@ class CompiledArtifact:
                 shape, _, _, stride, offset = meta.candidates[c]
                 if base.stride() != stride or base.storage_offset() != offset:
                     base = _restride(base, shape, stride, offset)
-                out[o.index] = _alias(base, o)
+                out[o.index] = _alias(base, o) if o.graph_output < 0 else \
+                    _detached_alias(base, o, values[self._slot[o.graph_output]])
             else:
                 pending.append(o)
         while pending:               # aliases of other outputs, once those exist
@@ -212,7 +213,12 @@ class CompiledArtifact:
                     waiting.append(o)            # its source is an alias not built yet
                     continue
                 src = out[o.source]
-                out[o.index] = src if o.kind == SAME_AS_OUTPUT else _alias(src, o)
+                if o.kind == SAME_AS_OUTPUT:
+                    out[o.index] = src
+                elif o.graph_output >= 0:
+                    out[o.index] = _detached_alias(src, o, values[self._slot[o.graph_output]])
+                else:
+                    out[o.index] = _alias(src, o)
             if len(waiting) == len(pending):
                 raise AssertionError("output aliases form a cycle")  # capture never makes one
             pending = waiting

@@ -328,3 +328,68 @@ def view_of_intermediate_transposed_in_place_then_mutated():
         l0 = _randn((3, 3)).requires_grad_()
         return Inputs((l0,), leaves=(l0,))
     return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "metadata_mutation", "alias_of_input"))
+def fuzz_squeeze_argument_after_narrow_then_use_narrow():
+    """A narrow of a non-leaf argument, then the argument squeeze_d in place, then the narrow
+    used. Autograd over functionalization replays narrow(2) on the now 2-d argument
+    (IndexError) while capturing; the capture now retries with the argument copied as a view
+    of fresh storage (NOTE [non-leaf copies]). Found by aotcheck fuzz --seed 31."""
+    def f(a0, a1):
+        v0 = a1.narrow(2, 1, 2)
+        a1[:, 0] = 0.5
+        v0.mul_(1.0)
+        a1.squeeze_(1)
+        v1 = a1.amax(0, keepdim=False)
+        v2 = v0.add(1.0)
+        return (a1, a0)
+
+    def make():
+        b0 = _randn((4, 1)).requires_grad_()
+        l1 = _randn((2, 1, 3)).requires_grad_()
+        return Inputs((b0, l1.clone()), leaves=(b0, l1))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "alias_of_intermediate", "detach"))
+def fuzz_detached_alias_of_intermediate_with_grad_and_a_view():
+    """A detach() of an intermediate, given a grad_fn by copy_ from a grad-requiring value,
+    returned with a view of the same intermediate. Eager's two outputs share storage; the
+    engine made the detached one a fresh graph output (aliasing lost). Both are now rebuilt
+    from the intermediate, the detached one with its own gradient. From aotcheck fuzz
+    --seed 5 --max-statements 12 (not shrunk; smaller versions did not show it)."""
+    def f(a0, a1, a2):
+        v0 = a0.sin()
+        v0.mul_(2.0)
+        v0.copy_(a0)
+        v1 = a2[::2]
+        v0.fill_(1.0)
+        v1.copy_(a0)
+        v2 = v0.as_strided((1, 1), (1, 2), 0)
+        v3 = v2.detach()
+        v3.copy_(a0)
+        v3.t_()
+        return (v3, a2, a0, v2)
+
+    def make():
+        l0 = _randn((2,), 1).requires_grad_()
+        l2 = _randn((1, 1, 1), 7).requires_grad_()
+        return Inputs((l0.clone()[::2], _randn((1, 3, 2), 6), l2.clone()), leaves=(l0, l2))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "alias_of_intermediate", "detach"))
+def fuzz_detach_of_intermediate_leaves_its_input_without_grad():
+    """Only a detach() of tanh(a) is returned with an unrelated output: eager leaves a.grad
+    None. Rebuilding the detached output from its intermediate made the intermediate a
+    differentiable graph output, so a got a zero gradient. Found by aotcheck fuzz (seed 2026)
+    while fixing the case above."""
+    def f(a, b):
+        v1 = a.tanh().detach()
+        return v1, b * 2
+
+    def make():
+        a, b = _randn((3,)).requires_grad_(), _randn((3,), 1).requires_grad_()
+        return Inputs((a, b), leaves=(a, b))
+    return f, make
