@@ -1,21 +1,25 @@
 """aotcheck: a regression suite and compact reference engine for AOT autograd.
 
-The engine's stages, in the order data flows through them (one module each):
+The packages, in the order data flows through them; each imports only those above it
+(``tests/test_layering.py`` enforces this):
 
-    signature  -> what about the inputs can change the compiled result
-    capture    -> a functional aten graph, traced on fake tensors, plus raw facts
-    analyze    -> view/mutation metadata (plain frozen data, JSON round-trip)
-    decide     -> inference or training, with the reason
-    joint      -> forward and backward traced together (training only)
-    partition  -> forward graph, backward graph, saved values
-    runtime    -> an autograd.Function that replays mutations and regenerates aliases
-
-``pipeline.py`` calls them in order; ``api.py`` holds ``aot_function`` and ``explain``.
+    errors, flags, version  what every layer shares: named errors, the flags table
+    engine/        the reference engine, one module per stage (signature -> capture ->
+                   analyze -> decide -> joint -> partition -> codegen -> runtime)
+    cache/         the persistent store: key, entry, lazy backward, serialization
+    api            aot_function and explain: signature -> key -> lookup -> pipeline -> store
+    check/         the oracle (one comparison with eager), the corpus, the test harness
+                   (xfail_inherited) and the pytest plugin
+    targets/       the engines under test (aotcheck, torch.compile, aot_function), their
+                   known failures (data), the torch.compile backend, the report
+    fuzz/          generated programs: strategies, programs, the runner
+    grad/          the numerical gradient checker and the OpInfo suite
+    cli/           one module per ``aotcheck`` subcommand
 """
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402
 
 from .api import AotFunction, aot_function, explain  # noqa: E402
-from .cache import counters, reset_counters  # noqa: E402
+from .cache.store import counters, reset_counters  # noqa: E402
 from .errors import (AotcheckError, DataDependentError, DoubleBackwardError,  # noqa: E402
                      TraceError, UnsupportedInputError)
 

@@ -1,4 +1,12 @@
-"""The public entry points: ``aot_function`` and ``explain``."""
+"""The public entry points: ``aot_function`` and ``explain``.
+
+One call's path, on one screen (``AotFunction._compile``)::
+
+    arguments -> signature (once) -> [cache key -> lookup] -> on a miss: the pipeline
+              -> artifact -> [save]
+
+The API is the only place that knows both the engine and the cache.
+"""
 from __future__ import annotations
 
 import functools
@@ -6,9 +14,12 @@ from dataclasses import dataclass
 
 import torch
 
-from .pipeline import Stages, build_artifact, run_stages
-from .printer import format_graph
-from .signature import call_key, fast_call_key, flatten_inputs
+from .cache import bypass, cache_key, lookup, resolve, save
+from .engine.partition import STRATEGIES
+from .engine.pipeline import Stages, build_artifact, run_stages
+from .engine.printer import format_graph
+from .engine.signature import TensorSpec, call_key, fast_call_key, flatten_inputs, signature
+from .errors import AotcheckError
 
 
 class AotFunction:
@@ -20,8 +31,6 @@ class AotFunction:
     """
 
     def __init__(self, fn, partitioner: str = "default", cache=None):
-        from .partition import STRATEGIES
-        from .errors import AotcheckError
         if partitioner not in STRATEGIES:
             raise AotcheckError(f"unknown partitioner {partitioner!r}; supported: {sorted(STRATEGIES)}")
         self.fn = fn
@@ -52,12 +61,23 @@ class AotFunction:
                 self._fast[fast] = art
         return art.call(leaves)
 
-    def _compile(self, leaves, spec):
-        if self.cache is not None:
-            from .cache import compile_with_cache
-            return compile_with_cache(self, leaves, spec)
-        stages = run_stages(self.fn, leaves, spec, self.partitioner)
-        return build_artifact(stages)
+    def _compile(self, leaves: list, spec):
+        sig = signature(leaves, spec)
+        if self.cache is None:
+            return build_artifact(run_stages(self.fn, leaves, spec, sig, self.partitioner))
+        cache = resolve(self.cache)
+        key = cache_key(self.fn, leaves, spec, sig, self.partitioner)
+        if key.uncacheable is not None:
+            bypass(cache, key.uncacheable)
+        else:
+            art = lookup(cache, key, self.fn, leaves, spec, sig, self.partitioner)
+            if art is not None:
+                return art
+        stages = run_stages(self.fn, leaves, spec, sig, self.partitioner, captured=key.captured)
+        art = build_artifact(stages)
+        if key.uncacheable is None:
+            save(cache, key, stages, art)
+        return art
 
     @property
     def num_compiled(self) -> int:
@@ -96,7 +116,6 @@ class Explanation:
 
 
 def _format_signature(sig) -> str:
-    from .signature import TensorSpec
     lines = []
     for i, l in enumerate(sig.leaves):
         if isinstance(l, TensorSpec):
@@ -118,7 +137,7 @@ def _format_signature(sig) -> str:
 def explain(fn, *args, partitioner: str = "default", print_result: bool = True, **kwargs) -> Explanation:
     """Run every stage for these inputs and return (and print) the results."""
     leaves, spec = flatten_inputs(args, kwargs)
-    ex = Explanation(run_stages(fn, leaves, spec, partitioner))
+    ex = Explanation(run_stages(fn, leaves, spec, signature(leaves, spec), partitioner))
     if print_result:
         print(ex)
     return ex

@@ -3,7 +3,7 @@
 The backend is found by name through the ``torch_dynamo_backends`` entry point. Over the
 corpus (engine ``dynamo-aotcheck``), every case that Dynamo captures as one graph must
 equal eager; cases Dynamo cannot capture (graph breaks, functions with no tensor op) are
-strict xfails that say so (``aotcheck.engines.KNOWN_FAILURES["dynamo-aotcheck"]``). With
+strict xfails that say so (``aotcheck.targets.known_failures``, engine ``dynamo-aotcheck``). With
 ``--with-cache`` each case also makes the cache round trip through
 ``options={"cache": dir}``.
 """
@@ -13,8 +13,9 @@ import pytest
 import torch
 
 import aotcheck
-from aotcheck.corpus import all_cases
-from aotcheck.engines import get_engine, known_failure, outcome
+from aotcheck.check.corpus import all_cases
+from aotcheck.targets.engines import get_engine, outcome
+from aotcheck.targets.known_failures import known_failure
 
 ENGINE = "dynamo-aotcheck"
 CASES = all_cases()
@@ -49,7 +50,7 @@ def test_listed_by_dynamo():
 def test_entry_point_declared():
     from importlib.metadata import entry_points
     eps = {ep.name: ep.value for ep in entry_points(group="torch_dynamo_backends")}
-    assert eps.get("aotcheck") == "aotcheck.backend:aotcheck_backend"
+    assert eps.get("aotcheck") == "aotcheck.targets.backend:aotcheck_backend"
 
 
 def _f(x, y):
@@ -85,7 +86,7 @@ def test_cache_option_hits_in_a_fresh_compile(tmp_path):
 
 
 def test_unknown_option_is_named():
-    from aotcheck.backend import aotcheck_backend
+    from aotcheck.targets.backend import aotcheck_backend
     gm = torch.fx.symbolic_trace(lambda x: x + 1)
     with pytest.raises(aotcheck.AotcheckError, match=r"unknown options \['mode'\]"):
         aotcheck_backend(gm, [torch.randn(2)], options={"mode": "max"})

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import aotcheck
 from aotcheck import cache as cache_mod
 from aotcheck.cache import Cache, compute_key
-from aotcheck.serialize import _dec, _enc, graph_from_data, graph_to_data
+from aotcheck.cache.serialize import _dec, _enc, graph_from_data, graph_to_data
 
 WORKER = textwrap.dedent('''
     import json, sys
@@ -166,7 +166,7 @@ def test_key_changes_with_each_component(component):
 
 def test_key_changes_with_format_version(monkeypatch):
     k = _key()
-    monkeypatch.setattr(cache_mod, "CACHE_FORMAT", cache_mod.CACHE_FORMAT + 1)
+    monkeypatch.setattr(cache_mod.store, "CACHE_FORMAT", cache_mod.store.CACHE_FORMAT + 1)
     assert _key() != k
 
 
@@ -251,7 +251,7 @@ def test_argument_encoding_round_trips(a):
 
 def _corpus_cases():
     try:
-        from aotcheck.corpus import all_cases
+        from aotcheck.check.corpus import all_cases
         return all_cases()
     except ImportError:
         return []
@@ -261,16 +261,16 @@ def _corpus_cases():
 def test_corpus_graphs_round_trip():
     """Every corpus case's captured, forward and backward graphs survive JSON. (It sampled
     25 cases at random before, and failed only when it drew one with a tensor constant.)"""
-    from aotcheck.pipeline import graph_constants, run_stages
-    from aotcheck.signature import flatten_inputs
-    from aotcheck.testing import call_mode
+    from aotcheck.engine.pipeline import graph_constants, run_stages
+    from aotcheck.engine.signature import flatten_inputs, signature
+    from aotcheck.check.harness import call_mode
     for case in _corpus_cases():
         torch.manual_seed(0)
         inp = case.make_inputs()
         leaves, spec = flatten_inputs(inp.args, inp.kwargs)
         try:
             with call_mode(case):
-                stages = run_stages(case.fn, leaves, spec)
+                stages = run_stages(case.fn, leaves, spec, signature(leaves, spec))
         except aotcheck.AotcheckError:
             continue                                # a case that is rejected on purpose
         consts = graph_constants(stages)

@@ -17,7 +17,7 @@ import torch
 
 import aotcheck
 from aotcheck.cache import BACKWARD_FILE, ENTRY_FILE, Cache, CacheWarning, decode_file, encode_file
-from aotcheck.serialize import SerializeError, graph_from_data
+from aotcheck.cache.serialize import SerializeError, graph_from_data
 
 
 def f(x, w):

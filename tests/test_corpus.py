@@ -15,8 +15,8 @@ import pytest
 import torch
 
 import aotcheck
-from aotcheck.corpus import THEMES, all_cases
-from aotcheck.oracle import check
+from aotcheck.check.corpus import THEMES, all_cases
+from aotcheck.check.oracle import check
 
 CASES = all_cases()
 MIN_CASES, MIN_PER_THEME = 130, 6

@@ -17,8 +17,8 @@ import pytest
 import torch
 
 from aotcheck import flags
-from aotcheck.corpus import Case, Inputs, all_cases
-from aotcheck.testing import check_cold_then_cached, run_case, xfail_inherited
+from aotcheck.check.corpus import Case, Inputs, all_cases
+from aotcheck.check.harness import check_cold_then_cached, run_case, xfail_inherited
 
 
 def _local_cases() -> list[Case]:

@@ -7,8 +7,8 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 import aotcheck
-from aotcheck.analyze import InputInfo, OutputInfo, ViewMutationMeta, OUTPUT_KINDS
-from aotcheck.printer import format_graph
+from aotcheck.engine.analyze import InputInfo, OutputInfo, ViewMutationMeta, OUTPUT_KINDS
+from aotcheck.engine.printer import format_graph
 
 
 def _explain(fn, *args):
@@ -189,7 +189,7 @@ def test_view_replay_limit_is_a_named_refusal():
 def test_squeeze_or_unsqueeze_of_a_view_then_mutation_is_compiled():
     """Not refused: a view's own squeeze_/unsqueeze_ keeps its elements in order, so the
     replay limit cannot make its gradient wrong (compare _view_then_base_squeezed_then_mutated)."""
-    from aotcheck.oracle import Inputs, check
+    from aotcheck.check.oracle import Inputs, check
 
     def f(x):
         y = x * 2

@@ -8,7 +8,7 @@ compiled afresh, must equal eager and hit for every graph. For the torch engine 
 break, or a function that Dynamo ran eagerly, is a failure too: a run that bypassed AOT
 autograd proves nothing.
 
-Every expected failure sits in ``aotcheck.engines.KNOWN_FAILURES`` with its reason, and
+Every expected failure sits in ``aotcheck.targets.known_failures`` with its reason, and
 is marked ``xfail(strict=True)``: a case that starts passing fails the run until its
 entry is removed.
 
@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import pytest
 
-from aotcheck.corpus import all_cases
-from aotcheck.engines import ENGINES, KNOWN_FAILURES, get_engine, known_failure, outcome
+from aotcheck.check.corpus import all_cases
+from aotcheck.targets.engines import ENGINES, get_engine, outcome
+from aotcheck.targets.known_failures import KNOWN_FAILURES, known_failure
 
 CASES = all_cases()
 

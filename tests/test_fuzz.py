@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 
 from aotcheck import flags
-from aotcheck.engines import ENGINES, AotcheckEngine
-from aotcheck.fuzz import format_summary, fuzz, run_program
+from aotcheck.targets.engines import ENGINES, AotcheckEngine
+from aotcheck.fuzz.runner import format_summary, fuzz, run_program
 from aotcheck.strategies import programs
 
 from aotcheck.errors import DOCUMENTED_LIMITS as DOCUMENTED_REFUSALS  # noqa: E402

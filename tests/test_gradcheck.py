@@ -1,4 +1,4 @@
-"""Tests for aotcheck.gradcheck: each check must pass right gradients and fail wrong ones."""
+"""Tests for aotcheck.grad.gradcheck: each check must pass right gradients and fail wrong ones."""
 import dataclasses
 import doctest
 import json
@@ -8,8 +8,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import aotcheck.gradcheck as gc
-from aotcheck.gradcheck import GradReport, compare_gradients, draw_cotangents, numerical_jvp_check
+import aotcheck.grad.gradcheck as gc
+from aotcheck.grad.gradcheck import GradReport, compare_gradients, draw_cotangents, numerical_jvp_check
 
 HUGE = 1e9  # atol/rtol that no finite error exceeds: leaves the asymmetry metric alone
 

@@ -5,7 +5,7 @@ import torch
 
 import aotcheck
 from aotcheck import flags
-from aotcheck.gradcheck import autograd_run, compiled_vs_eager, numerical_jvp_check
+from aotcheck.grad.gradcheck import autograd_run, compiled_vs_eager, numerical_jvp_check
 
 HUGE = 1e9  # atol/rtol no finite error exceeds: leaves only the asymmetry metric
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from aotcheck import cli
-from aotcheck import ops_suite as S
+from aotcheck.grad import ops_suite as S
 
 # 15 ops: in-place variants (sin_, add_, mul_, abs_, clamp_, unsqueeze_, transpose_, cumsum_), views
 # (transpose, unsqueeze, expand, narrow), a PyTorch gradient skip (fmod), a zero gradient (floor),

@@ -10,8 +10,8 @@ import expecttest
 import torch
 from hypothesis import HealthCheck, find, given, seed, settings
 
-from aotcheck import strategies
-from aotcheck.programs import (INPUT_KINDS, KIND_OF_OP, Base, Index, InputSpec, Program,
+from aotcheck.fuzz import strategies
+from aotcheck.fuzz.programs import (INPUT_KINDS, KIND_OF_OP, Base, Index, InputSpec, Program,
                                Statement, run_eager)
 from aotcheck.strategies import programs
 

@@ -1,4 +1,4 @@
-"""``aotcheck.testing.xfail_inherited``: class-level expected failures for inherited tests.
+"""``aotcheck.check.harness.xfail_inherited``: class-level expected failures for inherited tests.
 
 One pytest subprocess runs a generated test file with a base class, a child
 that marks an inherited test, a grandchild that inherits the mark, and a child
@@ -15,11 +15,11 @@ import unittest
 
 import pytest
 
-from aotcheck.testing import xfail_inherited
+from aotcheck.check.harness import xfail_inherited
 
 SUITE = textwrap.dedent('''
     import unittest
-    from aotcheck.testing import xfail_inherited
+    from aotcheck.check.harness import xfail_inherited
 
     class TestBase:
         def test_a(self):

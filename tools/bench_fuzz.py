@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, seed, settings
 def main() -> None:
     n = int(next((a for a in sys.argv[1:] if a.isdigit()), 50))
     engine_name = sys.argv[sys.argv.index("--engine") + 1] if "--engine" in sys.argv else "aotcheck"
-    from aotcheck.engines import get_engine
-    from aotcheck.oracle import check
-    from aotcheck.programs import run_eager
+    from aotcheck.targets.engines import get_engine
+    from aotcheck.check.oracle import check
+    from aotcheck.fuzz.programs import run_eager
     from aotcheck.strategies import programs
 
     engine = get_engine(engine_name)

@@ -1,0 +1,236 @@
+"""entry: a compiled artifact to and from a cache entry, and the lazily saved backward.
+
+``lookup`` turns a stored entry back into a runnable artifact (a hit) or returns
+None (a miss); ``save`` writes a freshly compiled artifact's entry. Neither ever
+raises on an unreadable entry: it is a miss plus a warning, and the entry is
+rewritten. Graphs are stored as data (:mod:`aotcheck.cache.serialize`) and
+rebuilt against aten/prims ops only; nothing stored is ever executed.
+
+# NOTE [lazy backward]
+PyTorch writes a training entry only when the first backward compiles, so a
+test that never calls backward never writes one. Here the forward half is
+written at compile time and the backward is written, as its own file, the
+first time backward runs. An entry without ``backward.json`` is valid: a hit
+on it snapshots the call's leaves as fake tensors (``from_tensor`` keeps
+aliasing, requires_grad and leafness) and, if backward runs, re-derives the
+backward by running the stages on those fakes, checks that the re-derived
+forward equals the stored one, and completes the entry. A backward file
+records the checksum of the forward it belongs to, so a stale one is ignored.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import warnings
+from dataclasses import asdict
+
+import torch
+from torch.utils import _pytree as pytree
+
+from ..engine.analyze import ViewMutationMeta
+from ..engine.decide import Decision
+from ..engine.joint import forward_candidates
+from ..engine.pipeline import Stages, graph_constants, run_stages
+from ..engine.plan import InputPlan
+from ..engine.runtime import CompiledArtifact
+from ..errors import AotcheckError
+from .key import Key, key_of
+from .serialize import SerializeError, Uncacheable, graph_from_data, graph_to_data
+from .serialize import graph_constants as stored_constants
+from .store import (BACKWARD_FILE, CACHE_FORMAT, ENTRY_FILE, Cache, CacheCorrupt, CacheWarning, count,
+                    unexpected)
+
+log = logging.getLogger("aotcheck.cache")
+
+
+def lookup(cache: Cache, key: Key, fn, leaves: list, spec, sig, partitioner: str = "default"):
+    """The artifact stored under ``key``, or None (a miss, counted; strict mode raises)."""
+    entry = _load_entry(cache, key.digest)
+    if entry is not None:
+        try:
+            art = _artifact_from_entry(cache, key.digest, entry, fn, partitioner, leaves, spec, sig,
+                                       key.captured)
+        except (SerializeError, KeyError, TypeError, ValueError) as e:
+            _warn_corrupt(cache, key.digest, ENTRY_FILE, str(e))
+        else:
+            count("hits")
+            log.debug("aotcheck cache hit %s", key.digest[:12])
+            return art
+    count("misses")
+    log.debug("aotcheck cache miss %s", key.digest[:12])
+    unexpected(cache, f"a miss (key {key.digest[:12]})")
+    return None
+
+
+def save(cache: Cache, key: Key, stages: Stages, art: CompiledArtifact) -> None:
+    """Write the entry of a freshly compiled artifact; its backward is saved at the first
+    backward (NOTE [lazy backward]). An artifact that cannot be stored is a bypass."""
+    try:
+        payload = _entry_payload(key.digest, key.components, stages, art)
+    except Uncacheable as u:
+        count("misses", -1)
+        bypass(cache, u)
+        return
+    if cache.write(key.digest, ENTRY_FILE, payload):
+        count("saves")
+    if art.training:
+        fw_sha = _forward_sha(payload["forward"])
+        art.on_backward = lambda g: _save_backward(cache, key.digest, fw_sha, g, art.constants)
+
+
+def bypass(cache: Cache, u: Uncacheable) -> None:
+    """Count (and, in strict mode, refuse) a call that cannot be cached."""
+    count("bypasses")
+    count(f"bypass.{u.code}")
+    log.info("aotcheck cache bypass (%s): %s", u.code, u.detail)
+    unexpected(cache, f"a bypass ({u})")
+
+
+def _deep_tuple(x):
+    return tuple(_deep_tuple(v) for v in x) if isinstance(x, list) else x
+
+
+def _warn_corrupt(cache: Cache, key: str, name: str, why: str) -> None:
+    count("corrupt")
+    warnings.warn(f"aotcheck cache: ignoring unreadable {name} of entry {key[:12]} in {cache.path} "
+                  f"({why}); recompiling and replacing it", CacheWarning, stacklevel=3)
+
+
+def _load_entry(cache: Cache, key: str) -> dict | None:
+    try:
+        entry = cache.read(key, ENTRY_FILE)
+    except CacheCorrupt as e:
+        _warn_corrupt(cache, key, ENTRY_FILE, str(e))
+        return None
+    if entry is None and (cache.entry_dir(key) / BACKWARD_FILE).exists():
+        _warn_corrupt(cache, key, ENTRY_FILE, "missing while backward.json exists")
+    return entry
+
+
+def _forward_sha(forward_data: dict) -> str:
+    return hashlib.sha256(json.dumps(forward_data, sort_keys=True).encode()).hexdigest()
+
+
+def _entry_payload(key: str, comps: dict, stages, art) -> dict:
+    p, j = stages.partitioned, stages.joint
+    try:
+        out_spec = pytree.treespec_dumps(stages.captured.out_spec)
+    except Exception as e:  # noqa: BLE001 - pytree raises several types for unknown nodes
+        raise Uncacheable("unsupported_output_tree", str(e)) from None
+    return {
+        "format": CACHE_FORMAT, "kind": "entry", "key": key, "components": comps,
+        "decision": {"mode": stages.decision.mode, "reason": stages.decision.reason},
+        "meta": json.loads(stages.meta.to_json()),
+        "plan": asdict(stages.captured.plan),
+        "forward": graph_to_data(p.forward, art.constants),
+        "num_fw_outputs": p.num_fw_outputs,
+        "saved": list(p.saved),
+        "diff_outputs": list(j.diff_outputs) if j else [],
+        "grad_inputs": list(j.grad_inputs) if j else [],
+        "out_spec": out_spec,
+    }
+
+
+def _save_backward(cache: Cache, key: str, fw_sha: str, graph, constants: dict) -> None:
+    try:
+        data = graph_to_data(graph, constants)
+    except Uncacheable as u:
+        log.info("aotcheck cache: backward of %s not saved (%s)", key[:12], u)
+        return
+    payload = {"format": CACHE_FORMAT, "kind": "backward", "key": key, "forward_sha": fw_sha,
+               "backward": data}
+    if cache.write(key, BACKWARD_FILE, payload):
+        count("backward_saves")
+
+
+def _artifact_from_entry(cache: Cache, key: str, entry: dict, fn, partitioner: str, leaves: list, spec,
+                         sig, captured) -> CompiledArtifact:
+    meta = ViewMutationMeta.from_json(json.dumps(entry["meta"]))
+    plan = InputPlan(_deep_tuple(entry["plan"]["placeholders"]), _deep_tuple(entry["plan"]["sources"]))
+    if plan != captured.plan:
+        raise ValueError("stored input plan differs from this capture's")
+    forward = graph_from_data(entry["forward"])
+    fw_sha = _forward_sha(entry["forward"])
+    out_spec = pytree.treespec_loads(entry["out_spec"])
+    art = CompiledArtifact(
+        plan=plan, meta=meta, decision=Decision(**entry["decision"]), forward=forward,
+        num_fw_outputs=int(entry["num_fw_outputs"]), fw_candidates=forward_candidates(meta),
+        diff_outputs=tuple(entry["diff_outputs"]), grad_inputs=tuple(entry["grad_inputs"]),
+        out_spec=out_spec, constants=stored_constants(forward))
+    if art.training:
+        fakes = _fake_snapshot(leaves)
+        state = {"derived": False}
+
+        def backward_source():
+            g = _load_backward(cache, key, fw_sha)
+            if g is not None:
+                count("backward_hits")
+            else:
+                count("backward_misses")
+                unexpected(cache, f"a backward miss (key {key[:12]})")
+                g = _derive_backward(fn, partitioner, fakes, spec, sig, captured, entry["forward"], art)
+                state["derived"] = True
+            art.constants.update(stored_constants(g))
+            return g
+
+        def on_backward(g):
+            if state["derived"]:
+                _save_backward(cache, key, fw_sha, g, art.constants)
+
+        art.backward_source, art.on_backward = backward_source, on_backward
+    return art
+
+
+def _load_backward(cache: Cache, key: str, fw_sha: str):
+    try:
+        payload = cache.read(key, BACKWARD_FILE)
+        if payload is None:
+            return None
+        if payload.get("forward_sha") != fw_sha:
+            raise CacheCorrupt("it belongs to a different forward graph")
+        return graph_from_data(payload["backward"])
+    except (CacheCorrupt, SerializeError, KeyError, TypeError, ValueError) as e:
+        _warn_corrupt(cache, key, BACKWARD_FILE, str(e))
+        return None
+
+
+def _fake_snapshot(leaves: list) -> list:
+    """Fake copies of the call's leaves, taken before the forward can mutate them."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    mode = FakeTensorMode()
+    return [mode.from_tensor(t) if isinstance(t, torch.Tensor) else t for t in leaves]
+
+
+def _derive_backward(fn, partitioner: str, fakes: list, spec, sig, captured, stored_forward: dict, art):
+    """Re-run the stages on fake leaves to get the backward that matches the stored forward."""
+    stages = run_stages(fn, fakes, spec, sig, partitioner, captured=captured)
+    consts = graph_constants(stages)
+    if graph_to_data(stages.partitioned.forward, consts) != stored_forward:
+        raise AotcheckError("the backward re-derived for a cached forward does not match it (the "
+                            "function traced differently); clear the cache entry and report this")
+    art.constants.update(consts)
+    return stages.partitioned.backward
+
+
+def verify(cache: Cache) -> dict[str, str]:
+    """Check every entry: headers, checksums, keys, graphs loadable. Returns {key: problem}."""
+    problems = {}
+    for key in cache.keys():
+        try:
+            entry = cache.read(key, ENTRY_FILE)
+            if entry is None:
+                if (cache.entry_dir(key) / BACKWARD_FILE).exists():
+                    raise CacheCorrupt("backward.json without entry.json")
+                continue
+            if key_of(entry["components"]) != key:
+                raise CacheCorrupt("components do not hash to the key")
+            graph_from_data(entry["forward"])
+            bw = cache.read(key, BACKWARD_FILE)
+            if bw is not None:
+                if bw.get("forward_sha") != _forward_sha(entry["forward"]):
+                    raise CacheCorrupt("backward.json belongs to a different forward")
+                graph_from_data(bw["backward"])
+        except (CacheCorrupt, SerializeError, KeyError, TypeError, ValueError) as e:
+            problems[key] = str(e)
+    return problems

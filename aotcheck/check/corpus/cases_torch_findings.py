@@ -1,0 +1,105 @@
+"""Divergences of PyTorch (torch.compile aot_eager, functorch aot_function) from eager that
+``aotcheck fuzz --engine torch`` found, minimized by hand from the fuzzer's reproducers.
+
+aotcheck's engine gets each of them right; ``aotcheck.targets.known_failures`` marks the
+PyTorch engines that do not as strict xfails (``xfail_engines`` here says the same per case),
+so an upstream fix shows up as an unexpected pass. docs/findings.md has a row per case.
+"""
+import torch
+
+from . import Inputs, case
+
+
+def _randn(shape, seed=0, dtype=torch.float32):
+    return torch.randn(shape, dtype=dtype, generator=torch.Generator().manual_seed(seed))
+
+
+@case("regressions", mode="inference", tags=("fuzz", "torch_finding", "input_mutation", "dtypes"),
+      xfail_engines={"torch": "the in-place mutation of a 0-dim float64 input is dropped: the input keeps "
+                              "its old value and the function reads the stale value, found by aotcheck "
+                              "fuzz seed 11 (no upstream issue found)",
+                     "torch-aot-function": "returns a list where eager returns a tuple (it gets the "
+                                           "mutation right)"})
+def fuzz_zero_dim_float64_input_mutation_lost():
+    """A 0-dim float64 CPU tensor argument mutated in place. Under torch.compile(aot_eager) the
+    mutation is lost: the argument keeps its value and ``a + 1`` reads the old one (eager:
+    a == 3, out == 4; compiled: a == 1.5, out == 2.5). float32, or float64 with one dimension,
+    is right; backend="eager" and functorch's aot_function are right. The fuzzer's shrunk
+    program was ``a0.zero_(); return ()``."""
+    def f(a):
+        a.mul_(2)
+        return (a + 1,)
+
+    def make():
+        return Inputs((torch.tensor(1.5, dtype=torch.float64),))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "torch_finding", "aliased_inputs", "mutation", "no_grad"),
+      xfail_engines={"torch": "compile fails (BackendCompilerFailed): 'outs_to_grad length (1) != tangents "
+                              "length (2)', found by aotcheck fuzz seed 11 (PRIOR_ART lists the same message "
+                              "for one tensor passed twice; no upstream issue found)",
+                     "torch-aot-function": "returns a list where eager returns a tuple (it runs the "
+                                           "function right)"})
+def fuzz_transposed_alias_mutated_with_grad_leaf_mutated_under_no_grad():
+    """Two aliasing arguments (``a`` and ``a.t()``, no grad) are both mutated, one of them by a
+    grad-requiring leaf ``w`` that the function itself mutated under no_grad. torch.compile's
+    AOT autograd fails to compile it; without the no_grad mutation of ``w``, or with ``a``
+    passed twice instead of with its transpose, it compiles. functorch's aot_function runs it."""
+    def f(w, a, b):
+        b.zero_()
+        with torch.no_grad():
+            w.add_(0.5)
+        a.mul_(w)
+        return ()
+
+    def make():
+        w = _randn((), 1).requires_grad_()
+        a = _randn((2, 2))
+        return Inputs((w, a, a.t()), leaves=(w,))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "torch_finding", "aliased_inputs", "alias_of_input"),
+      xfail_engines={"torch": "raises 'incorrect out shape after application of ViewMeta sequence: (8,) "
+                              "(actual) vs (4,) (expected)': the output view of the mutated argument is "
+                              "regenerated from the other, aliasing argument, found by aotcheck fuzz seed 11 "
+                              "(same family as pytorch/pytorch#198095, here without any offset)",
+                     "torch-aot-function": "raises 'incorrect out shape after application of ViewMeta "
+                                           "sequence' (see torch)"})
+def fuzz_view_of_mutated_row_input_with_its_base():
+    """``f(x[0], x)``: the row is mutated and a view of it returned, while the base is read.
+    PyTorch regenerates the output from the base (8 elements) with the row's view sequence
+    and fails an assertion; any row, column or diagonal of ``x`` does the same. The fuzzer's
+    program reached it through ``a0.t_()`` and a graph break (Dynamo's second graph took the
+    view and its transposed base as two inputs); passing them directly needs no break."""
+    def f(a, b):
+        a.add_(1.0)
+        return (a.view(-1), b * 2)
+
+    def make():
+        x = _randn((2, 4))
+        return Inputs((x[0], x))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "torch_finding", "no_grad", "requires_grad"),
+      xfail_engines={"torch": "the output of an op on a no_grad view of a grad-requiring non-leaf argument "
+                              "has requires_grad False (eager: True), found by aotcheck fuzz seed 12 (no "
+                              "upstream issue found)",
+                     "torch-aot-function": "returns a list where eager returns a tuple"})
+def fuzz_op_on_no_grad_view_of_grad_nonleaf():
+    """In eager, a view taken under no_grad of a grad-requiring *non-leaf* is a leaf that still
+    requires grad, so ``v.relu()`` outside the block requires grad (with ReluBackward0; no
+    gradient reaches the argument). torch.compile returns it with requires_grad False. With a
+    leaf argument both say True. The fuzzer's program also had squeeze_/unsqueeze_ on the
+    argument; they are not needed."""
+    def f(a):
+        with torch.no_grad():
+            v = a.t()
+        return (v.relu(),)
+
+    def make():
+        l0 = _randn((3,)).requires_grad_()
+        return Inputs((l0.clone(),), leaves=(l0,))
+    return f, make

@@ -1,0 +1,44 @@
+"""The ``aotcheck`` command line: check, cache, fuzz, ops and report.
+
+Each subcommand lives in its own module (``check.py``, ``cache.py``, ``fuzz.py``,
+``ops.py``, ``report.py``), which defines ``register(subparsers)``; this file only
+lists them. ``progress.py`` draws progress bars for all of them.
+
+What it may import: everything else in aotcheck; nothing imports it.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+SUBCOMMANDS = (
+    "aotcheck.cli.check",      # aotcheck check
+    "aotcheck.cli.cache",      # aotcheck cache ...
+    "aotcheck.cli.fuzz",       # aotcheck fuzz
+    "aotcheck.cli.ops",        # aotcheck ops
+    "aotcheck.cli.report",     # aotcheck report
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="aotcheck", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in SUBCOMMANDS:
+        try:
+            mod = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name != name:
+                raise
+            continue
+        mod.register(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

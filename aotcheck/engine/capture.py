@@ -1,0 +1,154 @@
+"""capture: trace a function on fake tensors into a functional aten graph, plus raw facts.
+
+The function runs once under functionalization on fake tensors; ``make_fx``
+records the aten ops. The result is a :class:`Captured`: an FX graph with no
+in-place ops, and the raw facts that the *analyze* stage turns into metadata.
+
+Before (the user's function)::
+
+    def f(x):            # x: float32[2, 3], a non-leaf that requires grad
+        x.mul_(2)
+        return x.view(-1)
+
+After (the captured graph)::
+
+    %x = placeholder
+    %clone = aten.clone.default(%x)
+    %mul = aten.mul.Tensor(%clone, 2)
+    %view = aten.view.default(%mul, [-1])
+    return (%mul, %view)        # candidates: x's new value, output 0
+
+with the facts "input 0: data mutated, autograd saw it; output 0 shares
+storage with input 0". Every candidate value that a later stage might need is
+a graph output; the forward graph keeps only the ones the runtime uses.
+
+# NOTE [synthetic bases]
+Functionalization treats each input as its own storage. When two arguments
+view one storage and either is mutated, the graph takes the group's root
+tensor instead, and rebuilds each argument inside the graph with
+``as_strided``; mutations through one argument are then seen by the other.
+The first capture learns whether a group is mutated; only then is the group
+captured again this way.
+
+The stage is split over a few modules, each one job:
+
+    plan.py            placeholders <- argument leaves (synthetic bases)
+    functional.py      make_fx + functionalization, named errors, grad mode
+    recorder.py        the user's in-place metadata calls, geometry, hazards
+    functional_run.py  one run of the function on functional wrappers -> raw facts
+    outputs.py         what each returned tensor aliases
+    facts.py           the raw facts, as frozen data
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.fx as fx
+from torch.utils import _pytree as pytree
+
+from ..errors import TraceError, UnsupportedInputError
+from .facts import RawFacts
+from .functional import from_fun, geometry_of, trace_functional, trace_grad_mode
+from .functional_run import FunctionalRun
+from .plan import InputPlan, groups_needing_synthetic_base, placeholder_tensors, plan_inputs
+from .signature import Signature, unflatten_inputs
+
+
+@dataclass
+class Captured:
+    """A captured function: the functional graph, the input plan and the raw facts."""
+    graph: fx.GraphModule
+    plan: InputPlan
+    facts: RawFacts
+    out_spec: object = field(repr=False, default=None)
+    geometry: object = field(repr=False, default=None)   # eager geometry per output (joint reuses it)
+    nonleaf_views: bool = False     # non-leaf argument copies are views of fresh storage (_nonleaf_copy)
+
+
+def eager_geometry(fn, leaves: list, in_spec, sig: Signature):
+    """Run ``fn`` as eager would, on fake copies of the arguments (no functionalization),
+    and return per output leaf ``(geometry, base geometry)``, or None if that run fails.
+
+    # NOTE [eager geometry]
+    A functional wrapper's size/stride/offset can drift from eager's: when functionalization
+    replaces a mutated tensor's value, the new value is laid out by the functional op (e.g.
+    contiguous where eager's argument was a strided slice), and views taken afterwards, or
+    views re-synced from it, inherit that layout. Aliased outputs are rebuilt with
+    as_strided on real tensors, so their geometry must be eager's; it is read here.
+    """
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    mode = FakeTensorMode()
+    try:
+        fakes = [mode.from_tensor(t) if isinstance(t, torch.Tensor) else t for t in leaves]
+        args, kwargs = unflatten_inputs(fakes, in_spec)
+        with trace_grad_mode(sig), mode:
+            out = fn(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - fall back to the functional wrappers' geometry
+        return None
+    result = []
+    for o in pytree.tree_leaves(out, is_leaf=lambda x: isinstance(x, torch.Size)):
+        if isinstance(o, torch.Tensor) and o.layout == torch.strided:
+            base = o._base
+            result.append((geometry_of(o), geometry_of(base) if base is not None else None))
+        else:
+            result.append(None)
+    return result
+
+
+def capture(fn, leaves: list, in_spec, sig: Signature,
+            synthetic: frozenset[int] = frozenset(), nonleaf_views: bool = False) -> Captured:
+    """Trace ``fn`` for this signature. Re-captures with synthetic bases when needed."""
+    plan = plan_inputs(sig, synthetic)
+    geometry = eager_geometry(fn, leaves, in_spec, sig)
+    run = FunctionalRun(fn, plan, sig, leaves, in_spec, geometry, nonleaf_views)
+    box: dict = {}
+
+    def body(*placeholders):
+        candidates, facts, out_spec, _ = run.run(list(placeholders))
+        box["facts"], box["out_spec"] = facts, out_spec
+        return [from_fun(c) for c in candidates]
+
+    placeholders = placeholder_tensors(plan, leaves)
+    try:
+        with trace_grad_mode(sig):
+            gm = trace_functional(body, placeholders)
+    except TraceError as first:
+        # see NOTE [non-leaf copies]: a view's grad_fn rebuilt by replaying its creation ops
+        # can fail in the forward too (permute of an argument squeeze_d to 0-dim); trace once
+        # more with the other kind of copy. If eager ran the function (on fake tensors) and
+        # in-place metadata changes were seen, what failed is that replay: a named limit.
+        recorder = getattr(run, "recorder", None)
+        if recorder is None or not recorder.inplace_metadata:
+            raise
+        retried = not nonleaf_views and any(t.requires_grad and not t.is_leaf for t in placeholders)
+        if retried:
+            try:
+                return capture(fn, leaves, in_spec, sig, synthetic, nonleaf_views=True)
+            except TraceError:
+                pass
+        # eager_geometry() ran the function on fake tensors without functionalization (it
+        # cannot when a non-leaf argument is mutated: its fakes are leaves); when neither that
+        # run nor the other kind of copy contradicts it, the failure is the replay limit
+        if geometry is None and not retried:
+            raise
+        raise view_replay_refusal(first) from None
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    captured = Captured(gm, plan, box["facts"], box["out_spec"], geometry=geometry,
+                        nonleaf_views=nonleaf_views)
+    needs = groups_needing_synthetic_base(sig, plan, captured.facts.inputs) - synthetic
+    if needs:
+        return capture(fn, leaves, in_spec, sig, synthetic | needs, nonleaf_views)
+    return captured
+
+
+def view_replay_refusal(e: Exception) -> UnsupportedInputError:
+    """The named refusal for NOTE [non-leaf copies]'s limit, when no kind of copy helps."""
+    return UnsupportedInputError(
+        "the function changes a tensor's metadata in place (t_, transpose_, unsqueeze_, ...) "
+        "and autograd must later rebuild the grad_fn of a view on that chain (after a mutation); "
+        "autograd cannot rebuild that view's grad_fn under functionalization: it replays the ops "
+        "that made the view, which misses in-place metadata changes (a PyTorch limit; functorch's "
+        "aot_function fails the same way). Use the out-of-place op (x = x.unsqueeze(1)) instead. "
+        f"({e})")

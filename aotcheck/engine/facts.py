@@ -1,0 +1,69 @@
+"""facts: what one functional run of the function observed, as plain frozen data.
+
+*capture* records these raw facts; *analyze* turns them into the view/mutation
+metadata (``analyze.ViewMutationMeta``). No tensors, FX nodes or callables: they
+go into the cache key as JSON.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class InputFacts:
+    """What running the function did to one placeholder's tensor (or a member's metadata)."""
+    placeholder: int
+    data_mutated: bool
+    metadata_mutated: bool
+    autograd_saw_mutation: bool     # grad_fn or requires_grad changed: replay it with grad on
+    requires_grad_after: bool
+    final_shape: tuple[int, ...]
+    final_stride: tuple[int, ...]
+    final_offset: int
+    value_output: int               # graph-output index of the new value, or -1
+
+
+@dataclass(frozen=True)
+class MemberFacts:
+    """A view-member of an alias group whose own metadata changed (e.g. ``a.t_()``)."""
+    leaf: int
+    final_shape: tuple[int, ...]
+    final_stride: tuple[int, ...]
+    final_offset: int
+
+
+@dataclass(frozen=True)
+class OutputFacts:
+    """One leaf of the returned pytree."""
+    is_tensor: bool
+    value: str = ""                 # repr of a non-tensor leaf
+    is_input: int = -1              # leaf index of the argument it *is*
+    same_output: int = -1           # earlier output it *is* (``return y, y``)
+    input_storage: int = -1         # leaf index of an argument whose storage it shares
+    output_storage: int = -1        # earlier output it shares storage with (not a view of it)
+    base_output: int = -1           # it is a view whose root is this output
+    base_intermediate: int = -1     # it is a view whose root is intermediate k
+    graph_output: int = -1          # graph-output index of its value (for an input_storage
+                                    # alias: of the value its gradient flows through, if any)
+    shape: tuple[int, ...] = ()
+    stride: tuple[int, ...] = ()
+    offset: int = 0
+    dtype: str = ""
+    requires_grad: bool = False
+    is_leaf: bool = True
+    multi_output_view: bool = False  # a view made by unbind/split (in-place on it is an error)
+    grad_dead_end: bool = False       # requires grad, but its gradient reaches no input
+
+
+@dataclass(frozen=True)
+class RawFacts:
+    inputs: tuple[InputFacts, ...]
+    members: tuple[MemberFacts, ...]
+    outputs: tuple[OutputFacts, ...]
+    out_tree: str
+    intermediate_outputs: tuple[int, ...]     # graph-output index of each intermediate base
+    candidates: tuple[tuple, ...]   # per graph output: (shape, dtype, requires_grad, stride, offset)
+    new_leaf_outputs: tuple[int, ...]         # outputs that are fresh leaves requiring grad
+    metadata_ops: tuple = ()                  # (kind, index, method, args, kwargs, grad_enabled)
+    view_replay_hazard: bool = False          # see recorder.MetadataRecorder.view_replay_hazard
+

@@ -1,0 +1,150 @@
+"""functional: tracing machinery shared by capture and the joint trace.
+
+- ``trace_functional(body, placeholders)``: ``make_fx`` on fake tensors with
+  functionalization on around ``body``, turning the user's errors into aotcheck's
+  named ones (``guard_trace``);
+- ``TraceGuard``: a dispatch mode that rejects value reads and value-dependent shapes,
+  and tags nodes that ran under no_grad;
+- ``to_fun``/``from_fun``: wrap and unwrap functional tensors;
+- ``trace_grad_mode``: trace in the caller's grad mode.
+"""
+from __future__ import annotations
+
+import logging
+
+import torch
+import torch.fx as fx
+from torch.multiprocessing.reductions import StorageWeakRef
+from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from ..errors import DataDependentError, TraceError, UnsupportedInputError
+from .signature import Signature
+
+
+def to_fun(t: torch.Tensor) -> torch.Tensor:
+    ft = torch._to_functional_tensor(t)
+    torch._mirror_autograd_meta_to(t, ft)
+    return ft
+
+
+def from_fun(t: torch.Tensor) -> torch.Tensor:
+    torch._sync(t)
+    return torch._from_functional_tensor(t)
+
+
+def storage_ref(t: torch.Tensor):
+    return StorageWeakRef(t.untyped_storage())
+
+
+class TraceGuard(TorchDispatchMode):
+    """Watches every op while tracing:
+
+    - rejects reads of tensor values (``.item()``, ``bool(t)``) and ops whose output shape
+      depends on values (``nonzero``), which would otherwise slip in as symbolic sizes;
+    - tags each node that ran with grad mode off, so no_grad regions reach the cache key.
+    """
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func is torch.ops.aten._local_scalar_dense.default:
+            raise DataDependentError(
+                "the function reads a tensor value while being traced (.item(), bool(tensor), "
+                ".tolist() or Python control flow on a tensor); aotcheck compiles static graphs. "
+                "Use torch.where, or pass the value as a Python scalar argument")
+        out = func(*args, **(kwargs or {}))
+        for t in pytree.tree_leaves(out):
+            if isinstance(t, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in t.shape):
+                raise DataDependentError(
+                    f"op {func} has an output shape that depends on tensor values; aotcheck "
+                    "compiles static shapes only")
+        if not torch.is_grad_enabled():
+            from torch.fx.experimental.proxy_tensor import get_proxy_mode, get_proxy_slot
+            mode = get_proxy_mode()
+            if mode is not None:
+                for t in pytree.tree_leaves(out):
+                    if isinstance(t, torch.Tensor):
+                        slot = get_proxy_slot(t, mode.tracer, None)
+                        if slot is not None:
+                            slot.proxy.node.meta["no_grad"] = True
+        return out
+
+
+def geometry_of(t: torch.Tensor) -> tuple:
+    return tuple(t.shape), tuple(t.stride()), t.storage_offset()
+
+
+def trace_functional(body, example_placeholders: list[torch.Tensor]) -> fx.GraphModule:
+    """make_fx on fake copies of the placeholders, with functionalization around ``body``."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def traced(*args):
+        torch._enable_functionalization(reapply_views=True)
+        try:
+            with TraceGuard():
+                return body(*args)
+        finally:
+            torch._disable_functionalization()
+
+    fake_log = logging.getLogger("torch._subclasses.fake_tensor")
+    level = fake_log.level
+    fake_log.setLevel(logging.CRITICAL)      # the user's own errors are re-raised below
+    try:
+        return guard_trace(lambda: make_fx(traced, tracing_mode="fake")(*example_placeholders))
+    finally:
+        fake_log.setLevel(level)
+
+
+def guard_trace(thunk):
+    from torch._subclasses.fake_tensor import (DataDependentOutputException,
+                                               DynamicOutputShapeException,
+                                               UnsupportedOperatorException)
+    try:
+        return thunk()
+    except (DataDependentError, UnsupportedInputError, TraceError):
+        raise
+    except DataDependentOutputException as e:
+        raise DataDependentError(
+            f"the function reads a tensor value while being traced ({e.func if hasattr(e, 'func') else e}); "
+            "Python control flow on tensor values, .item() and .tolist() cannot be compiled. Use "
+            "torch.where or pass the value as a Python scalar argument") from None
+    except DynamicOutputShapeException as e:
+        raise DataDependentError(
+            f"op {e.func} has an output shape that depends on tensor values; aotcheck compiles "
+            "static shapes only") from None
+    except UnsupportedOperatorException as e:
+        raise TraceError(f"op {e.func} cannot run on fake tensors, so it cannot be traced") from None
+    except Exception as e:  # the user's function raised while being traced
+        msg = str(e).split("\n")[0]
+        if "mutation on a view chain" in msg and "as_strided" in msg:
+            raise UnsupportedInputError(
+                "the function mutates, in place, an as_strided() view taken of another view; "
+                "functionalization cannot express that (a PyTorch limit). Take as_strided of "
+                "the base tensor instead") from None
+        if "convert all Tensors to FakeTensors" in msg:
+            op = msg.split("Found in ")[-1].split("(")[0] if "Found in " in msg else "an op"
+            raise UnsupportedInputError(
+                f"the function uses a tensor that is not one of its arguments (a closure, a global "
+                f"or a module parameter, in {op}); aotcheck compiles functions of their arguments: "
+                "pass the tensor in (for module parameters, torch.func.functional_call)") from None
+        if "data-dependent" in msg or "data dependent" in msg or "data is not allocated yet" in msg:
+            raise DataDependentError(
+                f"the function depends on tensor values while being traced: {msg}; use torch.where "
+                "or pass the value as a Python scalar argument") from None
+        raise TraceError(f"the function raised while being traced: {type(e).__name__}: {msg}") from e
+
+
+
+class trace_grad_mode:
+    """Trace in the caller's grad mode; inference mode is traced as no_grad."""
+
+    def __init__(self, sig: Signature):
+        self.ctx = torch.no_grad() if (sig.inference_mode or not sig.grad_enabled) else torch.enable_grad()
+
+    def __enter__(self):
+        self._im = torch.inference_mode(False)
+        self._im.__enter__()
+        self.ctx.__enter__()
+
+    def __exit__(self, *exc):
+        self.ctx.__exit__(*exc)
+        self._im.__exit__(*exc)

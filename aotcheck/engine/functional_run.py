@@ -1,0 +1,181 @@
+"""functional_run: run the user's function once on functional wrappers of the placeholders.
+
+Shared by capture (which returns every candidate value) and the joint trace (which
+returns the needed values plus gradients). One run builds the user's arguments
+from the placeholders (NOTE [non-leaf copies]), calls the function under the
+metadata recorder, and reads the raw facts: per input, what was mutated; per
+output, what it aliases (outputs.py).
+"""
+from __future__ import annotations
+
+import torch
+from torch.utils import _pytree as pytree
+
+from ..errors import UnsupportedInputError
+from .facts import InputFacts, MemberFacts, RawFacts
+from .functional import geometry_of, to_fun
+from .outputs import classify_outputs
+from .plan import InputPlan
+from .recorder import MetadataRecorder
+from .signature import Signature, unflatten_inputs
+
+
+class FunctionalRun:
+    """Runs the user's function on functional wrappers of the placeholders.
+
+    Shared by capture (which returns every candidate value) and the joint
+    trace (which returns the needed values plus gradients).
+    """
+
+    def __init__(self, fn, plan: InputPlan, sig: Signature, leaves: list, in_spec, geometry=None,
+                 nonleaf_views: bool = False):
+        self.fn, self.plan, self.sig, self.leaves, self.in_spec = fn, plan, sig, leaves, in_spec
+        self.eager_geometry = geometry      # per output leaf: (geometry, base geometry) or None
+        self.nonleaf_views = nonleaf_views
+
+    def run(self, placeholders: list[torch.Tensor]):
+        """Returns (candidates, facts, out_spec, placeholder wrappers). Call with functionalization on."""
+        plan, sig = self.plan, self.sig
+        wrappers = [to_fun(p) for p in placeholders]
+        works = []
+        for p, w in zip(placeholders, wrappers):
+            # A non-leaf that requires grad may be mutated in place; the wrapper is a leaf.
+            works.append(_nonleaf_copy(p, w, self.nonleaf_views)
+                         if (p.requires_grad and not p.is_leaf) else w)
+        user: list = []
+        for i, src in enumerate(plan.sources):
+            if src[0] == "value":
+                user.append(self.leaves[i])
+            elif src[0] == "same":
+                user.append(user[src[1]])
+            elif src[0] == "placeholder":
+                user.append(works[src[1]])
+            else:
+                _, p, shape, stride, offset, detached = src
+                view = works[p].as_strided(shape, stride, offset)
+                user.append(view.detach() if detached else view)
+        # Autograd regenerates a view's grad_fn when its version changes, so "did autograd see
+        # the mutation" is read on the tensor that owns the storage (a non-leaf copy may be a
+        # view of fresh storage; see _nonleaf_copy).
+        anchors = [w._base if w._base is not None else w for w in works]
+        before = [(a.grad_fn, a.requires_grad) for a in anchors]
+        member_meta = {i: geometry_of(user[i]) for i, s in enumerate(plan.sources) if s[0] == "member"}
+        args, kwargs = unflatten_inputs(list(user), self.in_spec)
+        watched = {id(works[p]): ("placeholder", p) for p in range(len(works))}
+        watched.update({id(user[i]): ("leaf", i) for i in member_meta})
+        recorder = MetadataRecorder(watched)
+        self.recorder = recorder             # read by capture() if the trace fails
+        try:
+            with recorder:
+                result = self.fn(*args, **kwargs)
+        except (RuntimeError, ValueError, IndexError) as e:
+            if any(kind == "leaf" for kind, *_ in recorder.log):
+                raise UnsupportedInputError(
+                    "an argument that shares storage with another argument has its metadata "
+                    "changed in place (t_, transpose_, ...) and the shared storage is mutated "
+                    "afterwards; aotcheck's synthetic-base replay does not give eager's gradients "
+                    "for that combination, so it refuses it. Pass the arguments without aliasing "
+                    f"({type(e).__name__}: {str(e).splitlines()[0][:120]})") from None
+            if recorder.log and "view" in str(e):
+                raise UnsupportedInputError(
+                    "the function changes an argument's metadata in place (t_, transpose_, ...) "
+                    "and then mutates a view of it taken before; functionalization cannot "
+                    "replay that view (a PyTorch limit). Take the view after the metadata "
+                    f"change. ({type(e).__name__}: {str(e).splitlines()[0][:120]})") from None
+            raise
+        out_leaves, out_spec = pytree.tree_flatten(result, is_leaf=lambda x: isinstance(x, torch.Size))
+        for w in works:
+            torch._sync(w)
+        candidates: list[torch.Tensor] = []
+        inputs = []
+        for p, w in enumerate(works):
+            data = torch._functionalize_has_data_mutation(w)
+            meta = torch._functionalize_has_metadata_mutation(w)
+            if torch._functionalize_was_storage_changed(w):
+                raise UnsupportedInputError(
+                    f"the function calls set_() (or swaps the storage) of input placeholder {p}; "
+                    "aotcheck supports data and metadata mutations of inputs, not storage swaps")
+            if not (data or meta) and anchors[p].requires_grad != before[p][1]:
+                raise UnsupportedInputError(
+                    f"the function changes requires_grad of input placeholder {p} "
+                    "(requires_grad_() on an argument); set requires_grad before the call")
+            value_output = -1
+            if data:
+                value_output = len(candidates)
+                candidates.append(w)
+            inputs.append(InputFacts(
+                p, data, meta, (anchors[p].grad_fn, anchors[p].requires_grad) != before[p],
+                w.requires_grad,
+                *geometry_of(w), value_output))
+        member_ops = {idx for kind, idx, *_ in recorder.log if kind == "leaf"}
+        if member_ops and recorder.data_aftergeometry_of():
+            raise UnsupportedInputError(
+                f"argument leaf {min(member_ops)} shares storage with another argument, its "
+                "metadata is changed in place (t_, transpose_, ...) and the shared storage is "
+                "mutated afterwards; aotcheck's synthetic-base replay does not give eager's gradients for "
+                "that combination, so it refuses it. Pass the arguments without aliasing")
+        members = []
+        for i, m in member_meta.items():
+            if geometry_of(user[i]) != m:
+                members.append(MemberFacts(i, *geometry_of(user[i])))
+                self.saw_inplace_metadata = recorder.inplace_metadata
+        self._work_ids = {id(w) for w in works}
+        outputs, intermediates, new_leaves, self.base_geometry = classify_outputs(
+            out_leaves, user, candidates, sig=sig, geometry=recorder.geometry,
+            eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids)
+        cands = tuple((tuple(c.shape), str(c.dtype).replace("torch.", ""), c.requires_grad,
+                       *self.base_geometry.get(id(c), recorder.geometry.get(id(c), geometry_of(c)))[1:])
+                      for c in candidates)
+        facts = RawFacts(tuple(inputs), tuple(members), tuple(outputs), str(out_spec),
+                         tuple(intermediates), cands, tuple(new_leaves),
+                         tuple(_freeze(op) for op in recorder.log), recorder.view_replay_hazard())
+        return candidates, facts, out_spec, wrappers
+
+
+def _freeze(v):
+    return tuple(_freeze(x) for x in v) if isinstance(v, (list, tuple)) else v
+
+
+def _dense(t: torch.Tensor) -> bool:
+    """Non-overlapping and dense: its elements fill a block of memory without gaps."""
+    dims = sorted((st, sz) for sz, st in zip(t.shape, t.stride()) if sz != 1)
+    expected = 1
+    for st, sz in dims:
+        if st != expected:
+            return False
+        expected *= sz
+    return True
+
+
+def _nonleaf_copy(p: torch.Tensor, w: torch.Tensor, as_view: bool) -> torch.Tensor:
+    """A non-leaf copy of wrapper ``w`` with exactly ``p``'s storage geometry (size of the
+    storage, offset, strides), so that offsets recorded for aliases of it are the real ones.
+
+    # NOTE [non-leaf copies]
+    A strided window must keep its geometry: reshape/contiguous decide view-or-copy from
+    strides, so a compact copy would turn eager's copies into views (silently wrong).
+
+    Under functionalization autograd cannot rebuild a view's grad_fn with as_strided, as eager
+    does; it replays the view ops that made the view, on its base as the base is *now*. That
+    goes wrong when in-place metadata changes (t_, unsqueeze_, ...) sit on the chain, in one of
+    two ways, so there are two kinds of copy:
+
+    - ``as_view=False`` (first choice): a plain tensor to autograd (a clone, or a detached
+      window into fresh storage). Fails when the argument's metadata changes in place after a
+      view of it was taken and that view's grad_fn is rebuilt ("narrow, then transpose_").
+    - ``as_view=True``: an autograd view of fresh storage. Fails when the argument's own
+      metadata changes and then its grad_fn is rebuilt ("unsqueeze_, then clamp_").
+
+    Both fail loudly while the joint graph is traced ("invalid gradient"); the pipeline then
+    traces again with the other kind (pipeline.run_stages). Gradients are the same either way.
+    """
+    numel = p.untyped_storage().nbytes() // p.element_size()
+    if as_view:
+        view = w.new_empty((numel,)).as_strided(p.shape, p.stride(), p.storage_offset())
+    elif p.storage_offset() == 0 and _dense(p) and numel == p.numel():
+        return w.clone()     # clone() keeps a dense tensor's strides: p's geometry exactly
+    else:
+        view = w.new_empty((numel,)).as_strided(p.shape, p.stride(), p.storage_offset()).detach()
+    view.copy_(w)
+    return view
+

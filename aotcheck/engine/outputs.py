@@ -1,0 +1,177 @@
+"""outputs: what each returned tensor is, relative to the arguments and intermediates.
+
+Runs inside the functional trace, on the values the function returned. Output
+kinds (see analyze.py for the metadata they become): a fresh tensor; an argument
+itself; an alias of an argument's storage (rebuilt from the argument whose memory
+holds it); a view of an intermediate (whose base becomes an extra graph value);
+a view of another output; the same tensor as an earlier output.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import torch
+
+from ..errors import UnsupportedInputError
+from .facts import OutputFacts
+from .functional import geometry_of, storage_ref
+from .signature import Signature
+
+
+def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Signature, geometry: dict,
+                     eager_geometry, owners: dict, work_ids: set):
+    """Classify each returned leaf (fresh, an input, a view of an input, of an intermediate,
+    of another output, ...) and append to ``candidates`` every graph value a later stage
+    needs. Returns (output facts, intermediate-base candidate indices, new-leaf outputs,
+    base geometry by tensor id)."""
+    base_geometry: dict = {}
+    tensor_user = {id(t): i for i, t in enumerate(user) if isinstance(t, torch.Tensor)}
+    input_storages: dict = {}
+    for i, t in enumerate(user):
+        if isinstance(t, torch.Tensor):
+            input_storages.setdefault(storage_ref(t), []).append(i)
+    out_storage, out_ids = {}, {}
+    roots: dict[int, int] = {}
+    intermediates: list[int] = []
+    new_leaves: list[int] = []
+    # Outputs that own their storage and carry autograd history go first, so that other
+    # outputs over the same storage (a detach() of it, returned earlier) are rebuilt from
+    # it rather than it from them: a detached alias cannot give it back its grad_fn.
+    order = sorted(range(len(out_leaves)), key=lambda k: not (
+        isinstance(out_leaves[k], torch.Tensor) and out_leaves[k].requires_grad
+        and out_leaves[k]._base is None))
+    outputs = [None] * len(out_leaves)
+    for k in order:
+        o = out_leaves[k]
+        if isinstance(o, torch.Size):
+            outputs[k] = (OutputFacts(False, value=f"torch.Size({list(o)!r})"))
+            continue
+        if not isinstance(o, torch.Tensor):
+            if not isinstance(o, (bool, int, float, str, type(None))):
+                raise UnsupportedInputError(
+                    f"output leaf {k} has type {type(o).__name__}; aotcheck supports returning "
+                    "tensors, torch.Size, int, float, bool, str and None, nested in tuples, "
+                    "lists and dicts")
+            outputs[k] = (OutputFacts(False, value=repr(o)))
+            continue
+        if o.layout != torch.strided:
+            raise UnsupportedInputError(
+                f"output leaf {k} has layout {o.layout}; aotcheck returns strided (dense) "
+                "tensors only")
+        eg = eager_geometry[k] if eager_geometry and k < len(eager_geometry) else None
+        shape, stride, offset = eg[0] if eg else geometry.get(id(o), geometry_of(o))
+        if eg and eg[1] is not None and o._base is not None:
+            base_geometry[id(o._base)] = eg[1]
+        common = dict(shape=shape, stride=stride, offset=offset,
+                      dtype=str(o.dtype).replace("torch.", ""), requires_grad=o.requires_grad,
+                      is_leaf=o.is_leaf,
+                      multi_output_view=o._is_view() and torch._functionalize_is_multi_output_view(o),
+                      grad_dead_end=o._is_view() and _grad_dead_end(o))
+        st = storage_ref(o)
+        if id(o) in out_ids:
+            outputs[k] = (OutputFacts(True, same_output=out_ids[id(o)], **common))
+        elif id(o) in tensor_user:
+            outputs[k] = (OutputFacts(True, is_input=tensor_user[id(o)], **common))
+        elif st in input_storages:
+            grad_value = -1
+            if o.requires_grad and not (o._base is not None and id(o._base) in work_ids):
+                # It shares an argument's storage but is no autograd view of it: a detached
+                # alias mutated in place with a value that requires grad (eager: its grad_fn
+                # is that op's). Its gradient comes from its own graph value.
+                grad_value = len(candidates)
+                candidates.append(o)
+            source = _alias_source(sig, input_storages[st], (shape, stride, offset),
+                                        o.dtype, o.requires_grad)
+            outputs[k] = (OutputFacts(True, input_storage=source,
+                                       graph_output=grad_value, **common))
+        elif id(o) in roots:
+            # the base of earlier view outputs, returned itself: it is the fresh one
+            outputs[k] = (OutputFacts(True, graph_output=intermediates[roots[id(o)]], **common))
+        elif o._base is not None or owners.get(st, o) is not o:
+            # a view of an intermediate, or a detach() of one (no autograd view, but the
+            # same storage): rebuilt from the tensor that owns the storage. A detached one
+            # that an in-place op gave a grad_fn gets its gradient from its own value.
+            root = o._base if o._base is not None else owners[st]
+            grad_value = -1
+            if o._base is None and o.requires_grad:
+                grad_value = len(candidates)
+                candidates.append(o)
+            if id(root) in out_ids:
+                outputs[k] = (OutputFacts(True, base_output=out_ids[id(root)],
+                                          graph_output=grad_value, **common))
+            else:
+                if id(root) not in roots:
+                    roots[id(root)] = len(intermediates)
+                    intermediates.append(len(candidates))
+                    candidates.append(root)
+                outputs[k] = (OutputFacts(True, base_intermediate=roots[id(root)],
+                                          graph_output=grad_value, **common))
+        elif st in out_storage:
+            outputs[k] = (OutputFacts(True, output_storage=out_storage[st], **common))
+        else:
+            if o.requires_grad and o.is_leaf:
+                new_leaves.append(k)
+            outputs[k] = (OutputFacts(True, graph_output=len(candidates), **common))
+            candidates.append(o)
+        out_storage.setdefault(st, k)
+        out_ids.setdefault(id(o), k)
+    # a view output whose root is a *later* output: point it at that output instead
+    for k, f in enumerate(outputs):
+        if f.base_intermediate >= 0:
+            root_idx = intermediates[f.base_intermediate]
+            root = candidates[root_idx]
+            if id(root) in out_ids:
+                outputs[k] = replace(f, base_intermediate=-1, base_output=out_ids[id(root)])
+    return outputs, intermediates, new_leaves, base_geometry
+
+
+def _alias_source(sig: Signature, candidates: list[int], geometry: tuple, dtype, requires_grad) -> int:
+    """Which of the arguments over one storage an output aliasing it is rebuilt from: one
+    whose memory holds all of the output's (preferring one with the output's requires_grad),
+    else the first. The runtime rebuilds it with ``as_strided`` on that argument, so, as in
+    eager, an as_strided view that reaches outside it gets no gradient there."""
+    if len(candidates) == 1:
+        return candidates[0]
+    specs = [sig.leaves[i] for i in candidates]
+    if any(getattr(torch, sp.dtype) != dtype for sp in specs):
+        return candidates[0]
+    out = _footprint(*geometry, specs[0].storage_numel)
+    holding = [i for i, sp in zip(candidates, specs)
+               if out is not None and out <= (_footprint(sp.shape, sp.stride, sp.offset,
+                                                         sp.storage_numel) or set())]
+    holding.sort(key=lambda i: sig.leaves[i].requires_grad != requires_grad)
+    return holding[0] if holding else candidates[0]
+
+
+_FOOTPRINT_LIMIT = 1 << 16
+
+
+def _footprint(shape, stride, offset, storage_numel) -> frozenset | None:
+    """The storage elements a geometry addresses, or None when there are too many to list."""
+    n = 1
+    for sz in shape:
+        n *= sz
+    if n > _FOOTPRINT_LIMIT or storage_numel > (1 << 24):
+        return None
+    if n == 0:
+        return frozenset()
+    points = {offset}          # plain Python: this runs inside the fake, functional trace
+    for size, st in zip(shape, stride):
+        points = {x + k * st for x in points for k in range(size)}
+    return frozenset(points)
+
+
+def _grad_dead_end(o: torch.Tensor) -> bool:
+    """Does eager's autograd chain for this view end nowhere? A view taken under no_grad of a
+    base that requires grad has no grad_fn; later views of it get a grad_fn whose next edge
+    is empty, so their gradient reaches no input."""
+    fn, steps = o.grad_fn, 0
+    while fn is not None and steps < 256:
+        nxt = [f for f, _ in fn.next_functions]
+        if nxt and all(f is None for f in nxt):
+            return True
+        live = [f for f in nxt if f is not None]
+        if len(live) != 1 or type(live[0]).__name__ == "AccumulateGrad":
+            return False
+        fn, steps = live[0], steps + 1
+    return False

@@ -1,0 +1,111 @@
+"""pipeline: the stages, in order, on one screen.
+
+    signature -> capture -> analyze -> decide -> [joint -> partition] -> runtime
+
+Each stage is a function from one representation to the next; none edits its
+input. ``run_stages`` runs them for one call's arguments (whose signature the
+caller computed once) and returns every intermediate result (for ``explain`` and
+the cache); ``build_artifact`` turns those into a runnable
+:class:`~aotcheck.engine.runtime.CompiledArtifact`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+from .. import flags
+from .analyze import ViewMutationMeta, analyze
+from .capture import Captured, capture, view_replay_refusal
+from .plan import placeholder_tensors
+from .decide import TRAINING, Decision, decide
+from ..errors import UnsupportedInputError
+from .joint import Joint, ViewReplayError, forward_candidates, trace_joint
+from .lint import check_graph, check_meta
+from .partition import Partitioned, inference_forward, partition
+from .runtime import CompiledArtifact
+from .signature import Signature
+
+
+@dataclass
+class Stages:
+    """Every stage's result for one signature."""
+    signature: Signature
+    captured: Captured
+    meta: ViewMutationMeta
+    decision: Decision
+    joint: Joint | None
+    partitioned: Partitioned
+
+
+def run_stages(fn, leaves: list, in_spec, sig: Signature, partitioner: str = "default", *,
+               captured: Captured | None = None) -> Stages:
+    """Run every stage for leaves whose signature is ``sig``. ``captured`` may be passed
+    in when already computed (the cache key may have needed it)."""
+    captured = captured if captured is not None else capture(fn, leaves, in_spec, sig)
+    meta = analyze(captured, sig)
+    decision = decide(meta, sig)
+    checking = flags.get(flags.CHECK_GRAPHS)
+    if checking:
+        check_graph(captured.graph.graph, "captured", functional=True)
+        check_meta(meta, sig)
+    joint = None
+    if decision.mode == TRAINING and captured.facts.view_replay_hazard:
+        raise view_replay_refusal("an in-place metadata change on a tensor that has views, "
+                                   "then a mutation of its storage")
+    if decision.mode == TRAINING:
+        if captured.facts.new_leaf_outputs:
+            k = captured.facts.new_leaf_outputs[0]
+            raise UnsupportedInputError(
+                f"output {k} is a new leaf tensor that requires grad, created inside the function; "
+                "a compiled graph cannot accumulate its .grad. Create it outside and pass it in")
+        primals = placeholder_tensors(captured.plan, leaves)
+        try:
+            joint = trace_joint(fn, captured, meta, sig, leaves, in_spec, primals)
+        except ViewReplayError as e:
+            # see NOTE [non-leaf copies] in functional_run.py: the other kind of copy of non-leaf
+            # arguments, once, when autograd's view replay failed on this one
+            if captured.nonleaf_views or not any(t.requires_grad and not t.is_leaf for t in primals):
+                raise view_replay_refusal(e) from None
+            captured = capture(fn, leaves, in_spec, sig, nonleaf_views=True)
+            meta = analyze(captured, sig)
+            decision = decide(meta, sig)
+            if decision.mode != TRAINING:
+                raise view_replay_refusal(e) from None
+            primals = placeholder_tensors(captured.plan, leaves)
+            try:
+                joint = trace_joint(fn, captured, meta, sig, leaves, in_spec, primals)
+            except ViewReplayError as e2:
+                raise view_replay_refusal(e2) from None
+        mutated = frozenset(m.placeholder for m in meta.mutations)
+        parts = partition(joint, partitioner, mutated)
+        if checking:
+            check_graph(joint.graph.graph, "joint", functional=True)
+    else:
+        parts = inference_forward(captured.graph, forward_candidates(meta))
+    if checking:
+        check_graph(parts.forward, "forward", functional=True)
+        if parts.backward is not None:
+            check_graph(parts.backward, "backward", functional=True)
+    return Stages(sig, captured, meta, decision, joint, parts)
+
+
+def build_artifact(stages: Stages) -> CompiledArtifact:
+    p, j = stages.partitioned, stages.joint
+    return CompiledArtifact(
+        plan=stages.captured.plan, meta=stages.meta, decision=stages.decision,
+        forward=p.forward, num_fw_outputs=p.num_fw_outputs,
+        fw_candidates=forward_candidates(stages.meta),
+        diff_outputs=j.diff_outputs if j else (), grad_inputs=j.grad_inputs if j else (),
+        backward=p.backward, out_spec=stages.captured.out_spec, constants=graph_constants(stages))
+
+
+def graph_constants(stages: Stages) -> dict:
+    """The tensor constants (get_attr targets) that the forward and backward graphs read.
+    They live on the traced module the graphs were cut from: the joint, or the capture."""
+    owner = stages.joint.graph if stages.joint is not None else stages.captured.graph
+    out = {}
+    for g in (stages.partitioned.forward, stages.partitioned.backward):
+        for n in (g.nodes if g is not None else ()):
+            if n.op == "get_attr":
+                out[n.target] = getattr(owner, n.target)
+    return out

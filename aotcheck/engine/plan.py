@@ -1,0 +1,93 @@
+"""plan: how the graph's placeholders map to the user's argument leaves.
+
+Most arguments are their own placeholder. Arguments that share one storage and are
+mutated become members of a *synthetic base* (see NOTE [synthetic bases] in
+capture.py): the graph takes the group's root tensor and rebuilds each member
+inside the graph with ``as_strided``.
+
+Example: ``f(a, a[1:])`` where ``a[1:]`` is mutated, planned with a synthetic base::
+
+    placeholders = (("root", 0),)
+    sources      = (("member", 0, (4,), (1,), 0, False), ("member", 0, (3,), (1,), 1, False))
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..errors import UnsupportedInputError
+from .signature import GroupSpec, Signature, TensorSpec
+
+
+@dataclass(frozen=True)
+class InputPlan:
+    """How graph placeholders map to the user's argument leaves.
+
+    ``placeholders[p]`` is ``("leaf", i)`` (argument leaf i) or ``("root", g)``
+    (the root tensor of alias group g). ``sources[i]`` says how leaf i is
+    rebuilt inside the graph: ``("placeholder", p)``, ``("same", j)`` (the very
+    tensor of leaf j), ``("member", p, shape, stride, offset, detached)`` (a view
+    of root placeholder p, of its detached alias when the member does not require
+    grad but the root does), or ``("value",)`` for non-tensors.
+    """
+    placeholders: tuple[tuple, ...]
+    sources: tuple[tuple, ...]
+
+
+def plan_inputs(sig: Signature, synthetic: frozenset[int] = frozenset()) -> InputPlan:
+    groups = {g.storage: g for g in sig.groups}
+    placeholders: list[tuple] = []
+    sources: list[tuple] = []
+    root_slot: dict[int, int] = {}
+    for i, spec in enumerate(sig.leaves):
+        if not isinstance(spec, TensorSpec):
+            sources.append(("value",))
+        elif spec.same_as >= 0:
+            sources.append(("same", spec.same_as))
+        elif spec.storage in synthetic:
+            g = groups[spec.storage]
+            _check_synthetic(g, spec, i)
+            if g.storage not in root_slot:
+                root_slot[g.storage] = len(placeholders)
+                placeholders.append(("root", g.root_member))
+            detached = g.root_requires_grad and not spec.requires_grad
+            sources.append(("member", root_slot[g.storage], spec.shape, spec.stride, spec.offset,
+                            detached))
+        else:
+            sources.append(("placeholder", len(placeholders)))
+            placeholders.append(("leaf", i))
+    return InputPlan(tuple(placeholders), tuple(sources))
+
+
+def _check_synthetic(g: GroupSpec, spec: TensorSpec, i: int) -> None:
+    if spec.requires_grad and not g.common_root:
+        raise UnsupportedInputError(
+            f"argument leaf {i} shares storage with another argument, one of them is mutated, and "
+            "the ones that require grad are not views of one common base; aotcheck supports "
+            "mutated aliased arguments whose grad-requiring members view one base (or one tensor "
+            "passed twice); members that do not require grad may be detached aliases")
+
+
+def placeholder_tensors(plan: InputPlan, leaves: list) -> list[torch.Tensor]:
+    """The real tensors to pass for each placeholder, for this call's leaves."""
+    out = []
+    for kind, ref in plan.placeholders:
+        t = leaves[ref]
+        out.append(t._base if (kind == "root" and t._base is not None) else t)
+    return out
+
+
+def groups_needing_synthetic_base(sig: Signature, plan: InputPlan, input_facts) -> frozenset[int]:
+    """The alias groups (storage numbers) that a capture with ``plan`` saw mutated."""
+    storage_of = {}
+    for p, (kind, ref) in enumerate(plan.placeholders):
+        if kind == "leaf":
+            storage_of[p] = sig.leaves[ref].storage
+    grouped = {g.storage for g in sig.groups}
+    out = set()
+    for f in input_facts:
+        s = storage_of.get(f.placeholder)
+        if s in grouped and (f.data_mutated or f.metadata_mutated):
+            out.add(s)
+    return frozenset(out)

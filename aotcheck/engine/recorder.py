@@ -1,0 +1,122 @@
+"""recorder: watches the user's Python-level tensor calls while the function is traced.
+
+A ``TorchFunctionMode`` that sees the calls as the user wrote them (``x.t_()``, not
+aten ops), which functionalization hides. It records:
+
+- in-place metadata calls on arguments, for the runtime to replay (NOTE [mutation
+  replay] in runtime.py);
+- each tensor's geometry when created or last changed in place (NOTE [eager geometry]);
+- the order of metadata changes and mutations per storage, for the view-replay hazard;
+- which tensor first owned each storage (for detached aliases of intermediates).
+"""
+from __future__ import annotations
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils import _pytree as pytree
+
+from ..errors import UnsupportedInputError
+from .functional import geometry_of, storage_ref
+
+
+# In-place ops that change a tensor's size, stride or offset (not its data).
+METADATA_METHODS = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_",
+                              "squeeze_", "as_strided_", "resize_"})
+
+
+def _plain(v):
+    if isinstance(v, (bool, int, float, str)) or v is None:
+        return v
+    if isinstance(v, (list, tuple, torch.Size)):
+        return [_plain(x) for x in v]
+    raise UnsupportedInputError(
+        f"an in-place metadata op on an argument got {type(v).__name__} {v!r}; aotcheck replays "
+        "such ops with int, float, bool and sequence arguments only")
+
+
+_INPLACE_DUNDERS = frozenset({"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__",
+                              "__ifloordiv__", "__imod__", "__ipow__", "__iand__", "__ior__"})
+
+
+class MetadataRecorder(TorchFunctionMode):
+    """Records in-place metadata calls (``t_``, ``transpose_``, ...) on arguments, as the
+    user wrote them, so the runtime can replay exactly those calls (see NOTE [mutation
+    replay] in runtime.py): eager's strides and grad_fns then come out as eager's."""
+
+    def __init__(self, watched: dict[int, tuple]):
+        super().__init__()
+        self.watched, self.log = watched, []
+        self.events: list[tuple[str, object]] = []    # ("meta" | "data", storage), in order
+        # NOTE [eager geometry]: a functional wrapper's size/stride/offset can drift from
+        # eager's when functionalization re-syncs a view after its base is mutated (the base's
+        # new value is contiguous). The geometry a tensor had when the function created it (or
+        # last changed its metadata in place) is eager's; it is kept here, by tensor.
+        self.geometry: dict[int, tuple] = {}
+        self._alive: list[torch.Tensor] = []            # keeps ids unique while tracing
+        self.inplace_metadata = False                   # t_, unsqueeze_, ... on any tensor
+        self.hazard_events: list[tuple] = []            # ("meta" | "data", storage, hazardous)
+        self.has_views: set[int] = set()                # tensors that views were taken of
+        self.owners: dict = {}                          # storage -> first non-view tensor on it
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        target = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if name in METADATA_METHODS and target is not None:
+            # A view's own squeeze_/unsqueeze_ keeps its elements in order: a replay without
+            # it gives the gradient right or fails loudly. Reorderings do not; nor does any
+            # change to a tensor whose views autograd will replay from it.
+            self.hazard_events.append(("meta", storage_ref(target), id(target) in self.has_views or (
+                target._is_view() and name not in ("squeeze_", "unsqueeze_"))))
+        if name in METADATA_METHODS and target is not None and id(target) in self.watched:
+            kind, index = self.watched[id(target)]
+            self.log.append((kind, index, name, _plain(list(args[1:])),
+                             _plain(sorted(kwargs.items())), torch.is_grad_enabled()))
+            self.events.append(("meta", storage_ref(target)))
+        elif target is not None and (name in _INPLACE_DUNDERS or (
+                name.endswith("_") and not name.startswith("_") and name not in METADATA_METHODS)):
+            self.events.append(("data", storage_ref(target)))
+        out = func(*args, **kwargs)
+        if target is not None and (name in _INPLACE_DUNDERS or (
+                name.endswith("_") and not name.startswith("_") and name not in METADATA_METHODS)):
+            # only a mutation that autograd records can go wrong through view replay
+            if target.requires_grad:
+                self.hazard_events.append(("data", storage_ref(target), False))
+        if name in METADATA_METHODS and target is not None:
+            self.geometry[id(target)] = geometry_of(target)
+            self.inplace_metadata = True
+        for t in pytree.tree_leaves(out):
+            if isinstance(t, torch.Tensor) and t._is_view() and name not in METADATA_METHODS \
+                    and target is not None and t is not target:
+                self.has_views.add(id(target))
+            if isinstance(t, torch.Tensor) and not t._is_view() and t.layout == torch.strided:
+                self.owners.setdefault(storage_ref(t), t)
+            if isinstance(t, torch.Tensor) and id(t) not in self.geometry and t.layout == torch.strided:
+                self.geometry[id(t)] = geometry_of(t)
+                self._alive.append(t)
+        return out
+
+    def view_replay_hazard(self) -> bool:
+        """Is some storage's metadata changed in place where autograd tracks views of it, and
+        the storage mutated afterwards? Under functionalization autograd rebuilds a view's
+        grad_fn by replaying the ops that made it, on its base as the base is now; it misses
+        in-place metadata changes of the view, and sees those of the base. Eager uses the
+        view's own geometry. The gradient is then silently wrong (or fails), as in PyTorch's
+        own AOTAutograd (docs/findings.md, row 21)."""
+        armed = set()
+        for what, st, hazardous in self.hazard_events:
+            if what == "meta" and hazardous:
+                armed.add(st)
+            elif what == "data" and st in armed:
+                return True
+        return False
+
+    def data_aftergeometry_of(self) -> bool:
+        """Was some storage mutated after an argument over it changed metadata in place?"""
+        changed = set()
+        for what, st in self.events:
+            if what == "meta":
+                changed.add(st)
+            elif st in changed:
+                return True
+        return False

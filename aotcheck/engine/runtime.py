@@ -1,0 +1,359 @@
+"""runtime: run compiled graphs with eager semantics.
+
+A :class:`CompiledArtifact` holds one signature's forward graph, the lazily
+built backward graph and the metadata. Calling it:
+
+1. gathers the placeholder tensors (argument leaves, or alias-group roots);
+2. runs the forward graph, inside an ``autograd.Function`` in training mode,
+   or under no_grad in inference mode;
+3. applies input mutations to the caller's tensors (see NOTE [mutation replay]);
+4. builds each output: graph values as they are, and aliases regenerated as
+   real views (see NOTE [alias regeneration]).
+
+# NOTE [mutation replay]
+The graph is functional: a mutated argument's new value is a graph output.
+Afterwards the runtime writes it back: first it replays the very metadata calls
+the function made on its arguments (``t_``, ``transpose_``, ``unsqueeze_``, ...,
+recorded during capture, each in the grad mode it ran in), so strides and
+grad_fns come out exactly as eager's; then data with ``copy_``, with grad mode
+on only if autograd saw the original mutation (otherwise under no_grad, which is
+what makes mutations under no_grad or through ``.detach()`` legal on leaves that
+require grad).
+
+# NOTE [alias regeneration]
+An output that shares storage with an argument, another output or an
+intermediate is not returned by the graph as a copy. It is rebuilt with
+``base.as_strided(size, stride, storage_offset)`` on the real base, after the
+mutations, so that mutating it later changes the base exactly as in eager and
+autograd gives it a view grad_fn. Where eager's output does not require grad
+but its base does, the view is taken under no_grad.
+
+# NOTE [lazy backward]
+The backward graph is turned into code at the first backward, not before. An
+artifact loaded from the cache may have no backward at all; it then asks its
+``backward_source`` (a re-trace of the joint) and reports it through
+``on_backward`` so the cache can complete the entry.
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+from typing import Callable
+
+import torch
+import torch.fx as fx
+from torch.utils import _pytree as pytree
+
+from .analyze import (ALIAS_OF_INPUT, ALIAS_OF_INTERMEDIATE, CONSTANT, FRESH,
+                      IS_INPUT, SAME_AS_OUTPUT, ViewMutationMeta)
+from .plan import InputPlan, placeholder_tensors
+from .codegen import compile_graph
+from .decide import TRAINING, Decision
+from ..errors import DoubleBackwardError
+
+
+def to_callable(graph: fx.Graph, name: str, constants: dict | None = None):
+    """A runnable function for ``graph``; ``constants`` holds the tensors its get_attr nodes read."""
+    return compile_graph(graph, name, constants)
+
+
+class CompiledArtifact:
+    def __init__(self, *, plan: InputPlan, meta: ViewMutationMeta, decision: Decision,
+                 forward: fx.Graph, num_fw_outputs: int, fw_candidates: tuple[int, ...],
+                 diff_outputs: tuple[int, ...] = (), grad_inputs: tuple[int, ...] = (),
+                 backward: fx.Graph | None = None,
+                 backward_source: Callable[[], fx.Graph] | None = None,
+                 out_spec=None, on_backward: Callable[[fx.Graph], None] | None = None,
+                 constants: dict | None = None):
+        self.plan, self.meta, self.decision = plan, meta, decision
+        self.constants = dict(constants or {})
+        self.forward_graph = forward
+        self.forward = to_callable(forward, "forward", self.constants)
+        self.num_fw_outputs = num_fw_outputs
+        self.fw_candidates = fw_candidates
+        self.diff_outputs = diff_outputs
+        self.grad_inputs = grad_inputs
+        self.backward_graph = backward
+        self.backward_source = backward_source
+        self.on_backward = on_backward
+        self._backward = None
+        self.out_spec = out_spec
+        self.training = decision.mode == TRAINING
+        self._simple_plan = all(k == "leaf" for k, _ in plan.placeholders) and \
+            all(s[0] in ("placeholder", "value") for s in plan.sources)
+        self._leaf_of_placeholder = [ref for _, ref in plan.placeholders]
+        self._slot = {c: k for k, c in enumerate(fw_candidates)}
+        self._constants = {o.index: _constant(o.value) for o in meta.outputs if o.kind == CONSTANT}
+        nondiff = tuple(k for k in range(num_fw_outputs) if k not in set(diff_outputs))
+        self._nondiff = nondiff
+        self._function = _make_function(self) if self.training else None
+        # Decided once per artifact rather than on every call:
+        # - whether the inference graph must run under no_grad (only if something requires grad);
+        # - which fresh outputs the graph lays out differently from eager (fake-tensor strides);
+        # - whether every output is a fresh graph value (then no per-output dispatch is needed).
+        self._needs_no_grad = True
+        self._grad_region_only = False
+        out_node = next(n for n in forward.nodes if n.op == "output")
+        graph_vals = [a.meta.get("val") if isinstance(a, fx.Node) else None for a in out_node.args[0]]
+        self._restride = {}
+        for o in meta.outputs:
+            if o.kind == FRESH:
+                val = graph_vals[self._slot[o.graph_output]]
+                if not isinstance(val, torch.Tensor) or (val.stride() != o.stride and val.numel() > 1):
+                    self._restride[o.index] = True
+        self._fresh_slots = None
+        if all(o.kind == FRESH for o in meta.outputs) and not self._restride and not meta.mutations \
+                and not meta.metadata_ops:
+            self._fresh_slots = [self._slot[o.graph_output] for o in meta.outputs]
+        self._unflatten = _fast_unflatten(out_spec)
+
+    def set_grad_facts(self, any_requires_grad: bool, grad_enabled: bool) -> None:
+        """Inference graphs need no no_grad context when nothing can record autograd."""
+        self._needs_no_grad = any_requires_grad and grad_enabled
+        self._grad_region_only = self.training and not grad_enabled
+
+    def call(self, leaves: list):
+        """Run and return the outputs in the function's own structure."""
+        return self._unflatten(self(leaves))
+
+    # -- backward, built lazily
+    def backward_module(self):
+        if self._backward is None:
+            if self.backward_graph is None:
+                self.backward_graph = self.backward_source()
+            self._backward = to_callable(self.backward_graph, "backward", self.constants)
+            if self.on_backward is not None:
+                self.on_backward(self.backward_graph)
+        return self._backward
+
+    # -- the call
+    def __call__(self, leaves: list) -> list:
+        if self._simple_plan:
+            primals = [leaves[i] for i in self._leaf_of_placeholder]
+        else:
+            primals = placeholder_tensors(self.plan, leaves)
+        if self.training:
+            if self._grad_region_only:
+                # grad mode is off at the call, but an enable_grad region inside the
+                # function records autograd: so does the compiled function
+                with torch.enable_grad():
+                    values = self._function.apply(*primals)
+            else:
+                values = self._function.apply(*primals)
+        elif self._needs_no_grad:
+            with torch.no_grad():
+                values = self.forward(*primals)
+        else:
+            values = self.forward(*primals)
+        if self._fresh_slots is not None:
+            return [values[s] for s in self._fresh_slots]
+        meta = self.meta
+        # A placeholder's new value has its final layout, so its own metadata calls come first;
+        # an alias group's base value has the base's layout, so members' calls come after.
+        if meta.metadata_ops:
+            self._replay_metadata(primals, leaves, "placeholder")
+        if meta.mutations:
+            self._apply_mutations(primals, values)
+        if meta.metadata_ops:
+            self._replay_metadata(primals, leaves, "leaf")
+        return self._outputs(leaves, values)
+
+    def _replay_metadata(self, primals, leaves, which: str):
+        grad_on = torch.is_grad_enabled()
+        for kind, index, method, args, kwargs, grad in self.meta.metadata_ops:
+            if kind != which:
+                continue
+            target = primals[index] if kind == "placeholder" else leaves[index]
+            with torch.set_grad_enabled(grad_on and grad):
+                getattr(target, method)(*args, **dict(kwargs))
+
+    def _apply_mutations(self, primals, values):
+        grad_on = torch.is_grad_enabled()
+        for m in self.meta.mutations:
+            if m.data:
+                with torch.set_grad_enabled(grad_on and m.grad_mode):
+                    primals[m.placeholder].copy_(values[self._slot[m.value_output]])
+
+    def _outputs(self, leaves, values) -> list:
+        meta = self.meta
+        out: list = [None] * len(meta.outputs)
+        pending = []
+        for o in meta.outputs:
+            k = o.kind
+            if k == FRESH:
+                t = values[self._slot[o.graph_output]]
+                if o.index in self._restride and t.stride() != o.stride and t.numel() > 1:
+                    t = _restride(t, o.shape, o.stride, o.offset)
+                out[o.index] = t
+            elif k == IS_INPUT:
+                out[o.index] = leaves[o.source]
+            elif k == CONSTANT:
+                out[o.index] = self._constants[o.index]
+            elif k == ALIAS_OF_INPUT and o.graph_output >= 0:
+                out[o.index] = _detached_alias(leaves[o.source], o,
+                                               values[self._slot[o.graph_output]])
+            elif k == ALIAS_OF_INPUT:
+                # as_strided on the argument itself (capture picked one that holds the output):
+                # as in eager, a view reaching outside the argument gets no gradient there
+                out[o.index] = _alias(leaves[o.source], o)
+            elif k == ALIAS_OF_INTERMEDIATE:
+                c = meta.intermediate_bases[o.source]
+                base = values[self._slot[c]]
+                shape, _, _, stride, offset = meta.candidates[c]
+                if base.stride() != stride or base.storage_offset() != offset:
+                    base = _restride(base, shape, stride, offset)
+                out[o.index] = _alias(base, o) if o.graph_output < 0 else \
+                    _detached_alias(base, o, values[self._slot[o.graph_output]])
+            else:
+                pending.append(o)
+        while pending:               # aliases of other outputs, once those exist
+            waiting = []
+            for o in pending:
+                if any(p.index == o.source for p in pending):
+                    waiting.append(o)            # its source is an alias not built yet
+                    continue
+                src = out[o.source]
+                if o.kind == SAME_AS_OUTPUT:
+                    out[o.index] = src
+                elif o.graph_output >= 0:
+                    out[o.index] = _detached_alias(src, o, values[self._slot[o.graph_output]])
+                else:
+                    out[o.index] = _alias(src, o)
+            if len(waiting) == len(pending):
+                raise AssertionError("output aliases form a cycle")  # capture never makes one
+            pending = waiting
+        return out
+
+
+def _constant(text: str):
+    """A returned non-tensor value, from its stored text (never eval'd)."""
+    if text.startswith("torch.Size(") and text.endswith(")"):
+        return torch.Size(ast.literal_eval(text[len("torch.Size("):-1]))
+    if text in ("inf", "-inf", "nan"):
+        return float(text)
+    return ast.literal_eval(text)
+
+
+def _fast_unflatten(spec):
+    """tree_unflatten, specialised for the common shapes of a return value."""
+    if spec is None:
+        return lambda flat: flat
+    if spec.is_leaf():
+        return lambda flat: flat[0]
+    if spec.type is tuple and all(spec.child(i).is_leaf() for i in range(spec.num_children)):
+        return tuple
+    return lambda flat: pytree.tree_unflatten(flat, spec)
+
+
+def _reinterpret(base: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The whole storage of ``base`` as a flat tensor of ``dtype`` (for outputs such as
+    ``view_as_real`` or ``x.view(torch.int32)``, whose geometry is in units of ``dtype``)."""
+    n = base.untyped_storage().nbytes() // base.element_size()
+    flat = base.as_strided((n,), (1,), 0)
+    if flat.is_complex() and dtype == flat.real.dtype:
+        return torch.view_as_real(flat).view(-1)        # differentiable
+    if dtype.is_complex and flat.dtype == torch.empty((), dtype=dtype).real.dtype:
+        return torch.view_as_complex(flat.view(-1, 2))
+    return flat.view(dtype)
+
+
+def _alias(base: torch.Tensor, o) -> torch.Tensor:
+    if str(base.dtype).replace("torch.", "") != o.dtype:
+        base = _reinterpret(base, getattr(torch, o.dtype))
+    if base.requires_grad and not o.requires_grad:
+        # eager's output is cut from autograd (a detach, or a view taken in no_grad of a base
+        # that did not require grad then); a view under no_grad would still require grad
+        base = base.detach()
+        if (tuple(base.shape), base.stride(), base.storage_offset()) == (o.shape, o.stride, o.offset):
+            return base
+    # eager took this view in a no_grad region: it requires grad but has no grad_fn; or its
+    # chain passes through such a view and ends nowhere (then one more view, with grad on)
+    no_grad_view = base.requires_grad and torch.is_grad_enabled() and (o.is_leaf or o.grad_dead_end)
+    with torch.no_grad() if no_grad_view else contextlib.nullcontext():
+        view = base.as_strided(o.shape, o.stride, o.offset)
+        if o.multi_output_view:
+            # unbind/split views may not be mutated in place; make ours the same kind of view
+            view = view.unsqueeze(0).unbind(0)[0]
+    if o.grad_dead_end and no_grad_view:
+        view = view.view_as(view)
+    return view
+
+
+def _detached_alias(base: torch.Tensor, o, value: torch.Tensor) -> torch.Tensor:
+    """An output that shares ``base``'s storage without being an autograd view of it (eager:
+    a detached alias, then an in-place op with a value that requires grad). Its data is
+    already in place; copying its own graph value over it gives it eager's gradient path."""
+    view = base.detach()
+    if str(view.dtype).replace("torch.", "") != o.dtype:
+        view = _reinterpret(view, getattr(torch, o.dtype))
+    if (tuple(view.shape), view.stride(), view.storage_offset()) != (o.shape, o.stride, o.offset):
+        view = view.as_strided(o.shape, o.stride, o.offset)
+    if value.requires_grad and torch.is_grad_enabled():
+        view.copy_(value)
+    return view
+
+
+def _restride(t: torch.Tensor, shape, stride, offset) -> torch.Tensor:
+    """A copy of ``t`` laid out exactly as eager laid it out (autograd records the copy)."""
+    if offset == 0:
+        new = torch.empty_strided(shape, stride, dtype=t.dtype, device=t.device)
+    else:
+        need = offset + sum((s - 1) * st for s, st in zip(shape, stride)) + 1
+        new = torch.empty(need, dtype=t.dtype, device=t.device).as_strided(shape, stride, offset)
+    return new.copy_(t)
+
+
+class _DoubleBackwardGuard(torch.autograd.Function):
+    """Identity on gradients computed with create_graph=True; raises if they are
+    differentiated again (the saved values carry no history, so a second-order gradient
+    through them would be silently wrong)."""
+
+    @staticmethod
+    def forward(ctx, anchor, *grads):
+        return tuple(g.clone() if g is not None else None for g in grads)
+
+    @staticmethod
+    def backward(ctx, *_):
+        raise DoubleBackwardError(
+            "a second-order gradient was requested through an aotcheck-compiled function; "
+            "aotcheck compiles first-order gradients only (its backward graph is not differentiable)")
+
+
+def _make_function(art: CompiledArtifact):
+    n_fw = art.num_fw_outputs
+    nondiff = art._nondiff
+    diff = art.diff_outputs
+    grad_inputs = art.grad_inputs
+    n_primals = len(art.plan.placeholders)
+
+    class CompiledFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *primals):
+            outs = art.forward(*primals)
+            fw, saved = list(outs[:n_fw]), outs[n_fw:]
+            for k, t in enumerate(fw):
+                if t._is_view():     # a Function may not return a view as a new value
+                    fw[k] = t.clone()
+            ctx.save_for_backward(*saved)
+            # an input that requires grad, kept only as an autograd edge for the guard below
+            ctx.anchor = next((p for p in primals if isinstance(p, torch.Tensor) and p.requires_grad), None)
+            if nondiff:
+                ctx.mark_non_differentiable(*[fw[k] for k in nondiff])
+            return tuple(fw)
+
+        @staticmethod
+        def backward(ctx, *grads):
+            create_graph = torch.is_grad_enabled()
+            bw = art.backward_module()
+            with torch.no_grad():
+                tangents = [grads[k].contiguous() for k in diff]
+                gin = bw(*ctx.saved_tensors, *tangents)
+            if create_graph and ctx.anchor is not None:
+                # first-order gradients are fine; differentiating them again is not
+                gin = _DoubleBackwardGuard.apply(ctx.anchor, *gin)
+            result = [None] * n_primals
+            for p, g in zip(grad_inputs, gin):
+                result[p] = g
+            return tuple(result)
+
+    return CompiledFunction

@@ -1,0 +1,234 @@
+"""Input signatures: every fact about the inputs that can change the compiled result.
+
+A compiled artifact is reused only for calls whose signature is equal. The
+signature covers the argument tree, and for each leaf:
+
+- a tensor: shape, stride, storage offset, dtype, device, requires_grad,
+  is_leaf, and which other arguments it shares storage with (or *is*);
+- a Python scalar, None or str: its type and exact value.
+
+plus grad mode and inference mode. Two arguments that view one storage form an
+*alias group*; for those the signature also records the group's root tensor
+(the common ``._base``), because mutations through one member must be replayed
+on it.
+
+Example::
+
+    >>> x = torch.randn(4, 3)
+    >>> sig = signature(*flatten_inputs((x, x[1:], 2.0), {}))
+    >>> [l.storage for l in sig.leaves[:2]], sig.leaves[1].offset
+    ([0, 0], 3)
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+from ..errors import UnsupportedInputError
+
+SCHEMA_VERSION = 1
+_SCALARS = (bool, int, float, str, type(None))
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    offset: int
+    dtype: str
+    device: str
+    requires_grad: bool
+    is_leaf: bool
+    storage: int          # alias-group number, by first appearance
+    storage_numel: int    # storage size in elements of this dtype
+    same_as: int          # index of an earlier leaf that is this very tensor, else -1
+
+
+@dataclass(frozen=True)
+class ValueSpec:
+    kind: str             # "int" | "float" | "bool" | "str" | "none"
+    value: str            # repr(value): exact, and '-0.0' differs from '0.0'
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """An alias group: several distinct tensor arguments over one storage."""
+    storage: int
+    members: tuple[int, ...]            # leaf indices (distinct tensors only)
+    root_member: int                    # the member whose root (._base or itself) is the base:
+                                        # the first that requires grad, else the first
+    common_root: bool                   # every member that requires grad has that root
+    root_shape: tuple[int, ...]
+    root_stride: tuple[int, ...]
+    root_offset: int
+    root_requires_grad: bool
+    root_is_leaf: bool
+
+
+@dataclass(frozen=True)
+class Signature:
+    tree: str
+    leaves: tuple[TensorSpec | ValueSpec, ...]
+    groups: tuple[GroupSpec, ...]
+    grad_enabled: bool
+    inference_mode: bool
+    schema: int = SCHEMA_VERSION
+
+    def tensor_indices(self) -> list[int]:
+        return [i for i, l in enumerate(self.leaves) if isinstance(l, TensorSpec)]
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str) -> "Signature":
+        d = json.loads(text)
+        if d.get("schema") != SCHEMA_VERSION:
+            raise ValueError(f"signature schema {d.get('schema')} != {SCHEMA_VERSION}")
+        leaves = tuple(TensorSpec(**_tuples(l)) if "shape" in l else ValueSpec(**l) for l in d["leaves"])
+        groups = tuple(GroupSpec(**_tuples(g)) for g in d["groups"])
+        return Signature(d["tree"], leaves, groups, d["grad_enabled"], d["inference_mode"], d["schema"])
+
+
+def _tuples(d: dict) -> dict:
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
+
+
+def flatten_inputs(args: tuple, kwargs: dict) -> tuple[list, Any]:
+    """Flatten (args, kwargs) into leaves and a tree spec, rejecting unsupported leaves."""
+    if not kwargs and all(type(a) is torch.Tensor for a in args):
+        for i, a in enumerate(args):          # fast path: a flat tuple of plain tensors
+            _check_leaf(a, f"argument {i}")
+        return list(args), len(args)
+    leaves, spec = pytree.tree_flatten((args, kwargs))
+    for i, leaf in enumerate(leaves):
+        _check_leaf(leaf, f"argument leaf {i}")
+    return leaves, spec
+
+
+def unflatten_inputs(leaves: list, spec) -> tuple[tuple, dict]:
+    if isinstance(spec, int):
+        return tuple(leaves), {}
+    return pytree.tree_unflatten(leaves, spec)
+
+
+def _check_leaf(leaf, where: str) -> None:
+    if isinstance(leaf, torch.Tensor):
+        if type(leaf) not in (torch.Tensor, torch.nn.Parameter):
+            raise UnsupportedInputError(
+                f"{where} is a tensor subclass ({type(leaf).__name__}); aotcheck supports plain "
+                "torch.Tensor and nn.Parameter only")
+        if leaf.layout != torch.strided:
+            raise UnsupportedInputError(
+                f"{where} has layout {leaf.layout}; aotcheck supports strided (dense) tensors only")
+        if leaf.is_conj() or leaf.is_neg():
+            raise UnsupportedInputError(f"{where} has a lazy conj/neg bit; call .resolve_conj() first")
+        return
+    if isinstance(leaf, _SCALARS):
+        return
+    raise UnsupportedInputError(
+        f"{where} has type {type(leaf).__name__}; aotcheck supports tensors, int, float, bool, "
+        "str and None, nested in tuples, lists and dicts")
+
+
+def _storage_key(t: torch.Tensor) -> int:
+    st = t.untyped_storage()
+    return st._cdata if st.nbytes() else -id(t)    # empty storages never alias
+
+
+def call_key(leaves: list, spec) -> tuple:
+    """A cheap hashable key that is equal exactly when :func:`signature` would be equal."""
+    parts: list = [spec if isinstance(spec, int) else str(spec),
+                   torch.is_grad_enabled(), torch.is_inference_mode_enabled()]
+    storages: dict[int, int] = {}
+    objects: dict[int, int] = {}
+    shared = False
+    for i, t in enumerate(leaves):
+        if isinstance(t, torch.Tensor):
+            same = objects.setdefault(id(t), i)
+            sk = _storage_key(t)
+            group = storages.get(sk)
+            if group is None:
+                group = storages[sk] = len(storages)
+            elif same == i:
+                shared = True     # a distinct tensor over a storage seen before
+            parts.append((t.shape, t.stride(), t.storage_offset(), t.dtype, t.device,
+                          t.requires_grad, t.is_leaf, group, same))
+        else:
+            parts.append((type(t).__name__, repr(t)))
+    if shared:
+        parts.append(tuple(_group_specs(leaves)))
+    return tuple(parts)
+
+
+def fast_call_key(args: tuple):
+    """The key of a call whose arguments are plain strided tensors over distinct storages,
+    or None (then the general :func:`call_key` applies). Equal keys mean equal signatures."""
+    parts = [torch.is_grad_enabled(), torch.is_inference_mode_enabled()]
+    storages = set()
+    for a in args:
+        if type(a) is not torch.Tensor or a.layout is not torch.strided or a.is_conj() or a.is_neg():
+            return None
+        st = a.untyped_storage()._cdata
+        if st in storages:
+            return None
+        storages.add(st)
+        parts.append((a.shape, a.stride(), a.storage_offset(), a.dtype, a.device,
+                      a.requires_grad, a.is_leaf))
+    return tuple(parts)
+
+
+def _roots(leaves: list) -> dict[int, list[int]]:
+    groups: dict[int, list[int]] = {}
+    seen_ids: set[int] = set()
+    order: dict[int, int] = {}
+    for i, t in enumerate(leaves):
+        if isinstance(t, torch.Tensor):
+            g = order.setdefault(_storage_key(t), len(order))
+            if id(t) in seen_ids:
+                continue
+            seen_ids.add(id(t))
+            groups.setdefault(g, []).append(i)
+    return {g: m for g, m in groups.items() if len(m) > 1}
+
+
+def _root(t: torch.Tensor) -> torch.Tensor:
+    return t._base if t._base is not None else t
+
+
+def _group_specs(leaves: list) -> list[GroupSpec]:
+    out = []
+    for g, members in _roots(leaves).items():
+        root_member = next((i for i in members if leaves[i].requires_grad), members[0])
+        r = _root(leaves[root_member])
+        common = all(_root(leaves[i]) is r for i in members if leaves[i].requires_grad)
+        out.append(GroupSpec(g, tuple(members), root_member, common, tuple(r.shape), tuple(r.stride()),
+                             r.storage_offset(), r.requires_grad, r.is_leaf))
+    return out
+
+
+def signature(leaves: list, spec) -> Signature:
+    """The full, JSON-serialisable signature of a call (see module docstring)."""
+    out = []
+    storages: dict[int, int] = {}
+    objects: dict[int, int] = {}
+    for i, t in enumerate(leaves):
+        if isinstance(t, torch.Tensor):
+            same = objects.setdefault(id(t), i)
+            group = storages.setdefault(_storage_key(t), len(storages))
+            out.append(TensorSpec(
+                shape=tuple(t.shape), stride=tuple(t.stride()), offset=t.storage_offset(),
+                dtype=str(t.dtype).replace("torch.", ""), device=str(t.device),
+                requires_grad=t.requires_grad, is_leaf=t.is_leaf, storage=group,
+                storage_numel=t.untyped_storage().nbytes() // t.element_size(),
+                same_as=-1 if same == i else same))
+        else:
+            kind = "none" if t is None else type(t).__name__
+            out.append(ValueSpec(kind, repr(t)))
+    tree = f"flat{spec}" if isinstance(spec, int) else str(spec)
+    return Signature(tree, tuple(out), tuple(_group_specs(leaves)),
+                     torch.is_grad_enabled(), torch.is_inference_mode_enabled())

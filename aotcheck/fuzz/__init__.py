@@ -1,0 +1,11 @@
+"""aotcheck.fuzz: generated mutation and alias programs, shrunk to runnable reproducers.
+
+    programs.py    a program as plain data; running it eagerly; writing it as a script
+    strategies.py  the hypothesis strategy that draws programs statement by statement
+                   (public as ``aotcheck.strategies``)
+    runner.py      ``fuzz()``: explore a seeded stream, then shrink one reproducer per
+                   failure signature
+
+What it may import: check (the oracle), targets (the engines), the API, errors and
+flags. Nothing from grad or cli.
+"""

@@ -1,0 +1,439 @@
+"""Straight-line torch programs as plain data, and the printer that turns one into a reproducer.
+
+A ``Program`` is what ``aotcheck.fuzz.strategies.programs()`` draws: how to build the inputs, a list of
+one-op statements, and the returned values. It holds only strings, numbers and tuples, so it can be
+printed, hashed, compared and stored as JSON. The printed source *is* the program's meaning:
+``to_function()`` and the strategy both run the very lines that ``to_source()`` prints.
+
+Example, a program and its printout (``program.to_source(engine="aotcheck")``, trimmed)::
+
+    Program(
+        bases=(Base("b0", (3, 4), "float32", requires_grad=True, clone=True, seed=7),),
+        inputs=(InputSpec("a0", "nonleaf", "same", ("b0",)),
+                InputSpec("a1", "overlap", "slice", ("a0", Index(((1, None, None),))))),
+        statements=(Statement("t", ("a1",), out="v0"),
+                    Statement("mul_", ("v0", 2.0)),
+                    Statement("sum", ("a0", 1, False), out="v1", no_grad=True)),
+        returns=("v0", "v1"))
+
+    def f(a0, a1):
+        v0 = a1.t()
+        v0.mul_(2.0)
+        with torch.no_grad():
+            v1 = a0.sum(1, keepdim=False)
+        return (v0, v1)
+
+    def make_inputs():
+        l0 = _randn((3, 4), torch.float32, 7).requires_grad_()
+        b0 = l0.clone()
+        a0 = b0
+        a1 = a0[1:]
+        return Inputs(args=(a0, a1), kwargs={}, leaves=(l0,))
+
+    if __name__ == "__main__":
+        compiled = aotcheck.aot_function(f)
+        report = check(f, compiled, make_inputs)
+        ...   # prints the divergences and exits 1, or exits 0
+
+Names: hidden bases are ``b0, b1, ...`` (``l0`` is the grad-requiring leaf a ``clone`` base is
+made from), inputs are ``a0, a1, ...`` and statement results are ``v0, v1, ...``. In ``args`` a
+``str`` is always a reference to one of those names; constants are numbers, ``None``, tuples of
+ints, or an ``Index`` (the key of ``x[...]``).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Union
+
+import torch
+
+from .. import flags
+from ..check.oracle import Inputs
+
+SCHEMA_VERSION = 1
+
+# The op vocabulary, by kind; within a kind the simplest op comes first, and the strategy draws
+# kinds and ops in this order, so shrinking moves toward the front.
+OP_KINDS: dict[str, tuple[str, ...]] = {
+    "pointwise": ("sin", "relu", "exp", "sigmoid", "tanh", "add", "mul", "clone"),
+    "view": ("view", "reshape", "t", "transpose", "permute", "slice", "select", "narrow",
+             "unsqueeze", "squeeze", "expand", "diagonal", "unbind", "split", "as_strided"),
+    "inplace": ("add_", "mul_", "copy_", "zero_", "fill_", "clamp_", "setitem"),
+    "reduction": ("sum", "mean", "amax"),
+    "metadata": ("t_", "transpose_", "unsqueeze_", "squeeze_"),
+    "matmul": ("matmul",),
+    "detach": ("detach",),
+}
+KIND_OF_OP = {op: kind for kind, ops in OP_KINDS.items() for op in ops}
+# Ops that change an existing tensor and bind no new name.
+MUTATING_KINDS = ("inplace", "metadata")
+# How an input can be made: a fresh leaf, a clone of a grad-requiring leaf, a transpose or strided
+# slice of a bigger base; or an alias: "same" tensor as an earlier input, an "overlap"ping slice
+# of it, its "transposed" view, or one of two "disjoint" rows of one hidden base.
+INPUT_KINDS = ("leaf", "nonleaf", "noncontig", "same", "overlap", "transposed", "disjoint")
+DTYPES = ("float32", "float64")
+
+
+@dataclass(frozen=True)
+class Index:
+    """The key of ``x[...]``: one item per leading dim, an int or a ``(start, stop, step)``."""
+    items: tuple[Union[int, tuple], ...]
+
+    def key(self) -> tuple:
+        return tuple(i if isinstance(i, int) else slice(*i) for i in self.items)
+
+    def __str__(self) -> str:
+        def one(item):
+            if isinstance(item, int):
+                return str(item)
+            start, stop, step = item
+            text = f"{'' if start is None else start}:{'' if stop is None else stop}"
+            return text if step in (None, 1) else f"{text}:{step}"
+        return ", ".join(one(i) for i in self.items)
+
+
+Arg = Union[str, int, float, bool, None, tuple, Index]
+
+
+def render_arg(arg: Arg) -> str:
+    if isinstance(arg, (str, Index)):
+        return str(arg)
+    return repr(arg)
+
+
+def render_expr(op: str, args: tuple) -> str:
+    """One op applied to its args, as Python source. ``args[0]`` is always the tensor it acts on."""
+    a = [render_arg(x) for x in args]
+    if op == "same":
+        return a[0]
+    if op == "slice":
+        return f"{a[0]}[{a[1]}]"
+    if op == "setitem":
+        return f"{a[0]}[{a[1]}] = {a[2]}"
+    if op in ("unbind", "split"):
+        return f"{a[0]}.{op}({', '.join(a[1:-1])})[{a[-1]}]"
+    if op == "matmul":
+        return f"torch.matmul({a[0]}, {a[1]}{'.mT' if args[2] else ''})"
+    if op in OP_KINDS["reduction"] and len(args) == 3:
+        return f"{a[0]}.{op}({a[1]}, keepdim={a[2]})"
+    return f"{a[0]}.{op}({', '.join(a[1:])})"
+
+
+@dataclass(frozen=True)
+class Base:
+    """A tensor built from a seed inside ``make_inputs``; ``f`` sees only views of it (inputs).
+
+    ``clone=True`` makes it ``l<i>.clone()`` of a grad-requiring leaf ``l<i>``, so it is not a
+    leaf and in-place ops on it are legal.
+    """
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    requires_grad: bool
+    clone: bool
+    seed: int
+
+    @property
+    def leaf(self) -> str | None:
+        """The name of the grad-requiring leaf whose ``.grad`` is compared, if any."""
+        if not self.requires_grad:
+            return None
+        return "l" + self.name[1:] if self.clone else self.name
+
+    def lines(self) -> list[str]:
+        make = f"_randn({self.shape!r}, torch.{self.dtype}, {self.seed})"
+        if self.clone:
+            return [f"{self.leaf} = {make}.requires_grad_()", f"{self.name} = {self.leaf}.clone()"]
+        return [f"{self.name} = {make}{'.requires_grad_()' if self.requires_grad else ''}"]
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """Argument ``name`` of ``f``: ``op`` applied to a base or an earlier input (``args[0]``)."""
+    name: str
+    kind: str
+    op: str
+    args: tuple
+
+    def line(self) -> str:
+        return f"{self.name} = {render_expr(self.op, self.args)}"
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One op. ``out`` names the result; it is None for in-place and metadata ops."""
+    op: str
+    args: tuple
+    out: str | None = None
+    no_grad: bool = False
+
+    def line(self) -> str:
+        expr = render_expr(self.op, self.args)
+        return expr if self.out is None else f"{self.out} = {expr}"
+
+
+@dataclass(frozen=True)
+class Program:
+    bases: tuple[Base, ...]
+    inputs: tuple[InputSpec, ...]
+    statements: tuple[Statement, ...]
+    returns: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if flags.get(flags.CHECK_GRAPHS):
+            self.check()
+
+    # -- checking ---------------------------------------------------------------------------
+
+    def check(self) -> None:
+        """Raise ValueError unless every name is defined once, before it is used."""
+        defined: list[str] = []
+
+        def need(name, where):
+            if name not in defined:
+                raise ValueError(f"{where}: {name!r} is used before it is defined "
+                                 f"(defined so far: {', '.join(defined) or 'nothing'})")
+
+        def define(name, where):
+            if name in defined:
+                raise ValueError(f"{where}: {name!r} is defined twice")
+            defined.append(name)
+
+        for base in self.bases:
+            if base.dtype not in DTYPES:
+                raise ValueError(f"{base.name}: dtype {base.dtype!r} is not one of {DTYPES}")
+            if base.clone and not base.requires_grad:
+                raise ValueError(f"{base.name}: a clone base must require grad")
+            define(base.name, base.name)
+        for spec in self.inputs:
+            if spec.kind not in INPUT_KINDS:
+                raise ValueError(f"{spec.line()}: kind {spec.kind!r} is not one of {INPUT_KINDS}")
+            need(spec.args[0], spec.line())
+            define(spec.name, spec.line())
+        defined = [spec.name for spec in self.inputs]  # f sees its arguments, not the bases
+        for stmt in self.statements:
+            if stmt.op not in KIND_OF_OP:
+                raise ValueError(f"{stmt.line()}: unknown op {stmt.op!r}")
+            mutating = KIND_OF_OP[stmt.op] in MUTATING_KINDS
+            if mutating != (stmt.out is None):
+                raise ValueError(f"{stmt.line()}: in-place and metadata ops bind no name; "
+                                 "every other op must")
+            for arg in stmt.args:
+                if isinstance(arg, str):
+                    need(arg, stmt.line())
+            if stmt.out is not None:
+                define(stmt.out, stmt.line())
+        for name in self.returns:
+            need(name, "return")
+
+    # -- printing ---------------------------------------------------------------------------
+
+    def function_source(self) -> str:
+        """``def f(...)`` alone; consecutive no_grad statements share one ``with`` block."""
+        lines = [f"def f({', '.join(spec.name for spec in self.inputs)}):"]
+        in_no_grad = False
+        for stmt in self.statements:
+            if stmt.no_grad and not in_no_grad:
+                lines.append("    with torch.no_grad():")
+            in_no_grad = stmt.no_grad
+            lines.append("    " * (2 if stmt.no_grad else 1) + stmt.line())
+        lines.append(f"    return {_tuple(self.returns)}")
+        return "\n".join(lines) + "\n"
+
+    def inputs_source(self) -> str:
+        """``def make_inputs()``: builds the arguments and the leaves from the seeds."""
+        lines = ["def make_inputs():"]
+        lines += ["    " + line for base in self.bases for line in base.lines()]
+        lines += ["    " + spec.line() for spec in self.inputs]
+        args = _tuple(spec.name for spec in self.inputs)
+        leaves = _tuple(base.leaf for base in self.bases if base.leaf)
+        lines.append(f"    return Inputs(args={args}, kwargs={{}}, leaves={leaves})")
+        return "\n".join(lines) + "\n"
+
+    def to_source(self, engine: str = "aotcheck") -> str:
+        """A runnable file: it checks ``f`` compiled by ``engine`` against eager.
+
+        ``engine="aotcheck"`` compiles with ``aotcheck.aot_function``, ``"eager"`` uses ``f``
+        itself (a self-test of the printer), any other name goes through
+        ``aotcheck.targets.engines.get_engine``. The file exits 0 when the engine matches eager, and
+        prints the divergences and exits 1 when it does not.
+        """
+        if engine == "aotcheck":
+            compile_lines = ["    import aotcheck", "", "    compiled = aotcheck.aot_function(f)"]
+        elif engine == "eager":
+            compile_lines = ["    compiled = f  # the identity engine: checks the printer itself"]
+        else:
+            compile_lines = ["    from aotcheck.targets.engines import get_engine", "",
+                             f"    compiled = get_engine({engine!r}).compile(f)"]
+        return "\n".join([
+            f'"""A program drawn by aotcheck.fuzz.strategies.programs(), checked under engine {engine!r}.',
+            "",
+            "Exits 0 when the engine matches eager PyTorch, 1 (printing the divergences) when not.",
+            '"""',
+            _PRELUDE,
+            "",
+            self.function_source(),
+            "",
+            self.inputs_source(),
+            "",
+            'if __name__ == "__main__":',
+            *compile_lines,
+            "    report = check(f, compiled, make_inputs)",
+            "    if not report.ok:",
+            '        print("\\n".join(report.divergences))',
+            "        sys.exit(1)",
+            '    print("ok: matches eager")',
+            "    sys.exit(0)",
+            "",
+        ])
+
+    # -- running ----------------------------------------------------------------------------
+
+    def _namespace(self) -> dict:
+        namespace: dict = {"__name__": "aotcheck_program"}
+        exec(compile(_PRELUDE + "\n" + self.function_source() + "\n" + self.inputs_source(),
+                     "<aotcheck program>", "exec"), namespace)
+        return namespace
+
+    def to_function(self):
+        """The callable ``f``, from the printed source."""
+        return self._namespace()["f"]
+
+    def make_inputs(self) -> Inputs:
+        """Fresh arguments and leaves; equal values on every call."""
+        return self._namespace()["make_inputs"]()
+
+    # -- describing -------------------------------------------------------------------------
+
+    def origins(self) -> dict[str, str]:
+        """What each value of ``f`` is: 'input', 'input view', 'intermediate', 'intermediate view'.
+
+        Views and ``detach`` keep the origin of their source and add ' view'.
+        """
+        origin = {spec.name: "input" for spec in self.inputs}
+        for stmt in self.statements:
+            if stmt.out is None:
+                continue
+            if KIND_OF_OP[stmt.op] in ("view", "detach"):
+                origin[stmt.out] = origin[stmt.args[0]].replace(" view", "") + " view"
+            else:
+                origin[stmt.out] = "intermediate"
+        return origin
+
+    def roots(self) -> dict[str, str]:
+        """The storage each value of ``f`` lives in, named by a base or a statement result.
+
+        Two values with one root may alias (views, ``detach``, inputs cut from one base).
+        """
+        root = {spec.name: spec.args[0] for spec in self.inputs}
+        for _ in self.inputs:  # inputs made from earlier inputs: follow them to their base
+            root = {name: root.get(r, r) for name, r in root.items()}
+        for stmt in self.statements:
+            if stmt.out is not None:
+                aliasing = KIND_OF_OP[stmt.op] in ("view", "detach")
+                root[stmt.out] = root[stmt.args[0]] if aliasing else stmt.out
+        return root
+
+    def features(self) -> frozenset[str]:
+        """Tags for coverage counts: ``op:<op>``, ``input:<kind>``, ``inplace:<origin>``, ..."""
+        origin = self.origins()
+        tags = {f"input:{spec.kind}" for spec in self.inputs}
+        tags |= {f"input:{'float64' if b.dtype == 'float64' else 'float32'}" for b in self.bases}
+        for stmt in self.statements:
+            tags.add(f"op:{stmt.op}")
+            if stmt.no_grad:
+                tags.add("no_grad")
+            if KIND_OF_OP[stmt.op] in MUTATING_KINDS:
+                tags.add(f"{KIND_OF_OP[stmt.op]}:{origin[stmt.args[0]]}")
+            if stmt.op == "slice" and any(not isinstance(i, int) and i[2] not in (None, 1)
+                                          for i in stmt.args[1].items):
+                tags.add("op:slice with step")
+            if stmt.op == "setitem":
+                tags.add("op:setitem " + ("scalar" if isinstance(stmt.args[2], float) else "tensor"))
+        tags |= {f"return:{origin[name]}" for name in self.returns}
+        if not self.returns:
+            tags.add("return:empty")
+        if len(set(self.returns)) < len(self.returns):
+            tags.add("return:same value twice")
+        root = self.roots()
+        if len({root[n] for n in set(self.returns)}) < len(set(self.returns)):
+            tags.add("return:aliasing values")
+        return frozenset(tags)
+
+    # -- storing ----------------------------------------------------------------------------
+
+    def to_json(self) -> str:
+        return json.dumps({
+            "schema": SCHEMA_VERSION,
+            "bases": [[b.name, list(b.shape), b.dtype, b.requires_grad, b.clone, b.seed]
+                      for b in self.bases],
+            "inputs": [[s.name, s.kind, s.op, _encode(s.args)] for s in self.inputs],
+            "statements": [[s.op, _encode(s.args), s.out, s.no_grad] for s in self.statements],
+            "returns": list(self.returns),
+        })
+
+    @staticmethod
+    def from_json(text: str) -> "Program":
+        data = json.loads(text)
+        if data.get("schema") != SCHEMA_VERSION:
+            raise ValueError(f"program schema {data.get('schema')!r}, expected {SCHEMA_VERSION}")
+        return Program(
+            bases=tuple(Base(n, tuple(shape), dt, rg, cl, seed)
+                        for n, shape, dt, rg, cl, seed in data["bases"]),
+            inputs=tuple(InputSpec(n, kind, op, _decode(args))
+                         for n, kind, op, args in data["inputs"]),
+            statements=tuple(Statement(op, _decode(args), out, ng)
+                             for op, args, out, ng in data["statements"]),
+            returns=tuple(data["returns"]),
+        )
+
+
+def _tuple(names) -> str:
+    names = list(names)
+    return f"({', '.join(names)}{',' if len(names) == 1 else ''})"
+
+
+def _encode(value):
+    if isinstance(value, Index):
+        return {"index": _encode(value.items)}
+    if isinstance(value, tuple):
+        return [_encode(v) for v in value]
+    return value
+
+
+def _decode(value):
+    if isinstance(value, dict):
+        return Index(_decode(value["index"]))
+    if isinstance(value, list):
+        return tuple(_decode(v) for v in value)
+    return value
+
+
+_PRELUDE = '''import sys
+
+import torch
+
+from aotcheck.check.oracle import Inputs, check
+
+
+def _randn(shape, dtype, seed):
+    return torch.randn(shape, dtype=dtype, generator=torch.Generator().manual_seed(seed))
+'''
+
+
+# -- the eager run the strategy uses to vouch for a program ---------------------------------
+
+def backward_roots(outputs, args) -> list[torch.Tensor]:
+    """What the oracle's loss sums: grad-requiring outputs, and arguments that are non-leaves."""
+    roots = [t for t in outputs if isinstance(t, torch.Tensor) and t.requires_grad]
+    return roots + [t for t in args if t.requires_grad and not t.is_leaf]
+
+
+def run_eager(fn, inputs: Inputs, *, backward: bool = True):
+    """Call ``fn`` on ``inputs`` and backpropagate from every backward root, as the oracle does."""
+    outputs = fn(*inputs.args, **inputs.kwargs)
+    roots = backward_roots(outputs, inputs.args)
+    if backward and roots:
+        torch.autograd.backward([r.sum() for r in roots])
+    return outputs

@@ -1,0 +1,331 @@
+"""Engines: one interface over every AOT autograd implementation the corpus is run against.
+
+An engine compiles a function cold (``compile``) or through a persistent cache
+directory (``compile_cached``), and ``measure()`` says what the compiles inside
+it did: graphs compiled, cache hits, misses, saves, bypasses, graph breaks::
+
+    >>> eng = get_engine("torch")
+    >>> with eng.measure() as stats:
+    ...     out = eng.compile_cached(f, "/tmp/c")(x)
+    >>> stats.hits, stats.misses, stats.hit_rate
+    (1, 0, 1.0)
+
+Engines (``ENGINES``, in the order reports list them):
+
+    aotcheck             ``aotcheck.aot_function``; cached: ``aot_function(fn, cache=dir)``
+    torch                ``torch.compile(fn, backend="aot_eager")``, AOTAutogradCache forced on
+                         and bundled, in a private inductor cache directory
+    torch-aot-function   ``functorch.compile.aot_function`` with no-op compilers (no cache)
+    dynamo-aotcheck      ``torch.compile(fn, backend="aotcheck")``: Dynamo's graph through aotcheck
+                         (``aotcheck.targets.backend``); cached: ``options={"cache": dir}``
+
+``run_case(engine, case, cache_dir=None)`` runs one corpus case through the
+oracle and returns the report with the stats. ``known_failures.py`` lists, per
+engine, every corpus case expected to differ from eager, with the reason; a
+key ``"cached:<case id>"`` is a failure of the cached run only.
+
+# NOTE [torch engine: settings live only inside a call]
+AOTAutogradCache writes a training entry when the backward compiles, and the
+backward compiles lazily, at the first ``.backward()``: after the compiled
+call has returned, outside any settings the call put in place. So the torch
+engine also sets ``force_non_lazy_backward_lowering`` (PyTorch's own precompile
+flow sets the same three flags): the backward compiles with the forward and
+the whole entry is saved at compile time. The cache settings and
+``TORCHINDUCTOR_CACHE_DIR`` are then needed only inside the compiled call,
+which applies them and puts the old values back.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import tempfile
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+# ---------------------------------------------------------------- stats
+
+
+@dataclass
+class CacheStats:
+    """What the compiles inside one ``measure()`` block did."""
+    graphs: int = 0              # graphs handed to AOT autograd
+    hits: int = 0
+    misses: int = 0
+    saves: int = 0
+    bypasses: int = 0
+    graph_breaks: list = field(default_factory=list)   # Dynamo: graph-break and skip reasons
+
+    @property
+    def hit_rate(self) -> float | None:
+        n = self.hits + self.misses + self.bypasses
+        return self.hits / n if n else None
+
+    def as_dict(self) -> dict:
+        return {"graphs": self.graphs, "hits": self.hits, "misses": self.misses, "saves": self.saves,
+                "bypasses": self.bypasses, "graph_breaks": list(self.graph_breaks)}
+
+
+class Engine:
+    """Base: ``name``, ``supports_cache``, ``compile``, ``compile_cached``, ``measure``."""
+    name: str = ""
+    supports_cache: bool = False
+    description: str = ""
+
+    def compile(self, fn: Callable) -> Callable:
+        """A freshly compiled ``fn``, sharing nothing with earlier compiles."""
+        raise NotImplementedError
+
+    def compile_cached(self, fn: Callable, cache_dir) -> Callable:
+        """``fn`` compiled through the persistent cache in ``cache_dir`` (fresh in-memory state)."""
+        raise NotImplementedError(f"engine {self.name!r} has no persistent cache")
+
+    def _snapshot(self):
+        return None
+
+    def _stats_since(self, before) -> CacheStats:
+        return CacheStats()
+
+    @contextlib.contextmanager
+    def measure(self) -> Iterator[CacheStats]:
+        """Yield a CacheStats that is filled in when the block ends."""
+        stats = CacheStats()
+        before = self._snapshot()
+        try:
+            yield stats
+        finally:
+            stats.__dict__.update(self._stats_since(before).__dict__)
+
+    def __repr__(self) -> str:
+        return f"<engine {self.name}>"
+
+
+# ---------------------------------------------------------------- aotcheck
+
+
+class AotcheckEngine(Engine):
+    name = "aotcheck"
+    supports_cache = True
+    description = "aotcheck.aot_function; cached: aot_function(fn, cache=dir)"
+
+    def compile(self, fn):
+        from ..api import aot_function
+        return aot_function(fn)
+
+    def compile_cached(self, fn, cache_dir):
+        from ..api import aot_function
+        return aot_function(fn, cache=str(cache_dir))
+
+    def _snapshot(self):
+        from ..cache import counters
+        return dict(counters)
+
+    def _stats_since(self, before) -> CacheStats:
+        from ..cache import counters
+        d = {k: v - before.get(k, 0) for k, v in counters.items()}
+        hits, misses, bypasses = d.get("hits", 0), d.get("misses", 0), d.get("bypasses", 0)
+        return CacheStats(graphs=hits + misses + bypasses, hits=hits, misses=misses,
+                          saves=d.get("saves", 0), bypasses=bypasses)
+
+
+# ---------------------------------------------------------------- torch (Dynamo + AOTAutogradCache)
+
+
+_TORCH_CACHE_CONFIG = {            # torch/_functorch/config.py
+    "force_autograd_cache": True,              # use AOTAutogradCache with a non-inductor backend
+    "bundled_autograd_cache": True,            # save graphs with no inductor key too (#141790)
+    "force_non_lazy_backward_lowering": True,  # see NOTE [torch engine: settings live only inside a call]
+}
+
+
+@contextlib.contextmanager
+def _torch_cache_settings(cache_dir: str):
+    import os
+
+    import torch._functorch.config as fconfig
+    old = os.environ.get("TORCHINDUCTOR_CACHE_DIR")   # read by torch/_inductor/runtime/cache_dir_utils.py
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_dir
+    try:
+        with fconfig.patch(_TORCH_CACHE_CONFIG):
+            yield
+    finally:
+        if old is None:
+            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+        else:
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = old
+
+
+class _TorchCompiled:
+    """``torch.compile(fn, backend="aot_eager")`` whose calls run with the cache settings."""
+
+    def __init__(self, fn, cache_dir: str, keep=None):
+        import torch
+        self.fn, self.cache_dir, self._keep = fn, cache_dir, keep   # keep: a TemporaryDirectory
+        self.compiled = torch.compile(fn, backend="aot_eager", fullgraph=False)
+
+    def __call__(self, *args, **kwargs):
+        with _torch_cache_settings(self.cache_dir):
+            return self.compiled(*args, **kwargs)
+
+
+def _fresh_torch_state() -> None:
+    import torch
+    from torch._inductor.utils import clear_caches
+    torch._dynamo.reset()
+    clear_caches()
+
+
+class TorchEngine(Engine):
+    name = "torch"
+    supports_cache = True
+    description = ('torch.compile(fn, backend="aot_eager"), AOTAutogradCache forced and bundled, '
+                   "private TORCHINDUCTOR_CACHE_DIR")
+
+    def compile(self, fn):
+        _fresh_torch_state()
+        tmp = tempfile.TemporaryDirectory(prefix="aotcheck-torch-cold-")
+        return _TorchCompiled(fn, tmp.name, keep=tmp)
+
+    def compile_cached(self, fn, cache_dir):
+        _fresh_torch_state()
+        return _TorchCompiled(fn, str(cache_dir))
+
+    def _snapshot(self):
+        from torch._dynamo.utils import counters
+        return copy.deepcopy({k: dict(v) for k, v in counters.items()})
+
+    def _stats_since(self, before) -> CacheStats:
+        from torch._dynamo.utils import counters
+
+        def delta(group: str, key: str) -> int:
+            return counters[group][key] - before.get(group, {}).get(key, 0)
+        breaks = []
+        for group in ("graph_break", "unimplemented"):
+            for msg, n in counters[group].items():
+                if n > before.get(group, {}).get(msg, 0):
+                    breaks.append(f"{group}: {msg}")
+        return CacheStats(graphs=delta("aot_autograd", "total"),
+                          hits=delta("aot_autograd", "autograd_cache_hit"),
+                          misses=delta("aot_autograd", "autograd_cache_miss"),
+                          saves=delta("aot_autograd", "autograd_cache_saved"),
+                          bypasses=delta("aot_autograd", "autograd_cache_bypass"),
+                          graph_breaks=breaks)
+
+
+# ---------------------------------------------------------------- functorch.compile.aot_function
+
+
+class TorchAotFunctionEngine(Engine):
+    name = "torch-aot-function"
+    supports_cache = False
+    description = "functorch.compile.aot_function(fn, fw_compiler=nop, bw_compiler=nop); no cache, no guards"
+
+    def compile(self, fn):
+        # A fresh aot_function per compile: it keeps no signature and would reuse its
+        # first graph for any later call.
+        from functorch.compile import aot_function, nop
+        return aot_function(fn, fw_compiler=nop, bw_compiler=nop)
+
+
+# ---------------------------------------------------------------- torch.compile(backend="aotcheck")
+
+
+class DynamoAotcheckEngine(TorchEngine):
+    """Dynamo captures, aotcheck compiles (``aotcheck.targets.backend``); the cache is aotcheck's."""
+    name = "dynamo-aotcheck"
+    supports_cache = True
+    description = 'torch.compile(fn, backend="aotcheck"); cached: options={"cache": dir}'
+
+    def compile(self, fn):
+        import torch
+        torch._dynamo.reset()
+        return torch.compile(fn, backend="aotcheck")
+
+    def compile_cached(self, fn, cache_dir):
+        import torch
+        torch._dynamo.reset()
+        return torch.compile(fn, backend="aotcheck", options={"cache": str(cache_dir)})
+
+    def _snapshot(self):
+        return super()._snapshot(), AotcheckEngine._snapshot(self)
+
+    def _stats_since(self, before) -> CacheStats:
+        from torch._dynamo.utils import counters
+        dyn = TorchEngine._stats_since(self, before[0])
+        own = AotcheckEngine._stats_since(self, before[1])
+        own.graphs = counters["aotcheck"]["graphs"] - before[0].get("aotcheck", {}).get("graphs", 0)
+        own.graph_breaks = dyn.graph_breaks
+        return own
+
+
+# ---------------------------------------------------------------- registry and corpus runs
+
+
+ENGINES: dict[str, Engine] = {e.name: e for e in (AotcheckEngine(), TorchEngine(), TorchAotFunctionEngine(),
+                                                 DynamoAotcheckEngine())}
+
+
+def get_engine(name: str) -> Engine:
+    try:
+        return ENGINES[name]
+    except KeyError:
+        raise KeyError(f"unknown engine {name!r}; engines: {', '.join(ENGINES)}") from None
+
+
+@dataclass
+class EngineRun:
+    report: object            # oracle.Report
+    stats: CacheStats
+
+
+def run_case(engine: Engine, case, cache_dir=None) -> EngineRun:
+    """Compile ``case.fn`` with ``engine`` (cold, or through ``cache_dir``), run it in the
+    case's grad mode, forward plus backward unless the case says otherwise, and compare with
+    eager through the oracle."""
+    from ..check.harness import in_call_mode
+    from ..check.oracle import check
+    with engine.measure() as stats:
+        compiled = engine.compile(case.fn) if cache_dir is None else engine.compile_cached(case.fn, cache_dir)
+        report = check(in_call_mode(case, case.fn), in_call_mode(case, compiled), case.make_inputs,
+                       backward=case.backward)
+    return EngineRun(report, stats)
+
+
+def capture_problem(engine: Engine, run: EngineRun) -> str | None:
+    """For Dynamo-based engines: why the run did not go through one captured graph, or None.
+    A graph break or a skipped frame makes a passing run vacuous in part, so it is a failure."""
+    if engine.name not in ("torch", "dynamo-aotcheck"):
+        return None
+    if run.stats.graph_breaks:
+        return "Dynamo could not capture the whole function: " + "; ".join(run.stats.graph_breaks)
+    if run.stats.graphs == 0:
+        return "Dynamo captured no graph: the function ran eagerly"
+    return None
+
+
+def cache_problem(run: EngineRun) -> str | None:
+    """For a cached run: every compiled graph must have been a hit (a silent miss is a miss)."""
+    s = run.stats
+    if s.hits >= 1 and not s.misses and not s.bypasses:
+        return None
+    return f"expected cache hits only, got hits={s.hits} misses={s.misses} bypasses={s.bypasses}"
+
+
+def outcome(engine: Engine, case, cache_dir=None) -> tuple[EngineRun, list[str]]:
+    """Run ``case`` and list every problem: divergences from eager and capture problems. With
+    ``cache_dir`` (an empty directory) this is the cache round trip: a first run fills the
+    cache, a second one, compiled afresh, must equal eager *and* hit for every graph. An
+    empty list is a pass; the returned run is the last one."""
+    if cache_dir is not None:
+        fill = run_case(engine, case, cache_dir)
+        if not fill.report.ok:
+            return fill, ["run that fills the cache: " + d for d in fill.report.divergences]
+    run = run_case(engine, case, cache_dir)
+    problems = list(run.report.divergences)
+    cap = capture_problem(engine, run)
+    if cap:
+        problems.append(cap)
+    if cache_dir is not None and not problems:
+        cp = cache_problem(run)
+        if cp:
+            problems.append(cp)
+    return run, problems
