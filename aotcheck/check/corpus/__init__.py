@@ -24,7 +24,7 @@ from ..oracle import Inputs  # noqa: F401  (re-exported for case modules)
 THEMES = (
     "basics", "input_mutation", "mutation_autograd", "metadata_mutation", "alias_of_input",
     "alias_of_intermediate", "aliased_inputs", "requires_grad_modes", "non_differentiable",
-    "layers", "dtypes", "regressions",
+    "layers", "dtypes", "regressions", "custom_function", "rng", "subclass", "python_state",
 )
 
 
@@ -64,4 +64,5 @@ def case(theme: str, *, mode: str, tags=(), xfail=None, backward=True, xfail_eng
 def all_cases() -> list[Case]:
     from . import cases_basic, cases_mutation, cases_alias, cases_grad, cases_regressions  # noqa: F401
     from . import cases_torch_findings  # noqa: F401
+    from . import cases_custom_function, cases_rng, cases_subclass, cases_python_state  # noqa: F401
     return list(CASES)

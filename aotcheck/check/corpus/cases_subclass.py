@@ -1,0 +1,6 @@
+"""Corpus theme ``subclass``."""
+from __future__ import annotations
+
+import torch
+
+from . import Inputs, case  # noqa: F401
