@@ -112,6 +112,8 @@ class Explanation:
         if s.partitioned.backward is not None:
             parts += ["== backward graph ==", format_graph(s.partitioned.backward, "backward"),
                       "== saved values ==", ", ".join(s.partitioned.saved) or "(none)"]
+            if s.partitioned.reasons:
+                parts += ["== saved and recomputed, and why ==", "\n".join(s.partitioned.reasons)]
         return "\n".join(parts)
 
 
