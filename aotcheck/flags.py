@@ -33,8 +33,10 @@ STRICT_CACHE = Flag("AOTCHECK_STRICT_CACHE", bool, False,
                     "Turn a cache miss or bypass, where a hit was expected, into an error.")
 FUZZ_EXAMPLES = Flag("AOTCHECK_FUZZ_EXAMPLES", int, 200,
                      "How many generated programs the property tests run.")
+PARTITIONER = Flag("AOTCHECK_PARTITIONER", str, "default",
+                   "The partitioner aot_function uses when none is given: default or mincut.")
 
-ALL = (CHECK_GRAPHS, CACHE_DIR, STRICT_CACHE, FUZZ_EXAMPLES)
+ALL = (CHECK_GRAPHS, CACHE_DIR, STRICT_CACHE, FUZZ_EXAMPLES, PARTITIONER)
 
 _overrides: dict[str, object] = {}
 
@@ -49,3 +51,8 @@ def get(flag: Flag):
 def set_override(flag: Flag, value) -> None:
     """Force a flag's value in this process (the test suite forces CHECK_GRAPHS on)."""
     _overrides[flag.name] = value
+
+
+def clear_override(flag: Flag) -> None:
+    """Undo ``set_override``: the environment or the default decides again."""
+    _overrides.pop(flag.name, None)
