@@ -96,7 +96,7 @@ EXPENSIVE = frozenset({
 
 # Cheap ops that carry neither the pointwise tag nor a view's alias annotation.
 CHEAP = frozenset({
-    aten._to_copy, aten.copy, aten.alias, aten.lift_fresh_copy, aten.detach,
+    aten._to_copy, aten.copy, aten.alias, aten._unsafe_view, aten.lift_fresh_copy, aten.detach,
     aten.zeros, aten.ones, aten.full, aten.scalar_tensor, aten.arange,
     aten.zeros_like, aten.ones_like, aten.full_like, aten.new_zeros, aten.new_ones, aten.new_full,
     aten.fill, aten.masked_fill, aten.expand_copy, aten.view_copy, aten.permute_copy,
