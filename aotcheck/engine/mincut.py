@@ -26,7 +26,7 @@ Before (the joint of ``f(x) = x.sin().cos().sum()``; the default saves ``x`` and
 After (``choose_saved``)::
 
     saved:      x        input: free, the caller holds it
-    recomputed: sin      aten.sin.default is pointwise: cheaper to recompute than to save 16 B
+    recomputed: sin      aten.sin.default is pointwise, instead of saving 16 B
     forward:    x -> sin -> cos -> sum;                   return (sum, x)
     backward:   x, tangents_1 -> sin, expand, sin_1, neg, mul, cos_1, mul_1;  return (mul_1,)
 
@@ -293,16 +293,15 @@ def choose_saved(joint: Joint, mutated_placeholders: frozenset[int] = frozenset(
             if n.op == "placeholder":
                 what = "input: free, the caller holds it" if costs[n] == 0 else \
                     f"input mutated later: the forward saves a copy ({_fmt_bytes(costs[n])})"
+            elif costs[n] == 0:
+                what = "shares an input's storage: free"
             elif not ok and n in reg.forward:
                 what = f"never recomputed: {why} ({_fmt_bytes(costs[n])})"
             else:
-                what = f"cheapest place to cut ({_fmt_bytes(costs[n])})"
+                what = f"on the cheapest cut ({_fmt_bytes(costs[n])})"
             reasons.append(f"saved {n.name}: {what}")
-        elif n_in:
+        elif n_in and n in reg.forward:     # a forward value computed again in the backward
             recomputed.append(n)
-            why = policy[n][1]
-            where = "cheaper to recompute than to save" if n in reg.forward else \
-                "only the backward needs it"
-            size = "" if costs[n] is None else f" {_fmt_bytes(costs[n])}"
-            reasons.append(f"recomputed {n.name}: {why}; {where}{size}")
+            size = "" if costs[n] is None else f", instead of saving {_fmt_bytes(costs[n])}"
+            reasons.append(f"recomputed {n.name}: {policy[n][1]}{size}")
     return Choice(tuple(saved), tuple(recomputed), tuple(reasons))
