@@ -5,6 +5,7 @@ type, a default and a one-line description; ``aotcheck flags`` prints them.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 
@@ -53,6 +54,16 @@ def set_override(flag: Flag, value) -> None:
     _overrides[flag.name] = value
 
 
-def clear_override(flag: Flag) -> None:
-    """Undo ``set_override``: the environment or the default decides again."""
-    _overrides.pop(flag.name, None)
+@contextlib.contextmanager
+def overridden(flag: Flag, value):
+    """Force a flag's value inside a ``with`` block; the previous override (or none) returns."""
+    missing = object()
+    before = _overrides.get(flag.name, missing)
+    _overrides[flag.name] = value
+    try:
+        yield
+    finally:
+        if before is missing:
+            _overrides.pop(flag.name, None)
+        else:
+            _overrides[flag.name] = before

@@ -171,13 +171,14 @@ def test_policy_reasons():
 
 
 def test_flag_picks_the_partitioner_and_bad_names_are_refused():
-    flags.set_override(flags.PARTITIONER, "mincut")
-    try:
+    outer = flags.get(flags.PARTITIONER)      # pytest --partitioner may have set one
+    with flags.overridden(flags.PARTITIONER, "mincut"):
         assert aotcheck.aot_function(lambda x: x).partitioner == "mincut"
         assert aotcheck.aot_function(lambda x: x, partitioner="default").partitioner == "default"
-    finally:
-        flags.clear_override(flags.PARTITIONER)
-    assert aotcheck.aot_function(lambda x: x).partitioner == "default"
+        with flags.overridden(flags.PARTITIONER, "default"):
+            assert aotcheck.aot_function(lambda x: x).partitioner == "default"
+        assert aotcheck.aot_function(lambda x: x).partitioner == "mincut"
+    assert aotcheck.aot_function(lambda x: x).partitioner == outer
     with pytest.raises(aotcheck.AotcheckError, match=r"unknown partitioner 'min-cut'; supported: \['default', 'mincut'\]"):
         aotcheck.aot_function(lambda x: x, partitioner="min-cut")
 
@@ -217,7 +218,8 @@ def test_backend_option():
 
 def test_cli_check_runs_with_mincut(capsys):
     from aotcheck.cli import main
+    outer = flags.get(flags.PARTITIONER)
     assert main(["check", "--partitioner", "mincut", "-k", "basics."]) == 0
     out = capsys.readouterr().out
     assert "partitioner: mincut" in out and "fail" in out
-    assert flags.get(flags.PARTITIONER) == "default"       # the override ends with the command
+    assert flags.get(flags.PARTITIONER) == outer           # the override ends with the command

@@ -48,11 +48,8 @@ def main(argv=None) -> int:
     if partitioner is None:
         return int(args.func(args) or 0)
     from .. import flags
-    flags.set_override(flags.PARTITIONER, partitioner)    # every engine that runs aotcheck reads it
-    try:
+    with flags.overridden(flags.PARTITIONER, partitioner):   # every engine running aotcheck reads it
         return int(args.func(args) or 0)
-    finally:
-        flags.clear_override(flags.PARTITIONER)
 
 
 if __name__ == "__main__":
