@@ -229,7 +229,7 @@ def test_new_leaf_output_is_rejected():
 
 
 def test_unknown_partitioner():
-    with pytest.raises(aotcheck.AotcheckError, match="supported: \\['default'\\]"):
+    with pytest.raises(aotcheck.AotcheckError, match="supported: \\['default', 'mincut'\\]"):
         aotcheck.aot_function(lambda x: x, partitioner="nope")
 
 
