@@ -1,6 +1,8 @@
 """``aotcheck fuzz``: generated mutation/alias programs against an engine."""
 from __future__ import annotations
 
+from . import add_partitioner_option
+
 
 def register(sub) -> None:
     p = sub.add_parser("fuzz", help="run generated programs against an engine, cold and cached; "
@@ -14,6 +16,7 @@ def register(sub) -> None:
     p.add_argument("--max-statements", type=int, default=8)
     p.add_argument("--progress", action="store_true", help="draw the progress bar even when "
                    "stderr is not a terminal (e.g. a log file)")
+    add_partitioner_option(p)
     p.set_defaults(func=run)
 
 
