@@ -70,6 +70,8 @@ class OutputInfo:
     value: str = ""                 # repr, for constants
     multi_output_view: bool = False  # made by unbind/split: eager forbids in-place on it
     grad_dead_end: bool = False      # requires grad, but (as in eager) its gradient reaches no input
+    custom_view: bool = False        # a view made by a custom autograd.Function (or a view of
+                                     # one): rebuilt as such, gradient through graph_output
 
 
 @dataclass(frozen=True)
@@ -136,7 +138,10 @@ class ViewMutationMeta:
             lines.append(f"input {i.index}: {', '.join(what) or 'not mutated'}; {flags}")
         for o in self.outputs:
             desc = o.kind
-            if o.kind in (IS_INPUT, ALIAS_OF_INPUT):
+            if o.custom_view:
+                desc += f" {o.source} (custom Function view; gradient through graph output " \
+                        f"{o.graph_output})"
+            elif o.kind in (IS_INPUT, ALIAS_OF_INPUT):
                 desc += f" {o.source}"
                 if o.graph_output >= 0:
                     desc += f" (detached; gradient through graph output {o.graph_output})"
@@ -144,7 +149,9 @@ class ViewMutationMeta:
                 desc += f" {o.source}"
             elif o.kind == ALIAS_OF_INTERMEDIATE:
                 desc += f" (base {o.source})"
-            if o.kind in (ALIAS_OF_OUTPUT, ALIAS_OF_INTERMEDIATE) and o.graph_output >= 0:
+            if o.custom_view:
+                pass
+            elif o.kind in (ALIAS_OF_OUTPUT, ALIAS_OF_INTERMEDIATE) and o.graph_output >= 0:
                 desc += f" (detached; gradient through graph output {o.graph_output})"
             elif o.kind == FRESH:
                 desc += f" (graph output {o.graph_output})"
@@ -202,7 +209,8 @@ def _classify(k, o) -> OutputInfo:
         return OutputInfo(k, CONSTANT, value=o.value)
     common = dict(requires_grad=o.requires_grad, is_leaf=o.is_leaf, shape=o.shape,
                   stride=o.stride, offset=o.offset, dtype=o.dtype,
-                  multi_output_view=o.multi_output_view, grad_dead_end=o.grad_dead_end)
+                  multi_output_view=o.multi_output_view, grad_dead_end=o.grad_dead_end,
+                  custom_view=o.custom_view)
     if o.same_output >= 0:
         return OutputInfo(k, SAME_AS_OUTPUT, o.same_output, **common)
     if o.is_input >= 0:

@@ -53,6 +53,8 @@ class OutputFacts:
     is_leaf: bool = True
     multi_output_view: bool = False  # a view made by unbind/split (in-place on it is an error)
     grad_dead_end: bool = False       # requires grad, but its gradient reaches no input
+    custom_view: bool = False         # a view whose autograd chain passes a custom Function
+                                      # (NOTE [custom Function views] in outputs.py)
 
 
 @dataclass(frozen=True)

@@ -189,6 +189,9 @@ class CompiledArtifact:
                 out[o.index] = leaves[o.source]
             elif k == CONSTANT:
                 out[o.index] = self._constants[o.index]
+            elif k == ALIAS_OF_INPUT and o.custom_view:
+                out[o.index] = _view_in_custom_function(leaves[o.source], o,
+                                                        values[self._slot[o.graph_output]])
             elif k == ALIAS_OF_INPUT and o.graph_output >= 0:
                 out[o.index] = _detached_alias(leaves[o.source], o,
                                                values[self._slot[o.graph_output]])
@@ -203,7 +206,8 @@ class CompiledArtifact:
                 if base.stride() != stride or base.storage_offset() != offset:
                     base = _restride(base, shape, stride, offset)
                 out[o.index] = _alias(base, o) if o.graph_output < 0 else \
-                    _detached_alias(base, o, values[self._slot[o.graph_output]])
+                    _view_in_custom_function(base, o, values[self._slot[o.graph_output]]) \
+                    if o.custom_view else _detached_alias(base, o, values[self._slot[o.graph_output]])
             else:
                 pending.append(o)
         while pending:               # aliases of other outputs, once those exist
@@ -215,6 +219,8 @@ class CompiledArtifact:
                 src = out[o.source]
                 if o.kind == SAME_AS_OUTPUT:
                     out[o.index] = src
+                elif o.custom_view:
+                    out[o.index] = _view_in_custom_function(src, o, values[self._slot[o.graph_output]])
                 elif o.graph_output >= 0:
                     out[o.index] = _detached_alias(src, o, values[self._slot[o.graph_output]])
                 else:
@@ -291,6 +297,27 @@ def _detached_alias(base: torch.Tensor, o, value: torch.Tensor) -> torch.Tensor:
     if value.requires_grad and torch.is_grad_enabled():
         view.copy_(value)
     return view
+
+
+class _CustomFunctionView(torch.autograd.Function):
+    """A view of ``base`` made inside a custom Function, whose gradient goes to ``value``
+    (NOTE [custom Function views] in outputs.py)."""
+
+    @staticmethod
+    def forward(ctx, base, value, shape, stride, offset):
+        return base.as_strided(shape, stride, offset)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None, grad, None, None, None
+
+
+def _view_in_custom_function(base: torch.Tensor, o, value: torch.Tensor) -> torch.Tensor:
+    if str(base.dtype).replace("torch.", "") != o.dtype:
+        base = _reinterpret(base.detach(), getattr(torch, o.dtype))
+    if not (value.requires_grad and torch.is_grad_enabled()):
+        return _alias(base, o)
+    return _CustomFunctionView.apply(base, value, o.shape, o.stride, o.offset)
 
 
 def _restride(t: torch.Tensor, shape, stride, offset) -> torch.Tensor:
