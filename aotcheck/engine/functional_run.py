@@ -42,6 +42,7 @@ class FunctionalRun:
             # A non-leaf that requires grad may be mutated in place; the wrapper is a leaf.
             works.append(_nonleaf_copy(p, w, self.nonleaf_views)
                          if (p.requires_grad and not p.is_leaf) else w)
+        self.works = works                   # read by the joint (NOTE [backward mutations])
         user: list = []
         for i, src in enumerate(plan.sources):
             if src[0] == "value":

@@ -27,10 +27,22 @@ import torch.fx as fx
 
 from .analyze import ALIAS_OF_INTERMEDIATE, FRESH, ViewMutationMeta
 from .capture import Captured
-from .functional import from_fun, to_fun, trace_functional, trace_grad_mode
+from .functional import from_fun, geometry_of, to_fun, trace_functional, trace_grad_mode
 from .functional_run import FunctionalRun
 from ..errors import TraceError
 from .signature import Signature
+
+
+# NOTE [backward mutations]
+# A custom Function's backward may mutate a tensor it saved, in data (``y.mul_(3)``) or in
+# metadata (``y.transpose_(0, 1)``); when that tensor is an argument, eager changes the
+# caller's argument when ``.backward()`` runs. The joint graph runs the backward on the
+# argument's functional wrapper, so the change is seen there: a data mutation moves the
+# wrapper's mutation counter (its new value becomes an extra backward-graph output, after
+# the gradients), a metadata change moves its geometry. The runtime's backward then applies
+# both to the caller's tensor under no_grad: first the final geometry (``as_strided_``;
+# autograd's engine runs the backward outside any TorchFunctionMode, so the calls themselves
+# are not seen), then the new value (``copy_``, which is laid out in the final geometry).
 
 
 class ViewReplayError(TraceError):
@@ -45,6 +57,8 @@ class Joint:
     fw_candidates: tuple[int, ...]    # graph candidate index of each forward output
     diff_outputs: tuple[int, ...]     # forward-output positions that get a tangent
     grad_inputs: tuple[int, ...]      # placeholders that get a gradient (joint outputs after fw)
+    backward_mutations: tuple = ()    # (placeholder, data, shape, stride, offset) per placeholder
+                                      # the user's backward mutates (NOTE [backward mutations])
 
 
 def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
@@ -88,6 +102,8 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
             raise TraceError("the function traced differently the second time (is it "
                              "deterministic in Python? does it read global state?)")
         outs = [candidates[c] for c in fw]
+        works = run.works
+        before = [(torch._functionalize_mutation_counter(w), geometry_of(w)) for w in works]
         try:
             grads = torch.autograd.grad(
                 [outs[k] for k in diff], [wrappers[p] for p in grad_inputs],
@@ -99,8 +115,20 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
             if run.saw_inplace_metadata and "modified by an inplace operation" not in str(e):
                 raise ViewReplayError(str(e).split("\n")[0]) from None
             raise
-        return [from_fun(o) for o in outs] + [None if g is None else from_fun(g) for g in grads]
+        bw_values = []
+        found.clear()
+        for p, w in enumerate(works):
+            torch._sync(w)
+            data = torch._functionalize_mutation_counter(w) != before[p][0]
+            geometry = geometry_of(w)
+            if data or geometry != before[p][1]:
+                found.append((p, data, *geometry))
+                if data:
+                    bw_values.append(w)
+        return [from_fun(o) for o in outs] + [None if g is None else from_fun(g) for g in grads] + \
+            [from_fun(v) for v in bw_values]
 
+    found: list[tuple] = []
     tangents = []
     for k in diff:
         shape, dtype = meta.candidates[fw[k]][0], getattr(torch, meta.candidates[fw[k]][1])
@@ -116,4 +144,4 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
                 or "traced differently" in str(e) or "modified by an inplace operation" in str(e):
             raise
         raise ViewReplayError(str(e)) from None
-    return Joint(gm, n, fw, diff, grad_inputs)
+    return Joint(gm, n, fw, diff, grad_inputs, tuple(found))

@@ -96,7 +96,8 @@ def build_artifact(stages: Stages) -> CompiledArtifact:
         forward=p.forward, num_fw_outputs=p.num_fw_outputs,
         fw_candidates=forward_candidates(stages.meta),
         diff_outputs=j.diff_outputs if j else (), grad_inputs=j.grad_inputs if j else (),
-        backward=p.backward, out_spec=stages.captured.out_spec, constants=graph_constants(stages))
+        backward=p.backward, out_spec=stages.captured.out_spec, constants=graph_constants(stages),
+        backward_mutations=j.backward_mutations if j else ())
 
 
 def graph_constants(stages: Stages) -> dict:

@@ -64,8 +64,9 @@ class CompiledArtifact:
                  backward: fx.Graph | None = None,
                  backward_source: Callable[[], fx.Graph] | None = None,
                  out_spec=None, on_backward: Callable[[fx.Graph], None] | None = None,
-                 constants: dict | None = None):
+                 constants: dict | None = None, backward_mutations: tuple = ()):
         self.plan, self.meta, self.decision = plan, meta, decision
+        self.backward_mutations = tuple(backward_mutations)   # NOTE [backward mutations], joint.py
         self.constants = dict(constants or {})
         self.forward_graph = forward
         self.forward = to_callable(forward, "forward", self.constants)
@@ -330,6 +331,18 @@ def _restride(t: torch.Tensor, shape, stride, offset) -> torch.Tensor:
     return new.copy_(t)
 
 
+def _apply_backward_mutations(targets, mutations, values) -> None:
+    """What the user's backward did to saved arguments (NOTE [backward mutations] in joint.py),
+    done to the caller's tensors; called under no_grad."""
+    k = 0
+    for t, (_, data, shape, stride, offset) in zip(targets, mutations):
+        if (tuple(t.shape), t.stride(), t.storage_offset()) != (tuple(shape), tuple(stride), offset):
+            t.as_strided_(shape, stride, offset)
+        if data:
+            t.copy_(values[k])
+            k += 1
+
+
 class _DoubleBackwardGuard(torch.autograd.Function):
     """Identity on gradients computed with create_graph=True; raises if they are
     differentiated again (the saved values carry no history, so a second-order gradient
@@ -352,6 +365,8 @@ def _make_function(art: CompiledArtifact):
     diff = art.diff_outputs
     grad_inputs = art.grad_inputs
     n_primals = len(art.plan.placeholders)
+    bw_mutations = art.backward_mutations
+    n_grads = len(grad_inputs)
 
     class CompiledFunction(torch.autograd.Function):
         @staticmethod
@@ -366,6 +381,8 @@ def _make_function(art: CompiledArtifact):
             ctx.anchor = next((p for p in primals if isinstance(p, torch.Tensor) and p.requires_grad), None)
             if nondiff:
                 ctx.mark_non_differentiable(*[fw[k] for k in nondiff])
+            if bw_mutations:
+                ctx.mutated_in_backward = [primals[m[0]] for m in bw_mutations]
             return tuple(fw)
 
         @staticmethod
@@ -375,6 +392,9 @@ def _make_function(art: CompiledArtifact):
             with torch.no_grad():
                 tangents = [grads[k].contiguous() for k in diff]
                 gin = bw(*ctx.saved_tensors, *tangents)
+                if bw_mutations:
+                    _apply_backward_mutations(ctx.mutated_in_backward, bw_mutations, gin[n_grads:])
+                    gin = gin[:n_grads]
             if create_graph and ctx.anchor is not None:
                 # first-order gradients are fine; differentiating them again is not
                 gin = _DoubleBackwardGuard.apply(ctx.anchor, *gin)
