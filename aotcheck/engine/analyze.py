@@ -50,6 +50,8 @@ class InputInfo:
                                                 # mode, or through a detached alias
     requires_grad_after: bool = False
     via_base: bool = False          # mutated through its alias group's root (synthetic base)
+    requires_grad_set: bool = False  # the function set its requires_grad (a leaf, flag flipped
+                                     # to requires_grad_after; NOTE [requires_grad_ on an argument])
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,8 @@ class ViewMutationMeta:
                 what[-1] += " (under no_grad)" if i.all_mutations_under_no_grad else " (autograd saw it)"
             if i.via_base:
                 what.append("through its alias group's base")
+            if i.requires_grad_set:
+                what.append(f"requires_grad_({i.requires_grad_after}) called")
             flags = ("requires_grad" if i.requires_grad else "no grad") + \
                 (", leaf" if i.is_leaf else ", non-leaf")
             lines.append(f"input {i.index}: {', '.join(what) or 'not mutated'}; {flags}")
@@ -192,7 +196,7 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
             i, True, spec.requires_grad, spec.is_leaf, f.data_mutated, meta_mut,
             mutated and not f.autograd_saw_mutation,
             f.requires_grad_after if not member else spec.requires_grad or f.requires_grad_after,
-            member))
+            member, f.requires_grad_set and not member))
     mutations = tuple(
         MutationInfo(f.placeholder, f.data_mutated, f.metadata_mutated, f.autograd_saw_mutation,
                      f.value_output, f.final_shape, f.final_stride, f.final_offset)

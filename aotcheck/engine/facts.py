@@ -21,6 +21,8 @@ class InputFacts:
     final_stride: tuple[int, ...]
     final_offset: int
     value_output: int               # graph-output index of the new value, or -1
+    requires_grad_set: bool = False  # a leaf whose requires_grad_() the function called
+                                     # (NOTE [requires_grad_ on an argument])
 
 
 @dataclass(frozen=True)

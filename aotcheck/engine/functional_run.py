@@ -96,18 +96,21 @@ class FunctionalRun:
                 raise UnsupportedInputError(
                     f"the function calls set_() (or swaps the storage) of input placeholder {p}; "
                     "aotcheck supports data and metadata mutations of inputs, not storage swaps")
-            if not (data or meta) and anchors[p].requires_grad != before[p][1]:
-                raise UnsupportedInputError(
-                    f"the function changes requires_grad of input placeholder {p} "
-                    "(requires_grad_() on an argument); set requires_grad before the call")
+            # NOTE [requires_grad_ on an argument]: a leaf argument is still a leaf afterwards,
+            # so requires_grad_() changed its flag, and no in-place op it had was recorded
+            # by autograd (its mutations are replayed under no_grad). The runtime sets the
+            # caller's flag: to True before the compiled function runs (so that it becomes
+            # an input autograd sends a gradient to), to False after it.
+            rg_set = anchors[p].is_leaf and before[p][0] is None and \
+                anchors[p].requires_grad != before[p][1]
+            saw = (anchors[p].grad_fn, anchors[p].requires_grad) != before[p] and not rg_set
             value_output = -1
             if data:
                 value_output = len(candidates)
                 candidates.append(w)
             inputs.append(InputFacts(
-                p, data, meta, (anchors[p].grad_fn, anchors[p].requires_grad) != before[p],
-                w.requires_grad,
-                *geometry_of(w), value_output))
+                p, data, meta, saw, w.requires_grad,
+                *geometry_of(w), value_output, rg_set))
         member_ops = {idx for kind, idx, *_ in recorder.log if kind == "leaf"}
         if member_ops and recorder.data_aftergeometry_of():
             raise UnsupportedInputError(

@@ -59,6 +59,8 @@ class Joint:
     grad_inputs: tuple[int, ...]      # placeholders that get a gradient (joint outputs after fw)
     backward_mutations: tuple = ()    # (placeholder, data, shape, stride, offset) per placeholder
                                       # the user's backward mutates (NOTE [backward mutations])
+    grad_reach: tuple = ()            # per grad input: the diff-output positions (into diff_outputs)
+                                      # whose autograd graph reaches it (NOTE [per-output reach])
 
 
 def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
@@ -90,7 +92,11 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     gradless = set(meta.intermediate_bases) - grad_bases - other_uses
     diff = tuple(k for k, c in enumerate(fw)
                  if meta.candidates[c][2] and c not in replayed_without_grad and c not in gradless)
-    grad_inputs = tuple(p for p, t in enumerate(primals) if t.requires_grad)
+    # an argument whose requires_grad_() the function called gets a gradient too (the runtime
+    # sets the caller's flag before the compiled function runs)
+    set_rg = {captured.plan.sources[i.index][1] for i in meta.inputs
+              if i.requires_grad_set and i.requires_grad_after}
+    grad_inputs = tuple(p for p, t in enumerate(primals) if t.requires_grad or p in set_rg)
     run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry,
                         captured.nonleaf_views)
     n = len(primals)
@@ -103,6 +109,8 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
                              "deterministic in Python? does it read global state?)")
         outs = [candidates[c] for c in fw]
         works = run.works
+        reach.clear()
+        reach.extend(_reach(outs, diff, wrappers, grad_inputs))
         before = [(torch._functionalize_mutation_counter(w), geometry_of(w)) for w in works]
         try:
             grads = torch.autograd.grad(
@@ -129,6 +137,7 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
             [from_fun(v) for v in bw_values]
 
     found: list[tuple] = []
+    reach: list[tuple] = []
     tangents = []
     for k in diff:
         shape, dtype = meta.candidates[fw[k]][0], getattr(torch, meta.candidates[fw[k]][1])
@@ -144,4 +153,36 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
                 or "traced differently" in str(e) or "modified by an inplace operation" in str(e):
             raise
         raise ViewReplayError(str(e)) from None
-    return Joint(gm, n, fw, diff, grad_inputs, tuple(found))
+    return Joint(gm, n, fw, diff, grad_inputs, tuple(found), tuple(reach))
+
+
+def _reach(outs: list, diff: tuple, wrappers: list, grad_inputs: tuple) -> list[tuple]:
+    """Per grad input, the positions in ``diff`` whose output's autograd graph reaches it.
+
+    # NOTE [per-output reach]
+    The compiled function is one autograd node for all its outputs. Were autograd to
+    materialize zero gradients for the outputs that the user's backward does not reach, an
+    argument that only those outputs depend on (a mutated argument's new value, say) would
+    get a zero ``.grad`` where eager leaves None. So the runtime turns materialization off;
+    in its backward an input gets None when no output whose gradient arrived reaches it in
+    the autograd graph traced here (eager's rule), and the unreached outputs' tangents are
+    zeros for the graph. An input found by no walk keeps the graph's value (conservative)."""
+    from torch.autograd.graph import get_gradient_edge
+    everything = [tuple(range(len(diff)))] * len(grad_inputs)
+    try:
+        nodes = [get_gradient_edge(wrappers[p]).node for p in grad_inputs]
+    except RuntimeError:
+        return everything
+    target = {id(node): j for j, node in enumerate(nodes)}   # nodes kept alive: ids stay unique
+    per_input: list[set] = [set() for _ in grad_inputs]
+    for pos, k in enumerate(diff):
+        stack, seen = [outs[k].grad_fn], {}
+        while stack:
+            fn = stack.pop()
+            if fn is None or id(fn) in seen:
+                continue
+            seen[id(fn)] = fn                              # kept alive, as above
+            if id(fn) in target:
+                per_input[target[id(fn)]].add(pos)
+            stack.extend(f for f, _ in fn.next_functions)
+    return [tuple(sorted(r)) if r else everything[j] for j, r in enumerate(per_input)]

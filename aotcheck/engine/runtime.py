@@ -64,9 +64,11 @@ class CompiledArtifact:
                  backward: fx.Graph | None = None,
                  backward_source: Callable[[], fx.Graph] | None = None,
                  out_spec=None, on_backward: Callable[[fx.Graph], None] | None = None,
-                 constants: dict | None = None, backward_mutations: tuple = ()):
+                 constants: dict | None = None, backward_mutations: tuple = (),
+                 grad_reach: tuple = ()):
         self.plan, self.meta, self.decision = plan, meta, decision
         self.backward_mutations = tuple(backward_mutations)   # NOTE [backward mutations], joint.py
+        self.grad_reach = tuple(tuple(r) for r in grad_reach)  # NOTE [per-output reach], joint.py
         self.constants = dict(constants or {})
         self.forward_graph = forward
         self.forward = to_callable(forward, "forward", self.constants)
@@ -102,9 +104,13 @@ class CompiledArtifact:
                 val = graph_vals[self._slot[o.graph_output]]
                 if not isinstance(val, torch.Tensor) or (val.stride() != o.stride and val.numel() > 1):
                     self._restride[o.index] = True
+        # NOTE [requires_grad_ on an argument] (functional_run.py): flags set before the call
+        # (to True) and after it (to False)
+        self._rg_on = [i.index for i in meta.inputs if i.requires_grad_set and i.requires_grad_after]
+        self._rg_off = [i.index for i in meta.inputs if i.requires_grad_set and not i.requires_grad_after]
         self._fresh_slots = None
         if all(o.kind == FRESH for o in meta.outputs) and not self._restride and not meta.mutations \
-                and not meta.metadata_ops:
+                and not meta.metadata_ops and not self._rg_on and not self._rg_off:
             self._fresh_slots = [self._slot[o.graph_output] for o in meta.outputs]
         self._unflatten = _fast_unflatten(out_spec)
 
@@ -129,6 +135,8 @@ class CompiledArtifact:
 
     # -- the call
     def __call__(self, leaves: list) -> list:
+        for i in self._rg_on:
+            leaves[i].requires_grad_(True)
         if self._simple_plan:
             primals = [leaves[i] for i in self._leaf_of_placeholder]
         else:
@@ -148,6 +156,8 @@ class CompiledArtifact:
             values = self.forward(*primals)
         if self._fresh_slots is not None:
             return [values[s] for s in self._fresh_slots]
+        for i in self._rg_off:
+            leaves[i].requires_grad_(False)
         meta = self.meta
         # A placeholder's new value has its final layout, so its own metadata calls come first;
         # an alias group's base value has the base's layout, so members' calls come after.
@@ -367,11 +377,14 @@ def _make_function(art: CompiledArtifact):
     n_primals = len(art.plan.placeholders)
     bw_mutations = art.backward_mutations
     n_grads = len(grad_inputs)
+    reach = [frozenset(r) for r in art.grad_reach] if len(art.grad_reach) == n_grads else None
+    diff_like = [art.meta.candidates[art.fw_candidates[k]][:2] for k in diff]
 
     class CompiledFunction(torch.autograd.Function):
         @staticmethod
         def forward(ctx, *primals):
             outs = art.forward(*primals)
+            ctx.set_materialize_grads(False)     # NOTE [per-output reach] in joint.py
             fw, saved = list(outs[:n_fw]), outs[n_fw:]
             for k, t in enumerate(fw):
                 if t._is_view():     # a Function may not return a view as a new value
@@ -390,7 +403,12 @@ def _make_function(art: CompiledArtifact):
             create_graph = torch.is_grad_enabled()
             bw = art.backward_module()
             with torch.no_grad():
-                tangents = [grads[k].contiguous() for k in diff]
+                device = next(g for g in grads if g is not None).device
+                live = {pos for pos, k in enumerate(diff) if grads[k] is not None}
+                tangents = [grads[k].contiguous() if grads[k] is not None else
+                            torch.zeros(diff_like[pos][0], dtype=getattr(torch, diff_like[pos][1]),
+                                        device=device)
+                            for pos, k in enumerate(diff)]
                 gin = bw(*ctx.saved_tensors, *tangents)
                 if bw_mutations:
                     _apply_backward_mutations(ctx.mutated_in_backward, bw_mutations, gin[n_grads:])
@@ -399,8 +417,9 @@ def _make_function(art: CompiledArtifact):
                 # first-order gradients are fine; differentiating them again is not
                 gin = _DoubleBackwardGuard.apply(ctx.anchor, *gin)
             result = [None] * n_primals
-            for p, g in zip(grad_inputs, gin):
-                result[p] = g
+            for j, (p, g) in enumerate(zip(grad_inputs, gin)):
+                if reach is None or reach[j] & live:
+                    result[p] = g
             return tuple(result)
 
     return CompiledFunction
