@@ -72,6 +72,7 @@ class OutputInfo:
     value: str = ""                 # repr, for constants
     multi_output_view: bool = False  # made by unbind/split: eager forbids in-place on it
     grad_dead_end: bool = False      # requires grad, but (as in eager) its gradient reaches no input
+    new_leaf: int = -1               # it is the grad leaf made inside, meta.new_leaves[k]
     custom_view: bool = False        # a view made by a custom autograd.Function (or a view of
                                      # one): rebuilt as such, gradient through graph_output
 
@@ -99,6 +100,7 @@ class ViewMutationMeta:
     candidates: tuple[tuple, ...]    # per graph candidate: (shape, dtype, requires_grad, stride, offset)
     out_tree: str
     metadata_ops: tuple = ()   # (kind, index, method, args, kwargs, grad_enabled), replayed in order
+    new_leaves: tuple = ()     # (kind, source, shape, stride, offset, dtype): NOTE [new grad leaves]
     schema: int = SCHEMA_VERSION
 
     def to_json(self) -> str:
@@ -117,6 +119,7 @@ class ViewMutationMeta:
             intermediate_bases=tuple(d["intermediate_bases"]),
             candidates=tuple((tuple(c[0]), c[1], c[2], tuple(c[3]), c[4]) for c in d["candidates"]),
             out_tree=d["out_tree"], metadata_ops=_deep_tuple(d.get("metadata_ops", [])),
+            new_leaves=_deep_tuple(d.get("new_leaves", [])),
             schema=d["schema"])
 
     def format(self) -> str:
@@ -161,6 +164,8 @@ class ViewMutationMeta:
                 desc += f" (graph output {o.graph_output})"
             elif o.kind == CONSTANT:
                 desc += f" {o.value}"
+            if o.new_leaf >= 0:
+                desc += f" (grad leaf {o.new_leaf}, made inside)"
             if o.kind != CONSTANT:
                 desc += ", requires_grad" if o.requires_grad else ", no grad"
             lines.append(f"output {o.index}: {desc}")
@@ -205,7 +210,8 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
     return ViewMutationMeta(
         tuple(inputs), outputs, mutations,
         tuple((m.leaf, m.final_shape, m.final_stride, m.final_offset) for m in facts.members),
-        facts.intermediate_outputs, facts.candidates, facts.out_tree, facts.metadata_ops)
+        facts.intermediate_outputs, facts.candidates, facts.out_tree, facts.metadata_ops,
+        facts.new_leaves)
 
 
 def _classify(k, o) -> OutputInfo:
@@ -214,7 +220,7 @@ def _classify(k, o) -> OutputInfo:
     common = dict(requires_grad=o.requires_grad, is_leaf=o.is_leaf, shape=o.shape,
                   stride=o.stride, offset=o.offset, dtype=o.dtype,
                   multi_output_view=o.multi_output_view, grad_dead_end=o.grad_dead_end,
-                  custom_view=o.custom_view)
+                  custom_view=o.custom_view, new_leaf=o.new_leaf)
     if o.same_output >= 0:
         return OutputInfo(k, SAME_AS_OUTPUT, o.same_output, **common)
     if o.is_input >= 0:

@@ -54,7 +54,8 @@ def decide(meta: ViewMutationMeta, sig: Signature) -> Decision:
                                           "requires grad (an enable_grad region inside the function)")
         return Decision(INFERENCE, "grad mode is off")
     if not any(isinstance(l, TensorSpec) and l.requires_grad for l in sig.leaves) and \
-            not any(i.requires_grad_set and i.requires_grad_after for i in meta.inputs):
+            not any(i.requires_grad_set and i.requires_grad_after for i in meta.inputs) and \
+            not meta.new_leaves:
         rg_mut = [i.index for i in meta.inputs
                   if i.data_mutated and i.requires_grad_after and not i.all_mutations_under_no_grad]
         if not rg_mut:

@@ -13,7 +13,7 @@ from torch.utils import _pytree as pytree
 
 from ..errors import UnsupportedInputError
 from .facts import InputFacts, MemberFacts, RawFacts
-from .functional import geometry_of, to_fun
+from .functional import geometry_of, storage_ref, to_fun
 from .outputs import classify_outputs
 from .plan import InputPlan
 from .recorder import MetadataRecorder
@@ -124,16 +124,49 @@ class FunctionalRun:
                 members.append(MemberFacts(i, *geometry_of(user[i])))
                 self.saw_inplace_metadata = recorder.inplace_metadata
         self._work_ids = {id(w) for w in works}
+        self.new_leaf_tensors = recorder.new_leaves
+        grad_leaves = new_leaf_facts(recorder.new_leaves, user, sig, recorder.geometry)
         outputs, intermediates, new_leaves, self.base_geometry = classify_outputs(
             out_leaves, user, candidates, sig=sig, geometry=recorder.geometry,
-            eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids)
+            eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids,
+            new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)})
         cands = tuple((tuple(c.shape), str(c.dtype).replace("torch.", ""), c.requires_grad,
                        *self.base_geometry.get(id(c), recorder.geometry.get(id(c), geometry_of(c)))[1:])
                       for c in candidates)
         facts = RawFacts(tuple(inputs), tuple(members), tuple(outputs), str(out_spec),
                          tuple(intermediates), cands, tuple(new_leaves),
-                         tuple(_freeze(op) for op in recorder.log), recorder.view_replay_hazard())
+                         tuple(_freeze(op) for op in recorder.log), recorder.view_replay_hazard(),
+                         grad_leaves)
         return candidates, facts, out_spec, wrappers
+
+
+def new_leaf_facts(tensors: list, user: list, sig: Signature, geometry: dict) -> tuple:
+    """Per tensor that became a leaf requiring grad inside the function:
+    ``(kind, source, shape, stride, offset, dtype)``.
+
+    # NOTE [new grad leaves]
+    ``v = x.view(-1); v.requires_grad_()`` (x an argument that does not require grad), or
+    ``h = x * 2; h.requires_grad_()``, or ``torch.zeros(3, requires_grad=True)``: eager makes
+    a leaf that requires grad inside the function; what is computed from it requires grad,
+    and backward accumulates its ``.grad``. The compiled graph computes every value itself,
+    so the runtime makes each such leaf before the graph runs (kind ``"view"``: an
+    ``as_strided`` view of argument ``source`` taken under no_grad, as eager's is a view of
+    it; kind ``"fresh"``: an empty tensor, filled from its graph value when it is returned)
+    and passes them to the compiled autograd.Function as extra inputs that the forward graph
+    does not read: the joint graph differentiates with respect to them too, so outputs get
+    eager's requires_grad and the leaves get eager's ``.grad``.
+    """
+    storages = {}
+    for i, t in enumerate(user):
+        if isinstance(t, torch.Tensor):
+            storages.setdefault(storage_ref(t), i)
+    out = []
+    for t in tensors:
+        shape, stride, offset = geometry.get(id(t), geometry_of(t))
+        src = storages.get(storage_ref(t), -1)
+        out.append(("view" if src >= 0 else "fresh", src, tuple(shape), tuple(stride), offset,
+                    str(t.dtype).replace("torch.", "")))
+    return tuple(out)
 
 
 def _freeze(v):

@@ -97,6 +97,8 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     set_rg = {captured.plan.sources[i.index][1] for i in meta.inputs
               if i.requires_grad_set and i.requires_grad_after}
     grad_inputs = tuple(p for p, t in enumerate(primals) if t.requires_grad or p in set_rg)
+    # leaves made inside the function come after the placeholders (NOTE [new grad leaves])
+    grad_inputs += tuple(len(primals) + j for j in range(len(meta.new_leaves)))
     run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry,
                         captured.nonleaf_views)
     n = len(primals)
@@ -110,11 +112,12 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
         outs = [candidates[c] for c in fw]
         works = run.works
         reach.clear()
-        reach.extend(_reach(outs, diff, wrappers, grad_inputs))
+        targets = [wrappers[p] if p < n else run.new_leaf_tensors[p - n] for p in grad_inputs]
+        reach.extend(_reach(outs, diff, targets))
         before = [(torch._functionalize_mutation_counter(w), geometry_of(w)) for w in works]
         try:
             grads = torch.autograd.grad(
-                [outs[k] for k in diff], [wrappers[p] for p in grad_inputs],
+                [outs[k] for k in diff], targets,
                 [to_fun(t) for t in tangents], allow_unused=True)
         except RuntimeError as e:
             # a shape error inside backward after in-place metadata changes is the replay
@@ -156,7 +159,7 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     return Joint(gm, n, fw, diff, grad_inputs, tuple(found), tuple(reach))
 
 
-def _reach(outs: list, diff: tuple, wrappers: list, grad_inputs: tuple) -> list[tuple]:
+def _reach(outs: list, diff: tuple, targets: list) -> list[tuple]:
     """Per grad input, the positions in ``diff`` whose output's autograd graph reaches it.
 
     # NOTE [per-output reach]
@@ -168,13 +171,13 @@ def _reach(outs: list, diff: tuple, wrappers: list, grad_inputs: tuple) -> list[
     the autograd graph traced here (eager's rule), and the unreached outputs' tangents are
     zeros for the graph. An input found by no walk keeps the graph's value (conservative)."""
     from torch.autograd.graph import get_gradient_edge
-    everything = [tuple(range(len(diff)))] * len(grad_inputs)
+    everything = [tuple(range(len(diff)))] * len(targets)
     try:
-        nodes = [get_gradient_edge(wrappers[p]).node for p in grad_inputs]
+        nodes = [get_gradient_edge(t).node for t in targets]
     except RuntimeError:
         return everything
     target = {id(node): j for j, node in enumerate(nodes)}   # nodes kept alive: ids stay unique
-    per_input: list[set] = [set() for _ in grad_inputs]
+    per_input: list[set] = [set() for _ in targets]
     for pos, k in enumerate(diff):
         stack, seen = [outs[k].grad_fn], {}
         while stack:

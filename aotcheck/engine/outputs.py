@@ -19,7 +19,7 @@ from .signature import Signature
 
 
 def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Signature, geometry: dict,
-                     eager_geometry, owners: dict, work_ids: set):
+                     eager_geometry, owners: dict, work_ids: set, new_leaf_ids: dict | None = None):
     """Classify each returned leaf (fresh, an input, a view of an input, of an intermediate,
     of another output, ...) and append to ``candidates`` every graph value a later stage
     needs. Returns (output facts, intermediate-base candidate indices, new-leaf outputs,
@@ -69,6 +69,7 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
                       grad_dead_end=o._is_view() and _grad_dead_end(o))
         custom = o._is_view() and o.requires_grad and _through_custom_function(o)
         common["custom_view"] = custom
+        common["new_leaf"] = (new_leaf_ids or {}).get(id(o), -1)
         st = storage_ref(o)
         if id(o) in out_ids:
             outputs[k] = (OutputFacts(True, same_output=out_ids[id(o)], **common))

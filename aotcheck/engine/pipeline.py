@@ -18,7 +18,6 @@ from .analyze import ViewMutationMeta, analyze
 from .capture import Captured, capture, view_replay_refusal
 from .plan import placeholder_tensors
 from .decide import TRAINING, Decision, decide
-from ..errors import UnsupportedInputError
 from .joint import Joint, ViewReplayError, forward_candidates, trace_joint
 from .lint import check_graph, check_meta
 from .partition import Partitioned, inference_forward, partition
@@ -53,11 +52,6 @@ def run_stages(fn, leaves: list, in_spec, sig: Signature, partitioner: str = "de
         raise view_replay_refusal("an in-place metadata change on a tensor that has views, "
                                    "then a mutation of its storage")
     if decision.mode == TRAINING:
-        if captured.facts.new_leaf_outputs:
-            k = captured.facts.new_leaf_outputs[0]
-            raise UnsupportedInputError(
-                f"output {k} is a new leaf tensor that requires grad, created inside the function; "
-                "a compiled graph cannot accumulate its .grad. Create it outside and pass it in")
         primals = placeholder_tensors(captured.plan, leaves)
         try:
             joint = trace_joint(fn, captured, meta, sig, leaves, in_spec, primals)

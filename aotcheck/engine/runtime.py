@@ -110,7 +110,8 @@ class CompiledArtifact:
         self._rg_off = [i.index for i in meta.inputs if i.requires_grad_set and not i.requires_grad_after]
         self._fresh_slots = None
         if all(o.kind == FRESH for o in meta.outputs) and not self._restride and not meta.mutations \
-                and not meta.metadata_ops and not self._rg_on and not self._rg_off:
+                and not meta.metadata_ops and not self._rg_on and not self._rg_off \
+                and not meta.new_leaves:
             self._fresh_slots = [self._slot[o.graph_output] for o in meta.outputs]
         self._unflatten = _fast_unflatten(out_spec)
 
@@ -141,14 +142,15 @@ class CompiledArtifact:
             primals = [leaves[i] for i in self._leaf_of_placeholder]
         else:
             primals = placeholder_tensors(self.plan, leaves)
+        grad_leaves = _make_grad_leaves(self.meta.new_leaves, leaves) if self.meta.new_leaves else ()
         if self.training:
             if self._grad_region_only:
                 # grad mode is off at the call, but an enable_grad region inside the
                 # function records autograd: so does the compiled function
                 with torch.enable_grad():
-                    values = self._function.apply(*primals)
+                    values = self._function.apply(*primals, *grad_leaves)
             else:
-                values = self._function.apply(*primals)
+                values = self._function.apply(*primals, *grad_leaves)
         elif self._needs_no_grad:
             with torch.no_grad():
                 values = self.forward(*primals)
@@ -167,7 +169,7 @@ class CompiledArtifact:
             self._apply_mutations(primals, values)
         if meta.metadata_ops:
             self._replay_metadata(primals, leaves, "leaf")
-        return self._outputs(leaves, values)
+        return self._outputs(leaves, values, grad_leaves)
 
     def _replay_metadata(self, primals, leaves, which: str):
         grad_on = torch.is_grad_enabled()
@@ -185,13 +187,19 @@ class CompiledArtifact:
                 with torch.set_grad_enabled(grad_on and m.grad_mode):
                     primals[m.placeholder].copy_(values[self._slot[m.value_output]])
 
-    def _outputs(self, leaves, values) -> list:
+    def _outputs(self, leaves, values, grad_leaves=()) -> list:
         meta = self.meta
         out: list = [None] * len(meta.outputs)
         pending = []
         for o in meta.outputs:
             k = o.kind
-            if k == FRESH:
+            if o.new_leaf >= 0:
+                t = grad_leaves[o.new_leaf]
+                if k == FRESH:
+                    with torch.no_grad():
+                        t.copy_(values[self._slot[o.graph_output]])
+                out[o.index] = t
+            elif k == FRESH:
                 t = values[self._slot[o.graph_output]]
                 if o.index in self._restride and t.stride() != o.stride and t.numel() > 1:
                     t = _restride(t, o.shape, o.stride, o.offset)
@@ -331,14 +339,33 @@ def _view_in_custom_function(base: torch.Tensor, o, value: torch.Tensor) -> torc
     return _CustomFunctionView.apply(base, value, o.shape, o.stride, o.offset)
 
 
-def _restride(t: torch.Tensor, shape, stride, offset) -> torch.Tensor:
-    """A copy of ``t`` laid out exactly as eager laid it out (autograd records the copy)."""
+def _restride(t: torch.Tensor, shape, stride, offset, fill: bool = True) -> torch.Tensor:
+    """A copy of ``t`` laid out exactly as eager laid it out (autograd records the copy);
+    with ``fill=False`` only an empty tensor of that layout, of ``t``'s dtype and device."""
     if offset == 0:
         new = torch.empty_strided(shape, stride, dtype=t.dtype, device=t.device)
     else:
         need = offset + sum((s - 1) * st for s, st in zip(shape, stride)) + 1
         new = torch.empty(need, dtype=t.dtype, device=t.device).as_strided(shape, stride, offset)
-    return new.copy_(t)
+    return new.copy_(t) if fill else new
+
+
+def _make_grad_leaves(specs, leaves: list) -> list:
+    """The leaves that require grad which the function makes (NOTE [new grad leaves] in
+    functional_run.py), made before the graph runs."""
+    device = next((t.device for t in leaves if isinstance(t, torch.Tensor)), torch.device("cpu"))
+    out = []
+    for kind, src, shape, stride, offset, dtype in specs:
+        if kind == "view":
+            with torch.no_grad():
+                t = leaves[src].as_strided(shape, stride, offset)
+        else:
+            t = _restride(torch.empty(0, dtype=getattr(torch, dtype), device=device), shape, stride,
+                          offset, fill=False)
+        if not t.requires_grad:
+            t.requires_grad_()
+        out.append(t)
+    return out
 
 
 def _apply_backward_mutations(targets, mutations, values) -> None:
@@ -377,12 +404,14 @@ def _make_function(art: CompiledArtifact):
     n_primals = len(art.plan.placeholders)
     bw_mutations = art.backward_mutations
     n_grads = len(grad_inputs)
+    n_new = len(art.meta.new_leaves)
     reach = [frozenset(r) for r in art.grad_reach] if len(art.grad_reach) == n_grads else None
     diff_like = [art.meta.candidates[art.fw_candidates[k]][:2] for k in diff]
 
     class CompiledFunction(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, *primals):
+        def forward(ctx, *inputs):
+            primals = inputs[:n_primals]      # then the grad leaves made inside (not read)
             outs = art.forward(*primals)
             ctx.set_materialize_grads(False)     # NOTE [per-output reach] in joint.py
             fw, saved = list(outs[:n_fw]), outs[n_fw:]
@@ -416,7 +445,7 @@ def _make_function(art: CompiledArtifact):
             if create_graph and ctx.anchor is not None:
                 # first-order gradients are fine; differentiating them again is not
                 gin = _DoubleBackwardGuard.apply(ctx.anchor, *gin)
-            result = [None] * n_primals
+            result = [None] * (n_primals + n_new)
             for j, (p, g) in enumerate(zip(grad_inputs, gin)):
                 if reach is None or reach[j] & live:
                     result[p] = g
