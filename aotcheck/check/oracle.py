@@ -11,7 +11,8 @@ Both runs get identical fresh inputs from ``make_inputs``. Compared:
 - arguments after the call: values, shape, stride, offset, requires_grad;
 - with ``backward``: leaf gradients after backpropagating seeded random
   cotangents from every output and every mutated argument that requires
-  grad; None versus zeros must match exactly;
+  grad; None versus zeros must match exactly; so must the ``.grad`` of
+  outputs that are leaves requiring grad (made inside the function);
 - mutating each floating output in place afterwards changes the arguments
   and other outputs as in eager (or raises in both).
 
@@ -155,6 +156,16 @@ def check(fn: Callable, compiled_fn: Callable, make_inputs: Callable[[], Inputs]
                 msg = _close(ga, gb, rtol, atol)
                 if msg:
                     d.append(f"grad of leaf {j}: {msg}")
+        # outputs that are leaves requiring grad (made inside the function) accumulate .grad too
+        for k, (a, b) in enumerate(zip(e_flat, c_flat)):
+            if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.is_leaf \
+                    and a.requires_grad and not any(a is x for x in e_in.leaves):
+                if (a.grad is None) != (b.grad is None):
+                    d.append(f"grad of output {k} (a leaf): eager "
+                             f"{'None' if a.grad is None else 'a tensor'}, compiled "
+                             f"{'None' if b.grad is None else 'a tensor'}")
+                elif a.grad is not None and (msg := _close(a.grad, b.grad, rtol, atol)):
+                    d.append(f"grad of output {k} (a leaf): {msg}")
     if mutate_outputs and not d:
         _check_output_mutation(d, e_flat, c_flat, e_args, c_args)
     return Report(d, _signature(d))
