@@ -24,6 +24,10 @@ def register(sub) -> None:
     p.add_argument("--no-known", action="store_true", help="do not match findings against the "
                    "engine's known failing corpus cases")
     p.add_argument("--max-statements", type=int, default=8)
+    p.add_argument("--extensions", default=None, help="the wider grammar to draw, comma-separated "
+                   "(regions, casts, integer, multi_output, non_tensor, parameter, custom_function, "
+                   "random, set_, requires_grad_), 'all' or 'none'; default: all for the torch "
+                   "engines, the ones aotcheck's engine passes for the others")
     p.add_argument("--progress", action="store_true", help="draw the progress bar even when "
                    "stderr is not a terminal (e.g. a log file)")
     p.set_defaults(func=run)
@@ -41,6 +45,14 @@ def open_database(spec: str | None):
     return DirectoryBasedExampleDatabase(spec)
 
 
+def _extensions(text: str | None) -> dict:
+    if text is None:
+        return {}
+    if text in ("all", "none"):
+        return {"extensions": "all" if text == "all" else ()}
+    return {"extensions": tuple(x.strip() for x in text.split(",") if x.strip())}
+
+
 def run(args) -> int:
     from ..fuzz.runner import format_summary, fuzz, parse_shard
     from .progress import Progress
@@ -53,6 +65,7 @@ def run(args) -> int:
                       shrink=not args.no_shrink, minutes=args.minutes,
                       shrink_seconds=args.shrink_seconds, shard=shard,
                       database=open_database(args.database), warm=args.warm,
-                      match_known=not args.no_known and args.engine != "aotcheck")
+                      match_known=not args.no_known and args.engine != "aotcheck",
+                      strategy_options=_extensions(args.extensions))
     print(format_summary(result))
     return 1 if result.findings else 0

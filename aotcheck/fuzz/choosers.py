@@ -12,7 +12,7 @@ import math
 import hypothesis.strategies as st
 import torch
 
-from .programs import OP_KINDS, Index
+from .programs import OP_KINDS, DType, Index
 
 
 SCALARS = (1.0, 2.0, -1.0, 0.5)
@@ -237,7 +237,31 @@ APPLIES = {
     "squeeze_": lambda x, facts, state: x.reshapable and x.ndim >= 1,
     "matmul": lambda x, facts, state: bool(_matmul_operands(x, facts, state)),
     "detach": _always,
+    # the wider grammar
+    "to": _always, "gt": _always,
+    "rand_like": lambda x, facts, state: x.floating,
+    "dropout": lambda x, facts, state: x.floating,
+    "double_fn": lambda x, facts, state: x.floating,
+    "mul2_fn_": lambda x, facts, state: x.floating and x.writable,
+    "requires_grad_": lambda x, facts, state: (x.floating and not x.t.requires_grad
+                                               and not x.t._is_view()),
+    "set_": lambda x, facts, state: x.mutable and not x.t.requires_grad and bool(_set_sources(x, facts)),
+    "unbind_all": _ndim_at_least(1),
+    "chunk": lambda x, facts, state: x.ndim >= 1 and max(x.shape) >= 2,
+    "size": _always,
 }
+
+def _set_sources(x, facts):
+    return [n for n, f in facts.items() if f.t.dtype == x.t.dtype and f.t is not x.t
+            and not f.t.requires_grad]
+
+
+def _chunk(draw, x, facts, state):
+    d = _pick(draw, [d for d in range(x.ndim) if x.shape[d] >= 2])
+    return (2, d)
+
+
+CAST_DTYPES = ("float64", "float32", "int64", "bool")
 
 # op -> draw the args after the target value: (draw, x, facts, state) -> tuple
 ARGS = {
@@ -273,4 +297,10 @@ ARGS = {
     "squeeze_": _squeeze,
     "matmul": lambda draw, x, facts, state: draw(
         st.sampled_from(_matmul_operands(x, facts, state))),
+    "to": lambda draw, x, facts, state: (DType(_pick(draw, CAST_DTYPES)),),
+    "gt": lambda draw, x, facts, state: (_pick(draw, (0.0, 0.5)),),
+    "dropout": lambda draw, x, facts, state: (0.5,),
+    "set_": lambda draw, x, facts, state: (_pick(draw, _set_sources(x, facts)),),
+    "unbind_all": lambda draw, x, facts, state: (_dim(draw, x),),
+    "chunk": _chunk,
 }

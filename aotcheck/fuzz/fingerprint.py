@@ -43,7 +43,8 @@ _FIELDS = (  # (pattern in the first divergence, check kind); the first match wi
     (r"^output \d+ (dtype|shape|stride)", "layout"),
     (r"^output \d+ values", "values"),
     (r"^output \d+: eager", "non-tensor output"),
-    (r"cached run did not hit", "cache miss"),
+    (r"cached run did not hit|expected cache hits only", "cache miss"),
+    (r"^global state leaked", "global state leak"),
     (r"^oracle raised", "oracle error"),
 )
 

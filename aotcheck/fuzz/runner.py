@@ -44,7 +44,13 @@ from ..check.oracle import check
 from ..errors import DOCUMENTED_LIMITS
 from .fingerprint import Fingerprint, check_kind, ops_of, skeleton
 from .programs import Program
-from .strategies import programs
+from .strategies import AOTCHECK_EXTENSIONS, EXTENSIONS, programs
+
+
+def default_extensions(engine_name: str) -> tuple[str, ...]:
+    """The wider grammar an engine is fuzzed with by default: all of it for PyTorch's engines,
+    the parts aotcheck's own engine already gets right for the others."""
+    return EXTENSIONS if engine_name.startswith("torch") else AOTCHECK_EXTENSIONS
 
 _DYNAMO_ENGINES = ("torch", "torch-inductor", "dynamo-aotcheck")
 
@@ -114,12 +120,18 @@ def run_outcome(program: Program, engine, cached: bool, warm=None) -> Outcome:
     keep = False
     try:
         # the cold run compiles into an empty cache directory (a miss, then a save)
+        before = _global_state()
         with engine.measure() as cold:
             compiled = engine.compile_cached(fn, d) if use_cache else engine.compile(fn)
             try:
                 report = check(fn, compiled, make)
             except Exception as e:  # noqa: BLE001 - the oracle itself should not raise
+                _leak(before)
                 return Outcome([f"oracle raised {type(e).__name__}: {e}"], "cold")
+        leak = _leak(before)
+        if leak:
+            return Outcome([f"global state leaked from the compiled call: {leak}"]
+                           + list(report.divergences), "cold")
         if engine.name in _DYNAMO_ENGINES and cold.graphs == 0:
             return Outcome(artefact="Dynamo captured no graph (no tensor op): nothing reached "
                                     "AOT autograd")
@@ -129,6 +141,10 @@ def run_outcome(program: Program, engine, cached: bool, warm=None) -> Outcome:
             return Outcome()
         with engine.measure() as stats:
             again = check(fn, engine.compile_cached(fn, d), make)
+        leak = _leak(before)
+        if leak:
+            return Outcome([f"global state leaked from the compiled call: {leak}"]
+                           + list(again.divergences), "cached")
         if not again.ok:
             return Outcome(list(again.divergences), "cached")
         hit = bool(stats.hits) and not stats.misses and not stats.bypasses
@@ -143,6 +159,38 @@ def run_outcome(program: Program, engine, cached: bool, warm=None) -> Outcome:
     finally:
         if not keep:
             shutil.rmtree(d, ignore_errors=True)
+
+
+_KEPT_GUARDS: list = []
+
+
+def _global_state() -> tuple:
+    import torch
+    return (torch.is_grad_enabled(), torch.is_inference_mode_enabled())
+
+
+def _restore_global_state(state: tuple) -> None:
+    """Put grad mode and inference mode back (a compiled call that raised inside a region can
+    leave its mode on; eager's ``with`` blocks never do)."""
+    import torch
+    grad, inference = state
+    if torch.is_inference_mode_enabled() != inference:
+        # no public setter: enter a guard for the old mode and keep it alive (the guard puts
+        # the mode it found back when it is destroyed)
+        guard = torch._C._InferenceMode(inference)
+        guard.__enter__()
+        _KEPT_GUARDS.append(guard)
+    torch.set_grad_enabled(grad)
+
+
+def _leak(before: tuple) -> str:
+    after = _global_state()
+    if after == before:
+        return ""
+    _restore_global_state(before)
+    names = ("grad mode", "inference mode")
+    return "; ".join(f"{n} {'on' if b else 'off'} before the call, {'on' if a else 'off'} after"
+                     for n, b, a in zip(names, before, after) if a != b)
 
 
 def finish(out: Outcome) -> Outcome:
@@ -239,6 +287,9 @@ def fuzz(engine_name: str = "aotcheck", examples: int = 200, seed: int = 0, cach
         # Dynamo captures no graph for a function that does no tensor op: such programs never
         # reach AOT autograd (item 2 of issue 13), so draw at least one statement
         options.setdefault("min_statements", 1)
+    options.setdefault("extensions", default_extensions(engine_name))
+    options["extensions"] = tuple(sorted(EXTENSIONS if options["extensions"] == "all"
+                                         else options["extensions"]))
     strategy = programs(max_statements=max_statements, **options)
     digest = json.dumps({"engine": engine_name, "max_statements": max_statements, **options},
                         sort_keys=True)

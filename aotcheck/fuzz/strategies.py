@@ -25,8 +25,8 @@ from hypothesis import assume
 from torch._C._autograd import CreationMeta, _get_creation_meta
 
 from .choosers import APPLIES as _APPLIES, ARGS as _ARGS, MAX_NDIM, _no_args, _pick  # noqa: F401
-from .programs import (KIND_OF_OP, MUTATING_KINDS, OP_KINDS, Base, Index, InputSpec, Program,
-                       Statement, run_eager)
+from .programs import (_CUSTOM_FUNCTIONS, _PRELUDE, _RANDINT, KIND_OF_OP, MUTATING_KINDS, OP_KINDS,
+                       Base, Index, InputSpec, Program, Statement, run_eager)
 
 # NOTE [stop inside each statement]
 # Each statement is one nested draw whose first choice is "go on or stop" (stop is the value
@@ -64,26 +64,54 @@ from .programs import (KIND_OF_OP, MUTATING_KINDS, OP_KINDS, Base, Index, InputS
 
 # Op kinds in draw order, repeated by weight: mutation and views are what aotcheck is about.
 KIND_WEIGHTS = {"pointwise": 2, "view": 4, "inplace": 4, "reduction": 1, "metadata": 2,
-                "matmul": 1, "detach": 1}
+                "matmul": 1, "detach": 1,
+                # the wider grammar's kinds come last, so that without them draws are as before
+                "cast": 1, "random": 1, "custom": 1, "custom_inplace": 1, "state": 1, "multi": 1,
+                "scalar": 1}
 _KIND_DRAWS = [kind for kind, weight in KIND_WEIGHTS.items() for _ in range(weight)]
 # Counts kept across draws: "programs" drawn, and "rejected: <first line of the error>".
 STATS: Counter = Counter()
 
 
+# The wider grammar (issue 13), by name. None is drawn unless asked for: the CI property test
+# (tests/test_fuzz.py, against aotcheck's engine) runs ``programs()`` as it was, and runs the
+# extensions aotcheck's engine passes through ``AOTCHECK_EXTENSIONS``.
+EXTENSIONS = ("regions", "casts", "integer", "multi_output", "non_tensor", "parameter",
+              "custom_function", "random", "set_", "requires_grad_")
+_EXTENSION_OPS = {"casts": ("to", "gt"), "multi_output": ("unbind_all", "chunk"),
+                  "non_tensor": ("size",), "custom_function": ("double_fn", "mul2_fn_"),
+                  "random": ("rand_like", "dropout"), "set_": ("set_",),
+                  "requires_grad_": ("requires_grad_",)}
+_BASE_OPS = frozenset(op for op in KIND_OF_OP if not any(op in ops for ops in _EXTENSION_OPS.values()))
+# Extensions aotcheck's own engine gets right (checked by tests/test_fuzz.py); the others are on
+# for the torch engines only (see docs/findings.md and the fuzz runner).
+AOTCHECK_EXTENSIONS = ("casts", "integer", "non_tensor", "parameter")
+# Ops offered on integer and bool tensors (the others would mostly be rejected by torch).
+_INTEGER_OPS = frozenset(OP_KINDS["view"]) | {"to", "gt", "sum", "clone", "add", "mul", "detach",
+                                              "size", "unbind_all", "chunk", "setitem", "zero_",
+                                              "copy_", "t_", "transpose_", "unsqueeze_", "squeeze_"}
+
+
 @st.composite
 def programs(draw, max_inputs: int = 4, max_statements: int = 8, max_numel: int = 64,
-             min_statements: int = 0) -> Program:
+             min_statements: int = 0, extensions=()) -> Program:
     """Programs of 1..max_inputs inputs and min..max_statements statements, valid in eager.
 
     Hypothesis favours small examples: with ``min_statements=0`` about 30% of the programs
     have no statement at all (they still test aliased inputs and returned inputs).
     ``min_statements=1`` avoids that, at the price of a first statement the shrinker can only
     simplify, not delete.
+
+    ``extensions``: names from ``EXTENSIONS`` to draw as well (``"all"`` for every one).
     """
-    made = _Inputs(max_inputs, max_numel)
+    extensions = frozenset(EXTENSIONS if extensions == "all" else extensions)
+    if extensions - set(EXTENSIONS):
+        raise ValueError(f"unknown extensions {sorted(extensions - set(EXTENSIONS))}; "
+                         f"known: {', '.join(EXTENSIONS)}")
+    made = _Inputs(max_inputs, max_numel, extensions)
     while draw(_input_step(made)):
         pass
-    state = _State(tuple(made.bases), tuple(made.inputs), max_numel)
+    state = _State(tuple(made.bases), tuple(made.inputs), max_numel, extensions)
     statements = [draw(_statement(state)) for _ in range(min(min_statements, max_statements))]
     while stmt := draw(_statement_step(state, room=len(statements) < max_statements)):
         statements.append(stmt)
@@ -129,7 +157,7 @@ def _statement_step(draw, state: "_State", room: bool) -> Statement | None:
 @st.composite
 def _return_step(draw, state: "_State", room: bool) -> str | None:
     """Another returned value, or stop."""
-    return _pick(draw, state.usable(no_grad=False)) if _go_on(draw, 3) and room else None
+    return _pick(draw, state.usable(no_grad=False) + state.extras) if _go_on(draw, 3) and room else None
 
 
 # -- inputs -----------------------------------------------------------------------------------
@@ -137,8 +165,9 @@ def _return_step(draw, state: "_State", room: bool) -> str | None:
 class _Inputs:
     """The bases and inputs drawn so far."""
 
-    def __init__(self, max_inputs, max_numel):
+    def __init__(self, max_inputs, max_numel, extensions=frozenset()):
         self.max_inputs, self.max_numel = max_inputs, max_numel
+        self.extensions = extensions
         self.bases: list[Base] = []
         self.inputs: list[InputSpec] = []
         self.shapes: dict[str, tuple] = {}
@@ -157,6 +186,11 @@ def _input_step(draw, made: _Inputs) -> bool:
     shapes, max_numel = made.shapes, made.max_numel
 
     def new_base(shape, make):
+        if make in ("parameter", "integer"):
+            dtype = "float32" if make == "parameter" else _pick(draw, ["int64", "bool"])
+            made.bases.append(Base(f"b{len(made.bases)}", shape, dtype, make == "parameter",
+                                   False, draw(st.integers(0, 2**16)), make == "parameter"))
+            return made.bases[-1].name
         rg = True if make == "clone" else draw(st.booleans())
         dtype = "float64" if draw(st.integers(0, 4)) == 4 else "float32"
         made.bases.append(Base(f"b{len(made.bases)}", shape, dtype, rg, make == "clone",
@@ -168,9 +202,13 @@ def _input_step(draw, made: _Inputs) -> bool:
         "overlap": any(len(s) >= 1 and s[0] >= 2 for s in shapes.values()),
         "transposed": any(len(s) >= 2 for s in shapes.values()),
         "disjoint": made.max_inputs - len(made.inputs) >= 2,
+        "parameter": "parameter" in made.extensions, "integer": "integer" in made.extensions,
     }
     kind = _pick(draw, [k for k, ok in can.items() if ok])
-    if kind in ("leaf", "nonleaf"):
+    if kind in ("parameter", "integer"):
+        shape = _draw_shape(draw, 0, max_numel)
+        made.add(kind, "same", (new_base(shape, kind),), shape)
+    elif kind in ("leaf", "nonleaf"):
         shape = _draw_shape(draw, 0, max_numel)
         made.add(kind, "same", (new_base(shape, "leaf" if kind == "leaf" else "clone"),), shape)
     elif kind == "noncontig":
@@ -216,8 +254,11 @@ def _draw_shape(draw, min_ndim, max_numel):
 class _State:
     """The values of a program being drawn, as real tensors, and what autograd saved."""
 
-    def __init__(self, bases, inputs, max_numel):
+    def __init__(self, bases, inputs, max_numel, extensions=frozenset()):
         args = Program(bases, inputs, ()).make_inputs().args
+        self.extensions = extensions
+        self.ops = _BASE_OPS | {op for ext in extensions for op in _EXTENSION_OPS.get(ext, ())}
+        self.extras: list[str] = []      # values that are returned only: tuples, torch.Size
         self.env = {spec.name: t for spec, t in zip(inputs, args)}
         self.names = [spec.name for spec in inputs]
         self.max_numel = max_numel
@@ -238,16 +279,20 @@ class _State:
             self._keep_alive.append(t)
             return t
 
-        if not stmt.no_grad:  # autograd links every grad-requiring operand it reads
+        quiet = stmt.no_grad or stmt.region == "inference_mode"
+        if not quiet:  # autograd links every grad-requiring operand it reads
             self.unlinked_views -= {id(self.env[a]) for a in stmt.args
                                     if isinstance(a, str) and self.env[a].requires_grad}
         try:
             with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-                with torch.no_grad() if stmt.no_grad else nullcontext():
-                    exec(_compiled(stmt.line()), {"torch": torch}, self.env)
+                with _region(stmt):
+                    exec(_compiled(stmt.line()), _GLOBALS, self.env)
         except RuntimeError as e:  # a legality rule the choosers do not know yet
             _reject("while drawing", e)
-        if stmt.out is not None:
+        if stmt.out is not None and (not isinstance(self.env[stmt.out], torch.Tensor)
+                                     or self.env[stmt.out].is_inference()):
+            self.extras.append(stmt.out)   # a tuple, a torch.Size, an inference tensor: returned only
+        elif stmt.out is not None:
             self.names.append(stmt.out)
             out = self.env[stmt.out]
             self.born_version[stmt.out] = out._version
@@ -268,6 +313,18 @@ class _State:
         return {name: _Facts(self.env[name], no_grad, self.saved_storages,
                              id(self.env[name]) in self.unlinked_views)
                 for name in self.usable(no_grad)}
+
+
+def _region(stmt: Statement):
+    if stmt.no_grad:
+        return torch.no_grad()
+    if stmt.region == "inference_mode":
+        return torch.inference_mode()
+    return nullcontext()     # enable_grad nested in no_grad is grad mode
+
+
+_GLOBALS: dict = {}
+exec(compile(_PRELUDE + _RANDINT + _CUSTOM_FUNCTIONS, "<aotcheck prelude>", "exec"), _GLOBALS)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -292,7 +349,8 @@ class _Facts:
         # of a non-leaf, the views of a leaf and the ops that already read it keep the old shape,
         # and backward hands on gradients of the wrong shape.
         self.reshapable = self.mutable and not (no_grad and t.requires_grad)
-        self.tame = bool(t.detach().abs().max() <= 5) if self.numel else True
+        self.floating = t.is_floating_point()
+        self.tame = bool(t.detach().abs().max() <= 5) if self.numel and self.floating else True
 
     def shares_elements(self, other: "_Facts") -> bool:
         return self.storage == other.storage and not set(self.offsets).isdisjoint(other.offsets)
@@ -330,15 +388,21 @@ def _offsets(t: torch.Tensor) -> list[int]:
 # -- choosing a statement ---------------------------------------------------------------------
 
 def _draw_statement(draw, state: _State) -> Statement:
-    no_grad = draw(st.integers(0, 7)) == 7
-    facts = state.facts(no_grad)
-    targets = {op: [n for n, f in facts.items() if _APPLIES[op](f, facts, state)]
+    region = ""
+    if "regions" in state.extensions:
+        r = draw(st.integers(0, 9))
+        no_grad, region = r == 7, {8: "enable_grad", 9: "inference_mode"}.get(r, "")
+    else:
+        no_grad = draw(st.integers(0, 7)) == 7
+    facts = state.facts(no_grad or region == "inference_mode")
+    targets = {op: [n for n, f in facts.items() if _APPLIES[op](f, facts, state)
+                    and (f.floating or op in _INTEGER_OPS)] if op in state.ops else []
                for op in KIND_OF_OP}
     kind = _pick(draw, [k for k in _KIND_DRAWS if any(targets[o] for o in OP_KINDS[k])])
     op = _pick(draw, [o for o in OP_KINDS[kind] if targets[o]])
     x = _pick(draw, targets[op][::-1])  # newest first: ops chain on recent results
     args = (x,) + _ARGS.get(op, _no_args)(draw, facts[x], facts, state)
     out = None if KIND_OF_OP[op] in MUTATING_KINDS else state.fresh_name()
-    return Statement(op, args, out, no_grad)
+    return Statement(op, args, out, no_grad, region)
 
 
