@@ -5,7 +5,8 @@ A known failure is a corpus case listed for the engine in ``aotcheck/targets/kno
 found by running it: the check that fails (``fingerprint.check_kind`` of the oracle's first
 divergence) and the names the case's function uses (methods and torch functions, read from its
 bytecode). A fuzz finding matches a known case when the check is the same and every op of the
-shrunk program that has a name in Python source appears in the case's function.
+shrunk program that has a name in Python source, and is not a computation (a pointwise op,
+a reduction, a matmul), appears in the case's function.
 
 # NOTE [known matching is by check and ops, not by message]
 Two programs with one root cause reach it through the same kind of wrong result and the same few
@@ -25,7 +26,12 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 
-from .fingerprint import check_kind
+from .fingerprint import VERSION, check_kind
+from .programs import KIND_OF_OP
+
+# Op kinds that compute values; the others (views, mutations, detach, autograd state) are what
+# a root cause in AOT autograd is made of.
+_COMPUTE_KINDS = ("pointwise", "reduction", "matmul", "random", "scalar", "cast")
 
 # Fuzz ops that source code shows as syntax, not as a name (x[i], x[i] = v, an alias).
 _UNNAMED = {"slice", "setitem", "same"}
@@ -69,7 +75,7 @@ def known_cases(engine_name: str, cache_path: Path | None = None) -> list[KnownC
     from ..targets.known_failures import KNOWN_FAILURES
     table = KNOWN_FAILURES.get(engine_name, {})
     ids = sorted({k.removeprefix("cached:") for k in table})
-    stamp = {"engine": engine_name, "torch": torch.__version__, "ids": ids}
+    stamp = {"engine": engine_name, "torch": torch.__version__, "ids": ids, "version": VERSION}
     if cache_path is not None and cache_path.exists():
         data = json.loads(cache_path.read_text())
         if data.get("stamp") == stamp:
@@ -101,8 +107,9 @@ def known_cases(engine_name: str, cache_path: Path | None = None) -> list[KnownC
 
 
 def match(check: str, ops: set[str], known: list[KnownCase]) -> KnownCase | None:
-    """The first known case with the same check whose function uses every named op."""
-    named = {op for op in ops if op not in _UNNAMED}
+    """The first known case with the same check whose function uses every named op that is
+    not a computation (views, mutations, detach, regions: see ``_COMPUTE_KINDS``)."""
+    named = {op for op in ops if op not in _UNNAMED and KIND_OF_OP.get(op) not in _COMPUTE_KINDS}
     for k in known:
         if k.check == check and named <= k.names:
             return k

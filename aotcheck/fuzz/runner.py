@@ -164,22 +164,38 @@ def run_outcome(program: Program, engine, cached: bool, warm=None) -> Outcome:
 _KEPT_GUARDS: list = []
 
 
+def _keys(keyset) -> frozenset[str]:
+    import re
+    return frozenset(re.findall(r"\w+", str(keyset).split("(", 1)[1]))
+
+
 def _global_state() -> tuple:
+    """Thread-local state a call must leave as it found it: grad mode, inference mode, and the
+    dispatcher's local include and exclude key sets."""
     import torch
-    return (torch.is_grad_enabled(), torch.is_inference_mode_enabled())
+    return (torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
+            _keys(torch._C._dispatch_tls_local_include_set()),
+            _keys(torch._C._dispatch_tls_local_exclude_set()))
 
 
 def _restore_global_state(state: tuple) -> None:
-    """Put grad mode and inference mode back (a compiled call that raised inside a region can
-    leave its mode on; eager's ``with`` blocks never do)."""
+    """Put it back (a compiled call that raised inside a region or a dispatcher mode can leave
+    it changed; eager's ``with`` blocks never do)."""
     import torch
-    grad, inference = state
+    grad, inference, include, exclude = state
     if torch.is_inference_mode_enabled() != inference:
         # no public setter: enter a guard for the old mode and keep it alive (the guard puts
         # the mode it found back when it is destroyed)
         guard = torch._C._InferenceMode(inference)
         guard.__enter__()
         _KEPT_GUARDS.append(guard)
+    now = _global_state()
+    for name in now[2] ^ include:
+        torch._C._dispatch_tls_set_dispatch_key_included(getattr(torch._C.DispatchKey, name),
+                                                         name in include)
+    for name in now[3] ^ exclude:
+        torch._C._dispatch_tls_set_dispatch_key_excluded(getattr(torch._C.DispatchKey, name),
+                                                         name in exclude)
     torch.set_grad_enabled(grad)
 
 
@@ -188,9 +204,14 @@ def _leak(before: tuple) -> str:
     if after == before:
         return ""
     _restore_global_state(before)
-    names = ("grad mode", "inference mode")
-    return "; ".join(f"{n} {'on' if b else 'off'} before the call, {'on' if a else 'off'} after"
-                     for n, b, a in zip(names, before, after) if a != b)
+    out = []
+    for name, b, a in zip(("grad mode", "inference mode"), before, after):
+        if a != b:
+            out.append(f"{name} {'on' if b else 'off'} before the call, {'on' if a else 'off'} after")
+    for name, b, a in zip(("dispatch keys included", "dispatch keys excluded"), before[2:], after[2:]):
+        if a != b:
+            out.append(f"{name}: +{sorted(a - b)} -{sorted(b - a)}")
+    return "; ".join(out)
 
 
 def finish(out: Outcome) -> Outcome:
@@ -275,7 +296,7 @@ def fuzz(engine_name: str = "aotcheck", examples: int = 200, seed: int = 0, cach
          shard: tuple[int, int] = (0, 1), database=None, warm: bool = False,
          match_known: bool = False, strategy_options: dict | None = None) -> FuzzResult:
     """Explore, shrink and match (see the module docstring). ``minutes`` bounds the whole run
-    (explore gets 70% of it unless ``examples`` ends it first); ``shrink_seconds`` bounds each
+    (explore gets 60% of it unless ``examples`` ends it first); ``shrink_seconds`` bounds each
     group's shrink."""
     from ..targets.engines import get_engine
     engine = get_engine(engine_name)
@@ -331,7 +352,7 @@ def fuzz(engine_name: str = "aotcheck", examples: int = 200, seed: int = 0, cach
     def explore(program):
         index = stream["index"]
         stream["index"] += 1
-        if end is not None and time.perf_counter() > t0 + 0.7 * (end - t0):
+        if end is not None and time.perf_counter() > t0 + 0.6 * (end - t0):
             raise _OutOfTime
         if shard[1] > 1 and shard_of(program, shard[1]) != shard[0]:
             result.other_shard += 1
@@ -385,27 +406,47 @@ def fuzz(engine_name: str = "aotcheck", examples: int = 200, seed: int = 0, cach
 
 def _shrink(finding: Finding, strategy, engine, cached: bool, seed: int, digest: str,
             seconds: float, database, worker) -> None:
-    seen = {"n": 0}
+    """Reduce the group's smallest program by deleting items (``reduce.py``) within ``seconds``.
+    With a shared ``database``, first replay the stream to the group's first program under
+    hypothesis, which saves that failing example in the database for every other machine."""
+    from .reduce import reduce_program
     start = time.perf_counter()
     stop = start + seconds
+    stage = finding.signature.split(":")[0]
+    # a cold failure needs only the cold run; a cached one the cache round trip in this
+    # process; a warm one the second process too
+    run_cached = cached and stage != "cold"
+    run_warm = worker if stage == "warm" else None
 
-    def replay(program):
-        seen["n"] += 1
-        if time.perf_counter() > stop:
-            raise _OutOfTime
-        if seen["n"] <= finding.first_index:
-            return                   # before the group's first program: not run again
-        o = finish(run_outcome(program, engine, cached, worker if finding.signature.startswith("warm") else None))
-        if o.group == finding.signature:
-            if len(program.statements) <= finding.size:
-                finding.program, finding.divergences = program, o.problems
-            raise _Target(o.group)
+    def group_of(program) -> str:
+        return finish(run_outcome(program, engine, run_cached, run_warm)).group
 
-    _BODY["fn"] = replay
-    try:
-        _test(strategy, seed, 10**9, [Phase.generate, Phase.shrink], database, digest)()
-    except (_Target, _OutOfTime):
-        pass
+    if database is not None:
+        seen = {"n": 0}
+
+        def replay(program):
+            seen["n"] += 1
+            if time.perf_counter() > stop:
+                raise _OutOfTime
+            if seen["n"] <= finding.first_index:
+                return                   # before the group's first program: not run again
+            if group_of(program) == finding.signature:
+                raise _Target(finding.signature)
+
+        _BODY["fn"] = replay
+        try:
+            _test(strategy, seed, 10**9, [Phase.generate], database, digest)()
+        except (_Target, _OutOfTime):
+            pass
+
+    def still_fails(program) -> bool:
+        out = finish(run_outcome(program, engine, run_cached, run_warm))
+        if out.group == finding.signature:
+            finding.divergences = out.problems
+            return True
+        return False
+
+    finding.program = reduce_program(finding.program, still_fails, stop)
     finding.shrink_seconds = time.perf_counter() - start
 
 
@@ -445,7 +486,8 @@ def write_reproducers(result: FuzzResult, out: Path) -> dict[str, Path]:
                   f"shard={result.shard[0] + 1}/{result.shard[1]}\n"
                   f"# fingerprint: {sig}\n"
                   f"# {'known: ' + f.known if f.known else 'NEW'}; seen {f.count} time(s); "
-                  f"first divergence: {f.divergences[0][:200] if f.divergences else ''}\n")
+                  f"first divergence: {f.divergences[0][:200] if f.divergences else ''}\n"
+                  f"# program: {f.program.to_json()}\n")
         path.write_text(header + f.program.to_source(engine=result.engine))
         paths[sig] = path
         summary.append({"fingerprint": f.fingerprint.to_dict() if f.fingerprint else sig,
