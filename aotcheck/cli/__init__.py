@@ -1,8 +1,8 @@
-"""The ``aotcheck`` command line: check, cache, fuzz, ops and report.
+"""The ``aotcheck`` command line: check, cache, fuzz, ops, report and triage.
 
 Each subcommand lives in its own module (``check.py``, ``cache.py``, ``fuzz.py``,
-``ops.py``, ``report.py``), which defines ``register(subparsers)``; this file only
-lists them. ``progress.py`` draws progress bars for all of them.
+``ops.py``, ``report.py``, ``triage.py``), which defines ``register(subparsers)``; this file only
+lists them. ``progress.py`` draws progress bars and tables (rich) for all of them.
 
 What it may import: everything else in aotcheck; nothing imports it.
 """
@@ -18,6 +18,7 @@ SUBCOMMANDS = (
     "aotcheck.cli.fuzz",       # aotcheck fuzz
     "aotcheck.cli.ops",        # aotcheck ops
     "aotcheck.cli.report",     # aotcheck report
+    "aotcheck.cli.triage",     # aotcheck triage REPRO.py
 )
 
 
