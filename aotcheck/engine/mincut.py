@@ -267,11 +267,12 @@ def cut_nearest_sink(g) -> set[str]:
 
 
 def _fmt_bytes(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+    if n < 1024:
+        return f"{n} B"
+    for unit in ("KB", "MB", "GB"):
         n /= 1024
-    return f"{n} B"
+        if n < 1024 or unit == "GB":
+            return f"{n:.1f} {unit}"
 
 
 def choose_saved(joint: Joint, mutated_placeholders: frozenset[int] = frozenset()) -> Choice:
