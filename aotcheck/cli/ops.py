@@ -16,9 +16,11 @@ For a backend author (one column per backend, side by side, with BackendBench's 
 """
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 
@@ -54,6 +56,9 @@ def register(sub) -> None:
     p.add_argument("--perf-p", type=float, default=1.0, metavar="P",
                    help="perf@P: the fraction of ops that are correct and more than P times faster than eager")
     p.add_argument("--no-perf", action="store_true", help="do not time forwards against eager")
+    p.add_argument("--stream", metavar="PATH.jsonl",
+                   help="append every sample's result to PATH as it is checked (a long run's partial record)")
+    p.add_argument("--report-from", metavar="PATH.jsonl", help="print the side-by-side report of a --stream file")
     p.add_argument("--diff", nargs=2, metavar=("OLD", "NEW"), help="compare two --json files and exit")
     p.add_argument("--json", metavar="PATH", help="write the run (scores, per-op statuses, every sample) as JSON")
     p.add_argument("--verbose", "-v", action="store_true", help="list every failing seed run")
@@ -66,6 +71,8 @@ def run(args) -> int:
 
     if args.diff:
         return _diff(*args.diff)
+    if args.report_from:
+        return _report_from(args)
     if args.backend or args.kernels:
         return _run_targets(args)
     t0 = time.perf_counter()
@@ -151,11 +158,21 @@ def _run_targets(args) -> int:
             done.add(case.op)
             bar.advance(case.op)
 
-    results = S.run_suite(samples=args.samples, index=args.sample_index,
+    stream = open(args.stream, "a") if args.stream else None
+
+    def on_results(rows):
+        if stream is not None:
+            for r in rows:
+                stream.write(json.dumps(asdict(r), sort_keys=True) + "\n")
+            stream.flush()
+
+    results = S.run_suite(samples=args.samples, index=args.sample_index, on_results=on_results,
                           variants=tuple(args.variant or ("fn", "inplace")),
                           seeds=range(args.seed, args.seed + args.repeat), engines=engines,
                           max_elements=args.max_elements, on_case=on_case, reference=args.reference, ops=ops)
     wall = time.perf_counter() - t0
+    if stream is not None:
+        stream.close()
     print(f"aotcheck ops: {header}; samples {args.samples}, reference {args.reference}, "
           f"max elements {args.max_elements}")
     print(format_side_by_side(results, args.perf_p))
@@ -190,3 +207,14 @@ def _diff(old: str, new: str) -> int:
     for line in lines:
         print("  " + line)
     return 1 if lines else 0
+
+
+def _report_from(args) -> int:
+    from ..grad import ops_suite as S
+    from ..grad.compare import format_side_by_side
+    with open(args.report_from) as f:
+        results = [S.SampleResult(**json.loads(line)) for line in f if line.strip()]
+    print(f"aotcheck ops --report-from {args.report_from}: {len(results)} sample results")
+    print(format_side_by_side(results, args.perf_p))
+    print(S.format_report(results, verbose=args.verbose))
+    return 0

@@ -82,17 +82,18 @@ def format_side_by_side(results: Sequence[SampleResult], p: float = 1.0, max_ops
                                                            for m in modes))
     lines.append(f"  {'ops fully correct':<30}" + "".join(f"{cols[m]['correct_ops']:>{width}}" for m in modes))
     per_op = _per_op(results, modes)
-    odd = {op: st for op, st in per_op.items() if any(v not in ("pass", "skipped", "n/a", "-") and v != "pass"
+    odd = {op: st for op, st in per_op.items() if any(v not in ("pass", "skipped", "n/a", "-")
                                                      for v in st.values())}
     lines.append(f'ops that are not "pass" in some column: {len(odd)} of {len(per_op)} '
                  "(status per column; each failure's repro line is under failing samples)")
     opw = max([20] + [len(op) + 2 for op in odd])
-    lines.append(f"  {'op':<{opw}}" + "".join(f"{m:>{max(width, 18)}}" for m in modes))
+    sw = max([width] + [len(v) + 2 for st in odd.values() for v in st.values()])
+    lines.append(f"  {'op':<{opw}}" + "".join(f"{m:>{sw}}" for m in modes))
     for k, (op, st) in enumerate(sorted(odd.items())):
         if k == max_ops:
             lines.append(f"  … {len(odd) - max_ops} more (see the JSON file)")
             break
-        lines.append(f"  {op:<{opw}}" + "".join(f"{st[m]:>{max(width, 18)}}" for m in modes))
+        lines.append(f"  {op:<{opw}}" + "".join(f"{st[m]:>{sw}}" for m in modes))
     return "\n".join(lines)
 
 

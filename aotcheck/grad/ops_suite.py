@@ -358,7 +358,8 @@ def run_suite(names: Sequence[str] = (), *, samples: str = "first", limit: int |
               index: int | None = None, variants: Sequence[str] = ("fn", "inplace"),
               seeds: Iterable[int] = (0,), engines: Sequence[Engine] | None = None,
               max_elements: int = 20, on_case: Callable[[Case], None] | None = None,
-              reference: str = "eager", ops: Sequence | None = None) -> list[SampleResult]:
+              reference: str = "eager", ops: Sequence | None = None,
+              on_results: Callable[[list[SampleResult]], None] | None = None) -> list[SampleResult]:
     """Every case of the selected ops (``ops``: OpInfos, else ``select_ops(names, limit)``) through
     each engine (e.g. cold, then cached; or one per backend), in order."""
     engines = list(engines) if engines is not None else [aotcheck_engine()]
@@ -375,8 +376,11 @@ def run_suite(names: Sequence[str] = (), *, samples: str = "first", limit: int |
             continue
         for case in cases:
             for engine in engines:
-                results.extend(check_case(case, engine, seeds=seeds, max_elements=max_elements,
-                                          verdicts=verdicts, reference=reference))
+                rows = check_case(case, engine, seeds=seeds, max_elements=max_elements, verdicts=verdicts,
+                                  reference=reference)
+                results.extend(rows)
+                if on_results is not None:
+                    on_results(rows)
             if on_case is not None:
                 on_case(case)
     return results
