@@ -32,6 +32,8 @@ def register(sub) -> None:
     p.add_argument("--op", action="append", default=[], metavar="NAME",
                    help="only this op (name or name.variant; repeatable)")
     p.add_argument("--limit", type=int, help="only the first N selected ops")
+    p.add_argument("--shard", metavar="K/N", help="only the K-th of N contiguous slices of the selected ops "
+                   "(K from 1; for splitting a long --backend sweep over processes or machines)")
     p.add_argument("--repeat", type=int, default=1, metavar="K", help="run the checks with K seeds")
     p.add_argument("--seed", type=int, default=0, help="first seed (cotangents, element subset)")
     p.add_argument("--cached", action="store_true",
@@ -58,7 +60,8 @@ def register(sub) -> None:
     p.add_argument("--no-perf", action="store_true", help="do not time forwards against eager")
     p.add_argument("--stream", metavar="PATH.jsonl",
                    help="append every sample's result to PATH as it is checked (a long run's partial record)")
-    p.add_argument("--report-from", metavar="PATH.jsonl", help="print the side-by-side report of a --stream file")
+    p.add_argument("--report-from", metavar="PATH.jsonl", action="append",
+                   help="print the side-by-side report of --stream files (repeatable: shards of one run)")
     p.add_argument("--diff", nargs=2, metavar=("OLD", "NEW"), help="compare two --json files and exit")
     p.add_argument("--json", metavar="PATH", help="write the run (scores, per-op statuses, every sample) as JSON")
     p.add_argument("--verbose", "-v", action="store_true", help="list every failing seed run")
@@ -147,7 +150,7 @@ def _run_targets(args) -> int:
         from ..targets.compile_backends import use_inductor_cache_dir
         cache = use_inductor_cache_dir(_inductor_cache_dir(args))
         engines = [S.backend_engine(b, perf) for b in args.backend]
-        ops = S.select_ops(args.op, args.limit)
+        ops = _shard(S.select_ops(args.op, args.limit), args.shard)
         meta["inductor_cache_dir"] = str(cache)
         header = f"backends {', '.join(args.backend)}; torch compile caches in {cache}"
     bar = Progress(len(ops), "ops")
@@ -212,9 +215,23 @@ def _diff(old: str, new: str) -> int:
 def _report_from(args) -> int:
     from ..grad import ops_suite as S
     from ..grad.compare import format_side_by_side
-    with open(args.report_from) as f:
-        results = [S.SampleResult(**json.loads(line)) for line in f if line.strip()]
-    print(f"aotcheck ops --report-from {args.report_from}: {len(results)} sample results")
+    results = []
+    for path in args.report_from:
+        with open(path) as f:
+            results += [S.SampleResult(**json.loads(line)) for line in f if line.strip()]
+    print(f"aotcheck ops --report-from {' '.join(args.report_from)}: {len(results)} sample results, "
+          f"{len({r.op for r in results})} ops")
     print(format_side_by_side(results, args.perf_p))
     print(S.format_report(results, verbose=args.verbose))
     return 0
+
+
+def _shard(ops: list, spec: str | None) -> list:
+    if not spec:
+        return ops
+    try:
+        k, n = (int(x) for x in spec.split("/"))
+        assert 1 <= k <= n
+    except (ValueError, AssertionError):
+        raise SystemExit(f"aotcheck ops: --shard {spec}: expected K/N with 1 <= K <= N, e.g. 2/4") from None
+    return ops[(k - 1) * len(ops) // n:k * len(ops) // n]
