@@ -60,6 +60,8 @@ def register(sub) -> None:
     p.add_argument("--no-perf", action="store_true", help="do not time forwards against eager")
     p.add_argument("--stream", metavar="PATH.jsonl",
                    help="append every sample's result to PATH as it is checked (a long run's partial record)")
+    p.add_argument("--resume", action="store_true",
+                   help="with --stream: skip the ops the stream file already has results for")
     p.add_argument("--report-from", metavar="PATH.jsonl", action="append",
                    help="print the side-by-side report of --stream files (repeatable: shards of one run)")
     p.add_argument("--diff", nargs=2, metavar=("OLD", "NEW"), help="compare two --json files and exit")
@@ -153,6 +155,12 @@ def _run_targets(args) -> int:
         ops = _shard(S.select_ops(args.op, args.limit), args.shard)
         meta["inductor_cache_dir"] = str(cache)
         header = f"backends {', '.join(args.backend)}; torch compile caches in {cache}"
+    if args.resume:
+        if not args.stream:
+            raise SystemExit("aotcheck ops: --resume needs --stream PATH (the run to continue)")
+        seen = _streamed_ops(args.stream)
+        ops = [o for o in ops if S.op_id(o) not in seen]
+        header += f"; resuming {args.stream}: {len(seen)} ops already done, {len(ops)} to go"
     bar = Progress(len(ops), "ops")
     done = set()
 
@@ -212,13 +220,27 @@ def _diff(old: str, new: str) -> int:
     return 1 if lines else 0
 
 
+def _streamed_ops(path: str) -> set[str]:
+    """Ops with results in a --stream file; the last op may be partial, so it is run again."""
+    try:
+        with open(path) as f:
+            ops = [json.loads(line)["op"] for line in f if line.strip()]
+    except FileNotFoundError:
+        return set()
+    return set(ops) - ({ops[-1]} if ops else set())
+
+
 def _report_from(args) -> int:
     from ..grad import ops_suite as S
     from ..grad.compare import format_side_by_side
-    results = []
+    latest = {}     # a resumed run repeats its last op: the later row wins
     for path in args.report_from:
         with open(path) as f:
-            results += [S.SampleResult(**json.loads(line)) for line in f if line.strip()]
+            for line in f:
+                if line.strip():
+                    r = S.SampleResult(**json.loads(line))
+                    latest[(r.op, r.variant, r.index, r.seed, r.mode)] = r
+    results = list(latest.values())
     print(f"aotcheck ops --report-from {' '.join(args.report_from)}: {len(results)} sample results, "
           f"{len({r.op for r in results})} ops")
     print(format_side_by_side(results, args.perf_p))
