@@ -258,3 +258,33 @@ def test_perf_scores_follow_backendbench():
     assert performance_score(rows) == pytest.approx((4.0 * 0.25 * 1.0 * 2.0) ** 0.25)
     assert perf_at_p(rows, 1.0) == 0.25          # only a is correct and faster; d is faster but wrong
     assert perf_at_p(rows, 0.1) == 0.5
+
+
+# ---------------------------------------------------------------- full sweeps (slow)
+
+# Divergences from eager the full first-sample sweep finds in inductor and aot_eager, each pinned
+# above (a minimized strict xfail) and in docs/findings.md: (variant, check, status, message part).
+KNOWN_BACKEND_DIVERGENCES = {
+    "inplace on a grad-requiring non-leaf (findings row 2)":
+        ("inplace", "backward", S.CRASH, "modified by an inplace operation"),
+}
+
+
+def _explained(r) -> str | None:
+    for name, (variant, check, status, part) in KNOWN_BACKEND_DIVERGENCES.items():
+        bad = [c for c in S.CHECKS if r.status(c) in (S.FAIL, S.CRASH, S.XPASS)]
+        if r.variant == variant and r.status(check) == status and part in r.detail(check) and \
+                all(part in r.detail(c) for c in bad):
+            return name
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["inductor", "aot_eager"])
+def test_full_first_sample_sweep_has_only_known_divergences(backend, inductor_cache):
+    results = S.run_suite(samples="first", engines=[S.backend_engine(backend, perf=False)])
+    bad = [r for r in results if any(r.status(c) in (S.FAIL, S.CRASH, S.XPASS) for c in S.CHECKS)]
+    unexplained = [f"{r.repro()}: {r.backward_detail or r.forward_detail}" for r in bad if not _explained(r)]
+    assert not unexplained, "\n".join(unexplained)
+    seen = {_explained(r) for r in bad}
+    assert seen == set(KNOWN_BACKEND_DIVERGENCES), f"no longer seen: {set(KNOWN_BACKEND_DIVERGENCES) - seen}"
