@@ -156,7 +156,7 @@ def check_case(case: Case, engine: Engine, *, seeds: Iterable[int] = (0,), max_e
 
     with engine.active():
         forward, fdetail, error = _check_forward(eager_fwd, compiled_fn, case)
-    vacuous = engine.not_compiled() if engine.not_compiled is not None else None
+    vacuous = engine.not_compiled() if engine.not_compiled is not None and not error else None
     if vacuous is not None:     # the backend never saw the op: nothing of it was checked
         return [SampleResult(case.op, case.variant, case.index, s, engine.mode, ENGINE_ERROR, ENGINE_ERROR,
                              ENGINE_ERROR, vacuous, vacuous, vacuous, vacuous, is_view, target=engine.target)
@@ -344,6 +344,9 @@ def _error_status(e: BaseException) -> tuple[str, str, str]:
 
 
 def _stem(e: BaseException) -> str:
+    inner = getattr(e, "inner_exception", None)   # Dynamo's BackendCompilerFailed wraps the cause
+    if isinstance(inner, BaseException):
+        return f"{type(e).__name__}: {_stem(inner)}"
     text = str(e).strip().splitlines()
     first = text[0] if text else ""
     return f"{type(e).__name__}: {first[:300]}"
