@@ -326,3 +326,28 @@ def test_full_first_sample_sweep_has_only_known_divergences(backend, inductor_ca
     assert not unexplained, "\n".join(unexplained)
     seen = {_explained(r) for r in bad}
     assert seen == set(KNOWN_BACKEND_DIVERGENCES), f"no longer seen: {set(KNOWN_BACKEND_DIVERGENCES) - seen}"
+
+
+def test_stream_resume_skips_done_ops_and_refuses_other_options(tmp_path):
+    d = tmp_path / "kernels"
+    d.mkdir()
+    (d / "mm.py").write_text(MM_KERNEL.format(k=1))
+    (d / "add.py").write_text("def add_Tensor(a, b, alpha=1):\n    return a - b\n")
+    stream = str(tmp_path / "run.jsonl")
+    base = ["ops", "--kernels", str(d), "--no-perf", "--variant", "fn", "--stream", stream]
+
+    def run(*extra):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rc = cli.main(base + list(extra))
+        return rc, out.getvalue()
+    rc, text = run()
+    assert rc == 1 and "fail:forward" in text                 # add_Tensor is wrong on purpose
+    rc, text = run("--resume")
+    assert "1 ops already done, 1 to go" in text, text        # the last op is run again
+    with pytest.raises(SystemExit, match=r"written with other options \(reference differ\)"):
+        run("--resume", "--reference", "numerical")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        cli.main(["ops", "--report-from", stream])
+    assert "2 sample results, 2 ops" in out.getvalue()        # the repeated op counted once

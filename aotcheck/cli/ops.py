@@ -155,10 +155,11 @@ def _run_targets(args) -> int:
         ops = _shard(S.select_ops(args.op, args.limit), args.shard)
         meta["inductor_cache_dir"] = str(cache)
         header = f"backends {', '.join(args.backend)}; torch compile caches in {cache}"
+    options = _stream_options(args)
     if args.resume:
         if not args.stream:
             raise SystemExit("aotcheck ops: --resume needs --stream PATH (the run to continue)")
-        seen = _streamed_ops(args.stream)
+        seen = _streamed_ops(args.stream, options)
         ops = [o for o in ops if S.op_id(o) not in seen]
         header += f"; resuming {args.stream}: {len(seen)} ops already done, {len(ops)} to go"
     bar = Progress(len(ops), "ops")
@@ -170,6 +171,8 @@ def _run_targets(args) -> int:
             bar.advance(case.op)
 
     stream = open(args.stream, "a") if args.stream else None
+    if stream is not None:
+        stream.write(json.dumps({"stream_header": options}, sort_keys=True) + "\n")
 
     def on_results(rows):
         if stream is not None:
@@ -220,11 +223,36 @@ def _diff(old: str, new: str) -> int:
     return 1 if lines else 0
 
 
-def _streamed_ops(path: str) -> set[str]:
-    """Ops with results in a --stream file; the last op may be partial, so it is run again."""
+def _stream_options(args) -> dict:
+    """What a --stream file's results depend on; --resume continues only a run with the same."""
+    return {"backend": list(args.backend), "kernels": args.kernels, "samples": args.samples,
+            "reference": args.reference, "max_elements": args.max_elements, "seed": args.seed,
+            "repeat": args.repeat, "variant": sorted(args.variant or ("fn", "inplace")),
+            "sample_index": args.sample_index, "schema_version": _schema()}
+
+
+def _schema() -> int:
+    from ..grad.results import SCHEMA_VERSION
+    return SCHEMA_VERSION
+
+
+def _streamed_ops(path: str, options: dict) -> set[str]:
+    """Ops with results in a --stream file written with the same ``options``; the last op may be
+    partial, so it is run again. A file written with other options is refused, not reused."""
+    ops = []
     try:
         with open(path) as f:
-            ops = [json.loads(line)["op"] for line in f if line.strip()]
+            for line in f:
+                if not line.strip():
+                    continue
+                row = json.loads(line)
+                if "stream_header" in row:
+                    if row["stream_header"] != options:
+                        diff = sorted(k for k in options if row["stream_header"].get(k) != options[k])
+                        raise SystemExit(f"aotcheck ops --resume: {path} was written with other options "
+                                         f"({', '.join(diff)} differ); use a new --stream file")
+                    continue
+                ops.append(row["op"])
     except FileNotFoundError:
         return set()
     return set(ops) - ({ops[-1]} if ops else set())
@@ -237,8 +265,9 @@ def _report_from(args) -> int:
     for path in args.report_from:
         with open(path) as f:
             for line in f:
-                if line.strip():
-                    r = S.SampleResult(**json.loads(line))
+                row = json.loads(line) if line.strip() else {"stream_header": None}
+                if "stream_header" not in row:
+                    r = S.SampleResult(**row)
                     latest[(r.op, r.variant, r.index, r.seed, r.mode)] = r
     results = list(latest.values())
     print(f"aotcheck ops --report-from {' '.join(args.report_from)}: {len(results)} sample results, "

@@ -106,9 +106,7 @@ def resolve_backend(spec: str) -> CompileBackend:
 def use_inductor_cache_dir(path: str | os.PathLike) -> Path:
     """Point torch's on-disk compile caches (FX graph cache, AOTAutogradCache, compiled C++) at
     ``path`` for the rest of the process (NOTE [One Dynamo reset per case]); returns it."""
-    import torch._inductor.config as iconfig
     p = Path(path).resolve()
     p.mkdir(parents=True, exist_ok=True)
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(p)  # read by torch/_inductor/runtime/cache_dir_utils.py
-    iconfig.fx_graph_cache = True
     return p
