@@ -32,12 +32,15 @@ CACHE_DIR = Flag("AOTCHECK_CACHE_DIR", str, "",
                  "Default cache directory for aot_function(cache=True); empty means the user cache dir.")
 STRICT_CACHE = Flag("AOTCHECK_STRICT_CACHE", bool, False,
                     "Turn a cache miss or bypass, where a hit was expected, into an error.")
+INDUCTOR_CACHE_DIR = Flag("AOTCHECK_INDUCTOR_CACHE_DIR", str, "",
+                          "Where aotcheck ops --backend keeps torch's compile caches (TORCHINDUCTOR_CACHE_DIR); "
+                          "empty means cache/torch-inductor when ./cache exists, else <user cache dir>/torch-inductor.")
 FUZZ_EXAMPLES = Flag("AOTCHECK_FUZZ_EXAMPLES", int, 200,
                      "How many generated programs the property tests run.")
 PARTITIONER = Flag("AOTCHECK_PARTITIONER", str, "default",
                    "The partitioner aot_function uses when none is given: default or mincut.")
 
-ALL = (CHECK_GRAPHS, CACHE_DIR, STRICT_CACHE, FUZZ_EXAMPLES, PARTITIONER)
+ALL = (CHECK_GRAPHS, CACHE_DIR, STRICT_CACHE, INDUCTOR_CACHE_DIR, FUZZ_EXAMPLES, PARTITIONER)
 
 _overrides: dict[str, object] = {}
 
