@@ -82,8 +82,9 @@ class Cache:
             remote = flags.get(flags.REMOTE_CACHE) or None
         if isinstance(remote, str):
             from .remote import RemoteStore
-            remote = RemoteStore(remote)
+            remote = RemoteStore(remote) if remote else None
         self.remote = remote
+        self.copy_remote_hits = True      # a remote hit is copied locally (not by the CLI)
 
     def __repr__(self) -> str:
         extra = f", remote={self.remote.url!r}" if self.remote is not None else ""
@@ -127,8 +128,9 @@ class Cache:
             payload = check_payload(decode_file(data), key)
         except CacheCorrupt as e:
             raise CacheCorrupt(f"remote copy in {self.remote.url}: {e}") from None
-        with contextlib.suppress(OSError):
-            write_bytes(self.entry_dir(key) / name, data)
+        if self.copy_remote_hits:
+            with contextlib.suppress(OSError):
+                write_bytes(self.entry_dir(key) / name, data)
         return payload
 
     def read_at(self, where: str, key: str, name: str) -> dict | None:

@@ -70,6 +70,7 @@ def _read(cache: Cache, key: str, name: str):
 
 def main(args) -> int:
     cache = Cache(_dir(args.dir), remote=getattr(args, "remote", None))
+    cache.copy_remote_hits = False          # looking must not fill the local directory
     where = f"{cache.path}" + (f" and {cache.remote.url}" if cache.remote is not None else "")
     cmd = args.cache_command
     if cmd == "ls":
