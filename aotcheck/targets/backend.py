@@ -18,7 +18,8 @@ the artifact). Options:
                  metadata, submodules) plus the call's input signature, so a hit in a new
                  process runs neither aotcheck's capture nor its joint trace
     remote       a Redis URL shared with other machines (``AOTCHECK_REMOTE_CACHE``)
-    partitioner  "default" or another name in ``aotcheck.engine.partition.STRATEGIES``
+    partitioner  "default", "mincut" (``aotcheck.engine.partition.STRATEGIES``); default:
+                 the ``AOTCHECK_PARTITIONER`` flag
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def aotcheck_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | N
         raise AotcheckError(f"aotcheck backend: unknown options {unknown}; supported: {list(OPTIONS)}")
     counters["aotcheck"]["graphs"] += 1      # graphs Dynamo handed to this backend
     compiled = aot_function(gm.forward, cache=options.get("cache"), remote=options.get("remote"),
-                            partitioner=options.get("partitioner", "default"))
+                            partitioner=options.get("partitioner"))
 
     def run(*args):
         return compiled(*args)
