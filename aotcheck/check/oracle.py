@@ -9,6 +9,7 @@ Both runs get identical fresh inputs from ``make_inputs``. Compared:
 - alias structure: which argument (or earlier output) each output shares
   storage with;
 - arguments after the call: values, shape, stride, offset, requires_grad;
+- the default generator's state after the call (both runs start from seed 0);
 - with ``backward``: leaf gradients after backpropagating seeded random
   cotangents from every output and every mutated argument that requires
   grad; None versus zeros must match exactly;
@@ -32,6 +33,7 @@ class Inputs:
     args: tuple
     kwargs: dict = field(default_factory=dict)
     leaves: tuple = ()      # tensors whose .grad is compared after backward
+    rng_after: object = field(default=None, repr=False, compare=False)   # set by _run
 
 
 @dataclass
@@ -96,6 +98,7 @@ def _run(fn, make_inputs, backward: bool):
         out = fn(*inp.args, **inp.kwargs)
     except Exception as e:  # noqa: BLE001 - reported, not hidden
         return inp, None, e, None
+    inp.rng_after = torch.random.get_rng_state()     # random ops advanced it as eager's do
     bw_err = None
     if backward:
         flat_args = pytree.tree_leaves((inp.args, inp.kwargs))
@@ -141,6 +144,9 @@ def check(fn: Callable, compiled_fn: Callable, make_inputs: Callable[[], Inputs]
             d.append(f"output {k} aliasing: eager {a}, compiled {b}")
     for i, (a, b) in enumerate(zip(e_args, c_args)):
         _compare_value(d, f"argument {i} after the call", a, b, rtol, atol, grads=False)
+    if not torch.equal(e_in.rng_after, c_in.rng_after):
+        d.append("random generator state after the call differs from eager's "
+                 "(the compiled function drew a different number of random values)")
     if (e_bw is None) != (c_bw is None):
         which = "compiled" if c_bw is not None else "eager"
         err = c_bw if c_bw is not None else e_bw

@@ -19,6 +19,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..errors import DataDependentError, TraceError, UnsupportedInputError
+from .rng import DrawLikeEager, GlobalGeneratorGuard, check_graph_generators
 from .signature import Signature
 
 
@@ -80,7 +81,7 @@ def trace_functional(body, example_placeholders: list[torch.Tensor]) -> fx.Graph
     def traced(*args):
         torch._enable_functionalization(reapply_views=True)
         try:
-            with TraceGuard():
+            with TraceGuard(), DrawLikeEager():
                 return body(*args)
         finally:
             torch._disable_functionalization()
@@ -89,9 +90,25 @@ def trace_functional(body, example_placeholders: list[torch.Tensor]) -> fx.Graph
     level = fake_log.level
     fake_log.setLevel(logging.CRITICAL)      # the user's own errors are re-raised below
     try:
-        return guard_trace(lambda: make_fx(traced, tracing_mode="fake")(*example_placeholders))
+        with compiling(), GlobalGeneratorGuard():
+            gm = guard_trace(lambda: make_fx(traced, tracing_mode="fake")(*example_placeholders))
     finally:
         fake_log.setLevel(level)
+    check_graph_generators(gm)
+    return gm
+
+
+def compiling():
+    """While the function is traced, ``torch.compiler.is_compiling()`` is True, as under
+    PyTorch's own tracing (torch.compile, torch.export).
+
+    # NOTE [is_compiling]
+    Library code (transformers' masking, for one) asks ``is_compiling()`` before a
+    data-dependent shortcut such as ``if torch.all(mask == 1): return None``; the answer
+    under tracing must be True, so that it takes the traceable path that PyTorch's tracers
+    take. The compiled graph then runs that path for every call, as torch.compile's does.
+    """
+    return torch.compiler._compile_session_context()
 
 
 def guard_trace(thunk):

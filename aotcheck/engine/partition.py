@@ -37,6 +37,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 
 from ..errors import AotcheckError
 from .joint import Joint
+from .rng import random_nodes
 
 
 @dataclass
@@ -88,7 +89,8 @@ def default_partition(joint: Joint, mutated_placeholders: frozenset[int] = froze
     outs = list(out_node.args[0])
     nf = len(joint.fw_candidates)
     fw_outs, grad_outs = outs[:nf], outs[nf:]
-    fw_set = _ancestors(fw_outs) | set(primals)
+    # every random draw runs in the forward, once, even when nothing uses it (rng.py, point 2)
+    fw_set = _ancestors(fw_outs + random_nodes(graph)) | set(primals)
     for n in graph.nodes:       # a multi-output op's items live where the op does
         if n.op == "call_function" and n.target is operator.getitem and n.args[0] in fw_set:
             fw_set.add(n)
@@ -158,7 +160,7 @@ def inference_forward(captured_graph: fx.GraphModule, fw_candidates: tuple[int, 
     outs = list(out_node.args[0])
     keep = [outs[c] for c in fw_candidates]
     order = [n for n in graph.nodes if n.op not in ("placeholder", "output")]
-    needed = _ancestors(keep)
+    needed = _ancestors(keep + random_nodes(graph))    # rng.py, point 2
     fg, env = _copy_nodes([n for n in order if n in needed], placeholders)
     fg.output(tuple(_dedupe_outputs(fg, [env[o] for o in keep])))
     fg.eliminate_dead_code()
