@@ -83,6 +83,7 @@ class MutationInfo:
     final_shape: tuple[int, ...]
     final_stride: tuple[int, ...]
     final_offset: int
+    storage_bytes: int = -1         # resize the storage to this many bytes first, or -1
 
 
 @dataclass(frozen=True)
@@ -188,8 +189,9 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
             member))
     mutations = tuple(
         MutationInfo(f.placeholder, f.data_mutated, f.metadata_mutated, f.autograd_saw_mutation,
-                     f.value_output, f.final_shape, f.final_stride, f.final_offset)
-        for f in facts.inputs if f.data_mutated or f.metadata_mutated)
+                     f.value_output, f.final_shape, f.final_stride, f.final_offset,
+                     f.storage_bytes)
+        for f in facts.inputs if f.data_mutated or f.metadata_mutated or f.storage_bytes >= 0)
     outputs = tuple(_classify(k, o) for k, o in enumerate(facts.outputs))
     return ViewMutationMeta(
         tuple(inputs), outputs, mutations,

@@ -21,6 +21,8 @@ class InputFacts:
     final_stride: tuple[int, ...]
     final_offset: int
     value_output: int               # graph-output index of the new value, or -1
+    storage_bytes: int = -1         # its storage's size after the call when the function
+                                    # resized it (inductor.resize_storage_bytes_), else -1
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,26 @@ class TraceGuard(TorchDispatchMode):
         return out
 
 
+def stand_in(t):
+    """An ordinary tensor with an inference tensor's geometry and flags, to trace with.
+
+    # NOTE [inference tensors]
+    Tracing runs outside inference mode (as no_grad: fake and functional tensors need it),
+    where an inference tensor may be read but not mutated, nor have requires_grad mirrored.
+    Eager, inside inference mode, may do both (a module built under inference_mode has
+    inference parameters that require grad). The graph depends only on the geometry, so
+    the trace sees a plain tensor over a storage of the same size instead; the runtime
+    then runs on the real inference tensors, inside the caller's inference mode.
+    """
+    if not isinstance(t, torch.Tensor) or not t.is_inference():
+        return t
+    with torch.inference_mode(False):
+        numel = t.untyped_storage().nbytes() // t.element_size()
+        out = torch.empty(numel, dtype=t.dtype, device=t.device).as_strided(
+            t.shape, t.stride(), t.storage_offset())
+        return out.requires_grad_(t.requires_grad) if t.requires_grad else out
+
+
 def geometry_of(t: torch.Tensor) -> tuple:
     return tuple(t.shape), tuple(t.stride()), t.storage_offset()
 
@@ -86,6 +106,7 @@ def trace_functional(body, example_placeholders: list[torch.Tensor]) -> fx.Graph
         finally:
             torch._disable_functionalization()
 
+    example_placeholders = [stand_in(t) for t in example_placeholders]
     fake_log = logging.getLogger("torch._subclasses.fake_tensor")
     level = fake_log.level
     fake_log.setLevel(logging.CRITICAL)      # the user's own errors are re-raised below
@@ -95,7 +116,13 @@ def trace_functional(body, example_placeholders: list[torch.Tensor]) -> fx.Graph
     finally:
         fake_log.setLevel(level)
     check_graph_generators(gm)
+    for n in list(gm.graph.nodes):
+        if n.target is _RESIZE and not n.users:
+            gm.graph.erase_node(n)      # the runtime replays it (NOTE [storage resizes])
     return gm
+
+
+_RESIZE = torch.ops.inductor.resize_storage_bytes_.default
 
 
 def compiling():

@@ -37,6 +37,7 @@ class FunctionalRun:
         """Returns (candidates, facts, out_spec, placeholder wrappers). Call with functionalization on."""
         plan, sig = self.plan, self.sig
         wrappers = [to_fun(p) for p in placeholders]
+        nbytes = [p.untyped_storage().nbytes() for p in placeholders]    # NOTE [storage resizes]
         works = []
         for p, w in zip(placeholders, wrappers):
             # A non-leaf that requires grad may be mutated in place; the wrapper is a leaf.
@@ -64,6 +65,7 @@ class FunctionalRun:
         watched = {id(works[p]): ("placeholder", p) for p in range(len(works))}
         watched.update({id(user[i]): ("leaf", i) for i in member_meta})
         recorder = MetadataRecorder(watched)
+        recorder.watch_tensors(works)
         self.recorder = recorder             # read by capture() if the trace fails
         try:
             with recorder:
@@ -99,6 +101,9 @@ class FunctionalRun:
                 raise UnsupportedInputError(
                     f"the function changes requires_grad of input placeholder {p} "
                     "(requires_grad_() on an argument); set requires_grad before the call")
+            storage_bytes = _resized_storage_bytes(nbytes[p], recorder.resizes.get(p), p)
+            if storage_bytes == 0:
+                data = False        # nothing to write into a storage resized to zero bytes
             value_output = -1
             if data:
                 value_output = len(candidates)
@@ -106,7 +111,7 @@ class FunctionalRun:
             inputs.append(InputFacts(
                 p, data, meta, (anchors[p].grad_fn, anchors[p].requires_grad) != before[p],
                 w.requires_grad,
-                *geometry_of(w), value_output))
+                *geometry_of(w), value_output, storage_bytes))
         member_ops = {idx for kind, idx, *_ in recorder.log if kind == "leaf"}
         if member_ops and recorder.data_aftergeometry_of():
             raise UnsupportedInputError(
@@ -130,6 +135,28 @@ class FunctionalRun:
                          tuple(intermediates), cands, tuple(new_leaves),
                          tuple(_freeze(op) for op in recorder.log), recorder.view_replay_hazard())
         return candidates, facts, out_spec, wrappers
+
+
+def _resized_storage_bytes(before: int, after: int | None, p: int) -> int:
+    """The size in bytes of placeholder ``p``'s storage after the call if the function resized
+    it (``torch.ops.inductor.resize_storage_bytes_``, FSDP's pattern), else -1.
+
+    # NOTE [storage resizes]
+    Functionalization does not put a resize in the graph (it resizes the fake storage and
+    moves on), so the recorder sees the user's call and the runtime replays it on the
+    argument before writing the argument's new value back (a write into a zero-byte storage
+    would corrupt memory). As in PyTorch's AOTAutograd, a resize must start or end at zero
+    bytes: from zero it is an allocation whose contents the function then writes, to zero it
+    frees the storage (and nothing is written back).
+    """
+    if after is None or (after == before and after != 0):
+        return -1
+    if before != 0 and after != 0:
+        raise UnsupportedInputError(
+            f"the function resizes the storage of input placeholder {p} from {before} to {after} "
+            "bytes; aotcheck (like PyTorch's AOTAutograd) replays storage resizes of arguments "
+            "that start or end at zero bytes only")
+    return after
 
 
 def _freeze(v):

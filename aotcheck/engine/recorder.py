@@ -57,6 +57,8 @@ class MetadataRecorder(TorchFunctionMode):
         self.hazard_events: list[tuple] = []            # ("meta" | "data", storage, hazardous)
         self.has_views: set[int] = set()                # tensors that views were taken of
         self.owners: dict = {}                          # storage -> first non-view tensor on it
+        self.resizes: dict[int, int] = {}               # placeholder -> bytes after its last
+                                                        # inductor.resize_storage_bytes_
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -76,6 +78,8 @@ class MetadataRecorder(TorchFunctionMode):
         elif target is not None and (name in _INPLACE_DUNDERS or (
                 name.endswith("_") and not name.startswith("_") and name not in METADATA_METHODS)):
             self.events.append(("data", storage_ref(target)))
+        if name == "resize_storage_bytes_" and target is not None:
+            self._record_resize(target, args[1] if len(args) > 1 else kwargs.get("new_size"))
         out = func(*args, **kwargs)
         if target is not None and (name in _INPLACE_DUNDERS or (
                 name.endswith("_") and not name.startswith("_") and name not in METADATA_METHODS)):
@@ -95,6 +99,22 @@ class MetadataRecorder(TorchFunctionMode):
                 self.geometry[id(t)] = geometry_of(t)
                 self._alive.append(t)
         return out
+
+    def _record_resize(self, target: torch.Tensor, size) -> None:
+        """NOTE [storage resizes] in functional_run.py: a resize of an argument is replayed."""
+        kind, index = self.watched.get(id(target), (None, None))
+        if kind == "placeholder":
+            self.resizes[index] = int(size)
+        elif any(storage_ref(target) == storage_ref(t) for t in self._watched_tensors):
+            raise UnsupportedInputError(
+                "the function resizes the storage of a view of an argument (or of an aliased "
+                "argument) with resize_storage_bytes_; aotcheck replays resizes of the argument "
+                "tensor itself only. Resize the argument you were given")
+
+    def watch_tensors(self, tensors) -> None:
+        self._watched_tensors = list(tensors)
+
+    _watched_tensors: list = []
 
     def view_replay_hazard(self) -> bool:
         """Is some storage's metadata changed in place where autograd tracks views of it, and
