@@ -23,6 +23,8 @@ class InputFacts:
     value_output: int               # graph-output index of the new value, or -1
     storage_bytes: int = -1         # its storage's size after the call when the function
                                     # resized it (inductor.resize_storage_bytes_), else -1
+    storage_source: int = -1        # set_(): -1 none, -2 a fresh storage (the value in
+                                    # value_output), p >= 0 placeholder p's storage
 
 
 @dataclass(frozen=True)

@@ -169,7 +169,10 @@ class CompiledArtifact:
 
     def _apply_mutations(self, primals, values):
         grad_on = torch.is_grad_enabled()
+        swaps = []
         for m in self.meta.mutations:
+            if m.storage_source != -1:
+                swaps.append(m)
             if m.storage_bytes >= 0:     # NOTE [storage resizes] in functional_run.py
                 torch.ops.inductor.resize_storage_bytes_(primals[m.placeholder], m.storage_bytes)
             if m.data:
@@ -177,6 +180,15 @@ class CompiledArtifact:
                 _check_storage_fits(target, m.placeholder)
                 with torch.set_grad_enabled(grad_on and m.grad_mode):
                     target.copy_(values[self._slot[m.value_output]])
+        if swaps:                        # NOTE [storage swaps] in functional_run.py
+            storages = [p.untyped_storage() for p in primals]     # as they were at the call
+            with torch.no_grad():
+                for m in swaps:
+                    if m.storage_source == -2:
+                        primals[m.placeholder].set_(values[self._slot[m.value_output]])
+                    else:
+                        primals[m.placeholder].set_(storages[m.storage_source], m.final_offset,
+                                                    m.final_shape, m.final_stride)
 
     def _outputs(self, leaves, values) -> list:
         meta = self.meta

@@ -785,3 +785,59 @@ def resize_mutate_then_free():
         torch.ops.inductor.resize_storage_bytes_(p, 0)
         return q.clone()
     return f, seeded(lambda: Inputs((rand(3), rand(3))))
+
+
+# ---------------------------------------------------------------- set_ on arguments (issue 11, class 4)
+# NOTE [storage swaps] in aotcheck/engine/functional_run.py. Each returns the swapped argument
+# too, so the oracle's output mutation checks that it shares the storage eager's shares.
+
+
+@case("input_mutation", mode="inference", tags=("set_",))
+def set_onto_another_argument():
+    def f(x, y):
+        x.set_(y)
+        return x, x * 2
+    return f, seeded(lambda: Inputs((rand(3), rand(2, 2))))
+
+
+@case("input_mutation", mode="inference", tags=("set_",))
+def set_onto_a_new_storage_then_mutate():
+    def f(x):
+        x.set_(torch.zeros(5))
+        x.add_(1)
+        return x.sum(), x
+    return f, seeded(lambda: Inputs((rand(3),)))
+
+
+@case("input_mutation", mode="inference", tags=("set_",))
+def set_then_undo_after_mutating_through_it():
+    # FSDP-style: swap in another storage, write through it, swap back
+    def f(x, y):
+        old = x.detach()
+        x.set_(y)
+        x.mul_(2)
+        z = x + 1
+        x.set_(old)
+        return z, x
+    return f, seeded(lambda: Inputs((rand(3), rand(3))))
+
+
+@case("input_mutation", mode="inference", tags=("set_", "alias"))
+def set_onto_a_view_of_another_argument():
+    def f(x, y):
+        x.set_(y[1:3])
+        y.add_(1)                  # x sees it: one storage
+        return x.view(-1), y.sum()
+    return f, seeded(lambda: Inputs((rand(3), rand(6))))
+
+
+@case("input_mutation", mode="training", tags=("set_",))
+def set_under_no_grad_beside_a_grad_input():
+    def f(x, buf, w):
+        with torch.no_grad():
+            buf.set_(x.detach() * 0 + 3)
+        return (w * buf).sum(), buf
+    def make():
+        w = leaf(4)
+        return Inputs((rand(4), rand(2), w), leaves=(w,))
+    return f, seeded(make)
