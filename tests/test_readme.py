@@ -30,3 +30,9 @@ def test_readme_names_both_commands():
     assert "pytest tests/ --with-cache" in text
     ci = (README.parent / ".ci" / "run").read_text()
     assert "pytest tests/ --with-cache -n 2" in ci
+
+
+def test_readme_shows_a_backend_author_both_commands():
+    text = README.read_text()
+    assert "aotcheck ops --samples first --backend mypkg.compile:my_backend" in text
+    assert "aotcheck ops --kernels my_kernels/" in text
