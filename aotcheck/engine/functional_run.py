@@ -134,7 +134,7 @@ class FunctionalRun:
         for i, m in member_meta.items():
             if geometry_of(user[i]) != m:
                 members.append(MemberFacts(i, *geometry_of(user[i])))
-                self.saw_inplace_metadata = recorder.inplace_metadata
+        self.saw_inplace_metadata = recorder.inplace_metadata
         self._work_ids = {id(w) for w in works}
         self.new_leaf_tensors = recorder.new_leaves
         grad_leaves = new_leaf_facts(recorder.new_leaves, user, sig, recorder.geometry)
