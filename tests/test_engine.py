@@ -266,3 +266,16 @@ def test_metadata_round_trips_through_json(ins, outs):
     text = meta.to_json()
     json.loads(text)
     assert ViewMutationMeta.from_json(text) == meta
+
+
+def test_saved_tensor_modified_in_place_keeps_eagers_error():
+    """A saved tensor modified in place: eager's backward raises 'modified by an inplace
+    operation'; the engine reports that error (not an AttributeError of its own)."""
+    def f(x):
+        y = x * 1
+        z = y.sin()
+        y.mul_(2)
+        return z
+    x = torch.randn(3, requires_grad=True)
+    with pytest.raises(aotcheck.TraceError, match="modified by an inplace operation"):
+        aotcheck.aot_function(f)(x).sum().backward()
