@@ -16,7 +16,7 @@ import torch
 
 import aotcheck
 from aotcheck.check.corpus import THEMES, all_cases
-from aotcheck.check.oracle import check
+from aotcheck.check.harness import check_case
 
 CASES = all_cases()
 MIN_CASES, MIN_PER_THEME = 130, 6
@@ -49,8 +49,7 @@ def in_call_mode(c, fn):
 
 @pytest.mark.parametrize("c", PARAMS)
 def test_matches_eager(c):
-    report = check(in_call_mode(c, c.fn), in_call_mode(c, aotcheck.aot_function(c.fn)),
-                   c.make_inputs, backward=c.backward)
+    report = check_case(c, aotcheck.aot_function(c.fn))
     assert report.ok, f"{c.id} differs from eager:\n  " + "\n  ".join(report.divergences)
 
 

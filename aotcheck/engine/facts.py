@@ -77,4 +77,6 @@ class RawFacts:
     view_replay_hazard: bool = False          # see recorder.MetadataRecorder.view_replay_hazard
     new_leaves: tuple = ()                    # (kind, source, shape, stride, offset, dtype) per
                                               # leaf made inside (NOTE [new grad leaves])
+    custom_functions: tuple = ()              # "name:digest" per custom Function backward reached
+                                              # (NOTE [custom Function backward in the key])
 

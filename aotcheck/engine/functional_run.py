@@ -8,6 +8,9 @@ output, what it aliases (outputs.py).
 """
 from __future__ import annotations
 
+import hashlib
+import types
+
 import torch
 from torch.utils import _pytree as pytree
 
@@ -145,7 +148,7 @@ class FunctionalRun:
         facts = RawFacts(tuple(inputs), tuple(members), tuple(outputs), str(out_spec),
                          tuple(intermediates), cands, tuple(new_leaves),
                          tuple(_freeze(op) for op in recorder.log), recorder.view_replay_hazard(),
-                         grad_leaves)
+                         grad_leaves, custom_function_digests(candidates))
         return candidates, facts, out_spec, wrappers
 
 
@@ -234,6 +237,59 @@ def new_leaf_facts(tensors: list, user: list, sig: Signature, geometry: dict) ->
         out.append(("view" if src >= 0 else "fresh", src, tuple(shape), tuple(stride), offset,
                     str(t.dtype).replace("torch.", "")))
     return tuple(out)
+
+
+def custom_function_digests(tensors: list) -> tuple[str, ...]:
+    """One digest per custom ``autograd.Function`` whose backward node the candidates'
+    autograd graphs reach, in a fixed order.
+
+    # NOTE [custom Function backward in the key]
+    The captured graph is the forward only; a custom Function's backward shows up in the
+    joint graph, which the cache key does not see. Two Functions with the same forward and
+    different backwards would share a key, and a hit would run the wrong backward. So the
+    raw facts (a key component) carry, per reached Function, its qualified name and a digest
+    of its backward's code (bytecode, constants, names, nested code) and of its closure's
+    plain values. A helper the backward calls, or a global it reads, is not in the digest.
+    """
+    from torch.autograd.function import BackwardCFunction
+    found: dict[str, str] = {}
+    seen: dict = {}
+    stack = [t.grad_fn for t in tensors if isinstance(t, torch.Tensor)]
+    while stack:
+        fn = stack.pop()
+        if fn is None or id(fn) in seen:
+            continue
+        seen[id(fn)] = fn                       # kept alive: ids stay unique
+        if isinstance(fn, BackwardCFunction):
+            cls = getattr(fn, "_forward_cls", type(fn))
+            name = f"{cls.__module__}.{cls.__qualname__}"
+            found.setdefault(name, _function_digest(cls.backward))
+        stack.extend(f for f, _ in fn.next_functions)
+    return tuple(f"{n}:{d}" for n, d in sorted(found.items()))
+
+
+def _function_digest(fn) -> str:
+    h = hashlib.sha256()
+    fn = getattr(fn, "__wrapped__", fn)          # once_differentiable wraps the backward
+    code = getattr(fn, "__code__", None)
+
+    def add(c):
+        h.update(c.co_code)
+        h.update(repr(c.co_names).encode())
+        for k in c.co_consts:
+            add(k) if isinstance(k, types.CodeType) else h.update(repr(k).encode())
+    if code is None:
+        h.update(repr(fn).encode())
+        return h.hexdigest()[:16]
+    add(code)
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            v = cell.cell_contents
+        except ValueError:
+            continue
+        h.update((repr(v) if isinstance(v, (bool, int, float, str, type(None))) else
+                  type(v).__qualname__).encode())
+    return h.hexdigest()[:16]
 
 
 def _freeze(v):
