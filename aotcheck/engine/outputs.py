@@ -90,13 +90,15 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
         elif id(o) in roots:
             # the base of earlier view outputs, returned itself: it is the fresh one
             outputs[k] = (OutputFacts(True, graph_output=intermediates[roots[id(o)]], **common))
-        elif o._base is not None or owners.get(st, o) is not o:
+        elif (o._base is not None and storage_ref(o._base) == st) or owners.get(st, o) is not o:
             # a view of an intermediate, or a detach() of one (no autograd view, but the
             # same storage): rebuilt from the tensor that owns the storage. A detached one
-            # that an in-place op gave a grad_fn gets its gradient from its own value.
-            root = o._base if o._base is not None else owners[st]
+            # that an in-place op gave a grad_fn gets its gradient from its own value. A view
+            # that set_() moved onto another storage is rebuilt from that storage's owner.
+            on_base = o._base is not None and storage_ref(o._base) == st
+            root = o._base if on_base else owners[st]
             grad_value = -1
-            if custom or (o._base is None and o.requires_grad):
+            if custom or (not on_base and o.requires_grad):
                 grad_value = len(candidates)
                 candidates.append(o)
             if id(root) in out_ids:

@@ -393,3 +393,18 @@ def fuzz_detach_of_intermediate_leaves_its_input_without_grad():
         a, b = _randn((3,)).requires_grad_(), _randn((3,), 1).requires_grad_()
         return Inputs((a, b), leaves=(a, b))
     return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "set_", "alias_of_intermediate"))
+def fuzz_view_of_intermediate_set_onto_another_intermediate():
+    """A diagonal view of an intermediate is set_() onto another intermediate (a 0-dim sum) and
+    returned: it was rebuilt as a view of its autograd base, whose storage it no longer shares,
+    so it came back with a diagonal element instead of the sum (silently wrong). Found by
+    aotcheck fuzz --extensions random,set_ --seed 2."""
+    def f(a0):
+        v0 = a0.sum(1, keepdim=False)
+        v1 = a0.sum()
+        v2 = v0.diagonal(0, 0, 1)
+        v2.set_(v1)
+        return (v2,)
+    return f, lambda: Inputs((_randn((4, 3, 2), 1481).double(),))
