@@ -22,6 +22,7 @@ from .engine.pipeline import Stages, build_artifact, run_stages
 from .engine.printer import format_graph
 from .engine.signature import TensorSpec, call_key, fast_call_key, flatten_inputs, signature
 from .errors import AotcheckError
+from . import subclass as _subclass
 
 
 class AotFunction:
@@ -40,6 +41,7 @@ class AotFunction:
         self.remote = remote
         self._artifacts: dict = {}
         self._fast: dict = {}        # fast_call_key -> artifact, for flat non-aliased tensors
+        self._subclass: dict = {}    # subclass calls: key -> (compiled plain graph, out meta)
         functools.update_wrapper(self, fn)
 
     def _state(self):
@@ -63,6 +65,8 @@ class AotFunction:
                 art = self._fast.get((state, key))
                 if art is not None:
                     return art.call(list(args))
+        if _subclass.has_subclass(args, kwargs):
+            return _subclass.call(self, args, kwargs)
         leaves, spec = flatten_inputs(args, kwargs)
         key = (state, call_key(leaves, spec))
         art = self._artifacts.get(key)
