@@ -173,7 +173,10 @@ def _format_signature(sig) -> str:
 def explain(fn, *args, partitioner: str | None = None, print_result: bool = True,
             **kwargs) -> Explanation:
     """Run every stage for these inputs and return (and print) the results; with the
-    min-cut partitioner, also which values were saved or recomputed and why."""
+    min-cut partitioner, also which values were saved or recomputed and why. With a tensor
+    subclass argument: the stages of the desugared plain-tensor forward graph."""
+    if _subclass.has_subclass(args, kwargs):
+        fn, args, kwargs = (*_subclass.desugared(AotFunction(fn, partitioner), args, kwargs), {})
     leaves, spec = flatten_inputs(args, kwargs)
     ex = Explanation(run_stages(fn, leaves, spec, signature(leaves, spec),
                                 resolve_partitioner(partitioner)))

@@ -164,7 +164,7 @@ def _rebuild_args(meta: str, descs: list, values: list, ts, requires: list | Non
             continue
         t = unflatten(d, it_t)
         if requires is not None and requires[len(outer)]:
-            t = t.detach().requires_grad_()
+            t = t.requires_grad_()          # a fresh wrapper: an autograd leaf, no op traced
         outer.append(t)
         leaves.append(t)
     args, kwargs = pytree.tree_unflatten(leaves, pytree.treespec_loads(json.loads(meta)["tree"]))
@@ -200,6 +200,37 @@ def _compile(owner, plain, tensors: list, grad: bool):
     # NOTE [subclass trace]: the graph is compiled without a persistent cache: a GraphModule's
     # fingerprint would not cover its generated code, and a wrong hit is worse than a miss.
     return AotFunction(gm, owner.partitioner, cache=None, remote=None)
+
+
+def _prepare(args: tuple, kwargs: dict):
+    leaves, spec = pytree.tree_flatten((args, kwargs))
+    descs, flat = _split(leaves, spec, "argument")
+    try:
+        tree = pytree.treespec_dumps(spec)
+    except Exception as e:  # noqa: BLE001 - an unregistered container
+        raise UnsupportedInputError(f"argument tree {spec} cannot be serialised: {e}") from e
+    values = [v for v in flat if not isinstance(v, torch.Tensor)]
+    tensors = [t for t in flat if isinstance(t, torch.Tensor)]
+    meta = json.dumps({"tree": tree, "descs": descs,
+                       "values": [[type(v).__name__, repr(v)] for v in values]}, sort_keys=True)
+    outer = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
+    grad = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+    requires = [grad and t.requires_grad for t in outer]
+    return meta, descs, values, tensors, outer, requires
+
+
+def desugared(owner, args: tuple, kwargs: dict):
+    """For ``explain``: the compiled plain forward graph of this call and its plain inputs,
+    those requiring grad where their outer tensor does (the outer-level decision)."""
+    meta, descs, values, tensors, outer, requires = _prepare(args, kwargs)
+    compiled, _ = _forward(owner, meta, descs, values, tensors, requires)
+    ins, k = [], 0
+    for d, r in zip([d for d in descs if d != "value"], requires):
+        for t in tensors[k:k + _count(d)]:
+            x = t.detach()
+            ins.append(x.requires_grad_() if r and (x.is_floating_point() or x.is_complex()) else x)
+        k += _count(d)
+    return compiled.fn, ins
 
 
 def _forward(owner, meta, descs, values, tensors, requires):
@@ -239,19 +270,7 @@ def _joint(owner, meta, descs, values, tensors, requires, tangent_descs, n: int)
 def call(owner, args: tuple, kwargs: dict):
     """Run ``owner.fn(*args, **kwargs)`` (an AotFunction's) with subclass arguments, with
     eager's outer-level autograd (NOTE [subclass autograd])."""
-    leaves, spec = pytree.tree_flatten((args, kwargs))
-    descs, flat = _split(leaves, spec, "argument")
-    try:
-        tree = pytree.treespec_dumps(spec)
-    except Exception as e:  # noqa: BLE001 - an unregistered container
-        raise UnsupportedInputError(f"argument tree {spec} cannot be serialised: {e}") from e
-    values = [v for v in flat if not isinstance(v, torch.Tensor)]
-    tensors = [t for t in flat if isinstance(t, torch.Tensor)]
-    meta = json.dumps({"tree": tree, "descs": descs,
-                       "values": [[type(v).__name__, repr(v)] for v in values]}, sort_keys=True)
-    outer = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
-    grad = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
-    requires = [grad and t.requires_grad for t in outer]
+    meta, descs, values, tensors, outer, requires = _prepare(args, kwargs)
     state = owner._state()[0]
     base_key = (state, meta, call_key(tensors, len(tensors)), tuple(requires))
 

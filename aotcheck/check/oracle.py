@@ -3,7 +3,8 @@
 One comparison, used by the corpus tests, the cache layer and the fuzzer.
 Both runs get identical fresh inputs from ``make_inputs``. Compared:
 
-- outputs: pytree structure, non-tensor values, and per tensor: dtype,
+- outputs: pytree structure, non-tensor values, and per tensor: type (a traceable
+  wrapper subclass is compared by type and by its inner tensors), dtype,
   shape, stride (of dimensions larger than 1: a size-1 dimension's stride
   addresses no memory), values, requires_grad, is_leaf, grad_fn presence;
 - alias structure: which argument (or earlier output) each output shares
@@ -27,6 +28,7 @@ from typing import Callable
 
 import torch
 from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 
 @dataclass
@@ -54,7 +56,16 @@ def _tensors(x) -> list:
     return [t for t in pytree.tree_leaves(x) if isinstance(t, torch.Tensor)]
 
 
+def _parts(t: torch.Tensor) -> list:
+    """A tensor's plain tensors: itself, or a traceable wrapper subclass's inner tensors
+    (recursively, by ``__tensor_flatten__``); subclasses are compared by type and by these."""
+    if type(t) in (torch.Tensor, torch.nn.Parameter) or not is_traceable_wrapper_subclass(t):
+        return [t]
+    return [p for a in t.__tensor_flatten__()[0] for p in _parts(getattr(t, a))]
+
+
 def _storage(t):
+    t = _parts(t)[0]
     return t.untyped_storage().data_ptr() if t.untyped_storage().nbytes() else None
 
 
@@ -79,6 +90,17 @@ def _alias_map(outs: list, args: list) -> list:
 
 
 def _close(a: torch.Tensor, b: torch.Tensor, rtol=None, atol=None) -> str | None:
+    if type(a) is not type(b) and not {type(a), type(b)} <= {torch.Tensor, torch.nn.Parameter}:
+        return f"type: eager {type(a).__name__}, compiled {type(b).__name__}"
+    pa, pb = _parts(a), _parts(b)
+    if len(pa) > 1 or pa[0] is not a:
+        if len(pa) != len(pb):
+            return f"inner tensors: eager {len(pa)}, compiled {len(pb)}"
+        for k, (x, y) in enumerate(zip(pa, pb)):
+            msg = _close(x, y, rtol, atol)
+            if msg:
+                return f"inner tensor {k}: {msg}"
+        return None
     try:
         torch.testing.assert_close(b.detach(), a.detach(), rtol=rtol, atol=atol, equal_nan=True,
                                    check_stride=False, check_layout=False)
@@ -209,7 +231,10 @@ def _compare_value(d, where, a, b, rtol, atol, grads: bool):
             d.append(f"{where} is_leaf: eager {a.is_leaf}, compiled {b.is_leaf}")
         if (a.grad_fn is None) != (b.grad_fn is None):
             d.append(f"{where} grad_fn: eager {type(a.grad_fn).__name__}, compiled {type(b.grad_fn).__name__}")
-    na, nb = a.untyped_storage().nbytes(), b.untyped_storage().nbytes()
+    if type(a) is not type(b) and not {type(a), type(b)} <= {torch.Tensor, torch.nn.Parameter}:
+        d.append(f"{where} type: eager {type(a).__name__}, compiled {type(b).__name__}")
+        return
+    na, nb = _parts(a)[0].untyped_storage().nbytes(), _parts(b)[0].untyped_storage().nbytes()
     if (na == 0) != (nb == 0):      # a storage resized to or from zero bytes (FSDP's pattern)
         d.append(f"{where} storage bytes: eager {na}, compiled {nb}")
         return
@@ -228,7 +253,7 @@ def _addressing_strides(t: torch.Tensor) -> tuple:
 
 def _readable(t: torch.Tensor) -> bool:
     """Whether memory lies behind the tensor (not a storage resized to zero bytes)."""
-    return t.numel() == 0 or t.untyped_storage().nbytes() > 0
+    return t.numel() == 0 or _parts(t)[0].untyped_storage().nbytes() > 0
 
 
 def _check_output_mutation(d, e_flat, c_flat, e_args, c_args):
