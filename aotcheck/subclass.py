@@ -197,9 +197,12 @@ def _compile(owner, plain, tensors: list, grad: bool):
             "a function with a tensor-subclass argument that requires grad draws random "
             "numbers; aotcheck recomputes such a forward in the backward and cannot replay "
             "the draws, so it refuses it. Call it without grad, or with plain tensors")
-    # NOTE [subclass trace]: the graph is compiled without a persistent cache: a GraphModule's
-    # fingerprint would not cover its generated code, and a wrong hit is worse than a miss.
-    return AotFunction(gm, owner.partitioner, cache=None, remote=None)
+    # NOTE [subclass trace]: the desugared graph is compiled, and persistently cached, like any
+    # function: its fingerprint is its generated code, so the persistent key covers exactly the
+    # plain graph the engine compiles. Rebuilding outputs and gradients (types, ctx, sizes) uses
+    # this process's own trace (always run, keyed in memory by the subclass types and ctx), so a
+    # hit for an equal plain graph from another subclass is still right.
+    return AotFunction(gm, owner.partitioner, cache=owner.cache, remote=owner.remote)
 
 
 def _prepare(args: tuple, kwargs: dict):
