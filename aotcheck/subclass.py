@@ -42,7 +42,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from .engine.signature import call_key
-from .errors import UnsupportedInputError
+from .errors import TraceError, UnsupportedInputError
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
@@ -163,7 +163,8 @@ def _rebuild_args(meta: str, descs: list, values: list, ts, requires: list | Non
             leaves.append(next(it_v))
             continue
         t = unflatten(d, it_t)
-        if requires is not None and requires[len(outer)]:
+        r = requires is not None and requires[len(outer)]
+        if r:
             t = t.requires_grad_()          # a fresh wrapper: an autograd leaf, no op traced
         outer.append(t)
         leaves.append(t)
@@ -218,7 +219,7 @@ def _prepare(args: tuple, kwargs: dict):
                        "values": [[type(v).__name__, repr(v)] for v in values]}, sort_keys=True)
     outer = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
     grad = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
-    requires = [grad and t.requires_grad for t in outer]
+    requires = [grad and t.requires_grad and ("leaf" if t.is_leaf else "nonleaf") for t in outer]
     return meta, descs, values, tensors, outer, requires
 
 
@@ -243,7 +244,16 @@ def _forward(owner, meta, descs, values, tensors, requires):
         args, kwargs, _ = _rebuild_args(meta, descs, values, ts, requires)
         return _flatten_out(owner.fn(*args, **kwargs), box)
 
-    compiled = _compile(owner, plain, tensors, grad=any(requires))
+    try:
+        compiled = _compile(owner, plain, tensors, grad=any(requires))
+    except TraceError as e:
+        if "nonleaf" in requires and "in-place operation" in str(e):
+            raise UnsupportedInputError(
+                "an argument that requires grad and is not a leaf was mutated in place in a call "
+                "with a tensor-subclass argument; aotcheck traces such arguments as leaves and "
+                "does not rebase their autograd history, so it refuses it. Mutate an argument "
+                "that does not require grad") from e
+        raise
     return compiled, box
 
 

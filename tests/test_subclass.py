@@ -1,0 +1,126 @@
+"""Tensor-subclass arguments and outputs (``aotcheck/subclass.py``): eager's types, gradients
+and mutations, the keys that must miss, and the named refusals."""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.testing._internal.two_tensor import TwoTensor
+
+import aotcheck
+from aotcheck.check.oracle import _close
+from aotcheck.errors import UnsupportedInputError
+
+
+class TaggedTwo(TwoTensor):
+    """A TwoTensor whose flatten ctx carries a tag (ops on it return plain TwoTensors)."""
+
+    def __new__(cls, a, b, tag, outer_size=None, outer_stride=None):
+        return super().__new__(cls, a, b, outer_size, outer_stride)
+
+    def __init__(self, a, b, tag, outer_size=None, outer_stride=None):
+        super().__init__(a, b, outer_size, outer_stride)
+        self.tag = tag
+
+    def __tensor_flatten__(self):
+        return ["a", "b"], self.tag
+
+    @staticmethod
+    def __tensor_unflatten__(inner, tag, outer_size, outer_stride):
+        return TaggedTwo(inner["a"], inner["b"], tag, outer_size, outer_stride)
+
+
+def two(*shape, requires_grad=False):
+    t = TwoTensor(torch.randn(*shape), torch.randn(*shape))
+    return t.requires_grad_() if requires_grad else t
+
+
+def test_leaf_grad_is_a_twotensor_as_in_eager():
+    def f(x, y):
+        return (x.sin() * y).cos()
+    grads = []
+    for fn in (f, aotcheck.aot_function(f)):
+        torch.manual_seed(0)
+        x, y = two(3, 4, requires_grad=True), torch.randn(3, 4, requires_grad=True)
+        out = fn(x, y)
+        assert type(out) is TwoTensor and out.requires_grad
+        out.sum().backward()
+        grads.append((x.grad, y.grad))
+    (ex, ey), (cx, cy) = grads
+    assert type(cx) is TwoTensor and type(cy) is TwoTensor      # y meets x: eager's is one too
+    assert _close(ex, cx) is None and _close(ey, cy) is None
+
+
+def test_mutation_of_a_subclass_argument_reaches_its_inner_tensors():
+    def f(x):
+        x.mul_(2)
+        return x.view(-1)
+    torch.manual_seed(0)
+    x = two(3, 4)
+    a0, b0 = x.a.clone(), x.b.clone()
+    out = aotcheck.aot_function(f)(x)
+    assert torch.equal(x.a, a0 * 2) and torch.equal(x.b, b0 * 2)
+    out.add_(1)                                   # the output is a view of the argument
+    assert torch.equal(x.a, a0 * 2 + 1) and type(out) is TwoTensor and out.shape == (12,)
+
+
+def test_oracle_compares_subclasses_by_type_and_inner_tensors():
+    t = two(3)
+    assert _close(t, TwoTensor(t.a.clone(), t.b.clone())) is None
+    assert "type" in _close(t, t.a)
+    assert "inner tensor 1" in _close(t, TwoTensor(t.a.clone(), t.b + 1))
+
+
+def test_different_subclass_or_ctx_misses():
+    def f(x):
+        return x
+    cf = aotcheck.aot_function(f)
+    torch.manual_seed(0)
+    a, b = torch.randn(3), torch.randn(3)
+    o1 = cf(TaggedTwo(a, b, "one"))
+    o2 = cf(TaggedTwo(a, b, "two"))
+    o3 = cf(TwoTensor(a, b))
+    assert len(cf._subclass) == 3
+    assert (type(o1), o1.tag, type(o2), o2.tag, type(o3)) == (TaggedTwo, "one", TaggedTwo, "two", TwoTensor)
+    cf(TaggedTwo(a, b, "two"))
+    assert len(cf._subclass) == 3                # an equal call hits
+
+
+def test_persistent_cache_hits_and_rebuilds_subclass_outputs(tmp_path):
+    def f(x, y):
+        return x * y, (x + 1).sum()
+    outs = []
+    for _ in range(2):
+        cf = aotcheck.aot_function(f, cache=str(tmp_path))
+        torch.manual_seed(0)
+        x, y = two(2, 3, requires_grad=True), torch.randn(2, 3)
+        o = cf(x, y)
+        o[1].backward()
+        outs.append((o, x.grad))
+    (o1, g1), (o2, g2) = outs
+    assert type(o2[0]) is TwoTensor and _close(o1[0], o2[0]) is None and _close(g1, g2) is None
+    assert any(tmp_path.rglob("*"))
+
+
+class NoFlatten(torch.Tensor):
+    pass
+
+
+def test_subclass_without_tensor_flatten_is_refused_by_name():
+    x = torch.randn(3).as_subclass(NoFlatten)
+    with pytest.raises(UnsupportedInputError, match="NoFlatten"):
+        aotcheck.aot_function(lambda t: t * 2)(x)
+
+
+def test_ctx_that_is_not_plain_data_is_refused():
+    x = TaggedTwo(torch.randn(3), torch.randn(3), object())
+    with pytest.raises(UnsupportedInputError, match="ctx holds a object"):
+        aotcheck.aot_function(lambda t: t * 2)(x)
+
+
+def test_mutating_a_non_leaf_subclass_argument_that_requires_grad_is_refused():
+    def f(x):
+        x.mul_(2)
+        return x.sum()
+    base = two(3, requires_grad=True)
+    with pytest.raises(UnsupportedInputError, match="not a leaf was mutated"):
+        aotcheck.aot_function(f)(base * 1)
