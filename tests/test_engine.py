@@ -25,6 +25,29 @@ class TestGolden(expecttest.TestCase):
 input 0: not mutated; requires_grad, leaf
 output 0: alias_of_input 0, requires_grad""")
 
+    def test_custom_function_view_and_requires_grad_(self):
+        """NOTE [custom Function views], [requires_grad_ on an argument], [new grad leaves],
+        [backward mutations] as the metadata and the joint say them."""
+        from aotcheck.check.corpus.cases_custom_function import (HalfGradIdentity,
+                                                                 ScaleBackwardMutatesSaved)
+
+        def f(x, y, z):
+            z.requires_grad_()
+            v = y.view(-1)
+            v.requires_grad_()
+            return HalfGradIdentity.apply(x), ScaleBackwardMutatesSaved.apply(x, y), v * z.sum()
+        s = _explain(f, torch.randn(2, 3, requires_grad=True), torch.randn(2, 3), torch.randn(2))
+        self.assertExpectedInline(f"{s.decision.mode}: {s.decision.reason}", """training: output 0 (alias_of_input) requires grad""")
+        self.assertExpectedInline(s.meta.format(), """\
+input 0: not mutated; requires_grad, leaf
+input 1: not mutated; no grad, leaf
+input 2: requires_grad_(True) called; no grad, leaf
+output 0: alias_of_input 0 (custom Function view; gradient through graph output 2), requires_grad
+output 1: fresh (graph output 0), requires_grad
+output 2: fresh (graph output 1), requires_grad""")
+        self.assertExpectedInline(repr((s.meta.new_leaves, s.joint.backward_mutations, s.joint.grad_inputs,
+                                        s.joint.grad_reach)), """((('view', 1, (6,), (1,), 0, 'float32'),), ((1, True, (2, 3), (3, 1), 0),), (0, 2, 3), ((0, 1), (2,), (2,)))""")
+
     def test_training_mutation_only(self):
         def f(a):
             a.mul_(2)
