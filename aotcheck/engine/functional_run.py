@@ -13,7 +13,7 @@ from torch.utils import _pytree as pytree
 
 from ..errors import UnsupportedInputError
 from .facts import InputFacts, MemberFacts, RawFacts
-from .functional import geometry_of, to_fun
+from .functional import geometry_of, storage_ref, to_fun
 from .outputs import classify_outputs
 from .plan import InputPlan
 from .recorder import MetadataRecorder
@@ -28,20 +28,28 @@ class FunctionalRun:
     """
 
     def __init__(self, fn, plan: InputPlan, sig: Signature, leaves: list, in_spec, geometry=None,
-                 nonleaf_views: bool = False):
+                 nonleaf_views: bool = False, tagger=None, nonleaf: tuple = ()):
         self.fn, self.plan, self.sig, self.leaves, self.in_spec = fn, plan, sig, leaves, in_spec
         self.eager_geometry = geometry      # per output leaf: (geometry, base geometry) or None
         self.nonleaf_views = nonleaf_views
+        # a StorageTagger when the run is on plain fake tensors (storage_views.py): eager's
+        # own autograd, mutations read from the tagger's write log instead of functionalization
+        self.tagger = tagger
+        self.nonleaf = nonleaf      # plain runs: which placeholders are non-leaves (copies are leaves)
 
     def run(self, placeholders: list[torch.Tensor]):
         """Returns (candidates, facts, out_spec, placeholder wrappers). Call with functionalization on."""
-        plan, sig = self.plan, self.sig
-        wrappers = [to_fun(p) for p in placeholders]
+        plan, sig, plain = self.plan, self.sig, self.tagger is not None
+        wrappers = list(placeholders) if plain else [to_fun(p) for p in placeholders]
         works = []
-        for p, w in zip(placeholders, wrappers):
+        for k, (p, w) in enumerate(zip(placeholders, wrappers)):
             # A non-leaf that requires grad may be mutated in place; the wrapper is a leaf.
-            works.append(_nonleaf_copy(p, w, self.nonleaf_views)
-                         if (p.requires_grad and not p.is_leaf) else w)
+            # A plain run mutates a storage of its own that the tensor fills from offset 0
+            # (storage_views.py rebuilds views with absolute geometry on it).
+            nonleaf = self.nonleaf[k] if plain else not p.is_leaf
+            copy = (p.requires_grad and nonleaf) or (
+                plain and not p.requires_grad and not _fills_storage(p))
+            works.append(_nonleaf_copy(p, w, self.nonleaf_views) if copy else w)
         user: list = []
         for i, src in enumerate(plan.sources):
             if src[0] == "value":
@@ -65,10 +73,15 @@ class FunctionalRun:
         watched.update({id(user[i]): ("leaf", i) for i in member_meta})
         recorder = MetadataRecorder(watched)
         self.recorder = recorder             # read by capture() if the trace fails
+        if plain:
+            written_from = len(self.tagger.writes)
+            before_geometry = [(geometry_of(w), storage_ref(w)) for w in works]
         try:
             with recorder:
                 result = self.fn(*args, **kwargs)
         except (RuntimeError, ValueError, IndexError) as e:
+            if plain:
+                raise                        # eager's own error, on eager's own semantics
             if any(kind == "leaf" for kind, *_ in recorder.log):
                 raise UnsupportedInputError(
                     "an argument that shares storage with another argument has its metadata "
@@ -84,14 +97,24 @@ class FunctionalRun:
                     f"change. ({type(e).__name__}: {str(e).splitlines()[0][:120]})") from None
             raise
         out_leaves, out_spec = pytree.tree_flatten(result, is_leaf=lambda x: isinstance(x, torch.Size))
-        for w in works:
-            torch._sync(w)
+        if plain:
+            written = {self.tagger.sid(w) for w in works} & set(self.tagger.writes[written_from:])
+            logged = {idx for kind, idx, *_ in recorder.log if kind == "placeholder"}
+        else:
+            for w in works:
+                torch._sync(w)
         candidates: list[torch.Tensor] = []
         inputs = []
         for p, w in enumerate(works):
-            data = torch._functionalize_has_data_mutation(w)
-            meta = torch._functionalize_has_metadata_mutation(w)
-            if torch._functionalize_was_storage_changed(w):
+            if plain:
+                data = self.tagger.sid(w) in written
+                meta = p in logged or geometry_of(w) != before_geometry[p][0]
+                swapped = storage_ref(w) != before_geometry[p][1]
+            else:
+                data = torch._functionalize_has_data_mutation(w)
+                meta = torch._functionalize_has_metadata_mutation(w)
+                swapped = torch._functionalize_was_storage_changed(w)
+            if swapped:
                 raise UnsupportedInputError(
                     f"the function calls set_() (or swaps the storage) of input placeholder {p}; "
                     "aotcheck supports data and metadata mutations of inputs, not storage swaps")
@@ -108,7 +131,7 @@ class FunctionalRun:
                 w.requires_grad,
                 *geometry_of(w), value_output))
         member_ops = {idx for kind, idx, *_ in recorder.log if kind == "leaf"}
-        if member_ops and recorder.data_aftergeometry_of():
+        if member_ops and recorder.data_aftergeometry_of() and not plain:
             raise UnsupportedInputError(
                 f"argument leaf {min(member_ops)} shares storage with another argument, its "
                 "metadata is changed in place (t_, transpose_, ...) and the shared storage is "
@@ -122,7 +145,8 @@ class FunctionalRun:
         self._work_ids = {id(w) for w in works}
         outputs, intermediates, new_leaves, self.base_geometry = classify_outputs(
             out_leaves, user, candidates, sig=sig, geometry=recorder.geometry,
-            eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids)
+            eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids,
+            plain=plain)
         cands = tuple((tuple(c.shape), str(c.dtype).replace("torch.", ""), c.requires_grad,
                        *self.base_geometry.get(id(c), recorder.geometry.get(id(c), geometry_of(c)))[1:])
                       for c in candidates)
@@ -134,6 +158,12 @@ class FunctionalRun:
 
 def _freeze(v):
     return tuple(_freeze(x) for x in v) if isinstance(v, (list, tuple)) else v
+
+
+def _fills_storage(t: torch.Tensor) -> bool:
+    """Dense, from offset 0, over its whole storage."""
+    return t.storage_offset() == 0 and _dense(t) and \
+        t.numel() * t.element_size() == t.untyped_storage().nbytes()
 
 
 def _dense(t: torch.Tensor) -> bool:

@@ -77,6 +77,9 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     diff = tuple(k for k, c in enumerate(fw)
                  if meta.candidates[c][2] and c not in replayed_without_grad and c not in gradless)
     grad_inputs = tuple(p for p, t in enumerate(primals) if t.requires_grad)
+    if captured.plain:
+        return _trace_joint_plain(fn, captured, meta, sig, leaves, in_spec, primals,
+                                  fw, diff, grad_inputs)
     run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry,
                         captured.nonleaf_views)
     n = len(primals)
@@ -101,10 +104,7 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
             raise
         return [from_fun(o) for o in outs] + [None if g is None else from_fun(g) for g in grads]
 
-    tangents = []
-    for k in diff:
-        shape, dtype = meta.candidates[fw[k]][0], getattr(torch, meta.candidates[fw[k]][1])
-        tangents.append(torch.empty(shape, dtype=dtype, device=primals[0].device))
+    tangents = _tangents(meta, fw, diff, primals)
     try:
         with trace_grad_mode(sig):
             gm = trace_functional(body, list(primals) + tangents)
@@ -116,4 +116,40 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
                 or "traced differently" in str(e) or "modified by an inplace operation" in str(e):
             raise
         raise ViewReplayError(str(e)) from None
+    return Joint(gm, n, fw, diff, grad_inputs)
+
+
+def _tangents(meta: ViewMutationMeta, fw, diff, primals) -> list[torch.Tensor]:
+    tangents = []
+    for k in diff:
+        shape, dtype = meta.candidates[fw[k]][0], getattr(torch, meta.candidates[fw[k]][1])
+        tangents.append(torch.empty(shape, dtype=dtype, device=primals[0].device))
+    return tangents
+
+
+def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature, leaves: list,
+                       in_spec, primals: list[torch.Tensor], fw, diff, grad_inputs) -> Joint:
+    """The joint the second way (NOTE [plain trace, then functionalize] in storage_views.py):
+    eager autograd on plain fake tensors, then the whole joint functionalized."""
+    from .storage_views import StorageTagger, functionalize_plain, trace_plain
+    run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry,
+                        tagger=StorageTagger(),
+                        nonleaf=tuple(t.requires_grad and not t.is_leaf for t in primals))
+    n = len(primals)
+
+    def body(*flat):
+        prim, tangents = list(flat[:n]), flat[n:]
+        candidates, facts, _, wrappers = run.run(prim)
+        if facts != captured.facts:
+            raise TraceError("the function traced differently the second time (is it "
+                             "deterministic in Python? does it read global state?)")
+        outs = [candidates[c] for c in fw]
+        grads = torch.autograd.grad([outs[k] for k in diff], [wrappers[p] for p in grad_inputs],
+                                    list(tangents), allow_unused=True)
+        return list(outs) + list(grads)
+
+    examples = list(primals) + _tangents(meta, fw, diff, primals)
+    with trace_grad_mode(sig):
+        plain_gm = trace_plain(body, examples, run.tagger)
+        gm = functionalize_plain(plain_gm, examples)
     return Joint(gm, n, fw, diff, grad_inputs)

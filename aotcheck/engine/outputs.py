@@ -19,7 +19,7 @@ from .signature import Signature
 
 
 def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Signature, geometry: dict,
-                     eager_geometry, owners: dict, work_ids: set):
+                     eager_geometry, owners: dict, work_ids: set, plain: bool = False):
     """Classify each returned leaf (fresh, an input, a view of an input, of an intermediate,
     of another output, ...) and append to ``candidates`` every graph value a later stage
     needs. Returns (output facts, intermediate-base candidate indices, new-leaf outputs,
@@ -65,7 +65,7 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
         common = dict(shape=shape, stride=stride, offset=offset,
                       dtype=str(o.dtype).replace("torch.", ""), requires_grad=o.requires_grad,
                       is_leaf=o.is_leaf,
-                      multi_output_view=o._is_view() and torch._functionalize_is_multi_output_view(o),
+                      multi_output_view=o._is_view() and _multi_output_view(o, plain),
                       grad_dead_end=o._is_view() and _grad_dead_end(o))
         st = storage_ref(o)
         if id(o) in out_ids:
@@ -159,6 +159,18 @@ def _footprint(shape, stride, offset, storage_numel) -> frozenset | None:
     for size, st in zip(shape, stride):
         points = {x + k * st for x in points for k in range(size)}
     return frozenset(points)
+
+
+# grad_fns of the views that unbind/split (and chunk, which is split) return
+_MULTI_VIEW_FNS = frozenset({"UnbindBackward0", "SplitBackward0", "SplitWithSizesBackward0"})
+
+
+def _multi_output_view(o: torch.Tensor, plain: bool) -> bool:
+    """Is ``o`` one of several views one op returned? In-place on one that requires grad is
+    an error in eager. A plain tensor (storage_views.py) says so through its grad_fn."""
+    if not plain:
+        return torch._functionalize_is_multi_output_view(o)
+    return o.grad_fn is not None and type(o.grad_fn).__name__ in _MULTI_VIEW_FNS
 
 
 def _grad_dead_end(o: torch.Tensor) -> bool:

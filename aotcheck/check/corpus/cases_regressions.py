@@ -169,12 +169,11 @@ def fuzz_transpose_root_after_mutating_its_slice():
     return f, make
 
 
-@case("regressions", mode="inference", tags=("fuzz", "aliased_inputs", "metadata_mutation"),
-      xfail="refused by name, a documented limit (aotcheck.errors.DOCUMENTED_LIMITS): "
-            "unsqueeze_ on an aliased argument, then an indexed assignment through it; the "
-            "synthetic-base replay cannot give eager's gradients (functionalization raises "
-            "IndexError on the member's view chain). It raised a bare TraceError before")
+@case("regressions", mode="training", tags=("fuzz", "aliased_inputs", "metadata_mutation"))
 def fuzz_unsqueeze_then_setitem_aliased_argument():
+    """unsqueeze_ on an aliased argument, then an indexed assignment through it: functionalization
+    raised IndexError on the member's view chain, and the engine refused it. Now traced the
+    second way (NOTE [plain trace, then functionalize]). Issue 11, class 10."""
     def f(a0, a1, a2):
         a1.unsqueeze_(1)
         a2.clamp_(None, 0.0)
@@ -293,13 +292,12 @@ def fuzz_detach_of_intermediate_returned_before_it():
     return f, make
 
 
-@case("regressions", mode="training", tags=("metadata_mutation", "alias_of_input"),
-      xfail="refused by name, a documented limit (aotcheck.errors.DOCUMENTED_LIMITS): a view "
-            "taken before its base's in-place transpose_, then mutated. Under "
-            "functionalization autograd rebuilds the view's grad_fn by replaying select(0) on "
-            "the transposed base; PyTorch's AOTAutograd returns a silently wrong gradient "
-            "(docs/findings.md row 21), aotcheck refuses it")
+@case("regressions", mode="training", tags=("metadata_mutation", "alias_of_input"))
 def view_taken_before_base_transpose_then_mutated():
+    """A view taken before its base is transposed in place, then mutated: autograd over
+    functionalization replays select(0) on the transposed base (PyTorch's AOTAutograd is
+    silently wrong, docs/findings.md row 21); the engine refused it, now it traces the
+    second way. Issue 11, class 10."""
     def f(a):
         v = a[0]
         a.t_()
@@ -312,11 +310,10 @@ def view_taken_before_base_transpose_then_mutated():
     return f, make
 
 
-@case("regressions", mode="training", tags=("metadata_mutation", "alias_of_intermediate"),
-      xfail="refused by name, a documented limit (aotcheck.errors.DOCUMENTED_LIMITS): a view "
-            "of an intermediate transposed in place, then mutated; PyTorch's AOTAutograd "
-            "returns a silently wrong gradient (docs/findings.md row 21), aotcheck refuses it")
+@case("regressions", mode="training", tags=("metadata_mutation", "alias_of_intermediate"))
 def view_of_intermediate_transposed_in_place_then_mutated():
+    """A view of an intermediate transposed in place, then mutated: refused before (the view
+    replay limit), traced the second way now. Issue 11, class 10."""
     def f(x):
         y = x * 2
         v = y[0:2, 0:2]
