@@ -289,3 +289,25 @@ def test_metadata_round_trips_through_json(ins, outs):
     text = meta.to_json()
     json.loads(text)
     assert ViewMutationMeta.from_json(text) == meta
+
+
+def test_missing_derivative_raises_at_backward_as_in_eager(tmp_path):
+    """Issue 11, class 11: acosh_ has no derivative. Eager runs the forward and raises at
+    .backward(); the compiled function must do the same (cold, and from the cache, where the
+    error travels in the metadata), not refuse at compile time."""
+    from aotcheck.check.oracle import Inputs, check
+
+    def f(x):
+        y = x * 1
+        y.acosh_()
+        return y * 2
+
+    def inputs():
+        torch.manual_seed(0)
+        leaf = (torch.rand(3, dtype=torch.float64) + 1.5).requires_grad_()
+        return Inputs((leaf,), leaves=(leaf,))
+    cf = aotcheck.aot_function(f)
+    out = cf(inputs().args[0])
+    with pytest.raises(NotImplementedError, match="derivative for 'inplace version of acosh'"):
+        out.sum().backward()
+    assert check(f, aotcheck.aot_function(f), inputs).ok

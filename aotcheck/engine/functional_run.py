@@ -96,6 +96,7 @@ class FunctionalRun:
                     "replay that view (a PyTorch limit). Take the view after the metadata "
                     f"change. ({type(e).__name__}: {str(e).splitlines()[0][:120]})") from None
             raise
+        self.saw_inplace_metadata = recorder.inplace_metadata     # read by the joint on failure
         out_leaves, out_spec = pytree.tree_flatten(result, is_leaf=lambda x: isinstance(x, torch.Size))
         if plain:
             written = {self.tagger.sid(w) for w in works} & set(self.tagger.writes[written_from:])
@@ -141,7 +142,6 @@ class FunctionalRun:
         for i, m in member_meta.items():
             if geometry_of(user[i]) != m:
                 members.append(MemberFacts(i, *geometry_of(user[i])))
-                self.saw_inplace_metadata = recorder.inplace_metadata
         self._work_ids = {id(w) for w in works}
         outputs, intermediates, new_leaves, self.base_geometry = classify_outputs(
             out_leaves, user, candidates, sig=sig, geometry=recorder.geometry,

@@ -45,6 +45,13 @@ class Joint:
     fw_candidates: tuple[int, ...]    # graph candidate index of each forward output
     diff_outputs: tuple[int, ...]     # forward-output positions that get a tangent
     grad_inputs: tuple[int, ...]      # placeholders that get a gradient (joint outputs after fw)
+    backward_error: str = ""          # eager's "derivative ... not implemented", for .backward()
+
+
+def _missing_derivative(e: Exception) -> str:
+    """Eager's message when autograd meets a derivative that is not implemented, else ''."""
+    msg = str(e).split("\n")[0]
+    return msg if isinstance(e, NotImplementedError) and "derivative for" in msg else ""
 
 
 def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
@@ -83,6 +90,7 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry,
                         captured.nonleaf_views)
     n = len(primals)
+    box: dict = {}
 
     def body(*flat):
         prim, tangents = list(flat[:n]), flat[n:]
@@ -95,6 +103,11 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
             grads = torch.autograd.grad(
                 [outs[k] for k in diff], [wrappers[p] for p in grad_inputs],
                 [to_fun(t) for t in tangents], allow_unused=True)
+        except NotImplementedError as e:
+            if not _missing_derivative(e):
+                raise
+            box["backward_error"] = _missing_derivative(e)
+            grads = [None] * len(grad_inputs)
         except RuntimeError as e:
             # a shape error inside backward after in-place metadata changes is the replay
             # limit ("invalid gradient", or a broadcast mismatch in a replayed view's backward);
@@ -116,7 +129,7 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
                 or "traced differently" in str(e) or "modified by an inplace operation" in str(e):
             raise
         raise ViewReplayError(str(e)) from None
-    return Joint(gm, n, fw, diff, grad_inputs)
+    return Joint(gm, n, fw, diff, grad_inputs, box.get("backward_error", ""))
 
 
 def _tangents(meta: ViewMutationMeta, fw, diff, primals) -> list[torch.Tensor]:
@@ -136,6 +149,7 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
                         tagger=StorageTagger(),
                         nonleaf=tuple(t.requires_grad and not t.is_leaf for t in primals))
     n = len(primals)
+    box: dict = {}
 
     def body(*flat):
         prim, tangents = list(flat[:n]), flat[n:]
@@ -144,12 +158,18 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
             raise TraceError("the function traced differently the second time (is it "
                              "deterministic in Python? does it read global state?)")
         outs = [candidates[c] for c in fw]
-        grads = torch.autograd.grad([outs[k] for k in diff], [wrappers[p] for p in grad_inputs],
-                                    list(tangents), allow_unused=True)
+        try:
+            grads = torch.autograd.grad([outs[k] for k in diff], [wrappers[p] for p in grad_inputs],
+                                        list(tangents), allow_unused=True)
+        except NotImplementedError as e:
+            if not _missing_derivative(e):
+                raise
+            box["backward_error"] = _missing_derivative(e)
+            grads = [None] * len(grad_inputs)
         return list(outs) + list(grads)
 
     examples = list(primals) + _tangents(meta, fw, diff, primals)
     with trace_grad_mode(sig):
         plain_gm = trace_plain(body, examples, run.tagger)
         gm = functionalize_plain(plain_gm, examples)
-    return Joint(gm, n, fw, diff, grad_inputs)
+    return Joint(gm, n, fw, diff, grad_inputs, box.get("backward_error", ""))

@@ -10,7 +10,7 @@ the cache); ``build_artifact`` turns those into a runnable
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 from .. import flags
@@ -85,6 +85,8 @@ def run_stages(fn, leaves: list, in_spec, sig: Signature, partitioner: str = "de
                     raise view_replay_refusal(e) from None
                 primals = placeholder_tensors(captured.plan, leaves)
                 joint = trace_joint(fn, captured, meta, sig, leaves, in_spec, primals)
+        if joint.backward_error:
+            meta = replace(meta, backward_error=joint.backward_error)
         mutated = frozenset(m.placeholder for m in meta.mutations)
         parts = partition(joint, partitioner, mutated)
         if checking:

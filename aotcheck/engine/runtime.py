@@ -358,6 +358,8 @@ def _make_function(art: CompiledArtifact):
 
         @staticmethod
         def backward(ctx, *grads):
+            if art.meta.backward_error:
+                raise NotImplementedError(art.meta.backward_error)   # where eager raises it
             create_graph = torch.is_grad_enabled()
             bw = art.backward_module()
             with torch.no_grad():
