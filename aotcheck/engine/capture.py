@@ -87,11 +87,19 @@ def eager_geometry(fn, leaves: list, in_spec, sig: Signature):
             out = fn(*args, **kwargs)
     except Exception:  # noqa: BLE001 - fall back to the functional wrappers' geometry
         return None
+    from .functional import storage_ref
+    arg_storages: dict = {}
+    for i, t in enumerate(fakes):
+        if isinstance(t, torch.Tensor) and t.layout == torch.strided:
+            arg_storages.setdefault(storage_ref(t), []).append(i)
     result = []
     for o in pytree.tree_leaves(out, is_leaf=lambda x: isinstance(x, torch.Size)):
         if isinstance(o, torch.Tensor) and o.layout == torch.strided:
             base = o._base
-            result.append((geometry_of(o), geometry_of(base) if base is not None else None))
+            # the argument leaves whose storage eager's output shares (an op like
+            # unsafe_split returns pieces of its input that functionalization copies)
+            result.append((geometry_of(o), geometry_of(base) if base is not None else None,
+                           tuple(arg_storages.get(storage_ref(o), ()))))
         else:
             result.append(None)
     return result

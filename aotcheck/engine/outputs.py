@@ -108,6 +108,13 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
                                           graph_output=grad_value, **common))
         elif st in out_storage:
             outputs[k] = (OutputFacts(True, output_storage=out_storage[st], **common))
+        elif eg and len(eg) > 2 and eg[2] and not plain:
+            # eager's output shares an argument's storage where the functional graph made a
+            # copy (unsafe_split, unsafe_chunk: views that autograd does not track as views);
+            # rebuilt on the argument, so mutating it changes the argument as in eager
+            source = _alias_source(sig, list(eg[2]), (shape, stride, offset), o.dtype,
+                                   o.requires_grad)
+            outputs[k] = (OutputFacts(True, input_storage=source, **common))
         else:
             if o.requires_grad and o.is_leaf:
                 new_leaves.append(k)

@@ -167,6 +167,25 @@ def ops_that_return_self():
     return f, _one_leaf(2, 2)
 
 
+@case("alias_of_input", mode="inference", tags=("unsafe_view",))
+def unsafe_split_of_input():
+    """Issue 11, class 11: unsafe_split/unsafe_chunk return pieces of their input that
+    autograd does not track as views; eager's outputs share the input's storage, the
+    functional graph copied them (mutating one did not change the input)."""
+    def f(x):
+        a, b = x.unsafe_split(2)
+        return a, b, x.unsafe_chunk(2, 1)[1]
+    def make():
+        x = leaf(4, 4)
+        return Inputs((x.clone(),), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("alias_of_input", mode="inference", tags=("unsafe_view",))
+def unsafe_chunk_of_input_no_grad():
+    return (lambda x: x.unsafe_chunk(3)), seeded(lambda: Inputs((rand(6, 2),)))
+
+
 @case("alias_of_input", mode="inference", tags=("empty",))
 def empty_slice_of_input():
     return (lambda x: (x[:0], x[1:])), _one_leaf(3)
