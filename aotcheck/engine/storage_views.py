@@ -199,7 +199,7 @@ def _replay(gm: fx.GraphModule, inputs: list) -> list:
                     (func is operator.getitem and tag is not None and tag[0] in roots):
                 v = root_view(tag)            # an alias of a storage seen before
             if v is None:
-                v = func(*args, **kwargs)
+                v = _call(func, args, kwargs)
                 if isinstance(func, torch._ops.OpOverload) and _writes(func) and \
                         name not in METADATA_OPS:
                     pass                      # a mutation of a view: functionalization's job
@@ -207,3 +207,36 @@ def _replay(gm: fx.GraphModule, inputs: list) -> list:
                     register(tag, v)
         env[n] = v
     raise AssertionError("graph without output")
+
+
+def _call(func, args, kwargs):
+    """Run one op under functionalization. An in-place aten op that functionalization has no
+    kernel for ("... alias annotations", e.g. polygamma_, whose out-of-place twin takes its
+    arguments in another order) runs as its out-of-place twin, matched by argument names,
+    and a copy_ into ``self``."""
+    try:
+        return func(*args, **kwargs)
+    except RuntimeError as e:
+        twin = _out_of_place(func) if "alias annotations" in str(e) else None
+        if twin is None:
+            raise
+    named = dict(kwargs)
+    for a, v in zip(func._schema.arguments, args):
+        named[a.name] = v
+    result = twin(**{a.name: named[a.name] for a in twin._schema.arguments if a.name in named})
+    return named["self"].copy_(result)
+
+
+def _out_of_place(func):
+    """The out-of-place overload with the same argument names as in-place ``func``, or None."""
+    name = func._overloadpacket.__name__
+    if not name.endswith("_") or "self" not in [a.name for a in func._schema.arguments]:
+        return None
+    packet = getattr(torch.ops.aten, name[:-1], None)
+    want = {a.name for a in func._schema.arguments}
+    for overload in (packet.overloads() if packet is not None else ()):
+        op = getattr(packet, overload)
+        have = {a.name for a in op._schema.arguments}
+        if have == want and not _writes(op):
+            return op
+    return None
