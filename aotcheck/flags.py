@@ -34,7 +34,12 @@ STRICT_CACHE = Flag("AOTCHECK_STRICT_CACHE", bool, False,
 FUZZ_EXAMPLES = Flag("AOTCHECK_FUZZ_EXAMPLES", int, 200,
                      "How many generated programs the property tests run.")
 
-ALL = (CHECK_GRAPHS, CACHE_DIR, STRICT_CACHE, FUZZ_EXAMPLES)
+TRACE_PLAIN = Flag("AOTCHECK_TRACE_PLAIN", bool, False,
+                   "Trace every function the engine's second way (engine/storage_views.py: plain "
+                   "tensors and eager autograd, then functionalize), not only where the first meets "
+                   "a view limit. For measurements and tests.")
+
+ALL = (CHECK_GRAPHS, CACHE_DIR, STRICT_CACHE, FUZZ_EXAMPLES, TRACE_PLAIN)
 
 _overrides: dict[str, object] = {}
 

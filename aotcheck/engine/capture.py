@@ -47,6 +47,7 @@ import torch
 import torch.fx as fx
 from torch.utils import _pytree as pytree
 
+from .. import flags
 from ..errors import TraceError, UnsupportedInputError, VIEW_LIMITS
 from .facts import RawFacts
 from .functional import from_fun, geometry_of, trace_functional, trace_grad_mode
@@ -110,7 +111,7 @@ def capture(fn, leaves: list, in_spec, sig: Signature,
             plain: bool = False) -> Captured:
     """Trace ``fn`` for this signature. Re-captures with synthetic bases when needed, and
     the second way (storage_views.py) where functionalization meets one of its limits."""
-    if plain:
+    if plain or flags.get(flags.TRACE_PLAIN):
         return _capture_plain(fn, leaves, in_spec, sig, synthetic)
     try:
         captured = _capture(fn, leaves, in_spec, sig, synthetic, nonleaf_views)
