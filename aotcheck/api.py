@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
+from . import flags
 from .cache import bypass, cache_key, lookup, resolve, save
 from .engine.partition import STRATEGIES
 from .engine.pipeline import Stages, build_artifact, run_stages
@@ -30,9 +31,8 @@ class AotFunction:
     compiled artifact; any difference compiles again.
     """
 
-    def __init__(self, fn, partitioner: str = "default", cache=None):
-        if partitioner not in STRATEGIES:
-            raise AotcheckError(f"unknown partitioner {partitioner!r}; supported: {sorted(STRATEGIES)}")
+    def __init__(self, fn, partitioner: str | None = None, cache=None):
+        partitioner = resolve_partitioner(partitioner)
         self.fn = fn
         self.partitioner = partitioner
         self.cache = cache
@@ -84,14 +84,25 @@ class AotFunction:
         return len(self._artifacts)
 
 
-def aot_function(fn, *, partitioner: str = "default", cache=None) -> AotFunction:
+def resolve_partitioner(partitioner: str | None) -> str:
+    """The partitioner's name: the one given, else ``AOTCHECK_PARTITIONER`` (which the pytest
+    plugin's and the CLI's ``--partitioner`` set), checked against the known strategies."""
+    name = flags.get(flags.PARTITIONER) if partitioner is None else partitioner
+    if name not in STRATEGIES:
+        raise AotcheckError(f"unknown partitioner {name!r}; supported: {sorted(STRATEGIES)}")
+    return name
+
+
+def aot_function(fn, *, partitioner: str | None = None, cache=None) -> AotFunction:
     """Compile ``fn`` ahead of time into forward and backward aten graphs.
 
     ``fn`` takes tensors, Python scalars (int, float, bool, str), None, and
     tuples, lists and dicts of these, and may return any such structure. The
     compiled callable reproduces eager semantics: values, gradients, input
     mutations, aliasing and requires_grad. ``cache`` is a directory path or a
-    :class:`aotcheck.cache.Cache` (None: no persistent cache).
+    :class:`aotcheck.cache.Cache` (None: no persistent cache). ``partitioner`` is
+    ``"default"`` (save what the backward reads) or ``"mincut"`` (save the fewest bytes,
+    recompute cheap ops in the backward); None: the ``AOTCHECK_PARTITIONER`` flag.
     """
     return AotFunction(fn, partitioner=partitioner, cache=cache)
 
@@ -112,6 +123,8 @@ class Explanation:
         if s.partitioned.backward is not None:
             parts += ["== backward graph ==", format_graph(s.partitioned.backward, "backward"),
                       "== saved values ==", ", ".join(s.partitioned.saved) or "(none)"]
+            if s.partitioned.reasons:
+                parts += ["== saved and recomputed, and why ==", "\n".join(s.partitioned.reasons)]
         return "\n".join(parts)
 
 
@@ -134,10 +147,13 @@ def _format_signature(sig) -> str:
     return "\n".join(lines)
 
 
-def explain(fn, *args, partitioner: str = "default", print_result: bool = True, **kwargs) -> Explanation:
-    """Run every stage for these inputs and return (and print) the results."""
+def explain(fn, *args, partitioner: str | None = None, print_result: bool = True,
+            **kwargs) -> Explanation:
+    """Run every stage for these inputs and return (and print) the results; with the
+    min-cut partitioner, also which values were saved or recomputed and why."""
     leaves, spec = flatten_inputs(args, kwargs)
-    ex = Explanation(run_stages(fn, leaves, spec, signature(leaves, spec), partitioner))
+    ex = Explanation(run_stages(fn, leaves, spec, signature(leaves, spec),
+                                resolve_partitioner(partitioner)))
     if print_result:
         print(ex)
     return ex

@@ -151,7 +151,6 @@ def _view_of_intermediate_transposed_then_mutated(x):
     (lambda x: {1, 2}, torch.randn(3), aotcheck.UnsupportedInputError, "output leaf 0 has type set"),
     (lambda x: x * _CLOSURE, torch.randn(3), aotcheck.UnsupportedInputError, "not one of its arguments"),
     (lambda x: _LINEAR(x), torch.randn(2, 3), aotcheck.UnsupportedInputError, "functional_call"),
-    (lambda x: x.requires_grad_() * 2, torch.randn(3), aotcheck.UnsupportedInputError, "requires_grad_"),
 ])
 def test_bad_input_is_a_named_error(fn, arg, err, text):
     with pytest.raises(err, match=text):
@@ -251,12 +250,21 @@ def test_double_backward_is_a_named_error():
         g.sum().backward()
 
 
-def test_new_leaf_output_is_rejected():
+def test_new_leaf_output_gets_grad_as_in_eager():
+    """A leaf made inside the function and returned is a fresh leaf on every call, and
+    backward accumulates its .grad (NOTE [new grad leaves])."""
     def f(x):
         w = torch.ones(3, requires_grad=True)
         return x * w, w
-    with pytest.raises(aotcheck.UnsupportedInputError, match="new leaf"):
-        aotcheck.aot_function(f)(torch.randn(3, requires_grad=True))
+    cf = aotcheck.aot_function(f)
+    x = torch.randn(3, requires_grad=True)
+    y, w = cf(x)
+    y2, w2 = cf(x)
+    assert w.is_leaf and w.requires_grad and w is not w2
+    assert torch.equal(w.detach(), torch.ones(3))
+    (y * 2).sum().backward()
+    assert torch.equal(w.grad, 2 * x.detach()) and w2.grad is None
+    assert torch.equal(x.grad, torch.full((3,), 2.0))
 
 
 def test_unknown_partitioner():

@@ -128,6 +128,8 @@ def _entry_payload(key: str, comps: dict, stages, art) -> dict:
         "saved": list(p.saved),
         "diff_outputs": list(j.diff_outputs) if j else [],
         "grad_inputs": list(j.grad_inputs) if j else [],
+        "backward_mutations": [list(m) for m in j.backward_mutations] if j else [],
+        "grad_reach": [list(r) for r in j.grad_reach] if j else [],
         "out_spec": out_spec,
     }
 
@@ -157,7 +159,9 @@ def _artifact_from_entry(cache: Cache, key: str, entry: dict, fn, partitioner: s
         plan=plan, meta=meta, decision=Decision(**entry["decision"]), forward=forward,
         num_fw_outputs=int(entry["num_fw_outputs"]), fw_candidates=forward_candidates(meta),
         diff_outputs=tuple(entry["diff_outputs"]), grad_inputs=tuple(entry["grad_inputs"]),
-        out_spec=out_spec, constants=stored_constants(forward))
+        out_spec=out_spec, constants=stored_constants(forward),
+        backward_mutations=_deep_tuple(entry.get("backward_mutations", [])),
+        grad_reach=_deep_tuple(entry.get("grad_reach", [])))
     if art.training:
         fakes = _fake_snapshot(leaves)
         state = {"derived": False}

@@ -12,7 +12,8 @@ Both runs get identical fresh inputs from ``make_inputs``. Compared:
 - arguments after the call: values, shape, stride, offset, requires_grad;
 - with ``backward``: leaf gradients after backpropagating seeded random
   cotangents from every output and every mutated argument that requires
-  grad; None versus zeros must match exactly;
+  grad; None versus zeros must match exactly; so must the ``.grad`` of
+  outputs that are leaves requiring grad (made inside the function);
 - mutating each output in place afterwards (floating, complex, integer or
   bool) changes the arguments and other outputs as in eager (or raises in both).
 
@@ -137,7 +138,7 @@ def check(fn: Callable, compiled_fn: Callable, make_inputs: Callable[[], Inputs]
     c_in, c_out, c_err, c_bw = _run(compiled_fn, make_inputs, backward)
     if e_err is not None or c_err is not None:
         if e_err is None:
-            d.append(f"compiled raised {type(c_err).__name__}: {str(c_err).splitlines()[0] if str(c_err) else ''}")
+            d.append(f"compiled raised {type(c_err).__name__}: {_first_line(c_err)}")
         elif c_err is None:
             d.append(f"eager raised {type(e_err).__name__} but compiled did not")
         return Report(d, _signature(d))
@@ -164,7 +165,7 @@ def check(fn: Callable, compiled_fn: Callable, make_inputs: Callable[[], Inputs]
     if (e_bw is None) != (c_bw is None):
         which = "compiled" if c_bw is not None else "eager"
         err = c_bw if c_bw is not None else e_bw
-        d.append(f"backward: only {which} raised {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
+        d.append(f"backward: only {which} raised {type(err).__name__}: {_first_line(err)}")
     elif backward and e_bw is None:
         for j, (a, b) in enumerate(zip(e_in.leaves, c_in.leaves)):
             ga, gb = a.grad, b.grad
@@ -175,9 +176,30 @@ def check(fn: Callable, compiled_fn: Callable, make_inputs: Callable[[], Inputs]
                 msg = _close(ga, gb, rtol, atol)
                 if msg:
                     d.append(f"grad of leaf {j}: {msg}")
+        # outputs that are leaves requiring grad (made inside the function) accumulate .grad too
+        for k, (a, b) in enumerate(zip(e_flat, c_flat)):
+            if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.is_leaf \
+                    and a.requires_grad and not any(a is x for x in e_in.leaves):
+                if (a.grad is None) != (b.grad is None):
+                    d.append(f"grad of output {k} (a leaf): eager "
+                             f"{'None' if a.grad is None else 'a tensor'}, compiled "
+                             f"{'None' if b.grad is None else 'a tensor'}")
+                elif a.grad is not None and (msg := _close(a.grad, b.grad, rtol, atol)):
+                    d.append(f"grad of output {k} (a leaf): {msg}")
     if mutate_outputs and not d:
         _check_output_mutation(d, e_flat, c_flat, e_args, c_args)
     return Report(d, _signature(d))
+
+
+def _first_line(e: BaseException) -> str:
+    """The first line of an error; for a wrapper whose first line ends in "raised:" (Dynamo's
+    BackendCompilerFailed), also the wrapped error's line, which names the real cause."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    if not lines:
+        return ""
+    if lines[0].endswith("raised:") and len(lines) > 1:
+        return f"{lines[0]} {lines[1]}"
+    return lines[0]
 
 
 def _compare_value(d, where, a, b, rtol, atol, grads: bool):

@@ -9,6 +9,9 @@ def pytest_addoption(parser):
                     help="run every corpus case twice: cold, then from the persistent cache")
     group.addoption("--engine", default="aotcheck",
                     help="engine under test: aotcheck (default), torch, torch-aot-function")
+    group.addoption("--partitioner", default=None,
+                    help="the partitioner aotcheck's engine uses: default or mincut "
+                         "(sets AOTCHECK_PARTITIONER for the run)")
     group.addoption("--strict-cache", action="store_true", default=False,
                     help="a miss or bypass where a cache hit is expected fails the test")
 
@@ -18,11 +21,16 @@ def pytest_configure(config):
     flags.set_override(flags.CHECK_GRAPHS, True)
     if config.getoption("--strict-cache", default=False):
         flags.set_override(flags.STRICT_CACHE, True)
+    partitioner = config.getoption("--partitioner", default=None)
+    if partitioner is not None:
+        from aotcheck.api import resolve_partitioner
+        flags.set_override(flags.PARTITIONER, resolve_partitioner(partitioner))
 
 
 def pytest_report_header(config):
     from aotcheck import flags
+    lines = [f"aotcheck: partitioner {flags.get(flags.PARTITIONER)}"]
     if config.getoption("--with-cache", default=False):
         strict = "strict" if flags.get(flags.STRICT_CACHE) else "not strict"
-        return f"aotcheck: corpus runs cold and cached ({strict})"
-    return None
+        lines.append(f"aotcheck: corpus runs cold and cached ({strict})")
+    return lines

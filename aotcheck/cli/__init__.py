@@ -1,8 +1,8 @@
-"""The ``aotcheck`` command line: check, cache, fuzz, ops and report.
+"""The ``aotcheck`` command line: check, cache, fuzz, ops, report and triage.
 
 Each subcommand lives in its own module (``check.py``, ``cache.py``, ``fuzz.py``,
-``ops.py``, ``report.py``), which defines ``register(subparsers)``; this file only
-lists them. ``progress.py`` draws progress bars for all of them.
+``ops.py``, ``report.py``, ``triage.py``), which defines ``register(subparsers)``; this file only
+lists them. ``progress.py`` draws progress bars and tables (rich) for all of them.
 
 What it may import: everything else in aotcheck; nothing imports it.
 """
@@ -18,6 +18,7 @@ SUBCOMMANDS = (
     "aotcheck.cli.fuzz",       # aotcheck fuzz
     "aotcheck.cli.ops",        # aotcheck ops
     "aotcheck.cli.report",     # aotcheck report
+    "aotcheck.cli.triage",     # aotcheck triage REPRO.py
 )
 
 
@@ -35,9 +36,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def add_partitioner_option(p) -> None:
+    """``--partitioner``, for the subcommands that run aotcheck's engine (check, fuzz, report)."""
+    p.add_argument("--partitioner", default=None, choices=("default", "mincut"),
+                   help="the partitioner aotcheck's engine uses (default: AOTCHECK_PARTITIONER, "
+                        "else 'default')")
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    partitioner = getattr(args, "partitioner", None)
+    if partitioner is None:
+        return int(args.func(args) or 0)
+    from .. import flags
+    with flags.overridden(flags.PARTITIONER, partitioner):   # every engine running aotcheck reads it
+        return int(args.func(args) or 0)
 
 
 if __name__ == "__main__":

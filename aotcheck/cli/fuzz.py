@@ -1,27 +1,74 @@
 """``aotcheck fuzz``: generated mutation/alias programs against an engine."""
 from __future__ import annotations
 
+from . import add_partitioner_option
+
 
 def register(sub) -> None:
     p = sub.add_parser("fuzz", help="run generated programs against an engine, cold and cached; "
-                                    "write one shrunk reproducer per distinct failure")
-    p.add_argument("--engine", default="aotcheck", help="aotcheck | torch | torch-aot-function")
-    p.add_argument("--examples", type=int, default=200, help="how many programs to generate")
+                                    "write one shrunk reproducer per distinct root cause")
+    p.add_argument("--engine", default="aotcheck",
+                   help="aotcheck | torch | torch-inductor | torch-aot-function | dynamo-aotcheck")
+    p.add_argument("--examples", type=int, default=None, help="how many programs to generate "
+                   "(default 200; with --minutes, no limit)")
+    p.add_argument("--minutes", type=float, default=None, help="bound the whole run (explore, "
+                   "then shrink) to this many minutes")
+    p.add_argument("--shrink-seconds", type=float, default=60.0, help="time budget per failure group")
     p.add_argument("--seed", type=int, default=0, help="the same seed gives the same programs")
+    p.add_argument("--shard", default="1/1", help="K/N: run the K-th of N disjoint parts of the stream")
+    p.add_argument("--database", default=None, help="hypothesis example database shared by all "
+                   "shards: redis://HOST:PORT[/DB] or a directory")
     p.add_argument("--out", default="fuzz-out", help="folder for the reproducers")
     p.add_argument("--no-cache", action="store_true", help="cold runs only")
+    p.add_argument("--warm", action="store_true", help="also run each program from the cache in "
+                   "a second process (a real warm start)")
     p.add_argument("--no-shrink", action="store_true", help="keep the first failing programs")
+    p.add_argument("--no-known", action="store_true", help="do not match findings against the "
+                   "engine's known failing corpus cases")
     p.add_argument("--max-statements", type=int, default=8)
+    p.add_argument("--extensions", default=None, help="the wider grammar to draw, comma-separated "
+                   "(regions, casts, integer, multi_output, non_tensor, parameter, custom_function, "
+                   "random, set_, requires_grad_), 'all' or 'none'; default: all for the torch "
+                   "engines, the ones aotcheck's engine passes for the others")
     p.add_argument("--progress", action="store_true", help="draw the progress bar even when "
                    "stderr is not a terminal (e.g. a log file)")
+    add_partitioner_option(p)
     p.set_defaults(func=run)
 
 
+def open_database(spec: str | None):
+    """A hypothesis example database from ``--database``."""
+    if not spec:
+        return None
+    if spec.startswith("redis://"):
+        import redis
+        from hypothesis.extra.redis import RedisExampleDatabase
+        return RedisExampleDatabase(redis.Redis.from_url(spec))
+    from hypothesis.database import DirectoryBasedExampleDatabase
+    return DirectoryBasedExampleDatabase(spec)
+
+
+def _extensions(text: str | None) -> dict:
+    if text is None:
+        return {}
+    if text in ("all", "none"):
+        return {"extensions": "all" if text == "all" else ()}
+    return {"extensions": tuple(x.strip() for x in text.split(",") if x.strip())}
+
+
 def run(args) -> int:
-    from ..fuzz.runner import format_summary, fuzz
+    from ..fuzz.runner import format_summary, fuzz, parse_shard
     from .progress import Progress
-    bar = Progress(args.examples, f"fuzz {args.engine}", force=args.progress)
-    result = fuzz(args.engine, args.examples, args.seed, cached=not args.no_cache, out=args.out,
-                  progress=bar, max_statements=args.max_statements, shrink=not args.no_shrink)
+    shard = parse_shard(args.shard)
+    examples = args.examples or (10**9 if args.minutes else 200)
+    total = None if examples >= 10**9 else examples
+    with Progress(total, f"fuzz {args.engine}", force=args.progress) as bar:
+        result = fuzz(args.engine, examples, args.seed, cached=not args.no_cache, out=args.out,
+                      progress=bar, max_statements=args.max_statements,
+                      shrink=not args.no_shrink, minutes=args.minutes,
+                      shrink_seconds=args.shrink_seconds, shard=shard,
+                      database=open_database(args.database), warm=args.warm,
+                      match_known=not args.no_known and args.engine != "aotcheck",
+                      strategy_options=_extensions(args.extensions))
     print(format_summary(result))
     return 1 if result.findings else 0

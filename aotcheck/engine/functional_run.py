@@ -50,6 +50,7 @@ class FunctionalRun:
             copy = (p.requires_grad and nonleaf) or (
                 plain and not p.requires_grad and not _fills_storage(p))
             works.append(_nonleaf_copy(p, w, self.nonleaf_views) if copy else w)
+        self.works = works                   # read by the joint (NOTE [backward mutations])
         user: list = []
         for i, src in enumerate(plan.sources):
             if src[0] == "value":
@@ -119,18 +120,21 @@ class FunctionalRun:
                 raise UnsupportedInputError(
                     f"the function calls set_() (or swaps the storage) of input placeholder {p}; "
                     "aotcheck supports data and metadata mutations of inputs, not storage swaps")
-            if not (data or meta) and anchors[p].requires_grad != before[p][1]:
-                raise UnsupportedInputError(
-                    f"the function changes requires_grad of input placeholder {p} "
-                    "(requires_grad_() on an argument); set requires_grad before the call")
+            # NOTE [requires_grad_ on an argument]: a leaf argument is still a leaf afterwards,
+            # so requires_grad_() changed its flag, and no in-place op it had was recorded
+            # by autograd (its mutations are replayed under no_grad). The runtime sets the
+            # caller's flag: to True before the compiled function runs (so that it becomes
+            # an input autograd sends a gradient to), to False after it.
+            rg_set = anchors[p].is_leaf and before[p][0] is None and \
+                anchors[p].requires_grad != before[p][1]
+            saw = (anchors[p].grad_fn, anchors[p].requires_grad) != before[p] and not rg_set
             value_output = -1
             if data:
                 value_output = len(candidates)
                 candidates.append(w)
             inputs.append(InputFacts(
-                p, data, meta, (anchors[p].grad_fn, anchors[p].requires_grad) != before[p],
-                w.requires_grad,
-                *geometry_of(w), value_output))
+                p, data, meta, saw, w.requires_grad,
+                *geometry_of(w), value_output, rg_set))
         member_ops = {idx for kind, idx, *_ in recorder.log if kind == "leaf"}
         if member_ops and recorder.data_aftergeometry_of() and not plain:
             raise UnsupportedInputError(
@@ -143,17 +147,49 @@ class FunctionalRun:
             if geometry_of(user[i]) != m:
                 members.append(MemberFacts(i, *geometry_of(user[i])))
         self._work_ids = {id(w) for w in works}
+        self.new_leaf_tensors = recorder.new_leaves
+        grad_leaves = new_leaf_facts(recorder.new_leaves, user, sig, recorder.geometry)
         outputs, intermediates, new_leaves, self.base_geometry = classify_outputs(
             out_leaves, user, candidates, sig=sig, geometry=recorder.geometry,
             eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids,
-            plain=plain)
+            plain=plain, new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)})
         cands = tuple((tuple(c.shape), str(c.dtype).replace("torch.", ""), c.requires_grad,
                        *self.base_geometry.get(id(c), recorder.geometry.get(id(c), geometry_of(c)))[1:])
                       for c in candidates)
         facts = RawFacts(tuple(inputs), tuple(members), tuple(outputs), str(out_spec),
                          tuple(intermediates), cands, tuple(new_leaves),
-                         tuple(_freeze(op) for op in recorder.log), recorder.view_replay_hazard())
+                         tuple(_freeze(op) for op in recorder.log), recorder.view_replay_hazard(),
+                         grad_leaves)
         return candidates, facts, out_spec, wrappers
+
+
+def new_leaf_facts(tensors: list, user: list, sig: Signature, geometry: dict) -> tuple:
+    """Per tensor that became a leaf requiring grad inside the function:
+    ``(kind, source, shape, stride, offset, dtype)``.
+
+    # NOTE [new grad leaves]
+    ``v = x.view(-1); v.requires_grad_()`` (x an argument that does not require grad), or
+    ``h = x * 2; h.requires_grad_()``, or ``torch.zeros(3, requires_grad=True)``: eager makes
+    a leaf that requires grad inside the function; what is computed from it requires grad,
+    and backward accumulates its ``.grad``. The compiled graph computes every value itself,
+    so the runtime makes each such leaf before the graph runs (kind ``"view"``: an
+    ``as_strided`` view of argument ``source`` taken under no_grad, as eager's is a view of
+    it; kind ``"fresh"``: an empty tensor, filled from its graph value when it is returned)
+    and passes them to the compiled autograd.Function as extra inputs that the forward graph
+    does not read: the joint graph differentiates with respect to them too, so outputs get
+    eager's requires_grad and the leaves get eager's ``.grad``.
+    """
+    storages = {}
+    for i, t in enumerate(user):
+        if isinstance(t, torch.Tensor):
+            storages.setdefault(storage_ref(t), i)
+    out = []
+    for t in tensors:
+        shape, stride, offset = geometry.get(id(t), geometry_of(t))
+        src = storages.get(storage_ref(t), -1)
+        out.append(("view" if src >= 0 else "fresh", src, tuple(shape), tuple(stride), offset,
+                    str(t.dtype).replace("torch.", "")))
+    return tuple(out)
 
 
 def _freeze(v):

@@ -18,7 +18,6 @@ from .analyze import ViewMutationMeta, analyze
 from .capture import Captured, capture, view_replay_refusal
 from .plan import placeholder_tensors
 from .decide import TRAINING, Decision, decide
-from ..errors import UnsupportedInputError
 from .joint import Joint, ViewReplayError, forward_candidates, trace_joint
 from .lint import check_graph, check_meta
 from .partition import Partitioned, inference_forward, partition
@@ -53,11 +52,6 @@ def run_stages(fn, leaves: list, in_spec, sig: Signature, partitioner: str = "de
         raise view_replay_refusal("an in-place metadata change on a tensor that has views, "
                                    "then a mutation of its storage")
     if decision.mode == TRAINING:
-        if captured.facts.new_leaf_outputs:
-            k = captured.facts.new_leaf_outputs[0]
-            raise UnsupportedInputError(
-                f"output {k} is a new leaf tensor that requires grad, created inside the function; "
-                "a compiled graph cannot accumulate its .grad. Create it outside and pass it in")
         primals = placeholder_tensors(captured.plan, leaves)
         try:
             joint = trace_joint(fn, captured, meta, sig, leaves, in_spec, primals)
@@ -107,7 +101,8 @@ def build_artifact(stages: Stages) -> CompiledArtifact:
         forward=p.forward, num_fw_outputs=p.num_fw_outputs,
         fw_candidates=forward_candidates(stages.meta),
         diff_outputs=j.diff_outputs if j else (), grad_inputs=j.grad_inputs if j else (),
-        backward=p.backward, out_spec=stages.captured.out_spec, constants=graph_constants(stages))
+        backward=p.backward, out_spec=stages.captured.out_spec, constants=graph_constants(stages),
+        backward_mutations=j.backward_mutations if j else (), grad_reach=j.grad_reach if j else ())
 
 
 def graph_constants(stages: Stages) -> dict:

@@ -64,15 +64,38 @@ OP_KINDS: dict[str, tuple[str, ...]] = {
     "metadata": ("t_", "transpose_", "unsqueeze_", "squeeze_"),
     "matmul": ("matmul",),
     "detach": ("detach",),
+    # the wider grammar (issue 13), drawn only when the strategy's ``extensions`` ask for it
+    "cast": ("to", "gt"),                           # dtype casts; bool results
+    "random": ("rand_like", "dropout"),             # random ops (the oracle seeds both runs)
+    "custom": ("double_fn",),                       # a custom autograd.Function
+    "custom_inplace": ("mul2_fn_",),                # one that mutates its input (mark_dirty)
+    "state": ("requires_grad_", "set_"),            # autograd state and storage swaps
+    "multi": ("unbind_all", "chunk"),               # multi-output views, returned as a tuple
+    "scalar": ("size",),                            # a non-tensor value, returned
 }
 KIND_OF_OP = {op: kind for kind, ops in OP_KINDS.items() for op in ops}
 # Ops that change an existing tensor and bind no new name.
-MUTATING_KINDS = ("inplace", "metadata")
+MUTATING_KINDS = ("inplace", "metadata", "state", "custom_inplace")
+# Ops whose value is not a tensor (a tuple of views, a torch.Size): only ever returned.
+RETURN_ONLY_KINDS = ("multi", "scalar")
+# Grad-mode regions a statement can run in, besides plain grad mode and ``no_grad``: an
+# ``enable_grad`` block nested in a ``no_grad`` block, and an ``inference_mode`` block.
+REGIONS = ("enable_grad", "inference_mode")
 # How an input can be made: a fresh leaf, a clone of a grad-requiring leaf, a transpose or strided
 # slice of a bigger base; or an alias: "same" tensor as an earlier input, an "overlap"ping slice
 # of it, its "transposed" view, or one of two "disjoint" rows of one hidden base.
-INPUT_KINDS = ("leaf", "nonleaf", "noncontig", "same", "overlap", "transposed", "disjoint")
-DTYPES = ("float32", "float64")
+INPUT_KINDS = ("leaf", "nonleaf", "noncontig", "same", "overlap", "transposed", "disjoint",
+               "parameter", "integer")
+DTYPES = ("float32", "float64", "int64", "bool")
+
+
+@dataclass(frozen=True)
+class DType:
+    """A dtype argument, printed as ``torch.<name>``."""
+    name: str
+
+    def __str__(self) -> str:
+        return f"torch.{self.name}"
 
 
 @dataclass(frozen=True)
@@ -93,11 +116,11 @@ class Index:
         return ", ".join(one(i) for i in self.items)
 
 
-Arg = Union[str, int, float, bool, None, tuple, Index]
+Arg = Union[str, int, float, bool, None, tuple, Index, DType]
 
 
 def render_arg(arg: Arg) -> str:
-    if isinstance(arg, (str, Index)):
+    if isinstance(arg, (str, Index, DType)):
         return str(arg)
     return repr(arg)
 
@@ -113,6 +136,18 @@ def render_expr(op: str, args: tuple) -> str:
         return f"{a[0]}[{a[1]}] = {a[2]}"
     if op in ("unbind", "split"):
         return f"{a[0]}.{op}({', '.join(a[1:-1])})[{a[-1]}]"
+    if op == "rand_like":
+        return f"torch.rand_like({a[0]})"
+    if op == "dropout":
+        return f"torch.nn.functional.dropout({a[0]}, {a[1]})"
+    if op == "double_fn":
+        return f"_Double.apply({a[0]})"
+    if op == "mul2_fn_":
+        return f"_MulTwoInPlace.apply({a[0]})"
+    if op == "unbind_all":
+        return f"{a[0]}.unbind({a[1]})"
+    if op == "size":
+        return f"{a[0]}.shape"
     if op == "matmul":
         return f"torch.matmul({a[0]}, {a[1]}{'.mT' if args[2] else ''})"
     if op in OP_KINDS["reduction"] and len(args) == 3:
@@ -133,6 +168,7 @@ class Base:
     requires_grad: bool
     clone: bool
     seed: int
+    parameter: bool = False          # an nn.Parameter (a leaf that requires grad)
 
     @property
     def leaf(self) -> str | None:
@@ -143,6 +179,12 @@ class Base:
 
     def lines(self) -> list[str]:
         make = f"_randn({self.shape!r}, torch.{self.dtype}, {self.seed})"
+        if self.dtype == "int64":
+            make = f"_randint({self.shape!r}, {self.seed})"
+        elif self.dtype == "bool":
+            make = f"(_randn({self.shape!r}, torch.float32, {self.seed}) > 0)"
+        if self.parameter:
+            return [f"{self.name} = torch.nn.Parameter({make})"]
         if self.clone:
             return [f"{self.leaf} = {make}.requires_grad_()", f"{self.name} = {self.leaf}.clone()"]
         return [f"{self.name} = {make}{'.requires_grad_()' if self.requires_grad else ''}"]
@@ -167,6 +209,7 @@ class Statement:
     args: tuple
     out: str | None = None
     no_grad: bool = False
+    region: str = ""                 # "" or one of REGIONS (then no_grad is False)
 
     def line(self) -> str:
         expr = render_expr(self.op, self.args)
@@ -213,6 +256,8 @@ class Program:
             define(spec.name, spec.line())
         defined = [spec.name for spec in self.inputs]  # f sees its arguments, not the bases
         for stmt in self.statements:
+            if stmt.region and (stmt.region not in REGIONS or stmt.no_grad):
+                raise ValueError(f"{stmt.line()}: region {stmt.region!r} is not one of {REGIONS}")
             if stmt.op not in KIND_OF_OP:
                 raise ValueError(f"{stmt.line()}: unknown op {stmt.op!r}")
             mutating = KIND_OF_OP[stmt.op] in MUTATING_KINDS
@@ -229,15 +274,27 @@ class Program:
 
     # -- printing ---------------------------------------------------------------------------
 
+    def prelude(self) -> str:
+        """The imports and helpers the printed program needs (custom Functions only if used)."""
+        text = _PRELUDE
+        if any(b.dtype == "int64" for b in self.bases):
+            text += _RANDINT
+        ops = {stmt.op for stmt in self.statements}
+        if ops & {"double_fn", "mul2_fn_"}:
+            text += _CUSTOM_FUNCTIONS
+        return text
+
     def function_source(self) -> str:
-        """``def f(...)`` alone; consecutive no_grad statements share one ``with`` block."""
+        """``def f(...)`` alone; consecutive statements in one region share its ``with`` block."""
         lines = [f"def f({', '.join(spec.name for spec in self.inputs)}):"]
-        in_no_grad = False
+        current = ""
         for stmt in self.statements:
-            if stmt.no_grad and not in_no_grad:
-                lines.append("    with torch.no_grad():")
-            in_no_grad = stmt.no_grad
-            lines.append("    " * (2 if stmt.no_grad else 1) + stmt.line())
+            region = "no_grad" if stmt.no_grad else stmt.region
+            if region and region != current:
+                lines += _REGION_LINES[region]
+            current = region
+            depth = 1 + (len(_REGION_LINES[region]) if region else 0)
+            lines.append("    " * depth + stmt.line())
         lines.append(f"    return {_tuple(self.returns)}")
         return "\n".join(lines) + "\n"
 
@@ -271,7 +328,7 @@ class Program:
             "",
             "Exits 0 when the engine matches eager PyTorch, 1 (printing the divergences) when not.",
             '"""',
-            _PRELUDE,
+            self.prelude(),
             "",
             self.function_source(),
             "",
@@ -292,7 +349,7 @@ class Program:
 
     def _namespace(self) -> dict:
         namespace: dict = {"__name__": "aotcheck_program"}
-        exec(compile(_PRELUDE + "\n" + self.function_source() + "\n" + self.inputs_source(),
+        exec(compile(self.prelude() + "\n" + self.function_source() + "\n" + self.inputs_source(),
                      "<aotcheck program>", "exec"), namespace)
         return namespace
 
@@ -315,7 +372,9 @@ class Program:
         for stmt in self.statements:
             if stmt.out is None:
                 continue
-            if KIND_OF_OP[stmt.op] in ("view", "detach"):
+            if KIND_OF_OP[stmt.op] == "scalar":
+                origin[stmt.out] = "non-tensor"
+            elif KIND_OF_OP[stmt.op] in ("view", "detach", "multi"):
                 origin[stmt.out] = origin[stmt.args[0]].replace(" view", "") + " view"
             else:
                 origin[stmt.out] = "intermediate"
@@ -331,7 +390,7 @@ class Program:
             root = {name: root.get(r, r) for name, r in root.items()}
         for stmt in self.statements:
             if stmt.out is not None:
-                aliasing = KIND_OF_OP[stmt.op] in ("view", "detach")
+                aliasing = KIND_OF_OP[stmt.op] in ("view", "detach", "multi")
                 root[stmt.out] = root[stmt.args[0]] if aliasing else stmt.out
         return root
 
@@ -344,6 +403,8 @@ class Program:
             tags.add(f"op:{stmt.op}")
             if stmt.no_grad:
                 tags.add("no_grad")
+            if stmt.region:
+                tags.add(stmt.region)
             if KIND_OF_OP[stmt.op] in MUTATING_KINDS:
                 tags.add(f"{KIND_OF_OP[stmt.op]}:{origin[stmt.args[0]]}")
             if stmt.op == "slice" and any(not isinstance(i, int) and i[2] not in (None, 1)
@@ -367,9 +428,10 @@ class Program:
         return json.dumps({
             "schema": SCHEMA_VERSION,
             "bases": [[b.name, list(b.shape), b.dtype, b.requires_grad, b.clone, b.seed]
-                      for b in self.bases],
+                      + ([True] if b.parameter else []) for b in self.bases],
             "inputs": [[s.name, s.kind, s.op, _encode(s.args)] for s in self.inputs],
-            "statements": [[s.op, _encode(s.args), s.out, s.no_grad] for s in self.statements],
+            "statements": [[s.op, _encode(s.args), s.out, s.no_grad] + ([s.region] if s.region else [])
+                           for s in self.statements],
             "returns": list(self.returns),
         })
 
@@ -379,14 +441,21 @@ class Program:
         if data.get("schema") != SCHEMA_VERSION:
             raise ValueError(f"program schema {data.get('schema')!r}, expected {SCHEMA_VERSION}")
         return Program(
-            bases=tuple(Base(n, tuple(shape), dt, rg, cl, seed)
-                        for n, shape, dt, rg, cl, seed in data["bases"]),
+            bases=tuple(Base(n, tuple(shape), dt, rg, cl, seed, *rest)
+                        for n, shape, dt, rg, cl, seed, *rest in data["bases"]),
             inputs=tuple(InputSpec(n, kind, op, _decode(args))
                          for n, kind, op, args in data["inputs"]),
-            statements=tuple(Statement(op, _decode(args), out, ng)
-                             for op, args, out, ng in data["statements"]),
+            statements=tuple(Statement(op, _decode(args), out, ng, *rest)
+                             for op, args, out, ng, *rest in data["statements"]),
             returns=tuple(data["returns"]),
         )
+
+
+_REGION_LINES = {
+    "no_grad": ["    with torch.no_grad():"],
+    "inference_mode": ["    with torch.inference_mode():"],
+    "enable_grad": ["    with torch.no_grad():", "        with torch.enable_grad():"],
+}
 
 
 def _tuple(names) -> str:
@@ -395,6 +464,8 @@ def _tuple(names) -> str:
 
 
 def _encode(value):
+    if isinstance(value, DType):
+        return {"dtype": value.name}
     if isinstance(value, Index):
         return {"index": _encode(value.items)}
     if isinstance(value, tuple):
@@ -404,7 +475,7 @@ def _encode(value):
 
 def _decode(value):
     if isinstance(value, dict):
-        return Index(_decode(value["index"]))
+        return DType(value["dtype"]) if "dtype" in value else Index(_decode(value["index"]))
     if isinstance(value, list):
         return tuple(_decode(v) for v in value)
     return value
@@ -419,6 +490,36 @@ from aotcheck.check.oracle import Inputs, check
 
 def _randn(shape, dtype, seed):
     return torch.randn(shape, dtype=dtype, generator=torch.Generator().manual_seed(seed))
+'''
+
+
+_RANDINT = '''
+
+def _randint(shape, seed):
+    return torch.randint(-3, 4, shape, generator=torch.Generator().manual_seed(seed))
+'''
+
+_CUSTOM_FUNCTIONS = '''
+
+class _Double(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+class _MulTwoInPlace(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.mark_dirty(x)
+        return x.mul_(2)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
 '''
 
 

@@ -1,27 +1,38 @@
-"""fuzz: generated programs through an engine, cold and cached, with shrunk reproducers.
+"""fuzz: generated programs through an engine, cold and cached, grouped by root cause.
 
-Two passes over one seeded stream of programs from ``aotcheck.fuzz.strategies.programs``:
+Passes over one seeded stream of programs from ``aotcheck.fuzz.strategies.programs``:
 
-1. **explore**: run N programs; each is compared with eager by the oracle, compiled
-   cold and (for engines with a cache) compiled again from a fresh cache directory,
-   which must hit. A failure is recorded under its *signature* (which run, and the
-   oracle's first difference with numbers removed); nothing is raised, so the whole
-   budget is explored.
-2. **shrink**: for each distinct signature, the same seeded stream again, failing only
-   on that signature. Hypothesis replays the stream up to the first such program
-   (programs before it are not run through the engine) and shrinks it; the smallest
-   failing program per signature is kept.
+1. **explore**: run programs until ``examples`` or the time budget (``minutes``) runs out. Each
+   is compared with eager by the oracle, compiled cold into a fresh cache directory, then
+   compiled again from it in this process (``cached``) and, with ``warm=True``, in a second
+   process (``warm``, see ``warm.py``), as a real warm start does. A failure is recorded under
+   its *group*: the stage that failed and the check that failed (``fingerprint.py``); nothing
+   is raised, so the whole budget is explored. Programs Dynamo never hands to AOT autograd
+   (no graph captured) are counted apart as artefacts, never as failures.
+2. **shrink**: for each group, the same seeded stream again, failing only on that group, under
+   a time budget per group. Hypothesis replays the stream up to the group's first program
+   (earlier programs are drawn but not run) and shrinks it; the smallest program is kept.
+   Groups whose shrunk programs have one fingerprint (check + op skeleton) merge.
+3. **match**: each finding is matched against the engine's known failing corpus cases
+   (``known.py``); the summary lists what is new apart from what is already pinned.
+
+``shard=(k, n)``: every shard draws the same stream and runs only the programs whose content
+hash is ``k`` modulo ``n``, so ``n`` processes or machines split one run with no overlap.
+``database``: a hypothesis example database (e.g. ``RedisExampleDatabase``); shrunk failures
+are saved in it, and every run replays what is saved there first, so a failure found on one
+machine replays on all.
 
 # NOTE [why two passes]
-Hypothesis stops exploring at the first failure and shrinks it, so a single pass
-finds one bug per run. Exploring without raising, then replaying the same seed with
-a predicate for one signature, finds every distinct failure and still shrinks each
-one with Hypothesis' own shrinker (drawing a "stop" choice inside each statement
-makes that shrink to one to three statements).
+Hypothesis stops exploring at the first failure and shrinks it, so a single pass finds one
+bug per run. Exploring without raising, then replaying the same seed with a predicate for one
+group, finds every distinct failure and still shrinks each with Hypothesis' own shrinker
+(drawing a "stop" choice inside each statement makes that shrink to one to three statements).
 """
 from __future__ import annotations
 
-import re
+import hashlib
+import json
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -31,17 +42,43 @@ from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
 
 from ..check.oracle import check
 from ..errors import DOCUMENTED_LIMITS
+from .fingerprint import Fingerprint, check_kind, ops_of, skeleton
 from .programs import Program
-from .strategies import programs
+from .strategies import AOTCHECK_EXTENSIONS, EXTENSIONS, programs
+
+
+def default_extensions(engine_name: str) -> tuple[str, ...]:
+    """The wider grammar an engine is fuzzed with by default: all of it for PyTorch's engines,
+    the parts aotcheck's own engine already gets right for the others."""
+    return EXTENSIONS if engine_name.startswith("torch") else AOTCHECK_EXTENSIONS
+
+_DYNAMO_ENGINES = ("torch", "torch-inductor", "dynamo-aotcheck")
+
+
+@dataclass
+class Outcome:
+    """One program's run: its problems (empty: it matched eager) and where they came from."""
+    problems: list[str] = field(default_factory=list)
+    stage: str = ""          # cold | cached | warm, the first run that failed
+    hit: bool = False        # the in-process cached run hit every graph
+    artefact: str = ""       # why this program does not test AOT autograd at all
+    pending: object = None   # the warm run's future, while it runs
+
+    @property
+    def group(self) -> str:
+        return f"{self.stage}: {check_kind(self.problems)}" if self.problems else ""
 
 
 @dataclass
 class Finding:
-    signature: str
+    signature: str                   # the group (explore) or the full fingerprint (after shrink)
     count: int
     program: Program                 # the smallest failing program seen
     divergences: list[str]
     first_index: int                 # position in the explored stream
+    fingerprint: Fingerprint | None = None
+    known: str = ""                  # the matching known corpus case, if any
+    shrink_seconds: float = 0.0
 
     @property
     def size(self) -> int:
@@ -56,42 +93,159 @@ class FuzzResult:
     refused: int = 0                 # programs the engine refused with a documented limit
     refused_by: dict[str, int] = field(default_factory=dict)   # limit phrase -> programs
     refusals: dict[str, "Finding"] = field(default_factory=dict)  # limit phrase -> smallest program
+    artefacts: dict[str, int] = field(default_factory=dict)    # reason -> programs (not failures)
     passed: int = 0                  # programs that matched eager (cold and, if cached, cached)
     cached_hits: int = 0             # programs whose cached run hit every graph
+    other_shard: int = 0             # programs drawn but left to another shard
     findings: dict[str, Finding] = field(default_factory=dict)
     seconds: float = 0.0
+    explore_seconds: float = 0.0
+    shard: tuple[int, int] = (0, 1)
     reproducers: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def new(self) -> dict[str, Finding]:
+        return {s: f for s, f in self.findings.items() if not f.known}
+
+
+# ------------------------------------------------------------------------ one program
+
+def run_outcome(program: Program, engine, cached: bool, warm=None) -> Outcome:
+    """Run ``program`` cold, then (``cached``) from the cache in this process, and (``warm``: a
+    ``WarmWorker``) from the cache in another process; the warm result arrives later, in
+    ``Outcome.pending`` (``finish`` waits for it)."""
+    fn, make = program.to_function(), program.make_inputs
+    use_cache = cached and engine.supports_cache
+    d = tempfile.mkdtemp(prefix="aotcheck-fuzz-")
+    keep = False
+    try:
+        # the cold run compiles into an empty cache directory (a miss, then a save)
+        before = _global_state()
+        with engine.measure() as cold:
+            compiled = engine.compile_cached(fn, d) if use_cache else engine.compile(fn)
+            try:
+                report = check(fn, compiled, make)
+            except Exception as e:  # noqa: BLE001 - the oracle itself should not raise
+                _leak(before)
+                return Outcome([f"oracle raised {type(e).__name__}: {e}"], "cold")
+        leak = _leak(before)
+        if leak:
+            return Outcome([f"global state leaked from the compiled call: {leak}"]
+                           + list(report.divergences), "cold")
+        if engine.name in _DYNAMO_ENGINES and cold.graphs == 0:
+            return Outcome(artefact="Dynamo captured no graph (no tensor op): nothing reached "
+                                    "AOT autograd")
+        if not report.ok:
+            return Outcome(list(report.divergences), "cold")
+        if not use_cache:
+            return Outcome()
+        with engine.measure() as stats:
+            again = check(fn, engine.compile_cached(fn, d), make)
+        leak = _leak(before)
+        if leak:
+            return Outcome([f"global state leaked from the compiled call: {leak}"]
+                           + list(again.divergences), "cached")
+        if not again.ok:
+            return Outcome(list(again.divergences), "cached")
+        hit = bool(stats.hits) and not stats.misses and not stats.bypasses
+        if not hit:
+            return Outcome([f"cached run did not hit: hits={stats.hits} misses={stats.misses} "
+                            f"bypasses={stats.bypasses}"], "cached")
+        out = Outcome(hit=True)
+        if warm is not None:
+            out.pending = (warm.submit(program, d), d)
+            keep = True
+        return out
+    finally:
+        if not keep:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+_KEPT_GUARDS: list = []
+
+
+def _keys(keyset) -> frozenset[str]:
+    import re
+    return frozenset(re.findall(r"\w+", str(keyset).split("(", 1)[1]))
+
+
+def _global_state() -> tuple:
+    """Thread-local state a call must leave as it found it: grad mode, inference mode, and the
+    dispatcher's local include and exclude key sets."""
+    import torch
+    return (torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
+            _keys(torch._C._dispatch_tls_local_include_set()),
+            _keys(torch._C._dispatch_tls_local_exclude_set()))
+
+
+def _restore_global_state(state: tuple) -> None:
+    """Put it back (a compiled call that raised inside a region or a dispatcher mode can leave
+    it changed; eager's ``with`` blocks never do)."""
+    import torch
+    grad, inference, include, exclude = state
+    if torch.is_inference_mode_enabled() != inference:
+        # no public setter: enter a guard for the old mode and keep it alive (the guard puts
+        # the mode it found back when it is destroyed)
+        guard = torch._C._InferenceMode(inference)
+        guard.__enter__()
+        _KEPT_GUARDS.append(guard)
+    now = _global_state()
+    for name in now[2] ^ include:
+        torch._C._dispatch_tls_set_dispatch_key_included(getattr(torch._C.DispatchKey, name),
+                                                         name in include)
+    for name in now[3] ^ exclude:
+        torch._C._dispatch_tls_set_dispatch_key_excluded(getattr(torch._C.DispatchKey, name),
+                                                         name in exclude)
+    torch.set_grad_enabled(grad)
+
+
+def _leak(before: tuple) -> str:
+    after = _global_state()
+    if after == before:
+        return ""
+    _restore_global_state(before)
+    out = []
+    for name, b, a in zip(("grad mode", "inference mode"), before, after):
+        if a != b:
+            out.append(f"{name} {'on' if b else 'off'} before the call, {'on' if a else 'off'} after")
+    for name, b, a in zip(("dispatch keys included", "dispatch keys excluded"), before[2:], after[2:]):
+        if a != b:
+            out.append(f"{name}: +{sorted(a - b)} -{sorted(b - a)}")
+    return "; ".join(out)
+
+
+def finish(out: Outcome) -> Outcome:
+    """Wait for the warm run of ``out``, if any, and fold it in."""
+    if out.pending is None:
+        return out
+    future, d = out.pending
+    out.pending = None
+    try:
+        problems, _ = future.result()
+    except Exception as e:  # noqa: BLE001 - the worker died: report it as the warm run's failure
+        problems = [f"warm worker failed: {type(e).__name__}: {e}"]
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    if problems:
+        out.problems, out.stage = problems, "warm"
+    return out
 
 
 def run_program(program: Program, engine, cached: bool) -> tuple[list[str], str, bool]:
-    """Problems of one program (empty: it matches eager), their signature, and whether the
-    cached run hit."""
-    fn, make = program.to_function(), program.make_inputs
-    use_cache = cached and engine.supports_cache
-    with tempfile.TemporaryDirectory(prefix="aotcheck-fuzz-") as d:
-        # the cold run compiles into an empty cache directory (a miss, then a save), so the
-        # cached run after it costs one compile more, not two
-        compiled = engine.compile_cached(fn, d) if use_cache else engine.compile(fn)
-        try:
-            report = check(fn, compiled, make)
-        except Exception as e:  # noqa: BLE001 - the oracle itself should not raise; report it
-            return [f"oracle raised {type(e).__name__}: {e}"], f"cold: oracle raised {type(e).__name__}", False
-        if not report.ok:
-            return report.divergences, "cold: " + report.signature, False
-        if not use_cache:
-            return [], "", False
-        with engine.measure() as stats:
-            again = check(fn, engine.compile_cached(fn, d), make)
-    if not again.ok:
-        return again.divergences, "cached: " + again.signature, False
-    if stats.misses or stats.bypasses or not stats.hits:
-        msg = f"cached run did not hit: hits={stats.hits} misses={stats.misses} bypasses={stats.bypasses}"
-        return [msg], "cached: no hit", False
-    return [], "", True
+    """Problems of one program (empty: it matches eager), their group, and whether the cached
+    run hit. An artefact (no graph captured) counts as no problem."""
+    out = run_outcome(program, engine, cached)
+    return out.problems, out.group, out.hit
 
 
-def _settings(examples: int, phases) -> settings:
-    return settings(max_examples=examples, database=None, deadline=None, phases=phases,
+def is_refusal(problems: list[str]) -> bool:
+    return bool(problems) and all(any(lim in p for lim in DOCUMENTED_LIMITS) for p in problems)
+
+
+# ------------------------------------------------------------------------ hypothesis plumbing
+
+def _settings(examples: int, phases, database=None) -> settings:
+    return settings(max_examples=examples, database=database, deadline=None, phases=phases,
                     suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
                     print_blob=False)
 
@@ -100,76 +254,224 @@ class _Target(Exception):
     pass
 
 
+class _OutOfTime(BaseException):
+    """Raised inside a hypothesis test to end it at once (hypothesis lets BaseException through)."""
+
+
+def shard_of(program: Program, n: int) -> int:
+    return int(hashlib.sha1(program.to_json().encode()).hexdigest(), 16) % n
+
+
+_BODY = {"fn": None}
+
+
+def _body(program):
+    """The one test function every pass wraps, so that all passes (and all machines) share one
+    hypothesis database key; the pass in progress decides what it does."""
+    _BODY["fn"](program)
+
+
+def _test(strategy, seed: int, examples: int, phases, database, digest: str):
+    test = hseed(seed)(_settings(examples, phases, database)(given(strategy)(_body)))
+    test._hypothesis_internal_add_digest = digest.encode()
+    return test
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"K/N"`` (K counted from 1) as ``(K - 1, N)``."""
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard takes K/N with 1 <= K <= N, got {text!r}") from None
+    if not 1 <= k <= n:
+        raise ValueError(f"--shard takes K/N with 1 <= K <= N, got {text!r}")
+    return k - 1, n
+
+
+# ------------------------------------------------------------------------ the run
+
 def fuzz(engine_name: str = "aotcheck", examples: int = 200, seed: int = 0, cached: bool = True,
          out: str | Path | None = None, progress=None, max_statements: int = 8,
-         shrink: bool = True) -> FuzzResult:
+         shrink: bool = True, minutes: float | None = None, shrink_seconds: float = 60.0,
+         shard: tuple[int, int] = (0, 1), database=None, warm: bool = False,
+         match_known: bool = False, strategy_options: dict | None = None) -> FuzzResult:
+    """Explore, shrink and match (see the module docstring). ``minutes`` bounds the whole run
+    (explore gets 60% of it unless ``examples`` ends it first); ``shrink_seconds`` bounds each
+    group's shrink."""
     from ..targets.engines import get_engine
     engine = get_engine(engine_name)
-    result = FuzzResult(engine_name, seed)
+    result = FuzzResult(engine_name, seed, shard=shard)
     t0 = time.perf_counter()
-    strategy = programs(max_statements=max_statements)
+    end = None if minutes is None else t0 + 60 * minutes
+    options = dict(strategy_options or {})
+    if engine_name in _DYNAMO_ENGINES:
+        # Dynamo captures no graph for a function that does no tensor op: such programs never
+        # reach AOT autograd (item 2 of issue 13), so draw at least one statement
+        options.setdefault("min_statements", 1)
+    options.setdefault("extensions", default_extensions(engine_name))
+    options["extensions"] = tuple(sorted(EXTENSIONS if options["extensions"] == "all"
+                                         else options["extensions"]))
+    strategy = programs(max_statements=max_statements, **options)
+    digest = json.dumps({"engine": engine_name, "max_statements": max_statements, **options},
+                        sort_keys=True)
+    worker = None
+    if warm and cached and engine.supports_cache:
+        from .warm import WarmWorker
+        worker = WarmWorker(engine_name)
+    pending: list[tuple[int, Program, Outcome]] = []
 
-    @hseed(seed)
-    @_settings(examples, [Phase.generate])
-    @given(strategy)
-    def explore(program):
-        index = result.examples
-        result.examples += 1
-        problems, sig, hit = run_program(program, engine, cached)
-        result.cached_hits += hit
-        if problems and all(any(lim in p for lim in DOCUMENTED_LIMITS) for p in problems):
+    def record(index: int, program: Program, o: Outcome) -> None:
+        result.cached_hits += o.hit
+        if o.artefact:
+            result.artefacts[o.artefact] = result.artefacts.get(o.artefact, 0) + 1
+        elif is_refusal(o.problems):
             result.refused += 1          # a named refusal, counted apart from wrong results
-            lim = next(lim for lim in DOCUMENTED_LIMITS if lim in problems[0])
+            lim = next(lim for lim in DOCUMENTED_LIMITS if lim in o.problems[0])
             result.refused_by[lim] = result.refused_by.get(lim, 0) + 1
             r = result.refusals.get(lim)
             if r is None or len(program.statements) < r.size:
-                result.refusals[lim] = Finding(lim, result.refused_by[lim], program, problems, index)
-        elif not problems:
+                result.refusals[lim] = Finding(lim, result.refused_by[lim], program, o.problems, index)
+        elif not o.problems:
             result.passed += 1
-        elif problems:
-            f = result.findings.get(sig)
+        else:
+            f = result.findings.get(o.group)
             if f is None:
-                result.findings[sig] = Finding(sig, 1, program, problems, index)
+                result.findings[o.group] = Finding(o.group, 1, program, o.problems, index)
             else:
                 f.count += 1
                 if len(program.statements) < f.size:
-                    f.program, f.divergences = program, problems
-        if progress is not None:
-            progress.advance(f"{len(result.findings)} failure signatures")
+                    f.program, f.divergences = program, o.problems
 
-    explore()
+    def drain(all_of_them: bool) -> None:
+        while pending and (all_of_them or pending[0][2].pending[0].done()):
+            index, program, o = pending.pop(0)
+            record(index, program, finish(o))
+
+    stream = {"index": 0}
+
+    def explore(program):
+        index = stream["index"]
+        stream["index"] += 1
+        if end is not None and time.perf_counter() > t0 + 0.6 * (end - t0):
+            raise _OutOfTime
+        if shard[1] > 1 and shard_of(program, shard[1]) != shard[0]:
+            result.other_shard += 1
+            return
+        result.examples += 1
+        o = run_outcome(program, engine, cached, worker)
+        if o.pending is not None:
+            pending.append((index, program, o))
+        else:
+            record(index, program, o)
+        drain(all_of_them=False)
+        if progress is not None:
+            progress.advance(f"{len(result.findings)} failure groups")
+
+    _BODY["fn"] = explore
+    budget = 10**9 if minutes is not None else examples
+    try:
+        if database is not None:   # first replay what any machine saved (read-only here)
+            from hypothesis.database import ReadOnlyDatabase
+            stream["index"] = -10**9     # replayed programs are not part of the stream
+            _test(strategy, seed, 10**6, [Phase.reuse], ReadOnlyDatabase(database), digest)()
+            stream["index"] = 0
+        _test(strategy, seed, budget, [Phase.generate], None, digest)()
+    except _OutOfTime:
+        pass
+    drain(all_of_them=True)
+    result.explore_seconds = time.perf_counter() - t0
     if shrink:
-        for sig, finding in result.findings.items():
-            _shrink(finding, strategy, engine, cached, seed, examples)
+        groups = sorted(result.findings.values(), key=lambda f: -f.count)
+        for i, finding in enumerate(groups):
+            left = None if end is None else (end - time.perf_counter()) / (len(groups) - i)
+            if left is not None and left <= 1:
+                break
+            seconds = shrink_seconds if left is None else min(shrink_seconds, left)
+            _shrink(finding, strategy, engine, cached, seed, digest, seconds, database, worker)
+    if worker is not None:
+        worker.close()
+    _merge(result)
+    if match_known:
+        from .known import known_cases, match
+        cache = None if out is None else Path(out) / f"known_{engine_name}.json"
+        known = known_cases(engine_name, cache)
+        for f in result.findings.values():
+            k = match(f.fingerprint.check, ops_of(f.program), known)
+            f.known = k.case_id if k else ""
     result.seconds = time.perf_counter() - t0
     if out is not None:
         result.reproducers = write_reproducers(result, Path(out))
     return result
 
 
-def _shrink(finding: Finding, strategy, engine, cached: bool, seed: int, examples: int) -> None:
-    seen = {"n": 0}
+def _shrink(finding: Finding, strategy, engine, cached: bool, seed: int, digest: str,
+            seconds: float, database, worker) -> None:
+    """Reduce the group's smallest program by deleting items (``reduce.py``) within ``seconds``.
+    With a shared ``database``, first replay the stream to the group's first program under
+    hypothesis, which saves that failing example in the database for every other machine."""
+    from .reduce import reduce_program
+    start = time.perf_counter()
+    stop = start + seconds
+    stage = finding.signature.split(":")[0]
+    # a cold failure needs only the cold run; a cached one the cache round trip in this
+    # process; a warm one the second process too
+    run_cached = cached and stage != "cold"
+    run_warm = worker if stage == "warm" else None
 
-    @hseed(seed)
-    @_settings(examples, [Phase.generate, Phase.shrink])
-    @given(strategy)
-    def replay(program):
-        seen["n"] += 1
-        if seen["n"] <= finding.first_index and seen["n"] <= examples:
-            return                   # before the first failing program: not run again
-        problems, sig, _ = run_program(program, engine, cached)
-        if sig == finding.signature:
-            if len(program.statements) <= finding.size:
-                finding.program, finding.divergences = program, problems
-            raise _Target(sig)
+    def group_of(program) -> str:
+        return finish(run_outcome(program, engine, run_cached, run_warm)).group
 
-    try:
-        replay()
-    except _Target:
-        pass
+    if database is not None:
+        seen = {"n": 0}
 
+        def replay(program):
+            seen["n"] += 1
+            if time.perf_counter() > stop:
+                raise _OutOfTime
+            if seen["n"] <= finding.first_index:
+                return                   # before the group's first program: not run again
+            if group_of(program) == finding.signature:
+                raise _Target(finding.signature)
+
+        _BODY["fn"] = replay
+        try:
+            _test(strategy, seed, 10**9, [Phase.generate], database, digest)()
+        except (_Target, _OutOfTime):
+            pass
+
+    def still_fails(program) -> bool:
+        out = finish(run_outcome(program, engine, run_cached, run_warm))
+        if out.group == finding.signature:
+            finding.divergences = out.problems
+            return True
+        return False
+
+    finding.program = reduce_program(finding.program, still_fails, stop)
+    finding.shrink_seconds = time.perf_counter() - start
+
+
+def _merge(result: FuzzResult) -> None:
+    """Give each finding its fingerprint, and merge findings with equal fingerprints."""
+    merged: dict[str, Finding] = {}
+    for f in result.findings.values():
+        stage = f.signature.split(":")[0]
+        f.fingerprint = Fingerprint(stage, check_kind(f.divergences), skeleton(f.program))
+        key = str(f.fingerprint)
+        if key in merged:
+            g = merged[key]
+            g.count += f.count
+            if f.size < g.size:
+                g.program, g.divergences = f.program, f.divergences
+        else:
+            f.signature = key
+            merged[key] = f
+    result.findings = merged
+
+
+# ------------------------------------------------------------------------ output
 
 def slug(signature: str) -> str:
+    import re
     s = re.sub(r"[^a-zA-Z0-9]+", "_", signature).strip("_").lower()
     return s[:60] or "failure"
 
@@ -177,13 +479,21 @@ def slug(signature: str) -> str:
 def write_reproducers(result: FuzzResult, out: Path) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = {}
+    summary = []
     for i, (sig, f) in enumerate(sorted(result.findings.items())):
         path = out / f"repro_{i:02d}_{slug(sig)}.py"
-        header = (f"# aotcheck fuzz: engine={result.engine} seed={result.seed}\n"
-                  f"# signature: {sig}\n# seen {f.count} time(s); first divergence: "
-                  f"{f.divergences[0][:200] if f.divergences else ''}\n")
+        header = (f"# aotcheck fuzz: engine={result.engine} seed={result.seed} "
+                  f"shard={result.shard[0] + 1}/{result.shard[1]}\n"
+                  f"# fingerprint: {sig}\n"
+                  f"# {'known: ' + f.known if f.known else 'NEW'}; seen {f.count} time(s); "
+                  f"first divergence: {f.divergences[0][:200] if f.divergences else ''}\n"
+                  f"# program: {f.program.to_json()}\n")
         path.write_text(header + f.program.to_source(engine=result.engine))
         paths[sig] = path
+        summary.append({"fingerprint": f.fingerprint.to_dict() if f.fingerprint else sig,
+                        "count": f.count, "statements": f.size, "known": f.known,
+                        "divergences": f.divergences[:5], "program": f.program.to_json(),
+                        "reproducer": path.name, "shrink_seconds": round(f.shrink_seconds, 1)})
     # the smallest program each documented limit refused (not failures: for triage)
     for i, (lim, f) in enumerate(sorted(result.refusals.items())):
         path = out / f"refused_{i:02d}_{slug(lim)}.py"
@@ -192,27 +502,47 @@ def write_reproducers(result: FuzzResult, out: Path) -> dict[str, Path]:
                   f"{lim}\n")
         path.write_text(header + f.program.to_source(engine=result.engine))
         paths["refused: " + lim] = path
+    (out / "findings.json").write_text(json.dumps(
+        {"engine": result.engine, "seed": result.seed, "shard": list(result.shard),
+         "examples": result.examples, "seconds": round(result.seconds, 1),
+         "findings": summary}, indent=1))
     return paths
 
 
+def summary_rows(result: FuzzResult) -> list[tuple]:
+    """(count, statements, new/known, fingerprint, reproducer) per finding, most frequent first."""
+    rows = []
+    for sig, f in sorted(result.findings.items(), key=lambda kv: -kv[1].count):
+        rows.append((f.count, f.size, f"known: {f.known}" if f.known else "NEW", sig,
+                     str(result.reproducers.get(sig, ""))))
+    return rows
+
+
 def format_summary(result: FuzzResult) -> str:
-    lines = [f"engine {result.engine}, seed {result.seed}: {result.examples} programs in "
-             f"{result.seconds:.1f}s ({result.examples / max(result.seconds, 1e-9):.1f}/s), "
+    rate = result.examples / max(result.explore_seconds or result.seconds, 1e-9)
+    lines = [f"engine {result.engine}, seed {result.seed}"
+             + (f", shard {result.shard[0] + 1}/{result.shard[1]}" if result.shard[1] > 1 else "")
+             + f": {result.examples} programs in {result.seconds:.1f}s (explore "
+             f"{result.explore_seconds:.1f}s, {rate:.1f}/s), "
              f"{result.cached_hits} went through the cache and hit",
              f"{result.passed} passed, {result.refused} refused with a documented limit (see "
              f"aotcheck.errors.DOCUMENTED_LIMITS), "
+             f"{sum(result.artefacts.values())} artefacts (not tests of AOT autograd), "
              f"{sum(f.count for f in result.findings.values())} failed"]
+    for reason, n in sorted(result.artefacts.items()):
+        lines.append(f"{n:>6}  artefact: {reason}")
     for lim, n in sorted(result.refused_by.items(), key=lambda kv: -kv[1]):
         lines.append(f"{n:>6}  refused: ...{lim}...")
         where = result.reproducers.get("refused: " + lim, "")
         if where:
             lines.append(f"{'':>15}{where}")
-    lines.append(f"{len(result.findings)} distinct failure signature(s)")
+    n_new = len(result.new)
+    lines.append(f"{len(result.findings)} distinct failure signature(s) (root-cause fingerprints), "
+                 f"{n_new} new, {len(result.findings) - n_new} known")
     if result.findings:
-        lines.append(f"{'count':>6}  {'stmts':>5}  signature / smallest reproducer")
-        for sig, f in sorted(result.findings.items(), key=lambda kv: -kv[1].count):
-            where = result.reproducers.get(sig, "")
-            lines.append(f"{f.count:>6}  {f.size:>5}  {sig}")
+        lines.append(f"{'count':>6}  {'stmts':>5}  fingerprint / smallest reproducer")
+        for count, size, status, sig, where in summary_rows(result):
+            lines.append(f"{count:>6}  {size:>5}  {status}: {sig}")
             if where:
                 lines.append(f"{'':>15}{where}")
     return "\n".join(lines)

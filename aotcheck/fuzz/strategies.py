@@ -15,7 +15,6 @@ legal for the current values are offered; nothing is generated and then filtered
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 from collections import Counter
 from contextlib import nullcontext
@@ -25,8 +24,9 @@ import torch
 from hypothesis import assume
 from torch._C._autograd import CreationMeta, _get_creation_meta
 
-from .programs import (KIND_OF_OP, MUTATING_KINDS, OP_KINDS, Base, Index, InputSpec, Program,
-                       Statement, run_eager)
+from .choosers import APPLIES as _APPLIES, ARGS as _ARGS, MAX_NDIM, _no_args, _pick  # noqa: F401
+from .programs import (_CUSTOM_FUNCTIONS, _PRELUDE, _RANDINT, KIND_OF_OP, MUTATING_KINDS, OP_KINDS,
+                       Base, Index, InputSpec, Program, Statement, run_eager)
 
 # NOTE [stop inside each statement]
 # Each statement is one nested draw whose first choice is "go on or stop" (stop is the value
@@ -62,31 +62,56 @@ from .programs import (KIND_OF_OP, MUTATING_KINDS, OP_KINDS, Base, Index, InputS
 # hooks, forward and backward; a program that fails there is rejected with ``assume(False)``
 # and counted in ``STATS``.
 
-SCALARS = (1.0, 2.0, -1.0, 0.5)
-CLAMP_BOUNDS = ((-0.5, 0.5), (0.0, None), (None, 0.0))
-MAX_NDIM = 4
 # Op kinds in draw order, repeated by weight: mutation and views are what aotcheck is about.
 KIND_WEIGHTS = {"pointwise": 2, "view": 4, "inplace": 4, "reduction": 1, "metadata": 2,
-                "matmul": 1, "detach": 1}
+                "matmul": 1, "detach": 1,
+                # the wider grammar's kinds come last, so that without them draws are as before
+                "cast": 1, "random": 1, "custom": 1, "custom_inplace": 1, "state": 1, "multi": 1,
+                "scalar": 1}
 _KIND_DRAWS = [kind for kind, weight in KIND_WEIGHTS.items() for _ in range(weight)]
 # Counts kept across draws: "programs" drawn, and "rejected: <first line of the error>".
 STATS: Counter = Counter()
 
 
+# The wider grammar (issue 13), by name. None is drawn unless asked for: the CI property test
+# (tests/test_fuzz.py, against aotcheck's engine) runs ``programs()`` as it was, and runs the
+# extensions aotcheck's engine passes through ``AOTCHECK_EXTENSIONS``.
+EXTENSIONS = ("regions", "casts", "integer", "multi_output", "non_tensor", "parameter",
+              "custom_function", "random", "set_", "requires_grad_")
+_EXTENSION_OPS = {"casts": ("to", "gt"), "multi_output": ("unbind_all", "chunk"),
+                  "non_tensor": ("size",), "custom_function": ("double_fn", "mul2_fn_"),
+                  "random": ("rand_like", "dropout"), "set_": ("set_",),
+                  "requires_grad_": ("requires_grad_",)}
+_BASE_OPS = frozenset(op for op in KIND_OF_OP if not any(op in ops for ops in _EXTENSION_OPS.values()))
+# Extensions aotcheck's own engine gets right (checked by tests/test_fuzz.py); the others are on
+# for the torch engines only (see docs/findings.md and the fuzz runner).
+AOTCHECK_EXTENSIONS = ("casts", "integer", "non_tensor", "parameter")
+# Ops offered on integer and bool tensors (the others would mostly be rejected by torch).
+_INTEGER_OPS = frozenset(OP_KINDS["view"]) | {"to", "gt", "sum", "clone", "add", "mul", "detach",
+                                              "size", "unbind_all", "chunk", "setitem", "zero_",
+                                              "copy_", "t_", "transpose_", "unsqueeze_", "squeeze_"}
+
+
 @st.composite
 def programs(draw, max_inputs: int = 4, max_statements: int = 8, max_numel: int = 64,
-             min_statements: int = 0) -> Program:
+             min_statements: int = 0, extensions=()) -> Program:
     """Programs of 1..max_inputs inputs and min..max_statements statements, valid in eager.
 
     Hypothesis favours small examples: with ``min_statements=0`` about 30% of the programs
     have no statement at all (they still test aliased inputs and returned inputs).
     ``min_statements=1`` avoids that, at the price of a first statement the shrinker can only
     simplify, not delete.
+
+    ``extensions``: names from ``EXTENSIONS`` to draw as well (``"all"`` for every one).
     """
-    made = _Inputs(max_inputs, max_numel)
+    extensions = frozenset(EXTENSIONS if extensions == "all" else extensions)
+    if extensions - set(EXTENSIONS):
+        raise ValueError(f"unknown extensions {sorted(extensions - set(EXTENSIONS))}; "
+                         f"known: {', '.join(EXTENSIONS)}")
+    made = _Inputs(max_inputs, max_numel, extensions)
     while draw(_input_step(made)):
         pass
-    state = _State(tuple(made.bases), tuple(made.inputs), max_numel)
+    state = _State(tuple(made.bases), tuple(made.inputs), max_numel, extensions)
     statements = [draw(_statement(state)) for _ in range(min(min_statements, max_statements))]
     while stmt := draw(_statement_step(state, room=len(statements) < max_statements)):
         statements.append(stmt)
@@ -112,12 +137,6 @@ def _reject(when: str, error: RuntimeError):
 # The choice is drawn even when there is no room left (and then ignored): otherwise deleting an
 # item from a full list would leave the next list's choices one short.
 
-def _pick(draw, options):
-    """One of ``options``, shrinking toward the first. (Like ``st.sampled_from``, whose strategy
-    object, built anew for every new list, costs more than the draw.)"""
-    return options[draw(st.integers(0, len(options) - 1))]
-
-
 def _go_on(draw, odds: int) -> bool:
     """Another item, or stop? Stop is 0, where shrinking goes; go on has ``odds`` to 1."""
     return draw(st.integers(0, odds)) != 0
@@ -138,7 +157,7 @@ def _statement_step(draw, state: "_State", room: bool) -> Statement | None:
 @st.composite
 def _return_step(draw, state: "_State", room: bool) -> str | None:
     """Another returned value, or stop."""
-    return _pick(draw, state.usable(no_grad=False)) if _go_on(draw, 3) and room else None
+    return _pick(draw, state.usable(no_grad=False) + state.extras) if _go_on(draw, 3) and room else None
 
 
 # -- inputs -----------------------------------------------------------------------------------
@@ -146,8 +165,9 @@ def _return_step(draw, state: "_State", room: bool) -> str | None:
 class _Inputs:
     """The bases and inputs drawn so far."""
 
-    def __init__(self, max_inputs, max_numel):
+    def __init__(self, max_inputs, max_numel, extensions=frozenset()):
         self.max_inputs, self.max_numel = max_inputs, max_numel
+        self.extensions = extensions
         self.bases: list[Base] = []
         self.inputs: list[InputSpec] = []
         self.shapes: dict[str, tuple] = {}
@@ -166,6 +186,11 @@ def _input_step(draw, made: _Inputs) -> bool:
     shapes, max_numel = made.shapes, made.max_numel
 
     def new_base(shape, make):
+        if make in ("parameter", "integer"):
+            dtype = "float32" if make == "parameter" else _pick(draw, ["int64", "bool"])
+            made.bases.append(Base(f"b{len(made.bases)}", shape, dtype, make == "parameter",
+                                   False, draw(st.integers(0, 2**16)), make == "parameter"))
+            return made.bases[-1].name
         rg = True if make == "clone" else draw(st.booleans())
         dtype = "float64" if draw(st.integers(0, 4)) == 4 else "float32"
         made.bases.append(Base(f"b{len(made.bases)}", shape, dtype, rg, make == "clone",
@@ -177,9 +202,13 @@ def _input_step(draw, made: _Inputs) -> bool:
         "overlap": any(len(s) >= 1 and s[0] >= 2 for s in shapes.values()),
         "transposed": any(len(s) >= 2 for s in shapes.values()),
         "disjoint": made.max_inputs - len(made.inputs) >= 2,
+        "parameter": "parameter" in made.extensions, "integer": "integer" in made.extensions,
     }
     kind = _pick(draw, [k for k, ok in can.items() if ok])
-    if kind in ("leaf", "nonleaf"):
+    if kind in ("parameter", "integer"):
+        shape = _draw_shape(draw, 0, max_numel)
+        made.add(kind, "same", (new_base(shape, kind),), shape)
+    elif kind in ("leaf", "nonleaf"):
         shape = _draw_shape(draw, 0, max_numel)
         made.add(kind, "same", (new_base(shape, "leaf" if kind == "leaf" else "clone"),), shape)
     elif kind == "noncontig":
@@ -225,8 +254,11 @@ def _draw_shape(draw, min_ndim, max_numel):
 class _State:
     """The values of a program being drawn, as real tensors, and what autograd saved."""
 
-    def __init__(self, bases, inputs, max_numel):
+    def __init__(self, bases, inputs, max_numel, extensions=frozenset()):
         args = Program(bases, inputs, ()).make_inputs().args
+        self.extensions = extensions
+        self.ops = _BASE_OPS | {op for ext in extensions for op in _EXTENSION_OPS.get(ext, ())}
+        self.extras: list[str] = []      # values that are returned only: tuples, torch.Size
         self.env = {spec.name: t for spec, t in zip(inputs, args)}
         self.names = [spec.name for spec in inputs]
         self.max_numel = max_numel
@@ -247,16 +279,20 @@ class _State:
             self._keep_alive.append(t)
             return t
 
-        if not stmt.no_grad:  # autograd links every grad-requiring operand it reads
+        quiet = stmt.no_grad or stmt.region == "inference_mode"
+        if not quiet:  # autograd links every grad-requiring operand it reads
             self.unlinked_views -= {id(self.env[a]) for a in stmt.args
                                     if isinstance(a, str) and self.env[a].requires_grad}
         try:
             with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-                with torch.no_grad() if stmt.no_grad else nullcontext():
-                    exec(_compiled(stmt.line()), {"torch": torch}, self.env)
+                with _region(stmt):
+                    exec(_compiled(stmt.line()), _GLOBALS, self.env)
         except RuntimeError as e:  # a legality rule the choosers do not know yet
             _reject("while drawing", e)
-        if stmt.out is not None:
+        if stmt.out is not None and (not isinstance(self.env[stmt.out], torch.Tensor)
+                                     or self.env[stmt.out].is_inference()):
+            self.extras.append(stmt.out)   # a tuple, a torch.Size, an inference tensor: returned only
+        elif stmt.out is not None:
             self.names.append(stmt.out)
             out = self.env[stmt.out]
             self.born_version[stmt.out] = out._version
@@ -277,6 +313,18 @@ class _State:
         return {name: _Facts(self.env[name], no_grad, self.saved_storages,
                              id(self.env[name]) in self.unlinked_views)
                 for name in self.usable(no_grad)}
+
+
+def _region(stmt: Statement):
+    if stmt.no_grad:
+        return torch.no_grad()
+    if stmt.region == "inference_mode":
+        return torch.inference_mode()
+    return nullcontext()     # enable_grad nested in no_grad is grad mode
+
+
+_GLOBALS: dict = {}
+exec(compile(_PRELUDE + _RANDINT + _CUSTOM_FUNCTIONS, "<aotcheck prelude>", "exec"), _GLOBALS)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -301,7 +349,8 @@ class _Facts:
         # of a non-leaf, the views of a leaf and the ops that already read it keep the old shape,
         # and backward hands on gradients of the wrong shape.
         self.reshapable = self.mutable and not (no_grad and t.requires_grad)
-        self.tame = bool(t.detach().abs().max() <= 5) if self.numel else True
+        self.floating = t.is_floating_point()
+        self.tame = bool(t.detach().abs().max() <= 5) if self.numel and self.floating else True
 
     def shares_elements(self, other: "_Facts") -> bool:
         return self.storage == other.storage and not set(self.offsets).isdisjoint(other.offsets)
@@ -336,264 +385,24 @@ def _offsets(t: torch.Tensor) -> list[int]:
     return torch.arange(size).as_strided(t.shape, t.stride(), t.storage_offset()).flatten().tolist()
 
 
-def _broadcast(a, b):
-    """The broadcast of two shapes, or None. (``torch.broadcast_shapes`` is 50x slower.)"""
-    n = max(len(a), len(b))
-    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
-    if any(x != y and 1 not in (x, y) for x, y in zip(a, b)):
-        return None
-    return tuple(y if x == 1 else x for x, y in zip(a, b))
-
-
-def _broadcasts_to(shape, target) -> bool:
-    return _broadcast(shape, target) == tuple(target)
-
-
-def _matmul_shape(a, b):
-    """The shape of ``torch.matmul`` on these shapes, or None where it is an error."""
-    if not a or not b:
-        return None
-    a2, b2 = ((1,) + a if len(a) == 1 else a), (b + (1,) if len(b) == 1 else b)
-    if a2[-1] != b2[-2]:
-        return None
-    batch = _broadcast(a2[:-2], b2[:-2])
-    if batch is None:
-        return None
-    return batch + ((a2[-2],) if len(a) > 1 else ()) + ((b2[-1],) if len(b) > 1 else ())
-
-
 # -- choosing a statement ---------------------------------------------------------------------
 
 def _draw_statement(draw, state: _State) -> Statement:
-    no_grad = draw(st.integers(0, 7)) == 7
-    facts = state.facts(no_grad)
-    targets = {op: [n for n, f in facts.items() if _APPLIES[op](f, facts, state)]
+    region = ""
+    if "regions" in state.extensions:
+        r = draw(st.integers(0, 9))
+        no_grad, region = r == 7, {8: "enable_grad", 9: "inference_mode"}.get(r, "")
+    else:
+        no_grad = draw(st.integers(0, 7)) == 7
+    facts = state.facts(no_grad or region == "inference_mode")
+    targets = {op: [n for n, f in facts.items() if _APPLIES[op](f, facts, state)
+                    and (f.floating or op in _INTEGER_OPS)] if op in state.ops else []
                for op in KIND_OF_OP}
     kind = _pick(draw, [k for k in _KIND_DRAWS if any(targets[o] for o in OP_KINDS[k])])
     op = _pick(draw, [o for o in OP_KINDS[kind] if targets[o]])
     x = _pick(draw, targets[op][::-1])  # newest first: ops chain on recent results
     args = (x,) + _ARGS.get(op, _no_args)(draw, facts[x], facts, state)
     out = None if KIND_OF_OP[op] in MUTATING_KINDS else state.fresh_name()
-    return Statement(op, args, out, no_grad)
+    return Statement(op, args, out, no_grad, region)
 
 
-def _no_args(draw, x, facts, state):
-    return ()
-
-
-def _sources(x, facts, target_shape, saved=False):
-    """Values that can be read into (a part of) ``x`` shaped ``target_shape``.
-
-    ``saved``: the op saves this operand for backward, so writing ``x`` must not bump its version.
-    """
-    return [n for n, f in facts.items()
-            if _broadcasts_to(f.shape, target_shape) and not f.shares_elements(x)
-            and not (saved and f.shares_version(x))]
-
-
-def _operand(draw, x, facts, target_shape, scalar_ok=True, saved=False):
-    sources = _sources(x, facts, target_shape, saved)
-    if sources and (not scalar_ok or draw(st.booleans())):
-        return _pick(draw, sources)
-    return _pick(draw, SCALARS)
-
-
-def _binary_operands(x, facts, state):
-    return [n for n, f in facts.items()
-            if (s := _broadcast(x.shape, f.shape)) is not None and math.prod(s) <= state.max_numel]
-
-
-def _matmul_operands(x, facts, state):
-    options = []
-    for name, f in facts.items():
-        for transpose in (False, True) if f.ndim >= 2 else (False,):
-            other = f.shape[:-2] + (f.shape[-1], f.shape[-2]) if transpose else f.shape
-            out = _matmul_shape(x.shape, other)
-            if (f.t.dtype == x.t.dtype and out is not None and math.prod(out) <= state.max_numel
-                    and len(out) <= MAX_NDIM):
-                options.append((name, transpose))
-    return options
-
-
-def _dim(draw, x):
-    return draw(st.integers(0, x.ndim - 1))
-
-
-def _two_dims(draw, x):
-    return _pick(draw, list(itertools.combinations(range(x.ndim), 2)))
-
-
-def _reshapes(shape):
-    """Shapes with the same numel, simplest first: flat, merged pairs, split dims, 2-D."""
-    n = math.prod(shape)
-    out = [(n,)] + ([()] if n == 1 else [])
-    out += [shape[:i] + (shape[i] * shape[i + 1],) + shape[i + 2:] for i in range(len(shape) - 1)]
-    out += [shape[:i] + (d, s // d) + shape[i + 1:]
-            for i, s in enumerate(shape) for d in range(2, s) if s % d == 0]
-    out += [(n // d, d) for d in range(2, n) if n % d == 0]
-    out += [shape, (1,) + shape]
-    return [s for s in dict.fromkeys(out) if len(s) <= MAX_NDIM]
-
-
-def _views(x):
-    meta = torch.empty_strided(x.shape, x.t.stride(), dtype=x.t.dtype, device="meta")
-    good = []
-    for shape in _reshapes(x.shape):
-        try:
-            meta.view(shape)
-            good.append(shape)
-        except RuntimeError:
-            pass
-    return good
-
-
-def _expands(x, state):
-    options = [x.shape[:i] + (k,) + x.shape[i + 1:]
-               for i, s in enumerate(x.shape) if s == 1 for k in (2, 3)]
-    options += [(2,) + x.shape] if x.ndim < MAX_NDIM else []
-    return [s for s in options if math.prod(s) <= state.max_numel] or [x.shape]
-
-
-def _slice_item(draw, size):
-    start = draw(st.integers(0, size - 1))
-    stop = draw(st.integers(start + 1, size)) if draw(st.booleans()) else None
-    step = _pick(draw, [1, 2, 3])
-    return (start or None, stop, None if step == 1 else step)
-
-
-def _index(draw, x):
-    """A key for ``x[...]`` on one dim: an int or a slice, after ``:`` for the dims before."""
-    d = _dim(draw, x)
-    item = _slice_item(draw, x.shape[d]) if draw(st.booleans()) else draw(
-        st.integers(0, x.shape[d] - 1))
-    return Index(((None, None, None),) * d + (item,))
-
-
-def _as_strided(draw, x, facts, state):
-    storage_numel = x.t.untyped_storage().nbytes() // x.t.element_size()
-    ndim = _pick(draw, [1, 2])
-    size = [draw(st.integers(1, 4)) for _ in range(ndim)]
-    stride = [_pick(draw, [1, 2, 3, 0]) for _ in range(ndim)]
-    if ndim == 2 and draw(st.booleans()):
-        stride[0] = size[1] * stride[1]  # a row-major layout
-    while sum((s - 1) * st_ for s, st_ in zip(size, stride)) >= storage_numel:
-        i = max(range(ndim), key=lambda i: (size[i] - 1) * stride[i])
-        size[i] -= 1
-    reach = sum((s - 1) * st_ for s, st_ in zip(size, stride))
-    offset = draw(st.integers(0, storage_numel - 1 - reach))
-    return (tuple(size), tuple(stride), offset)
-
-
-def _reduction(draw, x, facts, state, full_ok=True):
-    if x.ndim == 0 or (full_ok and draw(st.booleans())):
-        return ()
-    return (_dim(draw, x), draw(st.booleans()))
-
-
-def _squeeze(draw, x, facts, state):
-    return (_dim(draw, x),) if draw(st.booleans()) else ()
-
-
-def _setitem(draw, x, facts, state):
-    index = _index(draw, x)
-    target = tuple(torch.empty(x.shape, device="meta")[index.key()].shape)
-    return (index, _operand(draw, x, facts, target))
-
-
-def _split(draw, x, facts, state):
-    d = _dim(draw, x)
-    size = draw(st.integers(1, x.shape[d]))
-    return (size, d, draw(st.integers(0, math.ceil(x.shape[d] / size) - 1)))
-
-
-def _narrow(draw, x, facts, state):
-    d = _dim(draw, x)
-    start = draw(st.integers(0, x.shape[d] - 1))
-    return (d, start, draw(st.integers(1, x.shape[d] - start)))
-
-
-def _diagonal(draw, x, facts, state):
-    d1, d2 = _two_dims(draw, x)
-    return (draw(st.integers(-(x.shape[d1] - 1), x.shape[d2] - 1)), d1, d2)
-
-
-def _binary(draw, x, facts, state):
-    operands = _binary_operands(x, facts, state)
-    if operands and draw(st.booleans()):
-        return (_pick(draw, operands),)
-    return (_pick(draw, SCALARS),)
-
-
-def _always(x, facts, state):
-    return True
-
-
-def _ndim_at_least(n):
-    return lambda x, facts, state: x.ndim >= n
-
-
-def _writable(x, facts, state):
-    return x.writable
-
-
-def _grows(x, facts, state):
-    return x.ndim < MAX_NDIM
-
-
-# op -> may it act on this value? (x, facts of every value, state) -> bool
-_APPLIES = {
-    **{op: _always for op in OP_KINDS["pointwise"]},
-    "exp": lambda x, facts, state: x.tame,
-    "view": _always, "reshape": _always,
-    "t": lambda x, facts, state: x.ndim <= 2,
-    "transpose": _ndim_at_least(2), "permute": _ndim_at_least(2), "diagonal": _ndim_at_least(2),
-    "slice": _ndim_at_least(1), "select": _ndim_at_least(1), "narrow": _ndim_at_least(1),
-    "unbind": _ndim_at_least(1), "split": _ndim_at_least(1), "squeeze": _ndim_at_least(1),
-    "unsqueeze": _grows, "expand": _always, "as_strided": _always,
-    **{op: _writable for op in OP_KINDS["inplace"]},
-    "copy_": lambda x, facts, state: x.writable and bool(_sources(x, facts, x.shape)),
-    "setitem": lambda x, facts, state: x.writable and x.ndim >= 1,
-    "sum": _always, "mean": _always, "amax": _ndim_at_least(1),
-    "t_": lambda x, facts, state: x.reshapable and x.ndim <= 2,
-    "transpose_": lambda x, facts, state: x.reshapable and x.ndim >= 2,
-    "unsqueeze_": lambda x, facts, state: x.reshapable and x.ndim < MAX_NDIM,
-    "squeeze_": lambda x, facts, state: x.reshapable and x.ndim >= 1,
-    "matmul": lambda x, facts, state: bool(_matmul_operands(x, facts, state)),
-    "detach": _always,
-}
-
-# op -> draw the args after the target value: (draw, x, facts, state) -> tuple
-_ARGS = {
-    "add": _binary, "mul": _binary,
-    "view": lambda draw, x, facts, state: (_pick(draw, _views(x)),),
-    "reshape": lambda draw, x, facts, state: (_pick(draw, _reshapes(x.shape)),),
-    "transpose": lambda draw, x, facts, state: _two_dims(draw, x),
-    "permute": lambda draw, x, facts, state: (
-        _pick(draw, list(itertools.permutations(range(x.ndim)))),),
-    "slice": lambda draw, x, facts, state: (Index(((None, None, None),) * (d := _dim(draw, x))
-                                                  + (_slice_item(draw, x.shape[d]),)),),
-    "select": lambda draw, x, facts, state: (
-        (d := _dim(draw, x)), draw(st.integers(0, x.shape[d] - 1))),
-    "narrow": _narrow,
-    "unsqueeze": lambda draw, x, facts, state: (draw(st.integers(0, x.ndim)),),
-    "squeeze": _squeeze,
-    "expand": lambda draw, x, facts, state: (_pick(draw, _expands(x, state)),),
-    "diagonal": _diagonal,
-    "unbind": lambda draw, x, facts, state: (
-        (d := _dim(draw, x)), draw(st.integers(0, x.shape[d] - 1))),
-    "split": _split,
-    "as_strided": _as_strided,
-    "add_": lambda draw, x, facts, state: (_operand(draw, x, facts, x.shape),),
-    "mul_": lambda draw, x, facts, state: (_operand(draw, x, facts, x.shape, saved=True),),
-    "copy_": lambda draw, x, facts, state: (_operand(draw, x, facts, x.shape, scalar_ok=False),),
-    "fill_": lambda draw, x, facts, state: (_pick(draw, SCALARS),),
-    "clamp_": lambda draw, x, facts, state: _pick(draw, CLAMP_BOUNDS),
-    "setitem": _setitem,
-    "sum": _reduction, "mean": _reduction,
-    "amax": lambda draw, x, facts, state: _reduction(draw, x, facts, state, full_ok=False),
-    "transpose_": lambda draw, x, facts, state: _two_dims(draw, x),
-    "unsqueeze_": lambda draw, x, facts, state: (draw(st.integers(0, x.ndim)),),
-    "squeeze_": _squeeze,
-    "matmul": lambda draw, x, facts, state: draw(
-        st.sampled_from(_matmul_operands(x, facts, state))),
-}

@@ -14,7 +14,8 @@ the first real call (Dynamo's guards pick the graph; aotcheck's signature picks
 the artifact). Options:
 
     cache        a cache directory (or :class:`aotcheck.cache.Cache`); default: none
-    partitioner  "default" or another name in ``aotcheck.engine.partition.STRATEGIES``
+    partitioner  "default", "mincut" (``aotcheck.engine.partition.STRATEGIES``); default:
+                 the ``AOTCHECK_PARTITIONER`` flag
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def aotcheck_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | N
         raise AotcheckError(f"aotcheck backend: unknown options {unknown}; supported: {list(OPTIONS)}")
     counters["aotcheck"]["graphs"] += 1      # graphs Dynamo handed to this backend
     compiled = aot_function(gm.forward, cache=options.get("cache"),
-                            partitioner=options.get("partitioner", "default"))
+                            partitioner=options.get("partitioner"))
 
     def run(*args):
         return compiled(*args)

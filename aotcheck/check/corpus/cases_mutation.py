@@ -756,3 +756,30 @@ def unsqueeze_nongrad_then_mul_by_grad_value():
         w = leaf(1, 3)
         return Inputs((rand(3), w), leaves=(w,))
     return f, seeded(make)
+
+
+# ---------------------------------------------------------------- .grad None versus zeros
+# A mutated argument whose new value the backward never reaches (the oracle backpropagates
+# from floating tensors only; this one is complex): eager leaves its source's .grad None,
+# a compiled function that materialized zero gradients gave zeros (NOTE [per-output reach]).
+
+@case("mutation_autograd", mode="training", tags=("grad_none",))
+def mutated_complex_nonleaf_not_reached():
+    def f(x, a):
+        a.mul_(2)
+        return x * 2
+    def make():
+        x, w = leaf(3), leaf(3, dtype=torch.complex64)
+        return Inputs((x, w * 1), leaves=(x, w))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("grad_none",))
+def mutated_with_grad_value_not_reached():
+    def f(x, a, y):
+        a.add_(y.to(torch.complex64))
+        return x.sin()
+    def make():
+        x, y = leaf(3), leaf(3)
+        return Inputs((x, torch.zeros(3, dtype=torch.complex64), y), leaves=(x, y))
+    return f, seeded(make)
