@@ -38,6 +38,7 @@ The stage is split over a few modules, each one job:
     functional_run.py  one run of the function on functional wrappers -> raw facts
     outputs.py         what each returned tensor aliases
     facts.py           the raw facts, as frozen data
+    storage_views.py   the second way: plain trace (eager autograd), then functionalize
 """
 from __future__ import annotations
 

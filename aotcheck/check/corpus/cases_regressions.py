@@ -390,3 +390,29 @@ def fuzz_detach_of_intermediate_leaves_its_input_without_grad():
         a, b = _randn((3,)).requires_grad_(), _randn((3,), 1).requires_grad_()
         return Inputs((a, b), leaves=(a, b))
     return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "aliased_inputs", "metadata_mutation"))
+def fuzz_transpose_member_then_setitem_grad_value_into_root():
+    """A transposed alias of a plain argument is transposed in place, then both are written
+    with values that require grad. The first way refused it (synthetic-base replay); the
+    second way traced it, and the runtime then replayed the member's transpose_ with grad on
+    after the root had got a grad_fn ('a leaf Variable that requires grad is being used in
+    an in-place operation'). A metadata call autograd did not record is replayed under
+    no_grad. Found by aotcheck fuzz --seed 2026 (after issue 11, class 10)."""
+    def f(a0, a1, a2, a3):
+        with torch.no_grad():
+            a2.fill_(1.0)
+        a3.transpose_(1, 2)
+        a3[:, 1] = a2
+        a1[:, 0] = a0
+        v0 = a3.sin()
+        return (v0, v0)
+
+    def make():
+        b0 = _randn((2,)).requires_grad_()
+        b1 = _randn((1, 4, 3))
+        l2 = _randn((2,)).requires_grad_()
+        b2 = l2.clone()
+        return Inputs((b0[::2], b1, b2[::2], b1.transpose(-2, -1)), leaves=(b0, l2))
+    return f, make
