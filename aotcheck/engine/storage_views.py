@@ -1,9 +1,9 @@
-"""storage_views: trace on plain fake tensors, then functionalize with views cut from storages.
+"""storage_views: trace on plain tensors, then functionalize with views cut from storages.
 
 The second way to trace (capture and joint alike), taken when functionalization
 cannot follow the program (see the NOTE). Two steps:
 
-1. ``trace_plain``: make_fx on fake tensors *without* functionalization. The user's
+1. ``trace_plain``: make_fx on real copies of the arguments, *without* functionalization. The user's
    function and ``torch.autograd.grad`` run as in eager, so autograd rebuilds views'
    grad_fns with ``as_strided`` on the view's own geometry, as eager does. The
    :class:`StorageTagger` tags each node with the storage (numbered) and geometry of its
@@ -35,13 +35,19 @@ as the base is now, which misses in-place metadata changes (t_, unsqueeze_, ...)
 ("invalid gradient") or is silently wrong (docs/findings.md row 21); functionalization
 itself cannot replay an in-place metadata change on a view of a synthetic base, nor a
 mutation through an as_strided of a view. Deriving the backward with eager autograd on
-plain fake tensors and functionalizing the joint afterwards has none of these limits:
-every view is known by its storage and geometry. Measured on this machine (shared, noisy):
-the regressions corpus's three view-replay refusals pass, and ``aotcheck fuzz --engine
-aotcheck --examples 400 --seed 2026`` goes from 12 refused to 0 (figures in the commit
-and in the report); the first way stays the default, since its graphs are the ones the
-goldens, the cache and torch's own AOTAutograd print (views as view ops, not
-as_strided), and it is the one PyTorch's partitioners expect. The pipeline takes this way
+plain tensors and functionalizing the joint afterwards has none of these limits:
+every view is known by its storage and geometry. The plain trace runs on *real* copies of
+the arguments: on FakeTensors (a Python-dispatch subclass) autograd replays views' creation
+ops just as on functional tensors (measured: the setitem-after-unsqueeze_ regression raised
+the same IndexError on fakes, passes on real copies).
+
+Measured on this machine (shared with other developers, so times are noisy): ``aotcheck
+fuzz --engine aotcheck --examples 400 --seed 2026 --no-shrink`` went from 391 passed, 9
+refused, 0 failed to 400 passed, 0 refused, 0 failed; the regressions corpus's three
+view-replay refusals pass. The first way stays the default: its graphs keep view ops
+(not as_strided everywhere) as the goldens, the cache and torch's AOTAutograd print them,
+and it does not compute on real copies (the second way costs the arguments' memory once
+more and runs every op for real while tracing). The pipeline takes the second way
 when the first one meets one of the limits above.
 """
 from __future__ import annotations
