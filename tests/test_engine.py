@@ -268,7 +268,7 @@ def test_new_leaf_output_gets_grad_as_in_eager():
 
 
 def test_unknown_partitioner():
-    with pytest.raises(aotcheck.AotcheckError, match="supported: \\['default'\\]"):
+    with pytest.raises(aotcheck.AotcheckError, match="supported: \\['default', 'mincut'\\]"):
         aotcheck.aot_function(lambda x: x, partitioner="nope")
 
 

@@ -14,6 +14,9 @@ def pytest_addoption(parser):
                          "(sets AOTCHECK_PARTITIONER for the run)")
     group.addoption("--strict-cache", action="store_true", default=False,
                     help="a miss or bypass where a cache hit is expected fails the test")
+    group.addoption("--remote-cache", default=None, metavar="URL",
+                    help="a Redis URL (redis://host:port/db) that every persistent cache in the run "
+                         "shares (sets AOTCHECK_REMOTE_CACHE for this process)")
 
 
 def pytest_configure(config):
@@ -25,6 +28,9 @@ def pytest_configure(config):
     if partitioner is not None:
         from aotcheck.api import resolve_partitioner
         flags.set_override(flags.PARTITIONER, resolve_partitioner(partitioner))
+    remote = config.getoption("--remote-cache", default=None)
+    if remote:
+        flags.set_override(flags.REMOTE_CACHE, remote)
 
 
 def pytest_report_header(config):
@@ -32,5 +38,6 @@ def pytest_report_header(config):
     lines = [f"aotcheck: partitioner {flags.get(flags.PARTITIONER)}"]
     if config.getoption("--with-cache", default=False):
         strict = "strict" if flags.get(flags.STRICT_CACHE) else "not strict"
-        lines.append(f"aotcheck: corpus runs cold and cached ({strict})")
+        remote = flags.get(flags.REMOTE_CACHE)
+        lines.append(f"aotcheck: corpus runs cold and cached ({strict}" + (f", remote {remote})" if remote else ")"))
     return lines

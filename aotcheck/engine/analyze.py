@@ -88,6 +88,9 @@ class MutationInfo:
     final_shape: tuple[int, ...]
     final_stride: tuple[int, ...]
     final_offset: int
+    storage_bytes: int = -1         # resize the storage to this many bytes first, or -1
+    storage_source: int = -1        # set_() it onto: -2 the value, p >= 0 placeholder p's
+                                    # storage (as it was at the call), or -1
 
 
 @dataclass(frozen=True)
@@ -207,8 +210,10 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
             member, f.requires_grad_set and not member))
     mutations = tuple(
         MutationInfo(f.placeholder, f.data_mutated, f.metadata_mutated, f.autograd_saw_mutation,
-                     f.value_output, f.final_shape, f.final_stride, f.final_offset)
-        for f in facts.inputs if f.data_mutated or f.metadata_mutated)
+                     f.value_output, f.final_shape, f.final_stride, f.final_offset,
+                     f.storage_bytes, f.storage_source)
+        for f in facts.inputs
+        if f.data_mutated or f.metadata_mutated or f.storage_bytes >= 0 or f.storage_source != -1)
     outputs = tuple(_classify(k, o) for k, o in enumerate(facts.outputs))
     return ViewMutationMeta(
         tuple(inputs), outputs, mutations,

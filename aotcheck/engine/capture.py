@@ -51,8 +51,9 @@ from torch.utils import _pytree as pytree
 from .. import flags
 from ..errors import TraceError, UnsupportedInputError, VIEW_LIMITS
 from .facts import RawFacts
-from .functional import from_fun, geometry_of, trace_functional, trace_grad_mode
+from .functional import compiling, stand_in, from_fun, geometry_of, trace_functional, trace_grad_mode
 from .functional_run import FunctionalRun
+from .rng import DrawLikeEager, GlobalGeneratorGuard
 from .plan import InputPlan, groups_needing_synthetic_base, placeholder_tensors, plan_inputs
 from .signature import Signature, unflatten_inputs
 
@@ -83,9 +84,10 @@ def eager_geometry(fn, leaves: list, in_spec, sig: Signature):
     from torch._subclasses.fake_tensor import FakeTensorMode
     mode = FakeTensorMode()
     try:
-        fakes = [mode.from_tensor(t) if isinstance(t, torch.Tensor) else t for t in leaves]
+        fakes = [mode.from_tensor(stand_in(t)) if isinstance(t, torch.Tensor) else t for t in leaves]
         args, kwargs = unflatten_inputs(fakes, in_spec)
-        with trace_grad_mode(sig), mode:
+        with trace_grad_mode(sig), compiling(), GlobalGeneratorGuard(check=False), \
+                DrawLikeEager(), mode:
             out = fn(*args, **kwargs)
     except Exception:  # noqa: BLE001 - fall back to the functional wrappers' geometry
         return None

@@ -19,6 +19,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..errors import DataDependentError, TraceError, UnsupportedInputError
+from .rng import DrawLikeEager, GlobalGeneratorGuard, check_graph_generators
 from .signature import Signature
 
 
@@ -73,6 +74,26 @@ class TraceGuard(TorchDispatchMode):
         return out
 
 
+def stand_in(t):
+    """An ordinary tensor with an inference tensor's geometry and flags, to trace with.
+
+    # NOTE [inference tensors]
+    Tracing runs outside inference mode (as no_grad: fake and functional tensors need it),
+    where an inference tensor may be read but not mutated, nor have requires_grad mirrored.
+    Eager, inside inference mode, may do both (a module built under inference_mode has
+    inference parameters that require grad). The graph depends only on the geometry, so
+    the trace sees a plain tensor over a storage of the same size instead; the runtime
+    then runs on the real inference tensors, inside the caller's inference mode.
+    """
+    if not isinstance(t, torch.Tensor) or not t.is_inference():
+        return t
+    with torch.inference_mode(False):
+        numel = t.untyped_storage().nbytes() // t.element_size()
+        out = torch.empty(numel, dtype=t.dtype, device=t.device).as_strided(
+            t.shape, t.stride(), t.storage_offset())
+        return out.requires_grad_(t.requires_grad) if t.requires_grad else out
+
+
 def geometry_of(t: torch.Tensor) -> tuple:
     return tuple(t.shape), tuple(t.stride()), t.storage_offset()
 
@@ -89,20 +110,43 @@ def trace_functional(body, example_placeholders: list[torch.Tensor], *,
         if functionalize:
             torch._enable_functionalization(reapply_views=True)
         try:
-            with guard:
+            with guard, DrawLikeEager():
                 return body(*args)
         finally:
             if functionalize:
                 torch._disable_functionalization()
 
+    example_placeholders = [stand_in(t) for t in example_placeholders]
     fake_log = logging.getLogger("torch._subclasses.fake_tensor")
     level = fake_log.level
     fake_log.setLevel(logging.CRITICAL)      # the user's own errors are re-raised below
     try:
-        return guard_trace(lambda: make_fx(traced, tracing_mode=mode,
-                                           _allow_non_fake_inputs=constants)(*example_placeholders))
+        with compiling(), GlobalGeneratorGuard():
+            gm = guard_trace(lambda: make_fx(traced, tracing_mode=mode,
+                                             _allow_non_fake_inputs=constants)(*example_placeholders))
     finally:
         fake_log.setLevel(level)
+    check_graph_generators(gm)
+    for n in list(gm.graph.nodes):
+        if n.target is _RESIZE and not n.users:
+            gm.graph.erase_node(n)      # the runtime replays it (NOTE [storage resizes])
+    return gm
+
+
+_RESIZE = torch.ops.inductor.resize_storage_bytes_.default
+
+
+def compiling():
+    """While the function is traced, ``torch.compiler.is_compiling()`` is True, as under
+    PyTorch's own tracing (torch.compile, torch.export).
+
+    # NOTE [is_compiling]
+    Library code (transformers' masking, for one) asks ``is_compiling()`` before a
+    data-dependent shortcut such as ``if torch.all(mask == 1): return None``; the answer
+    under tracing must be True, so that it takes the traceable path that PyTorch's tracers
+    take. The compiled graph then runs that path for every call, as torch.compile's does.
+    """
+    return torch.compiler._compile_session_context()
 
 
 def guard_trace(thunk):

@@ -75,7 +75,7 @@ def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
     fresh outputs, intermediate bases."""
     order: list[int] = []
     for m in meta.mutations:
-        if m.data:
+        if m.data or m.storage_source == -2:       # a new value, or a new storage (set_)
             order.append(m.value_output)
     for o in meta.outputs:
         if o.kind == FRESH or o.graph_output >= 0:

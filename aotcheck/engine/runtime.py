@@ -49,7 +49,7 @@ from .analyze import (ALIAS_OF_INPUT, ALIAS_OF_INTERMEDIATE, CONSTANT, FRESH,
 from .plan import InputPlan, placeholder_tensors
 from .codegen import compile_graph
 from .decide import TRAINING, Decision
-from ..errors import DoubleBackwardError
+from ..errors import DoubleBackwardError, UnsupportedInputError
 
 
 def to_callable(graph: fx.Graph, name: str, constants: dict | None = None):
@@ -182,10 +182,26 @@ class CompiledArtifact:
 
     def _apply_mutations(self, primals, values):
         grad_on = torch.is_grad_enabled()
+        swaps = []
         for m in self.meta.mutations:
+            if m.storage_source != -1:
+                swaps.append(m)
+            if m.storage_bytes >= 0:     # NOTE [storage resizes] in functional_run.py
+                torch.ops.inductor.resize_storage_bytes_(primals[m.placeholder], m.storage_bytes)
             if m.data:
+                target = primals[m.placeholder]
+                _check_storage_fits(target, m.placeholder)
                 with torch.set_grad_enabled(grad_on and m.grad_mode):
-                    primals[m.placeholder].copy_(values[self._slot[m.value_output]])
+                    target.copy_(values[self._slot[m.value_output]])
+        if swaps:                        # NOTE [storage swaps] in functional_run.py
+            storages = [p.untyped_storage() for p in primals]     # as they were at the call
+            with torch.no_grad():
+                for m in swaps:
+                    if m.storage_source == -2:
+                        primals[m.placeholder].set_(values[self._slot[m.value_output]])
+                    else:
+                        primals[m.placeholder].set_(storages[m.storage_source], m.final_offset,
+                                                    m.final_shape, m.final_stride)
 
     def _outputs(self, leaves, values, grad_leaves=()) -> list:
         meta = self.meta
@@ -258,6 +274,20 @@ class CompiledArtifact:
                 raise AssertionError("output aliases form a cycle")  # capture never makes one
             pending = waiting
         return out
+
+
+def _check_storage_fits(t: torch.Tensor, p: int) -> None:
+    """The runtime never writes through a storage it has not checked: copy_ does not check
+    that the storage holds the tensor's elements (a zero-byte storage would be a crash)."""
+    if t.numel() == 0:
+        return
+    last = t.storage_offset() + sum((n - 1) * st for n, st in zip(t.shape, t.stride()))
+    if (last + 1) * t.element_size() > t.untyped_storage().nbytes():
+        raise UnsupportedInputError(
+            f"input placeholder {p} is written back by the compiled function, but its storage "
+            f"holds {t.untyped_storage().nbytes()} bytes, fewer than its shape needs; was its "
+            "storage resized between the compile and this call, or outside "
+            "torch.ops.inductor.resize_storage_bytes_?")
 
 
 def _constant(text: str):
