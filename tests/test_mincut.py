@@ -223,3 +223,33 @@ def test_cli_check_runs_with_mincut(capsys):
     out = capsys.readouterr().out
     assert "partitioner: mincut" in out and "fail" in out
     assert flags.get(flags.PARTITIONER) == outer           # the override ends with the command
+
+
+class _SavesADrawItIgnores(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, r):
+        ctx.save_for_backward(r)
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        (r,) = ctx.saved_tensors
+        return g * r.sin(), None
+
+
+def _draw_only_the_backward_reads(x):
+    return _SavesADrawItIgnores.apply(x, torch.rand_like(x))
+
+
+def test_a_draw_only_the_backward_reads_is_saved_not_redrawn():
+    from aotcheck.check.oracle import Inputs, check
+
+    def make():
+        x = _rg(5)
+        return Inputs((x,), leaves=(x,))
+    report = check(_draw_only_the_backward_reads,
+                   aotcheck.aot_function(_draw_only_the_backward_reads, partitioner="mincut"), make,
+                   backward=True)
+    assert report.ok, report
+    p = _mincut(_draw_only_the_backward_reads, _rg(5)).partitioned
+    assert "rand_like" not in format_graph(p.backward, "backward")

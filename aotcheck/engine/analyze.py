@@ -88,6 +88,9 @@ class MutationInfo:
     final_shape: tuple[int, ...]
     final_stride: tuple[int, ...]
     final_offset: int
+    storage_bytes: int = -1         # resize the storage to this many bytes first, or -1
+    storage_source: int = -1        # set_() it onto: -2 the value, p >= 0 placeholder p's
+                                    # storage (as it was at the call), or -1
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,9 @@ class ViewMutationMeta:
     metadata_ops: tuple = ()   # (kind, index, method, args, kwargs, grad_enabled), replayed in order
     new_leaves: tuple = ()     # (kind, source, shape, stride, offset, dtype): NOTE [new grad leaves]
     schema: int = SCHEMA_VERSION
+    # eager's error at .backward() when a derivative on the path is not implemented (e.g. an
+    # in-place acosh_): the compiled function raises it there too, never at compile time
+    backward_error: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -120,7 +126,7 @@ class ViewMutationMeta:
             candidates=tuple((tuple(c[0]), c[1], c[2], tuple(c[3]), c[4]) for c in d["candidates"]),
             out_tree=d["out_tree"], metadata_ops=_deep_tuple(d.get("metadata_ops", [])),
             new_leaves=_deep_tuple(d.get("new_leaves", [])),
-            schema=d["schema"])
+            schema=d["schema"], backward_error=d.get("backward_error", ""))
 
     def format(self) -> str:
         """A readable, deterministic printout (used by explain and golden tests)."""
@@ -204,8 +210,10 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
             member, f.requires_grad_set and not member))
     mutations = tuple(
         MutationInfo(f.placeholder, f.data_mutated, f.metadata_mutated, f.autograd_saw_mutation,
-                     f.value_output, f.final_shape, f.final_stride, f.final_offset)
-        for f in facts.inputs if f.data_mutated or f.metadata_mutated)
+                     f.value_output, f.final_shape, f.final_stride, f.final_offset,
+                     f.storage_bytes, f.storage_source)
+        for f in facts.inputs
+        if f.data_mutated or f.metadata_mutated or f.storage_bytes >= 0 or f.storage_source != -1)
     outputs = tuple(_classify(k, o) for k, o in enumerate(facts.outputs))
     return ViewMutationMeta(
         tuple(inputs), outputs, mutations,

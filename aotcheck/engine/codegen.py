@@ -30,6 +30,8 @@ import operator
 import torch
 import torch.fx as fx
 
+from .rng import runtime_kernel
+
 
 def _is_literal(v) -> bool:
     if isinstance(v, (bool, int, str)) or v is None:
@@ -91,7 +93,9 @@ def compile_graph(graph: fx.Graph, name: str = "forward", constants: dict | None
                 lines.append(f"    {var} = {arg(n.args[0])}[{arg(n.args[1])}]")
                 _free(lines, last_use.get(n, ()), names)
                 continue
-            fn = n.target._op if isinstance(n.target, torch._ops.OpOverload) else n.target
+            # random draws run as eager draws them (NOTE in rng.py, point 1)
+            fn = runtime_kernel(n.target) or \
+                (n.target._op if isinstance(n.target, torch._ops.OpOverload) else n.target)
             key = f"_op{i}"
             env[key] = fn
             call_args = [arg(a) for a in n.args] + [f"{k}={arg(v)}" for k, v in n.kwargs.items()]

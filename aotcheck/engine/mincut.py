@@ -74,6 +74,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 
 from ..errors import AotcheckError
 from .joint import Joint
+from .rng import random_nodes
 
 aten = torch.ops.aten
 
@@ -145,7 +146,8 @@ def regions(joint: Joint) -> Regions:
     outs = list(next(n for n in graph.nodes if n.op == "output").args[0])
     nf = len(joint.fw_candidates)
     fw_outs, grad_outs = outs[:nf], outs[nf:]
-    forward = _ancestors(fw_outs) | set(primals)
+    # every random draw runs in the forward, even one only the backward reads (rng.py, 2.)
+    forward = _ancestors(list(fw_outs) + random_nodes(graph)) | set(primals)
     backward = set(tangents)
     for n in graph.nodes:
         if n.op == "call_function" and any(a in backward for a in n.all_input_nodes):
@@ -267,11 +269,12 @@ def cut_nearest_sink(g) -> set[str]:
 
 
 def _fmt_bytes(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+    if n < 1024:
+        return f"{n} B"
+    for unit in ("KB", "MB", "GB"):
         n /= 1024
-    return f"{n} B"
+        if n < 1024 or unit == "GB":
+            return f"{n:.1f} {unit}"
 
 
 def choose_saved(joint: Joint, mutated_placeholders: frozenset[int] = frozenset()) -> Choice:

@@ -44,6 +44,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from ..errors import AotcheckError
 from .joint import Joint
 from .mincut import choose_saved
+from .rng import random_nodes
 
 
 @dataclass
@@ -109,7 +110,9 @@ def _with_items(graph: fx.Graph, fw_set: set[fx.Node]) -> set[fx.Node]:
 
 def default_partition(joint: Joint, mutated_placeholders: frozenset[int] = frozenset()) -> Partitioned:
     primals, tangents, fw_outs, grad_outs, order = _split(joint)
-    fw_set = _with_items(joint.graph.graph, _ancestors(fw_outs) | set(primals))
+    # every random draw runs in the forward, once, even when nothing uses it (rng.py, point 2)
+    fw_set = _with_items(joint.graph.graph,
+                         _ancestors(list(fw_outs) + random_nodes(joint.graph.graph)) | set(primals))
     bw_needed = _ancestors(grad_outs)
     bw_set = (bw_needed - fw_set) | set(tangents)
     saved: list[fx.Node] = []
@@ -130,7 +133,8 @@ def mincut_partition(joint: Joint, mutated_placeholders: frozenset[int] = frozen
     choice = choose_saved(joint, mutated_placeholders)
     primals, tangents, fw_outs, grad_outs, order = _split(joint)
     saved = list(choice.saved)
-    fw_set = _with_items(joint.graph.graph, _ancestors(list(fw_outs) + saved) | set(primals))
+    fw_set = _with_items(joint.graph.graph, _ancestors(
+        list(fw_outs) + saved + random_nodes(joint.graph.graph)) | set(primals))   # rng.py, 2.
     stop = set(saved) | set(tangents)
     bw_set = {n for n in _ancestors(grad_outs, stop) if n not in stop} | set(tangents)
     leaked = [n.name for n in bw_set if n.op == "placeholder" and n not in tangents]
@@ -202,7 +206,7 @@ def inference_forward(captured_graph: fx.GraphModule, fw_candidates: tuple[int, 
     outs = list(out_node.args[0])
     keep = [outs[c] for c in fw_candidates]
     order = [n for n in graph.nodes if n.op not in ("placeholder", "output")]
-    needed = _ancestors(keep)
+    needed = _ancestors(keep + random_nodes(graph))    # rng.py, point 2
     fg, env = _copy_nodes([n for n in order if n in needed], placeholders)
     fg.output(tuple(_dedupe_outputs(fg, [env[o] for o in keep])))
     fg.eliminate_dead_code()

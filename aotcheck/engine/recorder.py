@@ -63,6 +63,8 @@ class MetadataRecorder(TorchFunctionMode):
         self.hazard_events: list[tuple] = []            # ("meta" | "data", storage, hazardous)
         self.has_views: set[int] = set()                # tensors that views were taken of
         self.owners: dict = {}                          # storage -> first non-view tensor on it
+        self.resizes: dict[int, int] = {}               # placeholder -> bytes after its last
+                                                        # inductor.resize_storage_bytes_
         # NOTE [new grad leaves] in functional_run.py: tensors that became leaves requiring
         # grad inside the function (requires_grad_(), .requires_grad = True, or a factory
         # call with requires_grad=True), in order; the argument wrappers are not among them
@@ -81,10 +83,15 @@ class MetadataRecorder(TorchFunctionMode):
         if name in METADATA_METHODS and target is not None and id(target) in self.watched:
             kind, index = self.watched[id(target)]
             self.log.append((kind, index, name, _plain(list(args[1:])),
-                             _plain(sorted(kwargs.items())), torch.is_grad_enabled()))
+                             _plain(sorted(kwargs.items())),
+                             # did autograd record it? (a view that required no grad then is
+                             # replayed under no_grad, even after its base got a grad_fn)
+                             torch.is_grad_enabled() and target.requires_grad))
             self.events.append(("meta", storage_ref(target)))
         elif target is not None and _mutating(name):
             self.events.append(("data", storage_ref(target)))
+        if name == "resize_storage_bytes_" and target is not None:
+            self._record_resize(target, args[1] if len(args) > 1 else kwargs.get("new_size"))
         out = func(*args, **kwargs)
         if name in ("requires_grad_", "__set__") and target is not None:
             self._note_leaf(target)
@@ -108,6 +115,22 @@ class MetadataRecorder(TorchFunctionMode):
                 self.geometry[id(t)] = geometry_of(t)
                 self._alive.append(t)
         return out
+
+    def _record_resize(self, target: torch.Tensor, size) -> None:
+        """NOTE [storage resizes] in functional_run.py: a resize of an argument is replayed."""
+        kind, index = self.watched.get(id(target), (None, None))
+        if kind == "placeholder":
+            self.resizes[index] = int(size)
+        elif any(storage_ref(target) == storage_ref(t) for t in self._watched_tensors):
+            raise UnsupportedInputError(
+                "the function resizes the storage of a view of an argument (or of an aliased "
+                "argument) with resize_storage_bytes_; aotcheck replays resizes of the argument "
+                "tensor itself only. Resize the argument you were given")
+
+    def watch_tensors(self, tensors) -> None:
+        self._watched_tensors = list(tensors)
+
+    _watched_tensors: list = []
 
     def _note_leaf(self, t) -> None:
         if isinstance(t, torch.Tensor) and t.requires_grad and t.is_leaf \

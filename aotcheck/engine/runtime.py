@@ -49,7 +49,7 @@ from .analyze import (ALIAS_OF_INPUT, ALIAS_OF_INTERMEDIATE, CONSTANT, FRESH,
 from .plan import InputPlan, placeholder_tensors
 from .codegen import compile_graph
 from .decide import TRAINING, Decision
-from ..errors import DoubleBackwardError
+from ..errors import DoubleBackwardError, UnsupportedInputError
 
 
 def to_callable(graph: fx.Graph, name: str, constants: dict | None = None):
@@ -182,15 +182,32 @@ class CompiledArtifact:
 
     def _apply_mutations(self, primals, values):
         grad_on = torch.is_grad_enabled()
+        swaps = []
         for m in self.meta.mutations:
+            if m.storage_source != -1:
+                swaps.append(m)
+            if m.storage_bytes >= 0:     # NOTE [storage resizes] in functional_run.py
+                torch.ops.inductor.resize_storage_bytes_(primals[m.placeholder], m.storage_bytes)
             if m.data:
+                target = primals[m.placeholder]
+                _check_storage_fits(target, m.placeholder)
                 with torch.set_grad_enabled(grad_on and m.grad_mode):
-                    primals[m.placeholder].copy_(values[self._slot[m.value_output]])
+                    target.copy_(values[self._slot[m.value_output]])
+        if swaps:                        # NOTE [storage swaps] in functional_run.py
+            storages = [p.untyped_storage() for p in primals]     # as they were at the call
+            with torch.no_grad():
+                for m in swaps:
+                    if m.storage_source == -2:
+                        primals[m.placeholder].set_(values[self._slot[m.value_output]])
+                    else:
+                        primals[m.placeholder].set_(storages[m.storage_source], m.final_offset,
+                                                    m.final_shape, m.final_stride)
 
     def _outputs(self, leaves, values, grad_leaves=()) -> list:
         meta = self.meta
         out: list = [None] * len(meta.outputs)
         pending = []
+        bases: dict[int, torch.Tensor] = {}      # intermediate base, laid out once per call
         for o in meta.outputs:
             k = o.kind
             if o.new_leaf >= 0:
@@ -220,10 +237,19 @@ class CompiledArtifact:
                 out[o.index] = _alias(leaves[o.source], o)
             elif k == ALIAS_OF_INTERMEDIATE:
                 c = meta.intermediate_bases[o.source]
-                base = values[self._slot[c]]
-                shape, _, _, stride, offset = meta.candidates[c]
-                if base.stride() != stride or base.storage_offset() != offset:
-                    base = _restride(base, shape, stride, offset)
+                base = bases.get(c)
+                if base is None:
+                    # NOTE [one storage per intermediate]: every view of one intermediate is
+                    # cut from the same tensor, so they share storage as in eager. The graph's
+                    # value is re-laid out only when its elements sit elsewhere in memory
+                    # (a size-1 dimension's stride addresses nothing); a copy per output
+                    # would leave the others stale after one is mutated.
+                    base = values[self._slot[c]]
+                    shape, _, _, stride, offset = meta.candidates[c]
+                    if base.storage_offset() != offset or \
+                            _addressing(base.shape, base.stride()) != _addressing(shape, stride):
+                        base = _restride(base, shape, stride, offset)
+                    bases[c] = base
                 out[o.index] = _alias(base, o) if o.graph_output < 0 else \
                     _view_in_custom_function(base, o, values[self._slot[o.graph_output]]) \
                     if o.custom_view else _detached_alias(base, o, values[self._slot[o.graph_output]])
@@ -248,6 +274,20 @@ class CompiledArtifact:
                 raise AssertionError("output aliases form a cycle")  # capture never makes one
             pending = waiting
         return out
+
+
+def _check_storage_fits(t: torch.Tensor, p: int) -> None:
+    """The runtime never writes through a storage it has not checked: copy_ does not check
+    that the storage holds the tensor's elements (a zero-byte storage would be a crash)."""
+    if t.numel() == 0:
+        return
+    last = t.storage_offset() + sum((n - 1) * st for n, st in zip(t.shape, t.stride()))
+    if (last + 1) * t.element_size() > t.untyped_storage().nbytes():
+        raise UnsupportedInputError(
+            f"input placeholder {p} is written back by the compiled function, but its storage "
+            f"holds {t.untyped_storage().nbytes()} bytes, fewer than its shape needs; was its "
+            "storage resized between the compile and this call, or outside "
+            "torch.ops.inductor.resize_storage_bytes_?")
 
 
 def _constant(text: str):
@@ -316,6 +356,11 @@ def _detached_alias(base: torch.Tensor, o, value: torch.Tensor) -> torch.Tensor:
     if value.requires_grad and torch.is_grad_enabled():
         view.copy_(value)
     return view
+
+
+def _addressing(shape, stride) -> tuple:
+    """The (size, stride) pairs that address memory: a size-1 dimension is never stepped."""
+    return tuple((sz, st) for sz, st in zip(shape, stride) if sz != 1)
 
 
 class _CustomFunctionView(torch.autograd.Function):
@@ -429,6 +474,8 @@ def _make_function(art: CompiledArtifact):
 
         @staticmethod
         def backward(ctx, *grads):
+            if art.meta.backward_error:
+                raise NotImplementedError(art.meta.backward_error)   # where eager raises it
             create_graph = torch.is_grad_enabled()
             bw = art.backward_module()
             with torch.no_grad():

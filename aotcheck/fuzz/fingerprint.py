@@ -119,4 +119,6 @@ class Fingerprint:
 
 
 def ops_of(program) -> set[str]:
-    return {stmt.op for stmt in program.statements}
+    """The ops of ``program`` and the grad-mode regions they run in (as Python names them)."""
+    return {stmt.op for stmt in program.statements} | {_region(s) for s in program.statements
+                                                       if _region(s)}

@@ -110,6 +110,8 @@ def match(check: str, ops: set[str], known: list[KnownCase]) -> KnownCase | None
     """The first known case with the same check whose function uses every named op that is
     not a computation (views, mutations, detach, regions: see ``_COMPUTE_KINDS``)."""
     named = {op for op in ops if op not in _UNNAMED and KIND_OF_OP.get(op) not in _COMPUTE_KINDS}
+    if not named:
+        return None      # nothing but computations: no known case can be said to cover it
     for k in known:
         if k.check == check and named <= k.names:
             return k

@@ -35,6 +35,7 @@ import json
 import shutil
 import tempfile
 import time
+import unittest
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -97,6 +98,7 @@ class FuzzResult:
     passed: int = 0                  # programs that matched eager (cold and, if cached, cached)
     cached_hits: int = 0             # programs whose cached run hit every graph
     other_shard: int = 0             # programs drawn but left to another shard
+    digests: list = field(default_factory=list)   # content hash of each program run, in order
     findings: dict[str, Finding] = field(default_factory=dict)
     seconds: float = 0.0
     explore_seconds: float = 0.0
@@ -272,8 +274,10 @@ def _body(program):
 
 
 def _test(strategy, seed: int, examples: int, phases, database, digest: str):
-    test = hseed(seed)(_settings(examples, phases, database)(given(strategy)(_body)))
-    test._hypothesis_internal_add_digest = digest.encode()
+    # settings after seed: ``@seed`` alone switches the example database off
+    test = _settings(examples, phases, database)(hseed(seed)(given(strategy)(_body)))
+    # one key per engine and grammar, the same in every pass and on every machine
+    test._hypothesis_internal_database_key = hashlib.sha256(b"aotcheck-fuzz:" + digest.encode()).digest()
     return test
 
 
@@ -358,6 +362,7 @@ def fuzz(engine_name: str = "aotcheck", examples: int = 200, seed: int = 0, cach
             result.other_shard += 1
             return
         result.examples += 1
+        result.digests.append(hashlib.sha1(program.to_json().encode()).hexdigest()[:16])
         o = run_outcome(program, engine, cached, worker)
         if o.pending is not None:
             pending.append((index, program, o))
@@ -373,7 +378,10 @@ def fuzz(engine_name: str = "aotcheck", examples: int = 200, seed: int = 0, cach
         if database is not None:   # first replay what any machine saved (read-only here)
             from hypothesis.database import ReadOnlyDatabase
             stream["index"] = -10**9     # replayed programs are not part of the stream
-            _test(strategy, seed, 10**6, [Phase.reuse], ReadOnlyDatabase(database), digest)()
+            try:
+                _test(strategy, seed, 10**6, [Phase.reuse], ReadOnlyDatabase(database), digest)()
+            except unittest.SkipTest:    # hypothesis' way of saying nothing was saved yet
+                pass
             stream["index"] = 0
         _test(strategy, seed, budget, [Phase.generate], None, digest)()
     except _OutOfTime:

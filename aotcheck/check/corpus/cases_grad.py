@@ -6,6 +6,7 @@ and compiled inside ``torch.no_grad()`` (or ``torch.inference_mode()``).
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 from . import Inputs, case
 from .cases_basic import leaf, one_leaf as _one_leaf, rand, seeded
@@ -202,6 +203,37 @@ def views_of_intermediate_in_no_grad_region():
             y = x * 2
             return y.t(), y
     return f, _one_leaf(2, 3)
+
+
+# ---------------------------------------------------------------- inference tensors (issue 11, class 12)
+
+
+def _inference_linear(*shape):
+    """A Linear built under inference_mode: its parameters are inference tensors that require
+    grad (NOTE [inference tensors] in aotcheck/engine/functional.py)."""
+    def make():
+        with torch.inference_mode():
+            lin = torch.nn.Linear(*shape)
+            x = torch.randn(2, shape[0])
+        return Inputs((lin.weight, lin.bias, x))
+    return seeded(make)
+
+
+@case("requires_grad_modes", mode="inference", tags=("inference_mode_call", "inference_tensor"))
+def inference_tensor_parameters_that_require_grad():
+    def f(w, b, x):
+        return F.linear(x, w, b).relu(), w.t(), b
+    return f, _inference_linear(3, 4)
+
+
+@case("requires_grad_modes", mode="inference",
+      tags=("inference_mode_call", "inference_tensor", "mutation"))
+def inference_tensor_parameter_mutated():
+    def f(w, b, x):
+        b.mul_(0.5)
+        x.add_(1)
+        return x @ w.t() + b
+    return f, _inference_linear(3, 2)
 
 
 # ---------------------------------------------------------------- requires_grad_() inside

@@ -1,0 +1,201 @@
+"""The bug-hunting side of the fuzzer (issue 13): fingerprints, artefacts, reduction, shards, a
+shared example database on a real redis-server, and the wider grammar."""
+import hashlib
+import json
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, seed, settings
+
+from aotcheck.fuzz.fingerprint import check_kind, skeleton
+from aotcheck.fuzz.known import KnownCase, match
+from aotcheck.fuzz.programs import Base, InputSpec, Program, Statement
+from aotcheck.fuzz.reduce import reduce_program
+from aotcheck.fuzz.runner import fuzz, parse_shard, run_outcome, shard_of, _global_state, _leak
+from aotcheck.strategies import programs
+from aotcheck.targets.engines import ENGINES, Engine, get_engine
+
+
+# ------------------------------------------------------------------ fingerprints
+
+@pytest.mark.parametrize("first, kind", [
+    ("output 1 values: Tensor-likes are not close! Mismatched elements: 2 / 4", "values"),
+    ("output 0 requires_grad: eager True, compiled False", "requires_grad"),
+    ("output 0 grad_fn: eager NoneType, compiled ViewBackward0", "autograd metadata"),
+    ("output 2 aliasing: eager view-of-arg0, compiled fresh", "aliasing"),
+    ("argument 1 after the call values: Tensor-likes are not close!", "mutation"),
+    ("grad of leaf 0: eager None, compiled a tensor", "grad presence"),
+    ("grad of leaf 1: Tensor-likes are not close!", "grad values"),
+    ("mutating output 0 in place: eager RuntimeError, compiled ok", "output mutation"),
+    ("compiled raised BackendCompilerFailed: backend='aot_eager' raised: RuntimeError: "
+     "Cannot set version_counter for inference tensor",
+     "crash in aot_autograd: RuntimeError: Cannot set version_counter for inference tensor"),
+    ("compiled raised RuntimeError: shape '[3]' is invalid for input of size 4",
+     "crash in compiled forward: RuntimeError: shape '...' is invalid for input of size N"),
+    ("backward: only compiled raised RuntimeError: one of the variables needed",
+     "crash in backward: RuntimeError: one of the variables needed"),
+    ("global state leaked from the compiled call: inference mode off before", "global state leak"),
+])
+def test_check_kind_names_the_check_that_failed(first, kind):
+    assert check_kind([first, "later divergences do not count"]) == kind
+
+
+def _program(*statements, returns=("v0",), kinds=("nonleaf",)):
+    bases = tuple(Base(f"b{i}", (2, 3), "float32", True, True, i) for i in range(len(kinds)))
+    inputs = tuple(InputSpec(f"a{i}", k, "same", (f"b{i}",)) for i, k in enumerate(kinds))
+    return Program(bases, inputs, tuple(statements), returns)
+
+
+def test_skeleton_and_known_matching_ignore_computations_not_mutations():
+    p = _program(Statement("relu", ("a0",), "v0"), Statement("mul_", ("a0", 2.0)),
+                 Statement("t", ("v0",), "v1", no_grad=True))
+    assert skeleton(p) == "nonleaf | relu mul_ no_grad:t"
+    known = [KnownCase("x.case", "crash in backward: E", frozenset({"mul_", "sum", "t"}), "r")]
+    assert match("crash in backward: E", {"relu", "mul_", "t"}, known) is known[0]  # relu: compute
+    assert match("crash in backward: E", {"mul_", "unsqueeze_"}, known) is None     # a new mutation
+    assert match("values", {"mul_"}, known) is None                                 # another check
+
+
+# ------------------------------------------------------------------ planted engines
+
+class _Planted(Engine):
+    """Eager itself, with a planted bug in functions whose code uses ``mul_``: the first output
+    scaled by 2. Fast (no compile), so runner tests run in seconds."""
+    name = "planted-mul"
+    supports_cache = False
+
+    def compile(self, fn):
+        planted = "mul_" in fn.__code__.co_names
+
+        def run(*args):
+            out = fn(*args)
+            if planted and isinstance(out, tuple) and out and isinstance(out[0], torch.Tensor):
+                return (out[0] * 2,) + out[1:]
+            return out
+        return run
+
+
+@pytest.fixture
+def planted():
+    ENGINES[_Planted.name] = _Planted()
+    yield _Planted.name
+    del ENGINES[_Planted.name]
+
+
+def test_reduction_keeps_the_failure_and_deletes_the_rest(planted):
+    engine = get_engine(planted)
+    p = _program(Statement("sin", ("a0",), "v0"), Statement("exp", ("a0",), "v1"),
+                 Statement("mul_", ("v0", 2.0)), Statement("relu", ("v1",), "v2"),
+                 Statement("tanh", ("v2",), "v3"), returns=("v0", "v3"), kinds=("nonleaf", "leaf"))
+    group = run_outcome(p, engine, cached=False).group
+    assert group == "cold: values"
+    small = reduce_program(p, lambda q: run_outcome(q, engine, cached=False).group == group,
+                           deadline=float("inf"))
+    assert [s.op for s in small.statements] == ["sin", "mul_"], small.function_source()
+    assert small.returns == ("v0",) and len(small.inputs) == 1
+
+
+def test_runner_groups_by_fingerprint_and_reduces(planted, tmp_path):
+    r = fuzz(planted, examples=40, seed=5, cached=False, out=tmp_path)
+    assert r.findings, "the planted bug was not found"
+    for f in r.findings.values():
+        assert f.fingerprint.check == "values" and "mul_" in f.fingerprint.skeleton
+        assert f.size <= 3, f.program.function_source()
+    data = json.loads((tmp_path / "findings.json").read_text())
+    assert {d["reproducer"] for d in data["findings"]} == {p.name for p in r.reproducers.values()}
+    # the reproducer carries its program, so triage can reduce it again
+    one = next(iter(r.reproducers.values())).read_text()
+    assert Program.from_json(one.split("# program: ", 1)[1].split("\n", 1)[0])
+
+
+def test_minutes_bound_the_run(planted):
+    import time
+    t = time.perf_counter()
+    r = fuzz(planted, examples=10**9, seed=1, cached=False, minutes=0.05)
+    assert time.perf_counter() - t < 3 * 0.05 * 60 + 5
+    assert r.examples > 0
+
+
+def test_programs_dynamo_never_compiles_are_artefacts_not_failures():
+    torch_engine = get_engine("torch")
+    p = _program(returns=("a0",))                       # returns its input, does no tensor op
+    out = run_outcome(p, torch_engine, cached=True)
+    assert out.artefact and not out.problems
+
+
+def test_global_state_leak_is_reported_and_repaired():
+    before = _global_state()
+    torch._C._dispatch_tls_set_dispatch_key_included(torch._C.DispatchKey.PythonDispatcher, True)
+    assert "PythonDispatcher" in _leak(before)
+    assert _global_state() == before
+    with torch.inference_mode():
+        inside = _global_state()
+    assert _leak(before) == "" and inside != before
+
+
+# ------------------------------------------------------------------ shards and the database
+
+def test_shard_parsing():
+    assert parse_shard("1/1") == (0, 1) and parse_shard("2/3") == (1, 3)
+    for bad in ("0/2", "3/2", "x", "1/0"):
+        with pytest.raises(ValueError, match="K/N"):
+            parse_shard(bad)
+
+
+def test_two_shards_split_one_stream_without_overlap(planted):
+    whole = fuzz(planted, examples=30, seed=3, cached=False, shrink=False)
+    parts = [fuzz(planted, examples=30, seed=3, cached=False, shrink=False, shard=(k, 2))
+             for k in range(2)]
+    a, b = (set(p.digests) for p in parts)
+    assert a and b and not a & b
+    assert a | b == set(whole.digests)
+    assert parts[0].examples + parts[0].other_shard == 30
+
+
+def test_a_failure_found_on_one_shard_replays_on_the_other(planted, tmp_path):
+    """Two shards share hypothesis' example database through a real redis-server: the
+    shrink pass of the shard that found a failure saves it; the other shard replays it first."""
+    from hypothesis.extra.redis import RedisExampleDatabase
+    import redis
+
+    from redis_helper import redis_server
+    with redis_server(tmp_path) as url:
+        db = RedisExampleDatabase(redis.Redis.from_url(url))
+        finder = fuzz(planted, examples=40, seed=5, cached=False, shard=(0, 2), database=db)
+        assert finder.findings
+        assert redis.Redis.from_url(url).dbsize() > 0, "nothing was saved in the database"
+        # the other shard, with a budget too small to find anything itself, replays it
+        other = fuzz(planted, examples=1, seed=99, cached=False, shard=(1, 2), database=db)
+        assert {f.fingerprint.check for f in other.findings.values()} == {"values"}
+
+
+# ------------------------------------------------------------------ the wider grammar
+
+def test_extensions_draw_every_new_construct():
+    seen = set()
+
+    @seed(3)
+    @settings(max_examples=150, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(programs(extensions="all", min_statements=1))
+    def draw(p):
+        seen.update(p.features())
+        assert Program.from_json(p.to_json()) == p
+    draw()
+    for tag in ("op:to", "op:gt", "op:unbind_all", "op:chunk", "op:size", "op:double_fn",
+                "op:mul2_fn_", "op:rand_like", "op:dropout", "op:requires_grad_",
+                "inference_mode", "enable_grad", "input:parameter", "input:integer"):
+        assert tag in seen, tag
+
+
+def test_extensions_are_off_by_default():
+    with pytest.raises(ValueError, match="unknown extensions"):
+        programs(extensions=("nope",)).example()
+
+    @seed(3)
+    @settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(programs())
+    def draw(p):
+        ops = {s.op for s in p.statements}
+        assert not ops & {"to", "gt", "size", "double_fn", "rand_like", "set_"}
+        assert not any(s.region for s in p.statements)
+    draw()
