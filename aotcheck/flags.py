@@ -40,13 +40,18 @@ FUZZ_EXAMPLES = Flag("AOTCHECK_FUZZ_EXAMPLES", int, 200,
 PARTITIONER = Flag("AOTCHECK_PARTITIONER", str, "default",
                    "The partitioner aot_function uses when none is given: default or mincut.")
 
+TRACE_PLAIN = Flag("AOTCHECK_TRACE_PLAIN", bool, False,
+                   "Trace every function the engine's second way (engine/storage_views.py: plain "
+                   "tensors and eager autograd, then functionalize), not only where the first meets "
+                   "a view limit. For measurements and tests.")
+
 REMOTE_CACHE = Flag("AOTCHECK_REMOTE_CACHE", str, "",
                     "A Redis URL (redis://host:port/db) shared by every persistent cache; empty: none.")
 REMOTE_TIMEOUT = Flag("AOTCHECK_REMOTE_TIMEOUT", float, 1.0,
                       "Seconds any one call to the remote cache may take before it counts as down.")
 
 ALL = (CHECK_GRAPHS, CACHE_DIR, STRICT_CACHE, INDUCTOR_CACHE_DIR, FUZZ_EXAMPLES, PARTITIONER, REMOTE_CACHE,
-       REMOTE_TIMEOUT)
+       REMOTE_TIMEOUT, TRACE_PLAIN)
 
 # Flags that only steer the cache or the test harness, never what the engine compiles; every
 # other flag is a component of the cache key (a new flag is in the key unless listed here).

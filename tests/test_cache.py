@@ -302,7 +302,7 @@ def test_cli_lists_verifies_and_explains(tmp_path, capsys):
 
 def _scaling_function(scale_code: str):
     """A custom Function with one forward and a backward given as source (same qualname)."""
-    ns: dict = {"torch": torch}
+    ns: dict = {"torch": torch, "__name__": "custom_function_key_test"}   # the class's __module__
     exec(textwrap.dedent(f'''
         class Scale(torch.autograd.Function):
             @staticmethod

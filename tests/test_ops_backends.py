@@ -88,8 +88,9 @@ def test_kernel_that_is_never_called_is_not_a_pass(tmp_path):
     ops = S.select_ops(["sin"])
     results = S.run_suite(samples="first", engines=[S.kernels_engine(ks, perf=False)], ops=ops,
                           variants=("fn",))
-    assert [r.forward for r in results] == [S.ENGINE_ERROR]
+    assert [(r.forward, r.backward, r.numerical) for r in results] == [(S.NA,) * 3]   # not scored
     assert results[0].forward_detail.startswith("NotCalled: no kernel")
+    assert S.score(results, "kernels").correctness is None
 
 
 def test_reference_numerical_scores_the_backward_by_finite_differences_alone(tmp_path):

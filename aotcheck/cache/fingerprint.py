@@ -123,6 +123,11 @@ class _Walker:
             return [type(v).__name__, repr(v)]
         if isinstance(v, enum.Enum):
             return ["enum", self.klass(type(v), path), v.name]
+        if isinstance(v, type):
+            # klass() registers the class in ``seen`` itself; registering it here first made
+            # every user class a bare "ref" (its methods, e.g. a custom autograd.Function's
+            # backward, were never fingerprinted)
+            return self.klass(v, path)
         if id(v) in self.seen:
             return ["ref", self.seen[id(v)]]
         self.seen[id(v)] = len(self.seen)

@@ -8,15 +8,16 @@ Both runs get identical fresh inputs from ``make_inputs``. Compared:
   shape, stride (of dimensions larger than 1: a size-1 dimension's stride
   addresses no memory), values, requires_grad, is_leaf, grad_fn presence;
 - alias structure: which argument (or earlier output) each output shares
-  storage with;
+  storage with, and every pair of tensors (outputs and arguments) that share a
+  storage, whatever their strides;
 - arguments after the call: values, shape, stride, offset, requires_grad;
 - the default generator's state after the call (both runs start from seed 0);
 - with ``backward``: leaf gradients after backpropagating seeded random
   cotangents from every output and every mutated argument that requires
   grad; None versus zeros must match exactly; so must the ``.grad`` of
   outputs that are leaves requiring grad (made inside the function);
-- mutating each floating output in place afterwards changes the arguments
-  and other outputs as in eager (or raises in both).
+- mutating each output in place afterwards (floating, complex, integer or
+  bool) changes the arguments and other outputs as in eager (or raises in both).
 
 ``check`` returns a :class:`Report`; a report's ``signature`` names the
 first difference's kind, so that duplicates collapse.
@@ -87,6 +88,20 @@ def _alias_map(outs: list, args: list) -> list:
         if st is not None:
             out_st.setdefault(st, k)
     return res
+
+
+def _sharing(outs: list, args: list) -> set:
+    """Every pair (output k, argument i or output j < k) whose tensors share one storage,
+    decided on the storages alone (strides and offsets do not enter)."""
+    named = [(f"out{k}", o) for k, o in enumerate(outs) if isinstance(o, torch.Tensor)]
+    named += [(f"arg{i}", a) for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+    pairs = set()
+    for x, (n1, t1) in enumerate(named):
+        s1 = _storage(t1)
+        for n2, t2 in named[x + 1:]:
+            if s1 is not None and n1.startswith("out") and s1 == _storage(t2):
+                pairs.add((n1, n2))
+    return pairs
 
 
 def _close(a: torch.Tensor, b: torch.Tensor, rtol=None, atol=None) -> str | None:
@@ -165,6 +180,11 @@ def check(fn: Callable, compiled_fn: Callable, make_inputs: Callable[[], Inputs]
     for k, (a, b) in enumerate(zip(ea, ca)):
         if a != b:
             d.append(f"output {k} aliasing: eager {a}, compiled {b}")
+    if not any("aliasing" in x for x in d):
+        es, cs = _sharing(e_flat, e_args), _sharing(c_flat, c_args)
+        for pair in sorted(es ^ cs):
+            d.append(f"{pair[0]} and {pair[1]} share a storage in "
+                     f"{'eager only' if pair in es else 'compiled only'}")
     for i, (a, b) in enumerate(zip(e_args, c_args)):
         _compare_value(d, f"argument {i} after the call", a, b, rtol, atol, grads=False)
     if not torch.equal(e_in.rng_after, c_in.rng_after):
@@ -257,17 +277,22 @@ def _readable(t: torch.Tensor) -> bool:
 
 
 def _check_output_mutation(d, e_flat, c_flat, e_args, c_args):
-    """Mutate each floating output in place; the effect on arguments and other outputs,
-    or the error, must match eager's."""
+    """Mutate each output in place; the effect on arguments and other outputs, or the
+    error, must match eager's. Every dtype is mutated (a bool output is negated), so that
+    outputs that should share one storage but were copied apart show up whatever their
+    dtype or strides."""
     for k in range(len(e_flat)):
         a, b = e_flat[k], c_flat[k]
-        if not isinstance(a, torch.Tensor) or not a.is_floating_point() or a.numel() == 0 \
+        if not isinstance(a, torch.Tensor) or a.numel() == 0 or a.layout != torch.strided \
                 or not _readable(a) or not _readable(b):
             continue
         errs = []
         for t in (a, b):
             try:
-                t.add_(1)
+                if t.dtype == torch.bool:
+                    t.logical_not_()
+                else:
+                    t.add_(1)
                 errs.append(None)
             except Exception as e:  # noqa: BLE001
                 errs.append(type(e).__name__)

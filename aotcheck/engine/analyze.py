@@ -105,6 +105,9 @@ class ViewMutationMeta:
     metadata_ops: tuple = ()   # (kind, index, method, args, kwargs, grad_enabled), replayed in order
     new_leaves: tuple = ()     # (kind, source, shape, stride, offset, dtype): NOTE [new grad leaves]
     schema: int = SCHEMA_VERSION
+    # eager's error at .backward() when a derivative on the path is not implemented (e.g. an
+    # in-place acosh_): the compiled function raises it there too, never at compile time
+    backward_error: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -123,7 +126,7 @@ class ViewMutationMeta:
             candidates=tuple((tuple(c[0]), c[1], c[2], tuple(c[3]), c[4]) for c in d["candidates"]),
             out_tree=d["out_tree"], metadata_ops=_deep_tuple(d.get("metadata_ops", [])),
             new_leaves=_deep_tuple(d.get("new_leaves", [])),
-            schema=d["schema"])
+            schema=d["schema"], backward_error=d.get("backward_error", ""))
 
     def format(self) -> str:
         """A readable, deterministic printout (used by explain and golden tests)."""

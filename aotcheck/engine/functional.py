@@ -43,8 +43,10 @@ class TraceGuard(TorchDispatchMode):
 
     - rejects reads of tensor values (``.item()``, ``bool(t)``) and ops whose output shape
       depends on values (``nonzero``), which would otherwise slip in as symbolic sizes;
-    - tags each node that ran with grad mode off, so no_grad regions reach the cache key.
+    - tags each node that ran with grad mode off, so no_grad regions reach the cache key;
+    - calls ``on_op`` after each op, when set (storage_views.StorageTagger uses it).
     """
+    on_op = None
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if func is torch.ops.aten._local_scalar_dense.default:
@@ -67,6 +69,8 @@ class TraceGuard(TorchDispatchMode):
                         slot = get_proxy_slot(t, mode.tracer, None)
                         if slot is not None:
                             slot.proxy.node.meta["no_grad"] = True
+        if self.on_op is not None:
+            self.on_op(func, args, kwargs or {}, out)
         return out
 
 
@@ -94,17 +98,23 @@ def geometry_of(t: torch.Tensor) -> tuple:
     return tuple(t.shape), tuple(t.stride()), t.storage_offset()
 
 
-def trace_functional(body, example_placeholders: list[torch.Tensor]) -> fx.GraphModule:
-    """make_fx on fake copies of the placeholders, with functionalization around ``body``."""
+def trace_functional(body, example_placeholders: list[torch.Tensor], *,
+                     functionalize: bool = True, guard: TraceGuard | None = None,
+                     mode: str = "fake", constants: bool = False) -> fx.GraphModule:
+    """make_fx on fake copies of the placeholders, with functionalization around ``body``
+    (without it when ``functionalize`` is False: a plain trace, see storage_views.py)."""
     from torch.fx.experimental.proxy_tensor import make_fx
+    guard = guard if guard is not None else TraceGuard()
 
     def traced(*args):
-        torch._enable_functionalization(reapply_views=True)
+        if functionalize:
+            torch._enable_functionalization(reapply_views=True)
         try:
-            with TraceGuard(), DrawLikeEager():
+            with guard, DrawLikeEager():
                 return body(*args)
         finally:
-            torch._disable_functionalization()
+            if functionalize:
+                torch._disable_functionalization()
 
     example_placeholders = [stand_in(t) for t in example_placeholders]
     fake_log = logging.getLogger("torch._subclasses.fake_tensor")
@@ -112,7 +122,8 @@ def trace_functional(body, example_placeholders: list[torch.Tensor]) -> fx.Graph
     fake_log.setLevel(logging.CRITICAL)      # the user's own errors are re-raised below
     try:
         with compiling(), GlobalGeneratorGuard():
-            gm = guard_trace(lambda: make_fx(traced, tracing_mode="fake")(*example_placeholders))
+            gm = guard_trace(lambda: make_fx(traced, tracing_mode=mode,
+                                             _allow_non_fake_inputs=constants)(*example_placeholders))
     finally:
         fake_log.setLevel(level)
     check_graph_generators(gm)

@@ -31,21 +31,29 @@ class FunctionalRun:
     """
 
     def __init__(self, fn, plan: InputPlan, sig: Signature, leaves: list, in_spec, geometry=None,
-                 nonleaf_views: bool = False):
+                 nonleaf_views: bool = False, tagger=None, nonleaf: tuple = ()):
         self.fn, self.plan, self.sig, self.leaves, self.in_spec = fn, plan, sig, leaves, in_spec
         self.eager_geometry = geometry      # per output leaf: (geometry, base geometry) or None
         self.nonleaf_views = nonleaf_views
+        # a StorageTagger when the run is on plain fake tensors (storage_views.py): eager's
+        # own autograd, mutations read from the tagger's write log instead of functionalization
+        self.tagger = tagger
+        self.nonleaf = nonleaf      # plain runs: which placeholders are non-leaves (copies are leaves)
 
     def run(self, placeholders: list[torch.Tensor]):
         """Returns (candidates, facts, out_spec, placeholder wrappers). Call with functionalization on."""
-        plan, sig = self.plan, self.sig
-        wrappers = [to_fun(p) for p in placeholders]
+        plan, sig, plain = self.plan, self.sig, self.tagger is not None
+        wrappers = list(placeholders) if plain else [to_fun(p) for p in placeholders]
         nbytes = [p.untyped_storage().nbytes() for p in placeholders]    # NOTE [storage resizes]
         works = []
-        for p, w in zip(placeholders, wrappers):
+        for k, (p, w) in enumerate(zip(placeholders, wrappers)):
             # A non-leaf that requires grad may be mutated in place; the wrapper is a leaf.
-            works.append(_nonleaf_copy(p, w, self.nonleaf_views)
-                         if (p.requires_grad and not p.is_leaf) else w)
+            # A plain run mutates a storage of its own that the tensor fills from offset 0
+            # (storage_views.py rebuilds views with absolute geometry on it).
+            nonleaf = self.nonleaf[k] if plain else not p.is_leaf
+            copy = (p.requires_grad and nonleaf) or (
+                plain and not p.requires_grad and not _fills_storage(p))
+            works.append(_nonleaf_copy(p, w, self.nonleaf_views) if copy else w)
         self.works = works                   # read by the joint (NOTE [backward mutations])
         user: list = []
         for i, src in enumerate(plan.sources):
@@ -73,10 +81,14 @@ class FunctionalRun:
         recorder = MetadataRecorder(watched)
         recorder.watch_tensors(works)
         self.recorder = recorder             # read by capture() if the trace fails
+        if plain:
+            written_from = len(self.tagger.writes)
         try:
             with recorder:
                 result = self.fn(*args, **kwargs)
         except (RuntimeError, ValueError, IndexError) as e:
+            if plain:
+                raise                        # eager's own error, on eager's own semantics
             if any(kind == "leaf" for kind, *_ in recorder.log):
                 raise UnsupportedInputError(
                     "an argument that shares storage with another argument has its metadata "
@@ -91,16 +103,27 @@ class FunctionalRun:
                     "replay that view (a PyTorch limit). Take the view after the metadata "
                     f"change. ({type(e).__name__}: {str(e).splitlines()[0][:120]})") from None
             raise
+        self.saw_inplace_metadata = recorder.inplace_metadata     # read by the joint on failure
         out_leaves, out_spec = pytree.tree_flatten(result, is_leaf=lambda x: isinstance(x, torch.Size))
-        for w in works:
-            torch._sync(w)
+        if plain:
+            written = {self.tagger.sid(w) for w in works} & set(self.tagger.writes[written_from:])
+            logged = {idx for kind, idx, *_ in recorder.log if kind == "placeholder"}
+        else:
+            for w in works:
+                torch._sync(w)
         candidates: list[torch.Tensor] = []
         inputs = []
         for p, w in enumerate(works):
-            data = torch._functionalize_has_data_mutation(w)
-            meta = torch._functionalize_has_metadata_mutation(w)
+            if plain:
+                data = self.tagger.sid(w) in written
+                meta = p in logged or geometry_of(w) != start_geometry[p]
+                swapped = storage_ref(w) != start_refs[p]
+            else:
+                data = torch._functionalize_has_data_mutation(w)
+                meta = torch._functionalize_has_metadata_mutation(w)
+                swapped = torch._functionalize_was_storage_changed(w)
             storage_source = -1
-            if torch._functionalize_was_storage_changed(w):
+            if swapped:
                 storage_source = _storage_swap(plan, p, w, works, start_refs, start_geometry)
                 if storage_source != -1:
                     data = meta = False      # the runtime swaps the storage, never copies into it
@@ -124,7 +147,7 @@ class FunctionalRun:
                 *geometry_of(w), value_output, storage_bytes=storage_bytes,
                 storage_source=storage_source, requires_grad_set=rg_set))
         member_ops = {idx for kind, idx, *_ in recorder.log if kind == "leaf"}
-        if member_ops and recorder.data_aftergeometry_of():
+        if member_ops and recorder.data_aftergeometry_of() and not plain:
             raise UnsupportedInputError(
                 f"argument leaf {min(member_ops)} shares storage with another argument, its "
                 "metadata is changed in place (t_, transpose_, ...) and the shared storage is "
@@ -134,14 +157,13 @@ class FunctionalRun:
         for i, m in member_meta.items():
             if geometry_of(user[i]) != m:
                 members.append(MemberFacts(i, *geometry_of(user[i])))
-        self.saw_inplace_metadata = recorder.inplace_metadata
         self._work_ids = {id(w) for w in works}
         self.new_leaf_tensors = recorder.new_leaves
         grad_leaves = new_leaf_facts(recorder.new_leaves, user, sig, recorder.geometry)
         outputs, intermediates, new_leaves, self.base_geometry = classify_outputs(
             out_leaves, user, candidates, sig=sig, geometry=recorder.geometry,
             eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids,
-            new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)})
+            plain=plain, new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)})
         cands = tuple((tuple(c.shape), str(c.dtype).replace("torch.", ""), c.requires_grad,
                        *self.base_geometry.get(id(c), recorder.geometry.get(id(c), geometry_of(c)))[1:])
                       for c in candidates)
@@ -294,6 +316,12 @@ def _function_digest(fn) -> str:
 
 def _freeze(v):
     return tuple(_freeze(x) for x in v) if isinstance(v, (list, tuple)) else v
+
+
+def _fills_storage(t: torch.Tensor) -> bool:
+    """Dense, from offset 0, over its whole storage."""
+    return t.storage_offset() == 0 and _dense(t) and \
+        t.numel() * t.element_size() == t.untyped_storage().nbytes()
 
 
 def _dense(t: torch.Tensor) -> bool:

@@ -61,6 +61,13 @@ class Joint:
                                       # the user's backward mutates (NOTE [backward mutations])
     grad_reach: tuple = ()            # per grad input: the diff-output positions (into diff_outputs)
                                       # whose autograd graph reaches it (NOTE [per-output reach])
+    backward_error: str = ""          # eager's "derivative ... not implemented", for .backward()
+
+
+def _missing_derivative(e: Exception) -> str:
+    """Eager's message when autograd meets a derivative that is not implemented, else ''."""
+    msg = str(e).split("\n")[0]
+    return msg if isinstance(e, NotImplementedError) and "derivative for" in msg else ""
 
 
 def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
@@ -99,9 +106,13 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     grad_inputs = tuple(p for p, t in enumerate(primals) if t.requires_grad or p in set_rg)
     # leaves made inside the function come after the placeholders (NOTE [new grad leaves])
     grad_inputs += tuple(len(primals) + j for j in range(len(meta.new_leaves)))
+    if captured.plain:
+        return _trace_joint_plain(fn, captured, meta, sig, leaves, in_spec, primals,
+                                  fw, diff, grad_inputs)
     run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry,
                         captured.nonleaf_views)
     n = len(primals)
+    box: dict = {}
 
     def body(*flat):
         prim, tangents = list(flat[:n]), flat[n:]
@@ -119,6 +130,11 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
             grads = torch.autograd.grad(
                 [outs[k] for k in diff], targets,
                 [to_fun(t) for t in tangents], allow_unused=True)
+        except NotImplementedError as e:
+            if not _missing_derivative(e):
+                raise
+            box["backward_error"] = _missing_derivative(e)
+            grads = [None] * len(targets)
         except RuntimeError as e:
             # a shape error inside backward after in-place metadata changes is the replay
             # limit ("invalid gradient", or a broadcast mismatch in a replayed view's backward);
@@ -141,10 +157,7 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
 
     found: list[tuple] = []
     reach: list[tuple] = []
-    tangents = []
-    for k in diff:
-        shape, dtype = meta.candidates[fw[k]][0], getattr(torch, meta.candidates[fw[k]][1])
-        tangents.append(torch.empty(shape, dtype=dtype, device=primals[0].device))
+    tangents = _tangents(meta, fw, diff, primals)
     try:
         with trace_grad_mode(sig):
             gm = trace_functional(body, list(primals) + tangents)
@@ -156,7 +169,71 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
                 or "traced differently" in str(e) or "modified by an inplace operation" in str(e):
             raise
         raise ViewReplayError(str(e)) from None
-    return Joint(gm, n, fw, diff, grad_inputs, tuple(found), tuple(reach))
+    return Joint(gm, n, fw, diff, grad_inputs, tuple(found), tuple(reach),
+                 box.get("backward_error", ""))
+
+
+def _tangents(meta: ViewMutationMeta, fw, diff, primals) -> list[torch.Tensor]:
+    tangents = []
+    for k in diff:
+        shape, dtype = meta.candidates[fw[k]][0], getattr(torch, meta.candidates[fw[k]][1])
+        tangents.append(torch.empty(shape, dtype=dtype, device=primals[0].device))
+    return tangents
+
+
+def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature, leaves: list,
+                       in_spec, primals: list[torch.Tensor], fw, diff, grad_inputs) -> Joint:
+    """The joint the second way (NOTE [plain trace, then functionalize] in storage_views.py):
+    eager autograd on plain copies, then the whole joint functionalized. Same outputs as the
+    first way: forward values, gradients, then the values the user's backward wrote."""
+    from .storage_views import StorageTagger, functionalize_plain, trace_plain
+    run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry,
+                        tagger=StorageTagger(),
+                        nonleaf=tuple(t.requires_grad and not t.is_leaf for t in primals))
+    n = len(primals)
+    box: dict = {}
+    found: list[tuple] = []
+    reach: list[tuple] = []
+
+    def body(*flat):
+        prim, tangents = list(flat[:n]), flat[n:]
+        candidates, facts, _, wrappers = run.run(prim)
+        if facts != captured.facts:
+            raise TraceError("the function traced differently the second time (is it "
+                             "deterministic in Python? does it read global state?)")
+        outs = [candidates[c] for c in fw]
+        works = run.works
+        reach.clear()
+        targets = [wrappers[p] if p < n else run.new_leaf_tensors[p - n] for p in grad_inputs]
+        reach.extend(_reach(outs, diff, targets))
+        before = [geometry_of(w) for w in works]
+        written_from = len(run.tagger.writes)
+        try:
+            grads = torch.autograd.grad([outs[k] for k in diff], targets, list(tangents),
+                                        allow_unused=True)
+        except NotImplementedError as e:
+            if not _missing_derivative(e):
+                raise
+            box["backward_error"] = _missing_derivative(e)
+            grads = [None] * len(targets)
+        written = set(run.tagger.writes[written_from:])
+        bw_values = []
+        found.clear()
+        for p, w in enumerate(works):
+            data = run.tagger.sid(w) in written
+            geometry = geometry_of(w)
+            if data or geometry != before[p]:
+                found.append((p, data, *geometry))
+                if data:
+                    bw_values.append(w)
+        return list(outs) + list(grads) + bw_values
+
+    examples = list(primals) + _tangents(meta, fw, diff, primals)
+    with trace_grad_mode(sig):
+        plain_gm = trace_plain(body, examples, run.tagger)
+        gm = functionalize_plain(plain_gm, examples)
+    return Joint(gm, n, fw, diff, grad_inputs, tuple(found), tuple(reach),
+                 box.get("backward_error", ""))
 
 
 def _reach(outs: list, diff: tuple, targets: list) -> list[tuple]:

@@ -19,7 +19,8 @@ from .signature import Signature
 
 
 def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Signature, geometry: dict,
-                     eager_geometry, owners: dict, work_ids: set, new_leaf_ids: dict | None = None):
+                     eager_geometry, owners: dict, work_ids: set, new_leaf_ids: dict | None = None,
+                     plain: bool = False):
     """Classify each returned leaf (fresh, an input, a view of an input, of an intermediate,
     of another output, ...) and append to ``candidates`` every graph value a later stage
     needs. Returns (output facts, intermediate-base candidate indices, new-leaf outputs,
@@ -65,7 +66,7 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
         common = dict(shape=shape, stride=stride, offset=offset,
                       dtype=str(o.dtype).replace("torch.", ""), requires_grad=o.requires_grad,
                       is_leaf=o.is_leaf,
-                      multi_output_view=o._is_view() and torch._functionalize_is_multi_output_view(o),
+                      multi_output_view=o._is_view() and _multi_output_view(o, plain),
                       grad_dead_end=o._is_view() and _grad_dead_end(o))
         custom = o._is_view() and o.requires_grad and _through_custom_function(o)
         common["custom_view"] = custom
@@ -113,6 +114,13 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
                                           graph_output=grad_value, **common))
         elif st in out_storage:
             outputs[k] = (OutputFacts(True, output_storage=out_storage[st], **common))
+        elif eg and len(eg) > 2 and eg[2] and not plain:
+            # eager's output shares an argument's storage where the functional graph made a
+            # copy (unsafe_split, unsafe_chunk: views that autograd does not track as views);
+            # rebuilt on the argument, so mutating it changes the argument as in eager
+            source = _alias_source(sig, list(eg[2]), (shape, stride, offset), o.dtype,
+                                   o.requires_grad)
+            outputs[k] = (OutputFacts(True, input_storage=source, **common))
         else:
             if o.requires_grad and o.is_leaf:
                 new_leaves.append(k)
@@ -164,6 +172,18 @@ def _footprint(shape, stride, offset, storage_numel) -> frozenset | None:
     for size, st in zip(shape, stride):
         points = {x + k * st for x in points for k in range(size)}
     return frozenset(points)
+
+
+# grad_fns of the views that unbind/split (and chunk, which is split) return
+_MULTI_VIEW_FNS = frozenset({"UnbindBackward0", "SplitBackward0", "SplitWithSizesBackward0"})
+
+
+def _multi_output_view(o: torch.Tensor, plain: bool) -> bool:
+    """Is ``o`` one of several views one op returned? In-place on one that requires grad is
+    an error in eager. A plain tensor (storage_views.py) says so through its grad_fn."""
+    if not plain:
+        return torch._functionalize_is_multi_output_view(o)
+    return o.grad_fn is not None and type(o.grad_fn).__name__ in _MULTI_VIEW_FNS
 
 
 def _through_custom_function(o: torch.Tensor) -> bool:

@@ -10,7 +10,7 @@ the cache); ``build_artifact`` turns those into a runnable
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 from .. import flags
@@ -48,7 +48,7 @@ def run_stages(fn, leaves: list, in_spec, sig: Signature, partitioner: str = "de
         check_graph(captured.graph.graph, "captured", functional=True)
         check_meta(meta, sig)
     joint = None
-    if decision.mode == TRAINING and captured.facts.view_replay_hazard:
+    if decision.mode == TRAINING and captured.facts.view_replay_hazard and not captured.plain:
         raise view_replay_refusal("an in-place metadata change on a tensor that has views, "
                                    "then a mutation of its storage")
     if decision.mode == TRAINING:
@@ -58,18 +58,29 @@ def run_stages(fn, leaves: list, in_spec, sig: Signature, partitioner: str = "de
         except ViewReplayError as e:
             # see NOTE [non-leaf copies] in functional_run.py: the other kind of copy of non-leaf
             # arguments, once, when autograd's view replay failed on this one
-            if captured.nonleaf_views or not any(t.requires_grad and not t.is_leaf for t in primals):
-                raise view_replay_refusal(e) from None
-            captured = capture(fn, leaves, in_spec, sig, nonleaf_views=True)
-            meta = analyze(captured, sig)
-            decision = decide(meta, sig)
-            if decision.mode != TRAINING:
-                raise view_replay_refusal(e) from None
-            primals = placeholder_tensors(captured.plan, leaves)
-            try:
+            # (and then the second way: NOTE [plain trace, then functionalize])
+            joint = None
+            if not captured.nonleaf_views and any(t.requires_grad and not t.is_leaf for t in primals):
+                retry = capture(fn, leaves, in_spec, sig, nonleaf_views=True)
+                if not retry.plain:
+                    captured, meta = retry, analyze(retry, sig)
+                    decision = decide(meta, sig)
+                    primals = placeholder_tensors(captured.plan, leaves)
+                    try:
+                        joint = trace_joint(fn, captured, meta, sig, leaves, in_spec, primals) \
+                            if decision.mode == TRAINING else None
+                    except ViewReplayError:
+                        joint = None
+            if joint is None:
+                captured = capture(fn, leaves, in_spec, sig, plain=True)
+                meta, decision = analyze(captured, sig), None
+                decision = decide(meta, sig)
+                if decision.mode != TRAINING:
+                    raise view_replay_refusal(e) from None
+                primals = placeholder_tensors(captured.plan, leaves)
                 joint = trace_joint(fn, captured, meta, sig, leaves, in_spec, primals)
-            except ViewReplayError as e2:
-                raise view_replay_refusal(e2) from None
+        if joint.backward_error:
+            meta = replace(meta, backward_error=joint.backward_error)
         mutated = frozenset(m.placeholder for m in meta.mutations)
         parts = partition(joint, partitioner, mutated)
         if checking:

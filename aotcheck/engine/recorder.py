@@ -83,7 +83,10 @@ class MetadataRecorder(TorchFunctionMode):
         if name in METADATA_METHODS and target is not None and id(target) in self.watched:
             kind, index = self.watched[id(target)]
             self.log.append((kind, index, name, _plain(list(args[1:])),
-                             _plain(sorted(kwargs.items())), torch.is_grad_enabled()))
+                             _plain(sorted(kwargs.items())),
+                             # did autograd record it? (a view that required no grad then is
+                             # replayed under no_grad, even after its base got a grad_fn)
+                             torch.is_grad_enabled() and target.requires_grad))
             self.events.append(("meta", storage_ref(target)))
         elif target is not None and _mutating(name):
             self.events.append(("data", storage_ref(target)))

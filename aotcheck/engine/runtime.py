@@ -207,6 +207,7 @@ class CompiledArtifact:
         meta = self.meta
         out: list = [None] * len(meta.outputs)
         pending = []
+        bases: dict[int, torch.Tensor] = {}      # intermediate base, laid out once per call
         for o in meta.outputs:
             k = o.kind
             if o.new_leaf >= 0:
@@ -236,10 +237,19 @@ class CompiledArtifact:
                 out[o.index] = _alias(leaves[o.source], o)
             elif k == ALIAS_OF_INTERMEDIATE:
                 c = meta.intermediate_bases[o.source]
-                base = values[self._slot[c]]
-                shape, _, _, stride, offset = meta.candidates[c]
-                if base.stride() != stride or base.storage_offset() != offset:
-                    base = _restride(base, shape, stride, offset)
+                base = bases.get(c)
+                if base is None:
+                    # NOTE [one storage per intermediate]: every view of one intermediate is
+                    # cut from the same tensor, so they share storage as in eager. The graph's
+                    # value is re-laid out only when its elements sit elsewhere in memory
+                    # (a size-1 dimension's stride addresses nothing); a copy per output
+                    # would leave the others stale after one is mutated.
+                    base = values[self._slot[c]]
+                    shape, _, _, stride, offset = meta.candidates[c]
+                    if base.storage_offset() != offset or \
+                            _addressing(base.shape, base.stride()) != _addressing(shape, stride):
+                        base = _restride(base, shape, stride, offset)
+                    bases[c] = base
                 out[o.index] = _alias(base, o) if o.graph_output < 0 else \
                     _view_in_custom_function(base, o, values[self._slot[o.graph_output]]) \
                     if o.custom_view else _detached_alias(base, o, values[self._slot[o.graph_output]])
@@ -346,6 +356,11 @@ def _detached_alias(base: torch.Tensor, o, value: torch.Tensor) -> torch.Tensor:
     if value.requires_grad and torch.is_grad_enabled():
         view.copy_(value)
     return view
+
+
+def _addressing(shape, stride) -> tuple:
+    """The (size, stride) pairs that address memory: a size-1 dimension is never stepped."""
+    return tuple((sz, st) for sz, st in zip(shape, stride) if sz != 1)
 
 
 class _CustomFunctionView(torch.autograd.Function):
@@ -459,6 +474,8 @@ def _make_function(art: CompiledArtifact):
 
         @staticmethod
         def backward(ctx, *grads):
+            if art.meta.backward_error:
+                raise NotImplementedError(art.meta.backward_error)   # where eager raises it
             create_graph = torch.is_grad_enabled()
             bw = art.backward_module()
             with torch.no_grad():

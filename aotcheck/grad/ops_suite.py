@@ -86,6 +86,7 @@ class Engine:
     not_compiled: Callable[[], str | None] | None = None
     target: str = ""
     perf: bool = False
+    uncompiled: str = ENGINE_ERROR      # the status of a case ``not_compiled`` explains
 
 
 def aotcheck_engine(cache_dir=None, mode: str = "cold") -> Engine:
@@ -107,8 +108,10 @@ def backend_engine(spec: str, perf: bool = True) -> Engine:
 
 
 def kernels_engine(kernels, perf: bool = True) -> Engine:
-    """Eager with the user's kernels (a ``targets.kernels.KernelSet``) over aten's CPU kernels; a
-    sample that called none of them is reported as not compiled, like a Dynamo fallback."""
+    """Eager with the user's kernels (a ``targets.kernels.KernelSet``) over aten's CPU kernels. A
+    sample that called none of them (``add``'s in-place variant when only ``add_Tensor`` is
+    implemented) proves nothing about them: n/a, outside the scores, which are over the
+    implemented ops."""
     start = [0]
 
     def compile(fn):
@@ -121,7 +124,7 @@ def kernels_engine(kernels, perf: bool = True) -> Engine:
         return (f"NotCalled: no kernel of {kernels.path} ran for this sample (implemented: "
                 f"{', '.join(k.op for k in kernels.kernels)})")
     return Engine("kernels", compile, "kernels", active=kernels.active, not_compiled=not_compiled,
-                  target=f"--kernels {kernels.path}", perf=perf)
+                  target=f"--kernels {kernels.path}", perf=perf, uncompiled=NA)
 
 
 def check_case(case: Case, engine: Engine, *, seeds: Iterable[int] = (0,), max_elements: int = 20,
@@ -158,8 +161,9 @@ def check_case(case: Case, engine: Engine, *, seeds: Iterable[int] = (0,), max_e
         forward, fdetail, error = _check_forward(eager_fwd, compiled_fn, case)
     vacuous = engine.not_compiled() if engine.not_compiled is not None and not error else None
     if vacuous is not None:     # the backend never saw the op: nothing of it was checked
-        return [SampleResult(case.op, case.variant, case.index, s, engine.mode, ENGINE_ERROR, ENGINE_ERROR,
-                             ENGINE_ERROR, vacuous, vacuous, vacuous, vacuous, is_view, target=engine.target)
+        st = engine.uncompiled
+        return [SampleResult(case.op, case.variant, case.index, s, engine.mode, st, st, st, vacuous, vacuous,
+                             vacuous, vacuous if st == ENGINE_ERROR else "", is_view, target=engine.target)
                 for s in seeds]
     numerical_only = reference == "numerical"
     if numerical_only and forward in (PASS, FAIL):

@@ -218,6 +218,35 @@ def float_input_mutated_by_int_tensor():
 # ---------------------------------------------------------------- mutation_autograd
 
 
+@case("mutation_autograd", mode="training", tags=("no_functional_kernel",))
+def polygamma_in_place_on_nonleaf():
+    """Issue 11, class 11: functionalization has no kernel for polygamma_ (its out-of-place
+    twin takes (n, self)); the engine raised a TraceError. Traced the second way now, where
+    it runs as polygamma then copy_."""
+    def f(x):
+        y = x * 1
+        y.polygamma_(1)
+        return y.sum(0), x.polygamma(2)
+    def make():
+        x = (torch.rand(2, 3) + 0.5).requires_grad_()
+        return Inputs((x,), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("missing_derivative",))
+def inplace_op_without_derivative():
+    """Issue 11, class 11: acosh_ has no derivative; eager runs the forward and raises
+    NotImplementedError at .backward(). The engine refused it while tracing the joint."""
+    def f(x):
+        y = x * 1
+        y.acosh_()
+        return y * 2, x.sin()
+    def make():
+        x = (torch.rand(3) + 1.5).requires_grad_()
+        return Inputs((x,), leaves=(x,))
+    return f, seeded(make)
+
+
 @case("mutation_autograd", mode="training")
 def mul_nonleaf_return_empty():
     def f(a):
