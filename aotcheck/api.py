@@ -117,7 +117,9 @@ def aot_function(fn, *, partitioner: str | None = None, cache=None, remote=None)
     """Compile ``fn`` ahead of time into forward and backward aten graphs.
 
     ``fn`` takes tensors, Python scalars (int, float, bool, str), None, and
-    tuples, lists and dicts of these, and may return any such structure. The
+    tuples, lists and dicts of these, and may return any such structure. Tensors may be
+    traceable wrapper subclasses (``__tensor_flatten__``, e.g. TwoTensor): see
+    :mod:`aotcheck.subclass`. The
     compiled callable reproduces eager semantics: values, gradients, input
     mutations, aliasing and requires_grad. ``cache`` is a directory path or a
     :class:`aotcheck.cache.Cache` (None: no persistent cache). ``partitioner`` is
