@@ -296,7 +296,8 @@ def call(owner, args: tuple, kwargs: dict):
     compiled, box = cached(base_key + ("forward",),
                            lambda: _forward(owner, meta, descs, values, tensors, requires))
     if not any(requires):
-        return _rebuild(box["meta"], box["values"], list(compiled(*tensors)))
+        return _rebuild(box["meta"], box["values"], list(compiled(*tensors)),
+                        _by_parts(outer, tensors, descs), outer)
 
     def joint(tangent_descs, ins):
         return cached(base_key + ("joint", json.dumps(tangent_descs)),
@@ -306,13 +307,36 @@ def call(owner, args: tuple, kwargs: dict):
     res = {}
     outs = _Outer.apply(compiled, box, joint, descs, tensors, requires, res, *outer)
     m, it, it_v = box["meta"], iter(outs), iter(box["values"])
-    vals = [next(it_v) if d == "value" else next(it) for d in m["descs"]]
+    same = iter(res.get("same", []))
+    vals = [next(it_v) if d == "value" else _pick(next(it), next(same), outer) for d in m["descs"]]
     return pytree.tree_unflatten(vals, pytree.treespec_loads(m["tree"]))
 
 
-def _rebuild(m: dict, out_values: list, flat_out: list):
+def _pick(out, same, outer):
+    return out if same is None else outer[same]
+
+
+def _by_parts(outer: list, parts: list, descs: list) -> dict:
+    """(ids of an argument's plain parts, its desc) -> the argument's index: an output made of
+    exactly those parts IS that argument (``return x``), as in eager."""
+    res, k = {}, 0
+    for i, d in enumerate([d for d in descs if d != "value"]):
+        n = _count(d)
+        res[(tuple(id(t) for t in parts[k:k + n]), json.dumps(d))] = i
+        k += n
+    return res
+
+
+def _rebuild(m: dict, out_values: list, flat_out: list, by_parts: dict, outer: list | None = None):
     it_t, it_v = iter(flat_out), iter(out_values)
-    vals = [next(it_v) if d == "value" else unflatten(d, it_t) for d in m["descs"]]
+    vals = []
+    for d in m["descs"]:
+        if d == "value":
+            vals.append(next(it_v))
+            continue
+        part = [next(it_t) for _ in range(_count(d))]
+        same = by_parts.get((tuple(id(t) for t in part), json.dumps(d)))
+        vals.append(unflatten(d, iter(part)) if same is None else outer[same])
     return pytree.tree_unflatten(vals, pytree.treespec_loads(m["tree"]))
 
 
@@ -334,7 +358,9 @@ class _Outer(torch.autograd.Function):
             k += n
         before = _versions(tensors)
         saved = [t.detach().clone() for t in tensors]     # the primals before any mutation
-        flat_out = list(compiled(*[t.detach() for t in tensors]))
+        detached = [t.detach() for t in tensors]
+        flat_out = list(compiled(*detached))
+        by_parts = _by_parts(outer, detached, descs)
         after = _versions(tensors)
         if any(_versions([t])[0] != v for t, v in zip(tensors, before) if any(t is w for w in watched)):
             raise UnsupportedInputError(
@@ -347,7 +373,9 @@ class _Outer(torch.autograd.Function):
         outs = []
         for d in box["meta"]["descs"]:
             if d != "value":
-                outs.append(unflatten(d, iter([next(it) for _ in range(_count(d))])))
+                part = [next(it) for _ in range(_count(d))]
+                res.setdefault("same", []).append(by_parts.get((tuple(id(t) for t in part), json.dumps(d))))
+                outs.append(unflatten(d, iter(part)))
         ctx.saved_primals, ctx.joint, ctx.requires = saved, joint, requires
         ctx.mark_non_differentiable(*[o for o, df in zip(outs, box["diff"]) if not df])
         return tuple(outs)

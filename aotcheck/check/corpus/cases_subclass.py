@@ -93,3 +93,14 @@ def twotensor_non_leaf_argument():
         base = two(3, 3, requires_grad=True)
         return Inputs((base * 2,), leaves=(base,))
     return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("alias",))
+def twotensor_argument_returned_unchanged():
+    # eager returns the argument object itself (the oracle checks identity)
+    def f(x, y):
+        return x, y, x * y
+    def make():
+        x, y = two(3, requires_grad=True), leaf(3)
+        return Inputs((x, y), leaves=(x, y))
+    return f, seeded(make)
