@@ -120,8 +120,9 @@ def _check_leaf(leaf, where: str) -> None:
     if isinstance(leaf, torch.Tensor):
         if type(leaf) not in (torch.Tensor, torch.nn.Parameter):
             raise UnsupportedInputError(
-                f"{where} is a tensor subclass ({type(leaf).__name__}); aotcheck supports plain "
-                "torch.Tensor and nn.Parameter only")
+                f"{where} is a tensor subclass ({type(leaf).__name__}) without __tensor_flatten__ "
+                "and __tensor_unflatten__; aotcheck supports plain torch.Tensor, nn.Parameter and "
+                "traceable wrapper subclasses")
         if leaf.layout != torch.strided:
             raise UnsupportedInputError(
                 f"{where} has layout {leaf.layout}; aotcheck supports strided (dense) tensors only")
