@@ -29,7 +29,8 @@ ALLOWED: dict[str, set[str]] = {
     "grad": BASE | {"engine", "cache", "api", "targets"},
     "cli": BASE | {"engine", "cache", "api", "check", "targets", "fuzz", "grad"},
 }
-_TOP = {"errors": "base", "flags": "base", "version": "base", "api": "api", "subclass": "api", "__init__": "api",
+_TOP = {"errors": "base", "flags": "base", "version": "base", "api": "api", "__init__": "api",
+        "subclass": "api",         # aotcheck.subclass: the API boundary for tensor subclasses
         "strategies": "fuzz"}      # aotcheck.strategies: the public alias of fuzz.strategies
 
 
