@@ -211,7 +211,7 @@ def _prepare(args: tuple, kwargs: dict):
     descs, flat = _split(leaves, spec, "argument")
     try:
         tree = pytree.treespec_dumps(spec)
-    except Exception as e:  # noqa: BLE001 - an unregistered container
+    except Exception as e:  # an unregistered container
         raise UnsupportedInputError(f"argument tree {spec} cannot be serialised: {e}") from e
     values = [v for v in flat if not isinstance(v, torch.Tensor)]
     tensors = [t for t in flat if isinstance(t, torch.Tensor)]
@@ -226,7 +226,7 @@ def _prepare(args: tuple, kwargs: dict):
 def desugared(owner, args: tuple, kwargs: dict):
     """For ``explain``: the compiled plain forward graph of this call and its plain inputs,
     those requiring grad where their outer tensor does (the outer-level decision)."""
-    meta, descs, values, tensors, outer, requires = _prepare(args, kwargs)
+    meta, descs, values, tensors, _, requires = _prepare(args, kwargs)
     compiled, _ = _forward(owner, meta, descs, values, tensors, requires)
     ins, k = [], 0
     for d, r in zip([d for d in descs if d != "value"], requires):

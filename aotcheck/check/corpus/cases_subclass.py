@@ -5,7 +5,6 @@ that meets a TwoTensor. See the NOTEs in ``aotcheck/subclass.py``.
 """
 from __future__ import annotations
 
-import torch
 from torch.testing._internal.two_tensor import TwoTensor
 
 from . import Inputs, case
@@ -21,7 +20,10 @@ def two(*shape, requires_grad=False) -> TwoTensor:
 def twotensor_pointwise_leaf():
     def f(x):
         return (x.sin() * 2).cos()
-    return f, seeded(lambda: (lambda x: Inputs((x,), leaves=(x,)))(two(3, 4, requires_grad=True)))
+    def make():
+        x = two(3, 4, requires_grad=True)
+        return Inputs((x,), leaves=(x,))
+    return f, seeded(make)
 
 
 @case("subclass", mode="training", tags=("mixed",))
