@@ -15,14 +15,20 @@ from dataclasses import dataclass
 import torch
 
 from . import flags
+from . import subclass as _subclass
 from .cache import bypass, cache_key, lookup, resolve, save
 from .cache.fingerprint import Unfingerprintable, fingerprint
 from .engine.partition import STRATEGIES
 from .engine.pipeline import Stages, build_artifact, run_stages
 from .engine.printer import format_graph
-from .engine.signature import TensorSpec, call_key, fast_call_key, flatten_inputs, signature
+from .engine.signature import (
+    TensorSpec,
+    call_key,
+    fast_call_key,
+    flatten_inputs,
+    signature,
+)
 from .errors import AotcheckError
-from . import subclass as _subclass
 
 
 class AotFunction:
