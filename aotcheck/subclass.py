@@ -198,12 +198,20 @@ def _compile(owner, plain, tensors: list, grad: bool):
             "a function with a tensor-subclass argument that requires grad draws random "
             "numbers; aotcheck recomputes such a forward in the backward and cannot replay "
             "the draws, so it refuses it. Call it without grad, or with plain tensors")
-    # NOTE [subclass trace]: the desugared graph is compiled, and persistently cached, like any
-    # function: its fingerprint is its generated code, so the persistent key covers exactly the
-    # plain graph the engine compiles. Rebuilding outputs and gradients (types, ctx, sizes) uses
-    # this process's own trace (always run, keyed in memory by the subclass types and ctx), so a
-    # hit for an equal plain graph from another subclass is still right.
-    return AotFunction(gm, owner.partitioner, cache=owner.cache, remote=owner.remote)
+    # NOTE [subclass trace]: the desugared graph is compiled, and persistently cached, as a
+    # function that closes over the graph AND the user's function: a GraphModule's fingerprint
+    # is its code, which does not hold the values of tensor constants made inside the function
+    # (``torch.tensor([2., 3.])``); the user's function's fingerprint does (tested). Rebuilding
+    # outputs and gradients (types, ctx, sizes) uses this process's own trace (always run,
+    # keyed in memory by the subclass types and ctx), so a hit for an equal plain graph from
+    # another subclass is still right.
+    user_fn = owner.fn
+
+    def desugared(*ts):
+        _ = user_fn          # read, so that the fingerprint covers it
+        return gm(*ts)
+    desugared.graph_module = gm
+    return AotFunction(desugared, owner.partitioner, cache=owner.cache, remote=owner.remote)
 
 
 def _prepare(args: tuple, kwargs: dict):
@@ -234,7 +242,7 @@ def desugared(owner, args: tuple, kwargs: dict):
             x = t.detach()
             ins.append(x.requires_grad_() if r and (x.is_floating_point() or x.is_complex()) else x)
         k += _count(d)
-    return compiled.fn, ins
+    return compiled.fn.graph_module, ins
 
 
 def _forward(owner, meta, descs, values, tensors, requires):

@@ -124,3 +124,13 @@ def test_mutating_a_non_leaf_subclass_argument_that_requires_grad_is_refused():
     base = two(3, requires_grad=True)
     with pytest.raises(UnsupportedInputError, match="not a leaf was mutated"):
         aotcheck.aot_function(f)(base * 1)
+
+
+def test_persistent_key_covers_constants_made_inside_the_function(tmp_path):
+    # the desugared graphs of these two functions have the same code; only the constant differs
+    def make(c):
+        return lambda t: t * torch.tensor(c)
+    x = TwoTensor(torch.ones(3), torch.ones(3))
+    o1 = aotcheck.aot_function(make([2.0, 3.0, 4.0]), cache=str(tmp_path))(x)
+    o2 = aotcheck.aot_function(make([5.0, 6.0, 7.0]), cache=str(tmp_path))(x)
+    assert o1.a.tolist() == [2.0, 3.0, 4.0] and o2.a.tolist() == [5.0, 6.0, 7.0]
