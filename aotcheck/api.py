@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 import torch
 
+from . import flags
 from .cache import bypass, cache_key, lookup, resolve, save
+from .cache.fingerprint import Unfingerprintable, fingerprint
 from .engine.partition import STRATEGIES
 from .engine.pipeline import Stages, build_artifact, run_stages
 from .engine.printer import format_graph
@@ -30,43 +32,57 @@ class AotFunction:
     compiled artifact; any difference compiles again.
     """
 
-    def __init__(self, fn, partitioner: str = "default", cache=None):
-        if partitioner not in STRATEGIES:
-            raise AotcheckError(f"unknown partitioner {partitioner!r}; supported: {sorted(STRATEGIES)}")
+    def __init__(self, fn, partitioner: str | None = None, cache=None, remote=None):
+        partitioner = resolve_partitioner(partitioner)
         self.fn = fn
         self.partitioner = partitioner
         self.cache = cache
+        self.remote = remote
         self._artifacts: dict = {}
         self._fast: dict = {}        # fast_call_key -> artifact, for flat non-aliased tensors
         functools.update_wrapper(self, fn)
 
+    def _state(self):
+        """The fingerprint of the Python state ``fn`` reads (NOTE [python state]): the digest
+        that keys the in-memory reuse, and what the persistent key is built from."""
+        try:
+            fp = fingerprint(self.fn)
+            return fp[1], fp
+        except Unfingerprintable as u:
+            return fingerprint(self.fn, identity_fallback=True)[1], u
+
     def __call__(self, *args, **kwargs):
+        # NOTE [python state]: a compiled graph depends on more than the tensors: closure and
+        # global values, defaults, helpers, module.training. Every call fingerprints that
+        # state (no trace), and artifacts are reused only under an equal fingerprint, so
+        # model.eval() after a train-mode compile compiles again (torch's guards do the same).
+        state, fp = self._state()
         if not kwargs:
             key = fast_call_key(args)
             if key is not None:
-                art = self._fast.get(key)
+                art = self._fast.get((state, key))
                 if art is not None:
                     return art.call(list(args))
         leaves, spec = flatten_inputs(args, kwargs)
-        key = call_key(leaves, spec)
+        key = (state, call_key(leaves, spec))
         art = self._artifacts.get(key)
         if art is None:
-            art = self._compile(leaves, spec)
+            art = self._compile(leaves, spec, fp)
             art.set_grad_facts(any(isinstance(t, torch.Tensor) and t.requires_grad for t in leaves),
                                torch.is_grad_enabled() and not torch.is_inference_mode_enabled())
             self._artifacts[key] = art
         if not kwargs:
             fast = fast_call_key(args)
             if fast is not None:
-                self._fast[fast] = art
+                self._fast[(state, fast)] = art
         return art.call(leaves)
 
-    def _compile(self, leaves: list, spec):
+    def _compile(self, leaves: list, spec, fp=None):
         sig = signature(leaves, spec)
-        if self.cache is None:
+        if self.cache is None and not self.remote:
             return build_artifact(run_stages(self.fn, leaves, spec, sig, self.partitioner))
-        cache = resolve(self.cache)
-        key = cache_key(self.fn, leaves, spec, sig, self.partitioner)
+        cache = resolve(True if self.cache is None else self.cache, remote=self.remote)
+        key = cache_key(self.fn, leaves, spec, sig, self.partitioner, fn_print=fp)
         if key.uncacheable is not None:
             bypass(cache, key.uncacheable)
         else:
@@ -84,16 +100,30 @@ class AotFunction:
         return len(self._artifacts)
 
 
-def aot_function(fn, *, partitioner: str = "default", cache=None) -> AotFunction:
+def resolve_partitioner(partitioner: str | None) -> str:
+    """The partitioner's name: the one given, else ``AOTCHECK_PARTITIONER`` (which the pytest
+    plugin's and the CLI's ``--partitioner`` set), checked against the known strategies."""
+    name = flags.get(flags.PARTITIONER) if partitioner is None else partitioner
+    if name not in STRATEGIES:
+        raise AotcheckError(f"unknown partitioner {name!r}; supported: {sorted(STRATEGIES)}")
+    return name
+
+
+def aot_function(fn, *, partitioner: str | None = None, cache=None, remote=None) -> AotFunction:
     """Compile ``fn`` ahead of time into forward and backward aten graphs.
 
     ``fn`` takes tensors, Python scalars (int, float, bool, str), None, and
     tuples, lists and dicts of these, and may return any such structure. The
     compiled callable reproduces eager semantics: values, gradients, input
     mutations, aliasing and requires_grad. ``cache`` is a directory path or a
-    :class:`aotcheck.cache.Cache` (None: no persistent cache).
+    :class:`aotcheck.cache.Cache` (None: no persistent cache). ``partitioner`` is
+    ``"default"`` (save what the backward reads) or ``"mincut"`` (save the fewest bytes,
+    recompute cheap ops in the backward); None: the ``AOTCHECK_PARTITIONER`` flag.
+    ``remote`` is a Redis URL (``redis://host:port/db``) shared with other machines, looked
+    up after the local directory and written with it (default: ``AOTCHECK_REMOTE_CACHE`` for any persistent
+    cache; a remote without ``cache`` uses the default directory).
     """
-    return AotFunction(fn, partitioner=partitioner, cache=cache)
+    return AotFunction(fn, partitioner=partitioner, cache=cache, remote=remote)
 
 
 @dataclass
@@ -112,6 +142,8 @@ class Explanation:
         if s.partitioned.backward is not None:
             parts += ["== backward graph ==", format_graph(s.partitioned.backward, "backward"),
                       "== saved values ==", ", ".join(s.partitioned.saved) or "(none)"]
+            if s.partitioned.reasons:
+                parts += ["== saved and recomputed, and why ==", "\n".join(s.partitioned.reasons)]
         return "\n".join(parts)
 
 
@@ -134,10 +166,13 @@ def _format_signature(sig) -> str:
     return "\n".join(lines)
 
 
-def explain(fn, *args, partitioner: str = "default", print_result: bool = True, **kwargs) -> Explanation:
-    """Run every stage for these inputs and return (and print) the results."""
+def explain(fn, *args, partitioner: str | None = None, print_result: bool = True,
+            **kwargs) -> Explanation:
+    """Run every stage for these inputs and return (and print) the results; with the
+    min-cut partitioner, also which values were saved or recomputed and why."""
     leaves, spec = flatten_inputs(args, kwargs)
-    ex = Explanation(run_stages(fn, leaves, spec, signature(leaves, spec), partitioner))
+    ex = Explanation(run_stages(fn, leaves, spec, signature(leaves, spec),
+                                resolve_partitioner(partitioner)))
     if print_result:
         print(ex)
     return ex

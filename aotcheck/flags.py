@@ -5,6 +5,7 @@ type, a default and a one-line description; ``aotcheck flags`` prints them.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 
@@ -31,10 +32,32 @@ CACHE_DIR = Flag("AOTCHECK_CACHE_DIR", str, "",
                  "Default cache directory for aot_function(cache=True); empty means the user cache dir.")
 STRICT_CACHE = Flag("AOTCHECK_STRICT_CACHE", bool, False,
                     "Turn a cache miss or bypass, where a hit was expected, into an error.")
+INDUCTOR_CACHE_DIR = Flag("AOTCHECK_INDUCTOR_CACHE_DIR", str, "",
+                          "Where aotcheck ops --backend keeps torch's compile caches (TORCHINDUCTOR_CACHE_DIR); "
+                          "empty means cache/torch-inductor when ./cache exists, else <user cache dir>/torch-inductor.")
 FUZZ_EXAMPLES = Flag("AOTCHECK_FUZZ_EXAMPLES", int, 200,
                      "How many generated programs the property tests run.")
+PARTITIONER = Flag("AOTCHECK_PARTITIONER", str, "default",
+                   "The partitioner aot_function uses when none is given: default or mincut.")
 
-ALL = (CHECK_GRAPHS, CACHE_DIR, STRICT_CACHE, FUZZ_EXAMPLES)
+TRACE_PLAIN = Flag("AOTCHECK_TRACE_PLAIN", bool, False,
+                   "Trace every function the engine's second way (engine/storage_views.py: plain "
+                   "tensors and eager autograd, then functionalize), not only where the first meets "
+                   "a view limit. For measurements and tests.")
+
+REMOTE_CACHE = Flag("AOTCHECK_REMOTE_CACHE", str, "",
+                    "A Redis URL (redis://host:port/db) shared by every persistent cache; empty: none.")
+REMOTE_TIMEOUT = Flag("AOTCHECK_REMOTE_TIMEOUT", float, 1.0,
+                      "Seconds any one call to the remote cache may take before it counts as down.")
+
+ALL = (CHECK_GRAPHS, CACHE_DIR, STRICT_CACHE, INDUCTOR_CACHE_DIR, FUZZ_EXAMPLES, PARTITIONER, REMOTE_CACHE,
+       REMOTE_TIMEOUT, TRACE_PLAIN)
+
+# Flags that only steer the cache or the test harness, never what the engine compiles; every
+# other flag is a component of the cache key (a new flag is in the key unless listed here).
+# PARTITIONER is resolved into the key's ``engine`` component (the partitioner actually used).
+NOT_IN_KEY = (CACHE_DIR, STRICT_CACHE, INDUCTOR_CACHE_DIR, FUZZ_EXAMPLES, PARTITIONER, REMOTE_CACHE,
+              REMOTE_TIMEOUT)
 
 _overrides: dict[str, object] = {}
 
@@ -49,3 +72,18 @@ def get(flag: Flag):
 def set_override(flag: Flag, value) -> None:
     """Force a flag's value in this process (the test suite forces CHECK_GRAPHS on)."""
     _overrides[flag.name] = value
+
+
+@contextlib.contextmanager
+def overridden(flag: Flag, value):
+    """Force a flag's value inside a ``with`` block; the previous override (or none) returns."""
+    missing = object()
+    before = _overrides.get(flag.name, missing)
+    _overrides[flag.name] = value
+    try:
+        yield
+    finally:
+        if before is missing:
+            _overrides.pop(flag.name, None)
+        else:
+            _overrides[flag.name] = before

@@ -90,3 +90,48 @@ def test_unknown_option_is_named():
     gm = torch.fx.symbolic_trace(lambda x: x + 1)
     with pytest.raises(aotcheck.AotcheckError, match=r"unknown options \['mode'\]"):
         aotcheck_backend(gm, [torch.randn(2)], options={"mode": "max"})
+
+
+BACKEND_WORKER = '''
+import json, sys
+import torch, aotcheck
+import aotcheck.api, aotcheck.cache.key
+if sys.argv[2] == "warm":                      # a hit must run no capture and no joint trace
+    def boom(*a, **k):
+        raise AssertionError("traced on a cache hit")
+    aotcheck.api.run_stages = boom
+    aotcheck.cache.key.capture = boom
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.LayerNorm(16), torch.nn.Linear(16, 2))
+x = torch.randn(4, 8)
+compiled = torch.compile(model, backend="aotcheck", options={"cache": sys.argv[1]})
+out = compiled(x)
+out.sum().backward()
+grads = [p.grad.clone() for p in model.parameters()]
+model.zero_grad()
+ref = model(x)
+ref.sum().backward()
+ok = torch.allclose(out, ref, atol=1e-6) and all(torch.allclose(g, p.grad, atol=1e-6) for g, p in zip(grads, model.parameters()))
+print(json.dumps({"ok": ok, "counters": dict(aotcheck.counters)}))
+'''
+
+
+def test_backend_cache_hit_in_a_new_process_skips_capture_and_joint(tmp_path):
+    import json
+    import subprocess
+    import sys
+    script = tmp_path / "w.py"
+    script.write_text(BACKEND_WORKER)
+    d = tmp_path / "cache"
+
+    def go(kind):
+        r = subprocess.run([sys.executable, str(script), str(d), kind], capture_output=True, text=True,
+                           timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    cold = go("cold")
+    assert cold["ok"] and cold["counters"]["misses"] == 1 and cold["counters"]["backward_saves"] == 1
+    warm = go("warm")
+    assert warm["ok"], warm
+    c = warm["counters"]
+    assert c["hits"] == 1 and c["misses"] == 0 and c["backward_hits"] == 1, c

@@ -172,9 +172,10 @@ def test_key_changes_with_format_version(monkeypatch):
 
 def test_key_components_name_each_input():
     _, comps = compute_key(_f, (torch.randn(3, 4), torch.randn(3, 4), 2.0))
-    assert set(comps) >= {"format", "torch", "aotcheck", "engine", "graph", "facts", "plan", "signature"}
+    assert set(comps) == {"format", "torch", "aotcheck", "engine_source", "engine", "flags", "torch_state",
+                          "function", "signature"}          # trace-free: no graph
     assert all(isinstance(v, str) for v in comps.values())
-    assert "aten.mul.Tensor" in comps["graph"]
+    assert "_f" in comps["function"] and "AOTCHECK_CHECK_GRAPHS" in comps["flags"]
 
 
 # ---------------------------------------------------------------- entries
@@ -292,8 +293,62 @@ def test_cli_lists_verifies_and_explains(tmp_path, capsys):
     assert main(["cache", "--dir", str(tmp_path), "verify"]) == 0
     assert main(["cache", "--dir", str(tmp_path), "explain", k1[:8], k2[:8]]) == 0
     out = capsys.readouterr().out
-    assert "2 ok, 0 bad" in out and "differ: facts, graph, signature" in out
+    assert "2 ok, 0 bad" in out and "differ: signature" in out
     assert main(["cache", "--dir", str(tmp_path), "show", k1[:8]]) == 0
     assert "== forward graph ==" in capsys.readouterr().out
     assert main(["cache", "--dir", str(tmp_path), "clear"]) == 0
     assert Cache(tmp_path).keys() == []
+
+
+def _scaling_function(scale_code: str):
+    """A custom Function with one forward and a backward given as source (same qualname)."""
+    ns: dict = {"torch": torch, "__name__": "custom_function_key_test"}   # the class's __module__
+    exec(textwrap.dedent(f'''
+        class Scale(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return {scale_code}
+    '''), ns)
+    return ns["Scale"]
+
+
+def test_key_changes_with_a_custom_function_backward():
+    """NOTE [custom Function backward in the key]: the captured (forward) graph is the same;
+    the backward differs, so the key must too (else a hit would run the wrong backward)."""
+    x = torch.randn(3, requires_grad=True)
+    keys = []
+    for code in ("g * 0.5", "g * 0.25", "g * 0.5"):
+        F = _scaling_function(code)
+        keys.append(compute_key(lambda t: F.apply(t), (x,))[0])
+    assert keys[0] != keys[1] and keys[0] == keys[2]
+
+    def closure_scaled(scale):
+        class Scale(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, t):
+                return t * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * scale
+        return Scale
+    a, b = closure_scaled(0.5), closure_scaled(0.25)
+    assert compute_key(lambda t: a.apply(t), (x,))[0] != compute_key(lambda t: b.apply(t), (x,))[0]
+
+
+def test_custom_function_backward_change_misses_in_one_cache(tmp_path):
+    """Two Functions with the same forward in one cache directory: the second misses and
+    gets its own gradient."""
+    grads = []
+    for code in ("g * 0.5", "g * 0.25"):
+        F = _scaling_function(code)
+        aotcheck.reset_counters()
+        x = torch.ones(3, requires_grad=True)
+        aotcheck.aot_function(lambda t: F.apply(t), cache=str(tmp_path))(x).sum().backward()
+        grads.append(x.grad[0].item())
+        assert aotcheck.counters.get("misses", 0) == 1, dict(aotcheck.counters)
+    assert grads == [0.5, 0.25]

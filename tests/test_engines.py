@@ -21,7 +21,7 @@ import pytest
 
 from aotcheck.check.corpus import all_cases
 from aotcheck.targets.engines import ENGINES, get_engine, outcome
-from aotcheck.targets.known_failures import KNOWN_FAILURES, known_failure
+from aotcheck.targets.known_failures import KNOWN_FAILURES, crashes, known_failure
 
 CASES = all_cases()
 
@@ -40,6 +40,8 @@ def _params(engine: str, cached: bool):
     for c in CASES:
         reason = known_failure(engine, c.id, cached)
         marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+        if crashes(reason):
+            marks = [pytest.mark.skip(reason=reason)]
         out.append(pytest.param(c, id=c.id, marks=marks))
     return out
 

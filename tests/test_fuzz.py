@@ -2,7 +2,9 @@
 runner's own behaviour (seeds, signatures, reproducers, exit code).
 
 AOTCHECK_FUZZ_EXAMPLES (default 200) sets how many programs the property tests run in
-all; they are split into shards so that ``pytest -n 2`` spreads them.
+all; they are split into shards so that ``pytest -n 2`` spreads them. Each shard runs
+under the default partitioner, and again (the same seed, half as many programs, to keep
+CI's time) under the min-cut partitioner.
 """
 import contextlib
 import io
@@ -21,9 +23,12 @@ PER_SHARD = max(1, flags.get(flags.FUZZ_EXAMPLES) // SHARDS)
 ENGINE = AotcheckEngine()
 
 
-def _shard(k, extensions=()):
+PARTITIONERS = {"default": PER_SHARD, "mincut": max(1, PER_SHARD // 2)}
+
+
+def _shard(k, examples=PER_SHARD, extensions=()):
     @seed(1000 + k)
-    @settings(max_examples=PER_SHARD, deadline=None, database=None,
+    @settings(max_examples=examples, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
     @given(programs(extensions=extensions))
     def prop(program):
@@ -35,9 +40,11 @@ def _shard(k, extensions=()):
     return prop
 
 
+@pytest.mark.parametrize("partitioner", list(PARTITIONERS))
 @pytest.mark.parametrize("shard", range(SHARDS))
-def test_generated_programs_match_eager_cold_and_cached(shard):
-    _shard(shard)()
+def test_generated_programs_match_eager_cold_and_cached(shard, partitioner):
+    with flags.overridden(flags.PARTITIONER, partitioner):   # ENGINE's aot_function reads it
+        _shard(shard, PARTITIONERS[partitioner])()
 
 
 def test_wider_grammar_matches_eager_cold_and_cached():

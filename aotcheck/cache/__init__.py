@@ -7,8 +7,12 @@ result.
 
 Modules, in the order a lookup uses them:
 
-    key.py        the key of one call: named components, hashed
+    fingerprint.py  the Python state a function reads, as data (no trace): the trace-free key
+                  and the in-memory reuse in ``AotFunction`` share it
+    key.py        the key of one call: named components, hashed (trace-free, or traced as a
+                  named fallback)
     store.py      the directory, the checksummed file format, counters, strict mode
+    remote.py     the Redis half of a cache (local first, then remote; writes to both)
     entry.py      artifact <-> entry; the lazily saved backward (NOTE [lazy backward])
     serialize.py  FX graphs as JSON data, rebuilt against aten/prims only
 
@@ -16,6 +20,7 @@ What it may import: the engine (``aotcheck.engine``), ``aotcheck.errors`` and
 ``aotcheck.flags``. Nothing above it (the API, check, fuzz, grad, targets, cli).
 """
 from .entry import bypass, lookup, save, verify
+from .fingerprint import Unfingerprintable, fingerprint
 from .key import Key, cache_key, compute_key, engine_source_hash, key_components, key_of
 from .store import (BACKWARD_FILE, CACHE_FORMAT, ENTRY_FILE, Cache, CacheCorrupt, CacheWarning, counters,
                     decode_file, default_dir, encode_file, expect_hits, reset_counters, resolve)
@@ -23,4 +28,4 @@ from .store import (BACKWARD_FILE, CACHE_FORMAT, ENTRY_FILE, Cache, CacheCorrupt
 __all__ = ["BACKWARD_FILE", "CACHE_FORMAT", "ENTRY_FILE", "Cache", "CacheCorrupt", "CacheWarning", "Key",
            "bypass", "cache_key", "compute_key", "counters", "decode_file", "default_dir", "encode_file",
            "engine_source_hash", "expect_hits", "key_components", "key_of", "lookup", "reset_counters",
-           "resolve", "save", "verify"]
+           "resolve", "save", "verify", "Unfingerprintable", "fingerprint"]

@@ -103,7 +103,7 @@ def _load_entry(cache: Cache, key: str) -> dict | None:
     except CacheCorrupt as e:
         _warn_corrupt(cache, key, ENTRY_FILE, str(e))
         return None
-    if entry is None and (cache.entry_dir(key) / BACKWARD_FILE).exists():
+    if entry is None and cache.has(key, BACKWARD_FILE):
         _warn_corrupt(cache, key, ENTRY_FILE, "missing while backward.json exists")
     return entry
 
@@ -128,6 +128,8 @@ def _entry_payload(key: str, comps: dict, stages, art) -> dict:
         "saved": list(p.saved),
         "diff_outputs": list(j.diff_outputs) if j else [],
         "grad_inputs": list(j.grad_inputs) if j else [],
+        "backward_mutations": [list(m) for m in j.backward_mutations] if j else [],
+        "grad_reach": [list(r) for r in j.grad_reach] if j else [],
         "out_spec": out_spec,
     }
 
@@ -148,7 +150,7 @@ def _artifact_from_entry(cache: Cache, key: str, entry: dict, fn, partitioner: s
                          sig, captured) -> CompiledArtifact:
     meta = ViewMutationMeta.from_json(json.dumps(entry["meta"]))
     plan = InputPlan(_deep_tuple(entry["plan"]["placeholders"]), _deep_tuple(entry["plan"]["sources"]))
-    if plan != captured.plan:
+    if captured is not None and plan != captured.plan:       # a traced (fallback) key
         raise ValueError("stored input plan differs from this capture's")
     forward = graph_from_data(entry["forward"])
     fw_sha = _forward_sha(entry["forward"])
@@ -157,15 +159,21 @@ def _artifact_from_entry(cache: Cache, key: str, entry: dict, fn, partitioner: s
         plan=plan, meta=meta, decision=Decision(**entry["decision"]), forward=forward,
         num_fw_outputs=int(entry["num_fw_outputs"]), fw_candidates=forward_candidates(meta),
         diff_outputs=tuple(entry["diff_outputs"]), grad_inputs=tuple(entry["grad_inputs"]),
-        out_spec=out_spec, constants=stored_constants(forward))
+        out_spec=out_spec, constants=stored_constants(forward),
+        backward_mutations=_deep_tuple(entry.get("backward_mutations", [])),
+        grad_reach=_deep_tuple(entry.get("grad_reach", [])))
     if art.training:
-        fakes = _fake_snapshot(leaves)
+        # NOTE [a hit traces nothing]: with the backward stored, the hit loads it now and
+        # needs nothing else; only an entry whose backward is not written yet snapshots the
+        # leaves as fakes, so that a later backward can be re-derived (NOTE [lazy backward]).
+        stored = _load_backward(cache, key, fw_sha)
+        fakes = _fake_snapshot(leaves) if stored is None else None
         state = {"derived": False}
 
         def backward_source():
-            g = _load_backward(cache, key, fw_sha)
-            if g is not None:
+            if stored is not None:
                 count("backward_hits")
+                g = stored
             else:
                 count("backward_misses")
                 unexpected(cache, f"a backward miss (key {key[:12]})")
@@ -214,23 +222,33 @@ def _derive_backward(fn, partitioner: str, fakes: list, spec, sig, captured, sto
 
 
 def verify(cache: Cache) -> dict[str, str]:
-    """Check every entry: headers, checksums, keys, graphs loadable. Returns {key: problem}."""
+    """Check every entry, each copy (local and remote): headers, checksums, keys, graphs
+    loadable. Returns {key: problem}."""
     problems = {}
     for key in cache.keys():
-        try:
-            entry = cache.read(key, ENTRY_FILE)
-            if entry is None:
-                if (cache.entry_dir(key) / BACKWARD_FILE).exists():
-                    raise CacheCorrupt("backward.json without entry.json")
+        for where in ("local", "remote"):
+            if where == "remote" and cache.remote is None:
                 continue
-            if key_of(entry["components"]) != key:
-                raise CacheCorrupt("components do not hash to the key")
-            graph_from_data(entry["forward"])
-            bw = cache.read(key, BACKWARD_FILE)
-            if bw is not None:
-                if bw.get("forward_sha") != _forward_sha(entry["forward"]):
-                    raise CacheCorrupt("backward.json belongs to a different forward")
-                graph_from_data(bw["backward"])
-        except (CacheCorrupt, SerializeError, KeyError, TypeError, ValueError) as e:
-            problems[key] = str(e)
+            why = _verify_copy(cache, where, key)
+            if why:
+                problems[key] = f"{why} ({where} copy)" if cache.remote is not None else why
+                break
     return problems
+
+
+def _verify_copy(cache: Cache, where: str, key: str) -> str | None:
+    try:
+        entry = cache.read_at(where, key, ENTRY_FILE)
+        bw = cache.read_at(where, key, BACKWARD_FILE)
+        if entry is None:
+            return "backward.json without entry.json" if bw is not None else None
+        if key_of(entry["components"]) != key:
+            raise CacheCorrupt("components do not hash to the key")
+        graph_from_data(entry["forward"])
+        if bw is not None:
+            if bw.get("forward_sha") != _forward_sha(entry["forward"]):
+                raise CacheCorrupt("backward.json belongs to a different forward")
+            graph_from_data(bw["backward"])
+    except (CacheCorrupt, SerializeError, KeyError, TypeError, ValueError) as e:
+        return str(e)
+    return None

@@ -1,16 +1,24 @@
 """key: the cache key of one call, as named components.
 
 The key is sha256 over the canonical JSON of named *components* (see
-:func:`key_components`): the captured graph as printed text (with its
-``# no_grad`` tags), its tensor constants, the capture's raw facts and input
-plan, the input signature (which holds grad mode), the engine configuration,
-the cache format, the torch and aotcheck versions and a hash of the engine's
-sources. Nothing in it depends on ids, addresses or hash randomisation, so the
-same function gives the same key in a new process.
+:func:`trace_free_components`). By default it is **trace-free**: it reads what
+determines the graph without tracing anything (no fake tensors, no
+functionalization, no ``torch._dynamo``):
 
-Because these components need the captured graph, computing a key runs
-*capture*; the :class:`Key` carries that capture so that a miss does not trace
-again.
+    function      the fingerprint of the function (``fingerprint.py``): its code, defaults,
+                  closure values, the globals it names, the functions it reaches, the
+                  modules it reads (``training``, hyperparameters)
+    signature     the input signature (shapes, strides, dtypes, aliasing, scalars, grad mode)
+    torch_state   default dtype, deterministic algorithms, autocast, Python version
+    flags         every flag in ``aotcheck.flags`` except those that only steer the cache
+    engine        the partitioner; format, torch, aotcheck, engine_source: versions
+
+Where the function reads a value with no stable fingerprint, the key falls back to
+the *traced* key (:func:`key_components`): the captured graph as printed text, its
+tensor constants, the capture's raw facts and input plan, plus a ``fallback``
+component naming the value and why (``aotcheck cache explain`` prints it). That key
+needs a capture; the :class:`Key` carries it so that a miss does not trace again.
+Nothing in either key depends on ids, addresses or hash randomisation.
 """
 from __future__ import annotations
 
@@ -21,12 +29,14 @@ from pathlib import Path
 
 import torch
 
+from .. import flags
 from ..engine.capture import Captured, capture
 from ..engine.printer import format_graph
 from ..engine.signature import Signature, flatten_inputs, signature
 from .serialize import Uncacheable, graph_to_data
 from ..version import __version__
 from . import store
+from .fingerprint import Unfingerprintable, fingerprint, torch_state
 
 _SOURCE_HASH: str | None = None
 
@@ -39,6 +49,10 @@ class Key:
     components: dict[str, str]
     captured: Captured | None = field(default=None, repr=False)
     uncacheable: Uncacheable | None = None
+
+    @property
+    def trace_free(self) -> bool:
+        return "fallback" not in self.components
 
 
 def engine_source_hash() -> str:
@@ -55,21 +69,35 @@ def engine_source_hash() -> str:
     return _SOURCE_HASH
 
 
-def key_components(captured: Captured, sig: Signature, partitioner: str = "default") -> dict[str, str]:
-    """Every input of the key, by name, as text. Raises Uncacheable for a graph the
-    serializer cannot store (checked here, before any lookup)."""
-    data = graph_to_data(captured.graph)          # raises Uncacheable
+def _common(sig: Signature, partitioner: str) -> dict[str, str]:
     return {
         "format": str(store.CACHE_FORMAT),
         "torch": torch.__version__,
         "aotcheck": __version__,
         "engine_source": engine_source_hash(),
         "engine": json.dumps({"partitioner": partitioner}, sort_keys=True),
+        "flags": json.dumps({f.name: flags.get(f) for f in flags.ALL if f not in flags.NOT_IN_KEY},
+                            sort_keys=True),
+        "torch_state": json.dumps(torch_state(), sort_keys=True),
+        "signature": sig.to_json(),
+    }
+
+
+def trace_free_components(fn_text: str, sig: Signature, partitioner: str = "default") -> dict[str, str]:
+    """The trace-free key's inputs: ``fn_text`` is the function's fingerprint text."""
+    return {**_common(sig, partitioner), "function": fn_text}
+
+
+def key_components(captured: Captured, sig: Signature, partitioner: str = "default") -> dict[str, str]:
+    """Every input of the key, by name, as text. Raises Uncacheable for a graph the
+    serializer cannot store (checked here, before any lookup)."""
+    data = graph_to_data(captured.graph)          # raises Uncacheable
+    return {
+        **_common(sig, partitioner),
         "graph": format_graph(captured.graph, "captured"),
         "constants": json.dumps(data["constants"], sort_keys=True, allow_nan=False),
         "facts": json.dumps(asdict(captured.facts), sort_keys=True),
         "plan": json.dumps(asdict(captured.plan), sort_keys=True),
-        "signature": sig.to_json(),
     }
 
 
@@ -77,19 +105,31 @@ def key_of(components: dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(components, sort_keys=True).encode()).hexdigest()
 
 
-def cache_key(fn, leaves: list, in_spec, sig: Signature, partitioner: str = "default") -> Key:
-    """The key of calling ``fn`` on these leaves (whose signature is ``sig``)."""
+def cache_key(fn, leaves: list, in_spec, sig: Signature, partitioner: str = "default", *,
+              fn_print: tuple[str, str] | Unfingerprintable | None = None) -> Key:
+    """The key of calling ``fn`` on these leaves (whose signature is ``sig``). ``fn_print``: the
+    function's fingerprint ``(text, digest)`` when the caller has it (the API computes it once
+    per call for its in-memory reuse), or the Unfingerprintable it raised."""
+    if fn_print is None:
+        try:
+            fn_print = fingerprint(fn)
+        except Unfingerprintable as u:
+            fn_print = u
+    if not isinstance(fn_print, Unfingerprintable):
+        comps = trace_free_components(fn_print[0], sig, partitioner)
+        return Key(key_of(comps), comps)
     captured = capture(fn, leaves, in_spec, sig)
     try:
         comps = key_components(captured, sig, partitioner)
     except Uncacheable as u:
         return Key("", {}, captured, u)
+    comps["fallback"] = f"traced key: {fn_print}"
     return Key(key_of(comps), comps, captured)
 
 
 def compute_key(fn, args=(), kwargs=None, partitioner: str = "default") -> tuple[str, dict[str, str]]:
-    """The key and components for calling ``fn(*args, **kwargs)`` (captures, compiles nothing).
-    Raises Uncacheable when the call cannot be cached."""
+    """The key and components for calling ``fn(*args, **kwargs)`` (compiles nothing; captures
+    only for the traced fallback). Raises Uncacheable when the call cannot be cached."""
     leaves, spec = flatten_inputs(tuple(args), dict(kwargs or {}))
     k = cache_key(fn, leaves, spec, signature(leaves, spec), partitioner)
     if k.uncacheable is not None:

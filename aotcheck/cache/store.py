@@ -71,49 +71,114 @@ def default_dir() -> Path:
 
 
 class Cache:
-    """A cache directory. ``expect_hits=True``: any miss or bypass raises CacheError."""
+    """A cache directory, plus optionally a remote (NOTE in ``remote.py``).
+    ``expect_hits=True``: any miss or bypass raises CacheError. ``remote``: a Redis URL or a
+    ``RemoteStore``; None: ``AOTCHECK_REMOTE_CACHE``; "" : none."""
 
-    def __init__(self, path=None, *, expect_hits: bool = False):
+    def __init__(self, path=None, *, expect_hits: bool = False, remote=None):
         self.path = Path(path) if path is not None else default_dir()
         self.expect_hits = expect_hits
+        if remote is None:
+            remote = flags.get(flags.REMOTE_CACHE) or None
+        if isinstance(remote, str):
+            from .remote import RemoteStore
+            remote = RemoteStore(remote) if remote else None
+        self.remote = remote
+        self.copy_remote_hits = True      # a remote hit is copied locally (not by the CLI)
 
     def __repr__(self) -> str:
-        return f"Cache({str(self.path)!r}, expect_hits={self.expect_hits})"
+        extra = f", remote={self.remote.url!r}" if self.remote is not None else ""
+        return f"Cache({str(self.path)!r}, expect_hits={self.expect_hits}{extra})"
 
     def entry_dir(self, key: str) -> Path:
         return self.path / key
 
-    def keys(self) -> list[str]:
+    def local_keys(self) -> list[str]:
         if not self.path.is_dir():
             return []
         return sorted(p.name for p in self.path.iterdir() if p.is_dir() and _is_key(p.name))
 
+    def keys(self) -> list[str]:
+        """Every key, local or remote."""
+        keys = set(self.local_keys())
+        if self.remote is not None:
+            keys.update(k for k in self.remote.keys() if _is_key(k))
+        return sorted(keys)
+
+    def has(self, key: str, name: str) -> bool:
+        return (self.entry_dir(key) / name).exists() or (
+            self.remote is not None and self.remote.exists(key, name))
+
+    def where(self, key: str, name: str = ENTRY_FILE) -> str:
+        """"local", "remote", "both" or "-": where a file is."""
+        loc = (self.entry_dir(key) / name).exists()
+        rem = self.remote is not None and self.remote.exists(key, name)
+        return {(True, True): "both", (True, False): "local", (False, True): "remote"}.get((loc, rem), "-")
+
     def read(self, key: str, name: str) -> dict | None:
-        """A file's payload; None if absent. Raises CacheCorrupt if unreadable."""
-        return read_file(self.entry_dir(key) / name, key)
+        """A file's payload, local first, then remote (copied locally); None if absent.
+        Raises CacheCorrupt if unreadable (a remote file is checked like a local one)."""
+        payload = read_file(self.entry_dir(key) / name, key)
+        if payload is not None or self.remote is None:
+            return payload
+        data = self.remote.get(key, name)
+        if data is None:
+            return None
+        try:
+            payload = check_payload(decode_file(data), key)
+        except CacheCorrupt as e:
+            raise CacheCorrupt(f"remote copy in {self.remote.url}: {e}") from None
+        if self.copy_remote_hits:
+            with contextlib.suppress(OSError):
+                write_bytes(self.entry_dir(key) / name, data)
+        return payload
+
+    def read_at(self, where: str, key: str, name: str) -> dict | None:
+        """Read one copy only (``where`` is "local" or "remote"), for verify."""
+        if where == "local":
+            return read_file(self.entry_dir(key) / name, key)
+        data = self.remote.get(key, name) if self.remote is not None else None
+        return None if data is None else check_payload(decode_file(data), key)
 
     def write(self, key: str, name: str, payload: dict) -> bool:
-        """Write atomically; a failed write warns and returns False (the cache is optional)."""
+        """Write atomically, locally and to the remote; a failed write warns and returns
+        False (the cache is optional)."""
+        data = encode_file(payload)
+        ok = True
         try:
-            write_file(self.entry_dir(key) / name, payload)
-            return True
+            write_bytes(self.entry_dir(key) / name, data)
         except OSError as e:
             warnings.warn(f"aotcheck cache: could not write {name} of {key[:12]}: {e}", CacheWarning,
                           stacklevel=2)
-            return False
+            ok = False
+        if self.remote is not None:
+            ok = self.remote.put(key, name, data) or ok
+        return ok
 
     def remove(self, key: str) -> None:
         shutil.rmtree(self.entry_dir(key), ignore_errors=True)
+        if self.remote is not None:
+            self.remote.remove(key)
+
+    def size(self, key: str) -> int:
+        d = self.entry_dir(key)
+        if d.is_dir():
+            return sum(f.stat().st_size for f in d.iterdir() if f.is_file())
+        return self.remote.size(key) if self.remote is not None else 0
 
 
-def resolve(cache) -> Cache:
-    """``True`` -> the default location; a path -> a Cache there; a Cache -> itself."""
+def resolve(cache, remote=None) -> Cache:
+    """``True`` -> the default location; a path -> a Cache there; a Cache -> itself.
+    ``remote`` (a Redis URL) is attached to a Cache made here."""
     if isinstance(cache, Cache):
+        if remote and cache.remote is None:
+            from .remote import RemoteStore
+            cache.remote = RemoteStore(remote)
         return cache
     if cache is True:
-        return Cache()
+        return Cache(remote=remote)
     if isinstance(cache, (str, os.PathLike)):
-        return Cache(cache)
+        return Cache(cache, remote=remote)
     raise AotcheckError(f"cache must be True, a directory path or an aotcheck.cache.Cache, "
                         f"not {type(cache).__name__}")
 
@@ -157,14 +222,20 @@ def read_file(path: Path, key: str) -> dict | None:
         return None
     except OSError as e:
         raise CacheCorrupt(f"unreadable: {e}") from None
-    payload = decode_file(data)
+    return check_payload(decode_file(data), key)
+
+
+def check_payload(payload: dict, key: str) -> dict:
     if payload.get("key") != key:
         raise CacheCorrupt(f"file names key {str(payload.get('key'))[:12]}, not its directory's")
     return payload
 
 
 def write_file(path: Path, payload: dict) -> None:
-    data = encode_file(payload)
+    write_bytes(path, encode_file(payload))
+
+
+def write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
     try:

@@ -88,6 +88,26 @@ def in_call_mode(case, fn):
     return wrapped
 
 
+def check_case(case, compiled, **kw):
+    """The oracle on one case (in its call mode): one comparison, or, for a case with
+    ``states``, one per state in turn through the same ``compiled`` (its divergences
+    prefixed by the state), then the first state restored."""
+    from .oracle import Report, check
+    if not case.states:
+        return check(in_call_mode(case, case.fn), in_call_mode(case, compiled), case.make_inputs,
+                     backward=case.backward, **kw)
+    d: list[str] = []
+    try:
+        for k, set_state in enumerate(case.states):
+            set_state()
+            r = check(in_call_mode(case, case.fn), in_call_mode(case, compiled), case.make_inputs,
+                      backward=case.backward, **kw)
+            d += [f"in state {k}: {x}" for x in r.divergences]
+    finally:
+        case.states[0]()
+    return Report(d, d[0].split(":")[1].strip() if d else "")
+
+
 @dataclass
 class Run:
     report: object            # oracle.Report
@@ -98,12 +118,10 @@ def run_case(case, cache_dir=None, *, expect_hits: bool = False) -> Run:
     """Compile ``case`` with a fresh aot_function (optionally through ``cache_dir``), run it
     (forward, plus backward unless the case says otherwise) and compare with eager."""
     from ..api import aot_function
-    from .oracle import check
     cache = None if cache_dir is None else _cache.Cache(cache_dir, expect_hits=expect_hits)
     compiled = aot_function(case.fn, cache=cache)
     before = dict(_cache.counters)
-    report = check(in_call_mode(case, case.fn), in_call_mode(case, compiled), case.make_inputs,
-                   backward=case.backward)
+    report = check_case(case, compiled)
     delta = {k: v - before.get(k, 0) for k, v in _cache.counters.items() if v != before.get(k, 0)}
     return Run(report, delta)
 

@@ -7,13 +7,16 @@ Both runs get identical fresh inputs from ``make_inputs``. Compared:
   shape, stride (of dimensions larger than 1: a size-1 dimension's stride
   addresses no memory), values, requires_grad, is_leaf, grad_fn presence;
 - alias structure: which argument (or earlier output) each output shares
-  storage with;
+  storage with, and every pair of tensors (outputs and arguments) that share a
+  storage, whatever their strides;
 - arguments after the call: values, shape, stride, offset, requires_grad;
+- the default generator's state after the call (both runs start from seed 0);
 - with ``backward``: leaf gradients after backpropagating seeded random
   cotangents from every output and every mutated argument that requires
-  grad; None versus zeros must match exactly;
-- mutating each floating output in place afterwards changes the arguments
-  and other outputs as in eager (or raises in both).
+  grad; None versus zeros must match exactly; so must the ``.grad`` of
+  outputs that are leaves requiring grad (made inside the function);
+- mutating each output in place afterwards (floating, complex, integer or
+  bool) changes the arguments and other outputs as in eager (or raises in both).
 
 ``check`` returns a :class:`Report`; a report's ``signature`` names the
 first difference's kind, so that duplicates collapse.
@@ -32,6 +35,7 @@ class Inputs:
     args: tuple
     kwargs: dict = field(default_factory=dict)
     leaves: tuple = ()      # tensors whose .grad is compared after backward
+    rng_after: object = field(default=None, repr=False, compare=False)   # set by _run
 
 
 @dataclass
@@ -75,6 +79,20 @@ def _alias_map(outs: list, args: list) -> list:
     return res
 
 
+def _sharing(outs: list, args: list) -> set:
+    """Every pair (output k, argument i or output j < k) whose tensors share one storage,
+    decided on the storages alone (strides and offsets do not enter)."""
+    named = [(f"out{k}", o) for k, o in enumerate(outs) if isinstance(o, torch.Tensor)]
+    named += [(f"arg{i}", a) for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+    pairs = set()
+    for x, (n1, t1) in enumerate(named):
+        s1 = _storage(t1)
+        for n2, t2 in named[x + 1:]:
+            if s1 is not None and n1.startswith("out") and s1 == _storage(t2):
+                pairs.add((n1, n2))
+    return pairs
+
+
 def _close(a: torch.Tensor, b: torch.Tensor, rtol=None, atol=None) -> str | None:
     try:
         torch.testing.assert_close(b.detach(), a.detach(), rtol=rtol, atol=atol, equal_nan=True,
@@ -96,6 +114,7 @@ def _run(fn, make_inputs, backward: bool):
         out = fn(*inp.args, **inp.kwargs)
     except Exception as e:  # noqa: BLE001 - reported, not hidden
         return inp, None, e, None
+    inp.rng_after = torch.random.get_rng_state()     # random ops advanced it as eager's do
     bw_err = None
     if backward:
         flat_args = pytree.tree_leaves((inp.args, inp.kwargs))
@@ -139,8 +158,16 @@ def check(fn: Callable, compiled_fn: Callable, make_inputs: Callable[[], Inputs]
     for k, (a, b) in enumerate(zip(ea, ca)):
         if a != b:
             d.append(f"output {k} aliasing: eager {a}, compiled {b}")
+    if not any("aliasing" in x for x in d):
+        es, cs = _sharing(e_flat, e_args), _sharing(c_flat, c_args)
+        for pair in sorted(es ^ cs):
+            d.append(f"{pair[0]} and {pair[1]} share a storage in "
+                     f"{'eager only' if pair in es else 'compiled only'}")
     for i, (a, b) in enumerate(zip(e_args, c_args)):
         _compare_value(d, f"argument {i} after the call", a, b, rtol, atol, grads=False)
+    if not torch.equal(e_in.rng_after, c_in.rng_after):
+        d.append("random generator state after the call differs from eager's "
+                 "(the compiled function drew a different number of random values)")
     if (e_bw is None) != (c_bw is None):
         which = "compiled" if c_bw is not None else "eager"
         err = c_bw if c_bw is not None else e_bw
@@ -155,6 +182,16 @@ def check(fn: Callable, compiled_fn: Callable, make_inputs: Callable[[], Inputs]
                 msg = _close(ga, gb, rtol, atol)
                 if msg:
                     d.append(f"grad of leaf {j}: {msg}")
+        # outputs that are leaves requiring grad (made inside the function) accumulate .grad too
+        for k, (a, b) in enumerate(zip(e_flat, c_flat)):
+            if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.is_leaf \
+                    and a.requires_grad and not any(a is x for x in e_in.leaves):
+                if (a.grad is None) != (b.grad is None):
+                    d.append(f"grad of output {k} (a leaf): eager "
+                             f"{'None' if a.grad is None else 'a tensor'}, compiled "
+                             f"{'None' if b.grad is None else 'a tensor'}")
+                elif a.grad is not None and (msg := _close(a.grad, b.grad, rtol, atol)):
+                    d.append(f"grad of output {k} (a leaf): {msg}")
     if mutate_outputs and not d:
         _check_output_mutation(d, e_flat, c_flat, e_args, c_args)
     return Report(d, _signature(d))
@@ -192,6 +229,12 @@ def _compare_value(d, where, a, b, rtol, atol, grads: bool):
             d.append(f"{where} is_leaf: eager {a.is_leaf}, compiled {b.is_leaf}")
         if (a.grad_fn is None) != (b.grad_fn is None):
             d.append(f"{where} grad_fn: eager {type(a.grad_fn).__name__}, compiled {type(b.grad_fn).__name__}")
+    na, nb = a.untyped_storage().nbytes(), b.untyped_storage().nbytes()
+    if (na == 0) != (nb == 0):      # a storage resized to or from zero bytes (FSDP's pattern)
+        d.append(f"{where} storage bytes: eager {na}, compiled {nb}")
+        return
+    if na == 0 and a.numel() > 0:   # no memory behind it: its values are not readable
+        return
     msg = _close(a, b, rtol, atol)
     if msg:
         d.append(f"{where} values: {msg}")
@@ -203,17 +246,28 @@ def _addressing_strides(t: torch.Tensor) -> tuple:
     return tuple(st for sz, st in zip(t.shape, t.stride()) if sz != 1)
 
 
+def _readable(t: torch.Tensor) -> bool:
+    """Whether memory lies behind the tensor (not a storage resized to zero bytes)."""
+    return t.numel() == 0 or t.untyped_storage().nbytes() > 0
+
+
 def _check_output_mutation(d, e_flat, c_flat, e_args, c_args):
-    """Mutate each floating output in place; the effect on arguments and other outputs,
-    or the error, must match eager's."""
+    """Mutate each output in place; the effect on arguments and other outputs, or the
+    error, must match eager's. Every dtype is mutated (a bool output is negated), so that
+    outputs that should share one storage but were copied apart show up whatever their
+    dtype or strides."""
     for k in range(len(e_flat)):
         a, b = e_flat[k], c_flat[k]
-        if not isinstance(a, torch.Tensor) or not a.is_floating_point() or a.numel() == 0:
+        if not isinstance(a, torch.Tensor) or a.numel() == 0 or a.layout != torch.strided \
+                or not _readable(a) or not _readable(b):
             continue
         errs = []
         for t in (a, b):
             try:
-                t.add_(1)
+                if t.dtype == torch.bool:
+                    t.logical_not_()
+                else:
+                    t.add_(1)
                 errs.append(None)
             except Exception as e:  # noqa: BLE001
                 errs.append(type(e).__name__)
@@ -221,11 +275,11 @@ def _check_output_mutation(d, e_flat, c_flat, e_args, c_args):
             d.append(f"mutating output {k} in place: eager {errs[0] or 'ok'}, compiled {errs[1] or 'ok'}")
             return
         for i, (x, y) in enumerate(zip(e_args, c_args)):
-            if isinstance(x, torch.Tensor) and _close(x, y):
+            if isinstance(x, torch.Tensor) and _readable(x) and _readable(y) and _close(x, y):
                 d.append(f"after mutating output {k} in place, argument {i} differs from eager")
                 return
         for j, (x, y) in enumerate(zip(e_flat, c_flat)):
-            if isinstance(x, torch.Tensor) and _close(x, y):
+            if isinstance(x, torch.Tensor) and _readable(x) and _readable(y) and _close(x, y):
                 d.append(f"after mutating output {k} in place, output {j} differs from eager")
                 return
 

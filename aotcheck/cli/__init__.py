@@ -36,9 +36,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def add_partitioner_option(p) -> None:
+    """``--partitioner``, for the subcommands that run aotcheck's engine (check, fuzz, report)."""
+    p.add_argument("--partitioner", default=None, choices=("default", "mincut"),
+                   help="the partitioner aotcheck's engine uses (default: AOTCHECK_PARTITIONER, "
+                        "else 'default')")
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    partitioner = getattr(args, "partitioner", None)
+    if partitioner is None:
+        return int(args.func(args) or 0)
+    from .. import flags
+    with flags.overridden(flags.PARTITIONER, partitioner):   # every engine running aotcheck reads it
+        return int(args.func(args) or 0)
 
 
 if __name__ == "__main__":

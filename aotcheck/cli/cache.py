@@ -8,7 +8,9 @@
     aotcheck cache stats               entries, sizes, modes
 
 ``--dir`` defaults to ``./cache`` when it exists (the project's folder), else
-the library default (``AOTCHECK_CACHE_DIR`` or ``~/.cache/aotcheck``). A KEY
+the library default (``AOTCHECK_CACHE_DIR`` or ``~/.cache/aotcheck``). ``--remote
+redis://host:port/db`` (default ``AOTCHECK_REMOTE_CACHE``) adds the shared remote: ``ls``
+says where each entry is, ``verify`` checks both copies, ``clear`` empties both. A KEY
 may be any unique prefix.
 """
 from __future__ import annotations
@@ -24,6 +26,8 @@ def register(sub) -> None:
     p = sub.add_parser("cache", help="inspect the persistent cache", description=__doc__.split("\n")[0])
     p.add_argument("--dir", default=None, help="cache directory (default: ./cache if present, "
                                                   "else AOTCHECK_CACHE_DIR or ~/.cache/aotcheck)")
+    p.add_argument("--remote", default=None, help="Redis URL of the remote cache (default: "
+                                                  "AOTCHECK_REMOTE_CACHE; '' for none)")
     cmds = p.add_subparsers(dest="cache_command", required=True)
     cmds.add_parser("ls", help="list entries")
     s = cmds.add_parser("show", help="print one entry")
@@ -53,7 +57,7 @@ def _resolve(cache: Cache, prefix: str) -> str:
 
 
 def _size(cache: Cache, key: str) -> int:
-    return sum(f.stat().st_size for f in cache.entry_dir(key).iterdir() if f.is_file())
+    return cache.size(key)
 
 
 def _read(cache: Cache, key: str, name: str):
@@ -65,17 +69,20 @@ def _read(cache: Cache, key: str, name: str):
 
 
 def main(args) -> int:
-    cache = Cache(_dir(args.dir))
+    cache = Cache(_dir(args.dir), remote=getattr(args, "remote", None))
+    cache.copy_remote_hits = False          # looking must not fill the local directory
+    where = f"{cache.path}" + (f" and {cache.remote.url}" if cache.remote is not None else "")
     cmd = args.cache_command
     if cmd == "ls":
         keys = cache.keys()
-        print(f"{len(keys)} entries in {cache.path}")
+        print(f"{len(keys)} entries in {where}")
         for k in keys:
             e = _read(cache, k, ENTRY_FILE)
             mode = e["decision"]["mode"] if e else "?"
-            bw = "backward" if (cache.entry_dir(k) / BACKWARD_FILE).exists() else \
+            bw = "backward" if cache.has(k, BACKWARD_FILE) else \
                 ("-" if mode != "training" else "no backward yet")
-            print(f"{k[:16]}  {mode:9}  {bw:15}  {_size(cache, k):>8} B")
+            loc = f"  {cache.where(k):6}" if cache.remote is not None else ""
+            print(f"{k[:16]}  {mode:9}  {bw:15}  {_size(cache, k):>8} B{loc}")
     elif cmd == "show":
         from ..cache.serialize import graph_from_data
         from ..engine.printer import format_graph
@@ -101,6 +108,9 @@ def main(args) -> int:
                 return 1
             comps.append(e["components"])
         if len(comps) == 1:
+            fb = comps[0].get("fallback")
+            print("trace-free key (a lookup traces nothing)" if fb is None else
+                  f"traced key (no trace-free fingerprint): {fb}")
             print(f"key {keys[0]} = sha256 of these components:")
             for name, value in sorted(comps[0].items()):
                 print(f"-- {name}\n{value}")
@@ -118,13 +128,13 @@ def main(args) -> int:
         problems = verify(cache)
         for k, why in problems.items():
             print(f"BAD {k[:16]}: {why}")
-        print(f"{len(cache.keys()) - len(problems)} ok, {len(problems)} bad in {cache.path}")
+        print(f"{len(cache.keys()) - len(problems)} ok, {len(problems)} bad in {where}")
         return 1 if problems else 0
     elif cmd == "clear":
         keys = cache.keys()
         for k in keys:
             cache.remove(k)
-        print(f"removed {len(keys)} entries from {cache.path}")
+        print(f"removed {len(keys)} entries from {where}")
     elif cmd == "stats":
         keys = cache.keys()
         modes: dict[str, int] = {}
@@ -133,9 +143,15 @@ def main(args) -> int:
             e = _read(cache, k, ENTRY_FILE)
             m = e["decision"]["mode"] if e else "unreadable"
             modes[m] = modes.get(m, 0) + 1
-            with_bw += (cache.entry_dir(k) / BACKWARD_FILE).exists()
+            with_bw += cache.has(k, BACKWARD_FILE)
         total = sum(_size(cache, k) for k in keys)
-        print(f"{cache.path}: {len(keys)} entries, {total} bytes")
+        print(f"{where}: {len(keys)} entries, {total} bytes")
+        if cache.remote is not None:
+            locs: dict[str, int] = {}
+            for k in keys:
+                w = cache.where(k)
+                locs[w] = locs.get(w, 0) + 1
+            print("  where: " + ", ".join(f"{w} {n}" for w, n in sorted(locs.items())))
         for m, n in sorted(modes.items()):
             print(f"  {m}: {n}")
         print(f"  with a backward graph: {with_bw}")

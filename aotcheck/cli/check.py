@@ -4,6 +4,8 @@ from __future__ import annotations
 import time
 from collections import Counter
 
+from . import add_partitioner_option
+
 
 def register(sub) -> None:
     p = sub.add_parser("check", help="run the corpus against eager and print a pass table per theme")
@@ -11,6 +13,7 @@ def register(sub) -> None:
     p.add_argument("-k", dest="pattern", default="", help="only cases whose id contains this text")
     p.add_argument("--forward-only", action="store_true", help="skip backward")
     p.add_argument("--verbose", "-v", action="store_true", help="print every failure's divergences")
+    add_partitioner_option(p)
     p.set_defaults(func=run)
 
 
@@ -41,6 +44,8 @@ def run(args) -> int:
             row["fail"] += 1
             failures.append((c, r.divergences))
         bar.advance(c.id)
+    from .. import flags
+    print(f"partitioner: {flags.get(flags.PARTITIONER)}")
     print(f"{'theme':<24}{'cases':>6}{'pass':>6}{'fail':>6}{'xfail':>6}")
     total = Counter()
     for theme, row in rows.items():

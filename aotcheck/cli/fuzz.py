@@ -1,6 +1,8 @@
 """``aotcheck fuzz``: generated mutation/alias programs against an engine."""
 from __future__ import annotations
 
+from . import add_partitioner_option
+
 
 def register(sub) -> None:
     p = sub.add_parser("fuzz", help="run generated programs against an engine, cold and cached; "
@@ -30,6 +32,7 @@ def register(sub) -> None:
                    "engines, the ones aotcheck's engine passes for the others")
     p.add_argument("--progress", action="store_true", help="draw the progress bar even when "
                    "stderr is not a terminal (e.g. a log file)")
+    add_partitioner_option(p)
     p.set_defaults(func=run)
 
 

@@ -5,13 +5,23 @@
     aotcheck ops --op cov --samples all --sample-index 3 --variant fn     (a failure's repro line)
     aotcheck ops --cached                        cold into a fresh cache dir, then cached from it
     aotcheck ops --repeat 5                      five seeds: per-op failure rates (flakiness)
+
+For a backend author (one column per backend, side by side, with BackendBench's scores):
+
+    aotcheck ops --samples first --backend inductor --backend aot_eager --backend aotcheck
+    aotcheck ops --backend mypkg.backend:compile_fn --json run.json     any torch.compile backend
+    aotcheck ops --kernels my_kernels/                  one function per aten op, checked against aten
+    aotcheck ops --backend inductor --reference numerical   finite differences only, no eager reference
+    aotcheck ops --diff old.json new.json               what changed between two runs
 """
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 import time
 from dataclasses import asdict
+from pathlib import Path
 
 
 def register(sub) -> None:
@@ -22,6 +32,8 @@ def register(sub) -> None:
     p.add_argument("--op", action="append", default=[], metavar="NAME",
                    help="only this op (name or name.variant; repeatable)")
     p.add_argument("--limit", type=int, help="only the first N selected ops")
+    p.add_argument("--shard", metavar="K/N", help="only the K-th of N contiguous slices of the selected ops "
+                   "(K from 1; for splitting a long --backend sweep over processes or machines)")
     p.add_argument("--repeat", type=int, default=1, metavar="K", help="run the checks with K seeds")
     p.add_argument("--seed", type=int, default=0, help="first seed (cotangents, element subset)")
     p.add_argument("--cached", action="store_true",
@@ -32,7 +44,28 @@ def register(sub) -> None:
                    help="only this variant (repeatable; default both)")
     p.add_argument("--max-elements", type=int, default=20,
                    help="elements per input perturbed by the numerical check")
-    p.add_argument("--json", metavar="PATH", help="write every SampleResult as JSON")
+    p.add_argument("--backend", action="append", default=[], metavar="B",
+                   help="a torch.compile backend: inductor, aot_eager, aotcheck, an entry-point name or "
+                        "module:function (repeatable: one column each)")
+    p.add_argument("--kernels", metavar="PATH",
+                   help="a directory, .py file or module of op implementations, one function per aten op "
+                        "(mm, add_Tensor; mm_backward for its autograd formula); only the implemented ops run")
+    p.add_argument("--reference", choices=("eager", "numerical"), default="eager",
+                   help="numerical: score the backward against finite differences alone (no eager reference)")
+    p.add_argument("--inductor-cache-dir", metavar="DIR",
+                   help="torch's compile caches for --backend (default: $AOTCHECK_INDUCTOR_CACHE_DIR, else "
+                        "cache/torch-inductor when ./cache exists, else <user cache dir>/torch-inductor)")
+    p.add_argument("--perf-p", type=float, default=1.0, metavar="P",
+                   help="perf@P: the fraction of ops that are correct and more than P times faster than eager")
+    p.add_argument("--no-perf", action="store_true", help="do not time forwards against eager")
+    p.add_argument("--stream", metavar="PATH.jsonl",
+                   help="append every sample's result to PATH as it is checked (a long run's partial record)")
+    p.add_argument("--resume", action="store_true",
+                   help="with --stream: skip the ops the stream file already has results for")
+    p.add_argument("--report-from", metavar="PATH.jsonl", action="append",
+                   help="print the side-by-side report of --stream files (repeatable: shards of one run)")
+    p.add_argument("--diff", nargs=2, metavar=("OLD", "NEW"), help="compare two --json files and exit")
+    p.add_argument("--json", metavar="PATH", help="write the run (scores, per-op statuses, every sample) as JSON")
     p.add_argument("--verbose", "-v", action="store_true", help="list every failing seed run")
     p.set_defaults(func=run)
 
@@ -41,6 +74,12 @@ def run(args) -> int:
     from ..grad import ops_suite as S
     from .progress import Progress
 
+    if args.diff:
+        return _diff(*args.diff)
+    if args.report_from:
+        return _report_from(args)
+    if args.backend or args.kernels:
+        return _run_targets(args)
     t0 = time.perf_counter()
     engines, note = _engines(args, S)
     ops = S.select_ops(args.op, args.limit)
@@ -55,7 +94,7 @@ def run(args) -> int:
     results = S.run_suite(args.op, samples=args.samples, limit=args.limit, index=args.sample_index,
                           variants=tuple(args.variant or ("fn", "inplace")),
                           seeds=range(args.seed, args.seed + args.repeat), engines=engines,
-                          max_elements=args.max_elements, on_case=on_case)
+                          max_elements=args.max_elements, on_case=on_case, reference=args.reference)
     wall = time.perf_counter() - t0
     print(f"aotcheck ops: engine {args.engine}, samples {args.samples}, "
           f"max elements {args.max_elements}{note}")
@@ -66,8 +105,9 @@ def run(args) -> int:
             print(f"cache counters [{e.mode}]: {counts}")
     print(f"wall time {wall:.1f}s")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump([asdict(r) for r in results], f)
+        from ..grad.compare import run_document, write_document
+        write_document(run_document(results, command=" ".join(sys.argv), meta={"engine": args.engine}),
+                       args.json)
     bad = any(r.status(c) in (S.FAIL, S.ENGINE_ERROR, S.CRASH, S.XPASS) for r in results for c in S.CHECKS)
     return 1 if bad else 0
 
@@ -81,3 +121,168 @@ def _engines(args, S):
     return [S.aotcheck_engine(cache_dir, "cold"), S.aotcheck_engine(cache_dir, "cached")], \
         f", modes cold then cached (cache dir {cache_dir})"
 
+
+
+def _run_targets(args) -> int:
+    """``--backend``/``--kernels``: one column per target, side by side."""
+    from ..grad import ops_suite as S
+    from ..grad.compare import format_side_by_side, run_document, write_document
+    from .progress import Progress
+
+    if args.cached or args.engine != "aotcheck":
+        raise SystemExit("aotcheck ops: --cached and --engine do not combine with --backend/--kernels")
+    if args.backend and args.kernels:
+        raise SystemExit("aotcheck ops: give --backend or --kernels, not both (--kernels runs only the "
+                         "implemented ops)")
+    t0 = time.perf_counter()
+    perf = not args.no_perf
+    meta = {"reference": args.reference, "samples": args.samples, "max_elements": args.max_elements}
+    if args.kernels:
+        from ..targets.kernels import load_kernels
+        kernels = load_kernels(args.kernels)
+        engines = [S.kernels_engine(kernels, perf)]
+        ops, missing = S.select_kernel_ops(kernels, args.op)
+        meta["kernels"] = [{"op": k.op, "source": k.source, "backward": k.has_backward}
+                           for k in kernels.kernels]
+        header = (f"kernels {args.kernels}: " + ", ".join(f"aten.{k.op}" + (" (+ backward)" if k.has_backward
+                                                                            else "") for k in kernels.kernels))
+        if missing:
+            header += f"; no OpInfo tests {', '.join(missing)}"
+    else:
+        from ..targets.compile_backends import use_inductor_cache_dir
+        cache = use_inductor_cache_dir(_inductor_cache_dir(args))
+        engines = [S.backend_engine(b, perf) for b in args.backend]
+        ops = _shard(S.select_ops(args.op, args.limit), args.shard)
+        meta["inductor_cache_dir"] = str(cache)
+        header = f"backends {', '.join(args.backend)}; torch compile caches in {cache}"
+    options = _stream_options(args)
+    if args.resume:
+        if not args.stream:
+            raise SystemExit("aotcheck ops: --resume needs --stream PATH (the run to continue)")
+        seen = _streamed_ops(args.stream, options)
+        ops = [o for o in ops if S.op_id(o) not in seen]
+        header += f"; resuming {args.stream}: {len(seen)} ops already done, {len(ops)} to go"
+    bar = Progress(len(ops), "ops")
+    done = set()
+
+    def on_case(case):
+        if case.op not in done:
+            done.add(case.op)
+            bar.advance(case.op)
+
+    stream = open(args.stream, "a") if args.stream else None
+    if stream is not None:
+        stream.write(json.dumps({"stream_header": options}, sort_keys=True) + "\n")
+
+    def on_results(rows):
+        if stream is not None:
+            for r in rows:
+                stream.write(json.dumps(asdict(r), sort_keys=True) + "\n")
+            stream.flush()
+
+    results = S.run_suite(samples=args.samples, index=args.sample_index, on_results=on_results,
+                          variants=tuple(args.variant or ("fn", "inplace")),
+                          seeds=range(args.seed, args.seed + args.repeat), engines=engines,
+                          max_elements=args.max_elements, on_case=on_case, reference=args.reference, ops=ops)
+    wall = time.perf_counter() - t0
+    if stream is not None:
+        stream.close()
+    print(f"aotcheck ops: {header}; samples {args.samples}, reference {args.reference}, "
+          f"max elements {args.max_elements}")
+    print(format_side_by_side(results, args.perf_p))
+    print(S.format_report(results, verbose=args.verbose))
+    print(f"wall time {wall:.1f}s")
+    meta["wall_s"] = round(wall, 1)
+    if args.json:
+        write_document(run_document(results, command=" ".join(sys.argv), p=args.perf_p, meta=meta), args.json)
+    bad = any(r.status(c) in (S.FAIL, S.ENGINE_ERROR, S.CRASH, S.XPASS) for r in results for c in S.CHECKS)
+    return 1 if bad else 0
+
+
+def _inductor_cache_dir(args) -> Path:
+    from .. import flags
+    if args.inductor_cache_dir:
+        return Path(args.inductor_cache_dir)
+    if flags.get(flags.INDUCTOR_CACHE_DIR):
+        return Path(flags.get(flags.INDUCTOR_CACHE_DIR))
+    if Path("cache").is_dir():
+        return Path("cache") / "torch-inductor"
+    from ..cache import default_dir
+    return default_dir() / "torch-inductor"
+
+
+def _diff(old: str, new: str) -> int:
+    from ..grad.compare import diff_documents, read_document
+    try:
+        lines = diff_documents(read_document(old), read_document(new))
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"aotcheck ops --diff: {e}") from None
+    print(f"aotcheck ops --diff {old} {new}: {len(lines)} changes")
+    for line in lines:
+        print("  " + line)
+    return 1 if lines else 0
+
+
+def _stream_options(args) -> dict:
+    """What a --stream file's results depend on; --resume continues only a run with the same."""
+    return {"backend": list(args.backend), "kernels": args.kernels, "samples": args.samples,
+            "reference": args.reference, "max_elements": args.max_elements, "seed": args.seed,
+            "repeat": args.repeat, "variant": sorted(args.variant or ("fn", "inplace")),
+            "sample_index": args.sample_index, "schema_version": _schema()}
+
+
+def _schema() -> int:
+    from ..grad.results import SCHEMA_VERSION
+    return SCHEMA_VERSION
+
+
+def _streamed_ops(path: str, options: dict) -> set[str]:
+    """Ops with results in a --stream file written with the same ``options``; the last op may be
+    partial, so it is run again. A file written with other options is refused, not reused."""
+    ops = []
+    try:
+        with open(path) as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                row = json.loads(line)
+                if "stream_header" in row:
+                    if row["stream_header"] != options:
+                        diff = sorted(k for k in options if row["stream_header"].get(k) != options[k])
+                        raise SystemExit(f"aotcheck ops --resume: {path} was written with other options "
+                                         f"({', '.join(diff)} differ); use a new --stream file")
+                    continue
+                ops.append(row["op"])
+    except FileNotFoundError:
+        return set()
+    return set(ops) - ({ops[-1]} if ops else set())
+
+
+def _report_from(args) -> int:
+    from ..grad import ops_suite as S
+    from ..grad.compare import format_side_by_side
+    latest = {}     # a resumed run repeats its last op: the later row wins
+    for path in args.report_from:
+        with open(path) as f:
+            for line in f:
+                row = json.loads(line) if line.strip() else {"stream_header": None}
+                if "stream_header" not in row:
+                    r = S.SampleResult(**row)
+                    latest[(r.op, r.variant, r.index, r.seed, r.mode)] = r
+    results = list(latest.values())
+    print(f"aotcheck ops --report-from {' '.join(args.report_from)}: {len(results)} sample results, "
+          f"{len({r.op for r in results})} ops")
+    print(format_side_by_side(results, args.perf_p))
+    print(S.format_report(results, verbose=args.verbose))
+    return 0
+
+
+def _shard(ops: list, spec: str | None) -> list:
+    if not spec:
+        return ops
+    try:
+        k, n = (int(x) for x in spec.split("/"))
+        assert 1 <= k <= n
+    except (ValueError, AssertionError):
+        raise SystemExit(f"aotcheck ops: --shard {spec}: expected K/N with 1 <= K <= N, e.g. 2/4") from None
+    return ops[(k - 1) * len(ops) // n:k * len(ops) // n]

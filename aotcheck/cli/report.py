@@ -4,6 +4,8 @@ from __future__ import annotations
 import shlex
 import sys
 
+from . import add_partitioner_option
+
 
 def register(sub) -> None:
     p = sub.add_parser("report", help="run the corpus through engines and write a side-by-side markdown table")
@@ -15,6 +17,7 @@ def register(sub) -> None:
     p.add_argument("--theme", action="append", help="only these themes (repeatable)")
     p.add_argument("-k", dest="pattern", default="", help="only cases whose id contains this text")
     p.add_argument("--verbose", "-v", action="store_true", help="list each failure's divergences")
+    add_partitioner_option(p)
     p.set_defaults(func=run)
 
 

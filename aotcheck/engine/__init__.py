@@ -9,6 +9,7 @@ The stages, in the order data flows through them::
     decide     -> inference or training, with the reason
     joint      -> forward and backward traced together (training only)
     partition  -> forward graph, backward graph, saved values
+                  (mincut: the saved values of least bytes, by max-flow)
     codegen    -> each graph as straight-line Python over aten ops
     runtime    -> an autograd.Function that replays mutations and regenerates aliases
 

@@ -50,6 +50,8 @@ class InputInfo:
                                                 # mode, or through a detached alias
     requires_grad_after: bool = False
     via_base: bool = False          # mutated through its alias group's root (synthetic base)
+    requires_grad_set: bool = False  # the function set its requires_grad (a leaf, flag flipped
+                                     # to requires_grad_after; NOTE [requires_grad_ on an argument])
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,9 @@ class OutputInfo:
     value: str = ""                 # repr, for constants
     multi_output_view: bool = False  # made by unbind/split: eager forbids in-place on it
     grad_dead_end: bool = False      # requires grad, but (as in eager) its gradient reaches no input
+    new_leaf: int = -1               # it is the grad leaf made inside, meta.new_leaves[k]
+    custom_view: bool = False        # a view made by a custom autograd.Function (or a view of
+                                     # one): rebuilt as such, gradient through graph_output
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,9 @@ class MutationInfo:
     final_shape: tuple[int, ...]
     final_stride: tuple[int, ...]
     final_offset: int
+    storage_bytes: int = -1         # resize the storage to this many bytes first, or -1
+    storage_source: int = -1        # set_() it onto: -2 the value, p >= 0 placeholder p's
+                                    # storage (as it was at the call), or -1
 
 
 @dataclass(frozen=True)
@@ -95,7 +103,11 @@ class ViewMutationMeta:
     candidates: tuple[tuple, ...]    # per graph candidate: (shape, dtype, requires_grad, stride, offset)
     out_tree: str
     metadata_ops: tuple = ()   # (kind, index, method, args, kwargs, grad_enabled), replayed in order
+    new_leaves: tuple = ()     # (kind, source, shape, stride, offset, dtype): NOTE [new grad leaves]
     schema: int = SCHEMA_VERSION
+    # eager's error at .backward() when a derivative on the path is not implemented (e.g. an
+    # in-place acosh_): the compiled function raises it there too, never at compile time
+    backward_error: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -113,7 +125,8 @@ class ViewMutationMeta:
             intermediate_bases=tuple(d["intermediate_bases"]),
             candidates=tuple((tuple(c[0]), c[1], c[2], tuple(c[3]), c[4]) for c in d["candidates"]),
             out_tree=d["out_tree"], metadata_ops=_deep_tuple(d.get("metadata_ops", [])),
-            schema=d["schema"])
+            new_leaves=_deep_tuple(d.get("new_leaves", [])),
+            schema=d["schema"], backward_error=d.get("backward_error", ""))
 
     def format(self) -> str:
         """A readable, deterministic printout (used by explain and golden tests)."""
@@ -131,12 +144,17 @@ class ViewMutationMeta:
                 what[-1] += " (under no_grad)" if i.all_mutations_under_no_grad else " (autograd saw it)"
             if i.via_base:
                 what.append("through its alias group's base")
+            if i.requires_grad_set:
+                what.append(f"requires_grad_({i.requires_grad_after}) called")
             flags = ("requires_grad" if i.requires_grad else "no grad") + \
                 (", leaf" if i.is_leaf else ", non-leaf")
             lines.append(f"input {i.index}: {', '.join(what) or 'not mutated'}; {flags}")
         for o in self.outputs:
             desc = o.kind
-            if o.kind in (IS_INPUT, ALIAS_OF_INPUT):
+            if o.custom_view:
+                desc += f" {o.source} (custom Function view; gradient through graph output " \
+                        f"{o.graph_output})"
+            elif o.kind in (IS_INPUT, ALIAS_OF_INPUT):
                 desc += f" {o.source}"
                 if o.graph_output >= 0:
                     desc += f" (detached; gradient through graph output {o.graph_output})"
@@ -144,12 +162,16 @@ class ViewMutationMeta:
                 desc += f" {o.source}"
             elif o.kind == ALIAS_OF_INTERMEDIATE:
                 desc += f" (base {o.source})"
-            if o.kind in (ALIAS_OF_OUTPUT, ALIAS_OF_INTERMEDIATE) and o.graph_output >= 0:
+            if o.custom_view:
+                pass
+            elif o.kind in (ALIAS_OF_OUTPUT, ALIAS_OF_INTERMEDIATE) and o.graph_output >= 0:
                 desc += f" (detached; gradient through graph output {o.graph_output})"
             elif o.kind == FRESH:
                 desc += f" (graph output {o.graph_output})"
             elif o.kind == CONSTANT:
                 desc += f" {o.value}"
+            if o.new_leaf >= 0:
+                desc += f" (grad leaf {o.new_leaf}, made inside)"
             if o.kind != CONSTANT:
                 desc += ", requires_grad" if o.requires_grad else ", no grad"
             lines.append(f"output {o.index}: {desc}")
@@ -185,16 +207,19 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
             i, True, spec.requires_grad, spec.is_leaf, f.data_mutated, meta_mut,
             mutated and not f.autograd_saw_mutation,
             f.requires_grad_after if not member else spec.requires_grad or f.requires_grad_after,
-            member))
+            member, f.requires_grad_set and not member))
     mutations = tuple(
         MutationInfo(f.placeholder, f.data_mutated, f.metadata_mutated, f.autograd_saw_mutation,
-                     f.value_output, f.final_shape, f.final_stride, f.final_offset)
-        for f in facts.inputs if f.data_mutated or f.metadata_mutated)
+                     f.value_output, f.final_shape, f.final_stride, f.final_offset,
+                     f.storage_bytes, f.storage_source)
+        for f in facts.inputs
+        if f.data_mutated or f.metadata_mutated or f.storage_bytes >= 0 or f.storage_source != -1)
     outputs = tuple(_classify(k, o) for k, o in enumerate(facts.outputs))
     return ViewMutationMeta(
         tuple(inputs), outputs, mutations,
         tuple((m.leaf, m.final_shape, m.final_stride, m.final_offset) for m in facts.members),
-        facts.intermediate_outputs, facts.candidates, facts.out_tree, facts.metadata_ops)
+        facts.intermediate_outputs, facts.candidates, facts.out_tree, facts.metadata_ops,
+        facts.new_leaves)
 
 
 def _classify(k, o) -> OutputInfo:
@@ -202,7 +227,8 @@ def _classify(k, o) -> OutputInfo:
         return OutputInfo(k, CONSTANT, value=o.value)
     common = dict(requires_grad=o.requires_grad, is_leaf=o.is_leaf, shape=o.shape,
                   stride=o.stride, offset=o.offset, dtype=o.dtype,
-                  multi_output_view=o.multi_output_view, grad_dead_end=o.grad_dead_end)
+                  multi_output_view=o.multi_output_view, grad_dead_end=o.grad_dead_end,
+                  custom_view=o.custom_view, new_leaf=o.new_leaf)
     if o.same_output >= 0:
         return OutputInfo(k, SAME_AS_OUTPUT, o.same_output, **common)
     if o.is_input >= 0:

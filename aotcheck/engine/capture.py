@@ -38,6 +38,7 @@ The stage is split over a few modules, each one job:
     functional_run.py  one run of the function on functional wrappers -> raw facts
     outputs.py         what each returned tensor aliases
     facts.py           the raw facts, as frozen data
+    storage_views.py   the second way: plain trace (eager autograd), then functionalize
 """
 from __future__ import annotations
 
@@ -47,10 +48,12 @@ import torch
 import torch.fx as fx
 from torch.utils import _pytree as pytree
 
-from ..errors import TraceError, UnsupportedInputError
+from .. import flags
+from ..errors import TraceError, UnsupportedInputError, VIEW_LIMITS
 from .facts import RawFacts
-from .functional import from_fun, geometry_of, trace_functional, trace_grad_mode
+from .functional import compiling, stand_in, from_fun, geometry_of, trace_functional, trace_grad_mode
 from .functional_run import FunctionalRun
+from .rng import DrawLikeEager, GlobalGeneratorGuard
 from .plan import InputPlan, groups_needing_synthetic_base, placeholder_tensors, plan_inputs
 from .signature import Signature, unflatten_inputs
 
@@ -64,6 +67,7 @@ class Captured:
     out_spec: object = field(repr=False, default=None)
     geometry: object = field(repr=False, default=None)   # eager geometry per output (joint reuses it)
     nonleaf_views: bool = False     # non-leaf argument copies are views of fresh storage (_nonleaf_copy)
+    plain: bool = False             # traced on plain fake tensors, then functionalized (storage_views)
 
 
 def eager_geometry(fn, leaves: list, in_spec, sig: Signature):
@@ -80,25 +84,88 @@ def eager_geometry(fn, leaves: list, in_spec, sig: Signature):
     from torch._subclasses.fake_tensor import FakeTensorMode
     mode = FakeTensorMode()
     try:
-        fakes = [mode.from_tensor(t) if isinstance(t, torch.Tensor) else t for t in leaves]
+        fakes = [mode.from_tensor(stand_in(t)) if isinstance(t, torch.Tensor) else t for t in leaves]
         args, kwargs = unflatten_inputs(fakes, in_spec)
-        with trace_grad_mode(sig), mode:
+        with trace_grad_mode(sig), compiling(), GlobalGeneratorGuard(check=False), \
+                DrawLikeEager(), mode:
             out = fn(*args, **kwargs)
     except Exception:  # noqa: BLE001 - fall back to the functional wrappers' geometry
         return None
+    from .functional import storage_ref
+    arg_storages: dict = {}
+    for i, t in enumerate(fakes):
+        if isinstance(t, torch.Tensor) and t.layout == torch.strided:
+            arg_storages.setdefault(storage_ref(t), []).append(i)
     result = []
     for o in pytree.tree_leaves(out, is_leaf=lambda x: isinstance(x, torch.Size)):
         if isinstance(o, torch.Tensor) and o.layout == torch.strided:
             base = o._base
-            result.append((geometry_of(o), geometry_of(base) if base is not None else None))
+            # the argument leaves whose storage eager's output shares (an op like
+            # unsafe_split returns pieces of its input that functionalization copies)
+            result.append((geometry_of(o), geometry_of(base) if base is not None else None,
+                           tuple(arg_storages.get(storage_ref(o), ()))))
         else:
             result.append(None)
     return result
 
 
 def capture(fn, leaves: list, in_spec, sig: Signature,
-            synthetic: frozenset[int] = frozenset(), nonleaf_views: bool = False) -> Captured:
-    """Trace ``fn`` for this signature. Re-captures with synthetic bases when needed."""
+            synthetic: frozenset[int] = frozenset(), nonleaf_views: bool = False,
+            plain: bool = False) -> Captured:
+    """Trace ``fn`` for this signature. Re-captures with synthetic bases when needed, and
+    the second way (storage_views.py) where functionalization meets one of its limits."""
+    if plain or flags.get(flags.TRACE_PLAIN):
+        return _capture_plain(fn, leaves, in_spec, sig, synthetic)
+    try:
+        captured = _capture(fn, leaves, in_spec, sig, synthetic, nonleaf_views)
+    except (UnsupportedInputError, TraceError) as e:
+        if not is_view_limit(e):
+            raise
+        return _capture_plain(fn, leaves, in_spec, sig, synthetic)
+    if captured.facts.view_replay_hazard:
+        # autograd over functional tensors would replay a view across an in-place metadata
+        # change: silently wrong gradients (NOTE [plain trace, then functionalize])
+        return _capture_plain(fn, leaves, in_spec, sig, synthetic)
+    return captured
+
+
+def is_view_limit(e: Exception) -> bool:
+    """Is ``e`` a refusal for a limit of functionalization that the second way lifts?"""
+    if isinstance(e, TraceError):
+        # an in-place aten op without a functionalization kernel (polygamma_): the second
+        # way runs it as its out-of-place twin (storage_views._call)
+        return "Found a custom (non-ATen) operator whose output has alias annotations: aten::" in str(e)
+    return isinstance(e, UnsupportedInputError) and any(p in str(e) for p in VIEW_LIMITS)
+
+
+def _capture_plain(fn, leaves: list, in_spec, sig: Signature, synthetic: frozenset[int]) -> Captured:
+    from .storage_views import StorageTagger, functionalize_plain, trace_plain
+    plan = plan_inputs(sig, synthetic)
+    geometry = eager_geometry(fn, leaves, in_spec, sig)
+    placeholders = placeholder_tensors(plan, leaves)
+    run = FunctionalRun(fn, plan, sig, leaves, in_spec, geometry, tagger=StorageTagger(),
+                        nonleaf=tuple(t.requires_grad and not t.is_leaf for t in placeholders))
+    box: dict = {}
+
+    def body(*placeholders):
+        candidates, facts, out_spec, _ = run.run(list(placeholders))
+        box["facts"], box["out_spec"] = facts, out_spec
+        return list(candidates)
+
+    with trace_grad_mode(sig):
+        plain_gm = trace_plain(body, placeholders, run.tagger)
+        gm = functionalize_plain(plain_gm, placeholders)
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    captured = Captured(gm, plan, box["facts"], box["out_spec"], geometry=geometry, plain=True)
+    needs = groups_needing_synthetic_base(sig, plan, captured.facts.inputs) - synthetic
+    if needs:
+        return _capture_plain(fn, leaves, in_spec, sig, synthetic | needs)
+    return captured
+
+
+def _capture(fn, leaves: list, in_spec, sig: Signature,
+             synthetic: frozenset[int] = frozenset(), nonleaf_views: bool = False) -> Captured:
     plan = plan_inputs(sig, synthetic)
     geometry = eager_geometry(fn, leaves, in_spec, sig)
     run = FunctionalRun(fn, plan, sig, leaves, in_spec, geometry, nonleaf_views)
@@ -124,7 +191,7 @@ def capture(fn, leaves: list, in_spec, sig: Signature,
         retried = not nonleaf_views and any(t.requires_grad and not t.is_leaf for t in placeholders)
         if retried:
             try:
-                return capture(fn, leaves, in_spec, sig, synthetic, nonleaf_views=True)
+                return _capture(fn, leaves, in_spec, sig, synthetic, nonleaf_views=True)
             except TraceError:
                 pass
         # eager_geometry() ran the function on fake tensors without functionalization (it
@@ -139,7 +206,7 @@ def capture(fn, leaves: list, in_spec, sig: Signature,
                         nonleaf_views=nonleaf_views)
     needs = groups_needing_synthetic_base(sig, plan, captured.facts.inputs) - synthetic
     if needs:
-        return capture(fn, leaves, in_spec, sig, synthetic | needs, nonleaf_views)
+        return _capture(fn, leaves, in_spec, sig, synthetic | needs, nonleaf_views)
     return captured
 
 

@@ -18,7 +18,9 @@ After::
 
     def forward(x, y):
         mul = _op0(x, y)
+        del x, y
         sin = _op1(mul)
+        del mul
         return (sin,)
 """
 from __future__ import annotations
@@ -28,6 +30,8 @@ import operator
 import torch
 import torch.fx as fx
 
+from .rng import runtime_kernel
+
 
 def _is_literal(v) -> bool:
     if isinstance(v, (bool, int, str)) or v is None:
@@ -35,6 +39,26 @@ def _is_literal(v) -> bool:
     if isinstance(v, float):
         return v == v and v not in (float("inf"), float("-inf"))
     return False
+
+
+def _last_uses(graph: fx.Graph) -> dict[fx.Node, list[fx.Node]]:
+    """For each node, the values whose last use it is (the output's values are never freed)."""
+    last: dict[fx.Node, fx.Node] = {}
+    for n in graph.nodes:
+        for a in n.all_input_nodes:
+            last[a] = n
+    out: dict[fx.Node, list[fx.Node]] = {}
+    for v, user in last.items():
+        if user.op != "output":
+            out.setdefault(user, []).append(v)
+    return out
+
+
+def _free(lines: list[str], values, names: dict) -> None:
+    # NOTE [free after last use]: each local is dropped after its last use, as eager drops a
+    # temporary, so a backward that recomputes a chain holds only what is still needed.
+    if values:
+        lines.append(f"    del {', '.join(names[v] for v in values)}")
 
 
 def compile_graph(graph: fx.Graph, name: str = "forward", constants: dict | None = None):
@@ -58,6 +82,7 @@ def compile_graph(graph: fx.Graph, name: str = "forward", constants: dict | None
             return repr(a)
         return const(a)
 
+    last_use = _last_uses(graph)
     for i, n in enumerate(graph.nodes):
         var = f"v{i}"
         names[n] = var
@@ -66,12 +91,16 @@ def compile_graph(graph: fx.Graph, name: str = "forward", constants: dict | None
         elif n.op == "call_function":
             if n.target is operator.getitem:
                 lines.append(f"    {var} = {arg(n.args[0])}[{arg(n.args[1])}]")
+                _free(lines, last_use.get(n, ()), names)
                 continue
-            fn = n.target._op if isinstance(n.target, torch._ops.OpOverload) else n.target
+            # random draws run as eager draws them (NOTE in rng.py, point 1)
+            fn = runtime_kernel(n.target) or \
+                (n.target._op if isinstance(n.target, torch._ops.OpOverload) else n.target)
             key = f"_op{i}"
             env[key] = fn
             call_args = [arg(a) for a in n.args] + [f"{k}={arg(v)}" for k, v in n.kwargs.items()]
             lines.append(f"    {var} = {key}({', '.join(call_args)})")
+            _free(lines, last_use.get(n, ()), names)
         elif n.op == "get_attr":
             if not constants or n.target not in constants:
                 raise ValueError(f"codegen: graph reads constant {n.target!r}, which was not given")

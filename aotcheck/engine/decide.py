@@ -53,7 +53,9 @@ def decide(meta: ViewMutationMeta, sig: Signature) -> Decision:
                 return Decision(TRAINING, f"grad mode is off at the call, but output {o.index} "
                                           "requires grad (an enable_grad region inside the function)")
         return Decision(INFERENCE, "grad mode is off")
-    if not any(isinstance(l, TensorSpec) and l.requires_grad for l in sig.leaves):
+    if not any(isinstance(l, TensorSpec) and l.requires_grad for l in sig.leaves) and \
+            not any(i.requires_grad_set and i.requires_grad_after for i in meta.inputs) and \
+            not meta.new_leaves:
         rg_mut = [i.index for i in meta.inputs
                   if i.data_mutated and i.requires_grad_after and not i.all_mutations_under_no_grad]
         if not rg_mut:

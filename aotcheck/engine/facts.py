@@ -21,6 +21,12 @@ class InputFacts:
     final_stride: tuple[int, ...]
     final_offset: int
     value_output: int               # graph-output index of the new value, or -1
+    storage_bytes: int = -1         # its storage's size after the call when the function
+                                    # resized it (inductor.resize_storage_bytes_), else -1
+    storage_source: int = -1        # set_(): -1 none, -2 a fresh storage (the value in
+                                    # value_output), p >= 0 placeholder p's storage
+    requires_grad_set: bool = False  # a leaf whose requires_grad_() the function called
+                                     # (NOTE [requires_grad_ on an argument])
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,9 @@ class OutputFacts:
     is_leaf: bool = True
     multi_output_view: bool = False  # a view made by unbind/split (in-place on it is an error)
     grad_dead_end: bool = False       # requires grad, but its gradient reaches no input
+    new_leaf: int = -1                # it is new grad leaf k (NOTE [new grad leaves])
+    custom_view: bool = False         # a view whose autograd chain passes a custom Function
+                                      # (NOTE [custom Function views] in outputs.py)
 
 
 @dataclass(frozen=True)
@@ -66,4 +75,8 @@ class RawFacts:
     new_leaf_outputs: tuple[int, ...]         # outputs that are fresh leaves requiring grad
     metadata_ops: tuple = ()                  # (kind, index, method, args, kwargs, grad_enabled)
     view_replay_hazard: bool = False          # see recorder.MetadataRecorder.view_replay_hazard
+    new_leaves: tuple = ()                    # (kind, source, shape, stride, offset, dtype) per
+                                              # leaf made inside (NOTE [new grad leaves])
+    custom_functions: tuple = ()              # "name:digest" per custom Function backward reached
+                                              # (NOTE [custom Function backward in the key])
 

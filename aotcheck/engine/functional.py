@@ -19,6 +19,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..errors import DataDependentError, TraceError, UnsupportedInputError
+from .rng import DrawLikeEager, GlobalGeneratorGuard, check_graph_generators
 from .signature import Signature
 
 
@@ -42,8 +43,10 @@ class TraceGuard(TorchDispatchMode):
 
     - rejects reads of tensor values (``.item()``, ``bool(t)``) and ops whose output shape
       depends on values (``nonzero``), which would otherwise slip in as symbolic sizes;
-    - tags each node that ran with grad mode off, so no_grad regions reach the cache key.
+    - tags each node that ran with grad mode off, so no_grad regions reach the cache key;
+    - calls ``on_op`` after each op, when set (storage_views.StorageTagger uses it).
     """
+    on_op = None
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if func is torch.ops.aten._local_scalar_dense.default:
@@ -66,32 +69,84 @@ class TraceGuard(TorchDispatchMode):
                         slot = get_proxy_slot(t, mode.tracer, None)
                         if slot is not None:
                             slot.proxy.node.meta["no_grad"] = True
+        if self.on_op is not None:
+            self.on_op(func, args, kwargs or {}, out)
         return out
+
+
+def stand_in(t):
+    """An ordinary tensor with an inference tensor's geometry and flags, to trace with.
+
+    # NOTE [inference tensors]
+    Tracing runs outside inference mode (as no_grad: fake and functional tensors need it),
+    where an inference tensor may be read but not mutated, nor have requires_grad mirrored.
+    Eager, inside inference mode, may do both (a module built under inference_mode has
+    inference parameters that require grad). The graph depends only on the geometry, so
+    the trace sees a plain tensor over a storage of the same size instead; the runtime
+    then runs on the real inference tensors, inside the caller's inference mode.
+    """
+    if not isinstance(t, torch.Tensor) or not t.is_inference():
+        return t
+    with torch.inference_mode(False):
+        numel = t.untyped_storage().nbytes() // t.element_size()
+        out = torch.empty(numel, dtype=t.dtype, device=t.device).as_strided(
+            t.shape, t.stride(), t.storage_offset())
+        return out.requires_grad_(t.requires_grad) if t.requires_grad else out
 
 
 def geometry_of(t: torch.Tensor) -> tuple:
     return tuple(t.shape), tuple(t.stride()), t.storage_offset()
 
 
-def trace_functional(body, example_placeholders: list[torch.Tensor]) -> fx.GraphModule:
-    """make_fx on fake copies of the placeholders, with functionalization around ``body``."""
+def trace_functional(body, example_placeholders: list[torch.Tensor], *,
+                     functionalize: bool = True, guard: TraceGuard | None = None,
+                     mode: str = "fake", constants: bool = False) -> fx.GraphModule:
+    """make_fx on fake copies of the placeholders, with functionalization around ``body``
+    (without it when ``functionalize`` is False: a plain trace, see storage_views.py)."""
     from torch.fx.experimental.proxy_tensor import make_fx
+    guard = guard if guard is not None else TraceGuard()
 
     def traced(*args):
-        torch._enable_functionalization(reapply_views=True)
+        if functionalize:
+            torch._enable_functionalization(reapply_views=True)
         try:
-            with TraceGuard():
+            with guard, DrawLikeEager():
                 return body(*args)
         finally:
-            torch._disable_functionalization()
+            if functionalize:
+                torch._disable_functionalization()
 
+    example_placeholders = [stand_in(t) for t in example_placeholders]
     fake_log = logging.getLogger("torch._subclasses.fake_tensor")
     level = fake_log.level
     fake_log.setLevel(logging.CRITICAL)      # the user's own errors are re-raised below
     try:
-        return guard_trace(lambda: make_fx(traced, tracing_mode="fake")(*example_placeholders))
+        with compiling(), GlobalGeneratorGuard():
+            gm = guard_trace(lambda: make_fx(traced, tracing_mode=mode,
+                                             _allow_non_fake_inputs=constants)(*example_placeholders))
     finally:
         fake_log.setLevel(level)
+    check_graph_generators(gm)
+    for n in list(gm.graph.nodes):
+        if n.target is _RESIZE and not n.users:
+            gm.graph.erase_node(n)      # the runtime replays it (NOTE [storage resizes])
+    return gm
+
+
+_RESIZE = torch.ops.inductor.resize_storage_bytes_.default
+
+
+def compiling():
+    """While the function is traced, ``torch.compiler.is_compiling()`` is True, as under
+    PyTorch's own tracing (torch.compile, torch.export).
+
+    # NOTE [is_compiling]
+    Library code (transformers' masking, for one) asks ``is_compiling()`` before a
+    data-dependent shortcut such as ``if torch.all(mask == 1): return None``; the answer
+    under tracing must be True, so that it takes the traceable path that PyTorch's tracers
+    take. The compiled graph then runs that path for every call, as torch.compile's does.
+    """
+    return torch.compiler._compile_session_context()
 
 
 def guard_trace(thunk):

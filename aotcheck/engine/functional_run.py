@@ -8,12 +8,15 @@ output, what it aliases (outputs.py).
 """
 from __future__ import annotations
 
+import hashlib
+import types
+
 import torch
 from torch.utils import _pytree as pytree
 
 from ..errors import UnsupportedInputError
 from .facts import InputFacts, MemberFacts, RawFacts
-from .functional import geometry_of, to_fun
+from .functional import geometry_of, storage_ref, to_fun
 from .outputs import classify_outputs
 from .plan import InputPlan
 from .recorder import MetadataRecorder
@@ -28,20 +31,30 @@ class FunctionalRun:
     """
 
     def __init__(self, fn, plan: InputPlan, sig: Signature, leaves: list, in_spec, geometry=None,
-                 nonleaf_views: bool = False):
+                 nonleaf_views: bool = False, tagger=None, nonleaf: tuple = ()):
         self.fn, self.plan, self.sig, self.leaves, self.in_spec = fn, plan, sig, leaves, in_spec
         self.eager_geometry = geometry      # per output leaf: (geometry, base geometry) or None
         self.nonleaf_views = nonleaf_views
+        # a StorageTagger when the run is on plain fake tensors (storage_views.py): eager's
+        # own autograd, mutations read from the tagger's write log instead of functionalization
+        self.tagger = tagger
+        self.nonleaf = nonleaf      # plain runs: which placeholders are non-leaves (copies are leaves)
 
     def run(self, placeholders: list[torch.Tensor]):
         """Returns (candidates, facts, out_spec, placeholder wrappers). Call with functionalization on."""
-        plan, sig = self.plan, self.sig
-        wrappers = [to_fun(p) for p in placeholders]
+        plan, sig, plain = self.plan, self.sig, self.tagger is not None
+        wrappers = list(placeholders) if plain else [to_fun(p) for p in placeholders]
+        nbytes = [p.untyped_storage().nbytes() for p in placeholders]    # NOTE [storage resizes]
         works = []
-        for p, w in zip(placeholders, wrappers):
+        for k, (p, w) in enumerate(zip(placeholders, wrappers)):
             # A non-leaf that requires grad may be mutated in place; the wrapper is a leaf.
-            works.append(_nonleaf_copy(p, w, self.nonleaf_views)
-                         if (p.requires_grad and not p.is_leaf) else w)
+            # A plain run mutates a storage of its own that the tensor fills from offset 0
+            # (storage_views.py rebuilds views with absolute geometry on it).
+            nonleaf = self.nonleaf[k] if plain else not p.is_leaf
+            copy = (p.requires_grad and nonleaf) or (
+                plain and not p.requires_grad and not _fills_storage(p))
+            works.append(_nonleaf_copy(p, w, self.nonleaf_views) if copy else w)
+        self.works = works                   # read by the joint (NOTE [backward mutations])
         user: list = []
         for i, src in enumerate(plan.sources):
             if src[0] == "value":
@@ -58,17 +71,24 @@ class FunctionalRun:
         # the mutation" is read on the tensor that owns the storage (a non-leaf copy may be a
         # view of fresh storage; see _nonleaf_copy).
         anchors = [w._base if w._base is not None else w for w in works]
+        start_refs = [storage_ref(w) for w in works]             # NOTE [storage swaps]
+        start_geometry = [geometry_of(w) for w in works]
         before = [(a.grad_fn, a.requires_grad) for a in anchors]
         member_meta = {i: geometry_of(user[i]) for i, s in enumerate(plan.sources) if s[0] == "member"}
         args, kwargs = unflatten_inputs(list(user), self.in_spec)
         watched = {id(works[p]): ("placeholder", p) for p in range(len(works))}
         watched.update({id(user[i]): ("leaf", i) for i in member_meta})
         recorder = MetadataRecorder(watched)
+        recorder.watch_tensors(works)
         self.recorder = recorder             # read by capture() if the trace fails
+        if plain:
+            written_from = len(self.tagger.writes)
         try:
             with recorder:
                 result = self.fn(*args, **kwargs)
         except (RuntimeError, ValueError, IndexError) as e:
+            if plain:
+                raise                        # eager's own error, on eager's own semantics
             if any(kind == "leaf" for kind, *_ in recorder.log):
                 raise UnsupportedInputError(
                     "an argument that shares storage with another argument has its metadata "
@@ -83,32 +103,51 @@ class FunctionalRun:
                     "replay that view (a PyTorch limit). Take the view after the metadata "
                     f"change. ({type(e).__name__}: {str(e).splitlines()[0][:120]})") from None
             raise
+        self.saw_inplace_metadata = recorder.inplace_metadata     # read by the joint on failure
         out_leaves, out_spec = pytree.tree_flatten(result, is_leaf=lambda x: isinstance(x, torch.Size))
-        for w in works:
-            torch._sync(w)
+        if plain:
+            written = {self.tagger.sid(w) for w in works} & set(self.tagger.writes[written_from:])
+            logged = {idx for kind, idx, *_ in recorder.log if kind == "placeholder"}
+        else:
+            for w in works:
+                torch._sync(w)
         candidates: list[torch.Tensor] = []
         inputs = []
         for p, w in enumerate(works):
-            data = torch._functionalize_has_data_mutation(w)
-            meta = torch._functionalize_has_metadata_mutation(w)
-            if torch._functionalize_was_storage_changed(w):
-                raise UnsupportedInputError(
-                    f"the function calls set_() (or swaps the storage) of input placeholder {p}; "
-                    "aotcheck supports data and metadata mutations of inputs, not storage swaps")
-            if not (data or meta) and anchors[p].requires_grad != before[p][1]:
-                raise UnsupportedInputError(
-                    f"the function changes requires_grad of input placeholder {p} "
-                    "(requires_grad_() on an argument); set requires_grad before the call")
+            if plain:
+                data = self.tagger.sid(w) in written
+                meta = p in logged or geometry_of(w) != start_geometry[p]
+                swapped = storage_ref(w) != start_refs[p]
+            else:
+                data = torch._functionalize_has_data_mutation(w)
+                meta = torch._functionalize_has_metadata_mutation(w)
+                swapped = torch._functionalize_was_storage_changed(w)
+            storage_source = -1
+            if swapped:
+                storage_source = _storage_swap(plan, p, w, works, start_refs, start_geometry)
+                if storage_source != -1:
+                    data = meta = False      # the runtime swaps the storage, never copies into it
+            storage_bytes = _resized_storage_bytes(nbytes[p], recorder.resizes.get(p), p)
+            if storage_bytes == 0:
+                data = False        # nothing to write into a storage resized to zero bytes
+            # NOTE [requires_grad_ on an argument]: a leaf argument is still a leaf afterwards,
+            # so requires_grad_() changed its flag, and no in-place op it had was recorded
+            # by autograd (its mutations are replayed under no_grad). The runtime sets the
+            # caller's flag: to True before the compiled function runs (so that it becomes
+            # an input autograd sends a gradient to), to False after it.
+            rg_set = anchors[p].is_leaf and before[p][0] is None and \
+                anchors[p].requires_grad != before[p][1]
+            saw = (anchors[p].grad_fn, anchors[p].requires_grad) != before[p] and not rg_set
             value_output = -1
-            if data:
+            if data or storage_source == -2:
                 value_output = len(candidates)
                 candidates.append(w)
             inputs.append(InputFacts(
-                p, data, meta, (anchors[p].grad_fn, anchors[p].requires_grad) != before[p],
-                w.requires_grad,
-                *geometry_of(w), value_output))
+                p, data, meta, saw, w.requires_grad,
+                *geometry_of(w), value_output, storage_bytes=storage_bytes,
+                storage_source=storage_source, requires_grad_set=rg_set))
         member_ops = {idx for kind, idx, *_ in recorder.log if kind == "leaf"}
-        if member_ops and recorder.data_aftergeometry_of():
+        if member_ops and recorder.data_aftergeometry_of() and not plain:
             raise UnsupportedInputError(
                 f"argument leaf {min(member_ops)} shares storage with another argument, its "
                 "metadata is changed in place (t_, transpose_, ...) and the shared storage is "
@@ -118,22 +157,171 @@ class FunctionalRun:
         for i, m in member_meta.items():
             if geometry_of(user[i]) != m:
                 members.append(MemberFacts(i, *geometry_of(user[i])))
-                self.saw_inplace_metadata = recorder.inplace_metadata
         self._work_ids = {id(w) for w in works}
+        self.new_leaf_tensors = recorder.new_leaves
+        grad_leaves = new_leaf_facts(recorder.new_leaves, user, sig, recorder.geometry)
         outputs, intermediates, new_leaves, self.base_geometry = classify_outputs(
             out_leaves, user, candidates, sig=sig, geometry=recorder.geometry,
-            eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids)
+            eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids,
+            plain=plain, new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)})
         cands = tuple((tuple(c.shape), str(c.dtype).replace("torch.", ""), c.requires_grad,
                        *self.base_geometry.get(id(c), recorder.geometry.get(id(c), geometry_of(c)))[1:])
                       for c in candidates)
         facts = RawFacts(tuple(inputs), tuple(members), tuple(outputs), str(out_spec),
                          tuple(intermediates), cands, tuple(new_leaves),
-                         tuple(_freeze(op) for op in recorder.log), recorder.view_replay_hazard())
+                         tuple(_freeze(op) for op in recorder.log), recorder.view_replay_hazard(),
+                         grad_leaves, custom_function_digests(candidates))
         return candidates, facts, out_spec, wrappers
+
+
+def _swap_refusal(p: int, why: str) -> UnsupportedInputError:
+    return UnsupportedInputError(
+        f"the function calls set_() on input placeholder {p}, {why}; aotcheck replays set_() "
+        "of arguments that do not require grad onto another argument's storage, their own, or "
+        "a new one")
+
+
+def _resized_storage_bytes(before: int, after: int | None, p: int) -> int:
+    """The size in bytes of placeholder ``p``'s storage after the call if the function resized
+    it (``torch.ops.inductor.resize_storage_bytes_``, FSDP's pattern), else -1.
+
+    # NOTE [storage resizes]
+    Functionalization does not put a resize in the graph (it resizes the fake storage and
+    moves on), so the recorder sees the user's call and the runtime replays it on the
+    argument before writing the argument's new value back (a write into a zero-byte storage
+    would corrupt memory). As in PyTorch's AOTAutograd, a resize must start or end at zero
+    bytes: from zero it is an allocation whose contents the function then writes, to zero it
+    frees the storage (and nothing is written back).
+    """
+    if after is None or (after == before and after != 0):
+        return -1
+    if before != 0 and after != 0:
+        raise UnsupportedInputError(
+            f"the function resizes the storage of input placeholder {p} from {before} to {after} "
+            "bytes; aotcheck (like PyTorch's AOTAutograd) replays storage resizes of arguments "
+            "that start or end at zero bytes only")
+    return after
+
+
+def _storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, start_geometry) -> int:
+        """Where placeholder ``p``'s storage went after ``set_()``: -1 (back to its own, with its
+        own geometry: nothing to replay), q >= 0 (placeholder q's storage at the call, p's
+        own included), or -2 (a storage made inside the function).
+
+        # NOTE [storage swaps]
+        Functionalization swaps a wrapper's functional storage on ``set_()``: afterwards the
+        argument shares storage with the tensor it was set to, and data mutations through
+        either are mutations of that one storage (the other argument's, if it was one, and
+        that argument's write-back carries them). The runtime replays the swap after the
+        write-backs: ``arg.set_(storage, offset, shape, stride)`` onto the other argument's
+        storage as it was at the call, or ``arg.set_(value)`` for a storage made inside the
+        function, whose value the graph returns. An undo (``x.set_(y)`` ... ``x.set_(old)``)
+        ends on its own storage and geometry, so nothing is replayed. Autograd through a
+        swapped storage is not modelled, so arguments that require grad are refused.
+        """
+        if plan.placeholders[p][0] != "leaf":
+            raise _swap_refusal(p, "an argument that shares storage with another argument")
+        ref = storage_ref(w)
+        source = next((q for q, r in enumerate(start_refs) if r == ref), -2)
+        if source == p and geometry_of(w) == start_geometry[p]:
+            return -1
+        if w.requires_grad or works[p].requires_grad or (source >= 0 and works[source].requires_grad):
+            raise _swap_refusal(p, "and the argument (or the tensor it is set to) requires grad")
+        if source >= 0 and plan.placeholders[source][0] != "leaf":
+            raise _swap_refusal(p, "onto an argument that shares storage with another argument")
+        return source
+
+
+def new_leaf_facts(tensors: list, user: list, sig: Signature, geometry: dict) -> tuple:
+    """Per tensor that became a leaf requiring grad inside the function:
+    ``(kind, source, shape, stride, offset, dtype)``.
+
+    # NOTE [new grad leaves]
+    ``v = x.view(-1); v.requires_grad_()`` (x an argument that does not require grad), or
+    ``h = x * 2; h.requires_grad_()``, or ``torch.zeros(3, requires_grad=True)``: eager makes
+    a leaf that requires grad inside the function; what is computed from it requires grad,
+    and backward accumulates its ``.grad``. The compiled graph computes every value itself,
+    so the runtime makes each such leaf before the graph runs (kind ``"view"``: an
+    ``as_strided`` view of argument ``source`` taken under no_grad, as eager's is a view of
+    it; kind ``"fresh"``: an empty tensor, filled from its graph value when it is returned)
+    and passes them to the compiled autograd.Function as extra inputs that the forward graph
+    does not read: the joint graph differentiates with respect to them too, so outputs get
+    eager's requires_grad and the leaves get eager's ``.grad``.
+    """
+    storages = {}
+    for i, t in enumerate(user):
+        if isinstance(t, torch.Tensor):
+            storages.setdefault(storage_ref(t), i)
+    out = []
+    for t in tensors:
+        shape, stride, offset = geometry.get(id(t), geometry_of(t))
+        src = storages.get(storage_ref(t), -1)
+        out.append(("view" if src >= 0 else "fresh", src, tuple(shape), tuple(stride), offset,
+                    str(t.dtype).replace("torch.", "")))
+    return tuple(out)
+
+
+def custom_function_digests(tensors: list) -> tuple[str, ...]:
+    """One digest per custom ``autograd.Function`` whose backward node the candidates'
+    autograd graphs reach, in a fixed order.
+
+    # NOTE [custom Function backward in the key]
+    The captured graph is the forward only; a custom Function's backward shows up in the
+    joint graph, which the cache key does not see. Two Functions with the same forward and
+    different backwards would share a key, and a hit would run the wrong backward. So the
+    raw facts (a key component) carry, per reached Function, its qualified name and a digest
+    of its backward's code (bytecode, constants, names, nested code) and of its closure's
+    plain values. A helper the backward calls, or a global it reads, is not in the digest.
+    """
+    from torch.autograd.function import BackwardCFunction
+    found: dict[str, str] = {}
+    seen: dict = {}
+    stack = [t.grad_fn for t in tensors if isinstance(t, torch.Tensor)]
+    while stack:
+        fn = stack.pop()
+        if fn is None or id(fn) in seen:
+            continue
+        seen[id(fn)] = fn                       # kept alive: ids stay unique
+        if isinstance(fn, BackwardCFunction):
+            cls = getattr(fn, "_forward_cls", type(fn))
+            name = f"{cls.__module__}.{cls.__qualname__}"
+            found.setdefault(name, _function_digest(cls.backward))
+        stack.extend(f for f, _ in fn.next_functions)
+    return tuple(f"{n}:{d}" for n, d in sorted(found.items()))
+
+
+def _function_digest(fn) -> str:
+    h = hashlib.sha256()
+    fn = getattr(fn, "__wrapped__", fn)          # once_differentiable wraps the backward
+    code = getattr(fn, "__code__", None)
+
+    def add(c):
+        h.update(c.co_code)
+        h.update(repr(c.co_names).encode())
+        for k in c.co_consts:
+            add(k) if isinstance(k, types.CodeType) else h.update(repr(k).encode())
+    if code is None:
+        h.update(repr(fn).encode())
+        return h.hexdigest()[:16]
+    add(code)
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            v = cell.cell_contents
+        except ValueError:
+            continue
+        h.update((repr(v) if isinstance(v, (bool, int, float, str, type(None))) else
+                  type(v).__qualname__).encode())
+    return h.hexdigest()[:16]
 
 
 def _freeze(v):
     return tuple(_freeze(x) for x in v) if isinstance(v, (list, tuple)) else v
+
+
+def _fills_storage(t: torch.Tensor) -> bool:
+    """Dense, from offset 0, over its whole storage."""
+    return t.storage_offset() == 0 and _dense(t) and \
+        t.numel() * t.element_size() == t.untyped_storage().nbytes()
 
 
 def _dense(t: torch.Tensor) -> bool:

@@ -27,10 +27,22 @@ import torch.fx as fx
 
 from .analyze import ALIAS_OF_INTERMEDIATE, FRESH, ViewMutationMeta
 from .capture import Captured
-from .functional import from_fun, to_fun, trace_functional, trace_grad_mode
+from .functional import from_fun, geometry_of, to_fun, trace_functional, trace_grad_mode
 from .functional_run import FunctionalRun
 from ..errors import TraceError
 from .signature import Signature
+
+
+# NOTE [backward mutations]
+# A custom Function's backward may mutate a tensor it saved, in data (``y.mul_(3)``) or in
+# metadata (``y.transpose_(0, 1)``); when that tensor is an argument, eager changes the
+# caller's argument when ``.backward()`` runs. The joint graph runs the backward on the
+# argument's functional wrapper, so the change is seen there: a data mutation moves the
+# wrapper's mutation counter (its new value becomes an extra backward-graph output, after
+# the gradients), a metadata change moves its geometry. The runtime's backward then applies
+# both to the caller's tensor under no_grad: first the final geometry (``as_strided_``;
+# autograd's engine runs the backward outside any TorchFunctionMode, so the calls themselves
+# are not seen), then the new value (``copy_``, which is laid out in the final geometry).
 
 
 class ViewReplayError(TraceError):
@@ -45,6 +57,17 @@ class Joint:
     fw_candidates: tuple[int, ...]    # graph candidate index of each forward output
     diff_outputs: tuple[int, ...]     # forward-output positions that get a tangent
     grad_inputs: tuple[int, ...]      # placeholders that get a gradient (joint outputs after fw)
+    backward_mutations: tuple = ()    # (placeholder, data, shape, stride, offset) per placeholder
+                                      # the user's backward mutates (NOTE [backward mutations])
+    grad_reach: tuple = ()            # per grad input: the diff-output positions (into diff_outputs)
+                                      # whose autograd graph reaches it (NOTE [per-output reach])
+    backward_error: str = ""          # eager's "derivative ... not implemented", for .backward()
+
+
+def _missing_derivative(e: Exception) -> str:
+    """Eager's message when autograd meets a derivative that is not implemented, else ''."""
+    msg = str(e).split("\n")[0]
+    return msg if isinstance(e, NotImplementedError) and "derivative for" in msg else ""
 
 
 def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
@@ -52,7 +75,7 @@ def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
     fresh outputs, intermediate bases."""
     order: list[int] = []
     for m in meta.mutations:
-        if m.data:
+        if m.data or m.storage_source == -2:       # a new value, or a new storage (set_)
             order.append(m.value_output)
     for o in meta.outputs:
         if o.kind == FRESH or o.graph_output >= 0:
@@ -76,10 +99,20 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     gradless = set(meta.intermediate_bases) - grad_bases - other_uses
     diff = tuple(k for k, c in enumerate(fw)
                  if meta.candidates[c][2] and c not in replayed_without_grad and c not in gradless)
-    grad_inputs = tuple(p for p, t in enumerate(primals) if t.requires_grad)
+    # an argument whose requires_grad_() the function called gets a gradient too (the runtime
+    # sets the caller's flag before the compiled function runs)
+    set_rg = {captured.plan.sources[i.index][1] for i in meta.inputs
+              if i.requires_grad_set and i.requires_grad_after}
+    grad_inputs = tuple(p for p, t in enumerate(primals) if t.requires_grad or p in set_rg)
+    # leaves made inside the function come after the placeholders (NOTE [new grad leaves])
+    grad_inputs += tuple(len(primals) + j for j in range(len(meta.new_leaves)))
+    if captured.plain:
+        return _trace_joint_plain(fn, captured, meta, sig, leaves, in_spec, primals,
+                                  fw, diff, grad_inputs)
     run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry,
                         captured.nonleaf_views)
     n = len(primals)
+    box: dict = {}
 
     def body(*flat):
         prim, tangents = list(flat[:n]), flat[n:]
@@ -88,10 +121,20 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
             raise TraceError("the function traced differently the second time (is it "
                              "deterministic in Python? does it read global state?)")
         outs = [candidates[c] for c in fw]
+        works = run.works
+        reach.clear()
+        targets = [wrappers[p] if p < n else run.new_leaf_tensors[p - n] for p in grad_inputs]
+        reach.extend(_reach(outs, diff, targets))
+        before = [(torch._functionalize_mutation_counter(w), geometry_of(w)) for w in works]
         try:
             grads = torch.autograd.grad(
-                [outs[k] for k in diff], [wrappers[p] for p in grad_inputs],
+                [outs[k] for k in diff], targets,
                 [to_fun(t) for t in tangents], allow_unused=True)
+        except NotImplementedError as e:
+            if not _missing_derivative(e):
+                raise
+            box["backward_error"] = _missing_derivative(e)
+            grads = [None] * len(targets)
         except RuntimeError as e:
             # a shape error inside backward after in-place metadata changes is the replay
             # limit ("invalid gradient", or a broadcast mismatch in a replayed view's backward);
@@ -99,12 +142,22 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
             if run.saw_inplace_metadata and "modified by an inplace operation" not in str(e):
                 raise ViewReplayError(str(e).split("\n")[0]) from None
             raise
-        return [from_fun(o) for o in outs] + [None if g is None else from_fun(g) for g in grads]
+        bw_values = []
+        found.clear()
+        for p, w in enumerate(works):
+            torch._sync(w)
+            data = torch._functionalize_mutation_counter(w) != before[p][0]
+            geometry = geometry_of(w)
+            if data or geometry != before[p][1]:
+                found.append((p, data, *geometry))
+                if data:
+                    bw_values.append(w)
+        return [from_fun(o) for o in outs] + [None if g is None else from_fun(g) for g in grads] + \
+            [from_fun(v) for v in bw_values]
 
-    tangents = []
-    for k in diff:
-        shape, dtype = meta.candidates[fw[k]][0], getattr(torch, meta.candidates[fw[k]][1])
-        tangents.append(torch.empty(shape, dtype=dtype, device=primals[0].device))
+    found: list[tuple] = []
+    reach: list[tuple] = []
+    tangents = _tangents(meta, fw, diff, primals)
     try:
         with trace_grad_mode(sig):
             gm = trace_functional(body, list(primals) + tangents)
@@ -116,4 +169,100 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
                 or "traced differently" in str(e) or "modified by an inplace operation" in str(e):
             raise
         raise ViewReplayError(str(e)) from None
-    return Joint(gm, n, fw, diff, grad_inputs)
+    return Joint(gm, n, fw, diff, grad_inputs, tuple(found), tuple(reach),
+                 box.get("backward_error", ""))
+
+
+def _tangents(meta: ViewMutationMeta, fw, diff, primals) -> list[torch.Tensor]:
+    tangents = []
+    for k in diff:
+        shape, dtype = meta.candidates[fw[k]][0], getattr(torch, meta.candidates[fw[k]][1])
+        tangents.append(torch.empty(shape, dtype=dtype, device=primals[0].device))
+    return tangents
+
+
+def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature, leaves: list,
+                       in_spec, primals: list[torch.Tensor], fw, diff, grad_inputs) -> Joint:
+    """The joint the second way (NOTE [plain trace, then functionalize] in storage_views.py):
+    eager autograd on plain copies, then the whole joint functionalized. Same outputs as the
+    first way: forward values, gradients, then the values the user's backward wrote."""
+    from .storage_views import StorageTagger, functionalize_plain, trace_plain
+    run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry,
+                        tagger=StorageTagger(),
+                        nonleaf=tuple(t.requires_grad and not t.is_leaf for t in primals))
+    n = len(primals)
+    box: dict = {}
+    found: list[tuple] = []
+    reach: list[tuple] = []
+
+    def body(*flat):
+        prim, tangents = list(flat[:n]), flat[n:]
+        candidates, facts, _, wrappers = run.run(prim)
+        if facts != captured.facts:
+            raise TraceError("the function traced differently the second time (is it "
+                             "deterministic in Python? does it read global state?)")
+        outs = [candidates[c] for c in fw]
+        works = run.works
+        reach.clear()
+        targets = [wrappers[p] if p < n else run.new_leaf_tensors[p - n] for p in grad_inputs]
+        reach.extend(_reach(outs, diff, targets))
+        before = [geometry_of(w) for w in works]
+        written_from = len(run.tagger.writes)
+        try:
+            grads = torch.autograd.grad([outs[k] for k in diff], targets, list(tangents),
+                                        allow_unused=True)
+        except NotImplementedError as e:
+            if not _missing_derivative(e):
+                raise
+            box["backward_error"] = _missing_derivative(e)
+            grads = [None] * len(targets)
+        written = set(run.tagger.writes[written_from:])
+        bw_values = []
+        found.clear()
+        for p, w in enumerate(works):
+            data = run.tagger.sid(w) in written
+            geometry = geometry_of(w)
+            if data or geometry != before[p]:
+                found.append((p, data, *geometry))
+                if data:
+                    bw_values.append(w)
+        return list(outs) + list(grads) + bw_values
+
+    examples = list(primals) + _tangents(meta, fw, diff, primals)
+    with trace_grad_mode(sig):
+        plain_gm = trace_plain(body, examples, run.tagger)
+        gm = functionalize_plain(plain_gm, examples)
+    return Joint(gm, n, fw, diff, grad_inputs, tuple(found), tuple(reach),
+                 box.get("backward_error", ""))
+
+
+def _reach(outs: list, diff: tuple, targets: list) -> list[tuple]:
+    """Per grad input, the positions in ``diff`` whose output's autograd graph reaches it.
+
+    # NOTE [per-output reach]
+    The compiled function is one autograd node for all its outputs. Were autograd to
+    materialize zero gradients for the outputs that the user's backward does not reach, an
+    argument that only those outputs depend on (a mutated argument's new value, say) would
+    get a zero ``.grad`` where eager leaves None. So the runtime turns materialization off;
+    in its backward an input gets None when no output whose gradient arrived reaches it in
+    the autograd graph traced here (eager's rule), and the unreached outputs' tangents are
+    zeros for the graph. An input found by no walk keeps the graph's value (conservative)."""
+    from torch.autograd.graph import get_gradient_edge
+    everything = [tuple(range(len(diff)))] * len(targets)
+    try:
+        nodes = [get_gradient_edge(t).node for t in targets]
+    except RuntimeError:
+        return everything
+    target = {id(node): j for j, node in enumerate(nodes)}   # nodes kept alive: ids stay unique
+    per_input: list[set] = [set() for _ in targets]
+    for pos, k in enumerate(diff):
+        stack, seen = [outs[k].grad_fn], {}
+        while stack:
+            fn = stack.pop()
+            if fn is None or id(fn) in seen:
+                continue
+            seen[id(fn)] = fn                              # kept alive, as above
+            if id(fn) in target:
+                per_input[target[id(fn)]].add(pos)
+            stack.extend(f for f, _ in fn.next_functions)
+    return [tuple(sorted(r)) if r else everything[j] for j, r in enumerate(per_input)]

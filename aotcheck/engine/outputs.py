@@ -19,7 +19,8 @@ from .signature import Signature
 
 
 def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Signature, geometry: dict,
-                     eager_geometry, owners: dict, work_ids: set):
+                     eager_geometry, owners: dict, work_ids: set, new_leaf_ids: dict | None = None,
+                     plain: bool = False):
     """Classify each returned leaf (fresh, an input, a view of an input, of an intermediate,
     of another output, ...) and append to ``candidates`` every graph value a later stage
     needs. Returns (output facts, intermediate-base candidate indices, new-leaf outputs,
@@ -65,8 +66,11 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
         common = dict(shape=shape, stride=stride, offset=offset,
                       dtype=str(o.dtype).replace("torch.", ""), requires_grad=o.requires_grad,
                       is_leaf=o.is_leaf,
-                      multi_output_view=o._is_view() and torch._functionalize_is_multi_output_view(o),
+                      multi_output_view=o._is_view() and _multi_output_view(o, plain),
                       grad_dead_end=o._is_view() and _grad_dead_end(o))
+        custom = o._is_view() and o.requires_grad and _through_custom_function(o)
+        common["custom_view"] = custom
+        common["new_leaf"] = (new_leaf_ids or {}).get(id(o), -1)
         st = storage_ref(o)
         if id(o) in out_ids:
             outputs[k] = (OutputFacts(True, same_output=out_ids[id(o)], **common))
@@ -74,7 +78,7 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
             outputs[k] = (OutputFacts(True, is_input=tensor_user[id(o)], **common))
         elif st in input_storages:
             grad_value = -1
-            if o.requires_grad and not (o._base is not None and id(o._base) in work_ids):
+            if custom or (o.requires_grad and not (o._base is not None and id(o._base) in work_ids)):
                 # It shares an argument's storage but is no autograd view of it: a detached
                 # alias mutated in place with a value that requires grad (eager: its grad_fn
                 # is that op's). Its gradient comes from its own graph value.
@@ -87,13 +91,15 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
         elif id(o) in roots:
             # the base of earlier view outputs, returned itself: it is the fresh one
             outputs[k] = (OutputFacts(True, graph_output=intermediates[roots[id(o)]], **common))
-        elif o._base is not None or owners.get(st, o) is not o:
+        elif (o._base is not None and storage_ref(o._base) == st) or owners.get(st, o) is not o:
             # a view of an intermediate, or a detach() of one (no autograd view, but the
             # same storage): rebuilt from the tensor that owns the storage. A detached one
-            # that an in-place op gave a grad_fn gets its gradient from its own value.
-            root = o._base if o._base is not None else owners[st]
+            # that an in-place op gave a grad_fn gets its gradient from its own value. A view
+            # that set_() moved onto another storage is rebuilt from that storage's owner.
+            on_base = o._base is not None and storage_ref(o._base) == st
+            root = o._base if on_base else owners[st]
             grad_value = -1
-            if o._base is None and o.requires_grad:
+            if custom or (not on_base and o.requires_grad):
                 grad_value = len(candidates)
                 candidates.append(o)
             if id(root) in out_ids:
@@ -108,6 +114,13 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
                                           graph_output=grad_value, **common))
         elif st in out_storage:
             outputs[k] = (OutputFacts(True, output_storage=out_storage[st], **common))
+        elif eg and len(eg) > 2 and eg[2] and not plain:
+            # eager's output shares an argument's storage where the functional graph made a
+            # copy (unsafe_split, unsafe_chunk: views that autograd does not track as views);
+            # rebuilt on the argument, so mutating it changes the argument as in eager
+            source = _alias_source(sig, list(eg[2]), (shape, stride, offset), o.dtype,
+                                   o.requires_grad)
+            outputs[k] = (OutputFacts(True, input_storage=source, **common))
         else:
             if o.requires_grad and o.is_leaf:
                 new_leaves.append(k)
@@ -159,6 +172,49 @@ def _footprint(shape, stride, offset, storage_numel) -> frozenset | None:
     for size, st in zip(shape, stride):
         points = {x + k * st for x in points for k in range(size)}
     return frozenset(points)
+
+
+# grad_fns of the views that unbind/split (and chunk, which is split) return
+_MULTI_VIEW_FNS = frozenset({"UnbindBackward0", "SplitBackward0", "SplitWithSizesBackward0"})
+
+
+def _multi_output_view(o: torch.Tensor, plain: bool) -> bool:
+    """Is ``o`` one of several views one op returned? In-place on one that requires grad is
+    an error in eager. A plain tensor (storage_views.py) says so through its grad_fn."""
+    if not plain:
+        return torch._functionalize_is_multi_output_view(o)
+    return o.grad_fn is not None and type(o.grad_fn).__name__ in _MULTI_VIEW_FNS
+
+
+def _through_custom_function(o: torch.Tensor) -> bool:
+    """Does the autograd chain from view ``o`` back to its base pass a custom
+    ``autograd.Function`` node?
+
+    # NOTE [custom Function views]
+    A custom Function whose forward returns an input as it is (or a view of it) gives
+    an output that *is* an autograd view of that input, with the Function's backward as
+    its grad_fn. Rebuilding it with ``as_strided`` on the base (NOTE [alias regeneration])
+    would skip that backward (a backward scaling by 0.5 would be lost). Such an output,
+    or any view of it, gets its own graph value, whose gradient the joint graph derives
+    through the user's backward, and the runtime rebuilds it with a custom Function of its
+    own (``runtime._view_in_custom_function``): a view of the base that autograd marks as
+    made inside a custom Function (so in-place ops on it raise, as in eager) and whose
+    gradient flows to that graph value only."""
+    from torch.autograd.function import BackwardCFunction
+    base = o._base
+    stop = base.grad_fn if base is not None else None
+    stack, seen = [o.grad_fn], set()
+    while stack and len(seen) < 256:
+        fn = stack.pop()
+        if fn is None or fn is stop or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        if isinstance(fn, BackwardCFunction):
+            return True
+        if type(fn).__name__ == "AccumulateGrad":
+            continue
+        stack.extend(f for f, _ in fn.next_functions)
+    return False
 
 
 def _grad_dead_end(o: torch.Tensor) -> bool:

@@ -4,11 +4,17 @@ The forward graph takes the primals and returns the forward outputs followed
 by the *saved values*; the backward graph takes the saved values followed by
 the tangents and returns one gradient per primal that requires grad.
 
-Strategy "default" (the only one so far) puts in the forward every node the
-forward outputs need, and saves every forward value the backward uses.
-Nodes that only the backward needs (and that do not depend on tangents) are
-recomputed in the backward from saved values. A rematerializing min-cut
-strategy can be registered in ``STRATEGIES``.
+Strategies (``STRATEGIES``):
+
+    default  puts in the forward every node the forward outputs need, and saves
+             every forward value the backward uses. Nodes that only the backward
+             needs (and that do not depend on tangents) are computed in the
+             backward from saved values.
+    mincut   saves the cheapest set of values in bytes, found by a min-cut
+             (``mincut.py``), and recomputes cheap ops (pointwise, views) in the
+             backward; never random ops, mutations or expensive ops.
+
+Both build their graphs with ``_build`` from the set of saved values.
 
 Before (the joint of ``f(x) = x.sin().sum()``)::
 
@@ -20,7 +26,7 @@ Before (the joint of ``f(x) = x.sin().sum()``)::
     %mul = aten.mul.Tensor(%expand, %cos)
     return (%sum, %mul)
 
-After::
+After (default)::
 
     forward:  %x -> %sin -> %sum;                 return (%sum, %x)     saved: x
     backward: %x, %tangents_1 -> expand, cos, mul; return (%mul,)
@@ -37,6 +43,8 @@ from torch.multiprocessing.reductions import StorageWeakRef
 
 from ..errors import AotcheckError
 from .joint import Joint
+from .mincut import choose_saved
+from .rng import random_nodes
 
 
 @dataclass
@@ -45,6 +53,7 @@ class Partitioned:
     backward: fx.Graph | None  # saved values + tangents -> gradients (None for inference)
     num_fw_outputs: int
     saved: tuple[str, ...]
+    reasons: tuple[str, ...] = ()   # why each value was saved or recomputed (min-cut only)
 
 
 def _tangent_dependent(graph: fx.Graph, tangents: set[fx.Node]) -> set[fx.Node]:
@@ -55,7 +64,7 @@ def _tangent_dependent(graph: fx.Graph, tangents: set[fx.Node]) -> set[fx.Node]:
     return dep
 
 
-def _ancestors(roots) -> set[fx.Node]:
+def _ancestors(roots, stop=frozenset()) -> set[fx.Node]:
     seen: set[fx.Node] = set()
     stack = [r for r in roots if isinstance(r, fx.Node)]
     while stack:
@@ -63,7 +72,8 @@ def _ancestors(roots) -> set[fx.Node]:
         if n in seen:
             continue
         seen.add(n)
-        stack.extend(n.all_input_nodes)
+        if n not in stop:
+            stack.extend(n.all_input_nodes)
     return seen
 
 
@@ -80,21 +90,31 @@ def _copy_nodes(nodes_in_order, inputs: list[fx.Node], names: list[str] | None =
     return g, env
 
 
-def default_partition(joint: Joint, mutated_placeholders: frozenset[int] = frozenset()) -> Partitioned:
+def _split(joint: Joint):
     graph = joint.graph.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     primals, tangents = placeholders[:joint.num_primals], placeholders[joint.num_primals:]
     out_node = next(n for n in graph.nodes if n.op == "output")
     outs = list(out_node.args[0])
     nf = len(joint.fw_candidates)
-    fw_outs, grad_outs = outs[:nf], outs[nf:]
-    fw_set = _ancestors(fw_outs) | set(primals)
+    order = [n for n in graph.nodes if n.op not in ("placeholder", "output")]
+    return primals, tangents, outs[:nf], outs[nf:], order
+
+
+def _with_items(graph: fx.Graph, fw_set: set[fx.Node]) -> set[fx.Node]:
     for n in graph.nodes:       # a multi-output op's items live where the op does
         if n.op == "call_function" and n.target is operator.getitem and n.args[0] in fw_set:
             fw_set.add(n)
+    return fw_set
+
+
+def default_partition(joint: Joint, mutated_placeholders: frozenset[int] = frozenset()) -> Partitioned:
+    primals, tangents, fw_outs, grad_outs, order = _split(joint)
+    # every random draw runs in the forward, once, even when nothing uses it (rng.py, point 2)
+    fw_set = _with_items(joint.graph.graph,
+                         _ancestors(list(fw_outs) + random_nodes(joint.graph.graph)) | set(primals))
     bw_needed = _ancestors(grad_outs)
     bw_set = (bw_needed - fw_set) | set(tangents)
-    order = [n for n in graph.nodes if n.op not in ("placeholder", "output")]
     saved: list[fx.Node] = []
     for n in order:
         if n in bw_set:
@@ -104,6 +124,34 @@ def default_partition(joint: Joint, mutated_placeholders: frozenset[int] = froze
     for g in grad_outs:          # a gradient that is a forward value (rare) is saved too
         if isinstance(g, fx.Node) and g in fw_set and g not in saved:
             saved.append(g)
+    return _build(joint, fw_set, bw_set, saved, mutated_placeholders)
+
+
+def mincut_partition(joint: Joint, mutated_placeholders: frozenset[int] = frozenset()) -> Partitioned:
+    """Save the cheapest set of values in bytes and recompute cheap ops in the backward
+    (``mincut.py`` chooses; this builds the graphs from its choice)."""
+    choice = choose_saved(joint, mutated_placeholders)
+    primals, tangents, fw_outs, grad_outs, order = _split(joint)
+    saved = list(choice.saved)
+    fw_set = _with_items(joint.graph.graph, _ancestors(
+        list(fw_outs) + saved + random_nodes(joint.graph.graph)) | set(primals))   # rng.py, 2.
+    stop = set(saved) | set(tangents)
+    bw_set = {n for n in _ancestors(grad_outs, stop) if n not in stop} | set(tangents)
+    leaked = [n.name for n in bw_set if n.op == "placeholder" and n not in tangents]
+    if leaked:
+        raise AotcheckError(f"min-cut partitioner: the backward reads inputs {leaked} that were "
+                            "not saved (a bug in the cut; use partitioner='default')")
+    parts = _build(joint, fw_set, bw_set, saved, mutated_placeholders)
+    parts.reasons = choice.reasons
+    return parts
+
+
+def _build(joint: Joint, fw_set: set[fx.Node], bw_set: set[fx.Node], saved: list[fx.Node],
+           mutated_placeholders: frozenset[int]) -> Partitioned:
+    """The forward graph (fw_set, returning the outputs and the saved values) and the
+    backward graph (bw_set, from the saved values and the tangents)."""
+    primals, tangents, fw_outs, grad_outs, order = _split(joint)
+    nf = len(fw_outs)
     # forward graph
     fg, env = _copy_nodes([n for n in order if n in fw_set], primals)
     fw_results = _dedupe_outputs(fg, [env[o] for o in fw_outs])
@@ -158,14 +206,14 @@ def inference_forward(captured_graph: fx.GraphModule, fw_candidates: tuple[int, 
     outs = list(out_node.args[0])
     keep = [outs[c] for c in fw_candidates]
     order = [n for n in graph.nodes if n.op not in ("placeholder", "output")]
-    needed = _ancestors(keep)
+    needed = _ancestors(keep + random_nodes(graph))    # rng.py, point 2
     fg, env = _copy_nodes([n for n in order if n in needed], placeholders)
     fg.output(tuple(_dedupe_outputs(fg, [env[o] for o in keep])))
     fg.eliminate_dead_code()
     return Partitioned(fg, None, len(keep), ())
 
 
-STRATEGIES = {"default": default_partition}
+STRATEGIES = {"default": default_partition, "mincut": mincut_partition}
 
 
 def partition(joint: Joint, strategy: str = "default",

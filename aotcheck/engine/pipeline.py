@@ -10,7 +10,7 @@ the cache); ``build_artifact`` turns those into a runnable
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 from .. import flags
@@ -18,7 +18,6 @@ from .analyze import ViewMutationMeta, analyze
 from .capture import Captured, capture, view_replay_refusal
 from .plan import placeholder_tensors
 from .decide import TRAINING, Decision, decide
-from ..errors import UnsupportedInputError
 from .joint import Joint, ViewReplayError, forward_candidates, trace_joint
 from .lint import check_graph, check_meta
 from .partition import Partitioned, inference_forward, partition
@@ -49,33 +48,39 @@ def run_stages(fn, leaves: list, in_spec, sig: Signature, partitioner: str = "de
         check_graph(captured.graph.graph, "captured", functional=True)
         check_meta(meta, sig)
     joint = None
-    if decision.mode == TRAINING and captured.facts.view_replay_hazard:
+    if decision.mode == TRAINING and captured.facts.view_replay_hazard and not captured.plain:
         raise view_replay_refusal("an in-place metadata change on a tensor that has views, "
                                    "then a mutation of its storage")
     if decision.mode == TRAINING:
-        if captured.facts.new_leaf_outputs:
-            k = captured.facts.new_leaf_outputs[0]
-            raise UnsupportedInputError(
-                f"output {k} is a new leaf tensor that requires grad, created inside the function; "
-                "a compiled graph cannot accumulate its .grad. Create it outside and pass it in")
         primals = placeholder_tensors(captured.plan, leaves)
         try:
             joint = trace_joint(fn, captured, meta, sig, leaves, in_spec, primals)
         except ViewReplayError as e:
             # see NOTE [non-leaf copies] in functional_run.py: the other kind of copy of non-leaf
             # arguments, once, when autograd's view replay failed on this one
-            if captured.nonleaf_views or not any(t.requires_grad and not t.is_leaf for t in primals):
-                raise view_replay_refusal(e) from None
-            captured = capture(fn, leaves, in_spec, sig, nonleaf_views=True)
-            meta = analyze(captured, sig)
-            decision = decide(meta, sig)
-            if decision.mode != TRAINING:
-                raise view_replay_refusal(e) from None
-            primals = placeholder_tensors(captured.plan, leaves)
-            try:
+            # (and then the second way: NOTE [plain trace, then functionalize])
+            joint = None
+            if not captured.nonleaf_views and any(t.requires_grad and not t.is_leaf for t in primals):
+                retry = capture(fn, leaves, in_spec, sig, nonleaf_views=True)
+                if not retry.plain:
+                    captured, meta = retry, analyze(retry, sig)
+                    decision = decide(meta, sig)
+                    primals = placeholder_tensors(captured.plan, leaves)
+                    try:
+                        joint = trace_joint(fn, captured, meta, sig, leaves, in_spec, primals) \
+                            if decision.mode == TRAINING else None
+                    except ViewReplayError:
+                        joint = None
+            if joint is None:
+                captured = capture(fn, leaves, in_spec, sig, plain=True)
+                meta, decision = analyze(captured, sig), None
+                decision = decide(meta, sig)
+                if decision.mode != TRAINING:
+                    raise view_replay_refusal(e) from None
+                primals = placeholder_tensors(captured.plan, leaves)
                 joint = trace_joint(fn, captured, meta, sig, leaves, in_spec, primals)
-            except ViewReplayError as e2:
-                raise view_replay_refusal(e2) from None
+        if joint.backward_error:
+            meta = replace(meta, backward_error=joint.backward_error)
         mutated = frozenset(m.placeholder for m in meta.mutations)
         parts = partition(joint, partitioner, mutated)
         if checking:
@@ -96,7 +101,8 @@ def build_artifact(stages: Stages) -> CompiledArtifact:
         forward=p.forward, num_fw_outputs=p.num_fw_outputs,
         fw_candidates=forward_candidates(stages.meta),
         diff_outputs=j.diff_outputs if j else (), grad_inputs=j.grad_inputs if j else (),
-        backward=p.backward, out_spec=stages.captured.out_spec, constants=graph_constants(stages))
+        backward=p.backward, out_spec=stages.captured.out_spec, constants=graph_constants(stages),
+        backward_mutations=j.backward_mutations if j else (), grad_reach=j.grad_reach if j else ())
 
 
 def graph_constants(stages: Stages) -> dict:

@@ -38,6 +38,12 @@ _INPLACE_DUNDERS = frozenset({"__setitem__", "__iadd__", "__isub__", "__imul__",
                               "__ifloordiv__", "__imod__", "__ipow__", "__iand__", "__ior__"})
 
 
+def _mutating(name: str) -> bool:
+    """Does a method of this name change its tensor's data in place?"""
+    return name in _INPLACE_DUNDERS or (name.endswith("_") and not name.startswith("_")
+                                        and name not in METADATA_METHODS and name != "requires_grad_")
+
+
 class MetadataRecorder(TorchFunctionMode):
     """Records in-place metadata calls (``t_``, ``transpose_``, ...) on arguments, as the
     user wrote them, so the runtime can replay exactly those calls (see NOTE [mutation
@@ -57,6 +63,12 @@ class MetadataRecorder(TorchFunctionMode):
         self.hazard_events: list[tuple] = []            # ("meta" | "data", storage, hazardous)
         self.has_views: set[int] = set()                # tensors that views were taken of
         self.owners: dict = {}                          # storage -> first non-view tensor on it
+        self.resizes: dict[int, int] = {}               # placeholder -> bytes after its last
+                                                        # inductor.resize_storage_bytes_
+        # NOTE [new grad leaves] in functional_run.py: tensors that became leaves requiring
+        # grad inside the function (requires_grad_(), .requires_grad = True, or a factory
+        # call with requires_grad=True), in order; the argument wrappers are not among them
+        self.new_leaves: list[torch.Tensor] = []
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -71,14 +83,22 @@ class MetadataRecorder(TorchFunctionMode):
         if name in METADATA_METHODS and target is not None and id(target) in self.watched:
             kind, index = self.watched[id(target)]
             self.log.append((kind, index, name, _plain(list(args[1:])),
-                             _plain(sorted(kwargs.items())), torch.is_grad_enabled()))
+                             _plain(sorted(kwargs.items())),
+                             # did autograd record it? (a view that required no grad then is
+                             # replayed under no_grad, even after its base got a grad_fn)
+                             torch.is_grad_enabled() and target.requires_grad))
             self.events.append(("meta", storage_ref(target)))
-        elif target is not None and (name in _INPLACE_DUNDERS or (
-                name.endswith("_") and not name.startswith("_") and name not in METADATA_METHODS)):
+        elif target is not None and _mutating(name):
             self.events.append(("data", storage_ref(target)))
+        if name == "resize_storage_bytes_" and target is not None:
+            self._record_resize(target, args[1] if len(args) > 1 else kwargs.get("new_size"))
         out = func(*args, **kwargs)
-        if target is not None and (name in _INPLACE_DUNDERS or (
-                name.endswith("_") and not name.startswith("_") and name not in METADATA_METHODS)):
+        if name in ("requires_grad_", "__set__") and target is not None:
+            self._note_leaf(target)
+        elif kwargs.get("requires_grad"):
+            for t in pytree.tree_leaves(out):
+                self._note_leaf(t)
+        if target is not None and _mutating(name):
             # only a mutation that autograd records can go wrong through view replay
             if target.requires_grad:
                 self.hazard_events.append(("data", storage_ref(target), False))
@@ -95,6 +115,28 @@ class MetadataRecorder(TorchFunctionMode):
                 self.geometry[id(t)] = geometry_of(t)
                 self._alive.append(t)
         return out
+
+    def _record_resize(self, target: torch.Tensor, size) -> None:
+        """NOTE [storage resizes] in functional_run.py: a resize of an argument is replayed."""
+        kind, index = self.watched.get(id(target), (None, None))
+        if kind == "placeholder":
+            self.resizes[index] = int(size)
+        elif any(storage_ref(target) == storage_ref(t) for t in self._watched_tensors):
+            raise UnsupportedInputError(
+                "the function resizes the storage of a view of an argument (or of an aliased "
+                "argument) with resize_storage_bytes_; aotcheck replays resizes of the argument "
+                "tensor itself only. Resize the argument you were given")
+
+    def watch_tensors(self, tensors) -> None:
+        self._watched_tensors = list(tensors)
+
+    _watched_tensors: list = []
+
+    def _note_leaf(self, t) -> None:
+        if isinstance(t, torch.Tensor) and t.requires_grad and t.is_leaf \
+                and id(t) not in self.watched and all(t is not n for n in self.new_leaves):
+            self.new_leaves.append(t)
+            self._alive.append(t)
 
     def view_replay_hazard(self) -> bool:
         """Is some storage's metadata changed in place where autograd tracks views of it, and

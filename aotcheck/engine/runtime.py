@@ -49,7 +49,7 @@ from .analyze import (ALIAS_OF_INPUT, ALIAS_OF_INTERMEDIATE, CONSTANT, FRESH,
 from .plan import InputPlan, placeholder_tensors
 from .codegen import compile_graph
 from .decide import TRAINING, Decision
-from ..errors import DoubleBackwardError
+from ..errors import DoubleBackwardError, UnsupportedInputError
 
 
 def to_callable(graph: fx.Graph, name: str, constants: dict | None = None):
@@ -64,8 +64,11 @@ class CompiledArtifact:
                  backward: fx.Graph | None = None,
                  backward_source: Callable[[], fx.Graph] | None = None,
                  out_spec=None, on_backward: Callable[[fx.Graph], None] | None = None,
-                 constants: dict | None = None):
+                 constants: dict | None = None, backward_mutations: tuple = (),
+                 grad_reach: tuple = ()):
         self.plan, self.meta, self.decision = plan, meta, decision
+        self.backward_mutations = tuple(backward_mutations)   # NOTE [backward mutations], joint.py
+        self.grad_reach = tuple(tuple(r) for r in grad_reach)  # NOTE [per-output reach], joint.py
         self.constants = dict(constants or {})
         self.forward_graph = forward
         self.forward = to_callable(forward, "forward", self.constants)
@@ -101,9 +104,14 @@ class CompiledArtifact:
                 val = graph_vals[self._slot[o.graph_output]]
                 if not isinstance(val, torch.Tensor) or (val.stride() != o.stride and val.numel() > 1):
                     self._restride[o.index] = True
+        # NOTE [requires_grad_ on an argument] (functional_run.py): flags set before the call
+        # (to True) and after it (to False)
+        self._rg_on = [i.index for i in meta.inputs if i.requires_grad_set and i.requires_grad_after]
+        self._rg_off = [i.index for i in meta.inputs if i.requires_grad_set and not i.requires_grad_after]
         self._fresh_slots = None
         if all(o.kind == FRESH for o in meta.outputs) and not self._restride and not meta.mutations \
-                and not meta.metadata_ops:
+                and not meta.metadata_ops and not self._rg_on and not self._rg_off \
+                and not meta.new_leaves:
             self._fresh_slots = [self._slot[o.graph_output] for o in meta.outputs]
         self._unflatten = _fast_unflatten(out_spec)
 
@@ -128,18 +136,21 @@ class CompiledArtifact:
 
     # -- the call
     def __call__(self, leaves: list) -> list:
+        for i in self._rg_on:
+            leaves[i].requires_grad_(True)
         if self._simple_plan:
             primals = [leaves[i] for i in self._leaf_of_placeholder]
         else:
             primals = placeholder_tensors(self.plan, leaves)
+        grad_leaves = _make_grad_leaves(self.meta.new_leaves, leaves) if self.meta.new_leaves else ()
         if self.training:
             if self._grad_region_only:
                 # grad mode is off at the call, but an enable_grad region inside the
                 # function records autograd: so does the compiled function
                 with torch.enable_grad():
-                    values = self._function.apply(*primals)
+                    values = self._function.apply(*primals, *grad_leaves)
             else:
-                values = self._function.apply(*primals)
+                values = self._function.apply(*primals, *grad_leaves)
         elif self._needs_no_grad:
             with torch.no_grad():
                 values = self.forward(*primals)
@@ -147,6 +158,8 @@ class CompiledArtifact:
             values = self.forward(*primals)
         if self._fresh_slots is not None:
             return [values[s] for s in self._fresh_slots]
+        for i in self._rg_off:
+            leaves[i].requires_grad_(False)
         meta = self.meta
         # A placeholder's new value has its final layout, so its own metadata calls come first;
         # an alias group's base value has the base's layout, so members' calls come after.
@@ -156,7 +169,7 @@ class CompiledArtifact:
             self._apply_mutations(primals, values)
         if meta.metadata_ops:
             self._replay_metadata(primals, leaves, "leaf")
-        return self._outputs(leaves, values)
+        return self._outputs(leaves, values, grad_leaves)
 
     def _replay_metadata(self, primals, leaves, which: str):
         grad_on = torch.is_grad_enabled()
@@ -169,18 +182,41 @@ class CompiledArtifact:
 
     def _apply_mutations(self, primals, values):
         grad_on = torch.is_grad_enabled()
+        swaps = []
         for m in self.meta.mutations:
+            if m.storage_source != -1:
+                swaps.append(m)
+            if m.storage_bytes >= 0:     # NOTE [storage resizes] in functional_run.py
+                torch.ops.inductor.resize_storage_bytes_(primals[m.placeholder], m.storage_bytes)
             if m.data:
+                target = primals[m.placeholder]
+                _check_storage_fits(target, m.placeholder)
                 with torch.set_grad_enabled(grad_on and m.grad_mode):
-                    primals[m.placeholder].copy_(values[self._slot[m.value_output]])
+                    target.copy_(values[self._slot[m.value_output]])
+        if swaps:                        # NOTE [storage swaps] in functional_run.py
+            storages = [p.untyped_storage() for p in primals]     # as they were at the call
+            with torch.no_grad():
+                for m in swaps:
+                    if m.storage_source == -2:
+                        primals[m.placeholder].set_(values[self._slot[m.value_output]])
+                    else:
+                        primals[m.placeholder].set_(storages[m.storage_source], m.final_offset,
+                                                    m.final_shape, m.final_stride)
 
-    def _outputs(self, leaves, values) -> list:
+    def _outputs(self, leaves, values, grad_leaves=()) -> list:
         meta = self.meta
         out: list = [None] * len(meta.outputs)
         pending = []
+        bases: dict[int, torch.Tensor] = {}      # intermediate base, laid out once per call
         for o in meta.outputs:
             k = o.kind
-            if k == FRESH:
+            if o.new_leaf >= 0:
+                t = grad_leaves[o.new_leaf]
+                if k == FRESH:
+                    with torch.no_grad():
+                        t.copy_(values[self._slot[o.graph_output]])
+                out[o.index] = t
+            elif k == FRESH:
                 t = values[self._slot[o.graph_output]]
                 if o.index in self._restride and t.stride() != o.stride and t.numel() > 1:
                     t = _restride(t, o.shape, o.stride, o.offset)
@@ -189,6 +225,9 @@ class CompiledArtifact:
                 out[o.index] = leaves[o.source]
             elif k == CONSTANT:
                 out[o.index] = self._constants[o.index]
+            elif k == ALIAS_OF_INPUT and o.custom_view:
+                out[o.index] = _view_in_custom_function(leaves[o.source], o,
+                                                        values[self._slot[o.graph_output]])
             elif k == ALIAS_OF_INPUT and o.graph_output >= 0:
                 out[o.index] = _detached_alias(leaves[o.source], o,
                                                values[self._slot[o.graph_output]])
@@ -198,12 +237,22 @@ class CompiledArtifact:
                 out[o.index] = _alias(leaves[o.source], o)
             elif k == ALIAS_OF_INTERMEDIATE:
                 c = meta.intermediate_bases[o.source]
-                base = values[self._slot[c]]
-                shape, _, _, stride, offset = meta.candidates[c]
-                if base.stride() != stride or base.storage_offset() != offset:
-                    base = _restride(base, shape, stride, offset)
+                base = bases.get(c)
+                if base is None:
+                    # NOTE [one storage per intermediate]: every view of one intermediate is
+                    # cut from the same tensor, so they share storage as in eager. The graph's
+                    # value is re-laid out only when its elements sit elsewhere in memory
+                    # (a size-1 dimension's stride addresses nothing); a copy per output
+                    # would leave the others stale after one is mutated.
+                    base = values[self._slot[c]]
+                    shape, _, _, stride, offset = meta.candidates[c]
+                    if base.storage_offset() != offset or \
+                            _addressing(base.shape, base.stride()) != _addressing(shape, stride):
+                        base = _restride(base, shape, stride, offset)
+                    bases[c] = base
                 out[o.index] = _alias(base, o) if o.graph_output < 0 else \
-                    _detached_alias(base, o, values[self._slot[o.graph_output]])
+                    _view_in_custom_function(base, o, values[self._slot[o.graph_output]]) \
+                    if o.custom_view else _detached_alias(base, o, values[self._slot[o.graph_output]])
             else:
                 pending.append(o)
         while pending:               # aliases of other outputs, once those exist
@@ -215,6 +264,8 @@ class CompiledArtifact:
                 src = out[o.source]
                 if o.kind == SAME_AS_OUTPUT:
                     out[o.index] = src
+                elif o.custom_view:
+                    out[o.index] = _view_in_custom_function(src, o, values[self._slot[o.graph_output]])
                 elif o.graph_output >= 0:
                     out[o.index] = _detached_alias(src, o, values[self._slot[o.graph_output]])
                 else:
@@ -223,6 +274,20 @@ class CompiledArtifact:
                 raise AssertionError("output aliases form a cycle")  # capture never makes one
             pending = waiting
         return out
+
+
+def _check_storage_fits(t: torch.Tensor, p: int) -> None:
+    """The runtime never writes through a storage it has not checked: copy_ does not check
+    that the storage holds the tensor's elements (a zero-byte storage would be a crash)."""
+    if t.numel() == 0:
+        return
+    last = t.storage_offset() + sum((n - 1) * st for n, st in zip(t.shape, t.stride()))
+    if (last + 1) * t.element_size() > t.untyped_storage().nbytes():
+        raise UnsupportedInputError(
+            f"input placeholder {p} is written back by the compiled function, but its storage "
+            f"holds {t.untyped_storage().nbytes()} bytes, fewer than its shape needs; was its "
+            "storage resized between the compile and this call, or outside "
+            "torch.ops.inductor.resize_storage_bytes_?")
 
 
 def _constant(text: str):
@@ -293,14 +358,71 @@ def _detached_alias(base: torch.Tensor, o, value: torch.Tensor) -> torch.Tensor:
     return view
 
 
-def _restride(t: torch.Tensor, shape, stride, offset) -> torch.Tensor:
-    """A copy of ``t`` laid out exactly as eager laid it out (autograd records the copy)."""
+def _addressing(shape, stride) -> tuple:
+    """The (size, stride) pairs that address memory: a size-1 dimension is never stepped."""
+    return tuple((sz, st) for sz, st in zip(shape, stride) if sz != 1)
+
+
+class _CustomFunctionView(torch.autograd.Function):
+    """A view of ``base`` made inside a custom Function, whose gradient goes to ``value``
+    (NOTE [custom Function views] in outputs.py)."""
+
+    @staticmethod
+    def forward(ctx, base, value, shape, stride, offset):
+        return base.as_strided(shape, stride, offset)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None, grad, None, None, None
+
+
+def _view_in_custom_function(base: torch.Tensor, o, value: torch.Tensor) -> torch.Tensor:
+    if str(base.dtype).replace("torch.", "") != o.dtype:
+        base = _reinterpret(base.detach(), getattr(torch, o.dtype))
+    if not (value.requires_grad and torch.is_grad_enabled()):
+        return _alias(base, o)
+    return _CustomFunctionView.apply(base, value, o.shape, o.stride, o.offset)
+
+
+def _restride(t: torch.Tensor, shape, stride, offset, fill: bool = True) -> torch.Tensor:
+    """A copy of ``t`` laid out exactly as eager laid it out (autograd records the copy);
+    with ``fill=False`` only an empty tensor of that layout, of ``t``'s dtype and device."""
     if offset == 0:
         new = torch.empty_strided(shape, stride, dtype=t.dtype, device=t.device)
     else:
         need = offset + sum((s - 1) * st for s, st in zip(shape, stride)) + 1
         new = torch.empty(need, dtype=t.dtype, device=t.device).as_strided(shape, stride, offset)
-    return new.copy_(t)
+    return new.copy_(t) if fill else new
+
+
+def _make_grad_leaves(specs, leaves: list) -> list:
+    """The leaves that require grad which the function makes (NOTE [new grad leaves] in
+    functional_run.py), made before the graph runs."""
+    device = next((t.device for t in leaves if isinstance(t, torch.Tensor)), torch.device("cpu"))
+    out = []
+    for kind, src, shape, stride, offset, dtype in specs:
+        if kind == "view":
+            with torch.no_grad():
+                t = leaves[src].as_strided(shape, stride, offset)
+        else:
+            t = _restride(torch.empty(0, dtype=getattr(torch, dtype), device=device), shape, stride,
+                          offset, fill=False)
+        if not t.requires_grad:
+            t.requires_grad_()
+        out.append(t)
+    return out
+
+
+def _apply_backward_mutations(targets, mutations, values) -> None:
+    """What the user's backward did to saved arguments (NOTE [backward mutations] in joint.py),
+    done to the caller's tensors; called under no_grad."""
+    k = 0
+    for t, (_, data, shape, stride, offset) in zip(targets, mutations):
+        if (tuple(t.shape), t.stride(), t.storage_offset()) != (tuple(shape), tuple(stride), offset):
+            t.as_strided_(shape, stride, offset)
+        if data:
+            t.copy_(values[k])
+            k += 1
 
 
 class _DoubleBackwardGuard(torch.autograd.Function):
@@ -325,11 +447,18 @@ def _make_function(art: CompiledArtifact):
     diff = art.diff_outputs
     grad_inputs = art.grad_inputs
     n_primals = len(art.plan.placeholders)
+    bw_mutations = art.backward_mutations
+    n_grads = len(grad_inputs)
+    n_new = len(art.meta.new_leaves)
+    reach = [frozenset(r) for r in art.grad_reach] if len(art.grad_reach) == n_grads else None
+    diff_like = [art.meta.candidates[art.fw_candidates[k]][:2] for k in diff]
 
     class CompiledFunction(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, *primals):
+        def forward(ctx, *inputs):
+            primals = inputs[:n_primals]      # then the grad leaves made inside (not read)
             outs = art.forward(*primals)
+            ctx.set_materialize_grads(False)     # NOTE [per-output reach] in joint.py
             fw, saved = list(outs[:n_fw]), outs[n_fw:]
             for k, t in enumerate(fw):
                 if t._is_view():     # a Function may not return a view as a new value
@@ -339,21 +468,34 @@ def _make_function(art: CompiledArtifact):
             ctx.anchor = next((p for p in primals if isinstance(p, torch.Tensor) and p.requires_grad), None)
             if nondiff:
                 ctx.mark_non_differentiable(*[fw[k] for k in nondiff])
+            if bw_mutations:
+                ctx.mutated_in_backward = [primals[m[0]] for m in bw_mutations]
             return tuple(fw)
 
         @staticmethod
         def backward(ctx, *grads):
+            if art.meta.backward_error:
+                raise NotImplementedError(art.meta.backward_error)   # where eager raises it
             create_graph = torch.is_grad_enabled()
             bw = art.backward_module()
             with torch.no_grad():
-                tangents = [grads[k].contiguous() for k in diff]
+                device = next(g for g in grads if g is not None).device
+                live = {pos for pos, k in enumerate(diff) if grads[k] is not None}
+                tangents = [grads[k].contiguous() if grads[k] is not None else
+                            torch.zeros(diff_like[pos][0], dtype=getattr(torch, diff_like[pos][1]),
+                                        device=device)
+                            for pos, k in enumerate(diff)]
                 gin = bw(*ctx.saved_tensors, *tangents)
+                if bw_mutations:
+                    _apply_backward_mutations(ctx.mutated_in_backward, bw_mutations, gin[n_grads:])
+                    gin = gin[:n_grads]
             if create_graph and ctx.anchor is not None:
                 # first-order gradients are fine; differentiating them again is not
                 gin = _DoubleBackwardGuard.apply(ctx.anchor, *gin)
-            result = [None] * n_primals
-            for p, g in zip(grad_inputs, gin):
-                result[p] = g
+            result = [None] * (n_primals + n_new)
+            for j, (p, g) in enumerate(zip(grad_inputs, gin)):
+                if reach is None or reach[j] & live:
+                    result[p] = g
             return tuple(result)
 
     return CompiledFunction

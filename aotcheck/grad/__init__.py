@@ -8,6 +8,8 @@
     ops_suite.py   checking one case (forward, backward against eager, backward against
                    finite differences) and running the suite
     scores.py      BackendBench-style scores and the printed report
+    perf.py        forward timing against eager, BackendBench's performance score and perf@p
+    compare.py     several backends side by side, the run as JSON, the diff of two runs
 
 What it may import: the API, the cache (counters), targets, the engine, errors and
 flags. Nothing from check, fuzz or cli.

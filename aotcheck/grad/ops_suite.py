@@ -46,6 +46,7 @@ numerical failure into ``xfail`` (and a pass into ``xpass``). Other decorators a
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -71,11 +72,21 @@ FWD_TOL = 1e-7
 
 @dataclass
 class Engine:
-    """How to compile: ``compile(fn)`` returns the callable under test; ``mode`` labels results."""
+    """How to compile: ``compile(fn)`` returns the callable under test; ``mode`` labels results
+    (the report's column). ``active()`` is entered around everything the compiled side runs
+    (compile, calls, backward; never the eager reference), e.g. registered kernels.
+    ``not_compiled()`` says why a case ran eagerly after all (a Dynamo backend with no graph).
+    ``target`` is the command-line options that select this engine, for repro lines; ``perf``
+    times the forward against eager (perf.py)."""
     name: str
     compile: Callable[[Callable], Callable]
     mode: str = "cold"
     cache_counts: Counter = field(default_factory=Counter)   # deltas of aotcheck.counters
+    active: Callable[[], Any] = contextlib.nullcontext
+    not_compiled: Callable[[], str | None] | None = None
+    target: str = ""
+    perf: bool = False
+    uncompiled: str = ENGINE_ERROR      # the status of a case ``not_compiled`` explains
 
 
 def aotcheck_engine(cache_dir=None, mode: str = "cold") -> Engine:
@@ -88,37 +99,85 @@ def eager_engine() -> Engine:
     return Engine("eager", lambda fn: fn)
 
 
+def backend_engine(spec: str, perf: bool = True) -> Engine:
+    """``torch.compile(fn, backend=spec, dynamic=False)`` (targets/compile_backends.py)."""
+    from ..targets.compile_backends import resolve_backend
+    b = resolve_backend(spec)
+    return Engine(b.label, b.compile, b.label, not_compiled=b.not_compiled, target=f"--backend {spec}",
+                  perf=perf)
+
+
+def kernels_engine(kernels, perf: bool = True) -> Engine:
+    """Eager with the user's kernels (a ``targets.kernels.KernelSet``) over aten's CPU kernels. A
+    sample that called none of them (``add``'s in-place variant when only ``add_Tensor`` is
+    implemented) proves nothing about them: n/a, outside the scores, which are over the
+    implemented ops."""
+    start = [0]
+
+    def compile(fn):
+        start[0] = sum(kernels.calls.values())
+        return fn
+
+    def not_compiled():
+        if sum(kernels.calls.values()) > start[0]:
+            return None
+        return (f"NotCalled: no kernel of {kernels.path} ran for this sample (implemented: "
+                f"{', '.join(k.op for k in kernels.kernels)})")
+    return Engine("kernels", compile, "kernels", active=kernels.active, not_compiled=not_compiled,
+                  target=f"--kernels {kernels.path}", perf=perf, uncompiled=NA)
+
+
 def check_case(case: Case, engine: Engine, *, seeds: Iterable[int] = (0,), max_elements: int = 20,
-               verdicts: Sequence[Verdict] = ()) -> list[SampleResult]:
-    """Run the three checks of ``case`` for each seed (the compiled callable is built once)."""
+               verdicts: Sequence[Verdict] = (), reference: str = "eager") -> list[SampleResult]:
+    """Run the three checks of ``case`` for each seed (the compiled callable is built once).
+
+    ``reference="numerical"`` trusts no eager result (NOTE [--reference numerical])."""
     seeds = list(seeds)
+    if reference not in REFERENCES:
+        raise ValueError(f"reference {reference!r}; supported: {', '.join(REFERENCES)}")
     t0 = time.perf_counter()
     skip_op = _verdict_for(verdicts, "op", case.variant)
     if skip_op is not None and skip_op.kind == "skip":
         why = "skipped (" + skip_op.describe() + ")"
         return [SampleResult(case.op, case.variant, case.index, s, engine.mode, SKIPPED, SKIPPED, SKIPPED,
-                             why, why, why) for s in seeds]
+                             why, why, why, target=engine.target) for s in seeds]
     eager_fn = _seeded(case.fn)
     try:
         eager_fwd = autograd_run(eager_fn, case.args, backward=False)
     except Exception as e:  # noqa: BLE001 - the sample itself is invalid for this variant
         why = f"eager raised {_stem(e)}"
-        return [SampleResult(case.op, case.variant, case.index, s, engine.mode, NA, NA, NA, why, why, why)
-                for s in seeds]
+        return [SampleResult(case.op, case.variant, case.index, s, engine.mode, NA, NA, NA, why, why, why,
+                             target=engine.target) for s in seeds]
     before = _counters()
-    compiled = engine.compile(case.fn)
+    with engine.active():
+        compiled = engine.compile(case.fn)
     compiled_fn = _seeded(compiled)
     # a view op: the out-of-place variant returns an alias of an argument (in-place ones always do)
     eager_diff_outputs = any(o.requires_grad and o.is_floating_point() for o in eager_fwd.outputs)
     is_view = case.variant == "fn" and any(_aliases(o, eager_fwd.args_after) is not None
                                            for o in eager_fwd.outputs)
 
-    forward, fdetail, error = _check_forward(eager_fwd, compiled_fn, case)
+    with engine.active():
+        forward, fdetail, error = _check_forward(eager_fwd, compiled_fn, case)
+    vacuous = engine.not_compiled() if engine.not_compiled is not None and not error else None
+    if vacuous is not None:     # the backend never saw the op: nothing of it was checked
+        st = engine.uncompiled
+        return [SampleResult(case.op, case.variant, case.index, s, engine.mode, st, st, st, vacuous, vacuous,
+                             vacuous, vacuous if st == ENGINE_ERROR else "", is_view, target=engine.target)
+                for s in seeds]
+    numerical_only = reference == "numerical"
+    if numerical_only and forward in (PASS, FAIL):
+        forward, fdetail = NA, NO_REFERENCE
+    speedup = _speedup(engine, eager_fn, compiled_fn, case) if engine.perf and forward == PASS else None
     rows = []
     for s in seeds:
-        back, bdetail, berr = _check_backward(case, eager_fn, compiled_fn, s, verdicts)
-        num, ndetail, nerr = _check_numerical(case, compiled_fn, s, max_elements, verdicts, eager_fn,
-                                              eager_diff_outputs)
+        if numerical_only:
+            back, bdetail, berr = NA, NO_REFERENCE, ""
+        else:
+            back, bdetail, berr = _check_backward(case, eager_fn, compiled_fn, s, verdicts, engine.active)
+        num, ndetail, nerr = _check_numerical(case, compiled_fn, s, max_elements, verdicts,
+                                              None if numerical_only else eager_fn, eager_diff_outputs,
+                                              engine.active)
         rows.append((s, back, bdetail, num, ndetail, berr or nerr))
     after = _counters()
     delta = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
@@ -126,8 +185,29 @@ def check_case(case: Case, engine: Engine, *, seeds: Iterable[int] = (0,), max_e
     cache = ", ".join(f"{k} {v}" for k, v in sorted(delta.items()))
     seconds = round(time.perf_counter() - t0, 4)
     return [SampleResult(case.op, case.variant, case.index, s, engine.mode, forward, back, num, fdetail,
-                         bdetail, ndetail, error or err, is_view, cache, seconds)
+                         bdetail, ndetail, error or err, is_view, cache, seconds, engine.target, speedup)
             for s, back, bdetail, num, ndetail, err in rows]
+
+
+# NOTE [--reference numerical]
+# ggml's view, for a backend with no trusted reference: nothing is compared with eager. The
+# forward is only run (an exception is still an engine error or a crash), the backward-vs-eager
+# check is n/a, and the backward is scored by the finite-difference check alone (numerical
+# agreement), with its NaN-safe asymmetry and vacuity detection, and without the "eager fails
+# too" fallback, which would consult eager autograd.
+REFERENCES = ("eager", "numerical")
+NO_REFERENCE = "not compared with eager (--reference numerical)"
+
+
+def _speedup(engine: Engine, eager_fn, compiled_fn, case: Case) -> float | None:
+    from .perf import forward_seconds
+    try:
+        eager_s = forward_seconds(eager_fn, case.args)
+        with engine.active():
+            mine_s = forward_seconds(compiled_fn, case.args)
+    except Exception:  # noqa: BLE001 - a sample that cannot be re-run is not timed
+        return None
+    return round(eager_s / mine_s, 4) if mine_s > 0 else None
 
 
 def _counters() -> dict[str, int]:
@@ -198,7 +278,8 @@ def _alias_name(j: int | None) -> str:
     return "fresh" if j is None else f"a view of tensor {j}"
 
 
-def _check_backward(case, eager_fn, compiled_fn, seed, verdicts) -> tuple[str, str, str]:
+def _check_backward(case, eager_fn, compiled_fn, seed, verdicts,
+                    active=contextlib.nullcontext) -> tuple[str, str, str]:
     v = _verdict_for(verdicts, "backward", case.variant)
     if v is not None and v.kind == "skip":
         return SKIPPED, "skipped (" + v.describe() + ")", ""
@@ -207,7 +288,8 @@ def _check_backward(case, eager_fn, compiled_fn, seed, verdicts) -> tuple[str, s
     except Exception as e:  # noqa: BLE001 - eager has no backward for this sample
         return NA, f"eager backward raised {_stem(e)}", ""
     try:
-        mine = autograd_run(compiled_fn, case.args, cotangents=eager.cotangents)
+        with active():
+            mine = autograd_run(compiled_fn, case.args, cotangents=eager.cotangents)
     except Exception as e:  # noqa: BLE001
         return _error_status(e)
     if len(eager.outputs) != len(mine.outputs):
@@ -221,15 +303,16 @@ def _check_backward(case, eager_fn, compiled_fn, seed, verdicts) -> tuple[str, s
 
 
 def _check_numerical(case, compiled_fn, seed, max_elements, verdicts, eager_fn=None,
-                     eager_diff_outputs=False) -> tuple[str, str, str]:
+                     eager_diff_outputs=False, active=contextlib.nullcontext) -> tuple[str, str, str]:
     """Finite differences through the compiled callable; when that fails, the same check on eager
     autograd decides whether the engine is to blame (``fail``) or the tolerance (``eager fails``)."""
     v = _verdict_for(verdicts, "numerical", case.variant)
     if v is not None and v.kind == "skip":
         return SKIPPED, "skipped (" + v.describe() + ")", ""
     try:
-        report = numerical_jvp_check(compiled_fn, case.args, max_elements=max_elements, seed=seed,
-                                     names=case.names)
+        with active():
+            report = numerical_jvp_check(compiled_fn, case.args, max_elements=max_elements, seed=seed,
+                                         names=case.names)
     except Exception as e:  # noqa: BLE001
         return _error_status(e)
     status = report.status
@@ -265,6 +348,9 @@ def _error_status(e: BaseException) -> tuple[str, str, str]:
 
 
 def _stem(e: BaseException) -> str:
+    inner = getattr(e, "inner_exception", None)   # Dynamo's BackendCompilerFailed wraps the cause
+    if isinstance(inner, BaseException):
+        return f"{type(e).__name__}: {_stem(inner)}"
     text = str(e).strip().splitlines()
     first = text[0] if text else ""
     return f"{type(e).__name__}: {first[:300]}"
@@ -278,23 +364,39 @@ def _stem(e: BaseException) -> str:
 def run_suite(names: Sequence[str] = (), *, samples: str = "first", limit: int | None = None,
               index: int | None = None, variants: Sequence[str] = ("fn", "inplace"),
               seeds: Iterable[int] = (0,), engines: Sequence[Engine] | None = None,
-              max_elements: int = 20, on_case: Callable[[Case], None] | None = None) -> list[SampleResult]:
-    """Every case of the selected ops through each engine (e.g. cold, then cached), in order."""
+              max_elements: int = 20, on_case: Callable[[Case], None] | None = None,
+              reference: str = "eager", ops: Sequence | None = None,
+              on_results: Callable[[list[SampleResult]], None] | None = None) -> list[SampleResult]:
+    """Every case of the selected ops (``ops``: OpInfos, else ``select_ops(names, limit)``) through
+    each engine (e.g. cold, then cached; or one per backend), in order."""
     engines = list(engines) if engines is not None else [aotcheck_engine()]
     seeds = list(seeds)
     results = []
-    for op in select_ops(names, limit):
+    for op in (ops if ops is not None else select_ops(names, limit)):
         verdicts = pytorch_verdicts(op)
         try:
             cases = make_cases(op, samples, index, variants)
         except Exception as e:  # noqa: BLE001 - a sample generator that fails on this build
             why = f"sample_inputs raised {_stem(e)}"
-            results.append(SampleResult(op_id(op), "fn", -1, seeds[0], "cold", NA, NA, NA, why, why, why))
+            results.extend(SampleResult(op_id(op), "fn", -1, seeds[0], eng.mode, NA, NA, NA, why, why, why,
+                                        target=eng.target) for eng in engines)
             continue
         for case in cases:
             for engine in engines:
-                results.extend(check_case(case, engine, seeds=seeds, max_elements=max_elements,
-                                          verdicts=verdicts))
+                rows = check_case(case, engine, seeds=seeds, max_elements=max_elements, verdicts=verdicts,
+                                  reference=reference)
+                results.extend(rows)
+                if on_results is not None:
+                    on_results(rows)
             if on_case is not None:
                 on_case(case)
     return results
+
+
+def select_kernel_ops(kernels, names: Sequence[str] = ()) -> tuple[list, list[str]]:
+    """The OpInfos of the implemented ops (an OpInfo whose ``name`` or ``aten_name`` is a kernel's
+    aten op name), and the implemented ops no OpInfo tests."""
+    wanted = kernels.base_names
+    ops = [o for o in select_ops(names) if o.name in wanted or getattr(o, "aten_name", None) in wanted]
+    covered = {o.name for o in ops} | {getattr(o, "aten_name", None) for o in ops}
+    return ops, sorted(f"aten.{k.op}" for k in kernels.kernels if k.base not in covered)

@@ -13,14 +13,19 @@ captures, analyses, partitions and compiles it for each new input signature at
 the first real call (Dynamo's guards pick the graph; aotcheck's signature picks
 the artifact). Options:
 
-    cache        a cache directory (or :class:`aotcheck.cache.Cache`); default: none
-    partitioner  "default" or another name in ``aotcheck.engine.partition.STRATEGIES``
+    cache        a cache directory (or :class:`aotcheck.cache.Cache`); default: none. The key is
+                 trace-free: Dynamo's graph (the GraphModule's code, its parameter and buffer
+                 metadata, submodules) plus the call's input signature, so a hit in a new
+                 process runs neither aotcheck's capture nor its joint trace
+    remote       a Redis URL shared with other machines (``AOTCHECK_REMOTE_CACHE``)
+    partitioner  "default", "mincut" (``aotcheck.engine.partition.STRATEGIES``); default:
+                 the ``AOTCHECK_PARTITIONER`` flag
 """
 from __future__ import annotations
 
 import torch
 
-OPTIONS = ("cache", "partitioner")
+OPTIONS = ("cache", "partitioner", "remote")
 
 
 def aotcheck_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None = None, **kwargs):
@@ -35,8 +40,8 @@ def aotcheck_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | N
     if unknown:
         raise AotcheckError(f"aotcheck backend: unknown options {unknown}; supported: {list(OPTIONS)}")
     counters["aotcheck"]["graphs"] += 1      # graphs Dynamo handed to this backend
-    compiled = aot_function(gm.forward, cache=options.get("cache"),
-                            partitioner=options.get("partitioner", "default"))
+    compiled = aot_function(gm.forward, cache=options.get("cache"), remote=options.get("remote"),
+                            partitioner=options.get("partitioner"))
 
     def run(*args):
         return compiled(*args)

@@ -316,12 +316,10 @@ def run_case(engine: Engine, case, cache_dir=None) -> EngineRun:
     """Compile ``case.fn`` with ``engine`` (cold, or through ``cache_dir``), run it in the
     case's grad mode, forward plus backward unless the case says otherwise, and compare with
     eager through the oracle."""
-    from ..check.harness import in_call_mode
-    from ..check.oracle import check
+    from ..check.harness import check_case
     with engine.measure() as stats:
         compiled = engine.compile(case.fn) if cache_dir is None else engine.compile_cached(case.fn, cache_dir)
-        report = check(in_call_mode(case, case.fn), in_call_mode(case, compiled), case.make_inputs,
-                       backward=case.backward)
+        report = check_case(case, compiled)
     return EngineRun(report, stats)
 
 

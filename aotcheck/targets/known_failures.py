@@ -7,7 +7,8 @@ The table is data, in ``known_failures.json`` beside this file::
                            "cached:alias_of_input.x": "a sentence of its own", ...}, ...}}
 
 A value is a name in ``reasons`` (a reason shared by many cases) or a sentence of
-its own. ``"cached:<id>"``: only the cached run fails (or fails differently).
+its own. ``"cached:<id>"``: only the cached run fails (or fails differently). A reason
+that starts with "crashes the process" (:func:`crashes`) is never run, only recorded.
 Regenerate the evidence with ``aotcheck report ENGINE -v`` (each failure's
 divergences); the tests (tests/test_engines.py) keep the table exact: every entry
 must fail, and nothing else may.
@@ -28,6 +29,15 @@ def _load() -> dict[str, dict[str, str]]:
 
 
 KNOWN_FAILURES: dict[str, dict[str, str]] = _load()
+
+
+CRASH = "crashes the process"
+
+
+def crashes(reason: str | None) -> bool:
+    """A known failure that kills the process (a SIGSEGV in the engine): it is recorded, and
+    never run, since a run would take the test session or the report down with it."""
+    return bool(reason) and reason.startswith(CRASH)
 
 
 def known_failure(engine_name: str, case_id: str, cached: bool = False) -> str | None:

@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .engines import Engine, get_engine, outcome
-from .known_failures import known_failure
+from .known_failures import crashes, known_failure
 
 
 @dataclass
@@ -64,12 +64,15 @@ def run_engine(engine: Engine, cases, cached: bool, progress=None) -> EngineResu
     for c in cases:
         reason = known_failure(engine.name, c.id, cached)
         try:
-            if cached:
+            if crashes(reason):
+                run, problems, stats = None, [f"not run: {reason}"], {}
+            elif cached:
                 with tempfile.TemporaryDirectory(prefix="aotcheck-report-") as d:
                     run, problems = outcome(engine, c, d)
             else:
                 run, problems = outcome(engine, c)
-            stats = run.stats.as_dict()
+            if run is not None:
+                stats = run.stats.as_dict()
         except Exception as e:  # noqa: BLE001 - a harness crash is a failure, reported
             problems, stats = [f"harness raised {type(e).__name__}: {e}"], {}
         out.results.append(Result(c.id, c.theme, _status(not problems, reason), problems, reason, stats))

@@ -39,6 +39,10 @@ class Case:
     xfail: str | None = None       # reason, for a known aotcheck failure
     backward: bool = True          # run forward plus backward (else forward only)
     xfail_engines: dict = field(default_factory=dict)   # engine name -> reason
+    # Python state the function reads (theme python_state): each callable *sets* one state
+    # (``model.eval()``, a closure value); the harness runs the case in each state in turn
+    # with ONE compiled function, comparing every call with eager, then restores the first.
+    states: tuple = ()
 
     @property
     def id(self) -> str:
@@ -49,14 +53,15 @@ CASES: list[Case] = []
 
 
 def case(theme: str, *, mode: str, tags=(), xfail=None, backward=True, xfail_engines=None):
-    """Register a case: the decorated function returns ``(fn, make_inputs)``."""
+    """Register a case: the decorated function returns ``(fn, make_inputs)``, or
+    ``(fn, make_inputs, states)`` (see ``Case.states``)."""
     if theme not in THEMES:
         raise ValueError(f"unknown theme {theme!r}; themes: {THEMES}")
 
     def deco(builder):
-        fn, make = builder()
+        fn, make, *states = builder()
         CASES.append(Case(builder.__name__, fn, make, theme, mode, tuple(tags), xfail, backward,
-                          dict(xfail_engines or {})))
+                          dict(xfail_engines or {}), tuple(states[0]) if states else ()))
         return builder
     return deco
 

@@ -167,6 +167,25 @@ def ops_that_return_self():
     return f, _one_leaf(2, 2)
 
 
+@case("alias_of_input", mode="inference", tags=("unsafe_view",))
+def unsafe_split_of_input():
+    """Issue 11, class 11: unsafe_split/unsafe_chunk return pieces of their input that
+    autograd does not track as views; eager's outputs share the input's storage, the
+    functional graph copied them (mutating one did not change the input)."""
+    def f(x):
+        a, b = x.unsafe_split(2)
+        return a, b, x.unsafe_chunk(2, 1)[1]
+    def make():
+        x = leaf(4, 4)
+        return Inputs((x.clone(),), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("alias_of_input", mode="inference", tags=("unsafe_view",))
+def unsafe_chunk_of_input_no_grad():
+    return (lambda x: x.unsafe_chunk(3)), seeded(lambda: Inputs((rand(6, 2),)))
+
+
 @case("alias_of_input", mode="inference", tags=("empty",))
 def empty_slice_of_input():
     return (lambda x: (x[:0], x[1:])), _one_leaf(3)
@@ -178,6 +197,30 @@ def empty_slice_of_input():
 @case("alias_of_intermediate", mode="training")
 def view_of_intermediate():
     return (lambda x: (x * 2).view(-1)), _one_leaf(2, 3)
+
+
+@case("alias_of_intermediate", mode="inference", tags=("metadata_mutation", "size_one"))
+def two_views_of_intermediate_with_size_one_dim():
+    """Issue 11, class 2: the traced intermediate's stride differs from eager's only in a
+    size-1 dimension; each output got its own restrided copy, so after out0.add_(1) out1
+    was stale. Both must stay views of one storage."""
+    def f(a):
+        a.transpose_(1, 0)
+        y = a.mul(2)
+        return y.view(2, 4), y.view(-1)
+    return f, seeded(lambda: Inputs((rand(1, 2, 4),)))
+
+
+@case("alias_of_intermediate", mode="training", tags=("metadata_mutation", "size_one"))
+def two_views_of_grad_intermediate_with_size_one_dim():
+    def f(a):
+        a.transpose_(1, 0)
+        y = a * 3
+        return y[0], y.view(-1), y.permute(2, 1, 0)
+    def make():
+        x = leaf(1, 2, 4)
+        return Inputs((x.clone(),), leaves=(x,))
+    return f, seeded(make)
 
 
 @case("alias_of_intermediate", mode="inference", tags=("detach",))

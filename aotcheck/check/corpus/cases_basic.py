@@ -632,3 +632,51 @@ def float16_mutation_with_grad():
         x, w = leaf(3, dtype=torch.float16), leaf(3, dtype=torch.float16)
         return Inputs((x.clone(), w), leaves=(x, w))
     return f, seeded(make)
+
+
+# ---------------------------------------------------------------- basics: is_compiling (issue 11, class 8)
+
+
+@case("basics", mode="training", tags=("is_compiling",))
+def is_compiling_skips_data_dependent_shortcut():
+    # transformers' _ignore_causal_mask_sdpa: a value-dependent early exit guarded by
+    # is_compiling(); under tracing the answer is True, as under PyTorch's own tracers
+    def f(x, mask):
+        if not torch.compiler.is_compiling() and torch.all(mask == 1):
+            return x.softmax(-1)
+        return x.masked_fill(mask == 0, float("-inf")).softmax(-1)
+    def make():
+        x = leaf(2, 3, 3)
+        return Inputs((x, torch.ones(2, 3, 3)), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("basics", mode="training", tags=("is_compiling", "module"))
+def is_compiling_in_module_through_functional_call():
+    class Attention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q = torch.nn.Linear(4, 4)
+            self.k = torch.nn.Linear(4, 4)
+
+        def forward(self, h, mask):
+            causal = None
+            if torch.compiler.is_compiling() or not bool((mask == 1).all()):
+                causal = torch.ones(h.shape[1], h.shape[1]).tril().bool() & mask[:, None, :].bool()
+            scores = self.q(h) @ self.k(h).transpose(-1, -2)
+            if causal is not None:
+                scores = scores.masked_fill(~causal, -1e9)
+            return scores.softmax(-1) @ h
+    model = Attention()
+    names = [n for n, _ in model.named_parameters()]
+
+    def f(*args):
+        *params, h, mask = args
+        return torch.func.functional_call(model, dict(zip(names, params)), (h, mask))
+
+    def make():
+        params = [p.detach().clone().requires_grad_() for p in model.parameters()]
+        h = leaf(2, 3, 4)
+        mask = torch.tensor([[1, 1, 0], [1, 1, 1]])
+        return Inputs((*params, h, mask), leaves=(*params, h))
+    return f, seeded(make)

@@ -6,6 +6,7 @@ and compiled inside ``torch.no_grad()`` (or ``torch.inference_mode()``).
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 from . import Inputs, case
 from .cases_basic import leaf, one_leaf as _one_leaf, rand, seeded
@@ -202,3 +203,173 @@ def views_of_intermediate_in_no_grad_region():
             y = x * 2
             return y.t(), y
     return f, _one_leaf(2, 3)
+
+
+# ---------------------------------------------------------------- inference tensors (issue 11, class 12)
+
+
+def _inference_linear(*shape):
+    """A Linear built under inference_mode: its parameters are inference tensors that require
+    grad (NOTE [inference tensors] in aotcheck/engine/functional.py)."""
+    def make():
+        with torch.inference_mode():
+            lin = torch.nn.Linear(*shape)
+            x = torch.randn(2, shape[0])
+        return Inputs((lin.weight, lin.bias, x))
+    return seeded(make)
+
+
+@case("requires_grad_modes", mode="inference", tags=("inference_mode_call", "inference_tensor"))
+def inference_tensor_parameters_that_require_grad():
+    def f(w, b, x):
+        return F.linear(x, w, b).relu(), w.t(), b
+    return f, _inference_linear(3, 4)
+
+
+@case("requires_grad_modes", mode="inference",
+      tags=("inference_mode_call", "inference_tensor", "mutation"))
+def inference_tensor_parameter_mutated():
+    def f(w, b, x):
+        b.mul_(0.5)
+        x.add_(1)
+        return x @ w.t() + b
+    return f, _inference_linear(3, 2)
+
+
+# ---------------------------------------------------------------- requires_grad_() inside
+# Eager makes the tensor a leaf that requires grad: what is computed from it afterwards
+# requires grad, and backward fills its .grad (NOTE [requires_grad_ on an argument] and
+# NOTE [new grad leaves] in the engine).
+
+def _plain_arg():
+    x = rand(2, 3)
+    return Inputs((x,), leaves=(x,))
+
+
+def _plain_and_leaf():
+    x, w = rand(2, 3), leaf(2, 3)
+    return Inputs((x, w), leaves=(x, w))
+
+
+@case("requires_grad_modes", mode="training", tags=("requires_grad_",))
+def requires_grad_on_argument():
+    def f(x, w):
+        x.requires_grad_()
+        return x * w
+    return f, seeded(_plain_and_leaf)
+
+
+@case("requires_grad_modes", mode="training", tags=("requires_grad_",))
+def requires_grad_on_only_argument():
+    def f(x):
+        x.requires_grad_()
+        return (x.sin() * 3).sum()
+    return f, seeded(_plain_arg)
+
+
+@case("requires_grad_modes", mode="training", tags=("requires_grad_",))
+def requires_grad_on_argument_after_a_use():
+    """An op before requires_grad_() records nothing: that output does not require grad."""
+    def f(x, w):
+        y = x * w.detach()
+        x.requires_grad_()
+        return y, x * w
+    return f, seeded(_plain_and_leaf)
+
+
+@case("requires_grad_modes", mode="inference", tags=("requires_grad_", "alias"))
+def requires_grad_on_argument_returned():
+    def f(x):
+        x.requires_grad_()
+        return x
+    return f, seeded(_plain_arg)
+
+
+@case("requires_grad_modes", mode="training", tags=("requires_grad_", "mutation"))
+def requires_grad_after_mutating_argument():
+    def f(x):
+        x.mul_(2)
+        x.requires_grad_()
+        return x.sin()
+    return f, seeded(_plain_arg)
+
+
+@case("requires_grad_modes", mode="training", tags=("requires_grad_", "attribute"))
+def requires_grad_attribute_on_argument():
+    def f(x):
+        x.requires_grad = True
+        return x * 3
+    return f, seeded(_plain_arg)
+
+
+@case("requires_grad_modes", mode="training", tags=("requires_grad_", "alias"))
+def requires_grad_on_view_of_argument():
+    """The view becomes a leaf that requires grad and gets .grad; x itself does not."""
+    def f(x):
+        v = x.view(-1)
+        v.requires_grad_()
+        return v * 2, v
+    return f, seeded(_plain_arg)
+
+
+@case("requires_grad_modes", mode="training", tags=("requires_grad_",))
+def requires_grad_on_view_not_returned():
+    def f(x, w):
+        v = x[0]
+        v.requires_grad_()
+        return (v * w).sum(), x * w
+    return f, seeded(_plain_and_leaf)
+
+
+@case("requires_grad_modes", mode="training", tags=("requires_grad_",))
+def requires_grad_on_intermediate():
+    def f(x):
+        h = x * 2
+        h.requires_grad_()
+        return h.sin()
+    return f, seeded(_plain_arg)
+
+
+@case("requires_grad_modes", mode="training", tags=("requires_grad_",))
+def requires_grad_on_intermediate_returned():
+    def f(x, w):
+        h = (x * 2).requires_grad_()
+        return h * w, h
+    return f, seeded(_plain_and_leaf)
+
+
+@case("requires_grad_modes", mode="training", tags=("requires_grad_", "factory"))
+def factory_with_requires_grad_inside():
+    def f(x):
+        b = torch.ones(3, requires_grad=True)
+        return x * b, b
+    return f, seeded(lambda: Inputs((rand(2, 3),)))
+
+
+# ---------------------------------------------------------------- .grad None versus zeros
+# The compiled function is one autograd node for all its outputs; an input that only
+# outputs the backward never reaches depend on must keep .grad None (NOTE [per-output
+# reach]). The oracle backpropagates from floating outputs only, so a complex output is
+# one that backward does not reach.
+
+@case("requires_grad_modes", mode="training", tags=("grad_none",))
+def unreached_output_leaves_grad_none():
+    def f(x, y):
+        return x * 2, (y * 3).to(torch.complex64)
+    def make():
+        x, y = leaf(3), leaf(3)
+        return Inputs((x, y), leaves=(x, y))
+    return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="training", tags=("grad_none", "custom_function"))
+def unreached_output_of_no_materialize_function():
+    from .cases_custom_function import TwoOutputsNoMaterialize
+
+    def f(x, y):
+        a, _ = TwoOutputsNoMaterialize.apply(x)
+        return a, (y * 2).to(torch.complex64)
+    def make():
+        x, y = leaf(3), leaf(3)
+        return Inputs((x, y), leaves=(x, y))
+    return f, seeded(make)

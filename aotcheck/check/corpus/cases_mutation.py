@@ -218,6 +218,35 @@ def float_input_mutated_by_int_tensor():
 # ---------------------------------------------------------------- mutation_autograd
 
 
+@case("mutation_autograd", mode="training", tags=("no_functional_kernel",))
+def polygamma_in_place_on_nonleaf():
+    """Issue 11, class 11: functionalization has no kernel for polygamma_ (its out-of-place
+    twin takes (n, self)); the engine raised a TraceError. Traced the second way now, where
+    it runs as polygamma then copy_."""
+    def f(x):
+        y = x * 1
+        y.polygamma_(1)
+        return y.sum(0), x.polygamma(2)
+    def make():
+        x = (torch.rand(2, 3) + 0.5).requires_grad_()
+        return Inputs((x,), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("missing_derivative",))
+def inplace_op_without_derivative():
+    """Issue 11, class 11: acosh_ has no derivative; eager runs the forward and raises
+    NotImplementedError at .backward(). The engine refused it while tracing the joint."""
+    def f(x):
+        y = x * 1
+        y.acosh_()
+        return y * 2, x.sin()
+    def make():
+        x = (torch.rand(3) + 1.5).requires_grad_()
+        return Inputs((x,), leaves=(x,))
+    return f, seeded(make)
+
+
 @case("mutation_autograd", mode="training")
 def mul_nonleaf_return_empty():
     def f(a):
@@ -726,4 +755,145 @@ def unsqueeze_nongrad_then_mul_by_grad_value():
     def make():
         w = leaf(1, 3)
         return Inputs((rand(3), w), leaves=(w,))
+    return f, seeded(make)
+
+
+# ---------------------------------------------------------------- storage resizes (issue 11, class 12)
+# FSDP2's pattern: a parameter's storage is freed (resized to zero bytes) between uses and
+# allocated again (resized up from zero) before it is filled. NOTE [storage resizes] in
+# aotcheck/engine/functional_run.py.
+
+
+def _freed(*shape) -> torch.Tensor:
+    t = torch.empty(*shape)
+    t.untyped_storage().resize_(0)
+    return t
+
+
+@case("input_mutation", mode="inference", tags=("resize",))
+def resize_storage_up_from_zero_then_fill():
+    def f(p, full):
+        torch.ops.inductor.resize_storage_bytes_(p, full.numel() * full.element_size())
+        p.copy_(full)
+        return p + 1
+    return f, seeded(lambda: Inputs((_freed(2, 3), rand(2, 3))))
+
+
+@case("input_mutation", mode="inference", tags=("resize",))
+def resize_storage_down_to_zero():
+    def f(p):
+        y = p * 2
+        torch.ops.inductor.resize_storage_bytes_(p, 0)
+        return y
+    return f, seeded(lambda: Inputs((rand(4),)))
+
+
+@case("input_mutation", mode="training", tags=("resize",))
+def resize_up_fill_use_then_free():
+    # all-gather into the parameter, use it, free it again (the backward needs only x and
+    # tanh's output: eager's backward raises if it needs the freed storage)
+    def f(p, full, x):
+        torch.ops.inductor.resize_storage_bytes_(p, full.numel() * full.element_size())
+        with torch.no_grad():
+            p.copy_(full)
+        out = (x + p[:2, :3] * 2).tanh()
+        torch.ops.inductor.resize_storage_bytes_(p, 0)
+        return out
+    def make():
+        x = leaf(2, 3)
+        return Inputs((_freed(3, 4), rand(3, 4), x), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="inference", tags=("resize",))
+def resize_mutate_then_free():
+    # a mutation of a storage that ends at zero bytes is not written back (nothing to hold it)
+    def f(p, q):
+        p.mul_(2)
+        q.add_(p)
+        torch.ops.inductor.resize_storage_bytes_(p, 0)
+        return q.clone()
+    return f, seeded(lambda: Inputs((rand(3), rand(3))))
+
+
+# ---------------------------------------------------------------- set_ on arguments (issue 11, class 4)
+# NOTE [storage swaps] in aotcheck/engine/functional_run.py. Each returns the swapped argument
+# too, so the oracle's output mutation checks that it shares the storage eager's shares.
+
+
+@case("input_mutation", mode="inference", tags=("set_",))
+def set_onto_another_argument():
+    def f(x, y):
+        x.set_(y)
+        return x, x * 2
+    return f, seeded(lambda: Inputs((rand(3), rand(2, 2))))
+
+
+@case("input_mutation", mode="inference", tags=("set_",))
+def set_onto_a_new_storage_then_mutate():
+    def f(x):
+        x.set_(torch.zeros(5))
+        x.add_(1)
+        return x.sum(), x
+    return f, seeded(lambda: Inputs((rand(3),)))
+
+
+@case("input_mutation", mode="inference", tags=("set_",))
+def set_then_undo_after_mutating_through_it():
+    # FSDP-style: swap in another storage, write through it, swap back
+    def f(x, y):
+        old = x.detach()
+        x.set_(y)
+        x.mul_(2)
+        z = x + 1
+        x.set_(old)
+        return z, x
+    return f, seeded(lambda: Inputs((rand(3), rand(3))))
+
+
+@case("input_mutation", mode="inference", tags=("set_", "alias"))
+def set_onto_a_view_of_another_argument():
+    def f(x, y):
+        x.set_(y[1:3])
+        y.add_(1)                  # x sees it: one storage
+        return x.view(-1), y.sum()
+    return f, seeded(lambda: Inputs((rand(3), rand(6))))
+
+
+@case("input_mutation", mode="training", tags=("set_",))
+def set_under_no_grad_beside_a_grad_input():
+    def f(x, buf, w):
+        with torch.no_grad():
+            buf.set_(x.detach() * 0 + 3)
+        return (w * buf).sum(), buf
+    def make():
+        w = leaf(4)
+        return Inputs((rand(4), rand(2), w), leaves=(w,))
+    return f, seeded(make)
+
+
+# ---------------------------------------------------------------- .grad None versus zeros
+# A mutated argument whose new value the backward never reaches (the oracle backpropagates
+# from floating tensors only; this one is complex): eager leaves its source's .grad None,
+# a compiled function that materialized zero gradients gave zeros (NOTE [per-output reach]).
+
+@case("mutation_autograd", mode="training", tags=("grad_none",))
+def mutated_complex_nonleaf_not_reached():
+    def f(x, a):
+        a.mul_(2)
+        return x * 2
+    def make():
+        x, w = leaf(3), leaf(3, dtype=torch.complex64)
+        return Inputs((x, w * 1), leaves=(x, w))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("grad_none",))
+def mutated_with_grad_value_not_reached():
+    def f(x, a, y):
+        a.add_(y.to(torch.complex64))
+        return x.sin()
+    def make():
+        x, y = leaf(3), leaf(3)
+        return Inputs((x, torch.zeros(3, dtype=torch.complex64), y), leaves=(x, y))
     return f, seeded(make)

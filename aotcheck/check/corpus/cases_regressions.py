@@ -169,12 +169,11 @@ def fuzz_transpose_root_after_mutating_its_slice():
     return f, make
 
 
-@case("regressions", mode="inference", tags=("fuzz", "aliased_inputs", "metadata_mutation"),
-      xfail="refused by name, a documented limit (aotcheck.errors.DOCUMENTED_LIMITS): "
-            "unsqueeze_ on an aliased argument, then an indexed assignment through it; the "
-            "synthetic-base replay cannot give eager's gradients (functionalization raises "
-            "IndexError on the member's view chain). It raised a bare TraceError before")
+@case("regressions", mode="training", tags=("fuzz", "aliased_inputs", "metadata_mutation"))
 def fuzz_unsqueeze_then_setitem_aliased_argument():
+    """unsqueeze_ on an aliased argument, then an indexed assignment through it: functionalization
+    raised IndexError on the member's view chain, and the engine refused it. Now traced the
+    second way (NOTE [plain trace, then functionalize]). Issue 11, class 10."""
     def f(a0, a1, a2):
         a1.unsqueeze_(1)
         a2.clamp_(None, 0.0)
@@ -293,13 +292,12 @@ def fuzz_detach_of_intermediate_returned_before_it():
     return f, make
 
 
-@case("regressions", mode="training", tags=("metadata_mutation", "alias_of_input"),
-      xfail="refused by name, a documented limit (aotcheck.errors.DOCUMENTED_LIMITS): a view "
-            "taken before its base's in-place transpose_, then mutated. Under "
-            "functionalization autograd rebuilds the view's grad_fn by replaying select(0) on "
-            "the transposed base; PyTorch's AOTAutograd returns a silently wrong gradient "
-            "(docs/findings.md row 21), aotcheck refuses it")
+@case("regressions", mode="training", tags=("metadata_mutation", "alias_of_input"))
 def view_taken_before_base_transpose_then_mutated():
+    """A view taken before its base is transposed in place, then mutated: autograd over
+    functionalization replays select(0) on the transposed base (PyTorch's AOTAutograd is
+    silently wrong, docs/findings.md row 21); the engine refused it, now it traces the
+    second way. Issue 11, class 10."""
     def f(a):
         v = a[0]
         a.t_()
@@ -312,11 +310,10 @@ def view_taken_before_base_transpose_then_mutated():
     return f, make
 
 
-@case("regressions", mode="training", tags=("metadata_mutation", "alias_of_intermediate"),
-      xfail="refused by name, a documented limit (aotcheck.errors.DOCUMENTED_LIMITS): a view "
-            "of an intermediate transposed in place, then mutated; PyTorch's AOTAutograd "
-            "returns a silently wrong gradient (docs/findings.md row 21), aotcheck refuses it")
+@case("regressions", mode="training", tags=("metadata_mutation", "alias_of_intermediate"))
 def view_of_intermediate_transposed_in_place_then_mutated():
+    """A view of an intermediate transposed in place, then mutated: refused before (the view
+    replay limit), traced the second way now. Issue 11, class 10."""
     def f(x):
         y = x * 2
         v = y[0:2, 0:2]
@@ -392,4 +389,45 @@ def fuzz_detach_of_intermediate_leaves_its_input_without_grad():
     def make():
         a, b = _randn((3,)).requires_grad_(), _randn((3,), 1).requires_grad_()
         return Inputs((a, b), leaves=(a, b))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "set_", "alias_of_intermediate"))
+def fuzz_view_of_intermediate_set_onto_another_intermediate():
+    """A diagonal view of an intermediate is set_() onto another intermediate (a 0-dim sum) and
+    returned: it was rebuilt as a view of its autograd base, whose storage it no longer shares,
+    so it came back with a diagonal element instead of the sum (silently wrong). Found by
+    aotcheck fuzz --extensions random,set_ --seed 2."""
+    def f(a0):
+        v0 = a0.sum(1, keepdim=False)
+        v1 = a0.sum()
+        v2 = v0.diagonal(0, 0, 1)
+        v2.set_(v1)
+        return (v2,)
+    return f, lambda: Inputs((_randn((4, 3, 2), 1481).double(),))
+
+
+@case("regressions", mode="training", tags=("fuzz", "aliased_inputs", "metadata_mutation"))
+def fuzz_transpose_member_then_setitem_grad_value_into_root():
+    """A transposed alias of a plain argument is transposed in place, then both are written
+    with values that require grad. The first way refused it (synthetic-base replay); the
+    second way traced it, and the runtime then replayed the member's transpose_ with grad on
+    after the root had got a grad_fn ('a leaf Variable that requires grad is being used in
+    an in-place operation'). A metadata call autograd did not record is replayed under
+    no_grad. Found by aotcheck fuzz --seed 2026 (after issue 11, class 10)."""
+    def f(a0, a1, a2, a3):
+        with torch.no_grad():
+            a2.fill_(1.0)
+        a3.transpose_(1, 2)
+        a3[:, 1] = a2
+        a1[:, 0] = a0
+        v0 = a3.sin()
+        return (v0, v0)
+
+    def make():
+        b0 = _randn((2,)).requires_grad_()
+        b1 = _randn((1, 4, 3))
+        l2 = _randn((2,)).requires_grad_()
+        b2 = l2.clone()
+        return Inputs((b0[::2], b1, b2[::2], b1.transpose(-2, -1)), leaves=(b0, l2))
     return f, make

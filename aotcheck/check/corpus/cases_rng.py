@@ -1,6 +1,108 @@
-"""Corpus theme ``rng``."""
+"""Corpus theme ``rng``: random ops draw eager's values and leave the default generator in
+eager's state (the oracle compares it after the call); the backward reuses the forward's
+random values. See the NOTE in ``aotcheck/engine/rng.py``.
+
+Every case's inputs are built under seed 0, so eager and compiled draw from the same state.
+"""
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
-from . import Inputs, case  # noqa: F401
+from . import Inputs, case
+from .cases_basic import leaf, rand, seeded
+
+
+@case("rng", mode="training", tags=("noncontiguous",))
+def dropout_transposed():
+    # CPU dropout draws its mask in place into empty_like(x): x's (transposed) layout
+    def f(x):
+        return F.dropout(x.t(), 0.5, training=True).sin()
+    return f, seeded(lambda: (lambda x: Inputs((x,), leaves=(x,)))(leaf(4, 5)))
+
+
+@case("rng", mode="inference", tags=("noncontiguous",))
+def dropout_nondense_transposed_slice():
+    def f(x):
+        return F.dropout(x, 0.3, training=True)
+    return f, seeded(lambda: Inputs((rand(6, 8).t()[::2, 1:],)))
+
+
+@case("rng", mode="inference", tags=("noncontiguous", "mutation"))
+def bernoulli_inplace_on_transposed_argument():
+    # the in-place draw fills the argument in its own memory order
+    def f(x, p):
+        x.bernoulli_(0.4)
+        y = torch.empty_like(p).bernoulli_(p)
+        return x + y
+    return f, seeded(lambda: Inputs((rand(4, 5).t(), torch.rand(5, 4))))
+
+
+@case("rng", mode="inference")
+def unused_draw_still_advances_generator():
+    def f(x):
+        torch.rand(7)               # nothing uses it; eager still draws it
+        return x * torch.randn_like(x)
+    return f, seeded(lambda: Inputs((rand(3, 4),)))
+
+
+@case("rng", mode="training", tags=("noncontiguous",))
+def alpha_and_feature_dropout():
+    def f(x):
+        a = F.alpha_dropout(x.transpose(0, 1), 0.4, training=True)
+        b = F.dropout2d(x.unsqueeze(0), 0.5, training=True)
+        return a.sum(0), b * 2
+    return f, seeded(lambda: (lambda x: Inputs((x,), leaves=(x,)))(leaf(3, 4, 4)))
+
+
+@case("rng", mode="inference")
+def sampling_ops_in_order():
+    def f(w, x):
+        i = torch.multinomial(w, 3)
+        j = torch.multinomial(w, 6, replacement=True)
+        perm = torch.randperm(4)
+        k = torch.randint(0, 10, (2, 3))
+        return i, j, x[perm], k, torch.poisson(w * 3), torch.normal(x, 0.5)
+    return f, seeded(lambda: Inputs((torch.rand(4, 5), rand(4, 2))))
+
+
+@case("rng", mode="inference", tags=("noncontiguous", "mutation"))
+def inplace_distributions_on_strided_arguments():
+    def f(a, b):
+        a.uniform_(-1, 1)
+        a.exponential_()
+        b.normal_(2.0, 0.5)
+        b.log_normal_()
+        b.cauchy_()
+        return a.clone(), b.geometric_(0.3).clone(), torch.bernoulli(b.sigmoid(), 0.3)
+    return f, seeded(lambda: Inputs((rand(6, 8).t()[::2], rand(5, 3).t())))
+
+
+@case("rng", mode="training")
+def backward_reuses_forward_draws():
+    # rrelu's slopes and dropout's mask are drawn once; the backward must reuse them
+    def f(x, w):
+        h = F.rrelu(x @ w, training=True)
+        return F.dropout(h, 0.25, training=True).tanh() + torch.rand_like(h)
+    def make():
+        x, w = leaf(3, 4), leaf(4, 5)
+        return Inputs((x, w), leaves=(x, w))
+    return f, seeded(make)
+
+
+@case("rng", mode="training", tags=("module",))
+def transformer_encoder_layer_train():
+    layer = torch.nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16,
+                                             dropout=0.2, batch_first=True)
+    layer.train()
+    names = [n for n, _ in layer.named_parameters()]
+
+    def f(*args):
+        *params, x = args
+        return torch.func.functional_call(layer, dict(zip(names, params)), (x,))
+
+    def make():
+        params = [p.detach().clone().requires_grad_() for p in layer.parameters()]
+        x = leaf(2, 3, 8)
+        return Inputs((*params, x), leaves=(*params, x))
+    return f, seeded(make)

@@ -1,0 +1,147 @@
+"""rng: random ops in a compiled graph draw from the generator exactly as eager draws.
+
+The graphs call random ops at run time, on the real default generator, in the
+order the function called them, so the values and the generator's state after
+the call are eager's, cold and from the cache. Three things make that hold:
+
+1. **Layout.** A CPU random kernel fills its output in memory order, so the
+   values at each index depend on the strides of the tensor drawn into.
+   Functionalization turns an in-place draw ``t.bernoulli_(p)`` into the
+   functional variant ``bernoulli.p(t, p)``, whose kernel draws into a fresh
+   *contiguous* buffer (``uniform``/``exponential``/... into a clone, which is
+   contiguous for non-dense ``t``). Eager drew into ``t``'s own strides. The
+   generated code therefore runs every functional variant of an in-place random
+   op as that in-place op on a buffer with the strides of its input
+   (:func:`runtime_kernel`). The out-of-place ``torch.bernoulli(x, p)`` lands on
+   the same ``bernoulli.p`` node, but eager draws it contiguous: while tracing,
+   :class:`DrawLikeEager` rewrites that call into the in-place draw into a
+   contiguous buffer, which is what eager's kernel does, so that every
+   ``bernoulli.p`` node means "an in-place draw into its input's layout".
+
+2. **Every draw runs.** A random op whose value nothing uses still advances the
+   generator in eager; the partitioner keeps each random node (and what it
+   needs) in the forward graph (:func:`random_nodes`), and never in the
+   backward, so the backward reuses the forward's values instead of redrawing.
+
+3. **The generator is the default one.** A function that seeds or restores the
+   global generator (``torch.manual_seed``, ``set_rng_state``) does so in Python
+   while it is traced, not in the graph; one that draws from a ``torch.Generator``
+   object bakes that object into the graph (a generator made inside the function
+   would be reused across calls, where eager makes a new one each call). Both are
+   refused by name (:func:`check_graph_generators`, :class:`GlobalGeneratorGuard`).
+"""
+from __future__ import annotations
+
+import torch
+import torch.fx as fx
+from torch.overrides import TorchFunctionMode
+
+from ..errors import UnsupportedInputError
+
+aten = torch.ops.aten
+
+# functional variant (what functionalization puts in the graph) -> eager's in-place draw
+def _mapping() -> dict:
+    m = {
+        aten.bernoulli.p: aten.bernoulli_.float,
+        aten.bernoulli.Tensor: aten.bernoulli_.Tensor,
+        aten.normal_functional.default: aten.normal_.default,
+        aten.uniform.default: aten.uniform_.default,
+        aten.exponential.default: aten.exponential_.default,
+        aten.geometric.default: aten.geometric_.default,
+        aten.log_normal.default: aten.log_normal_.default,
+        aten.cauchy.default: aten.cauchy_.default,
+        aten.random.default: aten.random_.default,
+        aten.random.to: aten.random_.to,
+    }
+    # the overload named "from" is a Python keyword: reach it by name
+    m[getattr(aten.random, "from")] = getattr(aten.random_, "from")
+    return m
+
+
+FUNCTIONAL_TO_INPLACE = _mapping()
+
+
+def is_random(target) -> bool:
+    """Whether an op draws from a generator (PyTorch tags such ops nondeterministic_seeded)."""
+    return isinstance(target, torch._ops.OpOverload) and \
+        torch.Tag.nondeterministic_seeded in target.tags
+
+
+def random_nodes(graph: fx.Graph) -> list[fx.Node]:
+    """The graph's random draws, in graph (= eager call) order."""
+    return [n for n in graph.nodes if n.op == "call_function" and is_random(n.target)]
+
+
+def runtime_kernel(target):
+    """What the generated code calls for ``target``: for a functional variant of an
+    in-place draw, that in-place draw on a buffer laid out like its input (see 1. above);
+    otherwise None (the op itself)."""
+    inplace = FUNCTIONAL_TO_INPLACE.get(target)
+    if inplace is None:
+        return None
+    op = inplace._op
+
+    def draw_like_input(self, *args, **kwargs):
+        buf = torch.empty_strided(self.size(), self.stride(), dtype=self.dtype, device=self.device)
+        return op(buf, *args, **kwargs)
+
+    draw_like_input.__name__ = f"draw_like_input_{inplace.__name__.replace('.', '_')}"
+    return draw_like_input
+
+
+class DrawLikeEager(TorchFunctionMode):
+    """While tracing: ``torch.bernoulli(x, p)`` (out-of-place, float or tensor ``p``) becomes
+    the in-place draw into a contiguous buffer, as eager's kernel draws it (see 1. above)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in (torch.bernoulli, torch.Tensor.bernoulli) and (len(args) > 1 or "p" in kwargs):
+            x = args[0]
+            p = args[1] if len(args) > 1 else kwargs["p"]
+            gen = kwargs.get("generator")
+            with torch._C.DisableTorchFunction():
+                buf = torch.empty_like(x, memory_format=torch.contiguous_format)
+                return buf.bernoulli_(p, generator=gen) if gen is not None else buf.bernoulli_(p)
+        return func(*args, **kwargs)
+
+
+def check_graph_generators(gm: fx.GraphModule) -> None:
+    """Refuse a graph whose random ops read an explicit ``torch.Generator`` (see 3. above)."""
+    for n in gm.graph.nodes:
+        if n.op == "get_attr" and isinstance(getattr(gm, n.target, None), torch.Generator):
+            users = ", ".join(str(u.target) for u in n.users)
+            raise UnsupportedInputError(
+                f"a random op ({users}) draws from an explicit torch.Generator (generator=...); "
+                "aotcheck's compiled graphs draw from the default generator only. Seed the "
+                "default generator with torch.manual_seed outside the function instead")
+
+
+# A state nobody seeds by accident: the default generator holds it while the function is
+# traced, so that any seeding or restoring inside the function shows as a change.
+_SENTINEL_SEED = 0x5EED_A07C_4EC4
+
+
+class GlobalGeneratorGuard:
+    """Around a trace: the default CPU generator is set to a sentinel state and restored
+    afterwards (tracing on fake tensors draws nothing, so the caller's state is kept).
+    ``check=True`` refuses a function that changed it (seeding or restoring in Python)."""
+
+    def __init__(self, check: bool = True):
+        self.check = check
+
+    def __enter__(self):
+        self.saved = torch.random.get_rng_state()
+        torch.random.manual_seed(_SENTINEL_SEED)
+        self.sentinel = torch.random.get_rng_state()
+        return self
+
+    def __exit__(self, exc_type, *exc):
+        changed = not torch.equal(torch.random.get_rng_state(), self.sentinel)
+        torch.random.set_rng_state(self.saved)
+        if changed and self.check and exc_type is None:
+            raise UnsupportedInputError(
+                "the function seeds or restores the global random generator (torch.manual_seed, "
+                "torch.set_rng_state, ...) while it runs; a compiled graph cannot replay that "
+                "Python-side state change. Seed outside the function")
+        return False

@@ -1,0 +1,264 @@
+"""The trace-free cache key: what it covers, that a changed input misses in a new process
+while the unchanged function still hits, that a hit traces nothing, and the traced fallback.
+
+The same fingerprint keys ``AotFunction``'s in-memory reuse (issue 11, class 7): state the
+function reads that changed (``model.eval()``, a closure or global value) compiles again.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+import torch
+from torch.func import functional_call
+
+import aotcheck
+from aotcheck import flags
+from aotcheck.cache import Cache, compute_key
+from aotcheck.cache.fingerprint import Unfingerprintable, fingerprint
+
+WORKER = textwrap.dedent('''
+    import json, sys
+    import torch
+    from torch._subclasses import fake_tensor
+    made = []
+    _init = fake_tensor.FakeTensorMode.__init__
+    def counting_init(self, *a, **k):
+        made.append(1)
+        _init(self, *a, **k)
+    fake_tensor.FakeTensorMode.__init__ = counting_init
+    import aotcheck
+
+    SCALE = {global_}
+
+    def helper(x):
+        return x {helper_op} 2
+
+    def make_closure(c):
+        def closure_fn(x):
+            return x * c
+        return closure_fn
+
+    closure_fn = make_closure({closure})
+
+    def global_fn(x):
+        return x * SCALE
+
+    def helper_fn(x):
+        return helper(x).sin()
+
+    def default_fn(x, k={default}):
+        return x + k
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
+    model.{mode}()
+
+    def module_fn(p, b, x):
+        return torch.func.functional_call(model, (p, b), (x,))
+
+    def control_fn(x):
+        return x.cos() + 1
+
+    def inputs(name):
+        g = torch.Generator().manual_seed(1)
+        x = torch.randn(3, 4, generator=g, requires_grad=True)
+        if name == "module_fn":
+            p = {{k: v.detach().clone().requires_grad_() for k, v in model.named_parameters()}}
+            b = {{k: v.clone() for k, v in model.named_buffers()}}
+            return (p, b, x), [x, *p.values()]
+        return (x,), [x]
+
+    result = {{}}
+    compiled = {{}}
+    for name in ("closure_fn", "global_fn", "helper_fn", "default_fn", "module_fn", "control_fn"):
+        fn = globals()[name]
+        before = dict(aotcheck.counters)
+        args, leaves = inputs(name)
+        out = aotcheck.aot_function(fn, cache=sys.argv[1])(*args)
+        out.sin().sum().backward()
+        delta = {{k: v - before.get(k, 0) for k, v in aotcheck.counters.items()}}
+        compiled[name] = (out.detach(), [l.grad for l in leaves], delta)
+    after_compiled = {{"dynamo": "torch._dynamo" in sys.modules, "fake_modes": len(made)}}
+    for name, (out, grads, delta) in compiled.items():
+        args, leaves = inputs(name)
+        ref = globals()[name](*args)
+        ref.sin().sum().backward()
+        ok = torch.allclose(out, ref.detach(), atol=1e-6) and all(torch.allclose(a, l.grad, atol=1e-6) for a, l in zip(grads, leaves))
+        result[name] = {{"ok": ok, "hits": delta["hits"], "misses": delta["misses"],
+                         "backward_hits": delta["backward_hits"]}}
+    print(json.dumps({{"fns": result, **after_compiled}}))
+''')
+
+BASE = dict(global_=2.0, helper_op="*", closure=3.0, default=1, mode="train")
+CHANGED = dict(global_=5.0, helper_op="+", closure=4.0, default=2, mode="eval")
+
+
+def _run(tmp_path, cache_dir, params, tag):
+    script = tmp_path / f"worker_{tag}.py"
+    script.write_text(WORKER.format(**params))
+    env = dict(os.environ, PYTHONHASHSEED="random")
+    r = subprocess.run([sys.executable, str(script), str(cache_dir)], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_changed_state_misses_in_a_new_process_and_a_hit_traces_nothing(tmp_path):
+    d = tmp_path / "cache"
+    first = _run(tmp_path, d, BASE, "base")
+    assert all(v["ok"] and v["misses"] == 1 and v["hits"] == 0 for v in first["fns"].values()), first
+
+    again = _run(tmp_path, d, BASE, "base")                 # the same state: every function hits
+    assert all(v["ok"] and v["hits"] == 1 and v["misses"] == 0 and v["backward_hits"] == 1
+               for v in again["fns"].values()), again
+    assert again["dynamo"] is False, "a cache hit imported torch._dynamo"
+    assert again["fake_modes"] == 0, "a cache hit created a FakeTensorMode"
+
+    changed = _run(tmp_path, d, CHANGED, "changed")         # each changed value misses
+    fns = changed["fns"]
+    assert all(v["ok"] for v in fns.values()), fns
+    for name in ("closure_fn", "global_fn", "helper_fn", "default_fn", "module_fn"):
+        assert fns[name]["misses"] == 1 and fns[name]["hits"] == 0, (name, fns[name])
+    assert fns["control_fn"]["hits"] == 1 and fns["control_fn"]["misses"] == 0
+
+
+# ---------------------------------------------------------------- in memory (issue 11, class 7)
+
+
+def _bn_model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4), torch.nn.Dropout(0.0))
+
+
+def _params(model):
+    p = {k: v.detach().clone().requires_grad_() for k, v in model.named_parameters()}
+    b = {k: v.clone() for k, v in model.named_buffers()}
+    return p, b
+
+
+def test_functional_call_after_eval_compiles_again():
+    model = _bn_model()
+    cf = aotcheck.aot_function(lambda p, b, x: functional_call(model, (p, b), (x,)))
+    x = torch.randn(3, 4)
+    for mode in ("train", "eval", "train"):
+        getattr(model, mode)()
+        p, b = _params(model)
+        pe, be = _params(model)
+        out = cf(p, b, x)
+        ref = functional_call(model, (pe, be), (x,))
+        assert torch.allclose(out, ref, atol=1e-6), mode
+        assert all(torch.equal(b[k], be[k]) for k in b), mode      # running stats as in eager
+    assert cf.num_compiled == 2                                   # train, eval; train reused
+
+
+def test_hyperparameter_closure_and_global_changes_compile_again():
+    model = _bn_model()
+    cf = aotcheck.aot_function(lambda p, b, x: functional_call(model, (p, b), (x,)))
+    x = torch.randn(3, 4)
+    cf(*_params(model), x)
+    model[1].eps = 0.5                       # a hyperparameter
+    p, b = _params(model)
+    pe, be = _params(model)
+    assert torch.allclose(cf(p, b, x), functional_call(model, (pe, be), (x,)), atol=1e-6)
+    assert cf.num_compiled == 2
+
+    k = [2.0]
+    def f(x):
+        return x * k[0]
+    cg = aotcheck.aot_function(f)
+    assert torch.equal(cg(torch.ones(2)), torch.full((2,), 2.0))
+    k[0] = 3.0                               # a value inside a closure list
+    assert torch.equal(cg(torch.ones(2)), torch.full((2,), 3.0))
+    global _G
+    _G = 1.0
+    ch = aotcheck.aot_function(_uses_global)
+    assert torch.equal(ch(torch.ones(2)), torch.full((2,), 2.0))
+    _G = 4.0
+    assert torch.equal(ch(torch.ones(2)), torch.full((2,), 5.0))
+    assert ch.num_compiled == 2
+
+
+_G = 1.0
+
+
+def _uses_global(x):
+    return x + _G
+
+
+def test_unchanged_state_is_reused():
+    model = _bn_model()
+    cf = aotcheck.aot_function(lambda p, b, x: functional_call(model, (p, b), (x,)))
+    p, b = _params(model)
+    for _ in range(3):
+        with torch.no_grad():                # an optimizer step: values change, metadata does not
+            for v in model.parameters():
+                v.add_(0.1)
+        cf(p, b, torch.randn(3, 4))
+    assert cf.num_compiled == 1
+
+
+# ---------------------------------------------------------------- key coverage and fallback
+
+
+def _k(fn=None, args=None):
+    fn = fn or _uses_global
+    return compute_key(fn, args or (torch.randn(3),))[0]
+
+
+def test_key_covers_flags_and_torch_state():
+    base = _k()
+    old = flags.get(flags.CHECK_GRAPHS)
+    flags.set_override(flags.CHECK_GRAPHS, not old)
+    try:
+        assert _k() != base
+    finally:
+        flags.set_override(flags.CHECK_GRAPHS, old)
+    assert _k() == base
+    torch.set_default_dtype(torch.float64)
+    try:
+        assert _k() != base
+    finally:
+        torch.set_default_dtype(torch.float32)
+    with torch.no_grad():
+        assert _k() != base
+
+
+def test_fingerprint_ignores_line_numbers_but_not_code():
+    ns1, ns2, ns3 = {}, {}, {}
+    exec("def f(x):\n    return x * 2\n", ns1)
+    exec("\n\n\ndef f(x):\n    return x * 2\n", ns2)
+    exec("def f(x):\n    return x * 3\n", ns3)
+    assert fingerprint(ns1["f"])[1] == fingerprint(ns2["f"])[1] != fingerprint(ns3["f"])[1]
+
+
+class _Opaque:
+    __slots__ = ()
+
+
+def test_unfingerprintable_value_falls_back_to_the_traced_key_and_explain_says_why(tmp_path, capsys):
+    lock = threading.Lock()
+
+    def f(x):
+        with lock:
+            return x.sin()
+    with pytest.raises(Unfingerprintable, match=r"closure\[lock\].*no stable fingerprint"):
+        fingerprint(f)
+    cf = aotcheck.aot_function(f, cache=tmp_path)
+    x = torch.randn(3)
+    assert torch.equal(cf(x), x.sin())
+    (key,) = Cache(tmp_path).keys()
+    comps = Cache(tmp_path).read(key, "entry.json")["components"]
+    assert "graph" in comps and "closure[lock]" in comps["fallback"]
+    from aotcheck.cli import main
+    assert main(["cache", "--dir", str(tmp_path), "explain", key[:8]]) == 0
+    out = capsys.readouterr().out
+    assert "traced key (no trace-free fingerprint)" in out and "closure[lock]" in out
+    aotcheck.reset_counters()
+    assert torch.equal(aotcheck.aot_function(f, cache=tmp_path)(x), x.sin())     # the traced key hits
+    assert aotcheck.counters["hits"] == 1

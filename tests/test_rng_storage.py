@@ -1,0 +1,96 @@
+"""Issue 11, classes 4, 6, 8 and 12, beyond the corpus: named refusals, cache-key misses for
+the new facts (storage resizes and swaps), and the runtime's storage check."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import aotcheck
+from aotcheck.cache import compute_key
+from aotcheck.errors import UnsupportedInputError
+
+
+def _freed(n: int) -> torch.Tensor:
+    t = torch.empty(n)
+    t.untyped_storage().resize_(0)
+    return t
+
+
+def test_dropout_on_transposed_input_matches_eager_on_every_call():
+    f = aotcheck.aot_function(lambda x: F.dropout(x, 0.5, training=True))
+    x = torch.randn(4, 5).t()
+    for _ in range(3):                      # cold, then warm calls from the same generator
+        state = torch.random.get_rng_state()
+        want = F.dropout(x, 0.5, training=True)
+        want_state = torch.random.get_rng_state()
+        torch.random.set_rng_state(state)
+        got = f(x)
+        assert torch.equal(got, want)
+        assert torch.equal(torch.random.get_rng_state(), want_state)
+
+
+def test_explicit_generator_is_refused_by_name():
+    def f(x):
+        g = torch.Generator().manual_seed(5)     # a new generator per call: cannot be baked in
+        return x + torch.rand(x.shape, generator=g)
+    with pytest.raises(UnsupportedInputError, match="explicit torch.Generator"):
+        aotcheck.aot_function(f)(torch.randn(3))
+
+
+def test_seeding_inside_the_function_is_refused_and_the_caller_state_kept():
+    def f(x):
+        torch.manual_seed(3)
+        return x + torch.rand(3)
+    x = torch.randn(3)
+    state = torch.random.get_rng_state()
+    with pytest.raises(UnsupportedInputError, match="seeds or restores the global random generator"):
+        aotcheck.aot_function(f)(x)
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
+def test_resize_is_a_key_component():
+    def resized(x):
+        y = x * 2
+        torch.ops.inductor.resize_storage_bytes_(x, 0)
+        return y
+
+    def kept(x):
+        return x * 2
+    x = torch.randn(4)
+    assert compute_key(resized, (x,))[0] != compute_key(kept, (x,))[0]
+
+
+def test_set_is_a_key_component():
+    def swapped(x, y):
+        x.set_(y)
+        return y * 2
+
+    def kept(x, y):
+        return y * 2
+    args = (torch.randn(3), torch.randn(3))
+    assert compute_key(swapped, args)[0] != compute_key(kept, args)[0]
+
+
+def test_set_onto_an_argument_that_requires_grad_is_refused_by_name():
+    def f(x, w):
+        with torch.no_grad():
+            x.set_(w)
+        return w * 2
+    with pytest.raises(UnsupportedInputError, match="set_\\(\\) on input placeholder 0"):
+        aotcheck.aot_function(f)(torch.randn(3), torch.randn(3, requires_grad=True))
+
+
+def test_resize_between_nonzero_sizes_is_refused_by_name():
+    def f(x):
+        torch.ops.inductor.resize_storage_bytes_(x, 8)
+        return x[:2] * 1
+    with pytest.raises(UnsupportedInputError, match="start or end at zero bytes"):
+        aotcheck.aot_function(f)(torch.randn(4))
+
+
+def test_runtime_never_writes_into_a_storage_too_small_for_the_argument():
+    # the graph writes x back; a zero-byte storage at the call would be a crash in copy_
+    f = aotcheck.aot_function(lambda x, y: x.copy_(y).sum())
+    with pytest.raises(UnsupportedInputError, match="storage holds 0 bytes"):
+        f(_freed(3), torch.randn(3))
