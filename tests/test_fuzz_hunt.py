@@ -96,7 +96,7 @@ def test_reduction_keeps_the_failure_and_deletes_the_rest(planted):
 
 
 def test_runner_groups_by_fingerprint_and_reduces(planted, tmp_path):
-    r = fuzz(planted, examples=40, seed=5, cached=False, out=tmp_path)
+    r = fuzz(planted, examples=150, seed=5, cached=False, out=tmp_path)
     assert r.findings, "the planted bug was not found"
     for f in r.findings.values():
         assert f.fingerprint.check == "values" and "mul_" in f.fingerprint.skeleton
@@ -161,7 +161,7 @@ def test_a_failure_found_on_one_shard_replays_on_the_other(planted, tmp_path):
     from redis_helper import redis_server
     with redis_server(tmp_path) as url:
         db = RedisExampleDatabase(redis.Redis.from_url(url))
-        finder = fuzz(planted, examples=40, seed=5, cached=False, shard=(0, 2), database=db)
+        finder = fuzz(planted, examples=150, seed=5, cached=False, shard=(0, 2), database=db)
         assert finder.findings
         assert redis.Redis.from_url(url).dbsize() > 0, "nothing was saved in the database"
         # the other shard, with a budget too small to find anything itself, replays it

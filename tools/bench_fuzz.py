@@ -1,13 +1,18 @@
 """Fuzzer throughput: programs per second for each part of a fuzz run.
 
-Usage: python tools/bench_fuzz.py [N] [--engine aotcheck]
-Prints, over the same N generated programs (seeded): generation alone (drawing a program
-executes it on real tensors), eager forward+backward, compiled cold (compile + oracle), and
-compiled cached (a second, fresh compile from the filled cache + oracle), and the whole.
+Usage: python tools/bench_fuzz.py [N] [--engine torch] [--extensions all|none]
+Prints, over the same N generated programs (seeded, after a warm-up of 10 not counted):
+generation alone (drawing a program executes it on real tensors), eager forward+backward,
+compiled cold (compile into an empty cache + oracle), compiled cached (a second, fresh compile
+from the filled cache + oracle), and the whole loop, as the fuzz runner does it
+(``aotcheck.fuzz.runner.run_outcome``, with the runner's GC settings). Each row gives wall-clock
+and CPU-time (this process) rates, and the load average is printed: on a shared machine the
+CPU-time rate is what the machine would give this process alone.
 A benchmark, not a test: it prints figures and asserts nothing.
 """
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 import time
@@ -15,52 +20,89 @@ import time
 from hypothesis import HealthCheck, given, seed, settings
 
 
+class _Clock:
+    def __init__(self):
+        self.wall = self.cpu = 0.0
+
+    def __enter__(self):
+        self._w, self._c = time.perf_counter(), time.process_time()
+
+    def __exit__(self, *exc):
+        self.wall += time.perf_counter() - self._w
+        self.cpu += time.process_time() - self._c
+
+
 def main() -> None:
     n = int(next((a for a in sys.argv[1:] if a.isdigit()), 50))
-    engine_name = sys.argv[sys.argv.index("--engine") + 1] if "--engine" in sys.argv else "aotcheck"
-    from aotcheck.targets.engines import get_engine
+    engine_name = sys.argv[sys.argv.index("--engine") + 1] if "--engine" in sys.argv else "torch"
     from aotcheck.check.oracle import check
     from aotcheck.fuzz.programs import run_eager
+    from aotcheck.fuzz.runner import (_DYNAMO_ENGINES, _global_state, _leak, default_extensions,
+                                      quiet_gc, run_outcome)
     from aotcheck.strategies import programs
+    from aotcheck.targets.engines import get_engine
 
     engine = get_engine(engine_name)
+    ext = default_extensions(engine_name)
+    if "--extensions" in sys.argv:
+        ext = {"all": "all", "none": ()}[sys.argv[sys.argv.index("--extensions") + 1]]
+    strategy = programs(min_statements=1 if engine_name in _DYNAMO_ENGINES else 0, extensions=ext)
     drawn = []
-    t0 = time.perf_counter()
+    gen = _Clock()
 
     @seed(0)
-    @settings(max_examples=n, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-    @given(programs())
+    @settings(max_examples=n + 10, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(strategy)
     def draw(p):
         drawn.append(p)
 
-    draw()
-    gen = time.perf_counter() - t0
-    timings = {"eager": 0.0, "compiled cold": 0.0, "compiled cached": 0.0}
-    for p in drawn:
-        fn, make = p.to_function(), p.make_inputs
-        t = time.perf_counter()
-        run_eager(fn, make())
-        timings["eager"] += time.perf_counter() - t
-        with tempfile.TemporaryDirectory() as d:
-            t = time.perf_counter()
-            if engine.supports_cache:
-                check(fn, engine.compile_cached(fn, d), make)
-            else:
-                check(fn, engine.compile(fn), make)
-            timings["compiled cold"] += time.perf_counter() - t
-            if engine.supports_cache:
-                t = time.perf_counter()
-                check(fn, engine.compile_cached(fn, d), make)
-                timings["compiled cached"] += time.perf_counter() - t
+    with gen:
+        draw()
+    warm, drawn = drawn[:10], drawn[10:]
+    for p in warm:
+        run_outcome(p, engine, cached=True)
+    parts = {"eager": _Clock(), "compiled cold": _Clock(), "compiled cached": _Clock(),
+             "whole (runner)": _Clock()}
+    broken = 0
+    with quiet_gc():
+        for p in drawn:
+            fn, make = p.to_function(), p.make_inputs
+            before = _global_state()   # some programs leak thread-local state (a finding)
+            try:
+                with parts["eager"]:
+                    try:
+                        run_eager(fn, make())
+                    except Exception:  # noqa: BLE001 - timing only
+                        pass
+                with tempfile.TemporaryDirectory() as d:
+                    with parts["compiled cold"]:
+                        check(fn, engine.compile_cached(fn, d) if engine.supports_cache
+                              else engine.compile(fn), make)
+                    _leak(before)
+                    if engine.supports_cache:
+                        with parts["compiled cached"]:
+                            check(fn, engine.compile_cached(fn, d), make)
+                _leak(before)
+                with parts["whole (runner)"]:
+                    run_outcome(p, engine, cached=True)
+            except Exception:  # noqa: BLE001 - a program that breaks the process state
+                broken += 1
+                _leak(before)
     k = len(drawn)
-    print(f"engine {engine_name}: {k} programs (hypothesis calls, including rejected draws: see STATS)")
-    print(f"{'part':<18}{'seconds':>10}{'programs/s':>12}")
-    print(f"{'generation':<18}{gen:>10.2f}{k / gen:>12.1f}")
-    for part, sec in timings.items():
-        if sec:
-            print(f"{part:<18}{sec:>10.2f}{k / sec:>12.1f}")
-    total = gen + sum(timings.values())
-    print(f"{'whole fuzz loop':<18}{total:>10.2f}{k / total:>12.1f}")
+    load = os.getloadavg()
+    print(f"engine {engine_name}: {k} programs (extensions: {ext or 'none'}); load average "
+          f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs; {broken} programs "
+          "raised outside the oracle (torch left the process in a bad state)")
+    print(f"{'part':<26}{'wall s':>8}{'programs/s':>12}{'CPU s':>8}{'programs/CPU-s':>16}")
+    rows = [("generation", gen)] + list(parts.items())
+    cold_cached = _Clock()
+    cold_cached.wall = gen.wall * k / (k + 10) + parts["compiled cold"].wall + parts["compiled cached"].wall
+    cold_cached.cpu = gen.cpu * k / (k + 10) + parts["compiled cold"].cpu + parts["compiled cached"].cpu
+    rows.append(("generation+cold+cached", cold_cached))
+    for part, c in rows:
+        if c.wall:
+            print(f"{part:<26}{c.wall:>8.2f}{k / c.wall:>12.1f}{c.cpu:>8.2f}{k / max(c.cpu, 1e-9):>16.1f}")
 
 
 if __name__ == "__main__":

@@ -109,10 +109,14 @@ def triage(path: str | Path, engine: str | None = None, reduce_seconds: float = 
     with tempfile.TemporaryDirectory(prefix="aotcheck-triage-") as d:
         cold_fn = eng.compile_cached(fn, d) if eng.supports_cache else eng.compile(fn)
         result.cold = list(check(fn, cold_fn, make).divergences)
+        if result.cold:
+            result.cold[0] += how_much(fn, cold_fn, make, result.cold[0])
         if eng.supports_cache:
             with eng.measure() as stats:
                 cached_fn = eng.compile_cached(fn, d)
                 result.cached = list(check(fn, cached_fn, make).divergences)
+            if result.cached:
+                result.cached[0] += how_much(fn, cached_fn, make, result.cached[0])
             result.hit = bool(stats.hits) and not stats.misses and not stats.bypasses
             if not result.hit:
                 result.notes.append(f"the cached run did not hit: hits={stats.hits} "
@@ -122,6 +126,39 @@ def triage(path: str | Path, engine: str | None = None, reduce_seconds: float = 
     if reduce_seconds and rep["program"] and result.first[1]:
         result.smallest = _reduce(rep["program"], eng, result, reduce_seconds)
     return result
+
+
+def how_much(fn, compiled, make, divergence: str) -> str:
+    """For a divergence in values ("output K values", "argument K after the call values",
+    "grad of leaf K: ..."): by how much, from one more run of each on fresh inputs."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    from ..check.oracle import _run
+    m = re.match(r"(output|argument|grad of leaf) (\d+)", divergence)
+    if not m or "values" not in divergence and m.group(1) != "grad of leaf":
+        return ""
+    what, k = m.group(1), int(m.group(2))
+    runs = [_run(g, make, True) for g in (fn, compiled)]
+
+    def pick(run):
+        inp, out, _, _ = run
+        if what == "output":
+            items = [t for t in pytree.tree_leaves(out)]
+        elif what == "argument":
+            items = pytree.tree_leaves((inp.args, inp.kwargs))
+        else:
+            items = [leaf.grad for leaf in inp.leaves]
+        return items[k] if k < len(items) else None
+    a, b = (pick(r) for r in runs)
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.shape != b.shape:
+        return ""
+    a, b = a.detach().double(), b.detach().double()
+    diff = (a - b).abs()
+    bad = int((~torch.isclose(a, b, equal_nan=True)).sum())
+    rel = (diff / a.abs().clamp_min(1e-12)).max().item() if a.numel() else 0.0
+    return (f" ({bad} of {a.numel()} elements differ; greatest absolute difference "
+            f"{diff.max().item() if a.numel() else 0.0:.4g}, greatest relative {rel:.4g})")
 
 
 def _reduce(program_json: str, engine, result: Triage, seconds: float) -> str:

@@ -103,3 +103,75 @@ def fuzz_op_on_no_grad_view_of_grad_nonleaf():
         l0 = _randn((3,)).requires_grad_()
         return Inputs((l0.clone(),), leaves=(l0,))
     return f, make
+
+
+# -- found by aotcheck fuzz --engine torch with the wider grammar (issue 13) ---------------------
+
+@case("regressions", mode="inference", tags=("fuzz", "torch_finding", "detach", "aliased_inputs"),
+      xfail_engines={"torch": "compiled raises 'a view of a leaf Variable that requires grad is being used "
+                              "in an in-place operation' on a copy_ into detach() of a view of a "
+                              "grad-requiring leaf, which eager allows; found by aotcheck fuzz seed 2026 "
+                              "(no upstream issue found)"})
+def fuzz_copy_into_detach_of_leaf_view():
+    """``a.detach().copy_(b)`` where ``a`` is a row of a leaf that requires grad. The detached
+    alias is not a view autograd tracks, so eager writes through it (and the leaf changes);
+    torch.compile's traced program raises the leaf-view error. Found with ``a3 = a0`` passed
+    twice; one argument and any source suffice."""
+    def f(a, b):
+        a.detach().copy_(b)
+        return ()
+
+    def make():
+        x = _randn((2, 3), 21).requires_grad_()
+        return Inputs((x[0], _randn((3,), 22)), leaves=(x,))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "torch_finding", "set_", "no_grad"),
+      xfail="aotcheck's trace fails the same way (functionalization: 'cannot mutate tensors with frozen "
+            "storage'); set_ support is issue 11's work",
+      xfail_engines={"torch": "compile fails (BackendCompilerFailed): 'cannot mutate tensors with frozen "
+                              "storage' after a view of an argument is set_ onto the argument and then "
+                              "mutated under no_grad; found by aotcheck fuzz seed 7 (no upstream issue "
+                              "found)"})
+def fuzz_set_view_onto_its_base_then_mutate():
+    """A view of an argument ``set_`` onto the argument itself, then mutated in place under
+    no_grad: eager adds 2 to the argument; torch.compile's AOT autograd fails while tracing
+    the mutation. ``a.set_(b)`` between two distinct arguments followed by ``a.add_(1)``
+    compiles and runs right."""
+    def f(a):
+        v = a.view(1, 3)
+        v.set_(a)
+        with torch.no_grad():
+            v.add_(2.0)
+        return ()
+
+    def make():
+        return Inputs((_randn((1, 3), 23),))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "torch_finding", "custom_function", "cache"),
+      xfail_engines={"torch": "(cached run only) AOTAutogradCache bypasses every graph with a custom autograd.Function "
+                                "(bypasses=1, nothing saved): a warm start compiles again; found by "
+                                "aotcheck fuzz seed 7 (no upstream issue found)"})
+def fuzz_custom_function_graph_never_cached():
+    """A graph that calls a custom ``autograd.Function`` is never saved by AOTAutogradCache
+    (with ``force_autograd_cache`` and ``bundled_autograd_cache``): the cached run reports a
+    bypass. Cold results match eager."""
+    class Double(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    def f(x):
+        return (Double.apply(x),)
+
+    def make():
+        x = _randn((3,), 25).requires_grad_()
+        return Inputs((x,), leaves=(x,))
+    return f, make
