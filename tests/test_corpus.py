@@ -75,11 +75,25 @@ def test_case_ids_unique():
     assert not dup, f"duplicate case ids: {dup}"
 
 
+def _plain_tensors(inputs) -> list:
+    """The tensors of a case's inputs, with wrapper subclasses (no storage of their own)
+    replaced by their inner tensors, recursively."""
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+    out, todo = [], [t for t in torch.utils._pytree.tree_leaves((inputs.args, inputs.kwargs))
+                     if isinstance(t, torch.Tensor)]
+    while todo:
+        t = todo.pop(0)
+        if is_traceable_wrapper_subclass(t):
+            todo[:0] = [getattr(t, name) for name in t.__tensor_flatten__()[0]]
+        else:
+            out.append(t)
+    return out
+
+
 def test_make_inputs_is_deterministic_and_fresh():
     for c in CASES:
         a, b = c.make_inputs(), c.make_inputs()
-        ta = [t for t in torch.utils._pytree.tree_leaves((a.args, a.kwargs)) if isinstance(t, torch.Tensor)]
-        tb = [t for t in torch.utils._pytree.tree_leaves((b.args, b.kwargs)) if isinstance(t, torch.Tensor)]
+        ta, tb = _plain_tensors(a), _plain_tensors(b)
         assert len(ta) == len(tb), c.id
         for x, y in zip(ta, tb):
             # a storage resized to zero bytes has no memory: nothing to share, nothing to read
