@@ -47,6 +47,7 @@ def test_generated_programs_match_eager_cold_and_cached(shard, partitioner):
         _shard(shard, PARTITIONERS[partitioner])()
 
 
+@pytest.mark.slow       # over 4 minutes on this 2-core machine; run with -m slow
 def test_wider_grammar_matches_eager_cold_and_cached():
     """The parts of the wider grammar (issue 13) aotcheck's engine gets right; the others
     (custom Functions, requires_grad_, multi-output views, grad-mode regions) are drawn for the

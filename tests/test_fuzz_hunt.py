@@ -97,9 +97,14 @@ def test_reduction_keeps_the_failure_and_deletes_the_rest(planted):
 
 def test_runner_groups_by_fingerprint_and_reduces(planted, tmp_path):
     r = fuzz(planted, examples=150, seed=5, cached=False, out=tmp_path)
-    assert r.findings, "the planted bug was not found"
+    # the planted bug doubles a first output under no_grad: wrong values, and, where that
+    # output carried autograd history, wrong autograd metadata too
+    values = [f for f in r.findings.values()
+              if f.fingerprint.check == "values" and "mul_" in f.fingerprint.skeleton]
+    assert values, "the planted bug was not found"
     for f in r.findings.values():
-        assert f.fingerprint.check == "values" and "mul_" in f.fingerprint.skeleton
+        assert "mul_" in f.fingerprint.skeleton, f.program.function_source()
+    for f in values:
         assert f.size <= 3, f.program.function_source()
     data = json.loads((tmp_path / "findings.json").read_text())
     assert {d["reproducer"] for d in data["findings"]} == {p.name for p in r.reproducers.values()}
@@ -166,7 +171,8 @@ def test_a_failure_found_on_one_shard_replays_on_the_other(planted, tmp_path):
         assert redis.Redis.from_url(url).dbsize() > 0, "nothing was saved in the database"
         # the other shard, with a budget too small to find anything itself, replays it
         other = fuzz(planted, examples=1, seed=99, cached=False, shard=(1, 2), database=db)
-        assert {f.fingerprint.check for f in other.findings.values()} == {"values"}
+        assert other.findings and all("mul_" in f.fingerprint.skeleton
+                                      for f in other.findings.values()), other.findings
 
 
 # ------------------------------------------------------------------ the wider grammar
