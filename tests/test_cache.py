@@ -268,8 +268,10 @@ def test_corpus_graphs_round_trip():
     for case in _corpus_cases():
         torch.manual_seed(0)
         inp = case.make_inputs()
-        leaves, spec = flatten_inputs(inp.args, inp.kwargs)
         try:
+            # subclass cases go through aotcheck/subclass.py, not the engine directly: the
+            # engine's input check refuses them by name, and they are skipped here
+            leaves, spec = flatten_inputs(inp.args, inp.kwargs)
             with call_mode(case):
                 stages = run_stages(case.fn, leaves, spec, signature(leaves, spec))
         except aotcheck.AotcheckError:
