@@ -93,15 +93,14 @@ def check_case(case, compiled, **kw):
     ``states``, one per state in turn through the same ``compiled`` (its divergences
     prefixed by the state), then the first state restored."""
     from .oracle import Report, check
+    kw.setdefault("backward", case.backward)
     if not case.states:
-        return check(in_call_mode(case, case.fn), in_call_mode(case, compiled), case.make_inputs,
-                     backward=case.backward, **kw)
+        return check(in_call_mode(case, case.fn), in_call_mode(case, compiled), case.make_inputs, **kw)
     d: list[str] = []
     try:
         for k, set_state in enumerate(case.states):
             set_state()
-            r = check(in_call_mode(case, case.fn), in_call_mode(case, compiled), case.make_inputs,
-                      backward=case.backward, **kw)
+            r = check(in_call_mode(case, case.fn), in_call_mode(case, compiled), case.make_inputs, **kw)
             d += [f"in state {k}: {x}" for x in r.divergences]
     finally:
         case.states[0]()

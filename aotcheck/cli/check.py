@@ -20,7 +20,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from .. import aot_function
     from ..check.corpus import all_cases
-    from ..check.oracle import check
+    from ..check.harness import check_case
     from .progress import Progress
 
     cases = [c for c in all_cases() if (not args.theme or c.theme in args.theme)
@@ -30,8 +30,8 @@ def run(args) -> int:
     failures = []
     t0 = time.perf_counter()
     for c in cases:
-        r = check(c.fn, aot_function(c.fn), c.make_inputs,
-                  backward=c.backward and not args.forward_only)
+        # in the case's call mode (no_grad, inference_mode), through each of its states
+        r = check_case(c, aot_function(c.fn), backward=c.backward and not args.forward_only)
         row = rows.setdefault(c.theme, Counter())
         if r.ok and c.xfail:
             row["xpass"] += 1
