@@ -8,7 +8,6 @@ read and write the same keys, locally and remotely, at once.
 """
 from __future__ import annotations
 
-import shutil
 import socket
 import subprocess
 import sys
@@ -23,38 +22,17 @@ import aotcheck
 from aotcheck import flags
 from aotcheck.cache import BACKWARD_FILE, ENTRY_FILE, Cache, CacheWarning, verify
 from aotcheck.cache import remote as remote_mod
+from redis_helper import free_port, redis_server
 from aotcheck.cache.remote import RemoteStore, RemoteWarning
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+_free_port = free_port
 
 
 @pytest.fixture(scope="module")
 def redis_url(tmp_path_factory):
-    exe = shutil.which("redis-server")
-    assert exe, "redis-server is not installed (apt-get install -y redis-server; .ci/run does it)"
-    port = _free_port()
-    d = tmp_path_factory.mktemp("redis")
-    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no", "--dir", str(d)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    import redis
-    client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=1)
-    for _ in range(100):
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    else:
-        proc.kill()
-        raise AssertionError("redis-server did not start")
-    yield f"redis://127.0.0.1:{port}/0"
-    proc.terminate()
-    proc.wait(timeout=10)
+    with redis_server(tmp_path_factory.mktemp("redis")) as url:
+        yield url
 
 
 @pytest.fixture
