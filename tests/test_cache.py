@@ -194,6 +194,23 @@ def test_inference_entry_is_complete_at_once(tmp_path):
     assert aotcheck.counters["hits"] == 1 and aotcheck.counters["misses"] == 1
 
 
+def test_a_hit_leaves_the_garbage_collector_as_it_found_it(tmp_path):
+    """lookup pauses the collector while it rebuilds graphs; it must restore the caller's state,
+    enabled or disabled, on a hit and on a miss."""
+    import gc
+    was = gc.isenabled()
+    try:
+        for state in (True, False):
+            (gc.enable if state else gc.disable)()
+            g = aotcheck.aot_function(_f, cache=tmp_path / str(state))
+            g(torch.randn(3, 4), torch.randn(3, 4))                      # a miss, then saved
+            assert gc.isenabled() is state
+            aotcheck.aot_function(_f, cache=tmp_path / str(state))(torch.randn(3, 4), torch.randn(3, 4))
+            assert gc.isenabled() is state                               # a hit
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
 def test_cache_true_uses_the_flag_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("AOTCHECK_CACHE_DIR", str(tmp_path / "d"))
     assert cache_mod.resolve(True).path == tmp_path / "d"

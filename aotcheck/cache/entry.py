@@ -19,6 +19,8 @@ records the checksum of the forward it belongs to, so a stale one is ignored.
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import json
 import logging
@@ -46,11 +48,13 @@ log = logging.getLogger("aotcheck.cache")
 
 def lookup(cache: Cache, key: Key, fn, leaves: list, spec, sig, partitioner: str = "default"):
     """The artifact stored under ``key``, or None (a miss, counted; strict mode raises)."""
-    entry = _load_entry(cache, key.digest)
+    with _gc_paused():
+        entry = _load_entry(cache, key.digest)
     if entry is not None:
         try:
-            art = _artifact_from_entry(cache, key.digest, entry, fn, partitioner, leaves, spec, sig,
-                                       key.captured)
+            with _gc_paused():
+                art = _artifact_from_entry(cache, key.digest, entry, fn, partitioner, leaves, spec, sig,
+                                           key.captured)
         except (SerializeError, KeyError, TypeError, ValueError) as e:
             _warn_corrupt(cache, key.digest, ENTRY_FILE, str(e))
         else:
@@ -61,6 +65,23 @@ def lookup(cache: Cache, key: Key, fn, leaves: list, spec, sig, partitioner: str
     log.debug("aotcheck cache miss %s", key.digest[:12])
     unexpected(cache, f"a miss (key {key.digest[:12]})")
     return None
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """Defer the cyclic garbage collector while an entry is decoded and its graphs rebuilt.
+
+    Rebuilding an fx graph allocates thousands of small objects, which triggers full
+    collections; in a process that has imported torch one costs ~70 ms, more than the whole
+    rest of a hit (``tools/bench_cache.py``, chain200). Nothing is freed later than it would
+    be otherwise: the collector runs again at its next threshold."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def save(cache: Cache, key: Key, stages: Stages, art: CompiledArtifact) -> None:
