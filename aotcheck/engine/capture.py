@@ -129,12 +129,22 @@ def capture(fn, leaves: list, in_spec, sig: Signature,
     return captured
 
 
+PLAIN_WAY_TRACE_ERRORS = (
+    "Found a custom (non-ATen) operator whose output has alias annotations: aten::",
+    "cannot mutate tensors with frozen storage",
+    "you can only change requires_grad flags of leaf variables",
+)
+
+
 def is_view_limit(e: Exception) -> bool:
     """Is ``e`` a refusal for a limit of functionalization that the second way lifts?"""
     if isinstance(e, TraceError):
         # an in-place aten op without a functionalization kernel (polygamma_): the second
-        # way runs it as its out-of-place twin (storage_views._call)
-        return "Found a custom (non-ATen) operator whose output has alias annotations: aten::" in str(e)
+        # way runs it as its out-of-place twin (storage_views._call); set_() of a view, which
+        # functionalization answers by freezing the storage (a later write fails), and
+        # requires_grad_() on an argument, which the first way's non-leaf copies refuse: the
+        # second way traces the function on plain copies, as eager runs it
+        return any(p in str(e) for p in PLAIN_WAY_TRACE_ERRORS)
     return isinstance(e, UnsupportedInputError) and any(p in str(e) for p in VIEW_LIMITS)
 
 

@@ -122,10 +122,26 @@ class FunctionalRun:
                 data = torch._functionalize_has_data_mutation(w)
                 meta = torch._functionalize_has_metadata_mutation(w)
                 swapped = torch._functionalize_was_storage_changed(w)
+            # set_() onto a view of itself keeps the storage, so neither way sees a swap (and
+            # set_ never reaches a TorchFunctionMode, so the recorder does not log it); what
+            # shows it is a new geometry of an argument with no logged metadata call: replayed
+            # as a swap onto its own storage
+            swapped = swapped or (meta and plan.placeholders[p][0] == "leaf"
+                                  and geometry_of(w) != start_geometry[p]
+                                  and not any(op[0] == "leaf" or op[:2] == ("placeholder", p)
+                                              for op in recorder.log))
             storage_source = -1
+            value = w
             if swapped:
                 storage_source = _storage_swap(plan, p, w, works, start_refs, start_geometry)
-                if storage_source != -1:
+                if storage_source == p:
+                    # back on its own storage (x.set_(x.t()), or set_ away and back): the runtime
+                    # sets the final geometry, then writes the whole storage, which writes
+                    # through the old geometry reached too (NOTE [storage swaps])
+                    meta = False
+                    if data:
+                        value = _whole_storage(w)
+                else:
                     data = meta = False      # the runtime swaps the storage, never copies into it
             storage_bytes = _resized_storage_bytes(nbytes[p], recorder.resizes.get(p), p)
             if storage_bytes == 0:
@@ -141,7 +157,7 @@ class FunctionalRun:
             value_output = -1
             if data or storage_source == -2:
                 value_output = len(candidates)
-                candidates.append(w)
+                candidates.append(value)
             inputs.append(InputFacts(
                 p, data, meta, saw, w.requires_grad,
                 *geometry_of(w), value_output, storage_bytes=storage_bytes,
@@ -204,9 +220,8 @@ def _resized_storage_bytes(before: int, after: int | None, p: int) -> int:
 
 
 def _storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, start_geometry) -> int:
-        """Where placeholder ``p``'s storage went after ``set_()``: -1 (back to its own, with its
-        own geometry: nothing to replay), q >= 0 (placeholder q's storage at the call, p's
-        own included), or -2 (a storage made inside the function).
+        """Where placeholder ``p``'s storage went after ``set_()``: q >= 0 (placeholder q's
+        storage at the call, p's own included), or -2 (a storage made inside the function).
 
         # NOTE [storage swaps]
         Functionalization swaps a wrapper's functional storage on ``set_()``: afterwards the
@@ -215,21 +230,28 @@ def _storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, s
         that argument's write-back carries them). The runtime replays the swap after the
         write-backs: ``arg.set_(storage, offset, shape, stride)`` onto the other argument's
         storage as it was at the call, or ``arg.set_(value)`` for a storage made inside the
-        function, whose value the graph returns. An undo (``x.set_(y)`` ... ``x.set_(old)``)
-        ends on its own storage and geometry, so nothing is replayed. Autograd through a
+        function, whose value the graph returns. A swap that ends on the argument's own
+        storage (``x.set_(x.t())``, or an undo ``x.set_(y)`` ... ``x.set_(old)``) is ``p``
+        itself: the runtime sets the final geometry on it and, if the storage was written,
+        copies the graph's value of the whole storage into it, since the final geometry
+        may cover less of it than the writes did. Autograd through a
         swapped storage is not modelled, so arguments that require grad are refused.
         """
         if plan.placeholders[p][0] != "leaf":
             raise _swap_refusal(p, "an argument that shares storage with another argument")
         ref = storage_ref(w)
         source = next((q for q, r in enumerate(start_refs) if r == ref), -2)
-        if source == p and geometry_of(w) == start_geometry[p]:
-            return -1
         if w.requires_grad or works[p].requires_grad or (source >= 0 and works[source].requires_grad):
             raise _swap_refusal(p, "and the argument (or the tensor it is set to) requires grad")
         if source >= 0 and plan.placeholders[source][0] != "leaf":
             raise _swap_refusal(p, "onto an argument that shares storage with another argument")
         return source
+
+
+def _whole_storage(w: torch.Tensor) -> torch.Tensor:
+    """All of ``w``'s storage as a flat tensor (a view, so the graph reads its final value)."""
+    n = w.untyped_storage().nbytes() // w.element_size()
+    return w.as_strided((n,), (1,), 0)
 
 
 def new_leaf_facts(tensors: list, user: list, sig: Signature, geometry: dict) -> tuple:

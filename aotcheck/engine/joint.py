@@ -103,7 +103,12 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     # sets the caller's flag before the compiled function runs)
     set_rg = {captured.plan.sources[i.index][1] for i in meta.inputs
               if i.requires_grad_set and i.requires_grad_after}
-    grad_inputs = tuple(p for p, t in enumerate(primals) if t.requires_grad or p in set_rg)
+    # and one whose requires_grad_(False) it called gets none: eager's AccumulateGrad skips a
+    # leaf that no longer requires grad, even where outputs were computed from it before
+    unset_rg = {captured.plan.sources[i.index][1] for i in meta.inputs
+                if i.requires_grad_set and not i.requires_grad_after}
+    grad_inputs = tuple(p for p, t in enumerate(primals)
+                        if (t.requires_grad or p in set_rg) and p not in unset_rg)
     # leaves made inside the function come after the placeholders (NOTE [new grad leaves])
     grad_inputs += tuple(len(primals) + j for j in range(len(meta.new_leaves)))
     if captured.plain:

@@ -188,7 +188,7 @@ class CompiledArtifact:
                 swaps.append(m)
             if m.storage_bytes >= 0:     # NOTE [storage resizes] in functional_run.py
                 torch.ops.inductor.resize_storage_bytes_(primals[m.placeholder], m.storage_bytes)
-            if m.data:
+            if m.data and m.storage_source != m.placeholder:
                 target = primals[m.placeholder]
                 _check_storage_fits(target, m.placeholder)
                 with torch.set_grad_enabled(grad_on and m.grad_mode):
@@ -199,9 +199,15 @@ class CompiledArtifact:
                 for m in swaps:
                     if m.storage_source == -2:
                         primals[m.placeholder].set_(values[self._slot[m.value_output]])
-                    else:
-                        primals[m.placeholder].set_(storages[m.storage_source], m.final_offset,
-                                                    m.final_shape, m.final_stride)
+                        continue
+                    target = primals[m.placeholder]
+                    target.set_(storages[m.storage_source], m.final_offset, m.final_shape,
+                                m.final_stride)
+                    if m.data:           # its own storage, written: the whole of it comes back
+                        whole = values[self._slot[m.value_output]]
+                        if whole.numel() * whole.element_size() > target.untyped_storage().nbytes():
+                            raise UnsupportedInputError(_too_small(m.placeholder, target))
+                        target.as_strided(whole.shape, (1,), 0).copy_(whole)
 
     def _outputs(self, leaves, values, grad_leaves=()) -> list:
         meta = self.meta
@@ -283,8 +289,11 @@ def _check_storage_fits(t: torch.Tensor, p: int) -> None:
         return
     last = t.storage_offset() + sum((n - 1) * st for n, st in zip(t.shape, t.stride()))
     if (last + 1) * t.element_size() > t.untyped_storage().nbytes():
-        raise UnsupportedInputError(
-            f"input placeholder {p} is written back by the compiled function, but its storage "
+        raise UnsupportedInputError(_too_small(p, t))
+
+
+def _too_small(p: int, t: torch.Tensor) -> str:
+    return (f"input placeholder {p} is written back by the compiled function, but its storage "
             f"holds {t.untyped_storage().nbytes()} bytes, fewer than its shape needs; was its "
             "storage resized between the compile and this call, or outside "
             "torch.ops.inductor.resize_storage_bytes_?")

@@ -199,7 +199,7 @@ def _replay(gm: fx.GraphModule, inputs: list) -> list:
         with torch.set_grad_enabled(not n.meta.get("no_grad", False)):
             name = func._overloadpacket.__name__ if isinstance(func, torch._ops.OpOverload) else ""
             v = None
-            if name in METADATA_OPS or (func is not operator.getitem and not name.endswith("_")
+            if name in METADATA_OPS or name == "set_" or (func is not operator.getitem and not name.endswith("_")
                                         and tag is not None and tag[0] in roots
                                         and not _writes(func)) or \
                     (func is operator.getitem and tag is not None and tag[0] in roots):

@@ -872,6 +872,78 @@ def set_under_no_grad_beside_a_grad_input():
     return f, seeded(make)
 
 
+@case("input_mutation", mode="inference", tags=("set_",))
+def set_onto_a_view_of_itself_then_mutate():
+    # the storage stays the argument's own, so functionalization reports no swap; the new
+    # geometry is replayed as a set_ onto its own storage, then the storage's value written
+    def f(x):
+        x.set_(x.view(-1))
+        x.mul_(2)
+        return x.sum()
+    return f, seeded(lambda: Inputs((rand(2, 3),)))
+
+
+@case("input_mutation", mode="inference", tags=("set_",))
+def mutate_then_set_onto_a_smaller_view_of_itself():
+    # row 1 was doubled before set_ narrowed the argument to row 0: the whole storage, not
+    # only what the final geometry covers, carries the write
+    def f(x):
+        x.mul_(2)
+        x.set_(x[0])
+        return ()
+    return f, seeded(lambda: Inputs((rand(2, 3),)))
+
+
+@case("input_mutation", mode="inference", tags=("set_", "fuzz"))
+def fuzz_transpose_then_set_onto_its_own_transpose():
+    # found by aotcheck fuzz --extensions ...,set_ --seed 11: the transpose_ before set_ was
+    # replayed after it, leaving the argument transposed
+    def f(a):
+        a.transpose_(0, 1)
+        a.set_(a.transpose(0, 1))
+        return ()
+    return f, seeded(lambda: Inputs((rand(4, 1, 4),)))
+
+
+@case("input_mutation", mode="inference", tags=("set_", "alias"))
+def set_a_row_onto_another_row_then_mutate():
+    # found by the fuzzer (a0.zero_(); a1.set_(a0)): after set_, a1 is a second view of row 0,
+    # so mul_ through it doubles row 0 of the argument; functionalization freezes the storage
+    # on set_ of a view ("cannot mutate tensors with frozen storage"), the second way of
+    # tracing (storage_views.py) re-reads a1 as a view of the argument's storage
+    def f(a):
+        a0, a1 = a[0], a[1]
+        a1.set_(a0)
+        a1.mul_(2)
+        return a1, a0 + 1
+    return f, seeded(lambda: Inputs((rand(2, 3),)))
+
+
+@case("input_mutation", mode="inference", tags=("set_", "alias", "no_grad"))
+def set_a_view_onto_another_view_of_the_same_argument():
+    def f(a):
+        v = a[:, 1:]
+        w = a.view(-1)[:2]
+        w.set_(v)
+        with torch.no_grad():
+            w.add_(1)
+        return w.sum(), a.clone()
+    return f, seeded(lambda: Inputs((rand(3, 3),)))
+
+
+@case("requires_grad_modes", mode="training", tags=("requires_grad_",))
+def requires_grad_false_on_a_grad_leaf_argument():
+    # eager: the caller's leaf stops requiring grad (its .grad stays None), the product
+    # still requires grad through w; the first way's non-leaf copies cannot change the flag
+    def f(x, w):
+        x.requires_grad_(False)
+        return (x * w).sum()
+    def make():
+        x, w = leaf(3), leaf(3)
+        return Inputs((x, w), leaves=(x, w))
+    return f, seeded(make)
+
+
 # ---------------------------------------------------------------- .grad None versus zeros
 # A mutated argument whose new value the backward never reaches (the oracle backpropagates
 # from floating tensors only; this one is complex): eager leaves its source's .grad None,

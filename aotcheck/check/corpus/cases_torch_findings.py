@@ -128,8 +128,6 @@ def fuzz_copy_into_detach_of_leaf_view():
 
 
 @case("regressions", mode="inference", tags=("fuzz", "torch_finding", "set_", "no_grad"),
-      xfail="aotcheck's trace fails the same way (functionalization: 'cannot mutate tensors with frozen "
-            "storage'); set_ support is issue 11's work",
       xfail_engines={"torch": "compile fails (BackendCompilerFailed): 'cannot mutate tensors with frozen "
                               "storage' after a view of an argument is set_ onto the argument and then "
                               "mutated under no_grad; found by aotcheck fuzz seed 7 (no upstream issue "
@@ -138,7 +136,7 @@ def fuzz_set_view_onto_its_base_then_mutate():
     """A view of an argument ``set_`` onto the argument itself, then mutated in place under
     no_grad: eager adds 2 to the argument; torch.compile's AOT autograd fails while tracing
     the mutation. ``a.set_(b)`` between two distinct arguments followed by ``a.add_(1)``
-    compiles and runs right."""
+    compiles and runs right. aotcheck traces it the second way (storage_views.py)."""
     def f(a):
         v = a.view(1, 3)
         v.set_(a)
