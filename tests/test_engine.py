@@ -355,3 +355,48 @@ def test_missing_derivative_raises_at_backward_as_in_eager(tmp_path):
     with pytest.raises(NotImplementedError, match="derivative for 'inplace version of acosh'"):
         out.sum().backward()
     assert check(f, aotcheck.aot_function(f), inputs).ok
+
+
+DEADLOCK_PROGRAM = '''
+import torch, aotcheck
+
+class Double(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+def f(x):
+    y = x * 1
+    v = y[0]
+    y.add_(1)               # v's grad_fn is regenerated when Double.apply reads it
+    return Double.apply(v)
+
+x = torch.randn(2, 3, requires_grad=True)
+out = aotcheck.aot_function(f)(x)
+out.sum().backward()
+ref = x.detach().clone().requires_grad_()
+f(ref).sum().backward()
+assert torch.allclose(out, f(x)) and torch.allclose(x.grad, ref.grad)
+print("ok")
+'''
+
+
+def test_custom_function_on_a_regenerated_view_does_not_deadlock(tmp_path):
+    """Found by the fuzzer (seed 11, custom_function extension): autograd regenerates a view's
+    grad_fn while it holds the view's autograd lock and resets its _backward_hooks through
+    Python; the recorder's TorchFunctionMode saw that setattr and read .is_leaf, which takes
+    the same lock: the process hung for good. Run in a subprocess so a regression fails
+    instead of hanging the suite."""
+    import subprocess
+    import sys
+    script = tmp_path / "deadlock.py"
+    script.write_text(DEADLOCK_PROGRAM)
+    try:
+        out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("aot_function deadlocked on a custom Function applied to a regenerated view")
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]

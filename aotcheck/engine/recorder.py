@@ -20,6 +20,7 @@ from .functional import geometry_of, storage_ref
 
 
 # In-place ops that change a tensor's size, stride or offset (not its data).
+_REQUIRES_GRAD_ATTR = torch._C.TensorBase.requires_grad
 METADATA_METHODS = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_",
                               "squeeze_", "as_strided_", "resize_"})
 
@@ -93,7 +94,11 @@ class MetadataRecorder(TorchFunctionMode):
         if name == "resize_storage_bytes_" and target is not None:
             self._record_resize(target, args[1] if len(args) > 1 else kwargs.get("new_size"))
         out = func(*args, **kwargs)
-        if name in ("requires_grad_", "__set__") and target is not None:
+        if target is not None and (name == "requires_grad_" or (
+                name == "__set__" and getattr(func, "__self__", None) is _REQUIRES_GRAD_ATTR)):
+            # only the requires_grad setter: autograd sets other attributes (_backward_hooks,
+            # when a view's grad_fn is regenerated) while it holds the tensor's autograd lock,
+            # and reading .is_leaf then would deadlock the process
             self._note_leaf(target)
         elif kwargs.get("requires_grad"):
             for t in pytree.tree_leaves(out):
