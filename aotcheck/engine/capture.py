@@ -204,11 +204,10 @@ def _capture(fn, leaves: list, in_spec, sig: Signature,
                 return _capture(fn, leaves, in_spec, sig, synthetic, nonleaf_views=True)
             except TraceError:
                 pass
-        # eager_geometry() ran the function on fake tensors without functionalization (it
-        # cannot when a non-leaf argument is mutated: its fakes are leaves); when neither that
-        # run nor the other kind of copy contradicts it, the failure is the replay limit
-        if geometry is None and not retried:
-            raise
+        # in-place metadata changes were seen, so the failure is (or may be) the replay limit:
+        # the named refusal sends capture() the second way, which runs the function on plain
+        # copies as eager does; where eager itself fails, that run fails with eager's error
+        # (eager_geometry() could not tell: on fake tensors autograd replays views too)
         raise view_replay_refusal(first) from None
     gm.graph.eliminate_dead_code()
     gm.recompile()

@@ -431,3 +431,23 @@ def fuzz_transpose_member_then_setitem_grad_value_into_root():
         b2 = l2.clone()
         return Inputs((b0[::2], b1, b2[::2], b1.transpose(-2, -1)), leaves=(b0, l2))
     return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "metadata_mutation", "alias_of_intermediate"))
+def fuzz_expand_of_intermediate_then_t_then_unbind():
+    """An expand of an intermediate, the intermediate transposed in place, then the expand
+    unbound: functionalization replays the expand on the transposed intermediate and fails
+    ('The expanded size of the tensor (1) must match the existing size (3)'), and so does
+    the fake-tensor run that would have told the engine what eager does; eager runs it. The
+    engine now takes the second way whenever in-place metadata changes were seen. Found by
+    aotcheck fuzz --seed 11 with the custom_function and set_ extensions (4 statements)."""
+    def f(a0):
+        v1 = a0.sin()
+        v2 = v1.expand((2, 3, 1))
+        v1.t_()
+        return v2.unbind(0)[0]
+
+    def make():
+        b0 = _randn((3, 1)).requires_grad_()
+        return Inputs((b0,), leaves=(b0,))
+    return f, make
