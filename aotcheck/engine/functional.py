@@ -121,7 +121,7 @@ def trace_functional(body, example_placeholders: list[torch.Tensor], *,
     level = fake_log.level
     fake_log.setLevel(logging.CRITICAL)      # the user's own errors are re-raised below
     try:
-        with compiling(), GlobalGeneratorGuard():
+        with compiling(), GlobalGeneratorGuard(draws=mode == "real"):
             gm = guard_trace(lambda: make_fx(traced, tracing_mode=mode,
                                              _allow_non_fake_inputs=constants)(*example_placeholders))
     finally:

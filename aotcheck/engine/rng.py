@@ -127,8 +127,11 @@ class GlobalGeneratorGuard:
     afterwards (tracing on fake tensors draws nothing, so the caller's state is kept).
     ``check=True`` refuses a function that changed it (seeding or restoring in Python)."""
 
-    def __init__(self, check: bool = True):
+    def __init__(self, check: bool = True, draws: bool = False):
         self.check = check
+        # a trace on real tensors (storage_views.trace_plain) draws for real, so the state moves
+        # on; only a new seed (torch.manual_seed, torch.seed) shows there, as a new initial seed
+        self.draws = draws
 
     def __enter__(self):
         self.saved = torch.random.get_rng_state()
@@ -137,7 +140,10 @@ class GlobalGeneratorGuard:
         return self
 
     def __exit__(self, exc_type, *exc):
-        changed = not torch.equal(torch.random.get_rng_state(), self.sentinel)
+        if self.draws:
+            changed = torch.random.initial_seed() != _SENTINEL_SEED
+        else:
+            changed = not torch.equal(torch.random.get_rng_state(), self.sentinel)
         torch.random.set_rng_state(self.saved)
         if changed and self.check and exc_type is None:
             raise UnsupportedInputError(

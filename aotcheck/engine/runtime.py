@@ -111,13 +111,15 @@ class CompiledArtifact:
         self._fresh_slots = None
         if all(o.kind == FRESH for o in meta.outputs) and not self._restride and not meta.mutations \
                 and not meta.metadata_ops and not self._rg_on and not self._rg_off \
-                and not meta.new_leaves:
+                and not meta.new_leaves and not meta.member_metadata:
             self._fresh_slots = [self._slot[o.graph_output] for o in meta.outputs]
         self._unflatten = _fast_unflatten(out_spec)
 
     def set_grad_facts(self, any_requires_grad: bool, grad_enabled: bool) -> None:
         """Inference graphs need no no_grad context when nothing can record autograd."""
-        self._needs_no_grad = any_requires_grad and grad_enabled
+        # an argument whose requires_grad_(True) the runtime sets before the call requires grad
+        # too: an inference graph must not record autograd on it
+        self._needs_no_grad = (any_requires_grad or bool(self._rg_on)) and grad_enabled
         self._grad_region_only = self.training and not grad_enabled
 
     def call(self, leaves: list):
@@ -169,6 +171,8 @@ class CompiledArtifact:
             self._apply_mutations(primals, values)
         if meta.metadata_ops:
             self._replay_metadata(primals, leaves, "leaf")
+        if meta.member_metadata:
+            _restore_member_geometry(leaves, meta.member_metadata)
         return self._outputs(leaves, values, grad_leaves)
 
     def _replay_metadata(self, primals, leaves, which: str):
@@ -282,6 +286,18 @@ class CompiledArtifact:
         return out
 
 
+def _restore_member_geometry(leaves: list, members) -> None:
+    """An aliased argument (a member of a synthetic base) whose final geometry its logged
+    metadata calls do not give: set_() onto a view of the same storage (``a0.set_(a1)`` with
+    ``a0, a1 = b[0], b[1]``) changes it without a swap of storage, and set_ reaches no
+    TorchFunctionMode. It is set to eager's final geometry on the storage it shares."""
+    for leaf, shape, stride, offset in members:
+        t = leaves[leaf]
+        if (tuple(t.shape), tuple(t.stride()), t.storage_offset()) != (tuple(shape), tuple(stride), offset):
+            with torch.no_grad():
+                t.set_(t.untyped_storage(), offset, shape, stride)
+
+
 def _check_storage_fits(t: torch.Tensor, p: int) -> None:
     """The runtime never writes through a storage it has not checked: copy_ does not check
     that the storage holds the tensor's elements (a zero-byte storage would be a crash)."""
@@ -360,9 +376,14 @@ def _detached_alias(base: torch.Tensor, o, value: torch.Tensor) -> torch.Tensor:
     view = base.detach()
     if str(view.dtype).replace("torch.", "") != o.dtype:
         view = _reinterpret(view, getattr(torch, o.dtype))
+    root = view
     if (tuple(view.shape), view.stride(), view.storage_offset()) != (o.shape, o.stride, o.offset):
         view = view.as_strided(o.shape, o.stride, o.offset)
     if value.requires_grad and torch.is_grad_enabled():
+        if torch._debug_has_internal_overlap(view) != 0:
+            # an expand of the alias (stride 0): copy_ cannot write it, so the gradient path
+            # goes through a Function that returns the view and hands its gradient to value
+            return _CustomFunctionView.apply(root, value, o.shape, o.stride, o.offset)
         view.copy_(value)
     return view
 

@@ -85,7 +85,8 @@ _EXTENSION_OPS = {"casts": ("to", "gt"), "multi_output": ("unbind_all", "chunk")
 _BASE_OPS = frozenset(op for op in KIND_OF_OP if not any(op in ops for ops in _EXTENSION_OPS.values()))
 # Extensions aotcheck's own engine gets right (checked by tests/test_fuzz.py); the others are on
 # for the torch engines only (see docs/findings.md and the fuzz runner).
-AOTCHECK_EXTENSIONS = ("casts", "integer", "non_tensor", "parameter", "random")
+AOTCHECK_EXTENSIONS = ("casts", "integer", "non_tensor", "parameter", "random", "custom_function", "set_",
+                       "requires_grad_")
 # Ops offered on integer and bool tensors (the others would mostly be rejected by torch).
 _INTEGER_OPS = frozenset(OP_KINDS["view"]) | {"to", "gt", "sum", "clone", "add", "mul", "detach",
                                               "size", "unbind_all", "chunk", "setitem", "zero_",

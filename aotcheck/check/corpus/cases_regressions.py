@@ -451,3 +451,70 @@ def fuzz_expand_of_intermediate_then_t_then_unbind():
         b0 = _randn((3, 1)).requires_grad_()
         return Inputs((b0,), leaves=(b0,))
     return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "set_", "aliased_inputs"))
+def fuzz_set_one_row_argument_onto_another():
+    """Two arguments that are rows of one base, one set_ onto the other: the storage is the
+    same, so no swap shows; the set_ argument now has the other row's offset. The runtime
+    left it at its own offset. Found by aotcheck fuzz --seed 12 (set_ extension)."""
+    def f(a0, a1):
+        a0.set_(a1)
+        a1.t_()
+        return ()
+
+    def make():
+        b = _randn((2,))
+        return Inputs((b[0], b[1]))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "requires_grad_"))
+def fuzz_requires_grad_after_the_output_is_computed():
+    """requires_grad_() on an argument after the output was computed from it: eager's output
+    does not require grad; the runtime set the flag before running the (inference) graph with
+    grad on, so the output came back requiring grad. Found by aotcheck fuzz --seed 13."""
+    def f(a0):
+        v0 = a0.mean()
+        a0.requires_grad_()
+        return (v0,)
+    return f, lambda: Inputs((_randn((1,)),))
+
+
+@case("regressions", mode="training", tags=("fuzz", "detach", "parameter"))
+def fuzz_expand_of_a_detached_parameter_then_add_grad_value():
+    """An expand of a detached Parameter, then an in-place add of a value that requires grad
+    into the detached alias: the expand is returned, with a grad_fn through the add. The
+    runtime gave the alias its gradient path by copying into it, which an expand (stride 0)
+    refuses ('more than one element of the written-to tensor refers to a single memory
+    location'). Found by aotcheck fuzz --seed 13 (parameter extension)."""
+    def f(a0, a2):
+        v2 = a2.detach()
+        v3 = v2.expand((3, 3))
+        v2.add_(a0)
+        return (v3,)
+
+    def make():
+        b0 = _randn((2,)).requires_grad_()
+        b1 = torch.nn.Parameter(_randn((3, 1), 1))
+        return Inputs((b0[0], b1), leaves=(b0, b1))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "rng", "aliased_inputs", "metadata_mutation"))
+def fuzz_dropout_beside_aliased_arguments_with_metadata_change():
+    """Aliased arguments with an in-place metadata change send the trace the second way (on
+    real tensors), where dropout really draws: the guard that refuses seeding inside the
+    function took the draw for a reseed. Found by aotcheck fuzz --seeds 12 and 14."""
+    def f(a0, a1, a2):
+        a2.squeeze_()
+        a1.fill_(-1.0)
+        return torch.nn.functional.dropout(a0, 0.5)
+
+    def make():
+        torch.manual_seed(0)
+        l0 = _randn((3, 2)).requires_grad_()
+        l1 = _randn((2, 2, 3, 4), 1).requires_grad_()
+        b1 = l1.clone()
+        return Inputs((l0.clone(), b1[0], b1[1]), leaves=(l0, l1))
+    return f, make
