@@ -50,8 +50,7 @@ def test_generated_programs_match_eager_cold_and_cached(shard, partitioner):
 @pytest.mark.slow       # over 4 minutes on this 2-core machine; run with -m slow
 def test_wider_grammar_matches_eager_cold_and_cached():
     """The parts of the wider grammar (issue 13) aotcheck's engine gets right; the others
-    (custom Functions, requires_grad_, multi-output views, grad-mode regions) are drawn for the
-    torch engines only."""
+    (multi-output views, grad-mode regions) are drawn for the torch engines only."""
     from aotcheck.fuzz.strategies import AOTCHECK_EXTENSIONS
     _shard(SHARDS, extensions=AOTCHECK_EXTENSIONS)()
 
