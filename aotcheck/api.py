@@ -17,7 +17,7 @@ import torch
 from . import flags
 from . import subclass as _subclass
 from .cache import bypass, cache_key, lookup, resolve, save
-from .cache.fingerprint import Unfingerprintable, fingerprint
+from .cache.fingerprint import Unfingerprintable, fingerprint_data, fingerprint_of
 from .engine.partition import STRATEGIES
 from .engine.pipeline import Stages, build_artifact, run_stages
 from .engine.printer import format_graph
@@ -48,16 +48,25 @@ class AotFunction:
         self._artifacts: dict = {}
         self._fast: dict = {}        # fast_call_key -> artifact, for flat non-aliased tensors
         self._subclass: dict = {}    # subclass calls: key -> (compiled plain graph, out meta)
+        self._last_state = None      # (fingerprint data, _state()) of the last call
         functools.update_wrapper(self, fn)
 
     def _state(self):
         """The fingerprint of the Python state ``fn`` reads (NOTE [python state]): the digest
-        that keys the in-memory reuse, and what the persistent key is built from."""
+        that keys the in-memory reuse, and what the persistent key is built from. The walk
+        runs on every call; its canonical text and digest only when the walked data differs
+        from the last call's (equal data gives equal text)."""
         try:
-            fp = fingerprint(self.fn)
-            return fp[1], fp
+            data, err = fingerprint_data(self.fn), None
         except Unfingerprintable as u:
-            return fingerprint(self.fn, identity_fallback=True)[1], u
+            data, err = fingerprint_data(self.fn, identity_fallback=True), u
+        last = self._last_state
+        if last is not None and last[0] == data:
+            return last[1]
+        fp = fingerprint_of(data)
+        state = (fp[1], fp if err is None else err)
+        self._last_state = (data, state)
+        return state
 
     def __call__(self, *args, **kwargs):
         # NOTE [python state]: a compiled graph depends on more than the tensors: closure and

@@ -400,3 +400,20 @@ def test_custom_function_on_a_regenerated_view_does_not_deadlock(tmp_path):
     except subprocess.TimeoutExpired:
         pytest.fail("aot_function deadlocked on a custom Function applied to a regenerated view")
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
+
+
+def test_a_state_change_between_calls_is_seen_after_the_fingerprint_shortcut():
+    """AotFunction._state reuses the last digest while the walked state data is equal; a
+    closure value rebound between calls must still give a new digest and a new graph."""
+    k = 2.0
+
+    def f(x):
+        return x * k
+
+    g = aotcheck.aot_function(f)
+    x = torch.randn(3)
+    assert torch.equal(g(x), x * 2.0) and torch.equal(g(x), x * 2.0)
+    k = 3.0
+    assert torch.equal(g(x), x * 3.0)
+    k = 2.0
+    assert torch.equal(g(x), x * 2.0)

@@ -74,8 +74,12 @@ def fingerprint_data(fn, *, identity_fallback: bool = False):
 
 def fingerprint(fn, *, identity_fallback: bool = False) -> tuple[str, str]:
     """``(text, sha256)`` of the fingerprint; the text is canonical JSON."""
-    text = json.dumps(fingerprint_data(fn, identity_fallback=identity_fallback), sort_keys=True,
-                      separators=(",", ":"))
+    return fingerprint_of(fingerprint_data(fn, identity_fallback=identity_fallback))
+
+
+def fingerprint_of(data) -> tuple[str, str]:
+    """``(text, sha256)`` of fingerprint data from :func:`fingerprint_data`."""
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return text, hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -95,8 +99,15 @@ def is_library(module: str | None, filename: str | None = None) -> bool:
     if module and module.split(".")[0] in _LIBRARY_PACKAGES:
         return True
     if filename and not filename.startswith("<"):
-        return os.path.realpath(filename).startswith(_LIBRARY_ROOTS)
+        return _library_file(filename)
     return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _library_file(filename: str) -> bool:
+    # realpath stats every component: ~30 us, paid on every call of a compiled function (the
+    # in-memory fingerprint walks the function each call); a file's place does not change
+    return os.path.realpath(filename).startswith(_LIBRARY_ROOTS)
 
 
 class _Walker:
