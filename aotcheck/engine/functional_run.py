@@ -80,6 +80,10 @@ class FunctionalRun:
         watched.update({id(user[i]): ("leaf", i) for i in member_meta})
         recorder = MetadataRecorder(watched)
         recorder.watch_tensors(works)
+        # the arguments' geometry at the call is eager's; a data mutation can make the wrapper's
+        # drift (NOTE [eager geometry]), and a detach() of it must get eager's
+        recorder.start_geometry = {id(u): geometry_of(u) for u in user
+                                   if isinstance(u, torch.Tensor) and u.layout == torch.strided}
         self.recorder = recorder             # read by capture() if the trace fails
         if plain:
             written_from = len(self.tagger.writes)

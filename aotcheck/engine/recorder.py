@@ -110,6 +110,11 @@ class MetadataRecorder(TorchFunctionMode):
         if name in METADATA_METHODS and target is not None:
             self.geometry[id(target)] = geometry_of(target)
             self.inplace_metadata = True
+        if name == "detach" and target is not None and isinstance(out, torch.Tensor):
+            eager = self.geometry.get(id(target), self.start_geometry.get(id(target)))
+            if eager is not None:
+                self.geometry[id(out)] = eager        # eager's, not a drifted wrapper's
+                self._alive.append(out)
         for t in pytree.tree_leaves(out):
             if isinstance(t, torch.Tensor) and t._is_view() and name not in METADATA_METHODS \
                     and target is not None and t is not target:
@@ -117,7 +122,9 @@ class MetadataRecorder(TorchFunctionMode):
             if isinstance(t, torch.Tensor) and not t._is_view() and t.layout == torch.strided:
                 self.owners.setdefault(storage_ref(t), t)
             if isinstance(t, torch.Tensor) and id(t) not in self.geometry and t.layout == torch.strided:
-                self.geometry[id(t)] = geometry_of(t)
+                # an argument an in-place data op returned: its geometry at the call is eager's
+                # (the wrapper's may have drifted with the write)
+                self.geometry[id(t)] = self.start_geometry.get(id(t)) or geometry_of(t)
                 self._alive.append(t)
         return out
 
@@ -136,6 +143,7 @@ class MetadataRecorder(TorchFunctionMode):
         self._watched_tensors = list(tensors)
 
     _watched_tensors: list = []
+    start_geometry: dict = {}       # id -> the argument's geometry at the call (set by the run)
 
     def _note_leaf(self, t) -> None:
         if isinstance(t, torch.Tensor) and t.requires_grad and t.is_leaf \

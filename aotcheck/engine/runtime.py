@@ -380,7 +380,7 @@ def _detached_alias(base: torch.Tensor, o, value: torch.Tensor) -> torch.Tensor:
     if (tuple(view.shape), view.stride(), view.storage_offset()) != (o.shape, o.stride, o.offset):
         view = view.as_strided(o.shape, o.stride, o.offset)
     if value.requires_grad and torch.is_grad_enabled():
-        if torch._debug_has_internal_overlap(view) != 0:
+        if torch._debug_has_internal_overlap(view) == 1:      # 1: overlaps, as copy_ checks
             # an expand of the alias (stride 0): copy_ cannot write it, so the gradient path
             # goes through a Function that returns the view and hands its gradient to value
             return _CustomFunctionView.apply(root, value, o.shape, o.stride, o.offset)

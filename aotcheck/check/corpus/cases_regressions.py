@@ -518,3 +518,17 @@ def fuzz_dropout_beside_aliased_arguments_with_metadata_change():
         b1 = l1.clone()
         return Inputs((l0.clone(), b1[0], b1[1]), leaves=(l0, l1))
     return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "requires_grad_", "detach", "non_contiguous"))
+def fuzz_detach_of_a_mutated_strided_argument_made_a_grad_leaf():
+    """A strided argument mutated in place, then its detach() made a leaf that requires grad
+    and returned: eager's leaf has the argument's stride 2; the wrapper's geometry drifts to
+    contiguous with the write, and the leaf was made with stride 1. Found by aotcheck fuzz
+    --seed 22 (requires_grad_ extension)."""
+    def f(a0):
+        a0.add_(0.5)
+        v0 = a0.detach()
+        v0.requires_grad_()
+        return (v0,)
+    return f, lambda: Inputs((_randn((8,))[::2],))
