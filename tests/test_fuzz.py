@@ -121,3 +121,17 @@ def test_cli_exit_code(broken_engine, tmp_path, capsys):
     assert "distinct failure signature" in capsys.readouterr().out
     assert main(["fuzz", "--engine", "aotcheck", "--examples", "3", "--seed", "5",
                  "--out", str(tmp_path / "ok")]) == 0
+
+
+def test_a_program_that_killed_the_process_is_kept_for_the_next_run(tmp_path, capsys):
+    """Each explored program is written to OUT/inflight_program.py before it runs; a run that
+    ends removes it, and one left behind (the process died: a SIGSEGV inside torch) is kept as
+    crashed_NN.py by the next run, which says so."""
+    from aotcheck.fuzz.runner import INFLIGHT_NAME, fuzz
+    fuzz("aotcheck", examples=3, seed=5, cached=False, out=tmp_path, shrink=False)
+    assert not (tmp_path / INFLIGHT_NAME).exists()
+    (tmp_path / INFLIGHT_NAME).write_text("# the program a dead run left\n")
+    fuzz("aotcheck", examples=3, seed=5, cached=False, out=tmp_path, shrink=False)
+    assert (tmp_path / "crashed_00.py").read_text() == "# the program a dead run left\n"
+    assert "died while running the program now in" in capsys.readouterr().err
+    assert not (tmp_path / INFLIGHT_NAME).exists()

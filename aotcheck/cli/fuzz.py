@@ -57,6 +57,8 @@ def _extensions(text: str | None) -> dict:
 
 
 def run(args) -> int:
+    import faulthandler
+    faulthandler.enable()        # a crash inside torch (SIGSEGV) prints where it happened
     from ..fuzz.runner import format_summary, fuzz, parse_shard
     from .progress import Progress
     shard = parse_shard(args.shard)
