@@ -135,3 +135,20 @@ def test_a_program_that_killed_the_process_is_kept_for_the_next_run(tmp_path, ca
     assert (tmp_path / "crashed_00.py").read_text() == "# the program a dead run left\n"
     assert "died while running the program now in" in capsys.readouterr().err
     assert not (tmp_path / INFLIGHT_NAME).exists()
+
+
+def test_known_case_matching_never_runs_a_case_recorded_as_crashing(monkeypatch):
+    """A torch fuzz run matches its findings against the engine's known failing corpus cases by
+    running them; the CRASH_RESIZE cases kill the process (SIGSEGV), which ended a 10-minute
+    hunt (seed 31) after its exploration. Cases recorded as crashing are listed, never run."""
+    from aotcheck.fuzz import known
+    from aotcheck.targets import engines, known_failures
+    case = "input_mutation.resize_mutate_then_free"
+    assert known_failures.crashes(known_failures.known_failure("torch", case))
+    monkeypatch.setitem(known_failures.KNOWN_FAILURES, "torch", {case: known_failures.known_failure("torch", case)})
+
+    def no_run(*a, **k):
+        raise AssertionError("a case recorded as crashing the process was run")
+    monkeypatch.setattr(engines, "outcome", no_run)
+    [k] = known.known_cases("torch")
+    assert (k.case_id, k.check) == (case, "crash")

@@ -72,7 +72,7 @@ def known_cases(engine_name: str, cache_path: Path | None = None) -> list[KnownC
 
     from ..check.corpus import all_cases
     from ..targets.engines import get_engine, outcome
-    from ..targets.known_failures import KNOWN_FAILURES
+    from ..targets.known_failures import KNOWN_FAILURES, crashes
     table = KNOWN_FAILURES.get(engine_name, {})
     ids = sorted({k.removeprefix("cached:") for k in table})
     stamp = {"engine": engine_name, "torch": torch.__version__, "ids": ids, "version": VERSION}
@@ -88,6 +88,11 @@ def known_cases(engine_name: str, cache_path: Path | None = None) -> list[KnownC
         if case is None:
             continue
         fn = case.fn
+        reason = table.get(case_id) or table.get(f"cached:{case_id}", "")
+        if crashes(reason):
+            # recorded as killing the process (a SIGSEGV in torch): never run, here as anywhere
+            out.append(KnownCase(case_id, "crash", code_names(fn), reason))
+            continue
         try:
             if case_id in table:
                 _, problems = outcome(engine, case)

@@ -424,6 +424,8 @@ def fuzz(engine_name: str = "aotcheck", examples: int = 200, seed: int = 0, cach
     except _OutOfTime:
         pass
     drain(all_of_them=True)
+    if inflight is not None:
+        inflight.unlink(missing_ok=True)        # exploration ended: no program is in flight
     result.explore_seconds = time.perf_counter() - t0
     if shrink:
         groups = sorted(result.findings.values(), key=lambda f: -f.count)
@@ -446,8 +448,6 @@ def fuzz(engine_name: str = "aotcheck", examples: int = 200, seed: int = 0, cach
     result.seconds = time.perf_counter() - t0
     if out is not None:
         result.reproducers = write_reproducers(result, Path(out))
-    if inflight is not None:
-        inflight.unlink(missing_ok=True)        # the run ended: nothing was in flight
     return result
 
 
