@@ -58,7 +58,13 @@ def _extensions(text: str | None) -> dict:
 
 def run(args) -> int:
     import faulthandler
-    faulthandler.enable()        # a crash inside torch (SIGSEGV) prints where it happened
+    import io
+    import sys
+    try:                         # a crash inside torch (SIGSEGV) prints where it happened
+        faulthandler.enable()
+    except (io.UnsupportedOperation, AttributeError, ValueError):     # stderr has no file
+        if sys.__stderr__ is not None:
+            faulthandler.enable(file=sys.__stderr__)
     from ..fuzz.runner import format_summary, fuzz, parse_shard
     from .progress import Progress
     shard = parse_shard(args.shard)
