@@ -417,3 +417,19 @@ def test_a_state_change_between_calls_is_seen_after_the_fingerprint_shortcut():
     assert torch.equal(g(x), x * 3.0)
     k = 2.0
     assert torch.equal(g(x), x * 2.0)
+
+
+def test_set_of_an_aliased_argument_onto_another_storage_is_refused_by_name():
+    """Found by aotcheck fuzz --seed 22: two arguments that are rows of one base, one of them
+    set_() onto a fresh tensor. The runtime restored the member's geometry on the storage the
+    rows share, which gave wrong values and a wrong alias; until that swap is replayed, the
+    engine refuses it by name rather than run it wrong."""
+    def f(a1, a2):
+        a1.transpose_(0, 1)             # an aliased argument changed in place: a synthetic base
+        r = torch.rand_like(a1) + 1
+        a2.set_(r)
+        return r
+
+    b = torch.randn(2, 3, 1)
+    with pytest.raises(aotcheck.UnsupportedInputError, match="set_.*shares storage with another argument"):
+        aotcheck.aot_function(f)(b[0], b[1])

@@ -75,6 +75,7 @@ class FunctionalRun:
         start_geometry = [geometry_of(w) for w in works]
         before = [(a.grad_fn, a.requires_grad) for a in anchors]
         member_meta = {i: geometry_of(user[i]) for i, s in enumerate(plan.sources) if s[0] == "member"}
+        member_refs = {i: storage_ref(user[i]) for i in member_meta}
         args, kwargs = unflatten_inputs(list(user), self.in_spec)
         watched = {id(works[p]): ("placeholder", p) for p in range(len(works))}
         watched.update({id(user[i]): ("leaf", i) for i in member_meta})
@@ -175,6 +176,14 @@ class FunctionalRun:
                 "that combination, so it refuses it. Pass the arguments without aliasing")
         members = []
         for i, m in member_meta.items():
+            if storage_ref(user[i]) != member_refs[i]:
+                # set_() moved an aliased argument onto another storage: the runtime restores a
+                # member's geometry on the storage it shares, so it cannot replay this
+                raise UnsupportedInputError(
+                    f"the function calls set_() on argument leaf {i}, which shares storage with "
+                    "another argument, onto another storage; aotcheck replays set_() of an "
+                    "aliased argument only onto the storage it shares (pass the arguments "
+                    "without aliasing)")
             if geometry_of(user[i]) != m:
                 members.append(MemberFacts(i, *geometry_of(user[i])))
         self._work_ids = {id(w) for w in works}
