@@ -128,7 +128,8 @@ def test_a_program_that_killed_the_process_is_kept_for_the_next_run(tmp_path, ca
     """Each explored program is written to OUT/inflight_program.py before it runs; a run that
     ends removes it, and one left behind (the process died: a SIGSEGV inside torch) is kept as
     crashed_NN.py by the next run, which says so."""
-    from aotcheck.fuzz.runner import INFLIGHT_NAME, fuzz
+    from aotcheck.fuzz.inflight import NAME as INFLIGHT_NAME
+    from aotcheck.fuzz.runner import fuzz
     fuzz("aotcheck", examples=3, seed=5, cached=False, out=tmp_path, shrink=False)
     assert not (tmp_path / INFLIGHT_NAME).exists()
     (tmp_path / INFLIGHT_NAME).write_text("# the program a dead run left\n")

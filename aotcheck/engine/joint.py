@@ -121,15 +121,8 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
 
     def body(*flat):
         prim, tangents = list(flat[:n]), flat[n:]
-        candidates, facts, _, wrappers = run.run(prim)
-        if facts != captured.facts:
-            raise TraceError("the function traced differently the second time (is it "
-                             "deterministic in Python? does it read global state?)")
-        outs = [candidates[c] for c in fw]
+        outs, targets = _forward_again(run, prim, captured, fw, diff, grad_inputs, reach)
         works = run.works
-        reach.clear()
-        targets = [wrappers[p] if p < n else run.new_leaf_tensors[p - n] for p in grad_inputs]
-        reach.extend(_reach(outs, diff, targets))
         before = [(torch._functionalize_mutation_counter(w), geometry_of(w)) for w in works]
         try:
             grads = torch.autograd.grad(
@@ -178,6 +171,22 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
                  box.get("backward_error", ""))
 
 
+def _forward_again(run, prim: list, captured: Captured, fw, diff, grad_inputs, reach: list):
+    """Run the function once more inside the joint (either way), checking that it traces as the
+    capture did; returns the forward outputs and the gradient targets (the argument wrappers,
+    then the leaves made inside), and refills ``reach`` (NOTE [per-output reach])."""
+    candidates, facts, _, wrappers = run.run(prim)
+    if facts != captured.facts:
+        raise TraceError("the function traced differently the second time (is it "
+                         "deterministic in Python? does it read global state?)")
+    outs = [candidates[c] for c in fw]
+    n = len(prim)
+    targets = [wrappers[p] if p < n else run.new_leaf_tensors[p - n] for p in grad_inputs]
+    reach.clear()
+    reach.extend(_reach(outs, diff, targets))
+    return outs, targets
+
+
 def _tangents(meta: ViewMutationMeta, fw, diff, primals) -> list[torch.Tensor]:
     tangents = []
     for k in diff:
@@ -202,15 +211,8 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
 
     def body(*flat):
         prim, tangents = list(flat[:n]), flat[n:]
-        candidates, facts, _, wrappers = run.run(prim)
-        if facts != captured.facts:
-            raise TraceError("the function traced differently the second time (is it "
-                             "deterministic in Python? does it read global state?)")
-        outs = [candidates[c] for c in fw]
+        outs, targets = _forward_again(run, prim, captured, fw, diff, grad_inputs, reach)
         works = run.works
-        reach.clear()
-        targets = [wrappers[p] if p < n else run.new_leaf_tensors[p - n] for p in grad_inputs]
-        reach.extend(_reach(outs, diff, targets))
         before = [geometry_of(w) for w in works]
         written_from = len(run.tagger.writes)
         try:

@@ -34,7 +34,6 @@ import contextlib
 import hashlib
 import json
 import shutil
-import sys
 import tempfile
 import time
 import unittest
@@ -46,6 +45,7 @@ from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
 from ..check.oracle import check
 from ..errors import DOCUMENTED_LIMITS
 from .fingerprint import Fingerprint, check_kind, ops_of, skeleton
+from .inflight import InFlight
 from .programs import Program
 from .strategies import AOTCHECK_EXTENSIONS, EXTENSIONS, programs
 
@@ -354,7 +354,7 @@ def fuzz(engine_name: str = "aotcheck", examples: int = 200, seed: int = 0, cach
         from .warm import WarmWorker
         worker = WarmWorker(engine_name)
     pending: list[tuple[int, Program, Outcome]] = []
-    inflight = _inflight_file(out)
+    inflight = InFlight(out)
 
     def record(index: int, program: Program, o: Outcome) -> None:
         result.cached_hits += o.hit
@@ -396,9 +396,7 @@ def fuzz(engine_name: str = "aotcheck", examples: int = 200, seed: int = 0, cach
             return
         result.examples += 1
         result.digests.append(hashlib.sha1(program.to_json().encode()).hexdigest()[:16])
-        if inflight is not None:
-            inflight.write_text(_INFLIGHT_HEADER + f"# program: {program.to_json()}\n"
-                                + program.to_source(engine=engine_name))
+        inflight.write(program, engine_name)
         o = run_outcome(program, engine, cached, worker)
         if o.pending is not None:
             pending.append((index, program, o))
@@ -424,8 +422,7 @@ def fuzz(engine_name: str = "aotcheck", examples: int = 200, seed: int = 0, cach
     except _OutOfTime:
         pass
     drain(all_of_them=True)
-    if inflight is not None:
-        inflight.unlink(missing_ok=True)        # exploration ended: no program is in flight
+    inflight.clear()                            # exploration ended: no program is in flight
     result.explore_seconds = time.perf_counter() - t0
     if shrink:
         groups = sorted(result.findings.values(), key=lambda f: -f.count)
@@ -521,29 +518,6 @@ def slug(signature: str) -> str:
     import re
     s = re.sub(r"[^a-zA-Z0-9]+", "_", signature).strip("_").lower()
     return s[:60] or "failure"
-
-
-_INFLIGHT_HEADER = ("# aotcheck fuzz: the program that was running when the fuzz process died (a crash\n"
-                    "# that took the process down, e.g. SIGSEGV inside torch); it was not checked.\n")
-INFLIGHT_NAME = "inflight_program.py"
-
-
-def _inflight_file(out) -> Path | None:
-    """``OUT/inflight_program.py``: each program is written there before it runs, so a crash that
-    kills the process (no Python exception to catch) leaves its reproducer. One left by an
-    earlier run that died is kept as ``crashed_N.py`` and reported."""
-    if out is None:
-        return None
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    left = out / INFLIGHT_NAME
-    if left.exists():
-        n = len(list(out.glob("crashed_*.py")))
-        kept = out / f"crashed_{n:02d}.py"
-        left.rename(kept)
-        print(f"aotcheck fuzz: an earlier run in {out} died while running the program now in {kept}",
-              file=sys.stderr)
-    return left
 
 
 def write_reproducers(result: FuzzResult, out: Path) -> dict[str, Path]:
