@@ -154,3 +154,32 @@ def test_known_case_matching_never_runs_a_case_recorded_as_crashing(monkeypatch)
     monkeypatch.setattr(engines, "outcome", no_run)
     [k] = known.known_cases("torch")
     assert (k.case_id, k.check) == (case, "crash")
+
+
+class _RaisesOnManyLines(AotcheckEngine):
+    """An engine whose compiled call returns a structure whose pytree spec prints over several
+    lines (a ``torch.Size`` in a tuple): the reproducer's header comments must stay comments."""
+    name = "raises-on-many-lines-for-tests"
+    supports_cache = False
+
+    def compile(self, fn):
+        def run(*args, **kwargs):
+            import torch
+            return (torch.Size([1, 2, 3]), (torch.Size([4]),))
+        return run
+
+
+def test_a_message_over_many_lines_gives_a_reproducer_that_still_runs(tmp_path):
+    ENGINES[_RaisesOnManyLines.name] = _RaisesOnManyLines()
+    try:
+        r = fuzz(_RaisesOnManyLines.name, examples=5, seed=5, cached=False, out=tmp_path,
+                 shrink=False)
+    finally:
+        del ENGINES[_RaisesOnManyLines.name]
+    assert r.reproducers
+    for path in r.reproducers.values():
+        src = path.read_text()
+        compile(src, str(path), "exec")     # a SyntaxError here was a header line broken in two
+        header = src.split('"""')[0].strip().splitlines()
+        assert all(line.startswith("#") for line in header), header
+        assert any("output structure" in line for line in header), header

@@ -8,7 +8,7 @@ import torch
 from hypothesis import HealthCheck, given, seed, settings
 
 from aotcheck.fuzz.fingerprint import check_kind, skeleton
-from aotcheck.fuzz.known import KnownCase, match
+from aotcheck.fuzz.known import KnownCase, match, program_names
 from aotcheck.fuzz.programs import Base, InputSpec, Program, Statement
 from aotcheck.fuzz.reduce import reduce_program
 from aotcheck.fuzz.runner import fuzz, parse_shard, run_outcome, shard_of, _global_state, _leak
@@ -50,10 +50,35 @@ def test_skeleton_and_known_matching_ignore_computations_not_mutations():
     p = _program(Statement("relu", ("a0",), "v0"), Statement("mul_", ("a0", 2.0)),
                  Statement("t", ("v0",), "v1", no_grad=True))
     assert skeleton(p) == "nonleaf | relu mul_ no_grad:t"
-    known = [KnownCase("x.case", "crash in backward: E", frozenset({"mul_", "sum", "t"}), "r")]
-    assert match("crash in backward: E", {"relu", "mul_", "t"}, known) is known[0]  # relu: compute
-    assert match("crash in backward: E", {"mul_", "unsqueeze_"}, known) is None     # a new mutation
-    assert match("values", {"mul_"}, known) is None                                 # another check
+    assert program_names(p) == {"mul_", "t", "no_grad"}          # relu computes: not required
+    known = [KnownCase("x.case", "crash in backward: E", frozenset({"mul_", "sum", "t", "no_grad"}),
+                       "r")]
+    assert match("crash in backward: E", program_names(p), known) is known[0]
+    q = _program(Statement("mul_", ("a0", 2.0)), Statement("unsqueeze_", ("a0", 0)), returns=())
+    assert match("crash in backward: E", program_names(q), known) is None   # a new mutation
+    assert match("values", program_names(p), known) is None                 # another check
+
+
+def test_known_matching_reads_python_names_and_every_check_of_a_case():
+    """A fuzz op is matched by the names its source uses (``_Double.apply`` -> ``apply``), a
+    crash inside AOT autograd by its stem alone, and a case by any of its divergences' checks
+    (row 32's corpus case fails on values first, and on the generator's state too)."""
+    custom = _program(Statement("double_fn", ("a0",), "v0"))
+    assert program_names(custom) == {"apply"}
+    cached = KnownCase("custom_function.called_twice", "cache miss",
+                       frozenset({"apply", "Scale", "sum"}), "r")
+    assert match("cache miss", program_names(custom), [cached]) is cached
+    crash = "crash in aot_autograd: AssertionError: outs_to_grad length [...] != tangents length [...]"
+    pinned = KnownCase("regressions.x", crash, frozenset({"t_", "setitem"}), "r")
+    other = _program(Statement("add_", ("a0", 1.0)), Statement("fill_", ("a0", 0.0)), returns=())
+    assert match(crash, program_names(other), [pinned]) is pinned
+    rng = KnownCase("rng.unused_draw", "values", frozenset({"rand"}), "r",
+                    frozenset({"values", "random state"}))
+    draw = _program(Statement("rand_like", ("a0",), "v0"))
+    assert program_names(draw) == set()                     # a draw computes: nothing required
+    assert match("random state", program_names(draw), [rng]) is rng   # the check says it all
+    assert match("values", program_names(draw), [rng]) is None        # values need names
+    assert check_kind(["random generator state after the call differs from eager's"]) == "random state"
 
 
 # ------------------------------------------------------------------ planted engines
@@ -205,3 +230,20 @@ def test_extensions_are_off_by_default():
         assert not ops & {"to", "gt", "size", "double_fn", "rand_like", "set_"}
         assert not any(s.region for s in p.statements)
     draw()
+
+
+def test_known_matching_falls_back_to_op_kinds_and_reads_subscripts():
+    """Row 6 (a no_grad view returned with a grad_fn) is pinned with ``view``; a fuzz finding
+    with a no_grad ``select`` is the same cause. Indexing shows in bytecode, not names."""
+    from aotcheck.fuzz.known import code_names
+    pinned = KnownCase("views.no_grad_view", "autograd metadata",
+                       frozenset({"no_grad", "view"}), "r")
+    p = _program(Statement("select", ("a0", 0, 0), "v0", no_grad=True))
+    assert program_names(p) == {"no_grad", "select"}
+    assert match("autograd metadata", program_names(p), [pinned]) is pinned
+    q = _program(Statement("select", ("a0", 0, 0), "v0"), Statement("t_", ("a0",)))
+    assert match("autograd metadata", program_names(q), [pinned]) is None  # a metadata op more
+
+    def f(x, v):
+        x[0] = v[1:]
+    assert {"setitem", "slice"} <= code_names(f)

@@ -24,6 +24,7 @@ first difference's kind, so that duplicates collapse.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -140,18 +141,19 @@ def _run(fn, make_inputs, backward: bool):
     bw_err = None
     if backward:
         flat_args = pytree.tree_leaves((inp.args, inp.kwargs))
-        terms = []
-        for k, t in enumerate(_tensors(out)):
-            if t.requires_grad and t.is_floating_point():
-                terms.append((t * _cotangent(t, k)).sum())
-        for k, a in enumerate(flat_args):
-            if isinstance(a, torch.Tensor) and a.requires_grad and not a.is_leaf and a.is_floating_point():
-                terms.append((a * _cotangent(a, 100 + k)).sum())
-        if terms:
-            try:
+        try:    # building the loss is autograd's work too: eager raises there for a view made
+            terms = []   # in inference mode whose base was written outside it
+            for k, t in enumerate(_tensors(out)):
+                if t.requires_grad and t.is_floating_point():
+                    terms.append((t * _cotangent(t, k)).sum())
+            for k, a in enumerate(flat_args):
+                if isinstance(a, torch.Tensor) and a.requires_grad and not a.is_leaf \
+                        and a.is_floating_point():
+                    terms.append((a * _cotangent(a, 100 + k)).sum())
+            if terms:
                 torch.autograd.backward(sum(terms))
-            except Exception as e:  # noqa: BLE001
-                bw_err = e
+        except Exception as e:  # noqa: BLE001
+            bw_err = e
     return inp, out, None, bw_err
 
 
@@ -227,6 +229,11 @@ def _first_line(e: BaseException) -> str:
         return ""
     if lines[0].endswith("raised:") and len(lines) > 1:
         return f"{lines[0]} {lines[1]}"
+    # Dynamo's fake-tensor failures say "RuntimeError when making fake tensor call" first and
+    # the op's own error later ("... got RuntimeError('expand: ...')"): that names the cause
+    inner = re.search(r"failed to run FX node with fake tensors: .*?: got (\w+)\((.*)", str(e))
+    if inner:
+        return f"{lines[0]}: {inner.group(1)}: {inner.group(2).strip(chr(39) + chr(34))[:200]}"
     return lines[0]
 
 
@@ -249,8 +256,9 @@ def _compare_value(d, where, a, b, rtol, atol, grads: bool):
     if grads:
         if a.is_leaf != b.is_leaf:
             d.append(f"{where} is_leaf: eager {a.is_leaf}, compiled {b.is_leaf}")
-        if (a.grad_fn is None) != (b.grad_fn is None):
-            d.append(f"{where} grad_fn: eager {type(a.grad_fn).__name__}, compiled {type(b.grad_fn).__name__}")
+        fa, fb = _grad_fn_name(a), _grad_fn_name(b)
+        if (fa == "NoneType") != (fb == "NoneType") or fa.startswith("raises") != fb.startswith("raises"):
+            d.append(f"{where} grad_fn: eager {fa}, compiled {fb}")
     if type(a) is not type(b) and not {type(a), type(b)} <= {torch.Tensor, torch.nn.Parameter}:
         d.append(f"{where} type: eager {type(a).__name__}, compiled {type(b).__name__}")
         return
@@ -263,6 +271,15 @@ def _compare_value(d, where, a, b, rtol, atol, grads: bool):
     msg = _close(a, b, rtol, atol)
     if msg:
         d.append(f"{where} values: {msg}")
+
+
+def _grad_fn_name(t: torch.Tensor) -> str:
+    """The type name of ``t.grad_fn``, or what reading it raised: eager raises for a view made
+    in inference mode whose base was then written in normal mode."""
+    try:
+        return type(t.grad_fn).__name__
+    except RuntimeError as e:
+        return f"raises RuntimeError ({_first_line(e)[:60]})"
 
 
 def _addressing_strides(t: torch.Tensor) -> tuple:
@@ -313,7 +330,6 @@ def _signature(d: list[str]) -> str:
     """A short stem of the first difference, with numbers removed, for deduplication."""
     if not d:
         return ""
-    import re
     first = d[0].split(":")[0] if not d[0].startswith("compiled raised") else d[0][:80]
     return re.sub(r"\d+", "N", first)
 

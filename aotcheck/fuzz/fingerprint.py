@@ -7,7 +7,8 @@ stem. A fingerprint has two parts:
 - ``check``: which check failed, from the first divergence: ``values``, ``aliasing``,
   ``mutation`` (an argument after the call), ``grad values``, ``grad presence`` (None against a
   tensor), ``requires_grad``, ``autograd metadata`` (is_leaf, grad_fn), ``layout`` (shape,
-  stride, dtype), ``output mutation`` (mutating an output in place), ``structure``, or
+  stride, dtype), ``output mutation`` (mutating an output in place), ``structure``,
+  ``random state`` (the default generator after the call), ``cache miss``, or
   ``crash in <component>: <error stem>`` where the component is dynamo, aot_autograd, inductor,
   the compiled forward or the backward;
 - ``skeleton``: the ops of the (shrunk) program in order, each with the region it ran in, and
@@ -27,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-VERSION = 2     # bump when check_kind changes: cached fingerprints of known cases are redone
+VERSION = 4     # bump when check_kind changes: cached fingerprints of known cases are redone
 
 _FIELDS = (  # (pattern in the first divergence, check kind); the first match wins
     (r"^output structure", "structure"),
@@ -46,6 +47,7 @@ _FIELDS = (  # (pattern in the first divergence, check kind); the first match wi
     (r"^output \d+: eager", "non-tensor output"),
     (r"cached run did not hit|expected cache hits only", "cache miss"),
     (r"^global state leaked", "global state leak"),
+    (r"^random generator state after the call", "random state"),
     (r"^oracle raised", "oracle error"),
 )
 
@@ -116,9 +118,3 @@ class Fingerprint:
 
     def to_dict(self) -> dict:
         return {"stage": self.stage, "check": self.check, "skeleton": self.skeleton}
-
-
-def ops_of(program) -> set[str]:
-    """The ops of ``program`` and the grad-mode regions they run in (as Python names them)."""
-    return {stmt.op for stmt in program.statements} | {_region(s) for s in program.statements
-                                                       if _region(s)}

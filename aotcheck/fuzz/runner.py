@@ -44,7 +44,7 @@ from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
 
 from ..check.oracle import check
 from ..errors import DOCUMENTED_LIMITS
-from .fingerprint import Fingerprint, check_kind, ops_of, skeleton
+from .fingerprint import Fingerprint, check_kind, skeleton
 from .inflight import InFlight
 from .programs import Program
 from .strategies import AOTCHECK_EXTENSIONS, EXTENSIONS, programs
@@ -133,9 +133,11 @@ def run_outcome(program: Program, engine, cached: bool, warm=None) -> Outcome:
                 _leak(before)
                 return Outcome([f"oracle raised {type(e).__name__}: {e}"], "cold")
         leak = _leak(before)
-        if leak:
-            return Outcome([f"global state leaked from the compiled call: {leak}"]
-                           + list(report.divergences), "cold")
+        if leak:    # after a crash, the crash is the cause (row 38's failed compile, row 39)
+            leaked = [f"global state leaked from the compiled call: {leak}"]
+            crashed = report.divergences[:1] if report.divergences and \
+                report.divergences[0].startswith("compiled raised") else []
+            return Outcome(crashed + leaked + list(report.divergences[len(crashed):]), "cold")
         if engine.name in _DYNAMO_ENGINES and cold.graphs == 0:
             return Outcome(artefact="Dynamo captured no graph (no tensor op): nothing reached "
                                     "AOT autograd")
@@ -436,11 +438,11 @@ def fuzz(engine_name: str = "aotcheck", examples: int = 200, seed: int = 0, cach
         worker.close()
     _merge(result)
     if match_known:
-        from .known import known_cases, match
+        from .known import known_cases, match, program_names
         cache = None if out is None else Path(out) / f"known_{engine_name}.json"
         known = known_cases(engine_name, cache)
         for f in result.findings.values():
-            k = match(f.fingerprint.check, ops_of(f.program), known)
+            k = match(f.fingerprint.check, program_names(f.program), known)
             f.known = k.case_id if k else ""
     result.seconds = time.perf_counter() - t0
     if out is not None:
@@ -520,17 +522,23 @@ def slug(signature: str) -> str:
     return s[:60] or "failure"
 
 
+def _one_line(text: str) -> str:
+    """``text`` with its line breaks folded, for a ``#`` comment (a message can span lines)."""
+    return " ".join(text.split())
+
+
 def write_reproducers(result: FuzzResult, out: Path) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = {}
     summary = []
     for i, (sig, f) in enumerate(sorted(result.findings.items())):
         path = out / f"repro_{i:02d}_{slug(sig)}.py"
+        first = f.divergences[0][:200] if f.divergences else ""
         header = (f"# aotcheck fuzz: engine={result.engine} seed={result.seed} "
                   f"shard={result.shard[0] + 1}/{result.shard[1]}\n"
-                  f"# fingerprint: {sig}\n"
+                  f"# fingerprint: {_one_line(sig)}\n"
                   f"# {'known: ' + f.known if f.known else 'NEW'}; seen {f.count} time(s); "
-                  f"first divergence: {f.divergences[0][:200] if f.divergences else ''}\n"
+                  f"first divergence: {_one_line(first)}\n"
                   f"# program: {f.program.to_json()}\n")
         path.write_text(header + f.program.to_source(engine=result.engine))
         paths[sig] = path
@@ -543,7 +551,7 @@ def write_reproducers(result: FuzzResult, out: Path) -> dict[str, Path]:
         path = out / f"refused_{i:02d}_{slug(lim)}.py"
         header = (f"# aotcheck fuzz: engine={result.engine} seed={result.seed}\n"
                   f"# refused with a documented limit ({result.refused_by[lim]} program(s)): "
-                  f"{lim}\n")
+                  f"{_one_line(lim)}\n")
         path.write_text(header + f.program.to_source(engine=result.engine))
         paths["refused: " + lim] = path
     (out / "findings.json").write_text(json.dumps(

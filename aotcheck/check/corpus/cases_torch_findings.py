@@ -173,3 +173,44 @@ def fuzz_custom_function_graph_never_cached():
         x = _randn((3,), 25).requires_grad_()
         return Inputs((x,), leaves=(x,))
     return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "torch_finding", "metadata_mutation", "python_values"),
+      xfail_engines={"torch": "the shape read after an in-place unsqueeze_ of an intermediate is the shape "
+                              "before it (Dynamo, any backend): silently wrong, docs/findings.md row 42"})
+def fuzz_shape_read_after_in_place_unsqueeze():
+    """``v.unsqueeze_(0)`` on an intermediate, then ``v.shape``: under torch.compile the shape is
+    the one from before the unsqueeze_ (``torch.Size([3, 2])``, eager ``[1, 3, 2]``), with any
+    backend (``backend="eager"`` too), while the tensor itself has the new shape. A view of an
+    input or a ``detach()`` of one gives the same. Found by ``aotcheck fuzz --engine torch
+    --minutes 10 --seed 31`` (``v1 = a3.detach(); v1.unsqueeze_(0); return (v1.shape,)``)."""
+    def f(x):
+        v = x * 2
+        v.unsqueeze_(0)
+        return (v.shape, v + 1)
+
+    def make():
+        x = _randn((3, 2)).requires_grad_()
+        return Inputs((x,), leaves=(x,))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "torch_finding", "input_mutation", "as_strided"),
+      xfail_engines={"torch": "compile fails (BackendCompilerFailed): 'as_strided_scatter: ... out of bounds "
+                              "for storage of size 4', docs/findings.md row 43"})
+def fuzz_as_strided_of_an_element_argument_mutated():
+    """An argument that is one element of a base (``b[1]``, storage offset 1), viewed with
+    ``as_strided`` at storage offset 0 so that the view covers the whole storage, then mutated
+    through that view: eager doubles ``b[0]`` and ``b[1]``. AOT autograd writes the mutation back
+    with ``as_strided_scatter`` onto the argument itself, whose one element is too small for the
+    view, and compiling fails ("requiring a storage size of 8 are out of bounds for storage of
+    size 4"); aot_function too. Found by ``aotcheck fuzz --engine torch --minutes 10 --seed 31``
+    (``as_strided``, ``squeeze``, ``clamp_``)."""
+    def f(x, b):
+        x.as_strided((2,), (1,), 0).mul_(2)
+        return (b + 0,)
+
+    def make():
+        b = torch.arange(2.0)
+        return Inputs((b[1], b))
+    return f, make
