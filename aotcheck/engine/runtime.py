@@ -221,10 +221,19 @@ class CompiledArtifact:
         for o in meta.outputs:
             k = o.kind
             if o.new_leaf >= 0:
+                # NOTE [new grad leaves]: a "view" leaf already shares the argument's memory; a
+                # "fresh" one (requires_grad_ on a detach of a fresh value or of a view of an
+                # intermediate) gets the value the graph computed for it
                 t = grad_leaves[o.new_leaf]
-                if k == FRESH:
+                if meta.new_leaves[o.new_leaf][0] == "fresh":
+                    if o.graph_output >= 0:
+                        value = values[self._slot[o.graph_output]]
+                    elif k == ALIAS_OF_INTERMEDIATE:
+                        value = _alias(values[self._slot[meta.intermediate_bases[o.source]]], o)
+                    else:
+                        raise AssertionError(f"output {o.index}: a new leaf with no value")
                     with torch.no_grad():
-                        t.copy_(values[self._slot[o.graph_output]])
+                        t.copy_(value)
                 out[o.index] = t
             elif k == FRESH:
                 t = values[self._slot[o.graph_output]]
@@ -432,13 +441,19 @@ def _make_grad_leaves(specs, leaves: list) -> list:
     out = []
     for kind, src, shape, stride, offset, dtype in specs:
         if kind == "view":
-            with torch.no_grad():
-                t = leaves[src].as_strided(shape, stride, offset)
+            # a detach() shares the argument's memory and version counter, as eager's
+            # ``a.detach()`` does; a no_grad view would carry a creation mode that makes
+            # autograd raise after a later write of the argument
+            t = leaves[src].detach()
+            if (tuple(t.shape), tuple(t.stride()), t.storage_offset()) != \
+                    (tuple(shape), tuple(stride), offset):
+                t = t.as_strided(shape, stride, offset)
         else:
             t = _restride(torch.empty(0, dtype=getattr(torch, dtype), device=device), shape, stride,
                           offset, fill=False)
-        if not t.requires_grad:
-            t.requires_grad_()
+        # always: a no_grad view of an argument that requires grad reports requires_grad True
+        # through its base, yet has no gradient edge until requires_grad_() gives it one
+        t.requires_grad_()
         out.append(t)
     return out
 

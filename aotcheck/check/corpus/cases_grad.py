@@ -338,6 +338,40 @@ def requires_grad_on_intermediate_returned():
     return f, seeded(_plain_and_leaf)
 
 
+@case("requires_grad_modes", mode="training", tags=("requires_grad_", "detach"))
+def requires_grad_on_detach_of_grad_argument_returned():
+    """A detach() of a grad-requiring non-leaf argument made a leaf that requires grad: it gets
+    .grad from the other output. aotcheck's runtime made it as a no_grad view of the argument,
+    which reports requires_grad through its base but had no gradient edge (no .grad; fuzz
+    seed 1, 8 programs of 10,000)."""
+    def f(x):
+        v = x.detach()
+        v.requires_grad_()
+        return v * 2, v
+
+    def make():
+        w = leaf(2, 3)
+        return Inputs((w * 1.5,), leaves=(w,))
+    return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="training", tags=("requires_grad_", "detach", "aliased_inputs"))
+def requires_grad_on_detach_of_product_of_two_rows():
+    """``(a1 @ a0).detach().requires_grad_()`` with two rows of one base: the new leaf is a view
+    of an intermediate, and the runtime returned it without its value (uninitialised memory;
+    fuzz seed 1)."""
+    def f(a0, a1):
+        v = torch.matmul(a1, a0).detach()
+        v.requires_grad_()
+        return (v, v * 3)
+
+    def make():
+        w = leaf(2, 3)
+        b = w * 1.0
+        return Inputs((b[0], b[1]), leaves=(w,))
+    return f, seeded(make)
+
+
 @case("requires_grad_modes", mode="training", tags=("requires_grad_", "factory"))
 def factory_with_requires_grad_inside():
     def f(x):
