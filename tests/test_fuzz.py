@@ -152,8 +152,9 @@ def test_known_case_matching_never_runs_a_case_recorded_as_crashing(monkeypatch)
     def no_run(*a, **k):
         raise AssertionError("a case recorded as crashing the process was run")
     monkeypatch.setattr(engines, "outcome", no_run)
-    [k] = known.known_cases("torch")
+    k, *elsewhere = known.known_cases("torch")
     assert (k.case_id, k.check) == (case, "crash")
+    assert elsewhere == known.pinned_elsewhere("torch")     # rows pinned outside the corpus
 
 
 class _RaisesOnManyLines(AotcheckEngine):

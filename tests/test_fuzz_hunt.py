@@ -247,3 +247,80 @@ def test_known_matching_falls_back_to_op_kinds_and_reads_subscripts():
     def f(x, v):
         x[0] = v[1:]
     assert {"setitem", "slice"} <= code_names(f)
+
+
+def _two_graphs(x, y):
+    y.mul_(2)
+    a = x.sin() * y
+    torch._dynamo.graph_break()
+    return a.cos(), x.t()
+
+
+def _two_graphs_inputs():
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(3, 3, generator=g, requires_grad=True), torch.randn(3, generator=g)
+
+
+def _run_and_backward(fn):
+    x, y = _two_graphs_inputs()
+    out = fn(x, y)
+    out[0].sum().backward()
+    return out, x.grad, y
+
+
+def test_the_cached_run_reuses_dynamo_trace_and_loads_every_graph_from_the_cache(tmp_path):
+    """NOTE [the cached run reuses Dynamo's trace]: the fuzzer's in-process cached run compiles
+    the graphs of the cold run's trace again, with in-memory caches cleared. Every graph must be
+    looked up and loaded (hits, no misses), Dynamo must not trace again, and the results must
+    be eager's."""
+    from torch._dynamo.utils import counters
+
+    from aotcheck.targets.engines import get_engine
+    eng = get_engine("torch")
+    with eng.measure() as cold:
+        compiled = eng.compile_cached(_two_graphs, tmp_path, record=True)
+        _run_and_backward(compiled)
+    assert (cold.misses, cold.saves, cold.hits) == (2, 2, 0)
+    frames = counters["frames"]["total"]
+    with eng.measure() as cached:
+        out, grad, y = _run_and_backward(eng.recompile_cached(compiled, _two_graphs, tmp_path))
+    assert (cached.hits, cached.misses, cached.bypasses) == (2, 0, 0)
+    assert counters["frames"]["total"] == frames, "Dynamo traced the function again"
+    e_out, e_grad, e_y = _run_and_backward(_two_graphs)
+    for a, b in zip((*out, grad, y), (*e_out, e_grad, e_y)):
+        torch.testing.assert_close(a, b)
+
+
+def test_the_reused_trace_misses_when_the_cache_lost_its_entries(tmp_path):
+    """The shortcut skips Dynamo, never the cache: with the saved entries gone, the cached run's
+    compiles are misses (the fuzzer reports 'cached run did not hit'). ``retrace_cached`` traces
+    again instead, and misses the same way."""
+    import shutil
+
+    from aotcheck.targets.engines import get_engine
+    eng = get_engine("torch")
+    for retrace in (False, True):
+        d = tmp_path / str(retrace)
+        compiled = eng.compile_cached(_two_graphs, d, record=True)
+        _run_and_backward(compiled)
+        shutil.rmtree(d)
+        d.mkdir()
+        eng.retrace_cached = retrace
+        try:
+            with eng.measure() as cached:
+                _run_and_backward(eng.recompile_cached(compiled, _two_graphs, d))
+        finally:
+            eng.retrace_cached = False
+        assert (cached.hits, cached.misses) == (0, 2), (retrace, cached)
+
+
+def test_findings_pinned_outside_the_corpus_are_known_too():
+    """Row 38 is pinned in tests/test_torch_findings_fuzz.py (its failure breaks the process), so
+    no corpus case carries it; a fuzz crash with its message must still match it."""
+    from aotcheck.fuzz.known import pinned_elsewhere
+    first = ("compiled raised BackendCompilerFailed: backend='aot_eager' raised: RuntimeError: "
+             "Cannot set version_counter for inference tensor")
+    p = _program(Statement("narrow", ("a0", 1, 0, 1), "v0", region="inference_mode"))
+    k = match(check_kind([first]), program_names(p), pinned_elsewhere("torch"))
+    assert k is not None and "row 38" in k.case_id
+    assert pinned_elsewhere("torch-aot-function") == []

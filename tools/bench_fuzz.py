@@ -1,10 +1,12 @@
 """Fuzzer throughput: programs per second for each part of a fuzz run.
 
-Usage: python tools/bench_fuzz.py [N] [--engine torch] [--extensions all|none]
+Usage: python tools/bench_fuzz.py [N] [--engine torch] [--extensions all|none] [--retrace-cached]
 Prints, over the same N generated programs (seeded, after a warm-up of 10 not counted):
 generation alone (drawing a program executes it on real tensors), eager forward+backward,
 compiled cold (compile into an empty cache + oracle), compiled cached (a second, fresh compile
-from the filled cache + oracle), and the whole loop, as the fuzz runner does it
+from the filled cache + oracle; for the torch engine the graphs of the cold run's trace compiled
+again, NOTE [the cached run reuses Dynamo's trace], or with ``--retrace-cached`` a second Dynamo
+trace), and the whole loop, as the fuzz runner does it
 (``aotcheck.fuzz.runner.run_outcome``, with the runner's GC settings). Each row gives wall-clock
 and CPU-time (this process) rates, and the load average is printed: on a shared machine the
 CPU-time rate is what the machine would give this process alone.
@@ -43,6 +45,7 @@ def main() -> None:
     from aotcheck.targets.engines import get_engine
 
     engine = get_engine(engine_name)
+    engine.retrace_cached = "--retrace-cached" in sys.argv
     ext = default_extensions(engine_name)
     if "--extensions" in sys.argv:
         ext = {"all": "all", "none": ()}[sys.argv[sys.argv.index("--extensions") + 1]]
@@ -77,12 +80,13 @@ def main() -> None:
                         pass
                 with tempfile.TemporaryDirectory() as d:
                     with parts["compiled cold"]:
-                        check(fn, engine.compile_cached(fn, d) if engine.supports_cache
-                              else engine.compile(fn), make)
+                        compiled = engine.compile_cached(fn, d, record=True) if engine.supports_cache \
+                            else engine.compile(fn)
+                        check(fn, compiled, make)
                     _leak(before)
-                    if engine.supports_cache:
+                    if engine.supports_cache:   # as the runner does it (--retrace-cached: traced again)
                         with parts["compiled cached"]:
-                            check(fn, engine.compile_cached(fn, d), make)
+                            check(fn, engine.recompile_cached(compiled, fn, d), make)
                 _leak(before)
                 with parts["whole (runner)"]:
                     run_outcome(p, engine, cached=True)

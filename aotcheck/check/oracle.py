@@ -208,13 +208,16 @@ def check(fn: Callable, compiled_fn: Callable, make_inputs: Callable[[], Inputs]
                     d.append(f"grad of leaf {j}: {msg}")
         # outputs that are leaves requiring grad (made inside the function) accumulate .grad too
         for k, (a, b) in enumerate(zip(e_flat, c_flat)):
-            if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.is_leaf \
-                    and a.requires_grad and not any(a is x for x in e_in.leaves):
-                if (a.grad is None) != (b.grad is None):
+            if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) \
+                    and _autograd_attr(a, "is_leaf") is True and a.requires_grad \
+                    and not any(a is x for x in e_in.leaves):
+                # a compiled output that is not a leaf has no .grad (its is_leaf is reported)
+                gb = b.grad if _autograd_attr(b, "is_leaf") is True else None
+                if (a.grad is None) != (gb is None):
                     d.append(f"grad of output {k} (a leaf): eager "
                              f"{'None' if a.grad is None else 'a tensor'}, compiled "
-                             f"{'None' if b.grad is None else 'a tensor'}")
-                elif a.grad is not None and (msg := _close(a.grad, b.grad, rtol, atol)):
+                             f"{'None' if gb is None else 'a tensor'}")
+                elif a.grad is not None and (msg := _close(a.grad, gb, rtol, atol)):
                     d.append(f"grad of output {k} (a leaf): {msg}")
     if mutate_outputs and not d:
         _check_output_mutation(d, e_flat, c_flat, e_args, c_args)

@@ -22,6 +22,9 @@ def register(sub) -> None:
     p.add_argument("--no-cache", action="store_true", help="cold runs only")
     p.add_argument("--warm", action="store_true", help="also run each program from the cache in "
                    "a second process (a real warm start)")
+    p.add_argument("--retrace-cached", action="store_true", help="torch engines: the cached run "
+                   "traces with Dynamo again, as a second process does (default: it compiles the "
+                   "graphs of the cold run's trace again from the cache; --warm always retraces)")
     p.add_argument("--no-shrink", action="store_true", help="keep the first failing programs")
     p.add_argument("--no-known", action="store_true", help="do not match findings against the "
                    "engine's known failing corpus cases")
@@ -66,8 +69,11 @@ def run(args) -> int:
         if sys.__stderr__ is not None:
             faulthandler.enable(file=sys.__stderr__)
     from ..fuzz.runner import format_summary, fuzz, parse_shard
+    from ..targets.engines import get_engine
     from .progress import Progress
     shard = parse_shard(args.shard)
+    if args.retrace_cached:
+        get_engine(args.engine).retrace_cached = True
     examples = args.examples or (10**9 if args.minutes else 200)
     total = None if examples >= 10**9 else examples
     with Progress(total, f"fuzz {args.engine}", force=args.progress) as bar:

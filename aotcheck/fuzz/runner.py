@@ -126,7 +126,7 @@ def run_outcome(program: Program, engine, cached: bool, warm=None) -> Outcome:
         # the cold run compiles into an empty cache directory (a miss, then a save)
         before = _global_state()
         with engine.measure() as cold:
-            compiled = engine.compile_cached(fn, d) if use_cache else engine.compile(fn)
+            compiled = engine.compile_cached(fn, d, record=True) if use_cache else engine.compile(fn)
             try:
                 report = check(fn, compiled, make)
             except Exception as e:  # noqa: BLE001 - the oracle itself should not raise
@@ -145,8 +145,8 @@ def run_outcome(program: Program, engine, cached: bool, warm=None) -> Outcome:
             return Outcome(list(report.divergences), "cold")
         if not use_cache:
             return Outcome()
-        with engine.measure() as stats:
-            again = check(fn, engine.compile_cached(fn, d), make)
+        with engine.measure() as stats:      # NOTE [the cached run reuses Dynamo's trace]
+            again = check(fn, engine.recompile_cached(compiled, fn, d), make)
         leak = _leak(before)
         if leak:
             return Outcome([f"global state leaked from the compiled call: {leak}"]

@@ -76,9 +76,16 @@ class Engine:
         """A freshly compiled ``fn``, sharing nothing with earlier compiles."""
         raise NotImplementedError
 
-    def compile_cached(self, fn: Callable, cache_dir) -> Callable:
-        """``fn`` compiled through the persistent cache in ``cache_dir`` (fresh in-memory state)."""
+    def compile_cached(self, fn: Callable, cache_dir, record: bool = False) -> Callable:
+        """``fn`` compiled through the persistent cache in ``cache_dir`` (fresh in-memory state);
+        ``record``: the caller will ask ``recompile_cached`` for the cached run."""
         raise NotImplementedError(f"engine {self.name!r} has no persistent cache")
+
+    def recompile_cached(self, compiled: Callable, fn: Callable, cache_dir) -> Callable:
+        """The cached run after ``compiled`` (the cold compile into ``cache_dir``) has run: by
+        default a new ``compile_cached``. The torch engine overrides it (NOTE [the cached run
+        reuses Dynamo's trace])."""
+        return self.compile_cached(fn, cache_dir)
 
     def _snapshot(self):
         return None
@@ -112,7 +119,7 @@ class AotcheckEngine(Engine):
         from ..api import aot_function
         return aot_function(fn)
 
-    def compile_cached(self, fn, cache_dir):
+    def compile_cached(self, fn, cache_dir, record: bool = False):
         from ..api import aot_function
         return aot_function(fn, cache=str(cache_dir))
 
@@ -174,17 +181,72 @@ def _no_guard_profiling():
         guards.profile_guard_manager = old
 
 
+# NOTE [the cached run reuses Dynamo's trace]
+# The fuzzer's cached run asks one thing of AOTAutogradCache: that a fresh compile of the graph
+# Dynamo gave the backend, with no in-memory state, loads what the cold compile saved and runs
+# like it. Dynamo's tracing was 70% of a cold+cached program (cProfile, 40 programs), and a
+# second trace of the same function gives the same graphs. So ``recompile_cached`` keeps
+# Dynamo's compiled code and guards and compiles each recorded graph again, with its example
+# inputs and tracing context, after clearing the in-memory caches: every AOTAutogradCache
+# lookup and load runs as on a warm start. What it skips is Dynamo's second trace; the fuzzer's
+# ``--warm`` run (a new process, NOTE in fuzz/warm.py) and the corpus's cached reports trace
+# afresh. A graph Dynamo compiles during the cached run (a guard failed) goes through the
+# backend as usual, and shows as a miss.
+
+
+class _RecordedGraph:
+    """One graph Dynamo handed to the backend, kept so that the cached run compiles it again."""
+
+    def __init__(self, backend, gm, example_inputs):
+        import torch
+        self.backend, self.gm, self.example_inputs = backend, gm, list(example_inputs)
+        self.context = torch._guards.TracingContext.try_get()
+        self.fn = backend(gm, list(example_inputs))
+
+    def recompile(self) -> None:
+        import torch
+        with torch._guards.tracing(self.context):
+            self.fn = self.backend(self.gm, list(self.example_inputs))
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+
 class _TorchCompiled:
     """``torch.compile(fn, backend=...)`` whose calls run with the cache settings."""
 
-    def __init__(self, fn, cache_dir: str, keep=None, backend: str = "aot_eager"):
+    def __init__(self, fn, cache_dir: str, keep=None, backend: str = "aot_eager",
+                 record: bool = False):
         import torch
         self.fn, self.cache_dir, self._keep = fn, cache_dir, keep   # keep: a TemporaryDirectory
-        self.compiled = torch.compile(fn, backend=backend, fullgraph=False)
+        self.graphs: list[_RecordedGraph] = []
+        if record and backend == "aot_eager":
+            real = torch._dynamo.lookup_backend(backend)
+
+            def record(gm, example_inputs):
+                graph = _RecordedGraph(real, gm, example_inputs)
+                self.graphs.append(graph)
+                return graph
+            record.__name__ = f"{backend}_recorded"   # Dynamo names it in its errors
+            self.compiled = torch.compile(fn, backend=record, fullgraph=False)
+        else:       # Inductor compiles (and changes) the graph module it is given: not reused
+            self.compiled = torch.compile(fn, backend=backend, fullgraph=False)
 
     def __call__(self, *args, **kwargs):
         with _torch_cache_settings(self.cache_dir), _no_guard_profiling():
             return self.compiled(*args, **kwargs)
+
+    def recompiled(self) -> "_TorchCompiled | None":
+        """This function with every recorded graph compiled again from the cache (NOTE [the
+        cached run reuses Dynamo's trace]), or None when nothing was recorded."""
+        if not self.graphs:
+            return None
+        from torch._inductor.utils import clear_caches
+        clear_caches()
+        with _torch_cache_settings(self.cache_dir), _no_guard_profiling():
+            for graph in self.graphs:
+                graph.recompile()
+        return self
 
 
 def _fresh_torch_state() -> None:
@@ -206,9 +268,20 @@ class TorchEngine(Engine):
         tmp = tempfile.TemporaryDirectory(prefix="aotcheck-torch-cold-")
         return _TorchCompiled(fn, tmp.name, keep=tmp, backend=self.backend)
 
-    def compile_cached(self, fn, cache_dir):
+    def compile_cached(self, fn, cache_dir, record: bool = False):
+        """``record``: keep the graphs Dynamo gives the backend, for ``recompile_cached``
+        (the backend is then a wrapper, named ``aot_eager_recorded`` in Dynamo's errors)."""
         _fresh_torch_state()
-        return _TorchCompiled(fn, str(cache_dir), backend=self.backend)
+        return _TorchCompiled(fn, str(cache_dir), backend=self.backend,
+                              record=record and not self.retrace_cached)
+
+    retrace_cached = False      # True: the cached run traces with Dynamo again (``--retrace-cached``)
+
+    def recompile_cached(self, compiled, fn, cache_dir):
+        again = None
+        if isinstance(compiled, _TorchCompiled) and not self.retrace_cached:
+            again = compiled.recompiled()
+        return again if again is not None else self.compile_cached(fn, cache_dir)
 
     def _snapshot(self):
         from torch._dynamo.utils import counters
@@ -270,7 +343,7 @@ class DynamoAotcheckEngine(TorchEngine):
         torch._dynamo.reset()
         return torch.compile(fn, backend="aotcheck")
 
-    def compile_cached(self, fn, cache_dir):
+    def compile_cached(self, fn, cache_dir, record: bool = False):
         import torch
         torch._dynamo.reset()
         return torch.compile(fn, backend="aotcheck", options={"cache": str(cache_dir)})

@@ -214,3 +214,65 @@ def fuzz_as_strided_of_an_element_argument_mutated():
         b = torch.arange(2.0)
         return Inputs((b[1], b))
     return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "torch_finding", "aliased_inputs", "no_grad"),
+      xfail_engines={"torch": "compile fails (BackendCompilerFailed): 'any_leaf=True != all_leaf=False for "
+                              "outer_indices=[0, 1]', docs/findings.md row 44"})
+def fuzz_leaf_and_its_transpose_both_mutated_under_no_grad():
+    """A grad-requiring leaf passed twice, as itself and as its transpose, both mutated under
+    ``no_grad``: compiling fails on an internal assertion, ``any_leaf=True != all_leaf=False for
+    outer_indices=[0, 1]`` (the synthetic base of the two aliases mixes a leaf and a view of it);
+    aot_function too. Eager multiplies the leaf by 4. Found by ``aotcheck fuzz --engine torch
+    --minutes 10 --seed 41`` (``clamp_`` under no_grad, ``a3[:] = a0`` under inference_mode)."""
+    def f(a, at):
+        with torch.no_grad():
+            a.mul_(2)
+            at.mul_(2)
+        return (a + 0,)
+
+    def make():
+        a = _randn((3, 4)).requires_grad_()
+        return Inputs((a, a.t()), leaves=(a,))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "torch_finding", "metadata_mutation", "alias_of_intermediate"),
+      xfail_engines={"torch": "the intermediate transposed in place comes back as a view created inside the "
+                              "compiled Function: mutating it in place raises, docs/findings.md row 45"})
+def fuzz_intermediate_transposed_in_place_then_returned():
+    """An intermediate transposed in place (``t_``) and returned comes back under torch.compile
+    as a view of the compiled Function's output; ``out.mul_(2)`` raises ("Output 0 of
+    CompiledFunction is a view and is being modified inplace"), where eager's is an ordinary
+    tensor. A custom Function that mutates it (``mark_dirty``) after the ``t_`` fails the same
+    way inside the compiled call. The symptom of row 4, reached by a metadata change instead of
+    a write through a view. Found by ``aotcheck fuzz --engine torch --minutes 10 --seed 41``
+    (``v0 = a0.sum(); v0.t_(); _MulTwoInPlace.apply(v0)``)."""
+    def f(x):
+        v = x * 2
+        v.t_()
+        return (v,)
+
+    def make():
+        x = _randn((2, 3)).requires_grad_()
+        return Inputs((x,), leaves=(x,))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "torch_finding", "input_mutation", "as_strided"),
+      xfail_engines={"torch": "compile refuses it: 'encountered a mutation on a view chain of length 2, where "
+                              "view 1 was an as_strided() call' (pytorch/pytorch#104505), docs/findings.md row 46"})
+def fuzz_as_strided_of_a_transpose_mutated():
+    """``x.t().as_strided((2,), (1,), 0).add_(1)``: an as_strided of a view, mutated. torch.compile
+    refuses it by name ("as_strided() is non-compositional, and therefore is not possible to
+    functionalize properly today"), as PyTorch decided in #122502 after the wrong results of
+    #104505; aot_function too. Eager adds 1 to the first two elements of the storage. Found by
+    ``aotcheck fuzz --engine torch --minutes 10 --seed 41`` (``t``, ``as_strided``, a slice,
+    ``add_``)."""
+    def f(x):
+        x.t().as_strided((2,), (1,), 0).add_(1)
+        return (x * 1,)
+
+    def make():
+        return Inputs((_randn((2, 2)),))
+    return f, make
