@@ -74,6 +74,16 @@ def set_override(flag: Flag, value) -> None:
     _overrides[flag.name] = value
 
 
+def overrides() -> dict[str, object]:
+    """This process's overrides by flag name, for a child process to take (``apply_overrides``):
+    a flag in the cache key that differs in the child makes every lookup there miss."""
+    return dict(_overrides)
+
+
+def apply_overrides(values: dict[str, object]) -> None:
+    _overrides.update(values)
+
+
 @contextlib.contextmanager
 def overridden(flag: Flag, value):
     """Force a flag's value inside a ``with`` block; the previous override (or none) returns."""

@@ -11,7 +11,7 @@ from aotcheck.fuzz.fingerprint import check_kind, skeleton
 from aotcheck.fuzz.known import KnownCase, match, program_names
 from aotcheck.fuzz.programs import Base, InputSpec, Program, Statement
 from aotcheck.fuzz.reduce import reduce_program
-from aotcheck.fuzz.runner import fuzz, parse_shard, run_outcome, shard_of, _global_state, _leak
+from aotcheck.fuzz.runner import format_summary, fuzz, parse_shard, run_outcome, shard_of, _global_state, _leak
 from aotcheck.strategies import programs
 from aotcheck.targets.engines import ENGINES, Engine, get_engine
 
@@ -324,3 +324,24 @@ def test_findings_pinned_outside_the_corpus_are_known_too():
     k = match(check_kind([first]), program_names(p), pinned_elsewhere("torch"))
     assert k is not None and "row 38" in k.case_id
     assert pinned_elsewhere("torch-aot-function") == []
+
+
+def test_the_warm_run_loads_in_a_second_process_and_reports_a_miss_there(tmp_path):
+    """``--warm``: each program is also compiled from the cache in a second process. The worker
+    function hits on a directory the cold run filled, and reports a miss (a finding, stage
+    'warm') on one without entries; a whole fuzz run with a real spawned worker passes."""
+    import aotcheck
+    from aotcheck.fuzz import warm
+    p = _program(Statement("mul", ("a0", 2.0), "v0"), Statement("sin", ("v0",), "v1"),
+                 returns=("v1",))
+    fn = p.to_function()
+    filled = tmp_path / "filled"
+    aotcheck.aot_function(fn, cache=str(filled))(*p.make_inputs().args)
+    warm._init("aotcheck")
+    assert warm._run(p.to_json(), str(filled)) == ([], True)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    problems, hit = warm._run(p.to_json(), str(empty))
+    assert not hit and problems and problems[0].startswith("cached run did not hit")
+    r = fuzz("aotcheck", examples=3, seed=5, cached=True, shrink=False, warm=True)
+    assert r.passed == r.examples == 3, format_summary(r)

@@ -10,7 +10,9 @@ compiles the next program while the worker runs this one (the second CPU core).
 A process per program would cost an ``import torch`` (seconds) each. The worker is one process
 that never wrote the entries it loads; before each program ``compile_cached`` resets Dynamo and
 Inductor's in-memory caches (``torch._dynamo.reset()``, ``clear_caches()``, which also forgets
-the cache directory), so each lookup goes to the files, as in a process started afresh.
+the cache directory), so each lookup goes to the files, as in a process started afresh. It takes the fuzzing
+process's flag overrides (``flags.overrides()``): without them, the test suite's CHECK_GRAPHS
+(a cache-key component) made every warm lookup of aotcheck's engine miss.
 """
 from __future__ import annotations
 
@@ -20,9 +22,11 @@ from concurrent.futures import Future, ProcessPoolExecutor
 _ENGINE = None
 
 
-def _init(engine_name: str) -> None:
+def _init(engine_name: str, overrides: dict | None = None) -> None:
     global _ENGINE
+    from .. import flags
     from ..targets.engines import get_engine
+    flags.apply_overrides(overrides or {})  # the fuzzing process's flags (the test suite's CHECK_GRAPHS)
     _ENGINE = get_engine(engine_name)
 
 
@@ -46,7 +50,9 @@ def _run(program_json: str, cache_dir: str) -> tuple[list[str], bool]:
 class WarmWorker:
     def __init__(self, engine_name: str):
         ctx = multiprocessing.get_context("spawn")
-        self.pool = ProcessPoolExecutor(1, mp_context=ctx, initializer=_init, initargs=(engine_name,))
+        from .. import flags
+        self.pool = ProcessPoolExecutor(1, mp_context=ctx, initializer=_init,
+                                        initargs=(engine_name, flags.overrides()))
 
     def submit(self, program, cache_dir: str) -> Future:
         return self.pool.submit(_run, program.to_json(), str(cache_dir))
