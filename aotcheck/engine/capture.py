@@ -133,6 +133,10 @@ PLAIN_WAY_TRACE_ERRORS = (
     "Found a custom (non-ATen) operator whose output has alias annotations: aten::",
     "cannot mutate tensors with frozen storage",
     "you can only change requires_grad flags of leaf variables",
+    # a value that requires grad written into a slice of a bool or integer tensor: eager's
+    # copy_ records no autograd for a non-differentiable dtype; functionalization's
+    # slice_scatter of the two does, and autograd refuses the dtype (fuzz seed 1)
+    "Autograd not support dtype",
 )
 
 
@@ -142,8 +146,9 @@ def is_view_limit(e: Exception) -> bool:
         # an in-place aten op without a functionalization kernel (polygamma_): the second
         # way runs it as its out-of-place twin (storage_views._call); set_() of a view, which
         # functionalization answers by freezing the storage (a later write fails), and
-        # requires_grad_() on an argument, which the first way's non-leaf copies refuse: the
-        # second way traces the function on plain copies, as eager runs it
+        # requires_grad_() on an argument, which the first way's non-leaf copies refuse; a
+        # grad-requiring value written into a bool tensor: the second way traces the function
+        # on plain copies, as eager runs it
         return any(p in str(e) for p in PLAIN_WAY_TRACE_ERRORS)
     return isinstance(e, UnsupportedInputError) and any(p in str(e) for p in VIEW_LIMITS)
 

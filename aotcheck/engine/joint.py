@@ -97,8 +97,11 @@ def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     grad_bases = {meta.intermediate_bases[o.source] for o in meta.outputs
                   if o.kind == ALIAS_OF_INTERMEDIATE and o.requires_grad and o.graph_output < 0}
     gradless = set(meta.intermediate_bases) - grad_bases - other_uses
+    # a bool or integer value can require grad in eager (a grad value copied into a slice of a
+    # bool tensor: CopySlices), but no gradient flows through it: it gets no tangent
     diff = tuple(k for k, c in enumerate(fw)
-                 if meta.candidates[c][2] and c not in replayed_without_grad and c not in gradless)
+                 if meta.candidates[c][2] and _differentiable(meta.candidates[c][1])
+                 and c not in replayed_without_grad and c not in gradless)
     # an argument whose requires_grad_() the function called gets a gradient too (the runtime
     # sets the caller's flag before the compiled function runs)
     set_rg = {captured.plan.sources[i.index][1] for i in meta.inputs
@@ -273,3 +276,9 @@ def _reach(outs: list, diff: tuple, targets: list) -> list[tuple]:
                 per_input[target[id(fn)]].add(pos)
             stack.extend(f for f, _ in fn.next_functions)
     return [tuple(sorted(r)) if r else everything[j] for j, r in enumerate(per_input)]
+
+
+def _differentiable(dtype: str) -> bool:
+    """Can a gradient flow through a value of this dtype (a name such as "float32")?"""
+    t = getattr(torch, dtype, None)
+    return isinstance(t, torch.dtype) and (t.is_floating_point or t.is_complex)

@@ -67,7 +67,8 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
                       dtype=str(o.dtype).replace("torch.", ""), requires_grad=o.requires_grad,
                       is_leaf=o.is_leaf,
                       multi_output_view=o._is_view() and _multi_output_view(o, plain),
-                      grad_dead_end=o._is_view() and _grad_dead_end(o))
+                      grad_dead_end=o._is_view() and _grad_dead_end(o)
+                      and not _base_is_dead_end(o))
         custom = o._is_view() and o.requires_grad and _through_custom_function(o)
         common["custom_view"] = custom
         common["new_leaf"] = (new_leaf_ids or {}).get(id(o), -1)
@@ -215,6 +216,14 @@ def _through_custom_function(o: torch.Tensor) -> bool:
             continue
         stack.extend(f for f, _ in fn.next_functions)
     return False
+
+
+def _base_is_dead_end(o: torch.Tensor) -> bool:
+    """Does the chain end nowhere already at the view's base, an ordinary tensor (``v.sum()`` of a
+    no_grad view ``v``)? Then the output is a plain view of a tensor that requires grad, and
+    mutable in place, not a view chain through a no_grad view (fuzz seed 1)."""
+    base = o._base
+    return base is not None and base.grad_fn is not None and _grad_dead_end(base)
 
 
 def _grad_dead_end(o: torch.Tensor) -> bool:

@@ -509,6 +509,25 @@ def float64():
     return f, seeded(make)
 
 
+@case("dtypes", mode="training", tags=("mutation", "casts"))
+def grad_value_written_into_a_bool_cast():
+    """``m = w.to(torch.bool); m[:, 3] = s`` with ``s`` requiring grad: eager's copy_ records no
+    autograd for a bool tensor; functionalization's slice_scatter of the two does, and autograd
+    refuses the dtype ('Autograd not support dtype: Bool'). The engine takes the second way
+    (plain trace). Found by aotcheck fuzz --seed 1 with nn.Parameter inputs. (``m`` itself,
+    returned, is a bool tensor that requires grad in eager, through CopySlices; the engine
+    returns it without requires_grad: not reproduced yet.)"""
+    def f(s, w):
+        m = w.to(torch.bool)
+        m[:, 3] = s
+        return (w * 2,)
+
+    def make():
+        s, w = torch.nn.Parameter(torch.randn(())), torch.nn.Parameter(torch.randn(2, 4))
+        return Inputs((s, w), leaves=(s, w))
+    return f, seeded(make)
+
+
 @case("dtypes", mode="training")
 def float16_pointwise():
     def f(x, y):

@@ -372,6 +372,24 @@ def requires_grad_on_detach_of_product_of_two_rows():
     return f, seeded(make)
 
 
+@case("requires_grad_modes", mode="training", tags=("no_grad", "alias_of_intermediate"))
+def view_of_a_reduction_of_a_no_grad_view_is_mutable():
+    """``v = a[:, 1]`` under no_grad (a leaf that requires grad, row 18), then
+    ``v.sum().reshape(())``: a plain view of an ordinary tensor whose gradient reaches no input.
+    Eager lets it be mutated in place; aotcheck rebuilt it as a view through a no_grad view,
+    which raises ("a view of a view which was created in no_grad mode"; fuzz seed 1, 5 of its
+    30 failures)."""
+    def f(a):
+        with torch.no_grad():
+            v = a.select(1, 1)
+        return (v.sum().reshape(()), a * 2)
+
+    def make():
+        w = leaf(3, 2, 2)
+        return Inputs((w * 1.5,), leaves=(w,))
+    return f, seeded(make)
+
+
 @case("requires_grad_modes", mode="training", tags=("requires_grad_", "factory"))
 def factory_with_requires_grad_inside():
     def f(x):

@@ -216,7 +216,7 @@ def fuzz_as_strided_of_an_element_argument_mutated():
     return f, make
 
 
-@case("regressions", mode="inference", tags=("fuzz", "torch_finding", "aliased_inputs", "no_grad"),
+@case("regressions", mode="training", tags=("fuzz", "torch_finding", "aliased_inputs", "no_grad"),
       xfail_engines={"torch": "compile fails (BackendCompilerFailed): 'any_leaf=True != all_leaf=False for "
                               "outer_indices=[0, 1]', docs/findings.md row 44"})
 def fuzz_leaf_and_its_transpose_both_mutated_under_no_grad():
