@@ -75,6 +75,8 @@ class OutputInfo:
     new_leaf: int = -1               # it is the grad leaf made inside, meta.new_leaves[k]
     custom_view: bool = False        # a view made by a custom autograd.Function (or a view of
                                      # one): rebuilt as such, gradient through graph_output
+    inference: bool = False          # an inference tensor in eager (made in inference_mode):
+                                     # NOTE [inference outputs] in runtime.py
 
 
 @dataclass(frozen=True)
@@ -228,7 +230,7 @@ def _classify(k, o) -> OutputInfo:
     common = dict(requires_grad=o.requires_grad, is_leaf=o.is_leaf, shape=o.shape,
                   stride=o.stride, offset=o.offset, dtype=o.dtype,
                   multi_output_view=o.multi_output_view, grad_dead_end=o.grad_dead_end,
-                  custom_view=o.custom_view, new_leaf=o.new_leaf)
+                  custom_view=o.custom_view, new_leaf=o.new_leaf, inference=o.inference)
     if o.same_output >= 0:
         return OutputInfo(k, SAME_AS_OUTPUT, o.same_output, **common)
     if o.is_input >= 0:

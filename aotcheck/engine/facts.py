@@ -62,6 +62,7 @@ class OutputFacts:
     new_leaf: int = -1                # it is new grad leaf k (NOTE [new grad leaves])
     custom_view: bool = False         # a view whose autograd chain passes a custom Function
                                       # (NOTE [custom Function views] in outputs.py)
+    inference: bool = False           # an inference tensor (made inside an inference_mode block)
 
 
 @dataclass(frozen=True)

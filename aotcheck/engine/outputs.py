@@ -68,7 +68,7 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
                       is_leaf=o.is_leaf,
                       multi_output_view=o._is_view() and _multi_output_view(o, plain),
                       grad_dead_end=o._is_view() and _grad_dead_end(o)
-                      and not _base_is_dead_end(o))
+                      and not _base_is_dead_end(o), inference=o.is_inference())
         custom = o._is_view() and o.requires_grad and _through_custom_function(o)
         common["custom_view"] = custom
         common["new_leaf"] = (new_leaf_ids or {}).get(id(o), -1)

@@ -108,10 +108,12 @@ class CompiledArtifact:
         # (to True) and after it (to False)
         self._rg_on = [i.index for i in meta.inputs if i.requires_grad_set and i.requires_grad_after]
         self._rg_off = [i.index for i in meta.inputs if i.requires_grad_set and not i.requires_grad_after]
+        self._inference_outputs = [o.index for o in meta.outputs if o.inference]
         self._fresh_slots = None
         if all(o.kind == FRESH for o in meta.outputs) and not self._restride and not meta.mutations \
                 and not meta.metadata_ops and not self._rg_on and not self._rg_off \
-                and not meta.new_leaves and not meta.member_metadata:
+                and not meta.new_leaves and not meta.member_metadata \
+                and not any(o.inference for o in meta.outputs):
             self._fresh_slots = [self._slot[o.graph_output] for o in meta.outputs]
         self._unflatten = _fast_unflatten(out_spec)
 
@@ -292,7 +294,33 @@ class CompiledArtifact:
             if len(waiting) == len(pending):
                 raise AssertionError("output aliases form a cycle")  # capture never makes one
             pending = waiting
+        if self._inference_outputs:
+            _as_inference_tensors(out, self._inference_outputs)
         return out
+
+
+# NOTE [inference outputs]
+# A tensor made inside an ``inference_mode`` block is an inference tensor: outside the block,
+# writing it in place raises, and so does using it in autograd. The graph computes ordinary
+# tensors, so the runtime copies each such output, with the storage it shares with the other
+# such outputs, into inference tensors (under inference_mode), in the same geometry: outputs
+# that were views of one another in eager still share one storage.
+
+
+def _as_inference_tensors(out: list, indices) -> None:
+    copies: dict[int, torch.Tensor] = {}      # storage address -> its copy, as bytes
+    with torch.inference_mode():
+        for k in indices:
+            t = out[k]
+            if not isinstance(t, torch.Tensor) or t.is_inference():
+                continue
+            storage = t.untyped_storage()
+            raw = copies.get(storage.data_ptr())
+            if raw is None:
+                raw = torch.empty(storage.nbytes(), dtype=torch.uint8, device=t.device)
+                raw.copy_(torch.empty(0, dtype=torch.uint8, device=t.device).set_(storage))
+                copies[storage.data_ptr()] = raw
+            out[k] = raw.view(t.dtype).as_strided(t.shape, t.stride(), t.storage_offset())
 
 
 def _restore_member_geometry(leaves: list, members) -> None:

@@ -172,6 +172,31 @@ def inference_mode_region_inside():
     return f, _one_leaf(3)
 
 
+@case("requires_grad_modes", mode="training", tags=("region", "inference_tensor"))
+def inference_mode_value_returned():
+    """A value computed inside an inference_mode block and returned is an inference tensor:
+    writing it in place outside the block raises. aotcheck returned an ordinary tensor (NOTE
+    [inference outputs]); torch.compile does too. Found by aotcheck fuzz --engine torch --seed 31
+    and 41 (``dropout`` and ``mul`` inside inference_mode)."""
+    def f(x):
+        with torch.inference_mode():
+            y = x * 2
+        return y, x + 1
+    return f, _one_leaf(3)
+
+
+@case("requires_grad_modes", mode="inference", tags=("region", "inference_tensor", "alias_of_intermediate"))
+def inference_mode_value_and_its_view_returned():
+    """Two inference tensors that share one storage (``y`` and ``y.view(-1)``, made inside the
+    block): both come back as inference tensors over one storage."""
+    def f(x):
+        with torch.inference_mode():
+            y = x * 2
+            z = y.view(-1)
+        return y, z
+    return f, seeded(lambda: Inputs((rand(2, 3),)))
+
+
 @case("requires_grad_modes", mode="training", tags=("nonleaf",))
 def grad_nonleaf_input():
     def f(a, b):
