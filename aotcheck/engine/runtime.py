@@ -227,13 +227,12 @@ class CompiledArtifact:
                 # "fresh" one (requires_grad_ on a detach of a fresh value or of a view of an
                 # intermediate) gets the value the graph computed for it
                 t = grad_leaves[o.new_leaf]
-                if meta.new_leaves[o.new_leaf][0] == "fresh":
-                    if o.graph_output >= 0:
-                        value = values[self._slot[o.graph_output]]
-                    elif k == ALIAS_OF_INTERMEDIATE:
-                        value = _alias(values[self._slot[meta.intermediate_bases[o.source]]], o)
-                    else:
-                        raise AssertionError(f"output {o.index}: a new leaf with no value")
+                # (another output that *is* this leaf, or an alias of one, gets it as it is)
+                value = None
+                if meta.new_leaves[o.new_leaf][0] == "fresh" and k in (FRESH, ALIAS_OF_INTERMEDIATE):
+                    value = values[self._slot[o.graph_output]] if o.graph_output >= 0 else \
+                        _alias(values[self._slot[meta.intermediate_bases[o.source]]], o)
+                if value is not None:
                     with torch.no_grad():
                         t.copy_(value)
                 out[o.index] = t

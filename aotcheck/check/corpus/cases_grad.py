@@ -397,6 +397,22 @@ def requires_grad_on_detach_of_product_of_two_rows():
     return f, seeded(make)
 
 
+@case("requires_grad_modes", mode="training", tags=("requires_grad_", "detach", "same_output"))
+def requires_grad_on_detached_value_returned_twice():
+    """A new leaf (``requires_grad_()`` on a detached value) returned twice: both outputs are
+    that one leaf. The runtime's second output (the same object) looked for a value of its own
+    and raised (aotcheck fuzz --seed 1, with ``rand_like`` as the value)."""
+    def f(x):
+        v = x.sigmoid().detach()
+        v.requires_grad_()
+        return (v, v, v * 3)
+
+    def make():
+        w = leaf(2, 3)
+        return Inputs((w * 1.0,), leaves=(w,))
+    return f, seeded(make)
+
+
 @case("requires_grad_modes", mode="training", tags=("no_grad", "alias_of_intermediate"))
 def view_of_a_reduction_of_a_no_grad_view_is_mutable():
     """``v = a[:, 1]`` under no_grad (a leaf that requires grad, row 18), then
