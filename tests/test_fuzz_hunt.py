@@ -345,3 +345,21 @@ def test_the_warm_run_loads_in_a_second_process_and_reports_a_miss_there(tmp_pat
     assert not hit and problems and problems[0].startswith("cached run did not hit")
     r = fuzz("aotcheck", examples=3, seed=5, cached=True, shrink=False, warm=True)
     assert r.passed == r.examples == 3, format_summary(r)
+
+
+def test_fuzz_runs_under_pytest_xdist_as_one_test_per_shard(tmp_path):
+    """``pytest --pyargs aotcheck.fuzz.pytest_shards -n 2 --fuzz-engine ...``: two workers, one
+    shard each, disjoint parts of one seeded stream, each shard's programs recorded."""
+    import json
+    import subprocess
+    import sys
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "aotcheck.fuzz.pytest_shards",
+                        "-n", "2", "--fuzz-engine", "aotcheck", "--fuzz-examples", "8",
+                        "--fuzz-seed", "5", "--fuzz-out", str(out), "-p", "no:cacheprovider",
+                        "-q", "-rA"], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "PASSED ::test_fuzz_shard[1/2]" in r.stdout and "PASSED ::test_fuzz_shard[2/2]" in r.stdout
+    a, b = (json.loads((out / f"shard_{k}" / "digests.json").read_text()) for k in (1, 2))
+    assert a and b and not set(a) & set(b)
+    assert len(a) + len(b) == 8

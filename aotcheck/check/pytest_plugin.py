@@ -14,6 +14,17 @@ def pytest_addoption(parser):
                          "(sets AOTCHECK_PARTITIONER for the run)")
     group.addoption("--strict-cache", action="store_true", default=False,
                     help="a miss or bypass where a cache hit is expected fails the test")
+    fuzz = parser.getgroup("aotcheck fuzz", "aotcheck fuzz under pytest (aotcheck.fuzz.pytest_shards)")
+    fuzz.addoption("--fuzz-engine", default=None, help="run aotcheck.fuzz.pytest_shards against "
+                   "this engine (aotcheck, torch, torch-inductor, ...)")
+    fuzz.addoption("--fuzz-shards", type=int, default=None, help="how many shards of the stream "
+                   "(default: pytest-xdist's -n, else 1)")
+    fuzz.addoption("--fuzz-examples", type=int, default=None, help="programs in the whole stream "
+                   "(each shard runs its part; default 200, with --fuzz-minutes no limit)")
+    fuzz.addoption("--fuzz-minutes", type=float, default=None, help="bound each shard's run")
+    fuzz.addoption("--fuzz-seed", type=int, default=0)
+    fuzz.addoption("--fuzz-database", default=None, help="redis://HOST:PORT[/DB] or a directory")
+    fuzz.addoption("--fuzz-out", default=None, help="folder for the shards' reproducers")
     group.addoption("--remote-cache", default=None, metavar="URL",
                     help="a Redis URL (redis://host:port/db) that every persistent cache in the run "
                          "shares (sets AOTCHECK_REMOTE_CACHE for this process)")
