@@ -39,18 +39,6 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def open_database(spec: str | None):
-    """A hypothesis example database from ``--database``."""
-    if not spec:
-        return None
-    if spec.startswith("redis://"):
-        import redis
-        from hypothesis.extra.redis import RedisExampleDatabase
-        return RedisExampleDatabase(redis.Redis.from_url(spec))
-    from hypothesis.database import DirectoryBasedExampleDatabase
-    return DirectoryBasedExampleDatabase(spec)
-
-
 def _extensions(text: str | None) -> dict:
     if text is None:
         return {}
@@ -68,6 +56,7 @@ def run(args) -> int:
     except (io.UnsupportedOperation, AttributeError, ValueError):     # stderr has no file
         if sys.__stderr__ is not None:
             faulthandler.enable(file=sys.__stderr__)
+    from ..fuzz.database import open_database
     from ..fuzz.runner import format_summary, fuzz, parse_shard
     from ..targets.engines import get_engine
     from .progress import Progress

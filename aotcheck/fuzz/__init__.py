@@ -7,6 +7,8 @@
                    failure signature
     inflight.py    the program being run, on disk, so a crash that kills the process
                    leaves its reproducer
+    database.py    the example database the shards share (Redis or a directory)
+    pytest_shards.py  the fuzzer under pytest(-xdist): one test per shard
 
 What it may import: check (the oracle), targets (the engines), the API, errors and
 flags. Nothing from grad or cli.

@@ -44,7 +44,7 @@ def pytest_generate_tests(metafunc):
 
 
 def test_fuzz_shard(fuzz_shard, request):
-    from ..cli.fuzz import open_database
+    from .database import open_database
     from .runner import format_summary, fuzz
     config = request.config
     engine = config.getoption("--fuzz-engine", default=None)
