@@ -6,8 +6,6 @@ never a wrong result), after which the entry is recompiled and replaced.
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import subprocess
 import sys
 import textwrap

@@ -1,6 +1,5 @@
 """The bug-hunting side of the fuzzer (issue 13): fingerprints, artefacts, reduction, shards, a
 shared example database on a real redis-server, and the wider grammar."""
-import hashlib
 import json
 
 import pytest
@@ -11,7 +10,7 @@ from aotcheck.fuzz.fingerprint import check_kind, skeleton
 from aotcheck.fuzz.known import KnownCase, match, program_names
 from aotcheck.fuzz.programs import Base, InputSpec, Program, Statement
 from aotcheck.fuzz.reduce import reduce_program
-from aotcheck.fuzz.runner import format_summary, fuzz, parse_shard, run_outcome, shard_of, _global_state, _leak
+from aotcheck.fuzz.runner import format_summary, fuzz, parse_shard, run_outcome, _global_state, _leak
 from aotcheck.strategies import programs
 from aotcheck.targets.engines import ENGINES, Engine, get_engine
 

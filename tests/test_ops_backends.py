@@ -3,7 +3,6 @@ torch.compile backend and against a directory of user kernels (issue 15)."""
 import contextlib
 import io
 import json
-import textwrap
 
 import pytest
 import torch
