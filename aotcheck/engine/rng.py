@@ -103,7 +103,33 @@ class DrawLikeEager(TorchFunctionMode):
             with torch._C.DisableTorchFunction():
                 buf = torch.empty_like(x, memory_format=torch.contiguous_format)
                 return buf.bernoulli_(p, generator=gen) if gen is not None else buf.bernoulli_(p)
+        if func is torch.Tensor.random_ and _from_to(args, kwargs) is not None:
+            return _random_from_to(args[0], *_from_to(args, kwargs), kwargs.get("generator"))
         return func(*args, **kwargs)
+
+
+def _from_to(args, kwargs):
+    """(from, to) of ``x.random_(from, to)``, or None for the other overloads."""
+    values = list(args[1:3])
+    values += [kwargs[k] for k in ("from", "to")[len(values):] if k in kwargs]
+    if len(values) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return values[0], values[1]
+    return None
+
+
+def _random_from_to(x: torch.Tensor, low: int, high: int, gen) -> torch.Tensor:
+    """``x.random_(low, high)`` as ``x.copy_(low + buf.random_(high - low))``, with ``buf`` an
+    int64 tensor in ``x``'s layout. Both overloads run one kernel (a draw modulo the range, plus
+    the base), so the values and the generator's state are eager's; the overload ``random_.from``
+    cannot be traced: FX writes it as ``aten.random_.from``, a syntax error (``from`` is a
+    Python keyword), which is why functorch's aot_function fails on it (docs/findings.md)."""
+    with torch._C.DisableTorchFunction():
+        buf = torch.empty_like(x, dtype=torch.int64)
+        if gen is not None:
+            buf.random_(high - low, generator=gen)
+        else:
+            buf.random_(high - low)
+        return x.copy_(buf + low)
 
 
 def check_graph_generators(gm: fx.GraphModule) -> None:

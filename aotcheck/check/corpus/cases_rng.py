@@ -106,3 +106,16 @@ def transformer_encoder_layer_train():
         x = leaf(2, 3, 8)
         return Inputs((*params, x), leaves=(*params, x))
     return f, seeded(make)
+
+
+@case("rng", mode="inference", tags=("mutation", "noncontiguous"))
+def random_from_to_in_place():
+    """``random_(low, high)``: the ``random_.from`` overload, which FX cannot write (``from`` is a
+    Python keyword: functorch's aot_function fails with a SyntaxError), drawn as
+    ``random_(high - low)`` into an int64 buffer plus ``low``, the same kernel, so the values and
+    the generator's state are eager's (also on a transposed argument and with ``to=``)."""
+    def f(x, y):
+        y.random_(-3, 1000)
+        z = torch.empty(2, dtype=torch.int64).random_(5, to=9)
+        return x + 1, z, torch.rand(2)
+    return f, seeded(lambda: Inputs((rand(2), rand(3, 4).t())))
