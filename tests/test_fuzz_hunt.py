@@ -362,3 +362,24 @@ def test_fuzz_runs_under_pytest_xdist_as_one_test_per_shard(tmp_path):
     a, b = (json.loads((out / f"shard_{k}" / "digests.json").read_text()) for k in (1, 2))
     assert a and b and not set(a) & set(b)
     assert len(a) + len(b) == 8
+
+
+def test_a_failed_reuse_of_the_trace_falls_back_to_tracing_again(tmp_path, monkeypatch):
+    """The shortcut must never end a run (fuzz seed 51: a recorded fake input could not be faked
+    again, and the AssertionError stopped a 10-minute hunt): the cached run traces again, loads
+    from the cache, and the fallback is counted."""
+    from aotcheck.targets import engines
+    eng = engines.get_engine("torch")
+    compiled = eng.compile_cached(_two_graphs, tmp_path, record=True)
+    _run_and_backward(compiled)
+
+    def broken(self):
+        raise AssertionError("0 != 1")
+    monkeypatch.setattr(engines._RecordedGraph, "recompile", broken)
+    before = eng.recompile_fallbacks
+    with eng.measure() as cached:
+        out, grad, y = _run_and_backward(eng.recompile_cached(compiled, _two_graphs, tmp_path))
+    assert eng.recompile_fallbacks == before + 1
+    assert (cached.hits, cached.misses) == (2, 0)
+    e_out, e_grad, e_y = _run_and_backward(_two_graphs)
+    torch.testing.assert_close(grad, e_grad)

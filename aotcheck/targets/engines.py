@@ -276,11 +276,18 @@ class TorchEngine(Engine):
                               record=record and not self.retrace_cached)
 
     retrace_cached = False      # True: the cached run traces with Dynamo again (``--retrace-cached``)
+    recompile_fallbacks = 0     # cached runs that traced again because the reuse failed
 
     def recompile_cached(self, compiled, fn, cache_dir):
         again = None
         if isinstance(compiled, _TorchCompiled) and not self.retrace_cached:
-            again = compiled.recompiled()
+            try:
+                again = compiled.recompiled()
+            except Exception:  # noqa: BLE001 - the shortcut's own failure: trace again instead
+                # (a recorded fake input that the cold compile changed in place cannot be faked
+                # again, fuzz seed 51); a real cache failure shows in the retraced run too
+                self.recompile_fallbacks += 1
+                again = None
         return again if again is not None else self.compile_cached(fn, cache_dir)
 
     def _snapshot(self):
