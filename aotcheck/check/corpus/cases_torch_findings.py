@@ -276,3 +276,26 @@ def fuzz_as_strided_of_a_transpose_mutated():
     def make():
         return Inputs((_randn((2, 2)),))
     return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "torch_finding", "metadata_mutation", "custom_function"),
+      xfail_engines={"torch": "the custom Function's in-place write of the intermediate after its t_ raises "
+                              "'Output 0 of CompiledFunction is a view and is being modified inplace', "
+                              "docs/findings.md row 45"})
+def fuzz_in_place_custom_function_after_t_of_intermediate():
+    """Row 45 inside the compiled call: an intermediate transposed in place, then doubled in place
+    by a custom Function (``mark_dirty``). Dynamo breaks the graph at the Function; the first
+    graph returns the transposed intermediate as a view of its compiled Function, and the
+    Function's in-place write raises. Found by ``aotcheck fuzz --engine torch --seed 41``
+    (``v0 = a0.sum(); v0.t_(); _MulTwoInPlace.apply(v0)``)."""
+    from .cases_custom_function import DoubleInPlace
+
+    def f(x):
+        v = x * 2
+        v.t_()
+        return (DoubleInPlace.apply(v) + 1,)
+
+    def make():
+        x = _randn((2, 3)).requires_grad_()
+        return Inputs((x,), leaves=(x,))
+    return f, make
