@@ -383,3 +383,32 @@ def test_a_failed_reuse_of_the_trace_falls_back_to_tracing_again(tmp_path, monke
     assert (cached.hits, cached.misses) == (2, 0)
     e_out, e_grad, e_y = _run_and_backward(_two_graphs)
     torch.testing.assert_close(grad, e_grad)
+
+
+def test_a_cached_run_in_which_dynamo_recompiled_is_redone_with_a_fresh_trace(tmp_path):
+    """Fuzz seed 51: on the cached call a guard failed, so Dynamo recompiled a frame in the cold
+    run's state (automatic dynamic shapes) and failed where a fresh trace passes: a cache-only
+    'divergence' that no warm start has. ``reuse_held`` sees the recompile; the runner then
+    redoes the cached run traced afresh, and this program passes."""
+    import json as _json
+
+    from aotcheck.fuzz.programs import Program
+    from aotcheck.targets.engines import get_engine
+    program = Program.from_json(_json.dumps({
+        "schema": 1, "bases": [["b0", [], "float32", True, False, 915],
+                               ["b1", [8, 1], "float32", False, False, 3821]],
+        "inputs": [["a0", "leaf", "same", ["b0"]],
+                   ["a1", "noncontig", "slice", ["b1", {"index": [[None, None, 2]]}]]],
+        "statements": [["unsqueeze", ["a1", 0], "v0", False], ["mul2_fn_", ["a1"], None, False],
+                       ["t", ["a1"], "v2", False], ["mul_", ["v0", "a0"], None, False]],
+        "returns": []}))
+    eng = get_engine("torch")
+    d = tmp_path / "c"
+    compiled = eng.compile_cached(program.to_function(), d, record=True)
+    from aotcheck.check.oracle import check
+    assert check(program.to_function(), compiled, program.make_inputs).ok
+    again = eng.recompile_cached(compiled, program.to_function(), d)
+    check(program.to_function(), again, program.make_inputs)
+    assert not eng.reuse_held(again)               # Dynamo compiled during the reused run
+    out = run_outcome(program, eng, cached=True)
+    assert out.problems == [] and out.hit, out.problems

@@ -8,6 +8,7 @@
     inflight.py    the program being run, on disk, so a crash that kills the process
                    leaves its reproducer
     database.py    the example database the shards share (Redis or a directory)
+    process_state.py  thread-local state a program may leak (checked and repaired); quiet GC
     pytest_shards.py  the fuzzer under pytest(-xdist): one test per shard
 
 What it may import: check (the oracle), targets (the engines), the API, errors and

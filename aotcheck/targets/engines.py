@@ -81,6 +81,11 @@ class Engine:
         ``record``: the caller will ask ``recompile_cached`` for the cached run."""
         raise NotImplementedError(f"engine {self.name!r} has no persistent cache")
 
+    def reuse_held(self, again: Callable) -> bool:
+        """After a run of ``recompile_cached``'s result: was it the warm start it stands for?
+        (NOTE [the cached run reuses Dynamo's trace]; a run that was not is redone afresh)."""
+        return True
+
     def recompile_cached(self, compiled: Callable, fn: Callable, cache_dir) -> Callable:
         """The cached run after ``compiled`` (the cold compile into ``cache_dir``) has run: by
         default a new ``compile_cached``. The torch engine overrides it (NOTE [the cached run
@@ -190,8 +195,10 @@ def _no_guard_profiling():
 # inputs and tracing context, after clearing the in-memory caches: every AOTAutogradCache
 # lookup and load runs as on a warm start. What it skips is Dynamo's second trace; the fuzzer's
 # ``--warm`` run (a new process, NOTE in fuzz/warm.py) and the corpus's cached reports trace
-# afresh. A graph Dynamo compiles during the cached run (a guard failed) goes through the
-# backend as usual, and shows as a miss.
+# afresh. If Dynamo compiles a frame during the cached run (a guard failed), that compile ran in
+# the cold run's Dynamo state (automatic dynamic shapes, for one), which no new process has:
+# ``reuse_held`` says so, and the runner redoes the cached run with a fresh trace (fuzz seed 51:
+# such a recompile failed in Dynamo's fake-tensor run where a fresh trace passes).
 
 
 class _RecordedGraph:
@@ -241,12 +248,23 @@ class _TorchCompiled:
         cached run reuses Dynamo's trace]), or None when nothing was recorded."""
         if not self.graphs:
             return None
+        from torch._dynamo.utils import counters
         from torch._inductor.utils import clear_caches
         clear_caches()
         with _torch_cache_settings(self.cache_dir), _no_guard_profiling():
             for graph in self.graphs:
                 graph.recompile()
+        self.frames_at_reuse = counters["frames"]["total"]
         return self
+
+    frames_at_reuse: int | None = None
+
+    def traced_since_reuse(self) -> bool:
+        """Did Dynamo compile a frame after ``recompiled()`` (a guard failed on the cached
+        call)? Then the run was not a warm start: Dynamo recompiled in the cold run's state (with
+        automatic dynamic shapes, say), which a new process never does."""
+        from torch._dynamo.utils import counters
+        return self.frames_at_reuse is not None and counters["frames"]["total"] != self.frames_at_reuse
 
 
 def _fresh_torch_state() -> None:
@@ -274,6 +292,9 @@ class TorchEngine(Engine):
         _fresh_torch_state()
         return _TorchCompiled(fn, str(cache_dir), backend=self.backend,
                               record=record and not self.retrace_cached)
+
+    def reuse_held(self, again) -> bool:
+        return not (isinstance(again, _TorchCompiled) and again.traced_since_reuse())
 
     retrace_cached = False      # True: the cached run traces with Dynamo again (``--retrace-cached``)
     recompile_fallbacks = 0     # cached runs that traced again because the reuse failed
