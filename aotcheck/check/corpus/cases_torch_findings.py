@@ -299,3 +299,26 @@ def fuzz_in_place_custom_function_after_t_of_intermediate():
         x = _randn((2, 3)).requires_grad_()
         return Inputs((x,), leaves=(x,))
     return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "torch_finding", "aliased_inputs", "as_strided", "no_grad"),
+      xfail_engines={"torch": "compile fails (BackendCompilerFailed): 'outs_to_grad length (2) != tangents "
+                              "length (1)', docs/findings.md row 50"})
+def fuzz_overlapping_view_of_grad_leaf_used_while_another_view_is_zeroed():
+    """Two views of one grad-requiring leaf passed as arguments: an overlapping ``as_strided``
+    view (a stride 0) that the function uses, and a row that it zeroes under ``no_grad``.
+    Compiling fails on the internal assertion ``outs_to_grad length (2) != tangents length (1)``;
+    with a graph break before the use (how the fuzzer found it: a custom Function broke the
+    graph), the compiled call raises 'a leaf Variable that requires grad is being used in an
+    in-place operation' instead. Eager zeroes the row and gives the leaf its gradient. Found by
+    ``aotcheck fuzz --engine torch --minutes 10 --seed 51``."""
+    def f(v0, a1):
+        v1 = v0.relu()
+        with torch.no_grad():
+            a1.zero_()
+        return (v1,)
+
+    def make():
+        b0 = _randn((2, 3, 1, 4), dtype=torch.float64).requires_grad_()
+        return Inputs((b0.as_strided((3, 3), (2, 0), 12), b0[1]), leaves=(b0,))
+    return f, make
