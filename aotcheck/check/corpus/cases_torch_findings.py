@@ -322,3 +322,22 @@ def fuzz_overlapping_view_of_grad_leaf_used_while_another_view_is_zeroed():
         b0 = _randn((2, 3, 1, 4), dtype=torch.float64).requires_grad_()
         return Inputs((b0.as_strided((3, 3), (2, 0), 12), b0[1]), leaves=(b0,))
     return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "torch_finding", "set_", "alias_of_input"),
+      xfail_engines={"torch": "the intermediate set_ onto the argument comes back as the argument itself "
+                              "(out is a), docs/findings.md row 51"})
+def fuzz_intermediate_set_onto_argument_returned():
+    """``v = a * 2; v.set_(a); return v``: eager's ``v`` is its own tensor object over ``a``'s
+    storage; torch.compile returns ``a`` itself (``out is a``), so a later ``out.t_()`` would
+    transpose the caller's argument. Found by ``aotcheck fuzz --engine torch --minutes 10
+    --seed 51`` (``v0 = torch.rand_like(a1)``, ``v0.set_(a1)`` under no_grad; the dropped draw
+    is row 32)."""
+    def f(a):
+        v = a * 2
+        v.set_(a)
+        return (v,)
+
+    def make():
+        return Inputs((_randn((2, 4)),))
+    return f, make
