@@ -341,3 +341,26 @@ def fuzz_intermediate_set_onto_argument_returned():
     def make():
         return Inputs((_randn((2, 4)),))
     return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "torch_finding", "no_grad", "graph_break"),
+      xfail_engines={"torch": "silently wrong gradient: a no_grad view of a grad-requiring leaf that reaches a "
+                              "graph after a graph break gets the leaf a gradient (eager: None), "
+                              "docs/findings.md row 53"})
+def fuzz_no_grad_view_of_a_leaf_used_after_a_graph_break():
+    """``v = w[0]`` under ``no_grad`` (no gradient path to ``w``), a graph break, then ``x * v``:
+    under torch.compile(aot_eager) ``w.grad`` is filled with ``x``'s values, where eager's stays
+    None; ``backend="eager"`` is right, so the graph after the break (AOT autograd, given ``v``
+    as an input) treats the view as differentiable. Found by ``aotcheck fuzz --engine torch
+    --minutes 10 --seed 52`` (a custom Function broke the graph; ``diagonal`` under no_grad,
+    then ``copy_``)."""
+    def f(x, w):
+        with torch.no_grad():
+            v = w[0]
+        torch._dynamo.graph_break()
+        return (x * v,)
+
+    def make():
+        x, w = _randn((3,), 1).requires_grad_(), _randn((2, 3), 2).requires_grad_()
+        return Inputs((x, w), leaves=(x, w))
+    return f, make
