@@ -34,6 +34,10 @@ from aotcheck.targets.engines import ENGINES, Engine, get_engine
     ("backward: only compiled raised RuntimeError: one of the variables needed",
      "crash in backward: RuntimeError: one of the variables needed"),
     ("global state leaked from the compiled call: inference mode off before", "global state leak"),
+    ("compiled raised UnsupportedInputError: the function calls set_() on argument leaf 0",
+     "crash in compiled forward: UnsupportedInputError: the function calls set_[...] on argument leaf N"),
+    ("compiled raised Unsupported: Attempted to call function marked as skipped",
+     "crash in dynamo: Unsupported: Attempted to call function marked as skipped"),
 ])
 def test_check_kind_names_the_check_that_failed(first, kind):
     assert check_kind([first, "later divergences do not count"]) == kind
@@ -412,3 +416,11 @@ def test_a_cached_run_in_which_dynamo_recompiled_is_redone_with_a_fresh_trace(tm
     assert not eng.reuse_held(again)               # Dynamo compiled during the reused run
     out = run_outcome(program, eng, cached=True)
     assert out.problems == [] and out.hit, out.problems
+
+
+def test_the_fingerprint_module_examples_run():
+    import doctest
+
+    from aotcheck.fuzz import fingerprint
+    failures, tried = doctest.testmod(fingerprint)
+    assert tried and not failures

@@ -21,7 +21,7 @@ shrinking, groups whose full fingerprint is equal merge.
     'values'
     >>> check_kind(["compiled raised BackendCompilerFailed: backend='aot_eager' raised: "
     ...             "AssertionError: outs_to_grad length (1) != tangents length (2)"])
-    'crash in aot_autograd: AssertionError: outs_to_grad length (N) != tangents length (N)'
+    'crash in aot_autograd: AssertionError: outs_to_grad length [...] != tangents length [...]'
 """
 from __future__ import annotations
 
@@ -64,8 +64,10 @@ def crash_component(message: str) -> str:
     """Which part of the stack raised, from the oracle's 'compiled raised ...' line."""
     if "BackendCompilerFailed" in message:
         return "inductor" if "backend='inductor'" in message else "aot_autograd"
-    if any(k in message for k in ("Unsupported", "torch._dynamo", "InternalTorchDynamoError",
-                                  "TorchRuntimeError")):
+    # Dynamo's own ``Unsupported``, not aotcheck's ``UnsupportedInputError`` (a named refusal
+    # of aotcheck's engine, which has no Dynamo in front of it)
+    if re.search(r"\bUnsupported\b", message) or any(
+            k in message for k in ("torch._dynamo", "InternalTorchDynamoError", "TorchRuntimeError")):
         return "dynamo"
     return "compiled forward"
 
