@@ -103,8 +103,8 @@ class DrawLikeEager(TorchFunctionMode):
             with torch._C.DisableTorchFunction():
                 buf = torch.empty_like(x, memory_format=torch.contiguous_format)
                 return buf.bernoulli_(p, generator=gen) if gen is not None else buf.bernoulli_(p)
-        if func is torch.Tensor.random_ and _from_to(args, kwargs) is not None:
-            return _random_from_to(args[0], *_from_to(args, kwargs), kwargs.get("generator"))
+        if func is torch.Tensor.random_ and (bounds := _from_to(args, kwargs)) is not None:
+            return _random_from_to(args[0], *bounds, kwargs.get("generator"))
         return func(*args, **kwargs)
 
 
@@ -124,11 +124,7 @@ def _random_from_to(x: torch.Tensor, low: int, high: int, gen) -> torch.Tensor:
     cannot be traced: FX writes it as ``aten.random_.from``, a syntax error (``from`` is a
     Python keyword), which is why functorch's aot_function fails on it (docs/findings.md)."""
     with torch._C.DisableTorchFunction():
-        buf = torch.empty_like(x, dtype=torch.int64)
-        if gen is not None:
-            buf.random_(high - low, generator=gen)
-        else:
-            buf.random_(high - low)
+        buf = torch.empty_like(x, dtype=torch.int64).random_(high - low, generator=gen)
         return x.copy_(buf + low)
 
 

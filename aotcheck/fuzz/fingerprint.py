@@ -95,13 +95,9 @@ def check_kind(divergences: list[str]) -> str:
 def skeleton(program) -> str:
     """The ops of ``program`` in order (region-qualified), after the kinds of its inputs."""
     kinds = ",".join(sorted({spec.kind for spec in program.inputs}))
-    ops = " ".join((f"{region}:" if (region := _region(stmt)) else "") + stmt.op
+    ops = " ".join((f"{stmt.block}:" if stmt.block else "") + stmt.op
                    for stmt in program.statements)
     return f"{kinds} | {ops}" if ops else kinds
-
-
-def _region(stmt) -> str:
-    return getattr(stmt, "region", "") or ("no_grad" if stmt.no_grad else "")
 
 
 @dataclass(frozen=True)

@@ -161,7 +161,6 @@ def known_cases(engine_name: str, cache_path: Path | None = None) -> list[KnownC
                     _, problems = outcome(engine, case, d)
         except Exception as e:  # noqa: BLE001 - a case that crashes the harness is still known
             problems = [f"compiled raised {type(e).__name__}: {e}"]
-        reason = table.get(case_id) or table.get(f"cached:{case_id}", "")
         checks = frozenset(check_kind([p]) for p in problems)
         out.append(KnownCase(case_id, check_kind(problems) if problems else "cached only",
                              code_names(fn), reason, checks))
@@ -186,9 +185,8 @@ def program_names(program) -> frozenset[str]:
     compute (views, mutations, detach, custom Functions, state) and of the regions they run in."""
     names: set[str] = set()
     for stmt in program.statements:
-        region = getattr(stmt, "region", "") or ("no_grad" if stmt.no_grad else "")
-        if region and region != "enable_grad":   # enable_grad inside no_grad: grad mode as usual
-            names.add(region)
+        if stmt.block and stmt.block != "enable_grad":   # enable_grad inside no_grad: grad mode
+            names.add(stmt.block)
         if KIND_OF_OP.get(stmt.op) not in _COMPUTE_KINDS:
             names |= statement_names(stmt.op, stmt.args)
     return frozenset(names)

@@ -211,6 +211,11 @@ class Statement:
     no_grad: bool = False
     region: str = ""                 # "" or one of REGIONS (then no_grad is False)
 
+    @property
+    def block(self) -> str:
+        """The grad-mode block it runs in: "no_grad", one of REGIONS, or "" (none)."""
+        return "no_grad" if self.no_grad else self.region
+
     def line(self) -> str:
         expr = render_expr(self.op, self.args)
         return expr if self.out is None else f"{self.out} = {expr}"
@@ -289,7 +294,7 @@ class Program:
         lines = [f"def f({', '.join(spec.name for spec in self.inputs)}):"]
         current = ""
         for stmt in self.statements:
-            region = "no_grad" if stmt.no_grad else stmt.region
+            region = stmt.block
             if region and region != current:
                 lines += _REGION_LINES[region]
             current = region
