@@ -389,6 +389,51 @@ def test_a_failed_reuse_of_the_trace_falls_back_to_tracing_again(tmp_path, monke
     torch.testing.assert_close(grad, e_grad)
 
 
+def _reshaped_after_the_graph(x, y, b):
+    a = x.sin() + y[0]
+    torch._dynamo.graph_break()
+    y.unsqueeze_(0)         # the graph's real example input changes shape after its compile
+    b.t_()                  # and so does its base (a view is faked with its base)
+    return a.cos(), y
+
+
+def test_the_reuse_gives_recorded_inputs_back_their_geometry(tmp_path):
+    """Dynamo gives the backend the frame's real tensors as example inputs, and the program then
+    changes them in place. The reuse puts back the geometry each input (and its base) had when
+    the graph was compiled; without that AOT autograd could not fake them again (``int(sym)=3
+    != hint=1``, 2 of 100 seeded programs) and every such program traced again. The inputs keep
+    their new geometry afterwards."""
+    from aotcheck.targets import engines
+    eng = engines.get_engine("torch")
+
+    def inputs():
+        g = torch.Generator().manual_seed(0)
+        x = torch.randn(3, 2, generator=g, requires_grad=True)
+        b = torch.randn(2, 2, generator=g)
+        return x, b[:1], b
+
+    def run(fn):
+        x, y, b = inputs()
+        out = fn(x, y, b)
+        out[0].sum().backward()
+        return out, x.grad, y.shape
+    compiled = eng.compile_cached(_reshaped_after_the_graph, tmp_path, record=True)
+    run(compiled)
+    before = eng.recompile_fallbacks
+    kept = compiled.graphs[0].real
+    shapes = [t.shape for t in kept]
+    with eng.measure() as cached:
+        again = eng.recompile_cached(compiled, _reshaped_after_the_graph, tmp_path)
+        assert [t.shape for t in kept] == shapes         # put back as the reuse found them
+        out, grad, shape = run(again)
+    assert eng.recompile_fallbacks == before, "the reuse failed and traced again"
+    assert cached.hits >= 1 and not cached.misses, cached
+    e_out, e_grad, e_shape = run(_reshaped_after_the_graph)
+    assert shape == e_shape == (1, 1, 2)
+    torch.testing.assert_close(grad, e_grad)
+    torch.testing.assert_close(out[0], e_out[0])
+
+
 def test_a_cached_run_in_which_dynamo_recompiled_is_redone_with_a_fresh_trace(tmp_path):
     """Fuzz seed 51: on the cached call a guard failed, so Dynamo recompiled a frame in the cold
     run's state (automatic dynamic shapes) and failed where a fresh trace passes: a cache-only

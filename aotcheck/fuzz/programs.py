@@ -519,8 +519,9 @@ class _Double(torch.autograd.Function):
 class _MulTwoInPlace(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
+        x.mul_(2)
         ctx.mark_dirty(x)
-        return x.mul_(2)
+        return x
 
     @staticmethod
     def backward(ctx, g):

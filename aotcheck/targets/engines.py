@@ -202,21 +202,56 @@ def _no_guard_profiling():
 
 
 class _RecordedGraph:
-    """One graph Dynamo handed to the backend, kept so that the cached run compiles it again."""
+    """One graph Dynamo handed to the backend, kept so that the cached run compiles it again.
+
+    A graph compiled after a graph break gets the frame's real tensors as example inputs, and
+    the program goes on to change them in place (``a.unsqueeze_(0)`` after the break). AOT
+    autograd fakes them again from the symbolic context Dynamo recorded, which then no longer
+    matches their shape (``int(sym)=2 != hint=1``). So the recompile puts each real input's
+    geometry back as it was when the graph was compiled, and afterwards as it found it."""
 
     def __init__(self, backend, gm, example_inputs):
         import torch
         self.backend, self.gm, self.example_inputs = backend, gm, list(example_inputs)
         self.context = torch._guards.TracingContext.try_get()
+        real = [x for x in self.example_inputs if type(x) is torch.Tensor]   # not FakeTensor
+        real += [x._base for x in real if x._base is not None]   # a view is faked with its base
+        self.real = list({id(x): x for x in real}.values())
+        self.geometry = [_geometry(x) for x in self.real]
         self.fn = backend(gm, list(example_inputs))
 
     def recompile(self) -> None:
         import torch
-        with torch._guards.tracing(self.context):
+        with _geometry_as(self.real, self.geometry), torch._guards.tracing(self.context):
             self.fn = self.backend(self.gm, list(self.example_inputs))
 
     def __call__(self, *args):
         return self.fn(*args)
+
+
+def _geometry(t) -> tuple:
+    return tuple(t.shape), t.stride(), t.storage_offset(), t.untyped_storage().nbytes()
+
+
+@contextlib.contextmanager
+def _geometry_as(tensors, geometry):
+    """Give each tensor the (shape, stride, offset) recorded for it, under ``no_grad``, and put
+    back what it had; a tensor whose storage changed size since (``set_``, a resize) is left
+    alone, and the recompile then fails into the runner's fresh trace."""
+    import torch
+    changed = []
+    try:
+        with torch.no_grad():
+            for t, g in zip(tensors, geometry):
+                if _geometry(t) == g or t.untyped_storage().nbytes() != g[3]:
+                    continue
+                changed.append((t, _geometry(t)))
+                t.as_strided_(g[0], g[1], g[2])
+        yield
+    finally:
+        with torch.no_grad():
+            for t, g in reversed(changed):
+                t.as_strided_(g[0], g[1], g[2])
 
 
 class _TorchCompiled:
