@@ -42,6 +42,7 @@ ints, or an ``Index`` (the key of ``x[...]``).
 """
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Union
@@ -364,7 +365,7 @@ class Program:
 
     def make_inputs(self) -> Inputs:
         """Fresh arguments and leaves; equal values on every call."""
-        return self._namespace()["make_inputs"]()
+        return _inputs_maker(self.prelude() + "\n" + self.inputs_source())()
 
     # -- describing -------------------------------------------------------------------------
 
@@ -484,6 +485,16 @@ def _decode(value):
     if isinstance(value, list):
         return tuple(_decode(v) for v in value)
     return value
+
+
+@functools.lru_cache(maxsize=256)
+def _inputs_maker(source: str):
+    """``make_inputs`` of a program's source, compiled once: the oracle calls it for every run
+    of every check, and it only builds tensors from seeds (the function ``f`` is compiled anew
+    for each ``to_function``, so that no two compiles share a code object)."""
+    namespace: dict = {"__name__": "aotcheck_program"}
+    exec(compile(source, "<aotcheck program inputs>", "exec"), namespace)
+    return namespace["make_inputs"]
 
 
 _PRELUDE = '''import sys
