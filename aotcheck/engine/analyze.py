@@ -100,7 +100,8 @@ class ViewMutationMeta:
     inputs: tuple[InputInfo, ...]
     outputs: tuple[OutputInfo, ...]
     mutations: tuple[MutationInfo, ...]
-    member_metadata: tuple[tuple[int, tuple, tuple, int], ...]   # (leaf, shape, stride, offset)
+    # (leaf, shape, stride, offset, storage_source, value_output): NOTE [member storage swaps]
+    member_metadata: tuple[tuple[int, tuple, tuple, int, int, int], ...]
     intermediate_bases: tuple[int, ...]      # graph candidate index of each intermediate base
     candidates: tuple[tuple, ...]    # per graph candidate: (shape, dtype, requires_grad, stride, offset)
     out_tree: str
@@ -123,7 +124,7 @@ class ViewMutationMeta:
             inputs=tuple(InputInfo(**i) for i in d["inputs"]),
             outputs=tuple(OutputInfo(**_tup(o)) for o in d["outputs"]),
             mutations=tuple(MutationInfo(**_tup(m)) for m in d["mutations"]),
-            member_metadata=tuple((m[0], tuple(m[1]), tuple(m[2]), m[3]) for m in d["member_metadata"]),
+            member_metadata=tuple((m[0], tuple(m[1]), tuple(m[2]), *m[3:]) for m in d["member_metadata"]),
             intermediate_bases=tuple(d["intermediate_bases"]),
             candidates=tuple((tuple(c[0]), c[1], c[2], tuple(c[3]), c[4]) for c in d["candidates"]),
             out_tree=d["out_tree"], metadata_ops=_deep_tuple(d.get("metadata_ops", [])),
@@ -219,7 +220,8 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
     outputs = tuple(_classify(k, o) for k, o in enumerate(facts.outputs))
     return ViewMutationMeta(
         tuple(inputs), outputs, mutations,
-        tuple((m.leaf, m.final_shape, m.final_stride, m.final_offset) for m in facts.members),
+        tuple((m.leaf, m.final_shape, m.final_stride, m.final_offset, m.storage_source,
+               m.value_output) for m in facts.members),
         facts.intermediate_outputs, facts.candidates, facts.out_tree, facts.metadata_ops,
         facts.new_leaves)
 

@@ -31,11 +31,15 @@ class InputFacts:
 
 @dataclass(frozen=True)
 class MemberFacts:
-    """A view-member of an alias group whose own metadata changed (e.g. ``a.t_()``)."""
+    """A view-member of an alias group whose own metadata changed (e.g. ``a.t_()``), or
+    whose storage ``set_()`` swapped for another one (NOTE [member storage swaps])."""
     leaf: int
     final_shape: tuple[int, ...]
     final_stride: tuple[int, ...]
     final_offset: int
+    storage_source: int = -1        # -1 the storage it shares; p >= 0 placeholder p's storage
+                                    # at the call; -2 one made inside the function
+    value_output: int = -1          # -2: the candidate holding that storage's final value
 
 
 @dataclass(frozen=True)

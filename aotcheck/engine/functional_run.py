@@ -176,15 +176,10 @@ class FunctionalRun:
                 "that combination, so it refuses it. Pass the arguments without aliasing")
         members = []
         for i, m in member_meta.items():
-            if storage_ref(user[i]) != member_refs[i]:
-                # set_() moved an aliased argument onto another storage: the runtime restores a
-                # member's geometry on the storage it shares, so it cannot replay this
-                raise UnsupportedInputError(
-                    f"the function calls set_() on argument leaf {i}, which shares storage with "
-                    "another argument, onto another storage; aotcheck replays set_() of an "
-                    "aliased argument only onto the storage it shares (pass the arguments "
-                    "without aliasing)")
-            if geometry_of(user[i]) != m:
+            ref = storage_ref(user[i])
+            if ref != member_refs[i]:
+                members.append(_member_swap(i, user[i], ref, start_refs, candidates))
+            elif geometry_of(user[i]) != m:
                 members.append(MemberFacts(i, *geometry_of(user[i])))
         self._work_ids = {id(w) for w in works}
         self.new_leaf_tensors = recorder.new_leaves
@@ -201,6 +196,32 @@ class FunctionalRun:
                          tuple(_freeze(op) for op in recorder.log), recorder.view_replay_hazard(),
                          grad_leaves, custom_function_digests(candidates))
         return candidates, facts, out_spec, wrappers
+
+
+def _member_swap(i: int, t: torch.Tensor, ref, start_refs, candidates: list) -> MemberFacts:
+    """Argument leaf ``i``, a member of an alias group, after ``set_()`` moved it off the
+    storage it shares.
+
+    # NOTE [member storage swaps]
+    ``a1.set_(v)`` with ``a0, a1 = b[0], b[1]``: the synthetic base keeps the group's
+    storage, and ``a1`` now lives elsewhere, so what the function does to ``a0`` afterwards
+    no longer reaches it. The runtime writes the group's base back first, then moves the
+    caller's ``a1``: onto another argument's storage as it was at the call
+    (``storage_source`` q), or onto a storage made inside the function, whose whole final
+    value the graph returns (-2), in ``a1``'s final geometry. As for unaliased arguments
+    (NOTE [storage swaps]), autograd through a swapped storage is not modelled.
+    """
+    source = next((q for q, r in enumerate(start_refs) if r == ref), -2)
+    if t.requires_grad:
+        raise UnsupportedInputError(
+            f"the function calls set_() on argument leaf {i}, which shares storage with another "
+            "argument, onto a storage that requires grad; aotcheck replays set_() of arguments "
+            "that do not require grad onto another argument's storage, their own, or a new one")
+    value_output = -1
+    if source == -2:
+        value_output = len(candidates)
+        candidates.append(_whole_storage(t))
+    return MemberFacts(i, *geometry_of(t), source, value_output)
 
 
 def _swap_refusal(p: int, why: str) -> UnsupportedInputError:

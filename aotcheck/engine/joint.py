@@ -80,6 +80,7 @@ def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
     for o in meta.outputs:
         if o.kind == FRESH or o.graph_output >= 0:
             order.append(o.graph_output)
+    order.extend(m[5] for m in meta.member_metadata if m[4] == -2)   # a member's new storage
     order.extend(meta.intermediate_bases)
     seen: set[int] = set()
     return tuple(c for c in order if not (c in seen or seen.add(c)))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from ..errors import UnsupportedInputError
-from .signature import GroupSpec, Signature, TensorSpec
+from .signature import GroupSpec, Signature, TensorSpec, root_of
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def placeholder_tensors(plan: InputPlan, leaves: list) -> list[torch.Tensor]:
     out = []
     for kind, ref in plan.placeholders:
         t = leaves[ref]
-        out.append(t._base if (kind == "root" and t._base is not None) else t)
+        out.append(root_of(t) if kind == "root" else t)
     return out
 
 

@@ -167,6 +167,7 @@ class CompiledArtifact:
         meta = self.meta
         # A placeholder's new value has its final layout, so its own metadata calls come first;
         # an alias group's base value has the base's layout, so members' calls come after.
+        storages_at_call = [p.untyped_storage() for p in primals] if meta.member_metadata else ()
         if meta.metadata_ops:
             self._replay_metadata(primals, leaves, "placeholder")
         if meta.mutations:
@@ -174,7 +175,8 @@ class CompiledArtifact:
         if meta.metadata_ops:
             self._replay_metadata(primals, leaves, "leaf")
         if meta.member_metadata:
-            _restore_member_geometry(leaves, meta.member_metadata)
+            _restore_member_geometry(leaves, meta.member_metadata, storages_at_call,
+                                     lambda c: values[self._slot[c]])
         return self._outputs(leaves, values, grad_leaves)
 
     def _replay_metadata(self, primals, leaves, which: str):
@@ -308,10 +310,14 @@ class CompiledArtifact:
 
 def _as_inference_tensors(out: list, indices) -> None:
     copies: dict[int, torch.Tensor] = {}      # storage address -> its copy, as bytes
+    made: dict[int, torch.Tensor] = {}        # id of an output -> its inference tensor
     with torch.inference_mode():
         for k in indices:
             t = out[k]
             if not isinstance(t, torch.Tensor) or t.is_inference():
+                continue
+            if id(t) in made:       # ``return v, v``: one tensor twice stays one tensor
+                out[k] = made[id(t)]
                 continue
             storage = t.untyped_storage()
             raw = copies.get(storage.data_ptr())
@@ -319,19 +325,27 @@ def _as_inference_tensors(out: list, indices) -> None:
                 raw = torch.empty(storage.nbytes(), dtype=torch.uint8, device=t.device)
                 raw.copy_(torch.empty(0, dtype=torch.uint8, device=t.device).set_(storage))
                 copies[storage.data_ptr()] = raw
-            out[k] = raw.view(t.dtype).as_strided(t.shape, t.stride(), t.storage_offset())
+            out[k] = made[id(t)] = raw.view(t.dtype).as_strided(t.shape, t.stride(),
+                                                                t.storage_offset())
 
 
-def _restore_member_geometry(leaves: list, members) -> None:
+def _restore_member_geometry(leaves: list, members, storages_at_call, value) -> None:
     """An aliased argument (a member of a synthetic base) whose final geometry its logged
     metadata calls do not give: set_() onto a view of the same storage (``a0.set_(a1)`` with
     ``a0, a1 = b[0], b[1]``) changes it without a swap of storage, and set_ reaches no
-    TorchFunctionMode. It is set to eager's final geometry on the storage it shares."""
-    for leaf, shape, stride, offset in members:
+    TorchFunctionMode. It is set to eager's final geometry on the storage it shares, or on
+    the storage set_() moved it to (NOTE [member storage swaps] in functional_run.py)."""
+    for leaf, shape, stride, offset, source, value_output in members:
         t = leaves[leaf]
-        if (tuple(t.shape), tuple(t.stride()), t.storage_offset()) != (tuple(shape), tuple(stride), offset):
-            with torch.no_grad():
-                t.set_(t.untyped_storage(), offset, shape, stride)
+        if source == -1:
+            if (tuple(t.shape), tuple(t.stride()), t.storage_offset()) == \
+                    (tuple(shape), tuple(stride), offset):
+                continue
+            storage = t.untyped_storage()
+        else:
+            storage = storages_at_call[source] if source >= 0 else value(value_output).untyped_storage()
+        with torch.no_grad():
+            t.set_(storage, offset, shape, stride)
 
 
 def _check_storage_fits(t: torch.Tensor, p: int) -> None:

@@ -197,16 +197,42 @@ def _roots(leaves: list) -> dict[int, list[int]]:
     return {g: m for g, m in groups.items() if len(m) > 1}
 
 
-def _root(t: torch.Tensor) -> torch.Tensor:
-    return t._base if t._base is not None else t
+def root_of(t: torch.Tensor) -> torch.Tensor:
+    """The tensor a view's storage belongs to: its ``._base``, unless ``set_()`` moved the view
+    onto another storage since (``a1 = b[1]; a1.set_(v[2:])`` keeps ``a1._base is b``: a
+    stale base, whose storage ``a1`` no longer shares), then the tensor itself."""
+    b = t._base
+    return b if b is not None and _storage_key(b) == _storage_key(t) else t
+
+
+def _extent(t: torch.Tensor) -> tuple[int, int]:
+    """The storage elements ``t`` reaches: [first, last]."""
+    last = t.storage_offset() + sum((n - 1) * s for n, s in zip(t.shape, t.stride()) if n > 0)
+    return t.storage_offset(), last
+
+
+def _root_member(leaves: list, members: list[int]) -> int:
+    """The member whose root serves as the group's base: the first that requires grad (they
+    must share that root), else the first whose root reaches every member's elements (a
+    member set_() onto part of another one's storage is not inside its stale base)."""
+    grad = [i for i in members if leaves[i].requires_grad]
+    if grad:
+        return grad[0]
+    lo = min(_extent(leaves[i])[0] for i in members)
+    hi = max(_extent(leaves[i])[1] for i in members)
+    for i in members:
+        first, last = _extent(root_of(leaves[i]))
+        if first <= lo and last >= hi:
+            return i
+    return members[0]
 
 
 def _group_specs(leaves: list) -> list[GroupSpec]:
     out = []
     for g, members in _roots(leaves).items():
-        root_member = next((i for i in members if leaves[i].requires_grad), members[0])
-        r = _root(leaves[root_member])
-        common = all(_root(leaves[i]) is r for i in members if leaves[i].requires_grad)
+        root_member = _root_member(leaves, members)
+        r = root_of(leaves[root_member])
+        common = all(root_of(leaves[i]) is r for i in members if leaves[i].requires_grad)
         out.append(GroupSpec(g, tuple(members), root_member, common, tuple(r.shape), tuple(r.stride()),
                              r.storage_offset(), r.requires_grad, r.is_leaf))
     return out

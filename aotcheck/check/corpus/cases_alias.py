@@ -655,3 +655,63 @@ def same_tensor_twice_both_returned():
         x = leaf(3)
         return Inputs((x, x), leaves=(x,))
     return f, seeded(make)
+
+
+# ---------------------------------------------------------------- set_() of an aliased argument
+# NOTE [member storage swaps] (engine/functional_run.py): two rows of one tensor passed as two
+# arguments, and set_() moves one of them off the storage they share. What the function then
+# does to the other no longer reaches it (fuzz seed 19, all extensions).
+
+@case("input_mutation", mode="inference", tags=("set_", "alias"))
+def set_an_aliased_argument_onto_a_new_storage():
+    def f(a0, a1):
+        v0 = a0.sigmoid()
+        a1.set_(v0)
+        a0.fill_(2.0)
+        return a1, v0
+    def make():
+        b = rand(2, 1, 4)
+        return Inputs((b[0], b[1]))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="inference", tags=("set_", "alias"))
+def set_an_aliased_argument_onto_another_argument():
+    def f(a0, a1, c):
+        a1.set_(c)
+        a0.mul_(3)
+        c.add_(1)
+        return a0 + 1
+    def make():
+        b = rand(2, 3, 4)
+        return Inputs((b[0], b[1], rand(3, 4)))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="inference", tags=("set_", "alias"))
+def set_an_aliased_argument_onto_part_of_an_intermediate_then_mutate():
+    def f(a0, a1):
+        v0 = (a0 * 2).reshape(-1)
+        a1.set_(v0[2:])
+        a1.add_(1)
+        return v0
+    def make():
+        b = rand(2, 1, 4)
+        return Inputs((b[0], b[1]))
+    return f, seeded(make)
+
+
+@case("aliased_inputs", mode="inference", tags=("set_", "alias"))
+def argument_set_onto_another_arguments_storage_before_the_call():
+    # what Dynamo hands the backend after a graph break at ``a1.set_(v0[2:])``: a1 keeps its old
+    # ._base (b), whose storage it no longer shares; the group's base must be v0's storage, or
+    # the write through a1 never reaches v0 (silently wrong under dynamo-aotcheck before)
+    def f(a1, v0):
+        a1.add_(1)
+        return v0
+    def make():
+        v0 = rand(8)
+        a1 = rand(2, 4)[1]
+        a1.set_(v0[2:])
+        return Inputs((a1, v0))
+    return f, seeded(make)

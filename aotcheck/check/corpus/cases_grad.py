@@ -197,6 +197,33 @@ def inference_mode_value_and_its_view_returned():
     return f, seeded(lambda: Inputs((rand(2, 3),)))
 
 
+@case("requires_grad_modes", mode="inference", tags=("region", "inference_tensor", "integer"))
+def inference_mode_value_returned_twice():
+    """``return v, v`` of an inference tensor: one tensor twice, as in eager; aotcheck gave
+    the second a view of the first (fuzz seed 19, all extensions)."""
+    def f(x):
+        with torch.inference_mode():
+            v = x.to(torch.int64)
+        return v, v
+    return f, seeded(lambda: Inputs((rand(2) > 0,)))
+
+
+@case("requires_grad_modes", mode="training", tags=("region", "parameter"))
+def parameter_mutated_inside_inference_mode_then_detached():
+    """An ordinary tensor mutated in place inside inference_mode stays ordinary; under
+    functionalization its new value was an inference tensor, and detach() then raised
+    'Cannot set version_counter for inference tensor' (fuzz seed 19: 19 of 2278 programs)."""
+    def f(p):
+        with torch.inference_mode():
+            p.mul_(0.5)
+        d = p.detach()
+        return d + 1, p * 2
+    def make():
+        p = torch.nn.Parameter(rand(3, 4))
+        return Inputs((p,), leaves=(p,))
+    return f, seeded(make)
+
+
 @case("requires_grad_modes", mode="training", tags=("nonleaf",))
 def grad_nonleaf_input():
     def f(a, b):
