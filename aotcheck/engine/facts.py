@@ -64,6 +64,7 @@ class OutputFacts:
     multi_output_view: bool = False  # a view made by unbind/split (in-place on it is an error)
     grad_dead_end: bool = False       # requires grad, but its gradient reaches no input
     new_leaf: int = -1                # it is new grad leaf k (NOTE [new grad leaves])
+    base_new_leaf: int = -1           # a view of new grad leaf k (its base, not returned)
     custom_view: bool = False         # a view whose autograd chain passes a custom Function
                                       # (NOTE [custom Function views] in outputs.py)
     inference: bool = False           # an inference tensor (made inside an inference_mode block)

@@ -99,6 +99,8 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
             # that set_() moved onto another storage is rebuilt from that storage's owner.
             on_base = o._base is not None and storage_ref(o._base) == st
             root = o._base if on_base else owners[st]
+            if on_base:     # a view of a leaf made inside (v.requires_grad_(); v.reshape(1))
+                common["base_new_leaf"] = (new_leaf_ids or {}).get(id(root), -1)
             grad_value = -1
             if custom or (not on_base and o.requires_grad):
                 grad_value = len(candidates)

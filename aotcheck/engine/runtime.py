@@ -271,6 +271,15 @@ class CompiledArtifact:
                     if base.storage_offset() != offset or \
                             _addressing(base.shape, base.stride()) != _addressing(shape, stride):
                         base = _restride(base, shape, stride, offset)
+                    if o.base_new_leaf >= 0:
+                        # a view of a grad leaf made inside the function: eager's is a view of
+                        # that leaf (in place on it raises), so it is cut from the runtime's
+                        # leaf, which gets the graph's value (NOTE [new grad leaves])
+                        leaf = grad_leaves[o.base_new_leaf]
+                        if meta.new_leaves[o.base_new_leaf][0] == "fresh":
+                            with torch.no_grad():
+                                leaf.copy_(base)
+                        base = leaf
                     bases[c] = base
                 out[o.index] = _alias(base, o) if o.graph_output < 0 else \
                     _view_in_custom_function(base, o, values[self._slot[o.graph_output]]) \

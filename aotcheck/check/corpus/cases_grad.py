@@ -424,6 +424,20 @@ def requires_grad_on_detach_of_product_of_two_rows():
     return f, seeded(make)
 
 
+@case("requires_grad_modes", mode="training", tags=("requires_grad_", "alias_of_intermediate"))
+def view_of_a_new_leaf_returned():
+    """``v.requires_grad_()`` on a value made under no_grad, then a view of ``v`` returned
+    (``v`` itself is not): eager's output is a view of a leaf that requires grad, so writing it
+    in place raises, and its gradient is ``v``'s. aotcheck cut the view from the graph's value
+    (fuzz seed 20, all extensions)."""
+    def f(x):
+        with torch.no_grad():
+            v = x.relu()
+        v.requires_grad_()
+        return v.reshape(1, -1), v.sum() * x
+    return f, seeded(lambda: Inputs((rand(2, 3),)))
+
+
 @case("requires_grad_modes", mode="training", tags=("requires_grad_", "detach", "same_output"))
 def requires_grad_on_detached_value_returned_twice():
     """A new leaf (``requires_grad_()`` on a detached value) returned twice: both outputs are
