@@ -64,20 +64,3 @@ def test_failed_compile_under_inference_mode_leaves_the_process_usable():
 def test_the_subprocess_runner_reports_ok():
     """The subprocess helper itself: a plain op is 'ok' (so the xfails above fail for the bug)."""
     assert _run("print(attempt(torch.randn, 2))") == "ok"
-
-
-@pytest.mark.xfail(strict=True, reason="row 52: compile fails with 'Output 0 of Split is a view and its "
-                                       "base ... has been modified inplace' (found by aotcheck fuzz "
-                                       "--engine torch --seed 41 and 51); aotcheck's engine fails it "
-                                       "too (issue 11), so it is pinned here, not in the corpus")
-def test_chunks_of_a_parameter_mutated_under_no_grad_are_returned():
-    import torch
-    torch._dynamo.reset()
-
-    def f(p):
-        v = p.chunk(2, 0)
-        with torch.no_grad():
-            p.add_(-1.0)
-        return v
-    out = torch.compile(f, backend="aot_eager")(torch.nn.Parameter(torch.randn(2, 2)))
-    assert len(out) == 2

@@ -74,6 +74,7 @@ class OutputInfo:
     grad_dead_end: bool = False      # requires grad, but (as in eager) its gradient reaches no input
     new_leaf: int = -1               # it is the grad leaf made inside, meta.new_leaves[k]
     base_new_leaf: int = -1          # a view of that grad leaf: cut from the leaf itself
+    poisoned: str = ""               # 'multi_output' | 'inference_mode': NOTE [poisoned views]
     custom_view: bool = False        # a view made by a custom autograd.Function (or a view of
                                      # one): rebuilt as such, gradient through graph_output
     inference: bool = False          # an inference tensor in eager (made in inference_mode):
@@ -234,7 +235,7 @@ def _classify(k, o) -> OutputInfo:
                   stride=o.stride, offset=o.offset, dtype=o.dtype,
                   multi_output_view=o.multi_output_view, grad_dead_end=o.grad_dead_end,
                   custom_view=o.custom_view, new_leaf=o.new_leaf, inference=o.inference,
-                  base_new_leaf=o.base_new_leaf)
+                  base_new_leaf=o.base_new_leaf, poisoned=o.poisoned)
     if o.same_output >= 0:
         return OutputInfo(k, SAME_AS_OUTPUT, o.same_output, **common)
     if o.is_input >= 0:

@@ -65,6 +65,7 @@ class OutputFacts:
     grad_dead_end: bool = False       # requires grad, but its gradient reaches no input
     new_leaf: int = -1                # it is new grad leaf k (NOTE [new grad leaves])
     base_new_leaf: int = -1           # a view of new grad leaf k (its base, not returned)
+    poisoned: str = ""                # its grad_fn raises in eager (NOTE [poisoned views])
     custom_view: bool = False         # a view whose autograd chain passes a custom Function
                                       # (NOTE [custom Function views] in outputs.py)
     inference: bool = False           # an inference tensor (made inside an inference_mode block)

@@ -39,8 +39,8 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
     # outputs over the same storage (a detach() of it, returned earlier) are rebuilt from
     # it rather than it from them: a detached alias cannot give it back its grad_fn.
     order = sorted(range(len(out_leaves)), key=lambda k: not (
-        isinstance(out_leaves[k], torch.Tensor) and out_leaves[k].requires_grad
-        and out_leaves[k]._base is None))
+        isinstance(out_leaves[k], torch.Tensor) and out_leaves[k]._base is None
+        and out_leaves[k].requires_grad))
     outputs = [None] * len(out_leaves)
     for k in order:
         o = out_leaves[k]
@@ -63,13 +63,21 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
         shape, stride, offset = eg[0] if eg else geometry.get(id(o), geometry_of(o))
         if eg and eg[1] is not None and o._base is not None:
             base_geometry[id(o._base)] = eg[1]
-        common = dict(shape=shape, stride=stride, offset=offset,
-                      dtype=str(o.dtype).replace("torch.", ""), requires_grad=o.requires_grad,
-                      is_leaf=o.is_leaf,
-                      multi_output_view=o._is_view() and _multi_output_view(o, plain),
-                      grad_dead_end=o._is_view() and _grad_dead_end(o)
-                      and not _base_is_dead_end(o), inference=o.is_inference())
-        custom = o._is_view() and o.requires_grad and _through_custom_function(o)
+        poisoned = _poisoned(o)
+        if poisoned:        # NOTE [poisoned views]: its autograd facts raise, as in eager
+            rg = o._base.requires_grad
+            common = dict(shape=shape, stride=stride, offset=offset,
+                          dtype=str(o.dtype).replace("torch.", ""), requires_grad=rg,
+                          is_leaf=False, poisoned=poisoned, inference=o.is_inference())
+        else:
+            rg = o.requires_grad
+            common = dict(shape=shape, stride=stride, offset=offset,
+                          dtype=str(o.dtype).replace("torch.", ""), requires_grad=rg,
+                          is_leaf=o.is_leaf,
+                          multi_output_view=o._is_view() and _multi_output_view(o, plain),
+                          grad_dead_end=o._is_view() and _grad_dead_end(o)
+                          and not _base_is_dead_end(o), inference=o.is_inference())
+        custom = not poisoned and o._is_view() and rg and _through_custom_function(o)
         common["custom_view"] = custom
         common["new_leaf"] = (new_leaf_ids or {}).get(id(o), -1)
         st = storage_ref(o)
@@ -79,14 +87,14 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
             outputs[k] = (OutputFacts(True, is_input=tensor_user[id(o)], **common))
         elif st in input_storages:
             grad_value = -1
-            if custom or (o.requires_grad and not (o._base is not None and id(o._base) in work_ids)):
+            if custom or (rg and not poisoned and not (o._base is not None and id(o._base) in work_ids)):
                 # It shares an argument's storage but is no autograd view of it: a detached
                 # alias mutated in place with a value that requires grad (eager: its grad_fn
                 # is that op's). Its gradient comes from its own graph value.
                 grad_value = len(candidates)
                 candidates.append(o)
             source = _alias_source(sig, input_storages[st], (shape, stride, offset),
-                                        o.dtype, o.requires_grad)
+                                        o.dtype, rg)
             outputs[k] = (OutputFacts(True, input_storage=source,
                                        graph_output=grad_value, **common))
         elif id(o) in roots:
@@ -102,7 +110,7 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
             if on_base:     # a view of a leaf made inside (v.requires_grad_(); v.reshape(1))
                 common["base_new_leaf"] = (new_leaf_ids or {}).get(id(root), -1)
             grad_value = -1
-            if custom or (not on_base and o.requires_grad):
+            if custom or (not on_base and rg and not poisoned):
                 grad_value = len(candidates)
                 candidates.append(o)
             if id(root) in out_ids:
@@ -121,11 +129,10 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
             # eager's output shares an argument's storage where the functional graph made a
             # copy (unsafe_split, unsafe_chunk: views that autograd does not track as views);
             # rebuilt on the argument, so mutating it changes the argument as in eager
-            source = _alias_source(sig, list(eg[2]), (shape, stride, offset), o.dtype,
-                                   o.requires_grad)
+            source = _alias_source(sig, list(eg[2]), (shape, stride, offset), o.dtype, rg)
             outputs[k] = (OutputFacts(True, input_storage=source, **common))
         else:
-            if o.requires_grad and o.is_leaf:
+            if rg and not poisoned and o.is_leaf:
                 new_leaves.append(k)
             outputs[k] = (OutputFacts(True, graph_output=len(candidates), **common))
             candidates.append(o)
@@ -179,6 +186,29 @@ def _footprint(shape, stride, offset, storage_numel) -> frozenset | None:
 
 # grad_fns of the views that unbind/split (and chunk, which is split) return
 _MULTI_VIEW_FNS = frozenset({"UnbindBackward0", "SplitBackward0", "SplitWithSizesBackward0"})
+
+
+# NOTE [poisoned views]
+# ``v = a.chunk(2)`` (or any view made inside ``inference_mode``), then ``a`` written in place,
+# then ``v`` returned: eager runs the function, but reading ``v[0].grad_fn`` (or ``is_leaf``,
+# or building a loss from it) raises, since autograd cannot rebuild such a view's history
+# after its base changed. The runtime makes the same kind of view (an unbind piece, or one
+# made under inference_mode) and bumps its version counter, so reading it raises the same way.
+
+def _poisoned(o: torch.Tensor) -> str:
+    """'multi_output' or 'inference_mode' when ``o`` is such a view, else ''."""
+    if not o._is_view():
+        return ""
+    try:
+        o.grad_fn
+        return ""
+    except RuntimeError as e:
+        msg = str(e)
+        if "created in inference mode" in msg:
+            return "inference_mode"
+        if "returns multiple views" in msg:
+            return "multi_output"
+        raise
 
 
 def _multi_output_view(o: torch.Tensor, plain: bool) -> bool:

@@ -409,6 +409,13 @@ def _reinterpret(base: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 def _alias(base: torch.Tensor, o) -> torch.Tensor:
     if str(base.dtype).replace("torch.", "") != o.dtype:
         base = _reinterpret(base, getattr(torch, o.dtype))
+    if o.poisoned:          # NOTE [poisoned views] in outputs.py
+        with torch.inference_mode() if o.poisoned == "inference_mode" else contextlib.nullcontext():
+            view = base.as_strided(o.shape, o.stride, o.offset)
+            if o.poisoned == "multi_output":
+                view = view.unsqueeze(0).unbind(0)[0]
+        torch.autograd.graph.increment_version(view)
+        return view
     if base.requires_grad and not o.requires_grad:
         # eager's output is cut from autograd (a detach, or a view taken in no_grad of a base
         # that did not require grad then); a view under no_grad would still require grad

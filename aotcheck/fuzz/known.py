@@ -87,14 +87,6 @@ _PINNED_ELSEWHERE = (
               "(docs/findings.md row 38)",
      "compiled raised BackendCompilerFailed: backend='aot_eager' raised: RuntimeError: Cannot set "
      "version_counter for inference tensor", ("inference_mode",)),
-    ("torch", "tests/test_torch_findings_fuzz.py::test_chunks_of_a_parameter_mutated_under_no_grad_are_"
-              "returned (docs/findings.md row 52)",
-     "compiled raised BackendCompilerFailed: backend='aot_eager' raised: RuntimeError: Output 0 of "
-     "Split is a view and its base or another view of its base has been modified inplace.", ("no_grad",)),
-    ("torch", "tests/test_torch_findings_fuzz.py::test_chunks_of_a_parameter_mutated_under_no_grad_are_"
-              "returned (docs/findings.md row 52, unbind)",
-     "compiled raised BackendCompilerFailed: backend='aot_eager' raised: RuntimeError: Output 0 of "
-     "Unbind is a view and its base or another view of its base has been modified inplace.", ("no_grad",)),
 )
 
 

@@ -364,3 +364,75 @@ def fuzz_no_grad_view_of_a_leaf_used_after_a_graph_break():
         x, w = _randn((3,), 1).requires_grad_(), _randn((2, 3), 2).requires_grad_()
         return Inputs((x, w), leaves=(x, w))
     return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "torch_finding", "multi_output_view", "no_grad",
+                                               "parameter"),
+      xfail_engines={"torch": "compile fails: 'Output 0 of Split is a view and its base ... has been "
+                              "modified inplace' for chunk views returned after a no_grad write of "
+                              "their base (docs/findings.md row 52)",
+                     "torch-aot-function": "compile fails: 'Output 0 of Split is a view and its base "
+                                           "... has been modified inplace' (docs/findings.md row 52)"})
+def fuzz_chunks_of_a_parameter_mutated_under_no_grad_returned():
+    """Row 52: ``chunk`` views of a parameter, the parameter written under no_grad, the views
+    returned. Eager runs it; reading a view's ``grad_fn`` (or building a loss from it) raises
+    afterwards, since autograd cannot rebuild a multi-output view whose base changed. Compile
+    fails ('Output 0 of Split is a view and its base ... has been modified inplace'); so did
+    aotcheck's tracer, until it returned the same kind of view (NOTE [poisoned views]). Found
+    by ``aotcheck fuzz --engine torch --seed 41`` and 51; ``unbind`` is the same."""
+    def f(p):
+        v = p.chunk(2, 0)
+        with torch.no_grad():
+            p.add_(-1.0)
+        return v
+
+    def make():
+        p = torch.nn.Parameter(_randn((2, 2)))
+        return Inputs((p,), leaves=(p,))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "torch_finding", "multi_output_view", "no_grad",
+                                               "parameter"),
+      xfail_engines={"torch": "compile fails: 'Output 0 of Unbind is a view and its base ... has been "
+                              "modified inplace' (docs/findings.md row 52, unbind)",
+                     "torch-aot-function": "compile fails: 'Output 0 of Unbind is a view and its base "
+                                           "... has been modified inplace' (docs/findings.md row 52)"})
+def fuzz_unbind_of_a_parameter_mutated_under_no_grad_returned():
+    """Row 52 with ``unbind``: the same cause, another multi-output view op."""
+    def f(p):
+        v = p.unbind(0)
+        with torch.no_grad():
+            p.add_(-1.0)
+        return v
+
+    def make():
+        p = torch.nn.Parameter(_randn((2, 2)))
+        return Inputs((p,), leaves=(p,))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "multi_output_view", "inference_mode"),
+      xfail_engines={"torch": "crashes the process (it may, so it is recorded, not run): compile fails "
+                              "with 'Cannot set version_counter for inference tensor' (a view made in "
+                              "inference_mode, docs/findings.md row 38), and after that failed compile "
+                              "the process is broken (row 39)",
+                     "torch-aot-function": "compile fails: 'Cannot set version_counter for inference "
+                                           "tensor' for a view made inside inference_mode (docs/findings.md "
+                                           "row 38)"})
+def fuzz_views_made_in_inference_mode_returned_after_their_base_is_written():
+    """A view made inside inference_mode of a tensor that requires grad, its base written
+    afterwards in normal mode: eager returns it, and reading its grad_fn raises ('A view was
+    created in inference mode and its base ... has been modified inplace in normal mode').
+    Found by aotcheck fuzz --engine aotcheck --extensions all --seed 20."""
+    def f(a):
+        v = a.view(2)
+        with torch.inference_mode():
+            pieces = v.chunk(2, 0)
+        v.fill_(1.0)
+        return pieces, a * 2
+
+    def make():
+        w = _randn((2,)).requires_grad_()
+        return Inputs((w.clone(),), leaves=(w,))
+    return f, make
