@@ -441,3 +441,21 @@ def test_set_of_an_aliased_argument_onto_another_storage_gives_eager_result():
     b = make().args
     out = aotcheck.aot_function(f)(*b)
     assert b[1].untyped_storage().data_ptr() == out.untyped_storage().data_ptr()
+
+
+def test_a_strided_nonleaf_argument_is_not_written_back():
+    """The traced copy of a strided non-leaf argument is written as it is made (NOTE [non-leaf
+    copies]); that write is not the function's, so the runtime must not write the argument
+    back: eager leaves its version alone, and the caller's saved tensors stay valid."""
+    b = torch.randn(4, requires_grad=True)
+    a = b.clone()[::2]
+    y = a * a                   # saves a for the caller's own backward
+    compiled = aotcheck.aot_function(lambda t: t.sin())
+    version = a._version
+    out = compiled(a)
+    assert a._version == version
+    (y.sum() + out.sum()).backward()        # eager: fine; a write-back made this raise
+    e = b.detach().clone().requires_grad_()
+    ea = e.clone()[::2]
+    ((ea * ea).sum() + ea.sin().sum()).backward()
+    torch.testing.assert_close(b.grad, e.grad)

@@ -73,6 +73,9 @@ class FunctionalRun:
         anchors = [w._base if w._base is not None else w for w in works]
         start_refs = [storage_ref(w) for w in works]             # NOTE [storage swaps]
         start_geometry = [geometry_of(w) for w in works]
+        # a strided non-leaf copy is written once as it is made (_nonleaf_copy): a write the
+        # function did not do, so mutations count from here
+        start_writes = [torch._functionalize_mutation_counter(w) if not plain else 0 for w in works]
         before = [(a.grad_fn, a.requires_grad) for a in anchors]
         member_meta = {i: geometry_of(user[i]) for i, s in enumerate(plan.sources) if s[0] == "member"}
         member_refs = {i: storage_ref(user[i]) for i in member_meta}
@@ -124,7 +127,8 @@ class FunctionalRun:
                 meta = p in logged or geometry_of(w) != start_geometry[p]
                 swapped = storage_ref(w) != start_refs[p]
             else:
-                data = torch._functionalize_has_data_mutation(w)
+                data = torch._functionalize_has_data_mutation(w) and \
+                    torch._functionalize_mutation_counter(w) != start_writes[p]
                 meta = torch._functionalize_has_metadata_mutation(w)
                 swapped = torch._functionalize_was_storage_changed(w)
             # set_() onto a view of itself keeps the storage, so neither way sees a swap (and
@@ -412,14 +416,22 @@ def _nonleaf_copy(p: torch.Tensor, w: torch.Tensor, as_view: bool) -> torch.Tens
 
     Both fail loudly while the joint graph is traced ("invalid gradient"); the pipeline then
     traces again with the other kind (pipeline.run_stages). Gradients are the same either way.
+
+    The fresh storage holds the whole of the argument's storage, not only its own elements:
+    ``a.as_strided(...)`` reads storage elements that ``a`` does not reach (``b[::2]`` then an
+    as_strided onto ``b[3]``), as in eager, where it read uninitialised memory (fuzz seed 21).
+    Those elements carry no gradient, as eager's as_strided backward gives them none.
     """
     numel = p.untyped_storage().nbytes() // p.element_size()
-    if as_view:
-        view = w.new_empty((numel,)).as_strided(p.shape, p.stride(), p.storage_offset())
-    elif p.storage_offset() == 0 and _dense(p) and numel == p.numel():
+    if not as_view and p.storage_offset() == 0 and _dense(p) and numel == p.numel():
         return w.clone()     # clone() keeps a dense tensor's strides: p's geometry exactly
-    else:
-        view = w.new_empty((numel,)).as_strided(p.shape, p.stride(), p.storage_offset()).detach()
+    storage = w.new_empty((numel,))
+    if numel != p.numel():
+        with torch.no_grad():           # the elements outside the argument, as values
+            storage.copy_(w.detach().as_strided((numel,), (1,), 0))
+    view = storage.as_strided(p.shape, p.stride(), p.storage_offset())
+    if not as_view:
+        view = view.detach()
     view.copy_(w)
     return view
 

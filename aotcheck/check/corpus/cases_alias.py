@@ -715,3 +715,21 @@ def argument_set_onto_another_arguments_storage_before_the_call():
         a1.set_(v0[2:])
         return Inputs((a1, v0))
     return f, seeded(make)
+
+
+@case("alias_of_input", mode="training", tags=("as_strided", "non_contiguous", "nonleaf"))
+def as_strided_of_a_strided_argument_reaches_outside_it():
+    """``a = b[::2]`` (a non-leaf that requires grad), then ``a.as_strided(...)`` onto storage
+    elements ``a`` does not reach (``b[3]``): eager reads them. The traced copy of ``a`` held
+    only ``a``'s own elements, so the view read uninitialised memory (fuzz seed 21, all
+    extensions); those elements get no gradient, in eager too."""
+    def f(a):
+        v = a.as_strided((1, 2), (9, 3), 0)
+        with torch.no_grad():
+            with torch.enable_grad():
+                s = v.sigmoid()
+        return s, a * 2
+    def make():
+        w = leaf(4)
+        return Inputs((w.clone()[::2],), leaves=(w,))
+    return f, seeded(make)
