@@ -47,11 +47,10 @@ def test_generated_programs_match_eager_cold_and_cached(shard, partitioner):
         _shard(shard, PARTITIONERS[partitioner])()
 
 
-@pytest.mark.slow       # over 4 minutes on this 2-core machine; run with -m slow
+@pytest.mark.slow       # run with -m slow (AOTCHECK_FUZZ_EXAMPLES=2000 for a long run)
 def test_wider_grammar_matches_eager_cold_and_cached():
-    """The parts of the wider grammar (issue 13) drawn against aotcheck's engine by default; the
-    others (multi-output views, grad-mode regions) are drawn for the torch engines only. Since
-    requires_grad_ came back into it, a 10,000-program run (seed 1) fails 30 programs (issue 11)."""
+    """The wider grammar (issue 13), all of it, drawn against aotcheck's engine: grad-mode
+    regions, multi-output views, casts, custom Functions, random ops, set_, requires_grad_."""
     from aotcheck.fuzz.strategies import AOTCHECK_EXTENSIONS
     _shard(SHARDS, extensions=AOTCHECK_EXTENSIONS)()
 

@@ -84,10 +84,9 @@ _EXTENSION_OPS = {"casts": ("to", "gt"), "multi_output": ("unbind_all", "chunk")
                   "requires_grad_": ("requires_grad_",)}
 _BASE_OPS = frozenset(op for op in KIND_OF_OP if not any(op in ops for ops in _EXTENSION_OPS.values()))
 # Extensions drawn against aotcheck's own engine by default (the slow test in tests/test_fuzz.py
-# runs them; a failure there is an engine bug to fix, issue 11); the others are on for the torch
-# engines only (see docs/findings.md and the fuzz runner).
-AOTCHECK_EXTENSIONS = ("casts", "integer", "non_tensor", "parameter", "random", "custom_function", "set_",
-                       "requires_grad_")
+# runs them; a failure there is an engine bug to fix, issue 11): all of them, since grad-mode
+# regions and multi-output views pass too (fuzz seeds 19 to 21, --extensions all).
+AOTCHECK_EXTENSIONS = EXTENSIONS
 # Ops offered on integer and bool tensors (the others would mostly be rejected by torch).
 _INTEGER_OPS = frozenset(OP_KINDS["view"]) | {"to", "gt", "sum", "clone", "add", "mul", "detach",
                                               "size", "unbind_all", "chunk", "setitem", "zero_",
