@@ -436,3 +436,52 @@ def fuzz_views_made_in_inference_mode_returned_after_their_base_is_written():
         w = _randn((2,)).requires_grad_()
         return Inputs((w.clone(),), leaves=(w,))
     return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "torch_finding", "aliased_inputs", "metadata_mutation",
+                                             "graph_break"),
+      xfail_engines={"torch": "Dynamo fails (any backend, backend='eager' too): 'AssertionError: False != "
+                              "True' in the fake-tensor metadata check of an aliased argument whose "
+                              "base came to require grad through its sibling (docs/findings.md row 54)",
+                     "dynamo-aotcheck": "Dynamo fails before any backend runs: 'AssertionError: False "
+                                        "!= True' (docs/findings.md row 54)",
+                     "torch-aot-function": "backward: only compiled raises 'one of the variables needed "
+                                           "for gradient computation has been modified by an inplace "
+                                           "operation' (docs/findings.md row 54)"})
+def fuzz_sibling_row_written_with_a_grad_value_after_squeeze_():
+    """Two rows of one tensor, the first squeeze_d in place (a graph break), then a value that
+    requires grad written into the second: their base now requires grad, and so does the
+    first row; Dynamo fakes it as not requiring grad and its own check fails
+    (``assert_metadata_eq``: ``False != True``). Found by ``aotcheck fuzz --engine torch
+    --minutes 10 --seed 61`` (4 statements)."""
+    def f(a0, a1, a2):
+        v0 = torch.matmul(a2, a2)
+        a0.squeeze_(2)
+        a1[:, 0] = v0
+        return torch.matmul(a1, a0.mT)
+
+    def make():
+        b0 = _randn((2, 4, 1, 4), 1, torch.float64)
+        w = _randn((1,), 2, torch.float64).requires_grad_()
+        return Inputs((b0[0], b0[1], w.clone()), leaves=(w,))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "torch_finding", "set_", "alias_of_intermediate"),
+      xfail_engines={"torch": "compile fails: 'expand: attempting to expand a dimension of length 3 -> 1' "
+                              "after a view of an intermediate is set_() onto the argument and written "
+                              "through (docs/findings.md row 55)",
+                     "torch-aot-function": "compile fails: 'expand: attempting to expand a dimension of "
+                                           "length 3 -> 1' (docs/findings.md row 55)"})
+def fuzz_view_of_intermediate_set_onto_argument_then_written():
+    """``v = x.relu().diagonal(0, 0, 1)``, ``v.set_(x)``, then ``v[:] = ...``: eager writes
+    the argument through ``v``. Compile fails in AOT autograd (``backend="eager"`` passes):
+    functionalization replays ``v``'s ``diagonal`` on the swapped storage. Found by ``aotcheck
+    fuzz --engine torch --minutes 10 --seed 61`` (the enable_grad region was not needed)."""
+    def f(x):
+        r = x.relu()
+        v = r.diagonal(0, 0, 1)
+        v.set_(x)
+        v[:] = r
+        return ()
+    return f, lambda: Inputs((_randn((1, 1, 3), 3),))
