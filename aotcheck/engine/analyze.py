@@ -74,7 +74,7 @@ class OutputInfo:
     grad_dead_end: bool = False      # requires grad, but (as in eager) its gradient reaches no input
     new_leaf: int = -1               # it is the grad leaf made inside, meta.new_leaves[k]
     base_new_leaf: int = -1          # a view of that grad leaf: cut from the leaf itself
-    poisoned: str = ""               # 'multi_output' | 'inference_mode': NOTE [poisoned views]
+    poisoned: str = ""               # 'multi_output' | 'inference_mode' | 'no_grad': NOTE [poisoned views]
     custom_view: bool = False        # a view made by a custom autograd.Function (or a view of
                                      # one): rebuilt as such, gradient through graph_output
     inference: bool = False          # an inference tensor in eager (made in inference_mode):

@@ -189,14 +189,16 @@ _MULTI_VIEW_FNS = frozenset({"UnbindBackward0", "SplitBackward0", "SplitWithSize
 
 
 # NOTE [poisoned views]
-# ``v = a.chunk(2)`` (or any view made inside ``inference_mode``), then ``a`` written in place,
+# ``v = a.chunk(2)`` (or any view made inside ``inference_mode``, or under ``no_grad`` of a
+# tensor that requires grad), then ``a`` written in place,
 # then ``v`` returned: eager runs the function, but reading ``v[0].grad_fn`` (or ``is_leaf``,
 # or building a loss from it) raises, since autograd cannot rebuild such a view's history
 # after its base changed. The runtime makes the same kind of view (an unbind piece, or one
-# made under inference_mode) and bumps its version counter, so reading it raises the same way.
+# made under inference_mode or no_grad) and bumps its version counter, so reading it raises
+# the same way.
 
 def _poisoned(o: torch.Tensor) -> str:
-    """'multi_output' or 'inference_mode' when ``o`` is such a view, else ''."""
+    """'multi_output', 'inference_mode' or 'no_grad' when ``o`` is such a view, else ''."""
     if not o._is_view():
         return ""
     try:
@@ -206,6 +208,8 @@ def _poisoned(o: torch.Tensor) -> str:
         msg = str(e)
         if "created in inference mode" in msg:
             return "inference_mode"
+        if "created in no_grad mode" in msg:
+            return "no_grad"
         if "returns multiple views" in msg:
             return "multi_output"
         raise

@@ -410,7 +410,8 @@ def _alias(base: torch.Tensor, o) -> torch.Tensor:
     if str(base.dtype).replace("torch.", "") != o.dtype:
         base = _reinterpret(base, getattr(torch, o.dtype))
     if o.poisoned:          # NOTE [poisoned views] in outputs.py
-        with torch.inference_mode() if o.poisoned == "inference_mode" else contextlib.nullcontext():
+        mode = {"inference_mode": torch.inference_mode, "no_grad": torch.no_grad}.get(o.poisoned)
+        with mode() if mode else contextlib.nullcontext():
             view = base.as_strided(o.shape, o.stride, o.offset)
             if o.poisoned == "multi_output":
                 view = view.unsqueeze(0).unbind(0)[0]

@@ -485,3 +485,28 @@ def fuzz_view_of_intermediate_set_onto_argument_then_written():
         v[:] = r
         return ()
     return f, lambda: Inputs((_randn((1, 1, 3), 3),))
+
+
+@case("regressions", mode="inference", tags=("fuzz", "multi_output_view", "no_grad"),
+      xfail_engines={"torch": "compile fails: 'A view was created in no_grad mode and its base ... has "
+                              "been modified inplace with grad mode enabled' (row 52's cause: "
+                              "docs/findings.md row 52)",
+                     "torch-aot-function": "compile fails: 'A view was created in no_grad mode and its "
+                                           "base ... has been modified inplace with grad mode enabled' "
+                                           "(docs/findings.md row 52)"})
+def fuzz_views_made_under_no_grad_returned_after_their_base_is_written():
+    """``chunk`` views of a tensor that requires grad, taken under no_grad, then the tensor
+    written in place with grad mode on: eager returns the views, and reading their grad_fn
+    raises ('A view was created in no_grad mode and its base ... has been modified inplace with
+    grad mode enabled'; NOTE [poisoned views]). Found by the CI fuzz test's seed 5 with the
+    whole wider grammar."""
+    def f(a, w):
+        with torch.no_grad():
+            pieces = a.chunk(2, 0)
+        a.mul_(w)
+        return pieces
+
+    def make():
+        x, w = _randn((4, 2), 1).requires_grad_(), _randn((4, 2), 2)
+        return Inputs((x.clone(), w), leaves=(x,))
+    return f, make
