@@ -487,7 +487,7 @@ def fuzz_view_of_intermediate_set_onto_argument_then_written():
     return f, lambda: Inputs((_randn((1, 1, 3), 3),))
 
 
-@case("regressions", mode="inference", tags=("fuzz", "multi_output_view", "no_grad"),
+@case("regressions", mode="training", tags=("fuzz", "multi_output_view", "no_grad"),
       xfail_engines={"torch": "compile fails: 'A view was created in no_grad mode and its base ... has "
                               "been modified inplace with grad mode enabled' (row 52's cause: "
                               "docs/findings.md row 52)",
