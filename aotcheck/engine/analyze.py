@@ -78,7 +78,7 @@ class OutputInfo:
     custom_view: bool = False        # a view made by a custom autograd.Function (or a view of
                                      # one): rebuilt as such, gradient through graph_output
     inference: bool = False          # an inference tensor in eager (made in inference_mode):
-                                     # NOTE [inference outputs] in runtime.py
+                                     # NOTE [inference outputs] in regenerate.py
 
 
 @dataclass(frozen=True)

@@ -217,10 +217,8 @@ def _member_swap(i: int, t: torch.Tensor, ref, start_refs, candidates: list) -> 
     """
     source = next((q for q, r in enumerate(start_refs) if r == ref), -2)
     if t.requires_grad:
-        raise UnsupportedInputError(
-            f"the function calls set_() on argument leaf {i}, which shares storage with another "
-            "argument, onto a storage that requires grad; aotcheck replays set_() of arguments "
-            "that do not require grad onto another argument's storage, their own, or a new one")
+        raise _swap_refusal(f"argument leaf {i}", "which shares storage with another argument, "
+                            "onto a storage that requires grad")
     value_output = -1
     if source == -2:
         value_output = len(candidates)
@@ -228,9 +226,10 @@ def _member_swap(i: int, t: torch.Tensor, ref, start_refs, candidates: list) -> 
     return MemberFacts(i, *geometry_of(t), source, value_output)
 
 
-def _swap_refusal(p: int, why: str) -> UnsupportedInputError:
+def _swap_refusal(p: int | str, why: str) -> UnsupportedInputError:
+    where = p if isinstance(p, str) else f"input placeholder {p}"
     return UnsupportedInputError(
-        f"the function calls set_() on input placeholder {p}, {why}; aotcheck replays set_() "
+        f"the function calls set_() on {where}, {why}; aotcheck replays set_() "
         "of arguments that do not require grad onto another argument's storage, their own, or "
         "a new one")
 

@@ -64,19 +64,18 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
         if eg and eg[1] is not None and o._base is not None:
             base_geometry[id(o._base)] = eg[1]
         poisoned = _poisoned(o)
-        if poisoned:        # NOTE [poisoned views]: its autograd facts raise, as in eager
-            rg = o._base.requires_grad
-            common = dict(shape=shape, stride=stride, offset=offset,
-                          dtype=str(o.dtype).replace("torch.", ""), requires_grad=rg,
-                          is_leaf=False, poisoned=poisoned, inference=o.is_inference())
+        # NOTE [poisoned views]: reading its autograd facts raises, as in eager
+        rg = o._base.requires_grad if poisoned else o.requires_grad
+        common = dict(shape=shape, stride=stride, offset=offset,
+                      dtype=str(o.dtype).replace("torch.", ""), requires_grad=rg,
+                      inference=o.is_inference(), poisoned=poisoned)
+        if poisoned:
+            common["is_leaf"] = False
         else:
-            rg = o.requires_grad
-            common = dict(shape=shape, stride=stride, offset=offset,
-                          dtype=str(o.dtype).replace("torch.", ""), requires_grad=rg,
-                          is_leaf=o.is_leaf,
+            common.update(is_leaf=o.is_leaf,
                           multi_output_view=o._is_view() and _multi_output_view(o, plain),
                           grad_dead_end=o._is_view() and _grad_dead_end(o)
-                          and not _base_is_dead_end(o), inference=o.is_inference())
+                          and not _base_is_dead_end(o))
         custom = not poisoned and o._is_view() and rg and _through_custom_function(o)
         common["custom_view"] = custom
         common["new_leaf"] = (new_leaf_ids or {}).get(id(o), -1)
@@ -234,7 +233,7 @@ def _through_custom_function(o: torch.Tensor) -> bool:
     would skip that backward (a backward scaling by 0.5 would be lost). Such an output,
     or any view of it, gets its own graph value, whose gradient the joint graph derives
     through the user's backward, and the runtime rebuilds it with a custom Function of its
-    own (``runtime._view_in_custom_function``): a view of the base that autograd marks as
+    own (``regenerate.view_in_custom_function``): a view of the base that autograd marks as
     made inside a custom Function (so in-place ops on it raise, as in eager) and whose
     gradient flows to that graph value only."""
     from torch.autograd.function import BackwardCFunction

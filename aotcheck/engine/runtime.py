@@ -8,7 +8,7 @@ built backward graph and the metadata. Calling it:
    or under no_grad in inference mode;
 3. applies input mutations to the caller's tensors (see NOTE [mutation replay]);
 4. builds each output: graph values as they are, and aliases regenerated as
-   real views (see NOTE [alias regeneration]).
+   real views (see NOTE [alias regeneration] in regenerate.py).
 
 # NOTE [mutation replay]
 The graph is functional: a mutated argument's new value is a graph output.
@@ -20,14 +20,6 @@ on only if autograd saw the original mutation (otherwise under no_grad, which is
 what makes mutations under no_grad or through ``.detach()`` legal on leaves that
 require grad).
 
-# NOTE [alias regeneration]
-An output that shares storage with an argument, another output or an
-intermediate is not returned by the graph as a copy. It is rebuilt with
-``base.as_strided(size, stride, storage_offset)`` on the real base, after the
-mutations, so that mutating it later changes the base exactly as in eager and
-autograd gives it a view grad_fn. Where eager's output does not require grad
-but its base does, the view is taken under no_grad.
-
 # NOTE [lazy backward]
 The backward graph is turned into code at the first backward, not before. An
 artifact loaded from the cache may have no backward at all; it then asks its
@@ -37,7 +29,6 @@ artifact loaded from the cache may have no backward at all; it then asks its
 from __future__ import annotations
 
 import ast
-import contextlib
 from typing import Callable
 
 import torch
@@ -47,6 +38,9 @@ from torch.utils import _pytree as pytree
 from .analyze import (ALIAS_OF_INPUT, ALIAS_OF_INTERMEDIATE, CONSTANT, FRESH,
                       IS_INPUT, SAME_AS_OUTPUT, ViewMutationMeta)
 from .plan import InputPlan, placeholder_tensors
+from .regenerate import (addressing, alias, as_inference_tensors, detached_alias, restride,
+                         view_in_custom_function)
+from .signature import storage_extent
 from .codegen import compile_graph
 from .decide import TRAINING, Decision
 from ..errors import DoubleBackwardError, UnsupportedInputError
@@ -109,6 +103,8 @@ class CompiledArtifact:
         self._rg_on = [i.index for i in meta.inputs if i.requires_grad_set and i.requires_grad_after]
         self._rg_off = [i.index for i in meta.inputs if i.requires_grad_set and not i.requires_grad_after]
         self._inference_outputs = [o.index for o in meta.outputs if o.inference]
+        # a member set_() onto an argument's storage (NOTE [member storage swaps])
+        self._member_swaps = any(m[4] >= 0 for m in meta.member_metadata)
         self._fresh_slots = None
         if all(o.kind == FRESH for o in meta.outputs) and not self._restride and not meta.mutations \
                 and not meta.metadata_ops and not self._rg_on and not self._rg_off \
@@ -167,7 +163,7 @@ class CompiledArtifact:
         meta = self.meta
         # A placeholder's new value has its final layout, so its own metadata calls come first;
         # an alias group's base value has the base's layout, so members' calls come after.
-        storages_at_call = [p.untyped_storage() for p in primals] if meta.member_metadata else ()
+        storages_at_call = [p.untyped_storage() for p in primals] if self._member_swaps else ()
         if meta.metadata_ops:
             self._replay_metadata(primals, leaves, "placeholder")
         if meta.mutations:
@@ -217,6 +213,14 @@ class CompiledArtifact:
                             raise UnsupportedInputError(_too_small(m.placeholder, target))
                         target.as_strided(whole.shape, (1,), 0).copy_(whole)
 
+    def _grad_leaf(self, grad_leaves, j: int, value):
+        """Grad leaf ``j`` made inside the function; a "fresh" one gets ``value``, the graph's."""
+        leaf = grad_leaves[j]
+        if value is not None and self.meta.new_leaves[j][0] == "fresh":
+            with torch.no_grad():
+                leaf.copy_(value)
+        return leaf
+
     def _outputs(self, leaves, values, grad_leaves=()) -> list:
         meta = self.meta
         out: list = [None] * len(meta.outputs)
@@ -228,35 +232,31 @@ class CompiledArtifact:
                 # NOTE [new grad leaves]: a "view" leaf already shares the argument's memory; a
                 # "fresh" one (requires_grad_ on a detach of a fresh value or of a view of an
                 # intermediate) gets the value the graph computed for it
-                t = grad_leaves[o.new_leaf]
                 # (another output that *is* this leaf, or an alias of one, gets it as it is)
                 value = None
                 if meta.new_leaves[o.new_leaf][0] == "fresh" and k in (FRESH, ALIAS_OF_INTERMEDIATE):
                     value = values[self._slot[o.graph_output]] if o.graph_output >= 0 else \
-                        _alias(values[self._slot[meta.intermediate_bases[o.source]]], o)
-                if value is not None:
-                    with torch.no_grad():
-                        t.copy_(value)
-                out[o.index] = t
+                        alias(values[self._slot[meta.intermediate_bases[o.source]]], o)
+                out[o.index] = self._grad_leaf(grad_leaves, o.new_leaf, value)
             elif k == FRESH:
                 t = values[self._slot[o.graph_output]]
                 if o.index in self._restride and t.stride() != o.stride and t.numel() > 1:
-                    t = _restride(t, o.shape, o.stride, o.offset)
+                    t = restride(t, o.shape, o.stride, o.offset)
                 out[o.index] = t
             elif k == IS_INPUT:
                 out[o.index] = leaves[o.source]
             elif k == CONSTANT:
                 out[o.index] = self._constants[o.index]
             elif k == ALIAS_OF_INPUT and o.custom_view:
-                out[o.index] = _view_in_custom_function(leaves[o.source], o,
+                out[o.index] = view_in_custom_function(leaves[o.source], o,
                                                         values[self._slot[o.graph_output]])
             elif k == ALIAS_OF_INPUT and o.graph_output >= 0:
-                out[o.index] = _detached_alias(leaves[o.source], o,
+                out[o.index] = detached_alias(leaves[o.source], o,
                                                values[self._slot[o.graph_output]])
             elif k == ALIAS_OF_INPUT:
                 # as_strided on the argument itself (capture picked one that holds the output):
                 # as in eager, a view reaching outside the argument gets no gradient there
-                out[o.index] = _alias(leaves[o.source], o)
+                out[o.index] = alias(leaves[o.source], o)
             elif k == ALIAS_OF_INTERMEDIATE:
                 c = meta.intermediate_bases[o.source]
                 base = bases.get(c)
@@ -269,21 +269,17 @@ class CompiledArtifact:
                     base = values[self._slot[c]]
                     shape, _, _, stride, offset = meta.candidates[c]
                     if base.storage_offset() != offset or \
-                            _addressing(base.shape, base.stride()) != _addressing(shape, stride):
-                        base = _restride(base, shape, stride, offset)
+                            addressing(base.shape, base.stride()) != addressing(shape, stride):
+                        base = restride(base, shape, stride, offset)
                     if o.base_new_leaf >= 0:
                         # a view of a grad leaf made inside the function: eager's is a view of
                         # that leaf (in place on it raises), so it is cut from the runtime's
                         # leaf, which gets the graph's value (NOTE [new grad leaves])
-                        leaf = grad_leaves[o.base_new_leaf]
-                        if meta.new_leaves[o.base_new_leaf][0] == "fresh":
-                            with torch.no_grad():
-                                leaf.copy_(base)
-                        base = leaf
+                        base = self._grad_leaf(grad_leaves, o.base_new_leaf, base)
                     bases[c] = base
-                out[o.index] = _alias(base, o) if o.graph_output < 0 else \
-                    _view_in_custom_function(base, o, values[self._slot[o.graph_output]]) \
-                    if o.custom_view else _detached_alias(base, o, values[self._slot[o.graph_output]])
+                out[o.index] = alias(base, o) if o.graph_output < 0 else \
+                    view_in_custom_function(base, o, values[self._slot[o.graph_output]]) \
+                    if o.custom_view else detached_alias(base, o, values[self._slot[o.graph_output]])
             else:
                 pending.append(o)
         while pending:               # aliases of other outputs, once those exist
@@ -296,46 +292,17 @@ class CompiledArtifact:
                 if o.kind == SAME_AS_OUTPUT:
                     out[o.index] = src
                 elif o.custom_view:
-                    out[o.index] = _view_in_custom_function(src, o, values[self._slot[o.graph_output]])
+                    out[o.index] = view_in_custom_function(src, o, values[self._slot[o.graph_output]])
                 elif o.graph_output >= 0:
-                    out[o.index] = _detached_alias(src, o, values[self._slot[o.graph_output]])
+                    out[o.index] = detached_alias(src, o, values[self._slot[o.graph_output]])
                 else:
-                    out[o.index] = _alias(src, o)
+                    out[o.index] = alias(src, o)
             if len(waiting) == len(pending):
                 raise AssertionError("output aliases form a cycle")  # capture never makes one
             pending = waiting
         if self._inference_outputs:
-            _as_inference_tensors(out, self._inference_outputs)
+            as_inference_tensors(out, self._inference_outputs)
         return out
-
-
-# NOTE [inference outputs]
-# A tensor made inside an ``inference_mode`` block is an inference tensor: outside the block,
-# writing it in place raises, and so does using it in autograd. The graph computes ordinary
-# tensors, so the runtime copies each such output, with the storage it shares with the other
-# such outputs, into inference tensors (under inference_mode), in the same geometry: outputs
-# that were views of one another in eager still share one storage.
-
-
-def _as_inference_tensors(out: list, indices) -> None:
-    copies: dict[int, torch.Tensor] = {}      # storage address -> its copy, as bytes
-    made: dict[int, torch.Tensor] = {}        # id of an output -> its inference tensor
-    with torch.inference_mode():
-        for k in indices:
-            t = out[k]
-            if not isinstance(t, torch.Tensor) or t.is_inference():
-                continue
-            if id(t) in made:       # ``return v, v``: one tensor twice stays one tensor
-                out[k] = made[id(t)]
-                continue
-            storage = t.untyped_storage()
-            raw = copies.get(storage.data_ptr())
-            if raw is None:
-                raw = torch.empty(storage.nbytes(), dtype=torch.uint8, device=t.device)
-                raw.copy_(torch.empty(0, dtype=torch.uint8, device=t.device).set_(storage))
-                copies[storage.data_ptr()] = raw
-            out[k] = made[id(t)] = raw.view(t.dtype).as_strided(t.shape, t.stride(),
-                                                                t.storage_offset())
 
 
 def _restore_member_geometry(leaves: list, members, storages_at_call, value) -> None:
@@ -362,8 +329,7 @@ def _check_storage_fits(t: torch.Tensor, p: int) -> None:
     that the storage holds the tensor's elements (a zero-byte storage would be a crash)."""
     if t.numel() == 0:
         return
-    last = t.storage_offset() + sum((n - 1) * st for n, st in zip(t.shape, t.stride()))
-    if (last + 1) * t.element_size() > t.untyped_storage().nbytes():
+    if (storage_extent(t)[1] + 1) * t.element_size() > t.untyped_storage().nbytes():
         raise UnsupportedInputError(_too_small(p, t))
 
 
@@ -394,104 +360,6 @@ def _fast_unflatten(spec):
     return lambda flat: pytree.tree_unflatten(flat, spec)
 
 
-def _reinterpret(base: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """The whole storage of ``base`` as a flat tensor of ``dtype`` (for outputs such as
-    ``view_as_real`` or ``x.view(torch.int32)``, whose geometry is in units of ``dtype``)."""
-    n = base.untyped_storage().nbytes() // base.element_size()
-    flat = base.as_strided((n,), (1,), 0)
-    if flat.is_complex() and dtype == flat.real.dtype:
-        return torch.view_as_real(flat).view(-1)        # differentiable
-    if dtype.is_complex and flat.dtype == torch.empty((), dtype=dtype).real.dtype:
-        return torch.view_as_complex(flat.view(-1, 2))
-    return flat.view(dtype)
-
-
-def _alias(base: torch.Tensor, o) -> torch.Tensor:
-    if str(base.dtype).replace("torch.", "") != o.dtype:
-        base = _reinterpret(base, getattr(torch, o.dtype))
-    if o.poisoned:          # NOTE [poisoned views] in outputs.py
-        mode = {"inference_mode": torch.inference_mode, "no_grad": torch.no_grad}.get(o.poisoned)
-        with mode() if mode else contextlib.nullcontext():
-            view = base.as_strided(o.shape, o.stride, o.offset)
-            if o.poisoned == "multi_output":
-                view = view.unsqueeze(0).unbind(0)[0]
-        torch.autograd.graph.increment_version(view)
-        return view
-    if base.requires_grad and not o.requires_grad:
-        # eager's output is cut from autograd (a detach, or a view taken in no_grad of a base
-        # that did not require grad then); a view under no_grad would still require grad
-        base = base.detach()
-        if (tuple(base.shape), base.stride(), base.storage_offset()) == (o.shape, o.stride, o.offset):
-            return base
-    # eager took this view in a no_grad region: it requires grad but has no grad_fn; or its
-    # chain passes through such a view and ends nowhere (then one more view, with grad on)
-    no_grad_view = base.requires_grad and torch.is_grad_enabled() and (o.is_leaf or o.grad_dead_end)
-    with torch.no_grad() if no_grad_view else contextlib.nullcontext():
-        view = base.as_strided(o.shape, o.stride, o.offset)
-        if o.multi_output_view:
-            # unbind/split views may not be mutated in place; make ours the same kind of view
-            view = view.unsqueeze(0).unbind(0)[0]
-    if o.grad_dead_end and no_grad_view:
-        view = view.view_as(view)
-    return view
-
-
-def _detached_alias(base: torch.Tensor, o, value: torch.Tensor) -> torch.Tensor:
-    """An output that shares ``base``'s storage without being an autograd view of it (eager:
-    a detached alias, then an in-place op with a value that requires grad). Its data is
-    already in place; copying its own graph value over it gives it eager's gradient path."""
-    view = base.detach()
-    if str(view.dtype).replace("torch.", "") != o.dtype:
-        view = _reinterpret(view, getattr(torch, o.dtype))
-    root = view
-    if (tuple(view.shape), view.stride(), view.storage_offset()) != (o.shape, o.stride, o.offset):
-        view = view.as_strided(o.shape, o.stride, o.offset)
-    if value.requires_grad and torch.is_grad_enabled():
-        if torch._debug_has_internal_overlap(view) == 1:      # 1: overlaps, as copy_ checks
-            # an expand of the alias (stride 0): copy_ cannot write it, so the gradient path
-            # goes through a Function that returns the view and hands its gradient to value
-            return _CustomFunctionView.apply(root, value, o.shape, o.stride, o.offset)
-        view.copy_(value)
-    return view
-
-
-def _addressing(shape, stride) -> tuple:
-    """The (size, stride) pairs that address memory: a size-1 dimension is never stepped."""
-    return tuple((sz, st) for sz, st in zip(shape, stride) if sz != 1)
-
-
-class _CustomFunctionView(torch.autograd.Function):
-    """A view of ``base`` made inside a custom Function, whose gradient goes to ``value``
-    (NOTE [custom Function views] in outputs.py)."""
-
-    @staticmethod
-    def forward(ctx, base, value, shape, stride, offset):
-        return base.as_strided(shape, stride, offset)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return None, grad, None, None, None
-
-
-def _view_in_custom_function(base: torch.Tensor, o, value: torch.Tensor) -> torch.Tensor:
-    if str(base.dtype).replace("torch.", "") != o.dtype:
-        base = _reinterpret(base.detach(), getattr(torch, o.dtype))
-    if not (value.requires_grad and torch.is_grad_enabled()):
-        return _alias(base, o)
-    return _CustomFunctionView.apply(base, value, o.shape, o.stride, o.offset)
-
-
-def _restride(t: torch.Tensor, shape, stride, offset, fill: bool = True) -> torch.Tensor:
-    """A copy of ``t`` laid out exactly as eager laid it out (autograd records the copy);
-    with ``fill=False`` only an empty tensor of that layout, of ``t``'s dtype and device."""
-    if offset == 0:
-        new = torch.empty_strided(shape, stride, dtype=t.dtype, device=t.device)
-    else:
-        need = offset + sum((s - 1) * st for s, st in zip(shape, stride)) + 1
-        new = torch.empty(need, dtype=t.dtype, device=t.device).as_strided(shape, stride, offset)
-    return new.copy_(t) if fill else new
-
-
 def _make_grad_leaves(specs, leaves: list) -> list:
     """The leaves that require grad which the function makes (NOTE [new grad leaves] in
     functional_run.py), made before the graph runs."""
@@ -507,7 +375,7 @@ def _make_grad_leaves(specs, leaves: list) -> list:
                     (tuple(shape), tuple(stride), offset):
                 t = t.as_strided(shape, stride, offset)
         else:
-            t = _restride(torch.empty(0, dtype=getattr(torch, dtype), device=device), shape, stride,
+            t = restride(torch.empty(0, dtype=getattr(torch, dtype), device=device), shape, stride,
                           offset, fill=False)
         # always: a no_grad view of an argument that requires grad reports requires_grad True
         # through its base, yet has no gradient edge until requires_grad_() gives it one

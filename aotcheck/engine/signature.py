@@ -205,8 +205,8 @@ def root_of(t: torch.Tensor) -> torch.Tensor:
     return b if b is not None and _storage_key(b) == _storage_key(t) else t
 
 
-def _extent(t: torch.Tensor) -> tuple[int, int]:
-    """The storage elements ``t`` reaches: [first, last]."""
+def storage_extent(t: torch.Tensor) -> tuple[int, int]:
+    """The storage elements ``t`` reaches: [first, last] (last < first when it has none)."""
     last = t.storage_offset() + sum((n - 1) * s for n, s in zip(t.shape, t.stride()) if n > 0)
     return t.storage_offset(), last
 
@@ -218,10 +218,10 @@ def _root_member(leaves: list, members: list[int]) -> int:
     grad = [i for i in members if leaves[i].requires_grad]
     if grad:
         return grad[0]
-    lo = min(_extent(leaves[i])[0] for i in members)
-    hi = max(_extent(leaves[i])[1] for i in members)
+    lo = min(storage_extent(leaves[i])[0] for i in members)
+    hi = max(storage_extent(leaves[i])[1] for i in members)
     for i in members:
-        first, last = _extent(root_of(leaves[i]))
+        first, last = storage_extent(root_of(leaves[i]))
         if first <= lo and last >= hi:
             return i
     return members[0]

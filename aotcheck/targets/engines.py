@@ -243,9 +243,10 @@ def _geometry_as(tensors, geometry):
     try:
         with torch.no_grad():
             for t, g in zip(tensors, geometry):
-                if _geometry(t) == g or t.untyped_storage().nbytes() != g[3]:
+                now = _geometry(t)
+                if now == g or now[3] != g[3]:
                     continue
-                changed.append((t, _geometry(t)))
+                changed.append((t, now))
                 t.as_strided_(g[0], g[1], g[2])
         yield
     finally:

@@ -1,0 +1,144 @@
+"""regenerate: the outputs the runtime rebuilds as real tensors rather than returning the
+graph's values: views of an argument, an intermediate or another output, re-laid-out
+copies, and inference tensors.
+
+# NOTE [alias regeneration]
+An output that shares storage with an argument, another output or an
+intermediate is not returned by the graph as a copy. It is rebuilt with
+``base.as_strided(size, stride, storage_offset)`` on the real base, after the
+mutations, so that mutating it later changes the base exactly as in eager and
+autograd gives it a view grad_fn. Where eager's output does not require grad
+but its base does, the view is taken under no_grad.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+
+def reinterpret(base: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The whole storage of ``base`` as a flat tensor of ``dtype`` (for outputs such as
+    ``view_as_real`` or ``x.view(torch.int32)``, whose geometry is in units of ``dtype``)."""
+    n = base.untyped_storage().nbytes() // base.element_size()
+    flat = base.as_strided((n,), (1,), 0)
+    if flat.is_complex() and dtype == flat.real.dtype:
+        return torch.view_as_real(flat).view(-1)        # differentiable
+    if dtype.is_complex and flat.dtype == torch.empty((), dtype=dtype).real.dtype:
+        return torch.view_as_complex(flat.view(-1, 2))
+    return flat.view(dtype)
+
+
+def alias(base: torch.Tensor, o) -> torch.Tensor:
+    if str(base.dtype).replace("torch.", "") != o.dtype:
+        base = reinterpret(base, getattr(torch, o.dtype))
+    if o.poisoned:          # NOTE [poisoned views] in outputs.py
+        mode = {"inference_mode": torch.inference_mode, "no_grad": torch.no_grad}.get(o.poisoned)
+        with mode() if mode else contextlib.nullcontext():
+            view = base.as_strided(o.shape, o.stride, o.offset)
+            if o.poisoned == "multi_output":
+                view = view.unsqueeze(0).unbind(0)[0]
+        torch.autograd.graph.increment_version(view)
+        return view
+    if base.requires_grad and not o.requires_grad:
+        # eager's output is cut from autograd (a detach, or a view taken in no_grad of a base
+        # that did not require grad then); a view under no_grad would still require grad
+        base = base.detach()
+        if (tuple(base.shape), base.stride(), base.storage_offset()) == (o.shape, o.stride, o.offset):
+            return base
+    # eager took this view in a no_grad region: it requires grad but has no grad_fn; or its
+    # chain passes through such a view and ends nowhere (then one more view, with grad on)
+    no_grad_view = base.requires_grad and torch.is_grad_enabled() and (o.is_leaf or o.grad_dead_end)
+    with torch.no_grad() if no_grad_view else contextlib.nullcontext():
+        view = base.as_strided(o.shape, o.stride, o.offset)
+        if o.multi_output_view:
+            # unbind/split views may not be mutated in place; make ours the same kind of view
+            view = view.unsqueeze(0).unbind(0)[0]
+    if o.grad_dead_end and no_grad_view:
+        view = view.view_as(view)
+    return view
+
+
+def detached_alias(base: torch.Tensor, o, value: torch.Tensor) -> torch.Tensor:
+    """An output that shares ``base``'s storage without being an autograd view of it (eager:
+    a detached alias, then an in-place op with a value that requires grad). Its data is
+    already in place; copying its own graph value over it gives it eager's gradient path."""
+    view = base.detach()
+    if str(view.dtype).replace("torch.", "") != o.dtype:
+        view = reinterpret(view, getattr(torch, o.dtype))
+    root = view
+    if (tuple(view.shape), view.stride(), view.storage_offset()) != (o.shape, o.stride, o.offset):
+        view = view.as_strided(o.shape, o.stride, o.offset)
+    if value.requires_grad and torch.is_grad_enabled():
+        if torch._debug_has_internal_overlap(view) == 1:      # 1: overlaps, as copy_ checks
+            # an expand of the alias (stride 0): copy_ cannot write it, so the gradient path
+            # goes through a Function that returns the view and hands its gradient to value
+            return _CustomFunctionView.apply(root, value, o.shape, o.stride, o.offset)
+        view.copy_(value)
+    return view
+
+
+def addressing(shape, stride) -> tuple:
+    """The (size, stride) pairs that address memory: a size-1 dimension is never stepped."""
+    return tuple((sz, st) for sz, st in zip(shape, stride) if sz != 1)
+
+
+class _CustomFunctionView(torch.autograd.Function):
+    """A view of ``base`` made inside a custom Function, whose gradient goes to ``value``
+    (NOTE [custom Function views] in outputs.py)."""
+
+    @staticmethod
+    def forward(ctx, base, value, shape, stride, offset):
+        return base.as_strided(shape, stride, offset)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None, grad, None, None, None
+
+
+def view_in_custom_function(base: torch.Tensor, o, value: torch.Tensor) -> torch.Tensor:
+    if str(base.dtype).replace("torch.", "") != o.dtype:
+        base = reinterpret(base.detach(), getattr(torch, o.dtype))
+    if not (value.requires_grad and torch.is_grad_enabled()):
+        return alias(base, o)
+    return _CustomFunctionView.apply(base, value, o.shape, o.stride, o.offset)
+
+
+def restride(t: torch.Tensor, shape, stride, offset, fill: bool = True) -> torch.Tensor:
+    """A copy of ``t`` laid out exactly as eager laid it out (autograd records the copy);
+    with ``fill=False`` only an empty tensor of that layout, of ``t``'s dtype and device."""
+    if offset == 0:
+        new = torch.empty_strided(shape, stride, dtype=t.dtype, device=t.device)
+    else:
+        need = offset + sum((s - 1) * st for s, st in zip(shape, stride)) + 1
+        new = torch.empty(need, dtype=t.dtype, device=t.device).as_strided(shape, stride, offset)
+    return new.copy_(t) if fill else new
+
+
+# NOTE [inference outputs]
+# A tensor made inside an ``inference_mode`` block is an inference tensor: outside the block,
+# writing it in place raises, and so does using it in autograd. The graph computes ordinary
+# tensors, so the runtime copies each such output, with the storage it shares with the other
+# such outputs, into inference tensors (under inference_mode), in the same geometry: outputs
+# that were views of one another in eager still share one storage.
+
+
+def as_inference_tensors(out: list, indices) -> None:
+    copies: dict[int, torch.Tensor] = {}      # storage address -> its copy, as bytes
+    made: dict[int, torch.Tensor] = {}        # id of an output -> its inference tensor
+    with torch.inference_mode():
+        for k in indices:
+            t = out[k]
+            if not isinstance(t, torch.Tensor) or t.is_inference():
+                continue
+            if id(t) in made:       # ``return v, v``: one tensor twice stays one tensor
+                out[k] = made[id(t)]
+                continue
+            storage = t.untyped_storage()
+            raw = copies.get(storage.data_ptr())
+            if raw is None:
+                raw = torch.empty(storage.nbytes(), dtype=torch.uint8, device=t.device)
+                raw.copy_(torch.empty(0, dtype=torch.uint8, device=t.device).set_(storage))
+                copies[storage.data_ptr()] = raw
+            out[k] = made[id(t)] = raw.view(t.dtype).as_strided(t.shape, t.stride(),
+                                                                t.storage_offset())
