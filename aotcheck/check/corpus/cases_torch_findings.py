@@ -14,6 +14,14 @@ def _randn(shape, seed=0, dtype=torch.float32):
     return torch.randn(shape, dtype=dtype, generator=torch.Generator().manual_seed(seed))
 
 
+def _one_parameter(shape):
+    """Inputs of one ``nn.Parameter`` argument (its own leaf)."""
+    def make():
+        p = torch.nn.Parameter(_randn(shape))
+        return Inputs((p,), leaves=(p,))
+    return make
+
+
 @case("regressions", mode="inference", tags=("fuzz", "torch_finding", "input_mutation", "dtypes"),
       xfail_engines={"torch": "the in-place mutation of a 0-dim float64 input is dropped: the input keeps "
                               "its old value and the function reads the stale value, found by aotcheck "
@@ -386,10 +394,7 @@ def fuzz_chunks_of_a_parameter_mutated_under_no_grad_returned():
             p.add_(-1.0)
         return v
 
-    def make():
-        p = torch.nn.Parameter(_randn((2, 2)))
-        return Inputs((p,), leaves=(p,))
-    return f, make
+    return f, _one_parameter((2, 2))
 
 
 @case("regressions", mode="inference", tags=("fuzz", "torch_finding", "multi_output_view", "no_grad",
@@ -406,10 +411,7 @@ def fuzz_unbind_of_a_parameter_mutated_under_no_grad_returned():
             p.add_(-1.0)
         return v
 
-    def make():
-        p = torch.nn.Parameter(_randn((2, 2)))
-        return Inputs((p,), leaves=(p,))
-    return f, make
+    return f, _one_parameter((2, 2))
 
 
 @case("regressions", mode="training", tags=("fuzz", "multi_output_view", "inference_mode"),
