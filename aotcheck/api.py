@@ -9,6 +9,7 @@ The API is the only place that knows both the engine and the cache.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -18,6 +19,7 @@ from . import flags
 from . import subclass as _subclass
 from .cache import bypass, cache_key, lookup, resolve, save
 from .cache.fingerprint import Unfingerprintable, fingerprint_data, fingerprint_of
+from .engine.decide import Decision
 from .engine.partition import STRATEGIES
 from .engine.pipeline import Stages, build_artifact, run_stages
 from .engine.printer import format_graph
@@ -192,11 +194,15 @@ def explain(fn, *args, partitioner: str | None = None, print_result: bool = True
     """Run every stage for these inputs and return (and print) the results; with the
     min-cut partitioner, also which values were saved or recomputed and why. With a tensor
     subclass argument: the stages of the desugared plain-tensor forward graph."""
+    outer = False
     if _subclass.has_subclass(args, kwargs):
-        fn, args, kwargs = (*_subclass.desugared(AotFunction(fn, partitioner), args, kwargs), {})
+        fn, args, outer = _subclass.desugared(AotFunction(fn, partitioner), args, kwargs)
+        kwargs = {}
     leaves, spec = flatten_inputs(args, kwargs)
-    ex = Explanation(run_stages(fn, leaves, spec, signature(leaves, spec),
-                                resolve_partitioner(partitioner)))
+    stages = run_stages(fn, leaves, spec, signature(leaves, spec), resolve_partitioner(partitioner))
+    if outer:
+        stages = dataclasses.replace(stages, decision=Decision(*outer))
+    ex = Explanation(stages)
     if print_result:
         print(ex)
     return ex

@@ -153,11 +153,28 @@ def _join(descs: list, flat) -> list:
     return [next(it) if d == "value" else unflatten(d, it) for d in descs]
 
 
-def _rebuild_args(meta: str, descs: list, values: list, ts, requires: list | None = None):
-    """(args, kwargs, outer tensors) from plain inner tensors; with ``requires`` (per outer
-    tensor), the outer tensors that require grad are made autograd leaves."""
+class _Alias(torch.autograd.Function):
+    """A non-leaf that shares its input's storage (no view): what the forward trace hands the
+    function for an argument that requires grad and is not a leaf, so that writing it in place
+    is legal, as in eager, and writes the traced input."""
+
+    @staticmethod
+    def forward(ctx, t):
+        return t.detach()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def _rebuild_args(meta: str, descs: list, values: list, ts, requires: list | None = None,
+                  nonleaf=None):
+    """(args, kwargs, outer tensors, grad leaves) from plain inner tensors; with ``requires``
+    (per outer tensor), the outer tensors that require grad are made autograd leaves, and
+    ``nonleaf(i, leaf)`` gives what the function sees for outer tensor ``i`` if it was a
+    non-leaf."""
     it_t, it_v = iter(ts), iter(values)
-    leaves, outer = [], []
+    leaves, outer, grad_leaves = [], [], []
     for d in descs:
         if d == "value":
             leaves.append(next(it_v))
@@ -166,19 +183,122 @@ def _rebuild_args(meta: str, descs: list, values: list, ts, requires: list | Non
         r = requires is not None and requires[len(outer)]
         if r:
             t = t.requires_grad_()          # a fresh wrapper: an autograd leaf, no op traced
+            grad_leaves.append(t)
+            if r == "nonleaf" and nonleaf is not None:
+                t = nonleaf(len(outer), t)
         outer.append(t)
         leaves.append(t)
     args, kwargs = pytree.tree_unflatten(leaves, pytree.treespec_loads(json.loads(meta)["tree"]))
-    return args, kwargs, outer
+    return args, kwargs, outer, grad_leaves
 
 
-def _flatten_out(out, box: dict) -> list:
+def _flatten_out(out, box: dict, outer: list, before: list) -> list:
     out_leaves, spec = pytree.tree_flatten(out)
     odescs, flat_out = _split(out_leaves, spec, "returned value")
     box["meta"] = {"tree": pytree.treespec_dumps(spec), "descs": odescs}
     box["values"] = [v for v, d in zip(out_leaves, odescs) if d == "value"]
     box["diff"] = [o.requires_grad for o in out_leaves if isinstance(o, torch.Tensor)]
+    box["facts"] = _outer_facts([o for o in out_leaves if isinstance(o, torch.Tensor)], outer, before)
     return [t for t in flat_out if isinstance(t, torch.Tensor)]
+
+
+# NOTE [outer-level facts]
+# The compiled plain graph gives the right inner values, but eager's semantics are the OUTER
+# tensors': which output is an argument or an earlier output, which one views an argument's
+# storage (and so must be a view of that argument, with autograd through it), which is a fresh
+# leaf made inside (``requires_grad_()`` under no_grad), and which arguments changed shape or
+# gained requires_grad. The forward trace runs the user's function on outer tensors rebuilt
+# from the traced inner ones, so it reads these facts off them; the runtime applies them to
+# the real outer tensors after each call (``_apply_facts``), hit or miss alike.
+
+def _storage_key(t):
+    from torch.multiprocessing.reductions import StorageWeakRef
+    while is_traceable_wrapper_subclass(t):
+        t = getattr(t, t.__tensor_flatten__()[0][0])
+    return StorageWeakRef(t.untyped_storage())
+
+
+def _geometry(t) -> list:
+    return [list(t.shape), list(t.stride()), t.storage_offset()]
+
+
+def _outer_facts(outs: list, outer: list, before: list) -> dict:
+    """``before``: each outer argument's (geometry, requires_grad) as the call began."""
+    keys = [_storage_key(a) for a in outer]
+    per_out = []
+    for i, o in enumerate(outs):
+        fact: dict = {}
+        same = next((j for j in range(i) if outs[j] is o), None)
+        arg = next((j for j, a in enumerate(outer) if a is o), None)
+        if same is not None:
+            fact["same_out"] = same
+        elif arg is None:
+            home = next((j for j, k in enumerate(keys) if k == _storage_key(o)), None)
+            if home is not None:
+                mode = ("alias" if not o._is_view() else "grad" if o.requires_grad
+                        else "no_grad" if outer[home].requires_grad else "plain")
+                fact["view"] = [home, _geometry(o), mode]
+            elif o.requires_grad and o.is_leaf:
+                fact["new_leaf"] = True
+                if any(_reaches(p.grad_fn, o) for p in outs if p.grad_fn is not None):
+                    raise UnsupportedInputError(
+                        "a call with a tensor-subclass argument returns a leaf it made with "
+                        "requires_grad_() and also an output computed from it; aotcheck "
+                        "does not route that output's gradient into the new leaf's .grad, so "
+                        "it refuses this. Return the leaf alone, or make it before the call")
+        per_out.append(fact)
+    moved = {j: _geometry(a) for j, a in enumerate(outer) if _geometry(a) != before[j][0]}
+    grad_set = [j for j, a in enumerate(outer) if a.requires_grad and not before[j][1]]
+    if grad_set and any(o.requires_grad for o in outs):
+        raise UnsupportedInputError(
+            "requires_grad_() on an argument inside a call with a tensor-subclass argument, "
+            "while an output requires grad: aotcheck sets the flag on the caller's argument "
+            "after the call but does not route gradients to it, so it refuses this. Set "
+            "requires_grad before the call")
+    return {"outs": per_out, "moved": moved, "grad_set": grad_set}
+
+
+def _reaches(node, leaf) -> bool:
+    """Does autograd node ``node`` lead back to ``leaf``'s AccumulateGrad?"""
+    seen, todo = set(), [node]
+    while todo:
+        n = todo.pop()
+        if n is None or n in seen:
+            continue
+        seen.add(n)
+        if getattr(n, "variable", None) is leaf:
+            return True
+        todo += [f for f, _ in n.next_functions]
+    return False
+
+
+def _apply_facts(facts: dict, outs: list, outer: list) -> list:
+    """The outer-level facts of the trace, applied to this call's real outer tensors."""
+    for j, (size, stride, offset) in facts["moved"].items():
+        with torch.no_grad():
+            outer[j].as_strided_(size, stride, offset)
+    for j in facts["grad_set"]:
+        outer[j].requires_grad_()
+    res = []
+    for o, fact in zip(outs, facts["outs"]):
+        if "same_out" in fact:
+            o = res[fact["same_out"]]
+        elif "view" in fact:
+            home, (size, stride, offset), mode = fact["view"]
+            a = outer[home]
+            if mode == "alias":
+                with torch.no_grad():
+                    o = a.detach()
+                    o.as_strided_(size, stride, offset)
+            elif mode == "no_grad":
+                with torch.no_grad():
+                    o = a.as_strided(size, stride, offset)
+            else:
+                o = a.as_strided(size, stride, offset)
+        elif fact.get("new_leaf"):
+            o = o.detach().requires_grad_()
+        res.append(o)
+    return res
 
 
 def _compile(owner, plain, tensors: list, grad: bool):
@@ -192,12 +312,13 @@ def _compile(owner, plain, tensors: list, grad: bool):
     fakes = [t.detach() for t in tensors]
     with torch.enable_grad() if grad else torch.no_grad():
         gm = guard_trace(lambda: make_fx(plain, tracing_mode="fake")(*fakes))
-    if grad and any(torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ())
-                    for n in gm.graph.nodes if n.op == "call_function"):
+    random = any(torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ())
+                 for n in gm.graph.nodes if n.op == "call_function")
+    if grad and random and any(t.device.type != "cpu" for t in tensors):
         raise UnsupportedInputError(
-            "a function with a tensor-subclass argument that requires grad draws random "
-            "numbers; aotcheck recomputes such a forward in the backward and cannot replay "
-            "the draws, so it refuses it. Call it without grad, or with plain tensors")
+            "a function with a tensor-subclass argument on a non-CPU device that requires "
+            "grad draws random numbers; aotcheck replays the forward's draws in the backward "
+            "from the CPU generator only, so it refuses it. Call it without grad, or on CPU")
     # NOTE [subclass trace]: the desugared graph is compiled, and persistently cached, as a
     # function that closes over the graph AND the user's function: a GraphModule's fingerprint
     # is its code, which does not hold the values of tensor constants made inside the function
@@ -211,6 +332,7 @@ def _compile(owner, plain, tensors: list, grad: bool):
         _ = user_fn          # read, so that the fingerprint covers it
         return gm(*ts)
     desugared.graph_module = gm
+    desugared.random = random
     return AotFunction(desugared, owner.partitioner, cache=owner.cache, remote=owner.remote)
 
 
@@ -233,53 +355,61 @@ def _prepare(args: tuple, kwargs: dict):
 
 def desugared(owner, args: tuple, kwargs: dict):
     """For ``explain``: the compiled plain forward graph of this call and its plain inputs,
-    those requiring grad where their outer tensor does (the outer-level decision)."""
+    those requiring grad where their outer tensor does (the outer-level decision), and a
+    (mode, reason) that overrides the plain graph's decision, or False."""
     meta, descs, values, tensors, _, requires = _prepare(args, kwargs)
-    compiled, _ = _forward(owner, meta, descs, values, tensors, requires)
+    compiled, box = _forward(owner, meta, descs, values, tensors, requires)
+    # the desugared graph writes a non-leaf's alias (a detach), so it decides inference; the
+    # call itself needs training: NOTE [subclass non-leaf writes]
+    written = box["alias"] and ("training", "an argument that requires grad and is not a leaf "
+                                "is written in place (at the outer level of a tensor subclass)")
     ins, k = [], 0
     for d, r in zip([d for d in descs if d != "value"], requires):
         for t in tensors[k:k + _count(d)]:
             x = t.detach()
             ins.append(x.requires_grad_() if r and (x.is_floating_point() or x.is_complex()) else x)
         k += _count(d)
-    return compiled.fn.graph_module, ins
+    return compiled.fn.graph_module, ins, written
 
 
 def _forward(owner, meta, descs, values, tensors, requires):
-    box: dict = {}
+    box: dict = {"alias": False}
 
     def plain(*ts):
-        args, kwargs, _ = _rebuild_args(meta, descs, values, ts, requires)
-        return _flatten_out(owner.fn(*args, **kwargs), box)
+        nonleaf = (lambda i, t: _Alias.apply(t)) if box["alias"] else None
+        args, kwargs, outer, _ = _rebuild_args(meta, descs, values, ts, requires, nonleaf)
+        before = [(_geometry(a), a.requires_grad) for a in outer]
+        return _flatten_out(owner.fn(*args, **kwargs), box, outer, before)
 
     try:
-        compiled = _compile(owner, plain, tensors, grad=any(requires))
+        return _compile(owner, plain, tensors, grad=any(requires)), box
     except TraceError as e:
-        if "nonleaf" in requires and "in-place operation" in str(e):
-            raise UnsupportedInputError(
-                "an argument that requires grad and is not a leaf was mutated in place in a call "
-                "with a tensor-subclass argument; aotcheck traces such arguments as leaves and "
-                "does not rebase their autograd history, so it refuses it. Mutate an argument "
-                "that does not require grad") from e
-        raise
-    return compiled, box
+        if "nonleaf" not in requires or "in-place operation" not in str(e):
+            raise
+    # a non-leaf argument that requires grad is written: trace again with it a non-leaf alias
+    # (only then, so that other graphs hold no extra ``detach``)
+    box["alias"] = True
+    return _compile(owner, plain, tensors, grad=True), box
 
 
-def _joint(owner, meta, descs, values, tensors, requires, tangent_descs, n: int):
+def _joint(owner, meta, descs, values, tensors, requires, tangent_descs, n: int, dirty: list):
     """The backward at the OUTER level (eager's autograd over the subclass), desugared:
-    ``(inner primals, inner tangents) -> inner gradients`` (NOTE [subclass autograd])."""
+    ``(inner primals, inner tangents) -> inner gradients`` (NOTE [subclass autograd]); the
+    arguments in ``dirty`` were written in place (NOTE [subclass non-leaf writes])."""
     box: dict = {}
 
     def plain(*ts):
-        args, kwargs, outer = _rebuild_args(meta, descs, values, ts[:n], requires)
+        args, kwargs, outer, leaves = _rebuild_args(
+            meta, descs, values, ts[:n], requires, lambda i, t: t.clone() if i in dirty else t)
         outs = [o for o in pytree.tree_leaves(owner.fn(*args, **kwargs)) if isinstance(o, torch.Tensor)]
+        outs += [outer[i] for i in dirty]
         it = iter(ts[n:])
         ys, gs = [], []
         for o, d in zip(outs, tangent_descs):
             if d != "none" and o.requires_grad:
                 ys.append(o)
                 gs.append(unflatten(d, it))
-        xs = [o for o, r in zip(outer, requires) if r]
+        xs = leaves
         got = torch.autograd.grad(ys, xs, gs, allow_unused=True) if ys else [None] * len(xs)
         gflat: list = []
         box["descs"] = ["none" if g is None else flatten(g, "gradient", gflat) for g in got]
@@ -304,24 +434,31 @@ def call(owner, args: tuple, kwargs: dict):
     compiled, box = cached(base_key + ("forward",),
                            lambda: _forward(owner, meta, descs, values, tensors, requires))
     if not any(requires):
-        return _rebuild(box["meta"], box["values"], list(compiled(*tensors)),
-                        _by_parts(outer, tensors, descs), outer)
+        return _rebuild(box, list(compiled(*tensors)), _by_parts(outer, tensors, descs), outer)
 
-    def joint(tangent_descs, ins):
-        return cached(base_key + ("joint", json.dumps(tangent_descs)),
+    def joint(tangent_descs, ins, dirty):
+        return cached(base_key + ("joint", json.dumps([tangent_descs, dirty])),
                       lambda: _joint(owner, meta, descs, values, ins, requires, tangent_descs,
-                                     len(tensors)))
+                                     len(tensors), dirty))
 
     res = {}
     outs = _Outer.apply(compiled, box, joint, descs, tensors, requires, res, *outer)
-    m, it, it_v = box["meta"], iter(outs), iter(box["values"])
+    outs = outs[:len(outs) - len(res["dirty"])]
     same = iter(res.get("same", []))
-    vals = [next(it_v) if d == "value" else _pick(next(it), next(same), outer) for d in m["descs"]]
-    return pytree.tree_unflatten(vals, pytree.treespec_loads(m["tree"]))
+    return _finish(box, [_pick(o, next(same), outer) for o in outs], outer)
 
 
 def _pick(out, same, outer):
     return out if same is None else outer[same]
+
+
+def _finish(box: dict, outs: list, outer: list):
+    """The call's result: the outer outputs with the trace's outer-level facts applied, and the
+    non-tensor values, in the returned tree."""
+    m = box["meta"]
+    it, it_v = iter(_apply_facts(box["facts"], outs, outer)), iter(box["values"])
+    vals = [next(it_v) if d == "value" else next(it) for d in m["descs"]]
+    return pytree.tree_unflatten(vals, pytree.treespec_loads(m["tree"]))
 
 
 def _by_parts(outer: list, parts: list, descs: list) -> dict:
@@ -335,17 +472,14 @@ def _by_parts(outer: list, parts: list, descs: list) -> dict:
     return res
 
 
-def _rebuild(m: dict, out_values: list, flat_out: list, by_parts: dict, outer: list | None = None):
-    it_t, it_v = iter(flat_out), iter(out_values)
-    vals = []
-    for d in m["descs"]:
-        if d == "value":
-            vals.append(next(it_v))
-            continue
-        part = [next(it_t) for _ in range(_count(d))]
-        same = by_parts.get((tuple(id(t) for t in part), json.dumps(d)))
-        vals.append(unflatten(d, iter(part)) if same is None else outer[same])
-    return pytree.tree_unflatten(vals, pytree.treespec_loads(m["tree"]))
+def _rebuild(box: dict, flat_out: list, by_parts: dict, outer: list):
+    it_t, outs = iter(flat_out), []
+    for d in box["meta"]["descs"]:
+        if d != "value":
+            part = [next(it_t) for _ in range(_count(d))]
+            same = by_parts.get((tuple(id(t) for t in part), json.dumps(d)))
+            outs.append(unflatten(d, iter(part)) if same is None else outer[same])
+    return _finish(box, outs, outer)
 
 
 def _versions(ts):
@@ -359,22 +493,29 @@ class _Outer(torch.autograd.Function):
     @staticmethod
     def forward(ctx, compiled, box, joint, descs, tensors, requires, res, *outer):
         k, watched = 0, []
-        for d, o, r in zip([d for d in descs if d != "value"], outer, requires):
+        for i, (d, o, r) in enumerate(zip([d for d in descs if d != "value"], outer, requires)):
             n = _count(d)
             if r and not o.is_leaf:
-                watched += tensors[k:k + n]
+                watched.append((i, tensors[k:k + n]))
             k += n
         before = _versions(tensors)
         saved = [t.detach().clone() for t in tensors]     # the primals before any mutation
+        # NOTE [subclass random draws]: the backward recomputes the forward inside the joint
+        # graph, so it starts the joint from the generator state the forward started from (its
+        # draws then equal the forward's) and puts the generator back afterwards: eager's
+        # backward draws nothing.
+        ctx.rng = torch.get_rng_state() if compiled.fn.random else None
         detached = [t.detach() for t in tensors]
         flat_out = list(compiled(*detached))
         by_parts = _by_parts(outer, detached, descs)
         after = _versions(tensors)
-        if any(_versions([t])[0] != v for t, v in zip(tensors, before) if any(t is w for w in watched)):
-            raise UnsupportedInputError(
-                "an argument that requires grad and is not a leaf was mutated in place in a call "
-                "with a tensor-subclass argument; aotcheck does not rebase its autograd history "
-                "there, so it refuses it. Mutate an argument that does not require grad")
+        # NOTE [subclass non-leaf writes]: an argument that requires grad, is not a leaf and was
+        # written is marked dirty and returned, so that autograd rebases its history onto this
+        # node as eager's in-place op does; the joint then takes its final value as one more
+        # output, with the argument a clone of its grad leaf there.
+        was = {id(t): v for t, v in zip(tensors, before)}
+        dirty = [i for i, parts in watched if any(t._version != was[id(t)] for t in parts)]
+        res["dirty"] = dirty
         if after == before:
             saved = [t.detach() for t in tensors]          # no mutation: no copies needed
         it = iter(flat_out)
@@ -384,9 +525,10 @@ class _Outer(torch.autograd.Function):
                 part = [next(it) for _ in range(_count(d))]
                 res.setdefault("same", []).append(by_parts.get((tuple(id(t) for t in part), json.dumps(d))))
                 outs.append(unflatten(d, iter(part)))
-        ctx.saved_primals, ctx.joint, ctx.requires = saved, joint, requires
+        ctx.saved_primals, ctx.joint, ctx.requires, ctx.dirty = saved, joint, requires, dirty
         ctx.mark_non_differentiable(*[o for o, df in zip(outs, box["diff"]) if not df])
-        return tuple(outs)
+        ctx.mark_dirty(*[outer[i] for i in dirty])
+        return tuple(outs) + tuple(outer[i] for i in dirty)
 
     @staticmethod
     def backward(ctx, *grads):
@@ -394,8 +536,13 @@ class _Outer(torch.autograd.Function):
         for g in grads:
             tdescs.append("none" if g is None else flatten(g, "gradient of an output", tflat))
         ins = list(ctx.saved_primals) + tflat
-        compiled, box = ctx.joint(tdescs, ins)
-        got = iter(compiled(*ins))
+        compiled, box = ctx.joint(tdescs, ins, ctx.dirty)
+        if ctx.rng is None:
+            got = iter(compiled(*ins))
+        else:
+            with torch.random.fork_rng(devices=[]):
+                torch.set_rng_state(ctx.rng)
+                got = iter(compiled(*ins))
         gd = iter(box["descs"])
         out = []
         for r in ctx.requires:

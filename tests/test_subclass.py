@@ -117,13 +117,28 @@ def test_ctx_that_is_not_plain_data_is_refused():
         aotcheck.aot_function(lambda t: t * 2)(x)
 
 
-def test_mutating_a_non_leaf_subclass_argument_that_requires_grad_is_refused():
+def test_a_non_leaf_subclass_argument_written_in_place_gets_eager_history():
+    # NOTE [subclass non-leaf writes]: the argument is rebased onto the call, so a gradient
+    # taken from it afterwards flows through the write (x 2) to the leaf, as in eager
     def f(x):
         x.mul_(2)
         return x.sum()
     base = two(3, requires_grad=True)
-    with pytest.raises(UnsupportedInputError, match="not a leaf was mutated"):
-        aotcheck.aot_function(f)(base * 1)
+    arg = base * 1
+    out = aotcheck.aot_function(f)(arg)
+    assert arg.grad_fn is not None and "Outer" in type(arg.grad_fn).__name__
+    (arg.sum() + out).backward()
+    assert base.grad.a.tolist() == [4.0, 4.0, 4.0] and base.grad.b.tolist() == [4.0, 4.0, 4.0]
+
+
+def test_a_leaf_made_inside_and_an_output_computed_from_it_is_refused_by_name():
+    def f(x):
+        with torch.no_grad():
+            v = x.add(1.0)
+            v.requires_grad_()
+        return v, x * v
+    with pytest.raises(UnsupportedInputError, match="returns a leaf it made"):
+        aotcheck.aot_function(f)(two(3, requires_grad=True))
 
 
 def test_persistent_key_covers_constants_made_inside_the_function(tmp_path):

@@ -11,6 +11,7 @@ import math
 
 import hypothesis.strategies as st
 import torch
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from .programs import OP_KINDS, DType, Index
 
@@ -26,6 +27,14 @@ def _pick(draw, options):
     return options[draw(st.integers(0, len(options) - 1))]
 
 
+
+
+def storage_of(t: torch.Tensor) -> torch.UntypedStorage:
+    """``t``'s storage; a wrapper subclass's is its first inner tensor's (a ``TwoTensor``'s
+    inner tensors are viewed and written in step, so one of them stands for both)."""
+    while is_traceable_wrapper_subclass(t):
+        t = getattr(t, t.__tensor_flatten__()[0][0])
+    return t.untyped_storage()
 
 
 def _broadcast(a, b):
@@ -147,7 +156,7 @@ def _index(draw, x):
 
 
 def _as_strided(draw, x, facts, state):
-    storage_numel = x.t.untyped_storage().nbytes() // x.t.element_size()
+    storage_numel = storage_of(x.t).nbytes() // x.t.element_size()
     ndim = _pick(draw, [1, 2])
     size = [draw(st.integers(1, 4)) for _ in range(ndim)]
     stride = [_pick(draw, [1, 2, 3, 0]) for _ in range(ndim)]

@@ -84,9 +84,11 @@ RETURN_ONLY_KINDS = ("multi", "scalar")
 REGIONS = ("enable_grad", "inference_mode")
 # How an input can be made: a fresh leaf, a clone of a grad-requiring leaf, a transpose or strided
 # slice of a bigger base; or an alias: "same" tensor as an earlier input, an "overlap"ping slice
-# of it, its "transposed" view, or one of two "disjoint" rows of one hidden base.
+# of it, its "transposed" view, or one of two "disjoint" rows of one hidden base; the wider
+# grammar adds an nn.Parameter, an integer or bool tensor, and a ``TwoTensor`` (a traceable
+# wrapper subclass whose two inner tensors get every op), a leaf or a clone of one.
 INPUT_KINDS = ("leaf", "nonleaf", "noncontig", "same", "overlap", "transposed", "disjoint",
-               "parameter", "integer")
+               "parameter", "integer", "subclass")
 DTYPES = ("float32", "float64", "int64", "bool")
 
 
@@ -170,6 +172,7 @@ class Base:
     clone: bool
     seed: int
     parameter: bool = False          # an nn.Parameter (a leaf that requires grad)
+    subclass: bool = False           # a TwoTensor of two tensors drawn from seed and seed + 1
 
     @property
     def leaf(self) -> str | None:
@@ -184,6 +187,9 @@ class Base:
             make = f"_randint({self.shape!r}, {self.seed})"
         elif self.dtype == "bool":
             make = f"(_randn({self.shape!r}, torch.float32, {self.seed}) > 0)"
+        elif self.subclass:
+            make = (f"TwoTensor({make}, _randn({self.shape!r}, torch.{self.dtype}, "
+                    f"{self.seed + 1}))")
         if self.parameter:
             return [f"{self.name} = torch.nn.Parameter({make})"]
         if self.clone:
@@ -254,6 +260,9 @@ class Program:
                 raise ValueError(f"{base.name}: dtype {base.dtype!r} is not one of {DTYPES}")
             if base.clone and not base.requires_grad:
                 raise ValueError(f"{base.name}: a clone base must require grad")
+            if base.subclass and (base.parameter or base.dtype not in ("float32", "float64")):
+                raise ValueError(f"{base.name}: a subclass base is a floating TwoTensor, "
+                                 "not a parameter")
             define(base.name, base.name)
         for spec in self.inputs:
             if spec.kind not in INPUT_KINDS:
@@ -285,6 +294,8 @@ class Program:
         text = _PRELUDE
         if any(b.dtype == "int64" for b in self.bases):
             text += _RANDINT
+        if any(b.subclass for b in self.bases):
+            text += _TWO_TENSOR
         ops = {stmt.op for stmt in self.statements}
         if ops & {"double_fn", "mul2_fn_"}:
             text += _CUSTOM_FUNCTIONS
@@ -434,7 +445,8 @@ class Program:
         return json.dumps({
             "schema": SCHEMA_VERSION,
             "bases": [[b.name, list(b.shape), b.dtype, b.requires_grad, b.clone, b.seed]
-                      + ([True] if b.parameter else []) for b in self.bases],
+                      + ([b.parameter, True] if b.subclass else [True] if b.parameter else [])
+                      for b in self.bases],
             "inputs": [[s.name, s.kind, s.op, _encode(s.args)] for s in self.inputs],
             "statements": [[s.op, _encode(s.args), s.out, s.no_grad] + ([s.region] if s.region else [])
                            for s in self.statements],
@@ -513,6 +525,11 @@ _RANDINT = '''
 
 def _randint(shape, seed):
     return torch.randint(-3, 4, shape, generator=torch.Generator().manual_seed(seed))
+'''
+
+_TWO_TENSOR = '''
+
+from torch.testing._internal.two_tensor import TwoTensor
 '''
 
 _CUSTOM_FUNCTIONS = '''

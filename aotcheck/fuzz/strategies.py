@@ -25,8 +25,9 @@ from hypothesis import assume
 from torch._C._autograd import CreationMeta, _get_creation_meta
 
 from .choosers import APPLIES as _APPLIES, ARGS as _ARGS, MAX_NDIM, _no_args, _pick  # noqa: F401
-from .programs import (_CUSTOM_FUNCTIONS, _PRELUDE, _RANDINT, KIND_OF_OP, MUTATING_KINDS, OP_KINDS,
-                       Base, Index, InputSpec, Program, Statement, run_eager)
+from .choosers import storage_of as _storage
+from .programs import (_CUSTOM_FUNCTIONS, _PRELUDE, _RANDINT, _TWO_TENSOR, KIND_OF_OP, MUTATING_KINDS,
+                       OP_KINDS, Base, Index, InputSpec, Program, Statement, run_eager)
 
 # NOTE [stop inside each statement]
 # Each statement is one nested draw whose first choice is "go on or stop" (stop is the value
@@ -77,7 +78,7 @@ STATS: Counter = Counter()
 # (tests/test_fuzz.py, against aotcheck's engine) runs ``programs()`` as it was, and runs the
 # extensions aotcheck's engine passes through ``AOTCHECK_EXTENSIONS``.
 EXTENSIONS = ("regions", "casts", "integer", "multi_output", "non_tensor", "parameter",
-              "custom_function", "random", "set_", "requires_grad_")
+              "custom_function", "random", "set_", "requires_grad_", "subclass")
 _EXTENSION_OPS = {"casts": ("to", "gt"), "multi_output": ("unbind_all", "chunk"),
                   "non_tensor": ("size",), "custom_function": ("double_fn", "mul2_fn_"),
                   "random": ("rand_like", "dropout"), "set_": ("set_",),
@@ -186,7 +187,7 @@ def _input_step(draw, made: _Inputs) -> bool:
         return False
     shapes, max_numel = made.shapes, made.max_numel
 
-    def new_base(shape, make):
+    def new_base(shape, make, subclass=False):
         if make in ("parameter", "integer"):
             dtype = "float32" if make == "parameter" else _pick(draw, ["int64", "bool"])
             made.bases.append(Base(f"b{len(made.bases)}", shape, dtype, make == "parameter",
@@ -195,7 +196,7 @@ def _input_step(draw, made: _Inputs) -> bool:
         rg = True if make == "clone" else draw(st.booleans())
         dtype = "float64" if draw(st.integers(0, 4)) == 4 else "float32"
         made.bases.append(Base(f"b{len(made.bases)}", shape, dtype, rg, make == "clone",
-                               draw(st.integers(0, 2**16))))
+                               draw(st.integers(0, 2**16)), subclass=subclass))
         return made.bases[-1].name
 
     can = {
@@ -204,6 +205,7 @@ def _input_step(draw, made: _Inputs) -> bool:
         "transposed": any(len(s) >= 2 for s in shapes.values()),
         "disjoint": made.max_inputs - len(made.inputs) >= 2,
         "parameter": "parameter" in made.extensions, "integer": "integer" in made.extensions,
+        "subclass": "subclass" in made.extensions,
     }
     kind = _pick(draw, [k for k, ok in can.items() if ok])
     if kind in ("parameter", "integer"):
@@ -212,6 +214,10 @@ def _input_step(draw, made: _Inputs) -> bool:
     elif kind in ("leaf", "nonleaf"):
         shape = _draw_shape(draw, 0, max_numel)
         made.add(kind, "same", (new_base(shape, "leaf" if kind == "leaf" else "clone"),), shape)
+    elif kind == "subclass":
+        shape = _draw_shape(draw, 0, max_numel)
+        made.add(kind, "same", (new_base(shape, _pick(draw, ["leaf", "clone"]), subclass=True),),
+                 shape)
     elif kind == "noncontig":
         shape = _draw_shape(draw, 1, max_numel // 2)
         make = _pick(draw, ["leaf", "clone"])
@@ -276,7 +282,7 @@ class _State:
 
     def run(self, stmt: Statement) -> Statement:
         def pack(t):
-            self.saved_storages.add(t.untyped_storage().data_ptr())
+            self.saved_storages.add(_storage(t).data_ptr())
             self._keep_alive.append(t)
             return t
 
@@ -325,7 +331,8 @@ def _region(stmt: Statement):
 
 
 _GLOBALS: dict = {}
-exec(compile(_PRELUDE + _RANDINT + _CUSTOM_FUNCTIONS, "<aotcheck prelude>", "exec"), _GLOBALS)
+exec(compile(_PRELUDE + _RANDINT + _TWO_TENSOR + _CUSTOM_FUNCTIONS, "<aotcheck prelude>", "exec"),
+     _GLOBALS)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -341,7 +348,7 @@ class _Facts:
         self.shape = tuple(t.shape)
         self.ndim = t.ndim
         self.numel = t.numel()
-        self.storage = t.untyped_storage().data_ptr()
+        self.storage = _storage(t).data_ptr()
         self.offsets = _offsets(t)
         self.mutable = self.storage not in saved_storages and (
             no_grad or _grad_mode_mutable(t, unlinked))
@@ -382,7 +389,7 @@ def _grad_mode_mutable(t: torch.Tensor, unlinked: bool) -> bool:
 
 def _offsets(t: torch.Tensor) -> list[int]:
     """The storage element each element of ``t`` lives at."""
-    size = t.untyped_storage().nbytes() // t.element_size()
+    size = _storage(t).nbytes() // t.element_size()
     return torch.arange(size).as_strided(t.shape, t.stride(), t.storage_offset()).flatten().tolist()
 
 

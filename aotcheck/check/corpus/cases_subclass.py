@@ -5,6 +5,7 @@ that meets a TwoTensor. See the NOTEs in ``aotcheck/subclass.py``.
 """
 from __future__ import annotations
 
+import torch
 from torch.testing._internal.two_tensor import TwoTensor
 
 from . import Inputs, case
@@ -105,4 +106,100 @@ def twotensor_argument_returned_unchanged():
     def make():
         x, y = two(3, requires_grad=True), leaf(3)
         return Inputs((x, y), leaves=(x, y))
+    return f, seeded(make)
+
+
+# -- found by the fuzzer's subclass arguments (each was silently wrong or refused) ------------
+
+@case("subclass", mode="training", tags=("non_leaf", "mutation"))
+def twotensor_non_leaf_argument_written_in_place():
+    # eager rebases the argument's history onto the in-place op: its gradient flows through
+    # the write to the leaf it was cloned from
+    def f(x):
+        x.mul_(2)
+        return x.sin()
+    def make():
+        base = two(3, 2, requires_grad=True)
+        return Inputs((base.clone(),), leaves=(base,))
+    return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("non_leaf", "mutation", "mixed"))
+def plain_non_leaf_argument_written_beside_a_twotensor():
+    def f(x, y):
+        y[::2] = 2.0
+        return x * y.sum()
+    def make():
+        lx, ly = two(3, requires_grad=True), leaf(4, 2)
+        return Inputs((lx.clone(), ly.clone()), leaves=(lx, ly))
+    return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("alias",))
+def twotensor_one_output_returned_twice():
+    # eager returns one object twice
+    def f(x):
+        v = x @ x.mT
+        return v, v
+    def make():
+        base = two(1, 4, requires_grad=True)
+        return Inputs((base.clone(),), leaves=(base,))
+    return f, seeded(make)
+
+
+@case("subclass", mode="inference", tags=("alias",))
+def twotensor_view_of_a_leaf_and_a_detached_alias_returned():
+    # the view is a view of the leaf (writing it in place raises, its gradient reaches the
+    # leaf); the detached alias shares the leaf's storage and needs no grad. Both outputs are
+    # aliases of the argument, rebuilt at the outer level (NOTE [outer-level facts]), so the
+    # graph is an inference one
+    def f(x):
+        return x.detach(), x[:, ::2]
+    def make():
+        x = two(2, 3, requires_grad=True)
+        return Inputs((x,), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("subclass", mode="inference", tags=("alias", "mutation"))
+def twotensor_aliased_argument_unsqueezed_in_place():
+    def f(x, y):
+        y.unsqueeze_(0)
+        return x + 1
+    def make():
+        x = two(2)
+        return Inputs((x, x[1:]))
+    return f, seeded(make)
+
+
+@case("subclass", mode="inference", tags=("mixed",))
+def requires_grad_set_on_a_plain_argument_beside_a_twotensor():
+    def f(x, y):
+        y.requires_grad_()
+        return x * 2
+    return f, seeded(lambda: Inputs((two(3), rand(3))))
+
+
+@case("subclass", mode="training", tags=("no_grad",))
+def twotensor_leaf_made_under_no_grad_returned():
+    # the result is a new leaf of its own: no grad_fn, and its .grad is filled at backward
+    def f(x):
+        with torch.no_grad():
+            v = x.add(1.0)
+            v.requires_grad_()
+        return v, x * 2
+    def make():
+        x = two(3, requires_grad=True)
+        return Inputs((x,), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("rng",))
+def twotensor_dropout_with_grad():
+    # the backward must reuse the forward's mask, and leave the generator as eager's does
+    def f(x, y):
+        return torch.nn.functional.dropout(x, 0.5) * y, torch.rand_like(y)
+    def make():
+        x, y = two(4, 3, requires_grad=True), leaf(4, 3)
+        return Inputs((x.clone(), y), leaves=(x, y))
     return f, seeded(make)
