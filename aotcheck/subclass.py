@@ -193,11 +193,13 @@ def _rebuild_args(meta: str, descs: list, values: list, ts, requires: list | Non
 
 
 def _flatten_out(out, box: dict, outer: list, before: list) -> list:
-    out_leaves, spec = pytree.tree_flatten(out)
+    # a torch.Size is one value: pytree would rebuild it as a plain tuple
+    out_leaves, spec = pytree.tree_flatten(out, is_leaf=lambda v: isinstance(v, torch.Size))
     odescs, flat_out = _split(out_leaves, spec, "returned value")
     box["meta"] = {"tree": pytree.treespec_dumps(spec), "descs": odescs}
     box["values"] = [v for v, d in zip(out_leaves, odescs) if d == "value"]
     box["diff"] = [o.requires_grad for o in out_leaves if isinstance(o, torch.Tensor)]
+    box["spec"] = spec
     box["facts"] = _outer_facts([o for o in out_leaves if isinstance(o, torch.Tensor)], outer, before)
     return [t for t in flat_out if isinstance(t, torch.Tensor)]
 
@@ -232,7 +234,9 @@ def _outer_facts(outs: list, outer: list, before: list) -> dict:
         arg = next((j for j, a in enumerate(outer) if a is o), None)
         if same is not None:
             fact["same_out"] = same
-        elif arg is None:
+        elif arg is not None:
+            fact["same_arg"] = arg
+        else:
             home = next((j for j, k in enumerate(keys) if k == _storage_key(o)), None)
             if home is not None:
                 mode = ("alias" if not o._is_view() else "grad" if o.requires_grad
@@ -272,9 +276,10 @@ def _reaches(node, leaf) -> bool:
     return False
 
 
-def _apply_facts(facts: dict, outs: list, outer: list) -> list:
-    """The outer-level facts of the trace, applied to this call's real outer tensors."""
-    for j, (size, stride, offset) in facts["moved"].items():
+def _apply_facts(facts: dict, outs: list, outer: list, moved: bool = True) -> list:
+    """The outer-level facts of the trace, applied to this call's real outer tensors
+    (``moved=False``: the arguments' new shapes are already set)."""
+    for j, (size, stride, offset) in facts["moved"].items() if moved else ():
         with torch.no_grad():
             outer[j].as_strided_(size, stride, offset)
     for j in facts["grad_set"]:
@@ -283,6 +288,8 @@ def _apply_facts(facts: dict, outs: list, outer: list) -> list:
     for o, fact in zip(outs, facts["outs"]):
         if "same_out" in fact:
             o = res[fact["same_out"]]
+        elif "same_arg" in fact:
+            o = outer[fact["same_arg"]]
         elif "view" in fact:
             home, (size, stride, offset), mode = fact["view"]
             a = outer[home]
@@ -399,8 +406,8 @@ def _joint(owner, meta, descs, values, tensors, requires, tangent_descs, n: int,
     box: dict = {}
 
     def plain(*ts):
-        args, kwargs, outer, leaves = _rebuild_args(
-            meta, descs, values, ts[:n], requires, lambda i, t: t.clone() if i in dirty else t)
+        args, kwargs, outer, leaves = _rebuild_args(meta, descs, values, ts[:n], requires,
+                                                    lambda i, t: t.clone())
         outs = [o for o in pytree.tree_leaves(owner.fn(*args, **kwargs)) if isinstance(o, torch.Tensor)]
         outs += [outer[i] for i in dirty]
         it = iter(ts[n:])
@@ -434,7 +441,7 @@ def call(owner, args: tuple, kwargs: dict):
     compiled, box = cached(base_key + ("forward",),
                            lambda: _forward(owner, meta, descs, values, tensors, requires))
     if not any(requires):
-        return _rebuild(box, list(compiled(*tensors)), _by_parts(outer, tensors, descs), outer)
+        return _finish(box, _unflatten_outs(box, list(compiled(*tensors))), outer)
 
     def joint(tangent_descs, ins, dirty):
         return cached(base_key + ("joint", json.dumps([tangent_descs, dirty])),
@@ -443,43 +450,27 @@ def call(owner, args: tuple, kwargs: dict):
 
     res = {}
     outs = _Outer.apply(compiled, box, joint, descs, tensors, requires, res, *outer)
-    outs = outs[:len(outs) - len(res["dirty"])]
-    same = iter(res.get("same", []))
-    return _finish(box, [_pick(o, next(same), outer) for o in outs], outer)
+    n = len(outs) - len(res["dirty"])
+    with torch.enable_grad():          # NOTE [subclass non-leaf writes]
+        for i, new in zip(res["dirty"], outs[n:]):
+            outer[i].copy_(new)
+    return _finish(box, list(outs[:n]), outer, moved=False)
 
 
-def _pick(out, same, outer):
-    return out if same is None else outer[same]
-
-
-def _finish(box: dict, outs: list, outer: list):
+def _finish(box: dict, outs: list, outer: list, moved: bool = True):
     """The call's result: the outer outputs with the trace's outer-level facts applied, and the
     non-tensor values, in the returned tree."""
     m = box["meta"]
-    it, it_v = iter(_apply_facts(box["facts"], outs, outer)), iter(box["values"])
+    it = iter(_apply_facts(box["facts"], outs, outer, moved))
+    it_v = iter(box["values"])
     vals = [next(it_v) if d == "value" else next(it) for d in m["descs"]]
-    return pytree.tree_unflatten(vals, pytree.treespec_loads(m["tree"]))
+    return pytree.tree_unflatten(vals, box["spec"])
 
 
-def _by_parts(outer: list, parts: list, descs: list) -> dict:
-    """(ids of an argument's plain parts, its desc) -> the argument's index: an output made of
-    exactly those parts IS that argument (``return x``), as in eager."""
-    res, k = {}, 0
-    for i, d in enumerate([d for d in descs if d != "value"]):
-        n = _count(d)
-        res[(tuple(id(t) for t in parts[k:k + n]), json.dumps(d))] = i
-        k += n
-    return res
-
-
-def _rebuild(box: dict, flat_out: list, by_parts: dict, outer: list):
-    it_t, outs = iter(flat_out), []
-    for d in box["meta"]["descs"]:
-        if d != "value":
-            part = [next(it_t) for _ in range(_count(d))]
-            same = by_parts.get((tuple(id(t) for t in part), json.dumps(d)))
-            outs.append(unflatten(d, iter(part)) if same is None else outer[same])
-    return _finish(box, outs, outer)
+def _unflatten_outs(box: dict, flat_out: list) -> list:
+    it = iter(flat_out)
+    return [unflatten(d, iter([next(it) for _ in range(_count(d))]))
+            for d in box["meta"]["descs"] if d != "value"]
 
 
 def _versions(ts):
@@ -505,30 +496,28 @@ class _Outer(torch.autograd.Function):
         # draws then equal the forward's) and puts the generator back afterwards: eager's
         # backward draws nothing.
         ctx.rng = torch.get_rng_state() if compiled.fn.random else None
-        detached = [t.detach() for t in tensors]
-        flat_out = list(compiled(*detached))
-        by_parts = _by_parts(outer, detached, descs)
+        flat_out = list(compiled(*[t.detach() for t in tensors]))
         after = _versions(tensors)
-        # NOTE [subclass non-leaf writes]: an argument that requires grad, is not a leaf and was
-        # written is marked dirty and returned, so that autograd rebases its history onto this
-        # node as eager's in-place op does; the joint then takes its final value as one more
-        # output, with the argument a clone of its grad leaf there.
+        moved = box["facts"]["moved"]
+        for j, (size, stride, offset) in moved.items():
+            outer[j].as_strided_(size, stride, offset)
+        # NOTE [subclass non-leaf writes]: an argument that requires grad, is not a leaf and
+        # was written (in data or in shape) gets a copy of its new value as one more output;
+        # the caller copies it back in grad mode, which rebases the argument's history as
+        # eager's in-place op does (a copy_ works for views too, where mark_dirty with several
+        # outputs does not). The joint takes that value as one more output, with every such
+        # argument a clone of its grad leaf there.
         was = {id(t): v for t, v in zip(tensors, before)}
-        dirty = [i for i, parts in watched if any(t._version != was[id(t)] for t in parts)]
+        dirty = [i for i, parts in watched
+                 if i in moved or any(t._version != was[id(t)] for t in parts)]
         res["dirty"] = dirty
         if after == before:
             saved = [t.detach() for t in tensors]          # no mutation: no copies needed
-        it = iter(flat_out)
-        outs = []
-        for d in box["meta"]["descs"]:
-            if d != "value":
-                part = [next(it) for _ in range(_count(d))]
-                res.setdefault("same", []).append(by_parts.get((tuple(id(t) for t in part), json.dumps(d))))
-                outs.append(unflatten(d, iter(part)))
+        outs = _unflatten_outs(box, flat_out)
         ctx.saved_primals, ctx.joint, ctx.requires, ctx.dirty = saved, joint, requires, dirty
         ctx.mark_non_differentiable(*[o for o, df in zip(outs, box["diff"]) if not df])
-        ctx.mark_dirty(*[outer[i] for i in dirty])
-        return tuple(outs) + tuple(outer[i] for i in dirty)
+        ctx.set_materialize_grads(False)   # outputs replaced by the outer facts get no grad
+        return tuple(outs) + tuple(outer[i].detach().clone() for i in dirty)
 
     @staticmethod
     def backward(ctx, *grads):

@@ -209,7 +209,7 @@ def test_extensions_draw_every_new_construct():
     seen = set()
 
     @seed(3)
-    @settings(max_examples=150, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=250, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(programs(extensions="all", min_statements=1))
     def draw(p):
         seen.update(p.features())
@@ -217,7 +217,8 @@ def test_extensions_draw_every_new_construct():
     draw()
     for tag in ("op:to", "op:gt", "op:unbind_all", "op:chunk", "op:size", "op:double_fn",
                 "op:mul2_fn_", "op:rand_like", "op:dropout", "op:requires_grad_",
-                "inference_mode", "enable_grad", "input:parameter", "input:integer"):
+                "inference_mode", "enable_grad", "input:parameter", "input:integer",
+                "input:subclass"):
         assert tag in seen, tag
 
 

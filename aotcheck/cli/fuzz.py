@@ -31,7 +31,8 @@ def register(sub) -> None:
     p.add_argument("--max-statements", type=int, default=8)
     p.add_argument("--extensions", default=None, help="the wider grammar to draw, comma-separated "
                    "(regions, casts, integer, multi_output, non_tensor, parameter, custom_function, "
-                   "random, set_, requires_grad_), 'all' or 'none'; default: all")
+                   "random, set_, requires_grad_, subclass), 'all' or 'none'; default: all for the "
+                   "torch engines, all but subclass for aotcheck's")
     p.add_argument("--progress", action="store_true", help="draw the progress bar even when "
                    "stderr is not a terminal (e.g. a log file)")
     add_partitioner_option(p)
