@@ -37,6 +37,7 @@ import importlib
 import json
 
 import torch
+from torch._C._autograd import CreationMeta, _get_creation_meta
 from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
@@ -175,13 +176,18 @@ def _rebuild_args(meta: str, descs: list, values: list, ts, requires: list | Non
     non-leaf."""
     it_t, it_v = iter(ts), iter(values)
     leaves, outer, grad_leaves = [], [], []
+    same = json.loads(meta)["same"]
     for d in descs:
         if d == "value":
             leaves.append(next(it_v))
             continue
         t = unflatten(d, it_t)
         r = requires is not None and requires[len(outer)]
-        if r:
+        if same[len(outer)] >= 0:      # the object of an earlier argument; its grad goes there
+            t = outer[same[len(outer)]]
+            if r:
+                grad_leaves.append(None)
+        elif r:
             t = t.requires_grad_()          # a fresh wrapper: an autograd leaf, no op traced
             grad_leaves.append(t)
             if r == "nonleaf" and nonleaf is not None:
@@ -250,6 +256,9 @@ def _outer_facts(outs: list, outer: list, before: list) -> dict:
                         "requires_grad_() and also an output computed from it; aotcheck "
                         "does not route that output's gradient into the new leaf's .grad, so "
                         "it refuses this. Return the leaf alone, or make it before the call")
+        if (o._is_view() and o.requires_grad and "same_out" not in fact
+                and _get_creation_meta(o) == CreationMeta.MULTI_OUTPUT_NODE):
+            fact["multi_output"] = True
         per_out.append(fact)
     moved = {j: _geometry(a) for j, a in enumerate(outer) if _geometry(a) != before[j][0]}
     grad_set = [j for j, a in enumerate(outer) if a.requires_grad and not before[j][1]]
@@ -304,6 +313,10 @@ def _apply_facts(facts: dict, outs: list, outer: list, moved: bool = True) -> li
                 o = a.as_strided(size, stride, offset)
         elif fact.get("new_leaf"):
             o = o.detach().requires_grad_()
+        if fact.get("multi_output"):
+            # one of several views of one op (unbind, split, chunk): eager refuses to write it
+            # in place; so does a view made the same way (values and gradient unchanged)
+            o = o.unsqueeze(0).unbind(0)[0]
         res.append(o)
     return res
 
@@ -352,9 +365,11 @@ def _prepare(args: tuple, kwargs: dict):
         raise UnsupportedInputError(f"argument tree {spec} cannot be serialised: {e}") from e
     values = [v for v in flat if not isinstance(v, torch.Tensor)]
     tensors = [t for t in flat if isinstance(t, torch.Tensor)]
-    meta = json.dumps({"tree": tree, "descs": descs,
-                       "values": [[type(v).__name__, repr(v)] for v in values]}, sort_keys=True)
     outer = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
+    # one tensor passed twice is one object inside the function too (eager writes both)
+    same = [next((j for j in range(i) if outer[j] is t), -1) for i, t in enumerate(outer)]
+    meta = json.dumps({"tree": tree, "descs": descs, "same": same,
+                       "values": [[type(v).__name__, repr(v)] for v in values]}, sort_keys=True)
     grad = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
     requires = [grad and t.requires_grad and ("leaf" if t.is_leaf else "nonleaf") for t in outer]
     return meta, descs, values, tensors, outer, requires
@@ -370,11 +385,13 @@ def desugared(owner, args: tuple, kwargs: dict):
     # call itself needs training: NOTE [subclass non-leaf writes]
     written = box["alias"] and ("training", "an argument that requires grad and is not a leaf "
                                 "is written in place (at the outer level of a tensor subclass)")
-    ins, k = [], 0
+    ins, k, made = [], 0, {}
     for d, r in zip([d for d in descs if d != "value"], requires):
         for t in tensors[k:k + _count(d)]:
-            x = t.detach()
-            ins.append(x.requires_grad_() if r and (x.is_floating_point() or x.is_complex()) else x)
+            if id(t) not in made:            # a tensor passed twice stays one tensor
+                x = t.detach()
+                made[id(t)] = x.requires_grad_() if r and (x.is_floating_point() or x.is_complex()) else x
+            ins.append(made[id(t)])
         k += _count(d)
     return compiled.fn.graph_module, ins, written
 
@@ -416,8 +433,9 @@ def _joint(owner, meta, descs, values, tensors, requires, tangent_descs, n: int,
             if d != "none" and o.requires_grad:
                 ys.append(o)
                 gs.append(unflatten(d, it))
-        xs = leaves
-        got = torch.autograd.grad(ys, xs, gs, allow_unused=True) if ys else [None] * len(xs)
+        xs = [x for x in leaves if x is not None]
+        got = iter(torch.autograd.grad(ys, xs, gs, allow_unused=True) if ys else [None] * len(xs))
+        got = [None if x is None else next(got) for x in leaves]
         gflat: list = []
         box["descs"] = ["none" if g is None else flatten(g, "gradient", gflat) for g in got]
         return gflat
@@ -451,8 +469,11 @@ def call(owner, args: tuple, kwargs: dict):
     res = {}
     outs = _Outer.apply(compiled, box, joint, descs, tensors, requires, res, *outer)
     n = len(outs) - len(res["dirty"])
+    moved = box["facts"]["moved"]
     with torch.enable_grad():          # NOTE [subclass non-leaf writes]
         for i, new in zip(res["dirty"], outs[n:]):
+            if i in moved:
+                outer[i].as_strided_(*moved[i])
             outer[i].copy_(new)
     return _finish(box, list(outs[:n]), outer, moved=False)
 
@@ -499,17 +520,18 @@ class _Outer(torch.autograd.Function):
         flat_out = list(compiled(*[t.detach() for t in tensors]))
         after = _versions(tensors)
         moved = box["facts"]["moved"]
-        for j, (size, stride, offset) in moved.items():
-            outer[j].as_strided_(size, stride, offset)
         # NOTE [subclass non-leaf writes]: an argument that requires grad, is not a leaf and
         # was written (in data or in shape) gets a copy of its new value as one more output;
-        # the caller copies it back in grad mode, which rebases the argument's history as
-        # eager's in-place op does (a copy_ works for views too, where mark_dirty with several
-        # outputs does not). The joint takes that value as one more output, with every such
-        # argument a clone of its grad leaf there.
+        # the caller gives it its new shape and copies the value back in grad mode, which
+        # rebases the argument's history as eager's in-place op does (a copy_ works for views
+        # too, where mark_dirty with several outputs does not). The joint takes that value as
+        # one more output, with every such argument a clone of its grad leaf there.
         was = {id(t): v for t, v in zip(tensors, before)}
         dirty = [i for i, parts in watched
                  if i in moved or any(t._version != was[id(t)] for t in parts)]
+        for j, (size, stride, offset) in moved.items():
+            if j not in dirty:
+                outer[j].as_strided_(size, stride, offset)
         res["dirty"] = dirty
         if after == before:
             saved = [t.detach() for t in tensors]          # no mutation: no copies needed
@@ -517,7 +539,9 @@ class _Outer(torch.autograd.Function):
         ctx.saved_primals, ctx.joint, ctx.requires, ctx.dirty = saved, joint, requires, dirty
         ctx.mark_non_differentiable(*[o for o, df in zip(outs, box["diff"]) if not df])
         ctx.set_materialize_grads(False)   # outputs replaced by the outer facts get no grad
-        return tuple(outs) + tuple(outer[i].detach().clone() for i in dirty)
+        news = [outer[i].detach() for i in dirty]
+        news = [t.as_strided(*moved[i]) if i in moved else t for i, t in zip(dirty, news)]
+        return tuple(outs) + tuple(t.clone() for t in news)
 
     @staticmethod
     def backward(ctx, *grads):

@@ -143,6 +143,10 @@ def _variants():
         "grad mode": lambda: _no_grad(lambda: _key(args=(base().requires_grad_(), base(), 2.0))),
         "partitioner": lambda: _key(partitioner="other"),
         "graph": lambda: _key(fn=other_graph),
+        # rows of one tensor: their base is the tensor; detached rows have no base reaching
+        # both, so the whole storage is (GroupSpec.root_whole)
+        "alias group base": lambda: (_key(args=(x[0], x[1], 2.0)),
+                                     _key(args=(x[0].detach(), x[1].detach(), 2.0))),
         "no_grad region": lambda: (_key(fn=no_grad_region, args=(base().requires_grad_(), base(), 2.0)),
                                    _key(fn=grad_region, args=(base().requires_grad_(), base(), 2.0))),
     }

@@ -17,15 +17,16 @@ from dataclasses import dataclass
 import torch
 
 from ..errors import UnsupportedInputError
-from .signature import GroupSpec, Signature, TensorSpec, root_of
+from .signature import GroupSpec, Signature, TensorSpec, root_of, whole_storage
 
 
 @dataclass(frozen=True)
 class InputPlan:
     """How graph placeholders map to the user's argument leaves.
 
-    ``placeholders[p]`` is ``("leaf", i)`` (argument leaf i) or ``("root", g)``
-    (the root tensor of alias group g). ``sources[i]`` says how leaf i is
+    ``placeholders[p]`` is ``("leaf", i)`` (argument leaf i), ``("root", i)`` (the root
+    tensor of leaf i's alias group) or ``("storage", i)`` (leaf i's whole storage, flat: a
+    group whose members lie in no one member's root). ``sources[i]`` says how leaf i is
     rebuilt inside the graph: ``("placeholder", p)``, ``("same", j)`` (the very
     tensor of leaf j), ``("member", p, shape, stride, offset, detached)`` (a view
     of root placeholder p, of its detached alias when the member does not require
@@ -50,7 +51,7 @@ def plan_inputs(sig: Signature, synthetic: frozenset[int] = frozenset()) -> Inpu
             _check_synthetic(g, spec, i)
             if g.storage not in root_slot:
                 root_slot[g.storage] = len(placeholders)
-                placeholders.append(("root", g.root_member))
+                placeholders.append(("storage" if g.root_whole else "root", g.root_member))
             detached = g.root_requires_grad and not spec.requires_grad
             sources.append(("member", root_slot[g.storage], spec.shape, spec.stride, spec.offset,
                             detached))
@@ -74,7 +75,7 @@ def placeholder_tensors(plan: InputPlan, leaves: list) -> list[torch.Tensor]:
     out = []
     for kind, ref in plan.placeholders:
         t = leaves[ref]
-        out.append(root_of(t) if kind == "root" else t)
+        out.append(root_of(t) if kind == "root" else whole_storage(t) if kind == "storage" else t)
     return out
 
 

@@ -67,6 +67,8 @@ class GroupSpec:
     root_offset: int
     root_requires_grad: bool
     root_is_leaf: bool
+    root_whole: bool = False            # no member's root reaches every member (detached rows
+                                        # of one tensor): the base is the whole storage, flat
 
 
 @dataclass(frozen=True)
@@ -224,17 +226,27 @@ def _root_member(leaves: list, members: list[int]) -> int:
         first, last = storage_extent(root_of(leaves[i]))
         if first <= lo and last >= hi:
             return i
-    return members[0]
+    return -1 - members[0]
+
+
+def whole_storage(t: torch.Tensor) -> torch.Tensor:
+    """All of ``t``'s storage as one flat tensor (an alias: writes to it reach ``t``)."""
+    return t.as_strided((t.untyped_storage().nbytes() // t.element_size(),), (1,), 0)
 
 
 def _group_specs(leaves: list) -> list[GroupSpec]:
     out = []
     for g, members in _roots(leaves).items():
         root_member = _root_member(leaves, members)
-        r = root_of(leaves[root_member])
+        whole = root_member < 0
+        if whole:   # members that need no grad, none inside another's root: the storage is the base
+            root_member = -1 - root_member
+            r = whole_storage(leaves[root_member])
+        else:
+            r = root_of(leaves[root_member])
         common = all(root_of(leaves[i]) is r for i in members if leaves[i].requires_grad)
         out.append(GroupSpec(g, tuple(members), root_member, common, tuple(r.shape), tuple(r.stride()),
-                             r.storage_offset(), r.requires_grad, r.is_leaf))
+                             r.storage_offset(), r.requires_grad, r.is_leaf, whole))
     return out
 
 

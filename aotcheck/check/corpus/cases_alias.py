@@ -356,6 +356,19 @@ def view_of_intermediate_under_no_grad():
 # ---------------------------------------------------------------- aliased_inputs
 
 
+@case("aliased_inputs", mode="inference", tags=("mutation",))
+def detached_rows_of_one_tensor_one_written():
+    # no argument's ._base reaches both rows, so their alias group's base is the whole storage
+    # (was silently wrong: the write to the second row was lost)
+    def f(a, b):
+        b.mul_(2)
+        return a + 1
+    def make():
+        x = rand(2, 3)
+        return Inputs((x[0].detach(), x[1].detach()))
+    return f, seeded(make)
+
+
 @case("aliased_inputs", mode="training", tags=("duplicate",))
 def same_tensor_twice():
     def f(a, b):

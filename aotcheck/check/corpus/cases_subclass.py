@@ -203,3 +203,40 @@ def twotensor_dropout_with_grad():
         x, y = two(4, 3, requires_grad=True), leaf(4, 3)
         return Inputs((x.clone(), y), leaves=(x, y))
     return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("non_leaf", "metadata"))
+def twotensor_non_leaf_argument_transposed_in_place():
+    # the argument's new shape reaches the caller, and its history with it: a gradient taken
+    # from it afterwards has the new shape
+    def f(x):
+        x.transpose_(0, 1)
+        return ()
+    def make():
+        base = two(2, 3, requires_grad=True)
+        return Inputs((base.clone(),), leaves=(base,))
+    return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("duplicate", "mutation"))
+def twotensor_passed_twice_one_written():
+    # one object inside the function too: the write through the first is the second's value
+    def f(x, p, y):
+        x.copy_(p)
+        return y * 2
+    def make():
+        base, p = two(3, requires_grad=True), leaf(3)
+        x = base.clone()
+        return Inputs((x, p, x), leaves=(base, p))
+    return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("multi_output",))
+def twotensor_unbind_of_an_intermediate_returned():
+    # outputs of one unbind: eager refuses to write one in place
+    def f(x):
+        return (x @ x.mT).unbind(1)
+    def make():
+        base = two(2, 2, 4, requires_grad=True)
+        return Inputs((base.clone(),), leaves=(base,))
+    return f, seeded(make)
