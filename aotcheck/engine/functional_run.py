@@ -148,6 +148,13 @@ class FunctionalRun:
                     # sets the final geometry, then writes the whole storage, which writes
                     # through the old geometry reached too (NOTE [storage swaps])
                     meta = False
+                    if data and not plain and not _fills_storage(placeholders[p]):
+                        # functionalization holds the written argument as a compact value,
+                        # not its storage: reading the whole storage would read past it
+                        raise UnsupportedInputError(
+                            f"input placeholder {p} is written and then set_() onto its own "
+                            "storage, which it does not fill; functionalization cannot express "
+                            "that (its storage's other elements are not in the graph)")
                     if data:
                         value = _whole_storage(w)
                 else:

@@ -532,3 +532,18 @@ def fuzz_detach_of_a_mutated_strided_argument_made_a_grad_leaf():
         v0.requires_grad_()
         return (v0,)
     return f, lambda: Inputs((_randn((8,))[::2],))
+
+
+@case("regressions", mode="inference", tags=("fuzz", "set_", "non_contiguous"))
+def fuzz_strided_argument_written_then_set_onto_its_own_diagonal():
+    """A strided argument (every second row of a bigger tensor) written, then set_() onto a
+    diagonal view of itself: the runtime crashed with 'setStorage: ... out of bounds', since
+    functionalization held the written argument as a compact value, not its storage. Now
+    traced the second way. Found by aotcheck fuzz --seed 2 (set_ extension)."""
+    def f(a0):
+        v0 = a0.diagonal(-1, 0, 1)
+        with torch.no_grad():
+            a0.fill_(-1.0)
+        a0.set_(v0)
+        return (a0 * 2,)
+    return f, lambda: Inputs((_randn((8, 3))[::2],))
