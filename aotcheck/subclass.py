@@ -245,7 +245,10 @@ def _outer_facts(outs: list, outer: list, before: list) -> dict:
         else:
             home = next((j for j, k in enumerate(keys) if k == _storage_key(o)), None)
             if home is not None:
-                mode = ("alias" if not o._is_view() else "grad" if o.requires_grad
+                # by grad_fn, not requires_grad: a TwoTensor view made under no_grad of one that
+                # requires grad requires grad too, with no grad_fn, in eager as in the trace;
+                # remade under no_grad it is the same
+                mode = ("alias" if not o._is_view() else "grad" if o.grad_fn is not None
                         else "no_grad" if outer[home].requires_grad else "plain")
                 fact["view"] = [home, _geometry(o), mode]
             elif o.requires_grad and o.is_leaf:
@@ -261,14 +264,18 @@ def _outer_facts(outs: list, outer: list, before: list) -> dict:
             fact["multi_output"] = True
         per_out.append(fact)
     moved = {j: _geometry(a) for j, a in enumerate(outer) if _geometry(a) != before[j][0]}
-    grad_set = [j for j, a in enumerate(outer) if a.requires_grad and not before[j][1]]
+    grad_set = [j for j, a in enumerate(outer) if a.requires_grad and not before[j][1] and a.is_leaf]
+    # written in grad mode: autograd gave the argument a new grad_fn (a write under no_grad
+    # leaves its history as it was), NOTE [subclass non-leaf writes]
+    rebased = [j for j, a in enumerate(outer)
+               if a.grad_fn is not None and a.grad_fn is not before[j][2]]
     if grad_set and any(o.requires_grad for o in outs):
         raise UnsupportedInputError(
             "requires_grad_() on an argument inside a call with a tensor-subclass argument, "
             "while an output requires grad: aotcheck sets the flag on the caller's argument "
             "after the call but does not route gradients to it, so it refuses this. Set "
             "requires_grad before the call")
-    return {"outs": per_out, "moved": moved, "grad_set": grad_set}
+    return {"outs": per_out, "moved": moved, "grad_set": grad_set, "rebased": rebased}
 
 
 def _reaches(node, leaf) -> bool:
@@ -388,7 +395,9 @@ def desugared(owner, args: tuple, kwargs: dict):
     ins, k, made = [], 0, {}
     for d, r in zip([d for d in descs if d != "value"], requires):
         for t in tensors[k:k + _count(d)]:
-            if id(t) not in made:            # a tensor passed twice stays one tensor
+            if id(t) not in made and d is None:   # a plain argument as it is (its views kept)
+                made[id(t)] = t if r else t.detach()
+            elif id(t) not in made:          # a tensor passed twice stays one tensor
                 x = t.detach()
                 made[id(t)] = x.requires_grad_() if r and (x.is_floating_point() or x.is_complex()) else x
             ins.append(made[id(t)])
@@ -402,7 +411,7 @@ def _forward(owner, meta, descs, values, tensors, requires):
     def plain(*ts):
         nonleaf = (lambda i, t: _Alias.apply(t)) if box["alias"] else None
         args, kwargs, outer, _ = _rebuild_args(meta, descs, values, ts, requires, nonleaf)
-        before = [(_geometry(a), a.requires_grad) for a in outer]
+        before = [(_geometry(a), a.requires_grad, a.grad_fn) for a in outer]
         return _flatten_out(owner.fn(*args, **kwargs), box, outer, before)
 
     try:
@@ -504,12 +513,6 @@ class _Outer(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, compiled, box, joint, descs, tensors, requires, res, *outer):
-        k, watched = 0, []
-        for i, (d, o, r) in enumerate(zip([d for d in descs if d != "value"], outer, requires)):
-            n = _count(d)
-            if r and not o.is_leaf:
-                watched.append((i, tensors[k:k + n]))
-            k += n
         before = _versions(tensors)
         saved = [t.detach().clone() for t in tensors]     # the primals before any mutation
         # NOTE [subclass random draws]: the backward recomputes the forward inside the joint
@@ -520,15 +523,15 @@ class _Outer(torch.autograd.Function):
         flat_out = list(compiled(*[t.detach() for t in tensors]))
         after = _versions(tensors)
         moved = box["facts"]["moved"]
-        # NOTE [subclass non-leaf writes]: an argument that requires grad, is not a leaf and
-        # was written (in data or in shape) gets a copy of its new value as one more output;
-        # the caller gives it its new shape and copies the value back in grad mode, which
-        # rebases the argument's history as eager's in-place op does (a copy_ works for views
-        # too, where mark_dirty with several outputs does not). The joint takes that value as
-        # one more output, with every such argument a clone of its grad leaf there.
-        was = {id(t): v for t, v in zip(tensors, before)}
-        dirty = [i for i, parts in watched
-                 if i in moved or any(t._version != was[id(t)] for t in parts)]
+        # NOTE [subclass non-leaf writes]: an argument written in grad mode (in data or in
+        # shape; one that required grad and was no leaf, or one that did not and was given a
+        # value that does) gets a copy of its new value as one more output; the caller gives
+        # it its new shape and copies the value back in grad mode, which rebases the
+        # argument's history as eager's in-place op does (a copy_ works for views too, where
+        # mark_dirty with several outputs does not). The joint takes that value as one more
+        # output, with every grad-requiring non-leaf argument a clone of its grad leaf there.
+        # The trace tells which arguments autograd rebased (writes under no_grad are not).
+        dirty = box["facts"]["rebased"]
         for j, (size, stride, offset) in moved.items():
             if j not in dirty:
                 outer[j].as_strided_(size, stride, offset)

@@ -159,6 +159,11 @@ class FunctionalRun:
                         value = _whole_storage(w)
                 else:
                     data = meta = False      # the runtime swaps the storage, never copies into it
+                    if storage_source == -2:
+                        # a storage made inside: the graph returns all of it, and the runtime
+                        # sets the final geometry on it (``a.set_(v.select(0, 3))`` keeps
+                        # offset 3)
+                        value = _whole_storage(w)
             storage_bytes = _resized_storage_bytes(nbytes[p], recorder.resizes.get(p), p)
             if storage_bytes == 0:
                 data = False        # nothing to write into a storage resized to zero bytes

@@ -201,8 +201,10 @@ class CompiledArtifact:
             storages = [p.untyped_storage() for p in primals]     # as they were at the call
             with torch.no_grad():
                 for m in swaps:
-                    if m.storage_source == -2:
-                        primals[m.placeholder].set_(values[self._slot[m.value_output]])
+                    if m.storage_source == -2:   # the whole of a storage made inside
+                        primals[m.placeholder].set_(
+                            values[self._slot[m.value_output]].untyped_storage(),
+                            m.final_offset, m.final_shape, m.final_stride)
                         continue
                     target = primals[m.placeholder]
                     target.set_(storages[m.storage_source], m.final_offset, m.final_shape,

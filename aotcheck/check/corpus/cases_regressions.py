@@ -547,3 +547,18 @@ def fuzz_strided_argument_written_then_set_onto_its_own_diagonal():
         a0.set_(v0)
         return (a0 * 2,)
     return f, lambda: Inputs((_randn((8, 3))[::2],))
+
+
+@case("regressions", mode="inference", tags=("fuzz", "set_"))
+def fuzz_argument_set_onto_an_element_of_an_intermediate():
+    """An argument set_() onto one element of an intermediate (``a0.set_(v.select(0, 3))``):
+    eager's argument has storage offset 3 into the intermediate's storage; the runtime set it
+    to a compact copy of the element, offset 0. The graph now returns the whole storage and
+    the runtime sets the final geometry on it. Found by aotcheck fuzz --seed 3."""
+    def f(a0):
+        with torch.no_grad():
+            with torch.enable_grad():
+                v0 = a0.exp()
+        a0.set_(v0.select(0, 3))
+        return (v0,)
+    return f, lambda: Inputs((_randn((4,)),))

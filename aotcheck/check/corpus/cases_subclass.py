@@ -240,3 +240,44 @@ def twotensor_unbind_of_an_intermediate_returned():
         base = two(2, 2, 4, requires_grad=True)
         return Inputs((base.clone(),), leaves=(base,))
     return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("mixed", "mutation"))
+def plain_argument_given_a_grad_value_beside_a_twotensor():
+    # the argument needed no grad; written with a value that does, it requires grad after the
+    # call, with its history through the write
+    def f(w, y, x):
+        with torch.no_grad():
+            with torch.enable_grad():
+                y.mul_(w)
+        return (w,)
+    def make():
+        w = leaf(())
+        return Inputs((w, rand(()), two(1, 1)), leaves=(w,))
+    return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("mixed", "no_grad"))
+def row_of_a_leaf_written_under_no_grad_beside_a_twotensor():
+    # a write under no_grad leaves the argument's history alone: no copy back in grad mode
+    def f(x, a, b):
+        v = a.unbind(0)[0]
+        with torch.no_grad():
+            b.add_(v)
+        return (x * 2,)
+    def make():
+        base, lx = leaf(2, 1, 2, 3), two(3, requires_grad=True)
+        return Inputs((lx.clone(), base[0], base[1]), leaves=(lx, base))
+    return f, seeded(make)
+
+
+@case("subclass", mode="inference", tags=("alias", "no_grad"))
+def twotensor_view_made_under_no_grad_returned():
+    # eager's view requires grad, with no grad_fn and no gradient (TwoTensor under no_grad)
+    def f(x):
+        with torch.no_grad():
+            return (x.reshape((1, 1)),)
+    def make():
+        base = two(1, 1, requires_grad=True)
+        return Inputs((base.clone(),), leaves=(base,))
+    return f, seeded(make)
