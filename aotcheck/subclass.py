@@ -26,10 +26,12 @@ the subclass tangents, backpropagates through the compiled graph and unflattens 
 gradients with each argument's ctx.
 
 NOTE [subclass limits]: ctx must be plain data (None, bool, int, float, str, tuples, lists,
-str-keyed dicts, torch.dtype) and the class importable by module and qualified name; an
-in-place mutation of a non-leaf argument that requires grad, within a call that has a
-subclass argument, is refused (UnsupportedInputError) since its autograd history would not
-be rebased as eager's is. Anything else raises a named error, never a wrong result.
+str-keyed dicts, torch.dtype) and the class importable by module and qualified name. Refused
+by name: a call that returns a leaf it made with ``requires_grad_()`` together with an output
+computed from it, ``requires_grad_()`` on an argument while an output requires grad, and
+random draws with grad on a non-CPU device. Anything else raises a named error, never a
+wrong result. Eager's outer-level semantics (outputs that are arguments or views of them,
+writes, reshapes) follow NOTE [outer-level facts] and NOTE [subclass non-leaf writes].
 """
 from __future__ import annotations
 
