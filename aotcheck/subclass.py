@@ -44,6 +44,7 @@ from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
+from .engine.functional import geometry_of, storage_ref
 from .engine.signature import call_key
 from .errors import TraceError, UnsupportedInputError
 
@@ -221,19 +222,21 @@ def _flatten_out(out, box: dict, outer: list, before: list) -> list:
 # from the traced inner ones, so it reads these facts off them; the runtime applies them to
 # the real outer tensors after each call (``_apply_facts``), hit or miss alike.
 
-def _storage_key(t):
-    from torch.multiprocessing.reductions import StorageWeakRef
+def plain_part(t: torch.Tensor) -> torch.Tensor:
+    """A plain tensor over ``t``'s storage: ``t`` itself, or (recursively) a wrapper subclass's
+    first inner tensor (a ``TwoTensor``'s inner tensors are viewed and written in step, so one
+    stands for both)."""
     while is_traceable_wrapper_subclass(t):
         t = getattr(t, t.__tensor_flatten__()[0][0])
-    return StorageWeakRef(t.untyped_storage())
+    return t
 
 
-def _geometry(t) -> list:
-    return [list(t.shape), list(t.stride()), t.storage_offset()]
+def _storage_key(t):
+    return storage_ref(plain_part(t))
 
 
 def _outer_facts(outs: list, outer: list, before: list) -> dict:
-    """``before``: each outer argument's (geometry, requires_grad) as the call began."""
+    """``before``: each outer argument's (geometry, requires_grad, grad_fn) as the call began."""
     keys = [_storage_key(a) for a in outer]
     per_out = []
     for i, o in enumerate(outs):
@@ -252,7 +255,7 @@ def _outer_facts(outs: list, outer: list, before: list) -> dict:
                 # remade under no_grad it is the same
                 mode = ("alias" if not o._is_view() else "grad" if o.grad_fn is not None
                         else "no_grad" if outer[home].requires_grad else "plain")
-                fact["view"] = [home, _geometry(o), mode]
+                fact["view"] = [home, geometry_of(o), mode]
             elif o.requires_grad and o.is_leaf:
                 fact["new_leaf"] = True
                 if any(_reaches(p.grad_fn, o) for p in outs if p.grad_fn is not None):
@@ -265,7 +268,7 @@ def _outer_facts(outs: list, outer: list, before: list) -> dict:
                 and _get_creation_meta(o) == CreationMeta.MULTI_OUTPUT_NODE):
             fact["multi_output"] = True
         per_out.append(fact)
-    moved = {j: _geometry(a) for j, a in enumerate(outer) if _geometry(a) != before[j][0]}
+    moved = {j: geometry_of(a) for j, a in enumerate(outer) if geometry_of(a) != before[j][0]}
     grad_set = [j for j, a in enumerate(outer) if a.requires_grad and not before[j][1] and a.is_leaf]
     # written in grad mode: autograd gave the argument a new grad_fn (a write under no_grad
     # leaves its history as it was), NOTE [subclass non-leaf writes]
@@ -397,11 +400,11 @@ def desugared(owner, args: tuple, kwargs: dict):
     ins, k, made = [], 0, {}
     for d, r in zip([d for d in descs if d != "value"], requires):
         for t in tensors[k:k + _count(d)]:
-            if id(t) not in made and d is None:   # a plain argument as it is (its views kept)
-                made[id(t)] = t if r else t.detach()
-            elif id(t) not in made:          # a tensor passed twice stays one tensor
-                x = t.detach()
-                made[id(t)] = x.requires_grad_() if r and (x.is_floating_point() or x.is_complex()) else x
+            if id(t) not in made:            # a tensor passed twice stays one tensor
+                x = t if r and d is None else t.detach()   # a plain argument keeps its views
+                if r and d is not None and (x.is_floating_point() or x.is_complex()):
+                    x.requires_grad_()
+                made[id(t)] = x
             ins.append(made[id(t)])
         k += _count(d)
     return compiled.fn.graph_module, ins, written
@@ -413,7 +416,7 @@ def _forward(owner, meta, descs, values, tensors, requires):
     def plain(*ts):
         nonleaf = (lambda i, t: _Alias.apply(t)) if box["alias"] else None
         args, kwargs, outer, _ = _rebuild_args(meta, descs, values, ts, requires, nonleaf)
-        before = [(_geometry(a), a.requires_grad, a.grad_fn) for a in outer]
+        before = [(geometry_of(a), a.requires_grad, a.grad_fn) for a in outer]
         return _flatten_out(owner.fn(*args, **kwargs), box, outer, before)
 
     try:

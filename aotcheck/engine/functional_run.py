@@ -20,7 +20,7 @@ from .functional import geometry_of, storage_ref, to_fun
 from .outputs import classify_outputs
 from .plan import InputPlan
 from .recorder import MetadataRecorder
-from .signature import Signature, unflatten_inputs
+from .signature import Signature, unflatten_inputs, whole_storage
 
 
 class FunctionalRun:
@@ -156,14 +156,14 @@ class FunctionalRun:
                             "storage, which it does not fill; functionalization cannot express "
                             "that (its storage's other elements are not in the graph)")
                     if data:
-                        value = _whole_storage(w)
+                        value = whole_storage(w)
                 else:
                     data = meta = False      # the runtime swaps the storage, never copies into it
                     if storage_source == -2:
                         # a storage made inside: the graph returns all of it, and the runtime
                         # sets the final geometry on it (``a.set_(v.select(0, 3))`` keeps
                         # offset 3)
-                        value = _whole_storage(w)
+                        value = whole_storage(w)
             storage_bytes = _resized_storage_bytes(nbytes[p], recorder.resizes.get(p), p)
             if storage_bytes == 0:
                 data = False        # nothing to write into a storage resized to zero bytes
@@ -234,7 +234,7 @@ def _member_swap(i: int, t: torch.Tensor, ref, start_refs, candidates: list) -> 
     value_output = -1
     if source == -2:
         value_output = len(candidates)
-        candidates.append(_whole_storage(t))
+        candidates.append(whole_storage(t))
     return MemberFacts(i, *geometry_of(t), source, value_output)
 
 
@@ -295,12 +295,6 @@ def _storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, s
         if source >= 0 and plan.placeholders[source][0] != "leaf":
             raise _swap_refusal(p, "onto an argument that shares storage with another argument")
         return source
-
-
-def _whole_storage(w: torch.Tensor) -> torch.Tensor:
-    """All of ``w``'s storage as a flat tensor (a view, so the graph reads its final value)."""
-    n = w.untyped_storage().nbytes() // w.element_size()
-    return w.as_strided((n,), (1,), 0)
 
 
 def new_leaf_facts(tensors: list, user: list, sig: Signature, geometry: dict) -> tuple:

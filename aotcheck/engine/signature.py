@@ -230,7 +230,8 @@ def _root_member(leaves: list, members: list[int]) -> int:
 
 
 def whole_storage(t: torch.Tensor) -> torch.Tensor:
-    """All of ``t``'s storage as one flat tensor (an alias: writes to it reach ``t``)."""
+    """All of ``t``'s storage as one flat tensor (a view: writes to it reach ``t``, and under
+    functionalization it reads the storage's final value)."""
     return t.as_strided((t.untyped_storage().nbytes() // t.element_size(),), (1,), 0)
 
 

@@ -11,10 +11,9 @@ import math
 
 import hypothesis.strategies as st
 import torch
-from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
+from ..subclass import plain_part
 from .programs import OP_KINDS, DType, Index
-
 
 SCALARS = (1.0, 2.0, -1.0, 0.5)
 CLAMP_BOUNDS = ((-0.5, 0.5), (0.0, None), (None, 0.0))
@@ -30,11 +29,8 @@ def _pick(draw, options):
 
 
 def storage_of(t: torch.Tensor) -> torch.UntypedStorage:
-    """``t``'s storage; a wrapper subclass's is its first inner tensor's (a ``TwoTensor``'s
-    inner tensors are viewed and written in step, so one of them stands for both)."""
-    while is_traceable_wrapper_subclass(t):
-        t = getattr(t, t.__tensor_flatten__()[0][0])
-    return t.untyped_storage()
+    """``t``'s storage; a wrapper subclass's is its first inner tensor's (``plain_part``)."""
+    return plain_part(t).untyped_storage()
 
 
 def _broadcast(a, b):
