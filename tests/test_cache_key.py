@@ -237,6 +237,45 @@ def test_fingerprint_ignores_line_numbers_but_not_code():
     assert fingerprint(ns1["f"])[1] == fingerprint(ns2["f"])[1] != fingerprint(ns3["f"])[1]
 
 
+
+def _library_functions(src: str) -> dict:
+    """Functions whose code lies in torch's own directory (the fingerprint's library test)."""
+    ns = {"__name__": "torch._aotcheck_test_library"}
+    exec(compile(src, os.path.join(os.path.dirname(torch.__file__), "_aotcheck_test_library.py"),
+                 "exec"), ns)
+    return ns
+
+
+def test_library_functions_are_told_apart_by_code_and_closure(tmp_path):
+    # OpInfo's op and inplace_variant are two lambdas of one torch module with one qualname: the
+    # in-place variant's cold compile hit the out-of-place one's entry (rrelu returned a fresh
+    # tensor where eager returns its argument)
+    lib = _library_functions(textwrap.dedent("""
+        import torch
+        variants = [lambda x: torch.relu(x), lambda x: torch.relu_(x)]
+        def scaled(k):
+            def f(x):
+                return x * k
+            return f
+    """))
+    out_of_place, in_place = lib["variants"]
+    assert out_of_place.__qualname__ == in_place.__qualname__
+    assert fingerprint(out_of_place)[1] != fingerprint(in_place)[1]
+    assert fingerprint(lib["scaled"](2))[1] != fingerprint(lib["scaled"](3))[1]
+    assert fingerprint(lib["scaled"](2))[1] == fingerprint(lib["scaled"](2))[1]
+
+    def call(variant):
+        def f(x):
+            return variant(x)
+        return f
+    x = torch.randn(4)
+    aotcheck.aot_function(call(out_of_place), cache=str(tmp_path))(x.clone())
+    y = x.clone()
+    before = dict(aotcheck.counters)
+    out = aotcheck.aot_function(call(in_place), cache=str(tmp_path))(y)
+    assert aotcheck.counters["misses"] == before["misses"] + 1
+    assert out is y and torch.equal(y, torch.relu(x))
+
 class _Opaque:
     __slots__ = ()
 

@@ -216,8 +216,14 @@ class _Walker:
 
     def function(self, f: types.FunctionType, path: str):
         code = f.__code__
+        cells = self.cells(f, path)
+        defaults = [self.value(f.__defaults__, f"{path}.__defaults__"),
+                    self.value(f.__kwdefaults__, f"{path}.__kwdefaults__")]
         if is_library(f.__module__, code.co_filename):
-            return ["libfn", f.__module__, f.__qualname__]
+            # a library's code and globals come with its version, but not which of its functions
+            # this is (OpInfo's op and inplace_variant are two lambdas of one module, one
+            # qualname) nor the values a closure of it holds: the code digest and the cells say
+            return ["libfn", f.__module__, f.__qualname__, _code_digest(code), *defaults, cells]
         names = _global_names(code)
         glb = f.__globals__
         builtins = glb.get("__builtins__", {})
@@ -228,17 +234,19 @@ class _Walker:
                 reads.append([n, self.value(glb[n], f"{path}.global[{n}]", names)])
             elif n in builtins:
                 reads.append([n, "builtin"])
+        return ["fn", f.__module__, f.__qualname__, _code_digest(code), *defaults, cells, reads]
+
+    def cells(self, f: types.FunctionType, path: str) -> list:
+        names = _global_names(f.__code__)
         cells = []
-        for n, c in zip(code.co_freevars, f.__closure__ or ()):
+        for n, c in zip(f.__code__.co_freevars, f.__closure__ or ()):
             try:
                 cv = c.cell_contents
             except ValueError:
                 cells.append([n, "empty"])
                 continue
             cells.append([n, self.value(cv, f"{path}.closure[{n}]", names)])
-        return ["fn", f.__module__, f.__qualname__, _code_digest(code),
-                self.value(f.__defaults__, f"{path}.__defaults__"),
-                self.value(f.__kwdefaults__, f"{path}.__kwdefaults__"), cells, reads]
+        return cells
 
     def klass(self, c: type, path: str):
         if is_library(c.__module__, None) or c.__module__ == "builtins":
