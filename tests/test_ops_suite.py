@@ -91,6 +91,22 @@ def test_xfail_turns_a_numerical_failure_into_xfail():
     assert r.numerical == "fail"
 
 
+def test_an_error_eager_raises_too_is_not_the_engines_crash():
+    # acosh_ has no derivative: eager raises at .backward(), and so does a faithful engine
+    (r,) = S.run_suite(["acosh"], samples="first", variants=("inplace",))
+    assert r.numerical == "n/a" and "eager raises the same" in r.numerical_detail, r
+    assert "the derivative for 'inplace version of acosh' is not implemented" in r.numerical_detail
+    case = S.Case("raises", "fn", 0, lambda x: 2 * x, (torch.ones(3, dtype=torch.float64,
+                                                                  requires_grad=True),), ("x",))
+
+    def compile_raising(fn):
+        def call(*args):
+            raise NotImplementedError("the derivative for 'x' is not implemented.")
+        return call
+    (r,) = S.check_case(case, S.Engine("raises", compile_raising))
+    assert r.numerical == "crash", r       # eager does not raise: the engine is to blame
+
+
 def test_eager_engine_passes_everything():
     results = S.run_suite(["sin", "add", "transpose", "floor"], samples="first", engines=[S.eager_engine()])
     for r in results:

@@ -38,15 +38,32 @@ def test_explicit_generator_is_refused_by_name():
         aotcheck.aot_function(f)(torch.randn(3))
 
 
-def test_seeding_inside_the_function_is_refused_and_the_caller_state_kept():
+def test_seeding_inside_the_function_is_replayed_on_every_call():
     def f(x):
         torch.manual_seed(3)
         return x + torch.rand(3)
     x = torch.randn(3)
+    cf = aotcheck.aot_function(f)
+    for seed in (0, 1):                     # the caller's state before the call does not matter
+        torch.manual_seed(seed)
+        want = f(x)
+        want_state = torch.random.get_rng_state()
+        torch.manual_seed(seed + 100)
+        assert torch.equal(cf(x), want)
+        assert torch.equal(torch.random.get_rng_state(), want_state)
+
+
+def test_a_seed_read_or_drawn_into_python_is_refused_by_name_and_the_caller_state_kept():
+    x = torch.randn(3)
     state = torch.random.get_rng_state()
-    with pytest.raises(UnsupportedInputError, match="seeds or restores the global random generator"):
-        aotcheck.aot_function(f)(x)
+    with pytest.raises(UnsupportedInputError, match=r"torch.seed\(\)"):
+        aotcheck.aot_function(lambda x: x + torch.seed())(x)
+    with pytest.raises(UnsupportedInputError, match="initial_seed"):
+        aotcheck.aot_function(lambda x: x + torch.initial_seed())(x)
     assert torch.equal(torch.random.get_rng_state(), state)
+    # seeded inside first, the initial seed is the function's own: a constant of the graph
+    f = aotcheck.aot_function(lambda x: (torch.manual_seed(7), x + torch.initial_seed())[1])
+    assert torch.equal(f(torch.zeros(2)), torch.full((2,), 7.0))
 
 
 def test_resize_is_a_key_component():

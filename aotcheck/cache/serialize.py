@@ -49,7 +49,7 @@ MAX_CONSTANT_NUMEL = 256
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _OPS = ("placeholder", "call_function", "get_attr", "output")
 _EXTRA_TARGETS = {"_operator::getitem": operator.getitem}
-_NAMESPACES = ("aten", "prims")
+_NAMESPACES = ("aten", "prims", "aotcheck")   # aotcheck: engine/rng.py's ops
 _LAYOUTS = {"strided": torch.strided, "sparse_coo": torch.sparse_coo}
 _FORMATS = {"contiguous_format": torch.contiguous_format, "channels_last": torch.channels_last,
             "channels_last_3d": torch.channels_last_3d, "preserve_format": torch.preserve_format}

@@ -23,12 +23,21 @@ the call are eager's, cold and from the cache. Three things make that hold:
    needs) in the forward graph (:func:`random_nodes`), and never in the
    backward, so the backward reuses the forward's values instead of redrawing.
 
-3. **The generator is the default one.** A function that seeds or restores the
-   global generator (``torch.manual_seed``, ``set_rng_state``) does so in Python
-   while it is traced, not in the graph; one that draws from a ``torch.Generator``
-   object bakes that object into the graph (a generator made inside the function
-   would be reused across calls, where eager makes a new one each call). Both are
-   refused by name (:func:`check_graph_generators`, :class:`GlobalGeneratorGuard`).
+3. **Seeding and restoring inside the function are graph ops.** A function may seed
+   or restore the default generator in Python (``torch.manual_seed``,
+   ``torch.get_rng_state``/``set_rng_state``, ``fork_rng``, OpInfo's
+   ``wrapper_set_seed``); eager then draws what follows from the new state. While
+   the function is traced, ``torch.random``'s default generator is a stand-in
+   (:class:`_TracedDefaultGenerator`) that records each such call as an op of
+   the ``aotcheck`` namespace (``rng_manual_seed``, ``rng_get_state``,
+   ``rng_set_state``), tagged like a random op so that it stays in the forward
+   graph, in call order, among the draws. At run time the op does to the real
+   generator what the call did in eager. A function that draws from a
+   ``torch.Generator`` object bakes that object into the graph (a generator made
+   inside the function would be reused across calls, where eager makes a new one
+   each call): refused by name (:func:`check_graph_generators`). A change to the
+   default generator that bypasses ``torch.random`` is refused too
+   (:class:`GlobalGeneratorGuard`).
 """
 from __future__ import annotations
 
@@ -144,6 +153,103 @@ def check_graph_generators(gm: fx.GraphModule) -> None:
 _SENTINEL_SEED = 0x5EED_A07C_4EC4
 
 
+# ---------------------------------------------------------------- seeding inside the function
+
+_REAL_GENERATOR = torch._C.default_generator
+_STATE_BYTES = _REAL_GENERATOR.get_state().numel()
+_lib = torch.library.Library("aotcheck", "DEF")
+_SEEDED = (torch.Tag.nondeterministic_seeded,)   # impure, ordered among the draws, never folded
+_lib.define("rng_manual_seed(int seed) -> ()", tags=_SEEDED)
+_lib.define("rng_get_state() -> Tensor", tags=_SEEDED)
+_lib.define("rng_set_state(Tensor state) -> ()", tags=_SEEDED)
+
+
+def _with_real_generator(call):
+    """Run ``call`` with ``torch.random`` on the real default generator (eager's own code path:
+    ``torch.manual_seed`` also seeds the other devices' generators)."""
+    stand_in, torch.random.default_generator = torch.random.default_generator, _REAL_GENERATOR
+    try:
+        return call()
+    finally:
+        torch.random.default_generator = stand_in
+
+
+def _manual_seed_impl(seed: int) -> None:
+    _with_real_generator(lambda: torch.random.manual_seed(seed))
+
+
+def _get_state_impl() -> torch.Tensor:
+    return _REAL_GENERATOR.get_state()
+
+
+def _set_state_impl(state: torch.Tensor) -> None:
+    _REAL_GENERATOR.set_state(state)
+
+
+for _name, _impl in (("rng_manual_seed", _manual_seed_impl), ("rng_get_state", _get_state_impl),
+                     ("rng_set_state", _set_state_impl)):
+    _lib.impl(_name, _impl, "CompositeExplicitAutograd")
+torch.library.register_fake("aotcheck::rng_manual_seed", lambda seed: None, lib=_lib)
+torch.library.register_fake("aotcheck::rng_get_state",
+                            lambda: torch.empty(_STATE_BYTES, dtype=torch.uint8), lib=_lib)
+torch.library.register_fake("aotcheck::rng_set_state", lambda state: None, lib=_lib)
+
+
+def _traced(call):
+    """``call()`` seen by the trace's dispatch modes even under ``no_dispatch()``, which
+    ``torch.testing``'s ``freeze_rng_state`` puts around its own get/set of the state."""
+    exclude = torch._C._dispatch_tls_local_exclude_set()
+    if not exclude.has(torch._C.DispatchKey.Python):
+        return call()
+    for key in (torch._C.DispatchKey.Python, torch._C.DispatchKey.PythonTLSSnapshot):
+        exclude = exclude.remove(key)
+    with torch._C._ForceDispatchKeyGuard(torch._C._dispatch_tls_local_include_set(), exclude):
+        return call()
+
+
+class _TracedDefaultGenerator:
+    """``torch.random.default_generator`` while the function is traced: each call that seeds,
+    reads or restores the default generator becomes an ``aotcheck`` op in the graph (see 3.
+    above). What a graph cannot hold is refused by name: a Python int drawn from the generator
+    (``torch.seed()``), or read from it (``initial_seed()`` after no seeding in the function)."""
+
+    def __init__(self):
+        self.recorded = 0
+        self.seeded: int | None = None
+
+    @property
+    def device(self):
+        return _REAL_GENERATOR.device
+
+    def manual_seed(self, seed):
+        self.recorded += 1
+        self.seeded = int(seed)
+        _traced(lambda: torch.ops.aotcheck.rng_manual_seed(int(seed)))
+        return self
+
+    def get_state(self):
+        self.recorded += 1
+        return _traced(torch.ops.aotcheck.rng_get_state)
+
+    def set_state(self, state):
+        self.recorded += 1
+        _traced(lambda: torch.ops.aotcheck.rng_set_state(state))
+        return self
+
+    def initial_seed(self):
+        if self.seeded is not None:
+            return self.seeded
+        raise UnsupportedInputError(
+            "the function reads torch.initial_seed() without seeding first: the value is Python "
+            "state of the caller's generator, which a compiled graph cannot read. Pass it as an "
+            "argument instead")
+
+    def seed(self):
+        raise UnsupportedInputError(
+            "the function calls torch.seed(), which draws a nondeterministic Python int; a "
+            "compiled graph cannot return it. Seed with torch.manual_seed(value) instead")
+
+
 class GlobalGeneratorGuard:
     """Around a trace: the default CPU generator is set to a sentinel state and restored
     afterwards (tracing on fake tensors draws nothing, so the caller's state is kept).
@@ -156,17 +262,24 @@ class GlobalGeneratorGuard:
         self.draws = draws
 
     def __enter__(self):
-        self.saved = torch.random.get_rng_state()
-        torch.random.manual_seed(_SENTINEL_SEED)
-        self.sentinel = torch.random.get_rng_state()
+        # the real generator's own methods: an enclosing guard's stand-in would record these
+        self.saved = _REAL_GENERATOR.get_state()
+        _REAL_GENERATOR.manual_seed(_SENTINEL_SEED)
+        self.sentinel = _REAL_GENERATOR.get_state()
+        self.stand_in = _TracedDefaultGenerator()
+        self.replaced = torch.random.default_generator, torch.default_generator
+        torch.random.default_generator = torch.default_generator = self.stand_in
         return self
 
     def __exit__(self, exc_type, *exc):
-        if self.draws:
-            changed = torch.random.initial_seed() != _SENTINEL_SEED
+        torch.random.default_generator, torch.default_generator = self.replaced
+        if self.stand_in.recorded:
+            changed = False     # the graph replays it (see 3. above)
+        elif self.draws:
+            changed = _REAL_GENERATOR.initial_seed() != _SENTINEL_SEED
         else:
-            changed = not torch.equal(torch.random.get_rng_state(), self.sentinel)
-        torch.random.set_rng_state(self.saved)
+            changed = not torch.equal(_REAL_GENERATOR.get_state(), self.sentinel)
+        _REAL_GENERATOR.set_state(self.saved)
         if changed and self.check and exc_type is None:
             raise UnsupportedInputError(
                 "the function seeds or restores the global random generator (torch.manual_seed, "

@@ -119,3 +119,54 @@ def random_from_to_in_place():
         z = torch.empty(2, dtype=torch.int64).random_(5, to=9)
         return x + 1, z, torch.rand(2)
     return f, seeded(lambda: Inputs((rand(2), rand(3, 4).t())))
+
+
+@case("rng", mode="training")
+def manual_seed_inside_the_function():
+    """``torch.manual_seed`` inside the function reseeds the generator between draws: eager's
+    second draw repeats nothing of the first, and the state after the call is the new seed's.
+    The graph holds the seeding as an op (NOTE in engine/rng.py, point 3)."""
+    def f(x):
+        a = torch.rand(3)
+        torch.manual_seed(3)
+        return x * a + F.dropout(x, 0.5, training=True)
+    return f, seeded(lambda: (lambda x: Inputs((x,), leaves=(x,)))(leaf(3)))
+
+
+@case("rng", mode="inference")
+def rng_state_saved_and_restored_inside():
+    """``get_rng_state``/``set_rng_state`` inside the function: the second draw repeats the
+    first, and the saved state is itself an output."""
+    def f(x):
+        state = torch.get_rng_state()
+        a = torch.randn(2, 3)
+        torch.set_rng_state(state)
+        return x + a, torch.randn(2, 3), state
+    return f, seeded(lambda: Inputs((rand(2, 3),)))
+
+
+@case("rng", mode="training")
+def fork_rng_inside():
+    """Draws inside ``torch.random.fork_rng`` leave the caller's generator where it was."""
+    def f(x):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(11)
+            y = F.dropout(x, 0.5, training=True)
+        return y + torch.rand_like(x)
+    return f, seeded(lambda: (lambda x: Inputs((x,), leaves=(x,)))(leaf(4, 2)))
+
+
+@case("rng", mode="training", tags=("mutation",))
+def opinfo_wrapper_set_seed_in_place():
+    """OpInfo's ``wrapper_set_seed``: ``freeze_rng_state`` (which reads and restores the state
+    under ``no_dispatch``) around ``manual_seed(42)`` and an in-place rrelu of a non-leaf. Its
+    restore had hidden the seeding from the trace: every value differed, silently."""
+    from torch.testing._internal.common_methods_invocations import wrapper_set_seed
+
+    def f(x):
+        return wrapper_set_seed(F.rrelu, x, lower=0.1, upper=0.9, training=True, inplace=True)
+
+    def make():
+        l = leaf(5, dtype=torch.float64)
+        return Inputs((l.clone(),), leaves=(l,))
+    return f, seeded(make)
