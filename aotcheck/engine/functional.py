@@ -19,7 +19,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..errors import DataDependentError, TraceError, UnsupportedInputError
-from .rng import DrawLikeEager, GlobalGeneratorGuard, check_graph_generators
+from .rng import DrawLikeEager, GlobalGeneratorGuard, check_graph_generators, note_generator
 from .signature import Signature
 
 
@@ -49,6 +49,8 @@ class TraceGuard(TorchDispatchMode):
     on_op = None
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if kwargs and kwargs.get("generator") is not None:
+            note_generator(kwargs["generator"])
         if func is torch.ops.aten._local_scalar_dense.default:
             raise DataDependentError(
                 "the function reads a tensor value while being traced (.item(), bool(tensor), "
@@ -121,12 +123,12 @@ def trace_functional(body, example_placeholders: list[torch.Tensor], *,
     level = fake_log.level
     fake_log.setLevel(logging.CRITICAL)      # the user's own errors are re-raised below
     try:
-        with compiling(), GlobalGeneratorGuard(draws=mode == "real"):
+        with compiling(), GlobalGeneratorGuard(draws=mode == "real") as generators:
             gm = guard_trace(lambda: make_fx(traced, tracing_mode=mode,
                                              _allow_non_fake_inputs=constants)(*example_placeholders))
     finally:
         fake_log.setLevel(level)
-    check_graph_generators(gm)
+    check_graph_generators(gm, generators.made)
     for n in list(gm.graph.nodes):
         if n.target is _RESIZE and not n.users:
             gm.graph.erase_node(n)      # the runtime replays it (NOTE [storage resizes])

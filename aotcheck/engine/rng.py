@@ -33,9 +33,11 @@ the call are eager's, cold and from the cache. Three things make that hold:
    ``rng_set_state``), tagged like a random op so that it stays in the forward
    graph, in call order, among the draws. At run time the op does to the real
    generator what the call did in eager. A function that draws from a
-   ``torch.Generator`` object bakes that object into the graph (a generator made
-   inside the function would be reused across calls, where eager makes a new one
-   each call): refused by name (:func:`check_graph_generators`). A change to the
+   ``torch.Generator`` object bakes that object into the graph: right for one
+   made outside the function (an argument, keyed by identity, or a closure), whose
+   state the compiled draws advance as eager's do; one made inside would be reused
+   across calls, where eager makes a new one each call: refused by name
+   (:func:`check_graph_generators`). A change to the
    default generator that bypasses ``torch.random`` is refused too
    (:class:`GlobalGeneratorGuard`).
 """
@@ -137,15 +139,62 @@ def _random_from_to(x: torch.Tensor, low: int, high: int, gen) -> torch.Tensor:
         return x.copy_(buf + low)
 
 
-def check_graph_generators(gm: fx.GraphModule) -> None:
-    """Refuse a graph whose random ops read an explicit ``torch.Generator`` (see 3. above)."""
+class _GeneratorMadeInside(torch._C.Generator):
+    """``torch.Generator`` while the function is traced: a real generator (ops accept it) that
+    the innermost guard lists as made inside the function."""
+
+    def __new__(cls, *args, **kwargs):
+        gen = super().__new__(cls, *args, **kwargs)
+        if _ACTIVE:
+            _ACTIVE[-1].made.append(gen)
+        return gen
+
+
+def _same_generator(a, b) -> bool:
+    """Whether two Python generator objects stand for one generator: the graph holds a new
+    Python wrapper of the generator an op drew from, not the object the function passed. A
+    seed set through one shows through the other; both seed and state are put back."""
+    if a is b:
+        return True
+    if a.device != b.device:
+        return False
+    seed, state = a.initial_seed(), a.get_state()
+    probe = (seed + 0x9E3779B97F4A7C15) % 2**63
+    a.manual_seed(probe)
+    same = b.initial_seed() == probe
+    a.manual_seed(seed)
+    a.set_state(state)
+    return same
+
+
+def check_graph_generators(gm: fx.GraphModule, made_inside=()) -> None:
+    """Refuse a graph whose random ops read a ``torch.Generator`` made inside the function
+    (``made_inside``, listed by the trace's guard; see 3. above). A generator that exists
+    outside it (an argument, a closure or global, a module's attribute) is the graph's own
+    constant: the compiled draws advance that very generator, as eager's do (the persistent
+    cache does not store such a graph)."""
     for n in gm.graph.nodes:
-        if n.op == "get_attr" and isinstance(getattr(gm, n.target, None), torch.Generator):
+        gen = getattr(gm, n.target, None) if n.op == "get_attr" else None
+        if isinstance(gen, torch._C.Generator) and any(_same_generator(gen, m) for m in made_inside):
             users = ", ".join(str(u.target) for u in n.users)
             raise UnsupportedInputError(
-                f"a random op ({users}) draws from an explicit torch.Generator (generator=...); "
-                "aotcheck's compiled graphs draw from the default generator only. Seed the "
-                "default generator with torch.manual_seed outside the function instead")
+                f"a random op ({users}) draws from a torch.Generator made inside the function; eager "
+                "makes a new generator on every call, which a compiled graph cannot replay. Make it "
+                "outside the function and pass it in (or close over it)")
+
+
+def note_generator(gen) -> None:
+    """Called by the trace before an op draws from ``gen``: the innermost guard restores that
+    generator's state when the trace ends (a trace on real tensors really draws from it)."""
+    if _ACTIVE and isinstance(gen, torch._C.Generator) and id(gen) not in _ACTIVE[-1].touched:
+        from torch.utils._python_dispatch import _disable_current_modes
+        # a real tensor: not the trace's fake one, nor a functional wrapper
+        with _disable_current_modes(), torch._C._ExcludeDispatchKeyGuard(
+                torch._C.DispatchKeySet(torch._C.DispatchKey.Functionalize)):
+            _ACTIVE[-1].touched[id(gen)] = (gen, gen.get_state())
+
+
+_ACTIVE: list = []
 
 
 # A state nobody seeds by accident: the default generator holds it while the function is
@@ -267,12 +316,19 @@ class GlobalGeneratorGuard:
         _REAL_GENERATOR.manual_seed(_SENTINEL_SEED)
         self.sentinel = _REAL_GENERATOR.get_state()
         self.stand_in = _TracedDefaultGenerator()
-        self.replaced = torch.random.default_generator, torch.default_generator
+        self.replaced = torch.random.default_generator, torch.default_generator, torch.Generator
         torch.random.default_generator = torch.default_generator = self.stand_in
+        torch.Generator = _GeneratorMadeInside
+        self.touched: dict = {}
+        self.made: list = []
+        _ACTIVE.append(self)
         return self
 
     def __exit__(self, exc_type, *exc):
-        torch.random.default_generator, torch.default_generator = self.replaced
+        _ACTIVE.remove(self)
+        torch.random.default_generator, torch.default_generator, torch.Generator = self.replaced
+        for gen, state in self.touched.values():
+            gen.set_state(state)
         if self.stand_in.recorded:
             changed = False     # the graph replays it (see 3. above)
         elif self.draws:

@@ -5,7 +5,9 @@ signature covers the argument tree, and for each leaf:
 
 - a tensor: shape, stride, storage offset, dtype, device, requires_grad,
   is_leaf, and which other arguments it shares storage with (or *is*);
-- a Python scalar, None or str: its type and exact value.
+- a Python scalar, None or str: its type and exact value;
+- a ``torch.Generator``: the object itself (its repr holds its address; the compiled
+  graph draws from that very object, and keeps it alive, so no other takes its address).
 
 plus grad mode and inference mode. Two arguments that view one storage form an
 *alias group*; for those the signature also records the group's root tensor
@@ -131,11 +133,11 @@ def _check_leaf(leaf, where: str) -> None:
         if leaf.is_conj() or leaf.is_neg():
             raise UnsupportedInputError(f"{where} has a lazy conj/neg bit; call .resolve_conj() first")
         return
-    if isinstance(leaf, _SCALARS):
+    if isinstance(leaf, _SCALARS) or isinstance(leaf, torch._C.Generator):
         return
     raise UnsupportedInputError(
         f"{where} has type {type(leaf).__name__}; aotcheck supports tensors, int, float, bool, "
-        "str and None, nested in tuples, lists and dicts")
+        "str, None and torch.Generator, nested in tuples, lists and dicts")
 
 
 def _storage_key(t: torch.Tensor) -> int:
