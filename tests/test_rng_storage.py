@@ -30,13 +30,32 @@ def test_dropout_on_transposed_input_matches_eager_on_every_call():
         assert torch.equal(torch.random.get_rng_state(), want_state)
 
 
-def test_a_generator_made_inside_the_function_is_refused_by_name():
+def test_a_generator_made_inside_the_function_draws_as_a_new_one_on_every_call():
     def f(x):
-        g = torch.Generator().manual_seed(5)     # a new generator per call: cannot be baked in
-        return x + torch.rand(x.shape, generator=g)
-    with pytest.raises(UnsupportedInputError, match="torch.Generator made inside the function"):
-        aotcheck.aot_function(f)(torch.randn(3))
+        g = torch.Generator().manual_seed(5)     # eager: a new generator per call
+        a = torch.rand(x.shape, generator=g)
+        return x * a + torch.empty_like(x).bernoulli_(0.5, generator=g) + torch.rand(3)
+    for requires_grad in (False, True):
+        x = torch.randn(3, requires_grad=requires_grad)
+        cf = aotcheck.aot_function(f)
+        for _ in range(3):
+            state = torch.random.get_rng_state()
+            want = f(x)
+            want_state = torch.random.get_rng_state()
+            torch.random.set_rng_state(state)
+            assert torch.equal(cf(x), want)
+            assert torch.equal(torch.random.get_rng_state(), want_state)
     assert torch.Generator is torch._C.Generator      # the trace's stand-in class is put back
+
+
+def test_a_generator_made_inside_and_seeded_between_draws_is_refused_by_name():
+    def f(x):
+        g = torch.Generator().manual_seed(5)
+        a = torch.rand(3, generator=g)
+        g.manual_seed(6)
+        return x + a + torch.rand(3, generator=g)
+    with pytest.raises(UnsupportedInputError, match="seeded or restored between its draws"):
+        aotcheck.aot_function(f)(torch.randn(3))
 
 
 def test_a_generator_argument_or_closure_advances_as_in_eager_and_is_never_stored(tmp_path):

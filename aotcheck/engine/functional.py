@@ -19,7 +19,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..errors import DataDependentError, TraceError, UnsupportedInputError
-from .rng import DrawLikeEager, GlobalGeneratorGuard, check_graph_generators, note_generator
+from .rng import DrawLikeEager, GlobalGeneratorGuard, draw_begins, draw_ends, fresh_generators
 from .signature import Signature
 
 
@@ -49,14 +49,15 @@ class TraceGuard(TorchDispatchMode):
     on_op = None
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if kwargs and kwargs.get("generator") is not None:
-            note_generator(kwargs["generator"])
+        draws = draw_begins(kwargs["generator"]) if kwargs and kwargs.get("generator") is not None \
+            else None
         if func is torch.ops.aten._local_scalar_dense.default:
             raise DataDependentError(
                 "the function reads a tensor value while being traced (.item(), bool(tensor), "
                 ".tolist() or Python control flow on a tensor); aotcheck compiles static graphs. "
                 "Use torch.where, or pass the value as a Python scalar argument")
         out = func(*args, **(kwargs or {}))
+        draw_ends(draws)
         for t in pytree.tree_leaves(out):
             if isinstance(t, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in t.shape):
                 raise DataDependentError(
@@ -128,7 +129,7 @@ def trace_functional(body, example_placeholders: list[torch.Tensor], *,
                                              _allow_non_fake_inputs=constants)(*example_placeholders))
     finally:
         fake_log.setLevel(level)
-    check_graph_generators(gm, generators.made)
+    fresh_generators(gm, generators)
     for n in list(gm.graph.nodes):
         if n.target is _RESIZE and not n.users:
             gm.graph.erase_node(n)      # the runtime replays it (NOTE [storage resizes])

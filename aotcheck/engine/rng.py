@@ -35,9 +35,9 @@ the call are eager's, cold and from the cache. Three things make that hold:
    generator what the call did in eager. A function that draws from a
    ``torch.Generator`` object bakes that object into the graph: right for one
    made outside the function (an argument, keyed by identity, or a closure), whose
-   state the compiled draws advance as eager's do; one made inside would be reused
-   across calls, where eager makes a new one each call: refused by name
-   (:func:`check_graph_generators`). A change to the
+   state the compiled draws advance as eager's do; one made inside is reset before
+   its first draw to the state it had there (:func:`fresh_generators`), since eager
+   makes it anew on each call. A change to the
    default generator that bypasses ``torch.random`` is refused too
    (:class:`GlobalGeneratorGuard`).
 """
@@ -167,31 +167,78 @@ def _same_generator(a, b) -> bool:
     return same
 
 
-def check_graph_generators(gm: fx.GraphModule, made_inside=()) -> None:
-    """Refuse a graph whose random ops read a ``torch.Generator`` made inside the function
-    (``made_inside``, listed by the trace's guard; see 3. above). A generator that exists
-    outside it (an argument, a closure or global, a module's attribute) is the graph's own
-    constant: the compiled draws advance that very generator, as eager's do (the persistent
-    cache does not store such a graph)."""
-    for n in gm.graph.nodes:
+def fresh_generators(gm: fx.GraphModule, guard: "GlobalGeneratorGuard") -> None:
+    """Give each ``torch.Generator`` made inside the function the state it had at its first
+    draw, at the start of every call (see 3. above). Eager makes it anew on each call and
+    seeds it in Python before it draws (``torch.Generator().manual_seed(5)``); the graph holds
+    one generator for all calls, so an ``aotcheck::rng_generator_set_state`` op before its
+    first use resets it. A generator the function seeds or restores between its draws cannot
+    be replayed so: refused by name. One made outside the function (an argument, a closure or
+    global) is the graph's own constant, advanced by the compiled draws as by eager's. A graph
+    holding a generator is not stored by the persistent cache."""
+    reset: list = []
+    for n in list(gm.graph.nodes):
         gen = getattr(gm, n.target, None) if n.op == "get_attr" else None
-        if isinstance(gen, torch._C.Generator) and any(_same_generator(gen, m) for m in made_inside):
+        if not isinstance(gen, torch._C.Generator) or any(_same_generator(gen, r) for r in reset):
+            continue
+        if not any(_same_generator(gen, m) for m in guard.made):
+            continue
+        draws = guard.draws_of(gen)
+        if draws is None:
+            continue
+        if draws.reseeded:
             users = ", ".join(str(u.target) for u in n.users)
             raise UnsupportedInputError(
-                f"a random op ({users}) draws from a torch.Generator made inside the function; eager "
-                "makes a new generator on every call, which a compiled graph cannot replay. Make it "
-                "outside the function and pass it in (or close over it)")
+                f"a torch.Generator made inside the function is seeded or restored between its "
+                f"draws ({users}); a compiled graph replays only the state it had at its first "
+                "draw. Seed it before it draws")
+        name = f"_aotcheck_generator_state{len(reset)}"
+        gm.register_buffer(name, draws.first.clone())
+        with gm.graph.inserting_after(n):
+            state = gm.graph.get_attr(name)
+        with gm.graph.inserting_after(state):
+            gm.graph.call_function(torch.ops.aotcheck.rng_generator_set_state.default, (n, state))
+        reset.append(gen)
+    if reset:
+        gm.recompile()
 
 
-def note_generator(gen) -> None:
-    """Called by the trace before an op draws from ``gen``: the innermost guard restores that
-    generator's state when the trace ends (a trace on real tensors really draws from it)."""
-    if _ACTIVE and isinstance(gen, torch._C.Generator) and id(gen) not in _ACTIVE[-1].touched:
-        from torch.utils._python_dispatch import _disable_current_modes
-        # a real tensor: not the trace's fake one, nor a functional wrapper
-        with _disable_current_modes(), torch._C._ExcludeDispatchKeyGuard(
-                torch._C.DispatchKeySet(torch._C.DispatchKey.Functionalize)):
-            _ACTIVE[-1].touched[id(gen)] = (gen, gen.get_state())
+class _Draws:
+    """One generator's draws during a trace: its state before the first, after the last, and
+    whether something other than a draw changed it in between."""
+
+    def __init__(self, gen, first):
+        self.gen, self.first, self.after, self.reseeded = gen, first, None, False
+
+
+def _real_state(gen) -> torch.Tensor:
+    """``gen.get_state()`` as a real tensor: not the trace's fake one, nor a functional wrapper."""
+    from torch.utils._python_dispatch import _disable_current_modes
+    with _disable_current_modes(), torch._C._ExcludeDispatchKeyGuard(
+            torch._C.DispatchKeySet(torch._C.DispatchKey.Functionalize)):
+        return gen.get_state()
+
+
+def draw_begins(gen):
+    """Called by the trace before an op draws from ``gen``: the innermost guard notes the
+    generator (to restore it when the trace ends: a trace on real tensors really draws) and
+    whether its state moved since its last draw (a seeding in Python)."""
+    if not _ACTIVE or not isinstance(gen, torch._C.Generator):
+        return None
+    guard = _ACTIVE[-1]
+    draws = guard.draws_of(gen)
+    now = _real_state(gen)
+    if draws is None:
+        draws = _Draws(gen, now)
+        guard.drawn.append(draws)
+    elif draws.after is not None and not torch.equal(now, draws.after):
+        draws.reseeded = True
+    return draws
+
+
+def draw_ends(draws) -> None:
+    if draws is not None:
+        draws.after = _real_state(draws.gen)
 
 
 _ACTIVE: list = []
@@ -211,6 +258,7 @@ _SEEDED = (torch.Tag.nondeterministic_seeded,)   # impure, ordered among the dra
 _lib.define("rng_manual_seed(int seed) -> ()", tags=_SEEDED)
 _lib.define("rng_get_state() -> Tensor", tags=_SEEDED)
 _lib.define("rng_set_state(Tensor state) -> ()", tags=_SEEDED)
+_lib.define("rng_generator_set_state(Generator gen, Tensor state) -> ()", tags=_SEEDED)
 
 
 def _with_real_generator(call):
@@ -235,13 +283,19 @@ def _set_state_impl(state: torch.Tensor) -> None:
     _REAL_GENERATOR.set_state(state)
 
 
+def _generator_set_state_impl(gen, state: torch.Tensor) -> None:
+    gen.set_state(state)
+
+
 for _name, _impl in (("rng_manual_seed", _manual_seed_impl), ("rng_get_state", _get_state_impl),
-                     ("rng_set_state", _set_state_impl)):
+                     ("rng_set_state", _set_state_impl),
+                     ("rng_generator_set_state", _generator_set_state_impl)):
     _lib.impl(_name, _impl, "CompositeExplicitAutograd")
 torch.library.register_fake("aotcheck::rng_manual_seed", lambda seed: None, lib=_lib)
 torch.library.register_fake("aotcheck::rng_get_state",
                             lambda: torch.empty(_STATE_BYTES, dtype=torch.uint8), lib=_lib)
 torch.library.register_fake("aotcheck::rng_set_state", lambda state: None, lib=_lib)
+torch.library.register_fake("aotcheck::rng_generator_set_state", lambda gen, state: None, lib=_lib)
 
 
 def _traced(call):
@@ -310,6 +364,10 @@ class GlobalGeneratorGuard:
         # on; only a new seed (torch.manual_seed, torch.seed) shows there, as a new initial seed
         self.draws = draws
 
+    def draws_of(self, gen) -> "_Draws | None":
+        """What this trace drew from ``gen`` (one generator may come as several Python objects)."""
+        return next((d for d in self.drawn if _same_generator(d.gen, gen)), None)
+
     def __enter__(self):
         # the real generator's own methods: an enclosing guard's stand-in would record these
         self.saved = _REAL_GENERATOR.get_state()
@@ -319,16 +377,16 @@ class GlobalGeneratorGuard:
         self.replaced = torch.random.default_generator, torch.default_generator, torch.Generator
         torch.random.default_generator = torch.default_generator = self.stand_in
         torch.Generator = _GeneratorMadeInside
-        self.touched: dict = {}
-        self.made: list = []
+        self.drawn: list[_Draws] = []       # generators the trace drew from
+        self.made: list = []                # generators the function made
         _ACTIVE.append(self)
         return self
 
     def __exit__(self, exc_type, *exc):
         _ACTIVE.remove(self)
         torch.random.default_generator, torch.default_generator, torch.Generator = self.replaced
-        for gen, state in self.touched.values():
-            gen.set_state(state)
+        for draws in self.drawn:
+            draws.gen.set_state(draws.first)
         if self.stand_in.recorded:
             changed = False     # the graph replays it (see 3. above)
         elif self.draws:
