@@ -108,6 +108,16 @@ def _enc(a):
     raise Uncacheable("unsupported_argument", f"argument {a!r} of type {type(a).__name__}")
 
 
+def _seeded_first(node: fx.Node) -> bool:
+    """A generator constant that the graph seeds (``aotcheck.rng_generator_manual_seed``) before
+    it draws from it: a generator made inside the function (engine/rng.py), which a new
+    generator stands in for when the graph is loaded. Any other generator (an argument, a
+    closure) is the caller's very object, which no entry can hold."""
+    from ..engine.rng import GENERATOR_RESETS
+    first = next((u for u in node.graph.nodes if node in u.all_input_nodes), None)
+    return first is not None and first.target is GENERATOR_RESETS[0]
+
+
 def _val_summary(v):
     if isinstance(v, torch.Tensor):
         return {"shape": list(v.shape), "stride": list(v.stride()), "offset": v.storage_offset(),
@@ -152,9 +162,13 @@ def graph_to_data(graph: fx.Graph | fx.GraphModule, constants: dict | None = Non
             t = (constants or {}).get(target)
             if t is None and owner is not None:
                 t = getattr(owner, target, None)
-            if not isinstance(t, torch.Tensor) or not _NAME.match(target):
+            if isinstance(t, torch._C.Generator) and _NAME.match(target) \
+                    and (target in consts or _seeded_first(n)):
+                consts[target] = {"generator": str(t.device)}
+            elif not isinstance(t, torch.Tensor) or not _NAME.match(target):
                 raise Uncacheable("unsupported_constant", f"get_attr {target!r} is not a tensor attribute")
-            consts[target] = _constant(t)
+            else:
+                consts[target] = _constant(t)
         else:
             target = n.target
         d = {"name": n.name, "op": n.op, "target": target,
@@ -240,6 +254,11 @@ def load_constants(data: dict) -> dict[str, torch.Tensor]:
     for name, c in consts.items():
         if not (isinstance(name, str) and _NAME.match(name)) or not isinstance(c, dict):
             raise SerializeError(f"bad constant {name!r}")
+        if "generator" in c:            # see _seeded_first: the graph seeds it before any draw
+            if c["generator"] != "cpu":
+                raise SerializeError(f"constant {name!r}: generator on {c['generator']!r}")
+            out[name] = torch._C.Generator("cpu")
+            continue
         dtype = _dec({"dtype": c.get("dtype")}, {})
         values = [_float_tag(v["float"]) if isinstance(v, dict) else v for v in c.get("values", [])]
         shape = c.get("shape")

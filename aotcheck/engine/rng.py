@@ -174,8 +174,9 @@ def fresh_generators(gm: fx.GraphModule, guard: "GlobalGeneratorGuard") -> None:
     one generator for all calls, so an ``aotcheck::rng_generator_set_state`` op before its
     first use resets it. A generator the function seeds or restores between its draws cannot
     be replayed so: refused by name. One made outside the function (an argument, a closure or
-    global) is the graph's own constant, advanced by the compiled draws as by eager's. A graph
-    holding a generator is not stored by the persistent cache."""
+    global) is the graph's own constant, advanced by the compiled draws as by eager's. The
+    persistent cache stores a graph whose generators are all reset by a seed
+    (``rng_generator_manual_seed``: any new generator stands in for them), and no other."""
     reset: list = []
     for n in list(gm.graph.nodes):
         gen = getattr(gm, n.target, None) if n.op == "get_attr" else None
@@ -192,12 +193,19 @@ def fresh_generators(gm: fx.GraphModule, guard: "GlobalGeneratorGuard") -> None:
                 f"a torch.Generator made inside the function is seeded or restored between its "
                 f"draws ({users}); a compiled graph replays only the state it had at its first "
                 "draw. Seed it before it draws")
-        name = f"_aotcheck_generator_state{len(reset)}"
-        gm.register_buffer(name, draws.first.clone())
-        with gm.graph.inserting_after(n):
-            state = gm.graph.get_attr(name)
-        with gm.graph.inserting_after(state):
-            gm.graph.call_function(torch.ops.aotcheck.rng_generator_set_state.default, (n, state))
+        seed = gen.initial_seed()
+        if torch.equal(torch._C.Generator(gen.device).manual_seed(seed).get_state(), draws.first):
+            # seeded and not drawn from yet (the usual case): the seed says it all, and the
+            # cache can store it (a fresh generator stands in for it when the graph is loaded)
+            with gm.graph.inserting_after(n):
+                gm.graph.call_function(torch.ops.aotcheck.rng_generator_manual_seed.default, (n, seed))
+        else:
+            name = f"_aotcheck_generator_state{len(reset)}"
+            gm.register_buffer(name, draws.first.clone())
+            with gm.graph.inserting_after(n):
+                state = gm.graph.get_attr(name)
+            with gm.graph.inserting_after(state):
+                gm.graph.call_function(torch.ops.aotcheck.rng_generator_set_state.default, (n, state))
         reset.append(gen)
     if reset:
         gm.recompile()
@@ -259,6 +267,7 @@ _lib.define("rng_manual_seed(int seed) -> ()", tags=_SEEDED)
 _lib.define("rng_get_state() -> Tensor", tags=_SEEDED)
 _lib.define("rng_set_state(Tensor state) -> ()", tags=_SEEDED)
 _lib.define("rng_generator_set_state(Generator gen, Tensor state) -> ()", tags=_SEEDED)
+_lib.define("rng_generator_manual_seed(Generator gen, int seed) -> ()", tags=_SEEDED)
 
 
 def _with_real_generator(call):
@@ -287,15 +296,23 @@ def _generator_set_state_impl(gen, state: torch.Tensor) -> None:
     gen.set_state(state)
 
 
+def _generator_manual_seed_impl(gen, seed: int) -> None:
+    gen.manual_seed(seed)
+
+
 for _name, _impl in (("rng_manual_seed", _manual_seed_impl), ("rng_get_state", _get_state_impl),
                      ("rng_set_state", _set_state_impl),
-                     ("rng_generator_set_state", _generator_set_state_impl)):
+                     ("rng_generator_set_state", _generator_set_state_impl),
+                     ("rng_generator_manual_seed", _generator_manual_seed_impl)):
     _lib.impl(_name, _impl, "CompositeExplicitAutograd")
 torch.library.register_fake("aotcheck::rng_manual_seed", lambda seed: None, lib=_lib)
 torch.library.register_fake("aotcheck::rng_get_state",
                             lambda: torch.empty(_STATE_BYTES, dtype=torch.uint8), lib=_lib)
 torch.library.register_fake("aotcheck::rng_set_state", lambda state: None, lib=_lib)
 torch.library.register_fake("aotcheck::rng_generator_set_state", lambda gen, state: None, lib=_lib)
+torch.library.register_fake("aotcheck::rng_generator_manual_seed", lambda gen, seed: None, lib=_lib)
+GENERATOR_RESETS = (torch.ops.aotcheck.rng_generator_manual_seed.default,
+                    torch.ops.aotcheck.rng_generator_set_state.default)
 
 
 def _traced(call):

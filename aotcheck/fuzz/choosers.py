@@ -246,6 +246,8 @@ APPLIES = {
     "to": _always, "gt": _always,
     "rand_like": lambda x, facts, state: x.floating,
     "dropout": lambda x, facts, state: x.floating,
+    "reseeded_rand_like": lambda x, facts, state: x.floating,
+    "generator_rand": lambda x, facts, state: x.floating,
     "double_fn": lambda x, facts, state: x.floating,
     "mul2_fn_": lambda x, facts, state: x.floating and x.writable,
     "requires_grad_": lambda x, facts, state: (x.floating and not x.t.requires_grad
@@ -305,6 +307,8 @@ ARGS = {
     "to": lambda draw, x, facts, state: (DType(_pick(draw, CAST_DTYPES)),),
     "gt": lambda draw, x, facts, state: (_pick(draw, (0.0, 0.5)),),
     "dropout": lambda draw, x, facts, state: (0.5,),
+    "reseeded_rand_like": lambda draw, x, facts, state: (draw(st.integers(0, 3)),),
+    "generator_rand": lambda draw, x, facts, state: (draw(st.integers(0, 3)),),
     "set_": lambda draw, x, facts, state: (_pick(draw, _set_sources(x, facts)),),
     "unbind_all": lambda draw, x, facts, state: (_dim(draw, x),),
     "chunk": _chunk,

@@ -67,7 +67,8 @@ OP_KINDS: dict[str, tuple[str, ...]] = {
     "detach": ("detach",),
     # the wider grammar (issue 13), drawn only when the strategy's ``extensions`` ask for it
     "cast": ("to", "gt"),                           # dtype casts; bool results
-    "random": ("rand_like", "dropout"),             # random ops (the oracle seeds both runs)
+    "random": ("rand_like", "dropout",              # random ops (the oracle seeds both runs)
+               "reseeded_rand_like", "generator_rand"),   # ... seeded inside the function
     "custom": ("double_fn",),                       # a custom autograd.Function
     "custom_inplace": ("mul2_fn_",),                # one that mutates its input (mark_dirty)
     "state": ("requires_grad_", "set_"),            # autograd state and storage swaps
@@ -143,6 +144,11 @@ def render_expr(op: str, args: tuple) -> str:
         return f"torch.rand_like({a[0]})"
     if op == "dropout":
         return f"torch.nn.functional.dropout({a[0]}, {a[1]})"
+    if op == "reseeded_rand_like":      # the default generator seeded again, then a draw
+        return f"(torch.manual_seed({a[1]}), torch.rand_like({a[0]}))[1]"
+    if op == "generator_rand":          # a generator made (and seeded) inside the function
+        return (f"torch.rand({a[0]}.shape, dtype={a[0]}.dtype, "
+                f"generator=torch.Generator().manual_seed({a[1]}))")
     if op == "double_fn":
         return f"_Double.apply({a[0]})"
     if op == "mul2_fn_":

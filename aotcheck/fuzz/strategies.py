@@ -78,10 +78,13 @@ STATS: Counter = Counter()
 # (tests/test_fuzz.py, against aotcheck's engine) runs ``programs()`` as it was, and runs the
 # extensions aotcheck's engine passes through ``AOTCHECK_EXTENSIONS``.
 EXTENSIONS = ("regions", "casts", "integer", "multi_output", "non_tensor", "parameter",
-              "custom_function", "random", "set_", "requires_grad_", "subclass")
+              "custom_function", "random", "set_", "requires_grad_", "subclass", "seeding")
 _EXTENSION_OPS = {"casts": ("to", "gt"), "multi_output": ("unbind_all", "chunk"),
                   "non_tensor": ("size",), "custom_function": ("double_fn", "mul2_fn_"),
                   "random": ("rand_like", "dropout"), "set_": ("set_",),
+                  # seeding inside the function: the default generator, or a torch.Generator
+                  # made there (issue 11's rng class)
+                  "seeding": ("reseeded_rand_like", "generator_rand"),
                   "requires_grad_": ("requires_grad_",)}
 _BASE_OPS = frozenset(op for op in KIND_OF_OP if not any(op in ops for ops in _EXTENSION_OPS.values()))
 # Extensions drawn against aotcheck's own engine by default (the slow test in tests/test_fuzz.py
