@@ -171,7 +171,11 @@ class FunctionalRun:
             # so requires_grad_() changed its flag, and no in-place op it had was recorded
             # by autograd (its mutations are replayed under no_grad). The runtime sets the
             # caller's flag: to True before the compiled function runs (so that it becomes
-            # an input autograd sends a gradient to), to False after it.
+            # an input autograd sends a gradient to), to False after it. Its leaf is the
+            # argument as it was when it joined the graph: metadata calls made before (t_,
+            # squeeze_, ...) give the gradient their geometry, so the runtime replays those
+            # before the call too, and the graph reads the argument through an alias in its
+            # geometry at the call (CompiledArtifact.__call__).
             rg_set = anchors[p].is_leaf and before[p][0] is None and \
                 anchors[p].requires_grad != before[p][1]
             saw = (anchors[p].grad_fn, anchors[p].requires_grad) != before[p] and not rg_set
