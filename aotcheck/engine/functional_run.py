@@ -97,7 +97,7 @@ class FunctionalRun:
         except (RuntimeError, ValueError, IndexError) as e:
             if plain:
                 raise                        # eager's own error, on eager's own semantics
-            if any(kind == "leaf" for kind, *_ in recorder.log):
+            if any(kind == "leaf" and op != "requires_grad_" for kind, _, op, *_ in recorder.log):
                 raise UnsupportedInputError(
                     "an argument that shares storage with another argument has its metadata "
                     "changed in place (t_, transpose_, ...) and the shared storage is mutated "
@@ -137,7 +137,8 @@ class FunctionalRun:
             # as a swap onto its own storage
             swapped = swapped or (meta and plan.placeholders[p][0] == "leaf"
                                   and geometry_of(w) != start_geometry[p]
-                                  and not any(op[0] == "leaf" or op[:2] == ("placeholder", p)
+                                  and not any((op[0] == "leaf" and op[2] != "requires_grad_")
+                                              or op[:2] == ("placeholder", p)
                                               for op in recorder.log))
             storage_source = -1
             value = w
@@ -187,7 +188,8 @@ class FunctionalRun:
                 p, data, meta, saw, w.requires_grad,
                 *geometry_of(w), value_output, storage_bytes=storage_bytes,
                 storage_source=storage_source, requires_grad_set=rg_set))
-        member_ops = {idx for kind, idx, *_ in recorder.log if kind == "leaf"}
+        member_ops = {idx for kind, idx, op, *_ in recorder.log
+                      if kind == "leaf" and op != "requires_grad_"}
         if member_ops and recorder.data_aftergeometry_of() and not plain:
             raise UnsupportedInputError(
                 f"argument leaf {min(member_ops)} shares storage with another argument, its "
@@ -208,6 +210,8 @@ class FunctionalRun:
             out_leaves, user, candidates, sig=sig, geometry=recorder.geometry,
             eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids,
             plain=plain, new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)})
+        if True in recorder.member_flags:
+            _check_member_flags(outputs)
         cands = tuple((tuple(c.shape), str(c.dtype).replace("torch.", ""), c.requires_grad,
                        *self.base_geometry.get(id(c), recorder.geometry.get(id(c), geometry_of(c)))[1:])
                       for c in candidates)
@@ -216,6 +220,29 @@ class FunctionalRun:
                          tuple(_freeze(op) for op in recorder.log), recorder.view_replay_hazard(),
                          grad_leaves, custom_function_digests(candidates))
         return candidates, facts, out_spec, wrappers
+
+
+def _check_member_flags(outputs) -> None:
+    """NOTE [requires_grad_ on an aliased argument]
+    ``a0.requires_grad_()`` where ``a0`` shares storage with another argument that the
+    function mutates (in data or metadata): in the trace ``a0`` is a view of the group's
+    synthetic base, not the caller's tensor. The runtime replays the flag on the caller's
+    tensor, in order with the members' metadata calls, so the caller's ``a0`` and the
+    arguments that view it require grad afterwards, as in eager, and outputs that are those
+    arguments, or views of them rebuilt after the call, have eager's autograd. A value the
+    graph computes from such an argument would need its gradient sent to the caller's tensor
+    (and, through eager's view rules, from the other members viewing it), which the joint
+    does not model: refused, rather than returned without a gradient."""
+    for k, o in enumerate(outputs):
+        if not o.is_tensor or o.is_input >= 0 or o.same_output >= 0 or \
+                (o.input_storage >= 0 and o.graph_output < 0):
+            continue
+        raise UnsupportedInputError(
+            f"output leaf {k} is computed by a function that calls requires_grad_() on an "
+            "argument sharing storage with another argument it mutates; aotcheck sets that "
+            "argument's flag after the call but does not send gradients computed inside the "
+            "function to it (or to the arguments that view it). Call requires_grad_() before "
+            "passing it, or pass the arguments without aliasing")
 
 
 def _member_swap(i: int, t: torch.Tensor, ref, start_refs, candidates: list) -> MemberFacts:

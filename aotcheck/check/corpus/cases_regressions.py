@@ -602,3 +602,38 @@ def fuzz_no_grad_squeeze_then_requires_grad_returned():
         l0 = _randn((6, 3, 2), 7158).requires_grad_()
         return Inputs((l0.clone()[::2], _randn((1, 3), 2207)), leaves=(l0,))
     return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "requires_grad_", "aliased_inputs",
+                                             "metadata_mutation"))
+def fuzz_squeeze_of_a_view_argument_then_requires_grad_on_its_base():
+    """Two arguments, a tensor and its transpose; squeeze_() of the transpose makes them an
+    alias group with a synthetic base, then requires_grad_() on the first: eager's base and
+    its view both require grad afterwards. In the trace the first is a view of the group's
+    base, so the flag never reached the caller's tensor (silently wrong). The runtime now
+    replays it in order with the members' metadata calls. Found by aotcheck fuzz --seed 1."""
+    def f(a0, a1):
+        a1.squeeze_(2)
+        a0.requires_grad_()
+        return ()
+
+    def make():
+        b0 = _randn((3, 3, 2), 14331)
+        return Inputs((b0, b0.transpose(-2, -1)))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "requires_grad_", "aliased_inputs"))
+def fuzz_row_written_then_requires_grad_on_its_sibling_row():
+    """Two rows of one tensor; one is written, so they share a synthetic base, and the other
+    gets requires_grad_(): eager's row is a leaf that requires grad afterwards, the caller's
+    was left without the flag (companion of the case above)."""
+    def f(a0, a1):
+        a1.mul_(2)
+        a0.requires_grad_()
+        return (a1,)
+
+    def make():
+        b = _randn((3, 4), 5)
+        return Inputs((b[0], b[1]))
+    return f, make
