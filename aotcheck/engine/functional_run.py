@@ -210,8 +210,6 @@ class FunctionalRun:
             out_leaves, user, candidates, sig=sig, geometry=recorder.geometry,
             eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids,
             plain=plain, new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)})
-        if True in recorder.member_flags:
-            _check_member_flags(outputs)
         cands = tuple((tuple(c.shape), str(c.dtype).replace("torch.", ""), c.requires_grad,
                        *self.base_geometry.get(id(c), recorder.geometry.get(id(c), geometry_of(c)))[1:])
                       for c in candidates)
@@ -222,7 +220,7 @@ class FunctionalRun:
         return candidates, facts, out_spec, wrappers
 
 
-def _check_member_flags(outputs) -> None:
+def check_member_flags(graph, facts: RawFacts, plan: InputPlan) -> None:
     """NOTE [requires_grad_ on an aliased argument]
     ``a0.requires_grad_()`` where ``a0`` shares storage with another argument that the
     function mutates (in data or metadata): in the trace ``a0`` is a view of the group's
@@ -230,19 +228,41 @@ def _check_member_flags(outputs) -> None:
     tensor, in order with the members' metadata calls, so the caller's ``a0`` and the
     arguments that view it require grad afterwards, as in eager, and outputs that are those
     arguments, or views of them rebuilt after the call, have eager's autograd. A value the
-    graph computes from such an argument would need its gradient sent to the caller's tensor
+    graph computes from the group's base would need its gradient sent to the caller's tensor
     (and, through eager's view rules, from the other members viewing it), which the joint
-    does not model: refused, rather than returned without a gradient."""
-    for k, o in enumerate(outputs):
+    does not model: refused, rather than returned without a gradient. Values computed from
+    other arguments only are unaffected."""
+    flipped = {plan.sources[leaf][1] for kind, leaf, op, args, *_ in facts.metadata_ops
+               if kind == "leaf" and op == "requires_grad_" and args[0]}
+    if not flipped:
+        return
+    nodes = list(graph.nodes)
+    ph = [n for n in nodes if n.op == "placeholder"]
+    bases = {ph[p] for p in flipped if p < len(ph)}
+    out = next(n for n in nodes if n.op == "output").args[0]
+    depends: dict = {}
+    for n in nodes:                      # topological order
+        depends[n] = n in bases or any(depends.get(a, False) for a in n.all_input_nodes)
+
+    def reads_group(c: int) -> bool:
+        v = out[c] if 0 <= c < len(out) else None
+        return not isinstance(v, torch.fx.Node) or depends.get(v, True)
+
+    for k, o in enumerate(facts.outputs):
         if not o.is_tensor or o.is_input >= 0 or o.same_output >= 0 or \
                 (o.input_storage >= 0 and o.graph_output < 0):
             continue
-        raise UnsupportedInputError(
-            f"output leaf {k} is computed by a function that calls requires_grad_() on an "
-            "argument sharing storage with another argument it mutates; aotcheck sets that "
-            "argument's flag after the call but does not send gradients computed inside the "
-            "function to it (or to the arguments that view it). Call requires_grad_() before "
-            "passing it, or pass the arguments without aliasing")
+        used = [c for c in (o.graph_output,) if c >= 0]
+        if o.base_intermediate >= 0:
+            used.append(facts.intermediate_outputs[o.base_intermediate])
+        if any(reads_group(c) for c in used):
+            raise UnsupportedInputError(
+                f"output leaf {k} is computed from an argument that shares storage with another "
+                "argument the function mutates, and the function calls requires_grad_() on one "
+                "of them; aotcheck sets that argument's flag after the call but does not send "
+                "gradients computed inside the function to it (or to the arguments that view "
+                "it). Call requires_grad_() before passing it, or pass the arguments without "
+                "aliasing")
 
 
 def _member_swap(i: int, t: torch.Tensor, ref, start_refs, candidates: list) -> MemberFacts:

@@ -70,9 +70,6 @@ class MetadataRecorder(TorchFunctionMode):
         # grad inside the function (requires_grad_(), .requires_grad = True, or a factory
         # call with requires_grad=True), in order; the argument wrappers are not among them
         self.new_leaves: list[torch.Tensor] = []
-        self.member_flags: list[bool] = []              # requires_grad_ flips of alias-group
-                                                        # members (NOTE [requires_grad_ on an
-                                                        # aliased argument])
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -102,12 +99,11 @@ class MetadataRecorder(TorchFunctionMode):
         out = func(*args, **kwargs)
         if sets_flag and self.watched.get(id(target), ("",))[0] == "leaf" \
                 and target.requires_grad != flag_before:
-            # NOTE [requires_grad_ on an aliased argument]: a member of an alias group is a view
-            # of the group's base in the trace, not the caller's tensor, so its flag is
-            # replayed on the caller's tensor with its metadata calls, in order
+            # NOTE [requires_grad_ on an aliased argument] (functional_run.py): a member of an
+            # alias group is a view of the group's base in the trace, not the caller's tensor,
+            # so its flag is replayed on the caller's tensor with its metadata calls, in order
             self.log.append(("leaf", self.watched[id(target)][1], "requires_grad_",
                              [bool(target.requires_grad)], [], False))
-            self.member_flags.append(bool(target.requires_grad))
         if sets_flag:
             # only the requires_grad setter: autograd sets other attributes (_backward_hooks,
             # when a view's grad_fn is regenerated) while it holds the tensor's autograd lock,
