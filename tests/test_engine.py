@@ -459,3 +459,32 @@ def test_a_strided_nonleaf_argument_is_not_written_back():
     ea = e.clone()[::2]
     ((ea * ea).sum() + ea.sin().sum()).backward()
     torch.testing.assert_close(b.grad, e.grad)
+
+
+def test_requires_grad_on_an_aliased_argument_is_replayed_or_refused_by_name():
+    """NOTE [requires_grad_ on an aliased argument]: the flag of an alias-group member reaches
+    the caller's tensor (and the arguments that view it); a value computed from the group is
+    refused by name (its gradient would not reach the caller's tensor), one computed from
+    other arguments only is compiled."""
+    from aotcheck.check.oracle import Inputs, check
+
+    def make():
+        b = torch.randn(3, 3, 2, generator=torch.Generator().manual_seed(0))
+        w = torch.randn(3, generator=torch.Generator().manual_seed(1)).requires_grad_()
+        return Inputs((b, b.transpose(-2, -1), w), leaves=(w,))
+
+    def unrelated(a0, a1, w):
+        a1.squeeze_(2)
+        a0.requires_grad_()
+        return w * 2, a0[0], a1
+
+    report = check(unrelated, aotcheck.aot_function(unrelated), make)
+    assert report.ok, report.divergences
+
+    def computed(a0, a1, w):
+        a1.squeeze_(2)
+        a0.requires_grad_()
+        return a0 * 2
+
+    with pytest.raises(aotcheck.UnsupportedInputError, match="requires_grad_"):
+        aotcheck.aot_function(computed)(*make().args)

@@ -208,11 +208,14 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
         member = src[0] == "member"
         meta_mut = f.metadata_mutated if not member else any(m.leaf == i for m in facts.members)
         mutated = f.data_mutated or meta_mut
+        rg_after = f.requires_grad_after if not member else spec.requires_grad or f.requires_grad_after
+        for kind, leaf, op, args, *_ in facts.metadata_ops:
+            if member and kind == "leaf" and leaf == i and op == "requires_grad_":
+                rg_after = args[0]     # NOTE [requires_grad_ on an aliased argument]
         inputs.append(InputInfo(
             i, True, spec.requires_grad, spec.is_leaf, f.data_mutated, meta_mut,
             mutated and not f.autograd_saw_mutation,
-            f.requires_grad_after if not member else spec.requires_grad or f.requires_grad_after,
-            member, f.requires_grad_set and not member))
+            rg_after, member, f.requires_grad_set and not member))
     mutations = tuple(
         MutationInfo(f.placeholder, f.data_mutated, f.metadata_mutated, f.autograd_saw_mutation,
                      f.value_output, f.final_shape, f.final_stride, f.final_offset,

@@ -52,7 +52,7 @@ from .. import flags
 from ..errors import TraceError, UnsupportedInputError, VIEW_LIMITS
 from .facts import RawFacts
 from .functional import compiling, stand_in, from_fun, geometry_of, trace_functional, trace_grad_mode
-from .functional_run import FunctionalRun
+from .functional_run import FunctionalRun, check_member_flags
 from .rng import DrawLikeEager, GlobalGeneratorGuard
 from .plan import InputPlan, groups_needing_synthetic_base, placeholder_tensors, plan_inputs
 from .signature import Signature, unflatten_inputs
@@ -180,6 +180,7 @@ def _capture_plain(fn, leaves: list, in_spec, sig: Signature, synthetic: frozens
     needs = groups_needing_synthetic_base(sig, plan, captured.facts.inputs) - synthetic
     if needs:
         return _capture_plain(fn, leaves, in_spec, sig, synthetic | needs)
+    check_member_flags(gm.graph, captured.facts, plan)
     return captured
 
 
@@ -225,6 +226,7 @@ def _capture(fn, leaves: list, in_spec, sig: Signature,
     needs = groups_needing_synthetic_base(sig, plan, captured.facts.inputs) - synthetic
     if needs:
         return _capture(fn, leaves, in_spec, sig, synthetic | needs, nonleaf_views)
+    check_member_flags(gm.graph, captured.facts, plan)
     return captured
 
 

@@ -97,7 +97,7 @@ class FunctionalRun:
         except (RuntimeError, ValueError, IndexError) as e:
             if plain:
                 raise                        # eager's own error, on eager's own semantics
-            if any(kind == "leaf" for kind, *_ in recorder.log):
+            if any(kind == "leaf" and op != "requires_grad_" for kind, _, op, *_ in recorder.log):
                 raise UnsupportedInputError(
                     "an argument that shares storage with another argument has its metadata "
                     "changed in place (t_, transpose_, ...) and the shared storage is mutated "
@@ -137,7 +137,8 @@ class FunctionalRun:
             # as a swap onto its own storage
             swapped = swapped or (meta and plan.placeholders[p][0] == "leaf"
                                   and geometry_of(w) != start_geometry[p]
-                                  and not any(op[0] == "leaf" or op[:2] == ("placeholder", p)
+                                  and not any((op[0] == "leaf" and op[2] != "requires_grad_")
+                                              or op[:2] == ("placeholder", p)
                                               for op in recorder.log))
             storage_source = -1
             value = w
@@ -171,7 +172,11 @@ class FunctionalRun:
             # so requires_grad_() changed its flag, and no in-place op it had was recorded
             # by autograd (its mutations are replayed under no_grad). The runtime sets the
             # caller's flag: to True before the compiled function runs (so that it becomes
-            # an input autograd sends a gradient to), to False after it.
+            # an input autograd sends a gradient to), to False after it. Its leaf is the
+            # argument as it was when it joined the graph: metadata calls made before (t_,
+            # squeeze_, ...) give the gradient their geometry, so the runtime replays those
+            # before the call too, and the graph reads the argument through an alias in its
+            # geometry at the call (CompiledArtifact.__call__).
             rg_set = anchors[p].is_leaf and before[p][0] is None and \
                 anchors[p].requires_grad != before[p][1]
             saw = (anchors[p].grad_fn, anchors[p].requires_grad) != before[p] and not rg_set
@@ -183,7 +188,8 @@ class FunctionalRun:
                 p, data, meta, saw, w.requires_grad,
                 *geometry_of(w), value_output, storage_bytes=storage_bytes,
                 storage_source=storage_source, requires_grad_set=rg_set))
-        member_ops = {idx for kind, idx, *_ in recorder.log if kind == "leaf"}
+        member_ops = {idx for kind, idx, op, *_ in recorder.log
+                      if kind == "leaf" and op != "requires_grad_"}
         if member_ops and recorder.data_aftergeometry_of() and not plain:
             raise UnsupportedInputError(
                 f"argument leaf {min(member_ops)} shares storage with another argument, its "
@@ -212,6 +218,51 @@ class FunctionalRun:
                          tuple(_freeze(op) for op in recorder.log), recorder.view_replay_hazard(),
                          grad_leaves, custom_function_digests(candidates))
         return candidates, facts, out_spec, wrappers
+
+
+def check_member_flags(graph, facts: RawFacts, plan: InputPlan) -> None:
+    """NOTE [requires_grad_ on an aliased argument]
+    ``a0.requires_grad_()`` where ``a0`` shares storage with another argument that the
+    function mutates (in data or metadata): in the trace ``a0`` is a view of the group's
+    synthetic base, not the caller's tensor. The runtime replays the flag on the caller's
+    tensor, in order with the members' metadata calls, so the caller's ``a0`` and the
+    arguments that view it require grad afterwards, as in eager, and outputs that are those
+    arguments, or views of them rebuilt after the call, have eager's autograd. A value the
+    graph computes from the group's base would need its gradient sent to the caller's tensor
+    (and, through eager's view rules, from the other members viewing it), which the joint
+    does not model: refused, rather than returned without a gradient. Values computed from
+    other arguments only are unaffected."""
+    flipped = {plan.sources[leaf][1] for kind, leaf, op, args, *_ in facts.metadata_ops
+               if kind == "leaf" and op == "requires_grad_" and args[0]}
+    if not flipped:
+        return
+    nodes = list(graph.nodes)
+    ph = [n for n in nodes if n.op == "placeholder"]
+    bases = {ph[p] for p in flipped if p < len(ph)}
+    out = next(n for n in nodes if n.op == "output").args[0]
+    depends: dict = {}
+    for n in nodes:                      # topological order
+        depends[n] = n in bases or any(depends.get(a, False) for a in n.all_input_nodes)
+
+    def reads_group(c: int) -> bool:
+        v = out[c] if 0 <= c < len(out) else None
+        return not isinstance(v, torch.fx.Node) or depends.get(v, True)
+
+    for k, o in enumerate(facts.outputs):
+        if not o.is_tensor or o.is_input >= 0 or o.same_output >= 0 or \
+                (o.input_storage >= 0 and o.graph_output < 0):
+            continue
+        used = [c for c in (o.graph_output,) if c >= 0]
+        if o.base_intermediate >= 0:
+            used.append(facts.intermediate_outputs[o.base_intermediate])
+        if any(reads_group(c) for c in used):
+            raise UnsupportedInputError(
+                f"output leaf {k} is computed from an argument that shares storage with another "
+                "argument the function mutates, and the function calls requires_grad_() on one "
+                "of them; aotcheck sets that argument's flag after the call but does not send "
+                "gradients computed inside the function to it (or to the arguments that view "
+                "it). Call requires_grad_() before passing it, or pass the arguments without "
+                "aliasing")
 
 
 def _member_swap(i: int, t: torch.Tensor, ref, start_refs, candidates: list) -> MemberFacts:

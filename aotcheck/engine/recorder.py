@@ -93,9 +93,18 @@ class MetadataRecorder(TorchFunctionMode):
             self.events.append(("data", storage_ref(target)))
         if name == "resize_storage_bytes_" and target is not None:
             self._record_resize(target, args[1] if len(args) > 1 else kwargs.get("new_size"))
+        sets_flag = target is not None and (name == "requires_grad_" or (
+            name == "__set__" and getattr(func, "__self__", None) is _REQUIRES_GRAD_ATTR))
+        flag_before = target.requires_grad if sets_flag else None
         out = func(*args, **kwargs)
-        if target is not None and (name == "requires_grad_" or (
-                name == "__set__" and getattr(func, "__self__", None) is _REQUIRES_GRAD_ATTR)):
+        if sets_flag and self.watched.get(id(target), ("",))[0] == "leaf" \
+                and target.requires_grad != flag_before:
+            # NOTE [requires_grad_ on an aliased argument] (functional_run.py): a member of an
+            # alias group is a view of the group's base in the trace, not the caller's tensor,
+            # so its flag is replayed on the caller's tensor with its metadata calls, in order
+            self.log.append(("leaf", self.watched[id(target)][1], "requires_grad_",
+                             [bool(target.requires_grad)], [], False))
+        if sets_flag:
             # only the requires_grad setter: autograd sets other attributes (_backward_hooks,
             # when a view's grad_fn is regenerated) while it holds the tensor's autograd lock,
             # and reading .is_leaf then would deadlock the process

@@ -102,6 +102,16 @@ class CompiledArtifact:
         # (to True) and after it (to False)
         self._rg_on = [i.index for i in meta.inputs if i.requires_grad_set and i.requires_grad_after]
         self._rg_off = [i.index for i in meta.inputs if i.requires_grad_set and not i.requires_grad_after]
+        # an argument whose metadata the function changes (t_, squeeze_, ...) before it calls
+        # requires_grad_() on it: eager's leaf is the argument in its new geometry, so the
+        # gradient the graph computes for it has that geometry. Autograd checks a gradient
+        # against its leaf's geometry when the leaf first joins a graph (the compiled
+        # function's call), so these calls are replayed on the caller's tensor before it; the
+        # graph still reads the argument in its geometry at the call, through an alias.
+        rg_on_placeholders = {_placeholder_of(plan, i) for i in self._rg_on}
+        self._early_meta = frozenset(
+            p for p in rg_on_placeholders if p is not None and plan.placeholders[p][0] == "leaf"
+            and any(op[0] == "placeholder" and op[1] == p for op in meta.metadata_ops))
         self._inference_outputs = [o.index for o in meta.outputs if o.inference]
         # a member set_() onto an argument's storage (NOTE [member storage swaps])
         self._member_swaps = any(m[4] >= 0 for m in meta.member_metadata)
@@ -136,6 +146,12 @@ class CompiledArtifact:
 
     # -- the call
     def __call__(self, leaves: list) -> list:
+        early = None
+        if self._early_meta:
+            # the geometry at the call, which the graph reads, then eager's leaf geometry
+            early = tuple((p, *_geometry(leaves[self._leaf_of_placeholder[p]]))
+                          for p in sorted(self._early_meta))
+            self._replay_metadata(None, leaves, "placeholder", self._early_meta)
         for i in self._rg_on:
             leaves[i].requires_grad_(True)
         if self._simple_plan:
@@ -148,14 +164,14 @@ class CompiledArtifact:
                 # grad mode is off at the call, but an enable_grad region inside the
                 # function records autograd: so does the compiled function
                 with torch.enable_grad():
-                    values = self._function.apply(*primals, *grad_leaves)
+                    values = self._function.apply(*primals, *grad_leaves, early)
             else:
-                values = self._function.apply(*primals, *grad_leaves)
+                values = self._function.apply(*primals, *grad_leaves, early)
         elif self._needs_no_grad:
             with torch.no_grad():
-                values = self.forward(*primals)
+                values = self.forward(*_as_at_call(primals, early))
         else:
-            values = self.forward(*primals)
+            values = self.forward(*_as_at_call(primals, early))
         if self._fresh_slots is not None:
             return [values[s] for s in self._fresh_slots]
         for i in self._rg_off:
@@ -175,12 +191,20 @@ class CompiledArtifact:
                                      lambda c: values[self._slot[c]])
         return self._outputs(leaves, values, grad_leaves)
 
-    def _replay_metadata(self, primals, leaves, which: str):
+    def _replay_metadata(self, primals, leaves, which: str, early: frozenset | None = None):
+        """Replay the logged calls of one kind; ``early``: only (placeholder kind) those of
+        these placeholders, before the call, on the caller's tensors; otherwise all but
+        those (NOTE [requires_grad_ on an argument])."""
         grad_on = torch.is_grad_enabled()
         for kind, index, method, args, kwargs, grad in self.meta.metadata_ops:
             if kind != which:
                 continue
-            target = primals[index] if kind == "placeholder" else leaves[index]
+            if kind == "placeholder" and (index in self._early_meta) != (early is not None):
+                continue
+            if kind == "placeholder":
+                target = primals[index] if early is None else leaves[self._leaf_of_placeholder[index]]
+            else:
+                target = leaves[index]
             with torch.set_grad_enabled(grad_on and grad):
                 getattr(target, method)(*args, **dict(kwargs))
 
@@ -307,6 +331,29 @@ class CompiledArtifact:
         return out
 
 
+def _geometry(t: torch.Tensor) -> tuple:
+    return tuple(t.shape), tuple(t.stride()), t.storage_offset()
+
+
+def _placeholder_of(plan: InputPlan, i: int):
+    """The placeholder argument leaf ``i`` is (following ``same``), or None for a member."""
+    src = plan.sources[i]
+    while src[0] == "same":
+        src = plan.sources[src[1]]
+    return src[1] if src[0] == "placeholder" else None
+
+
+def _as_at_call(primals, early) -> list:
+    """The placeholders as the graph reads them: an argument whose metadata calls were
+    replayed before the call is read through an alias in its geometry at the call."""
+    if not early:
+        return primals
+    primals = list(primals)
+    for p, shape, stride, offset in early:
+        primals[p] = primals[p].detach().as_strided(shape, stride, offset)
+    return primals
+
+
 def _restore_member_geometry(leaves: list, members, storages_at_call, value) -> None:
     """An aliased argument (a member of a synthetic base) whose final geometry its logged
     metadata calls do not give: set_() onto a view of the same storage (``a0.set_(a1)`` with
@@ -429,8 +476,10 @@ def _make_function(art: CompiledArtifact):
     class CompiledFunction(torch.autograd.Function):
         @staticmethod
         def forward(ctx, *inputs):
-            primals = inputs[:n_primals]      # then the grad leaves made inside (not read)
-            outs = art.forward(*primals)
+            # then the grad leaves made inside (not read), then the geometry at the call of
+            # arguments whose metadata was replayed before it (see CompiledArtifact.__call__)
+            primals = inputs[:n_primals]
+            outs = art.forward(*_as_at_call(primals, inputs[-1]))
             ctx.set_materialize_grads(False)     # NOTE [per-output reach] in joint.py
             fw, saved = list(outs[:n_fw]), outs[n_fw:]
             for k, t in enumerate(fw):
@@ -465,7 +514,7 @@ def _make_function(art: CompiledArtifact):
             if create_graph and ctx.anchor is not None:
                 # first-order gradients are fine; differentiating them again is not
                 gin = _DoubleBackwardGuard.apply(ctx.anchor, *gin)
-            result = [None] * (n_primals + n_new)
+            result = [None] * (n_primals + n_new + 1)
             for j, (p, g) in enumerate(zip(grad_inputs, gin)):
                 if reach is None or reach[j] & live:
                     result[p] = g

@@ -562,3 +562,78 @@ def fuzz_argument_set_onto_an_element_of_an_intermediate():
         a0.set_(v0.select(0, 3))
         return (v0,)
     return f, lambda: Inputs((_randn((4,)),))
+
+
+@case("regressions", mode="training", tags=("fuzz", "requires_grad_", "metadata_mutation"))
+def fuzz_transpose_then_requires_grad_then_matmul():
+    """transpose_() of an argument, then requires_grad_() on it, then a matmul: eager's leaf
+    is the transposed argument, so its gradient has the new shape. The runtime set the flag
+    on the caller's tensor before the call and replayed the transpose_ after, so autograd
+    checked the gradient against the old shape ('invalid gradient ... got [4, 1] but expected
+    shape compatible with [1, 4]'). The metadata calls are now replayed before the call.
+    Found by aotcheck fuzz --seed 1."""
+    def f(a0):
+        a0.transpose_(0, 1)
+        a0.requires_grad_()
+        return (torch.matmul(a0, a0.mT),)
+
+    def make():
+        return Inputs((torch.randn((1, 4), dtype=torch.float64,
+                                   generator=torch.Generator().manual_seed(27237)),))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "requires_grad_", "metadata_mutation",
+                                            "no_grad", "non_contiguous"))
+def fuzz_no_grad_squeeze_then_requires_grad_returned():
+    """squeeze_() of an argument under no_grad, a write of another (strided) argument, then
+    requires_grad_() on the squeezed one, which is returned: a gradient sent to it had the
+    squeezed shape, checked against its shape at the call ('MulBackward0 returned an invalid
+    gradient ... got [3] but expected shape compatible with [1, 3]'). Found by aotcheck fuzz
+    --seed 1."""
+    def f(a0, a2):
+        with torch.no_grad():
+            a2.squeeze_(0)
+        a0.add_(0.5)
+        a2.requires_grad_()
+        return (a2,)
+
+    def make():
+        l0 = _randn((6, 3, 2), 7158).requires_grad_()
+        return Inputs((l0.clone()[::2], _randn((1, 3), 2207)), leaves=(l0,))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "requires_grad_", "aliased_inputs",
+                                             "metadata_mutation"))
+def fuzz_squeeze_of_a_view_argument_then_requires_grad_on_its_base():
+    """Two arguments, a tensor and its transpose; squeeze_() of the transpose makes them an
+    alias group with a synthetic base, then requires_grad_() on the first: eager's base and
+    its view both require grad afterwards. In the trace the first is a view of the group's
+    base, so the flag never reached the caller's tensor (silently wrong). The runtime now
+    replays it in order with the members' metadata calls. Found by aotcheck fuzz --seed 1."""
+    def f(a0, a1):
+        a1.squeeze_(2)
+        a0.requires_grad_()
+        return ()
+
+    def make():
+        b0 = _randn((3, 3, 2), 14331)
+        return Inputs((b0, b0.transpose(-2, -1)))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "requires_grad_", "aliased_inputs"))
+def fuzz_row_written_then_requires_grad_on_its_sibling_row():
+    """Two rows of one tensor; one is written, so they share a synthetic base, and the other
+    gets requires_grad_(): eager's row is a leaf that requires grad afterwards, the caller's
+    was left without the flag (companion of the case above)."""
+    def f(a0, a1):
+        a1.mul_(2)
+        a0.requires_grad_()
+        return (a1,)
+
+    def make():
+        b = _randn((3, 4), 5)
+        return Inputs((b[0], b[1]))
+    return f, make
