@@ -30,7 +30,7 @@ from .engine.signature import (
     flatten_inputs,
     signature,
 )
-from .errors import AotcheckError
+from .errors import AotcheckError, GuardFailed
 
 
 class AotFunction:
@@ -80,7 +80,7 @@ class AotFunction:
             key = fast_call_key(args)
             if key is not None:
                 art = self._fast.get((state, key))
-                if art is not None:
+                if art is not None and not art.guarded:
                     return art.call(list(args))
         if _subclass.has_subclass(args, kwargs):
             return _subclass.call(self, args, kwargs)
@@ -88,17 +88,39 @@ class AotFunction:
         key = (state, call_key(leaves, spec))
         art = self._artifacts.get(key)
         if art is None:
-            art = self._compile(leaves, spec, fp)
-            art.set_grad_facts(any(isinstance(t, torch.Tensor) and t.requires_grad for t in leaves),
-                               torch.is_grad_enabled() and not torch.is_inference_mode_enabled())
-            self._artifacts[key] = art
+            art = self._new_artifact(key, leaves, spec, fp)
         if not kwargs:
             fast = fast_call_key(args)
             if fast is not None:
                 self._fast[(state, fast)] = art
-        return art.call(leaves)
+        if not art.guarded:
+            return art.call(leaves)
+        return self._call_guarded(art, key, leaves, spec, fp)
 
-    def _compile(self, leaves: list, spec, fp=None):
+    def _new_artifact(self, key, leaves: list, spec, fp, fresh: bool = False):
+        art = self._compile(leaves, spec, fp, fresh=fresh)
+        art.set_grad_facts(any(isinstance(t, torch.Tensor) and t.requires_grad for t in leaves),
+                           torch.is_grad_enabled() and not torch.is_inference_mode_enabled())
+        self._artifacts[key] = art
+        return art
+
+    def _call_guarded(self, art, key, leaves: list, spec, fp):
+        """NOTE [value specialization] (engine/values.py): a graph specialized on tensor values
+        whose guard fails at this call is compiled again for this call's values (the generator
+        is put back first: draws before the guard ran for nothing)."""
+        rng = torch.random.get_rng_state()
+        try:
+            return art.call(leaves)
+        except GuardFailed:
+            if not art.retryable:
+                raise
+        torch.random.set_rng_state(rng)
+        self._fast = {k: a for k, a in self._fast.items() if a is not art}
+        return self._new_artifact(key, leaves, spec, fp, fresh=True).call(leaves)
+
+    def _compile(self, leaves: list, spec, fp=None, fresh: bool = False):
+        """``fresh``: a stored entry was specialized on other tensor values (its guard failed
+        at this call): trace again, and store the new specialization in its place."""
         sig = signature(leaves, spec)
         if self.cache is None and not self.remote:
             return build_artifact(run_stages(self.fn, leaves, spec, sig, self.partitioner))
@@ -106,7 +128,7 @@ class AotFunction:
         key = cache_key(self.fn, leaves, spec, sig, self.partitioner, fn_print=fp)
         if key.uncacheable is not None:
             bypass(cache, key.uncacheable)
-        else:
+        elif not fresh:
             art = lookup(cache, key, self.fn, leaves, spec, sig, self.partitioner)
             if art is not None:
                 return art

@@ -22,6 +22,11 @@ class TraceError(AotcheckError):
     """The function raised while being traced, or uses an op the tracer cannot represent."""
 
 
+class GuardFailed(AotcheckError):
+    """A value a compiled graph was specialized on differs at this call (NOTE [value
+    specialization]); the API compiles again for the call, so users see it only from a backward."""
+
+
 class DoubleBackwardError(AotcheckError):
     """A second-order gradient was requested through a compiled function."""
 

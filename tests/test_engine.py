@@ -165,9 +165,6 @@ def _view_of_intermediate_transposed_then_mutated(x):
 
 
 @pytest.mark.parametrize("fn,arg,err,text", [
-    (lambda x: x if x.sum() > 0 else -x, torch.randn(3), aotcheck.DataDependentError, "tensor value"),
-    (lambda x: x.item() * x, torch.randn(1), aotcheck.DataDependentError, "torch.where"),
-    (lambda x: x.nonzero(), torch.randn(3), aotcheck.DataDependentError, "output shape"),
     (lambda x: x @ torch.ones(5, 2), torch.randn(3), aotcheck.TraceError, "same reduction dim"),
     (lambda x: x, object(), aotcheck.UnsupportedInputError, "supports tensors"),
     (lambda x: x, torch.randn(3).to_sparse(), aotcheck.UnsupportedInputError, "strided"),
@@ -178,6 +175,58 @@ def _view_of_intermediate_transposed_then_mutated(x):
 def test_bad_input_is_a_named_error(fn, arg, err, text):
     with pytest.raises(err, match=text):
         aotcheck.aot_function(fn)(arg)
+
+
+def test_value_dependent_programs_are_specialized_and_guarded(tmp_path):
+    # NOTE [value specialization]: control flow on a value, .item(), a data-dependent shape
+    # and equal() are traced on the call's values, and a guard recompiles when they change
+    def branch(x):
+        return x * 2 if x.sum() > 0 else x.exp()
+
+    def item(x):
+        return x * x.max().item()
+
+    def shape(x):
+        return x[x > 0].sum(0, keepdim=True) * x.nonzero().shape[0]
+
+    def equal(x, y):
+        return x + 1 if torch.equal(x, y) else x - 1
+
+    cases = [(branch, [(torch.tensor([1., 2.]),), (torch.tensor([-1., -2.]),)]),
+             (item, [(torch.tensor([1., 3.]),), (torch.tensor([2., 1.]),)]),
+             (shape, [(torch.tensor([1., -2., 3.]),), (torch.tensor([-1., -2., 3.]),)]),
+             (equal, [(torch.ones(2), torch.ones(2)), (torch.ones(2), torch.zeros(2))])]
+    for fn, calls in cases:
+        for requires_grad in (False, True):
+            cf = aotcheck.aot_function(fn)
+            for args in calls + calls:
+                args = [a.clone().requires_grad_(requires_grad) for a in args]
+                want, got = fn(*args), cf(*args)
+                assert torch.equal(want, got), fn.__name__
+                if requires_grad:
+                    gw = torch.autograd.grad(want.sum(), args[0])
+                    gg = torch.autograd.grad(got.sum(), args[0])
+                    assert torch.equal(gw[0], gg[0]), fn.__name__
+    # a stored specialization whose guard fails is traced again and stored in its place
+    x1, x2 = torch.tensor([1., -2., 3.]), torch.tensor([-1., -2., 3.])
+    aotcheck.aot_function(shape, cache=str(tmp_path))(x1)
+    before = dict(aotcheck.counters)
+    cf = aotcheck.aot_function(shape, cache=str(tmp_path))
+    assert torch.equal(cf(x2), shape(x2)) and torch.equal(cf(x1), shape(x1))
+    assert aotcheck.counters["hits"] == before["hits"] + 1
+    assert aotcheck.counters["saves"] == before["saves"] + 2
+
+    # a draw made before the guard that fails is drawn again, from the same state
+    def drawn(x):
+        noise = torch.rand(3)
+        return x[x > 0] + noise.sum()
+    cf = aotcheck.aot_function(drawn)
+    cf(x1)
+    state = torch.random.get_rng_state()
+    want = drawn(x2)
+    want_state = torch.random.get_rng_state()
+    torch.random.set_rng_state(state)
+    assert torch.equal(cf(x2), want) and torch.equal(torch.random.get_rng_state(), want_state)
 
 
 def _view_replay_from_fuzz(a0, a1):

@@ -4,7 +4,9 @@ The stages, in the order data flows through them::
 
     signature  -> what about the inputs can change the compiled result
     capture    -> a functional aten graph, traced on fake tensors, plus raw facts
-                  (with plan, functional, recorder, functional_run, outputs, facts)
+                  (with plan, functional, recorder, functional_run, outputs, facts;
+                  rng: random ops and seeding as graph ops; values: a trace on the
+                  call's values, pinned by guards, where the function reads them)
     analyze    -> view/mutation metadata (plain frozen data, JSON round-trip)
     decide     -> inference or training, with the reason
     joint      -> forward and backward traced together (training only)

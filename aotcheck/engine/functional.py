@@ -21,6 +21,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from ..errors import DataDependentError, TraceError, UnsupportedInputError
 from .rng import DrawLikeEager, GlobalGeneratorGuard, draw_begins, draw_ends, fresh_generators
 from .signature import Signature
+from .values import pin, reads_python_value, reads_values, real_copies
 
 
 def to_fun(t: torch.Tensor) -> torch.Tensor:
@@ -47,8 +48,21 @@ class TraceGuard(TorchDispatchMode):
     - calls ``on_op`` after each op, when set (storage_views.StorageTagger uses it).
     """
     on_op = None
+    values = False      # the values trace: read values, and pin them (NOTE [value specialization])
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if self.values and reads_values(func):
+            if reads_python_value(func):
+                # read the real value under the functional wrapper; the proxy mode would refuse
+                from torch.utils._python_dispatch import _disable_current_modes
+                with _disable_current_modes():
+                    out = func(*args, **(kwargs or {}))
+            else:
+                out = func(*args, **(kwargs or {}))
+            pin(func, args, kwargs, out)
+            if self.on_op is not None:
+                self.on_op(func, args, kwargs or {}, out)
+            return out
         draws = draw_begins(kwargs["generator"]) if kwargs and kwargs.get("generator") is not None \
             else None
         if func is torch.ops.aten._local_scalar_dense.default:
@@ -103,7 +117,8 @@ def geometry_of(t: torch.Tensor) -> tuple:
 
 def trace_functional(body, example_placeholders: list[torch.Tensor], *,
                      functionalize: bool = True, guard: TraceGuard | None = None,
-                     mode: str = "fake", constants: bool = False) -> fx.GraphModule:
+                     mode: str = "fake", constants: bool = False,
+                     values_ok: bool = True) -> fx.GraphModule:
     """make_fx on fake copies of the placeholders, with functionalization around ``body``
     (without it when ``functionalize`` is False: a plain trace, see storage_views.py)."""
     from torch.fx.experimental.proxy_tensor import make_fx
@@ -120,13 +135,21 @@ def trace_functional(body, example_placeholders: list[torch.Tensor], *,
                 torch._disable_functionalization()
 
     example_placeholders = [stand_in(t) for t in example_placeholders]
+    if mode == "values":    # NOTE [value specialization]: real copies, values pinned by guards
+        example_placeholders = real_copies(example_placeholders)
+        guard.values = True
     fake_log = logging.getLogger("torch._subclasses.fake_tensor")
     level = fake_log.level
     fake_log.setLevel(logging.CRITICAL)      # the user's own errors are re-raised below
     try:
-        with compiling(), GlobalGeneratorGuard(draws=mode == "real") as generators:
-            gm = guard_trace(lambda: make_fx(traced, tracing_mode=mode,
+        with compiling(), GlobalGeneratorGuard(draws=mode != "fake") as generators:
+            gm = guard_trace(lambda: make_fx(traced, tracing_mode="real" if mode == "values" else mode,
                                              _allow_non_fake_inputs=constants)(*example_placeholders))
+    except DataDependentError:
+        if mode != "fake" or not values_ok:
+            raise
+        return trace_functional(body, example_placeholders, functionalize=functionalize,
+                                guard=guard, mode="values", constants=constants)
     finally:
         fake_log.setLevel(level)
     fresh_generators(gm, generators)

@@ -38,6 +38,7 @@ from torch.utils import _pytree as pytree
 from .analyze import (ALIAS_OF_INPUT, ALIAS_OF_INTERMEDIATE, CONSTANT, FRESH,
                       IS_INPUT, SAME_AS_OUTPUT, ViewMutationMeta)
 from .plan import InputPlan, placeholder_tensors
+from .values import is_guarded
 from .regenerate import (addressing, alias, as_inference_tensors, detached_alias, restride,
                          view_in_custom_function)
 from .signature import storage_extent
@@ -122,6 +123,10 @@ class CompiledArtifact:
                 and not self._inference_outputs:
             self._fresh_slots = [self._slot[o.graph_output] for o in meta.outputs]
         self._unflatten = _fast_unflatten(out_spec)
+        # NOTE [value specialization] (values.py): a guard that fails raises before the graph
+        # returns; the API retries the call when nothing was changed before the graph ran
+        self.guarded = is_guarded(forward)
+        self.retryable = self.guarded and not self._early_meta and not self._rg_on
 
     def set_grad_facts(self, any_requires_grad: bool, grad_enabled: bool) -> None:
         """Inference graphs need no no_grad context when nothing can record autograd."""

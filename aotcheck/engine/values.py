@@ -1,0 +1,153 @@
+"""values: a trace that reads tensor values, pinned by guards that the graph checks at run time.
+
+# NOTE [value specialization]
+Some programs that eager runs depend on tensor *values* while they run: ``.item()``,
+``bool(t)`` and Python control flow on a tensor (``aten._local_scalar_dense``), and ops whose
+output shape depends on the data (``masked_select``, ``nonzero``, ``linalg_lstsq``,
+``_ctc_loss``: PyTorch tags them ``dynamic_output_shape``). Fake tensors have no values, so
+the first trace stops there (``DataDependentError``). The trace is then run once more on
+real copies of this call's arguments (``trace_functional(..., mode="values")``): every value
+is concrete, so Python takes the branch eager takes and each shape is known. What the
+graph was specialized on is pinned by a guard op right after the op that produced it:
+
+- ``aotcheck::guard_value(t, v)`` after ``t.item()`` read ``v``;
+- ``aotcheck::guard_shape(t, shape)`` after a dynamic-shape op made ``t``.
+
+At run time a guard whose value differs raises :class:`GuardFailed` before any later op has
+run: the forward graph is functional (the runtime writes argument mutations back only after
+it), so the API puts the random generator back and compiles again for this call's values.
+The guards are tagged like random ops (NOTE in rng.py): impure, kept in the forward graph,
+in call order. A backward graph that meets a changed value has nothing to retry: its guard
+names the value.
+
+Before and after, for ``f(x) = x[x > 0] * 2`` on ``x = [1., -2., 3.]``::
+
+    gt = aten.gt.Scalar(x, 0)                        # first trace: masked_select on fake
+    index = aten.index.Tensor(x, [gt])               #   tensors has no shape: refused
+                                                     # values trace:
+    index = aten.index.Tensor(x, [gt])               #   f32[2]
+    guard_shape = aotcheck.guard_shape.default(index, [2])
+    mul = aten.mul.Tensor(index, 2)
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch.utils import _pytree as pytree
+
+from ..errors import GuardFailed
+
+_lib = torch.library.Library("aotcheck", "FRAGMENT")
+_TAGS = (torch.Tag.nondeterministic_seeded,)    # impure, forward-only, in order (rng.py)
+_lib.define("guard_value(Tensor t, Scalar expected) -> ()", tags=_TAGS)
+_lib.define("guard_shape(Tensor t, int[] expected) -> ()", tags=_TAGS)
+_lib.define("guard_call(str op, Tensor[] args, Scalar expected) -> ()", tags=_TAGS)
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b and type(a) is type(b)
+
+
+def _guard_value(t: torch.Tensor, expected) -> None:
+    got = t.item()
+    if not _same(got, expected):
+        raise GuardFailed(f"the graph was specialized on a tensor value {expected!r} "
+                          f"(.item(), bool() or control flow); this call has {got!r}")
+
+
+def _guard_shape(t: torch.Tensor, expected: list) -> None:
+    if list(t.shape) != list(expected):
+        raise GuardFailed(f"the graph was specialized on an output shape {list(expected)} of an op "
+                          f"whose shape depends on the data; this call gives {list(t.shape)}")
+
+
+def _guard_call(op: str, args: list, expected) -> None:
+    got = _aten_op(op)(*args)
+    if not _same(got, expected):
+        raise GuardFailed(f"the graph was specialized on {op} of tensor values giving {expected!r}; "
+                          f"this call gives {got!r}")
+
+
+def _aten_op(name: str):
+    packet, _, overload = name.partition(".")
+    return getattr(getattr(torch.ops.aten, packet), overload or "default")
+
+
+_lib.impl("guard_value", _guard_value, "CompositeExplicitAutograd")
+_lib.impl("guard_call", _guard_call, "CompositeExplicitAutograd")
+_lib.impl("guard_shape", _guard_shape, "CompositeExplicitAutograd")
+torch.library.register_fake("aotcheck::guard_value", lambda t, expected: None, lib=_lib)
+torch.library.register_fake("aotcheck::guard_shape", lambda t, expected: None, lib=_lib)
+torch.library.register_fake("aotcheck::guard_call", lambda op, args, expected: None, lib=_lib)
+GUARDS = (torch.ops.aotcheck.guard_value.default, torch.ops.aotcheck.guard_shape.default,
+          torch.ops.aotcheck.guard_call.default)
+_PY_SCALARS = ("bool", "int", "float", "Scalar")
+
+
+def reads_values(func) -> bool:
+    """Whether ``func``'s result depends on tensor values in a way a fake tensor cannot give:
+    a Python number read from a tensor (``.item()``; an aten op on tensors that returns a
+    bool or number, such as ``equal``), or an output whose shape depends on the data."""
+    if func is torch.ops.aten._local_scalar_dense.default:
+        return True
+    if not isinstance(func, torch._ops.OpOverload):
+        return False
+    if torch.Tag.dynamic_output_shape in func.tags:
+        return True
+    returns = func._schema.returns
+    return func.namespace == "aten" and bool(returns) and not func.__name__.startswith("sym_") \
+        and all(str(r.type) in _PY_SCALARS for r in returns) \
+        and any(str(a.type) == "Tensor" for a in func._schema.arguments)
+
+
+def reads_python_value(func) -> bool:
+    """Whether ``func`` gives a Python number, read outside the trace's modes (the proxy mode
+    refuses to read one from a traced tensor)."""
+    return func is torch.ops.aten._local_scalar_dense.default or \
+        torch.Tag.dynamic_output_shape not in func.tags
+
+
+def pin(func, args, kwargs, out) -> None:
+    """Called by the values trace right after ``func`` ran: record a guard for what it read.
+    A Python number read some other way than ``.item()`` is pinned by replaying the op, which
+    takes tensors only; anything else keeps the refusal."""
+    from ..errors import DataDependentError
+    if func is torch.ops.aten._local_scalar_dense.default:
+        torch.ops.aotcheck.guard_value(args[0], out)
+    elif torch.Tag.dynamic_output_shape in func.tags:
+        for t in pytree.tree_leaves(out):
+            if isinstance(t, torch.Tensor):
+                torch.ops.aotcheck.guard_shape(t, list(t.shape))
+    elif not kwargs and all(isinstance(a, torch.Tensor) for a in args):
+        torch.ops.aotcheck.guard_call(f"{func._opname}.{func._overloadname}", list(args), out)
+    else:
+        raise DataDependentError(f"the function reads a value of {func} while being traced, "
+                                 "with non-tensor arguments; aotcheck pins tensor reads only")
+
+
+def real_copies(placeholders: list) -> list:
+    """Copies of the call's tensors to trace on, sharing storage as they do (values included:
+    the values trace reads them), each a leaf with the original's requires_grad."""
+    storages: dict = {}
+    out = []
+    for p in placeholders:
+        if not isinstance(p, torch.Tensor):
+            out.append(p)
+            continue
+        st = p.untyped_storage()
+        key = (st.data_ptr(), p.device, p.dtype)
+        if key not in storages:
+            n = st.nbytes() // p.element_size()
+            with torch.no_grad():
+                storages[key] = p.detach().as_strided((n,), (1,), 0).clone()
+        flat = storages[key]
+        out.append(flat.as_strided(p.shape, p.stride(), p.storage_offset()).detach()
+                   .requires_grad_(p.requires_grad))
+    return out
+
+
+def is_guarded(graph) -> bool:
+    return any(n.op == "call_function" and n.target in GUARDS for n in graph.nodes)
