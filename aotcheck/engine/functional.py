@@ -21,7 +21,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from ..errors import DataDependentError, TraceError, UnsupportedInputError
 from .rng import DrawLikeEager, GlobalGeneratorGuard, draw_begins, draw_ends, fresh_generators
 from .signature import Signature
-from .values import pin, reads_python_value, reads_values, real_copies
+from .values import ReadsThroughOps, pin, reads_python_value, reads_values, real_copies
 
 
 def to_fun(t: torch.Tensor) -> torch.Tensor:
@@ -128,7 +128,7 @@ def trace_functional(body, example_placeholders: list[torch.Tensor], *,
         if functionalize:
             torch._enable_functionalization(reapply_views=True)
         try:
-            with guard, DrawLikeEager():
+            with guard, DrawLikeEager(), ReadsThroughOps():
                 return body(*args)
         finally:
             if functionalize:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
 from ..errors import GuardFailed
@@ -126,6 +127,34 @@ def pin(func, args, kwargs, out) -> None:
     else:
         raise DataDependentError(f"the function reads a value of {func} while being traced, "
                                  "with non-tensor arguments; aotcheck pins tensor reads only")
+
+
+class ReadsThroughOps(TorchFunctionMode):
+    """While tracing: ``Tensor.tolist()``, and ``tensor_split`` with a tensor of indices (or
+    sections), read the values through ``item()``, as their C++ kernels do through the
+    tensor's memory, which a traced tensor does not have. The reads are then ordinary value
+    reads: refused on fake tensors, pinned by guards in the values trace."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if func in (torch.tensor_split, torch.Tensor.tensor_split):
+            args = list(args)
+            for name in ("tensor_indices_or_sections", "indices_or_sections", "indices", "sections"):
+                if isinstance(kwargs.get(name), torch.Tensor):
+                    args.insert(1, kwargs.pop(name))
+            if len(args) > 1 and isinstance(args[1], torch.Tensor):
+                args[1] = _to_list(args[1])
+        elif func is torch.Tensor.tolist and not kwargs:
+            return _to_list(args[0])
+        return func(*args, **kwargs)
+
+
+def _to_list(t: torch.Tensor):
+    """``t.tolist()`` through ``item()`` (C++'s ``tolist`` reads memory a traced tensor lacks)."""
+    with torch._C.DisableTorchFunction():
+        if t.dim() == 0:
+            return t.item()
+        return [_to_list(row) for row in t.unbind(0)]
 
 
 def real_copies(placeholders: list) -> list:
