@@ -542,3 +542,15 @@ def test_requires_grad_on_an_aliased_argument_is_replayed_or_refused_by_name():
 
     with pytest.raises(aotcheck.UnsupportedInputError, match="requires_grad_"):
         aotcheck.aot_function(computed)(*make().args)
+
+
+def test_a_sparse_intermediate_in_a_training_graph():
+    # the partitioner asked every saved value for its storage; a sparse one has none
+    def f(x, w):
+        return (x.to_sparse() * w.to_sparse()).to_dense().sin()
+    x, w = torch.randn(3, 4, requires_grad=True), torch.randn(3, 4, requires_grad=True)
+    want, got = f(x, w), aotcheck.aot_function(f)(x, w)
+    assert torch.allclose(want, got)
+    gw = torch.autograd.grad(want.sum(), (x, w))
+    gg = torch.autograd.grad(got.sum(), (x, w))
+    assert all(torch.allclose(a, b) for a, b in zip(gw, gg))
