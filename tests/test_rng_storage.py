@@ -48,14 +48,26 @@ def test_a_generator_made_inside_the_function_draws_as_a_new_one_on_every_call()
     assert torch.Generator is torch._C.Generator      # the trace's stand-in class is put back
 
 
-def test_a_generator_made_inside_and_seeded_between_draws_is_refused_by_name():
+def test_a_generator_made_inside_and_seeded_between_draws(tmp_path):
     def f(x):
         g = torch.Generator().manual_seed(5)
         a = torch.rand(3, generator=g)
-        g.manual_seed(6)
+        g.manual_seed(6)                 # seeded again after a draw: a graph op, in order
         return x + a + torch.rand(3, generator=g)
-    with pytest.raises(UnsupportedInputError, match="seeded or restored between its draws"):
-        aotcheck.aot_function(f)(torch.randn(3))
+    x = torch.randn(3)
+    want = f(x)
+    cf = aotcheck.aot_function(f, cache=str(tmp_path))
+    assert torch.equal(cf(x), want) and torch.equal(cf(x), want)
+    assert torch.equal(aotcheck.aot_function(f, cache=str(tmp_path))(x), want)
+
+    def restored(x):                     # restored from its own state: still refused by name
+        g = torch.Generator().manual_seed(5)
+        state = g.get_state()
+        a = torch.rand(3, generator=g)
+        g.set_state(state)
+        return x + a + torch.rand(3, generator=g)
+    with pytest.raises(UnsupportedInputError, match="seeded or restored in Python between its draws"):
+        aotcheck.aot_function(restored)(x)
 
 
 def test_a_generator_argument_or_closure_advances_as_in_eager_and_is_never_stored(tmp_path):
@@ -188,3 +200,32 @@ def test_a_seeded_generator_made_inside_is_stored_and_a_new_one_stands_in_on_loa
     cf = aotcheck.aot_function(h, cache=str(tmp_path))
     assert torch.equal(cf(x), want) and torch.equal(cf(x), want)
     assert aotcheck.counters["bypasses"] == before["bypasses"] + 1
+
+
+def test_a_callers_generator_the_function_seeds_is_seeded_on_every_call():
+    gen = torch.Generator()
+
+    class Holder:
+        def __init__(self):
+            self.gen = torch.Generator()
+    holder = Holder()
+
+    def f(x):
+        gen.manual_seed(0)               # eager: the same values on every call
+        holder.gen.manual_seed(1)
+        return x + torch.rand(3, generator=gen) + torch.rand(3, generator=holder.gen)
+
+    def again(x):                        # seeded again between draws, to the same seed
+        gen.manual_seed(0)
+        a = torch.rand(3, generator=gen)
+        gen.manual_seed(0)
+        return x + a + torch.rand(3, generator=gen)
+    x = torch.randn(3)
+    for fn in (f,):
+        cf = aotcheck.aot_function(fn)
+        for _ in range(3):
+            want = fn(x)
+            want_state = gen.get_state()
+            assert torch.equal(cf(x), want) and torch.equal(gen.get_state(), want_state)
+    with pytest.raises(UnsupportedInputError, match="seeded or restored in Python between"):
+        aotcheck.aot_function(again)(x)

@@ -53,7 +53,7 @@ from ..errors import TraceError, UnsupportedInputError, VIEW_LIMITS
 from .facts import RawFacts
 from .functional import compiling, stand_in, from_fun, geometry_of, trace_functional, trace_grad_mode
 from .functional_run import FunctionalRun, check_member_flags
-from .rng import DrawLikeEager, GlobalGeneratorGuard
+from .rng import DrawLikeEager, GlobalGeneratorGuard, watch_generators
 from .plan import InputPlan, groups_needing_synthetic_base, placeholder_tensors, plan_inputs
 from .signature import Signature, unflatten_inputs
 
@@ -114,6 +114,12 @@ def capture(fn, leaves: list, in_spec, sig: Signature,
             plain: bool = False) -> Captured:
     """Trace ``fn`` for this signature. Re-captures with synthetic bases when needed, and
     the second way (storage_views.py) where functionalization meets one of its limits."""
+    with watch_generators(fn, leaves):
+        return _capture_either(fn, leaves, in_spec, sig, synthetic, nonleaf_views, plain)
+
+
+def _capture_either(fn, leaves: list, in_spec, sig: Signature, synthetic: frozenset[int],
+                    nonleaf_views: bool, plain: bool) -> Captured:
     if plain or flags.get(flags.TRACE_PLAIN):
         return _capture_plain(fn, leaves, in_spec, sig, synthetic)
     try:

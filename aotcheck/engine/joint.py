@@ -29,6 +29,7 @@ from .analyze import ALIAS_OF_INTERMEDIATE, FRESH, ViewMutationMeta
 from .capture import Captured
 from .functional import from_fun, geometry_of, to_fun, trace_functional, trace_grad_mode
 from .functional_run import FunctionalRun
+from .rng import watch_generators
 from ..errors import TraceError
 from .signature import Signature
 
@@ -88,6 +89,12 @@ def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
 
 def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
                 leaves: list, in_spec, primals: list[torch.Tensor]) -> Joint:
+    with watch_generators(fn, leaves):      # rng.py: generators it seeds before drawing
+        return _trace_joint(fn, captured, meta, sig, leaves, in_spec, primals)
+
+
+def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
+                 leaves: list, in_spec, primals: list[torch.Tensor]) -> Joint:
     fw = forward_candidates(meta)
     # a new input value written back under no_grad carries no gradient (eager leaves None)
     replayed_without_grad = {m.value_output for m in meta.mutations if m.data and not m.grad_mode}

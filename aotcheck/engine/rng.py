@@ -149,6 +149,25 @@ class _GeneratorMadeInside(torch._C.Generator):
             _ACTIVE[-1].made.append(gen)
         return gen
 
+    def manual_seed(self, seed):
+        """Seeding it again after it drew is a graph op (``rng_generator_manual_seed``), in
+        order among its draws; before its first draw, the reset to that state covers it."""
+        super().manual_seed(seed)
+        draws = _ACTIVE[-1].draws_of(self) if _ACTIVE else None
+        if draws is not None:
+            _traced(lambda: torch.ops.aotcheck.rng_generator_manual_seed(self, int(seed)))
+            draws.after = _real_state(self)
+        return self
+
+    def set_state(self, state):
+        """Restored after it drew: refused by name (a fake trace's draws do not move the
+        state, so a restore to the state before them would look like no change)."""
+        super().set_state(state)
+        draws = _ACTIVE[-1].draws_of(self) if _ACTIVE else None
+        if draws is not None:
+            draws.reseeded = True
+        return self
+
 
 def _same_generator(a, b) -> bool:
     """Whether two Python generator objects stand for one generator: the graph holds a new
@@ -182,33 +201,52 @@ def fresh_generators(gm: fx.GraphModule, guard: "GlobalGeneratorGuard") -> None:
         gen = getattr(gm, n.target, None) if n.op == "get_attr" else None
         if not isinstance(gen, torch._C.Generator) or any(_same_generator(gen, r) for r in reset):
             continue
-        if not any(_same_generator(gen, m) for m in guard.made):
-            continue
         draws = guard.draws_of(gen)
         if draws is None:
             continue
         if draws.reseeded:
-            users = ", ".join(str(u.target) for u in n.users)
-            raise UnsupportedInputError(
-                f"a torch.Generator made inside the function is seeded or restored between its "
-                f"draws ({users}); a compiled graph replays only the state it had at its first "
-                "draw. Seed it before it draws")
-        seed = gen.initial_seed()
-        if torch.equal(torch._C.Generator(gen.device).manual_seed(seed).get_state(), draws.first):
-            # seeded and not drawn from yet (the usual case): the seed says it all, and the
-            # cache can store it (a fresh generator stands in for it when the graph is loaded)
-            with gm.graph.inserting_after(n):
-                gm.graph.call_function(torch.ops.aotcheck.rng_generator_manual_seed.default, (n, seed))
-        else:
-            name = f"_aotcheck_generator_state{len(reset)}"
-            gm.register_buffer(name, draws.first.clone())
-            with gm.graph.inserting_after(n):
-                state = gm.graph.get_attr(name)
-            with gm.graph.inserting_after(state):
-                gm.graph.call_function(torch.ops.aotcheck.rng_generator_set_state.default, (n, state))
+            _refuse_reseed(n)
+        made = any(_same_generator(gen, m) for m in guard.made)
+        if not made:
+            start = next((st for g, st in guard.started if _same_generator(g, gen)), None)
+            if start is None or torch.equal(start, draws.first):
+                continue        # drawn from as the caller left it: the graph advances it
+            # the function seeded the caller's generator before drawing: reset it on every
+            # call, by state (a seed op would let the cache stand in a new generator for it)
+            _reset(gm, n, draws, len(reset), by_seed=False)
+            reset.append(gen)
+            continue
+        _reset(gm, n, draws, len(reset), by_seed=True)
         reset.append(gen)
     if reset:
         gm.recompile()
+
+
+def _refuse_reseed(node) -> None:
+    users = ", ".join(str(u.target) for u in node.users)
+    raise UnsupportedInputError(
+        f"a torch.Generator is seeded or restored in Python between its draws ({users}); a "
+        "compiled graph replays only the state it had at its first draw (and seeds with "
+        "manual_seed() of one made inside the function). Seed it before it draws")
+
+
+def _reset(gm: fx.GraphModule, node, draws: "_Draws", k: int, by_seed: bool) -> None:
+    """Insert, right after ``node`` (the generator's first get_attr), the op that gives it its
+    state at its first draw: by its seed where that state is a fresh seed's (a generator made
+    inside the function; the cache can store it), else by the state itself."""
+    gen = getattr(gm, node.target)
+    seed = gen.initial_seed()
+    if by_seed and torch.equal(torch._C.Generator(gen.device).manual_seed(seed).get_state(),
+                               draws.first):
+        with gm.graph.inserting_after(node):
+            gm.graph.call_function(torch.ops.aotcheck.rng_generator_manual_seed.default, (node, seed))
+        return
+    name = f"_aotcheck_generator_state{k}"
+    gm.register_buffer(name, draws.first.clone())
+    with gm.graph.inserting_after(node):
+        state = gm.graph.get_attr(name)
+    with gm.graph.inserting_after(state):
+        gm.graph.call_function(torch.ops.aotcheck.rng_generator_set_state.default, (node, state))
 
 
 class _Draws:
@@ -245,11 +283,85 @@ def draw_begins(gen):
 
 
 def draw_ends(draws) -> None:
-    if draws is not None:
-        draws.after = _real_state(draws.gen)
+    """After a draw. A draw on fake tensors leaves the generator where it was, so a seeding
+    in Python back to the same state would look like nothing: the generator is moved to a
+    state of its own after each fake draw (its state at the first draw is put back when the
+    trace ends)."""
+    if draws is None:
+        return
+    if _ACTIVE and not _ACTIVE[-1].draws:
+        draws.gen.manual_seed(_SENTINEL_SEED + len(_ACTIVE[-1].drawn))
+    draws.after = _real_state(draws.gen)
 
 
 _ACTIVE: list = []
+_WATCHED: list = []     # generators reachable from the function being captured (watch_generators)
+
+
+class watch_generators:
+    """Around a capture or a joint trace: the generators the function can reach from outside
+    (its arguments, closure cells, the globals and attributes it names), whose state each
+    trace notes when it starts. One the function seeds in Python before it draws from it
+    (``g.manual_seed(0)`` on a closure's generator) is then reset to that state on every call,
+    as eager seeds it on every call (:func:`fresh_generators`)."""
+
+    def __init__(self, fn, leaves):
+        self.found = _reachable_generators(fn, leaves)
+
+    def __enter__(self):
+        # before any run of the function: the capture's runs on fake tensors seed for real
+        self.started = [(g, g.get_state()) for g in self.found]
+        _WATCHED.append(self.started)
+        return self
+
+    def __exit__(self, *exc):
+        _WATCHED.pop()
+        for g, state in self.started:      # tracing leaves the caller's generators as they were
+            g.set_state(state)
+        return False
+
+
+def _reachable_generators(fn, leaves, limit: int = 5000) -> list:
+    """The ``torch.Generator`` objects reachable from ``fn`` and ``leaves`` through closure
+    cells, named globals, containers and object attributes (torch's own modules excluded)."""
+    import types
+    found, seen, todo = [], set(), [(fn, 0)] + [(x, 0) for x in leaves]
+    while todo and len(seen) < limit:
+        x, depth = todo.pop()
+        if id(x) in seen or depth > 6 or isinstance(x, (torch.Tensor, str, bytes, int, float, type)):
+            continue
+        seen.add(id(x))
+        if isinstance(x, torch._C.Generator):
+            found.append(x)
+            continue
+        kids = []
+        if isinstance(x, types.FunctionType):
+            kids += [c.cell_contents for c in (x.__closure__ or ()) if _has_contents(c)]
+            glb = x.__globals__
+            kids += [glb[n] for n in x.__code__.co_names if n in glb]
+            kids += list(x.__defaults__ or ())
+        elif isinstance(x, types.MethodType):
+            kids += [x.__self__, x.__func__]
+        elif isinstance(x, types.ModuleType):
+            continue                # a module's generators are reached through the names used
+        elif isinstance(x, (list, tuple, set, frozenset)):
+            kids += list(x)
+        elif isinstance(x, dict):
+            kids += list(x.values())
+        elif hasattr(x, "__dict__") and not type(x).__module__.startswith("torch"):
+            kids += list(vars(x).values())
+        elif isinstance(x, torch.nn.Module):
+            kids += list(vars(x).values())
+        todo.extend((k, depth + 1) for k in kids)
+    return found
+
+
+def _has_contents(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
 
 
 # A state nobody seeds by accident: the default generator holds it while the function is
@@ -396,6 +508,8 @@ class GlobalGeneratorGuard:
         torch.Generator = _GeneratorMadeInside
         self.drawn: list[_Draws] = []       # generators the trace drew from
         self.made: list = []                # generators the function made
+        # the state each watched generator had when the trace began
+        self.started = list(_WATCHED[-1]) if _WATCHED else []
         _ACTIVE.append(self)
         return self
 
