@@ -229,3 +229,16 @@ def test_a_callers_generator_the_function_seeds_is_seeded_on_every_call():
             assert torch.equal(cf(x), want) and torch.equal(gen.get_state(), want_state)
     with pytest.raises(UnsupportedInputError, match="seeded or restored in Python between"):
         aotcheck.aot_function(again)(x)
+
+
+def test_isinstance_of_torch_generator_holds_while_traced():
+    outside = torch.Generator().manual_seed(2)
+
+    def f(x):
+        assert isinstance(outside, torch.Generator)
+        return x + torch.rand(3, generator=outside)
+    x = torch.randn(3)
+    state = outside.get_state()
+    want = f(x)
+    outside.set_state(state)
+    assert torch.equal(aotcheck.aot_function(f)(x), want)

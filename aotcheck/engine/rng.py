@@ -139,7 +139,15 @@ def _random_from_to(x: torch.Tensor, low: int, high: int, gen) -> torch.Tensor:
         return x.copy_(buf + low)
 
 
-class _GeneratorMadeInside(torch._C.Generator):
+class _AnyGenerator(type(torch._C.Generator)):
+    """``isinstance(x, torch.Generator)`` stays true for every generator while the stand-in
+    class below is ``torch.Generator`` (library code checks its arguments so)."""
+
+    def __instancecheck__(cls, x):
+        return isinstance(x, torch._C.Generator)
+
+
+class _GeneratorMadeInside(torch._C.Generator, metaclass=_AnyGenerator):
     """``torch.Generator`` while the function is traced: a real generator (ops accept it) that
     the innermost guard lists as made inside the function."""
 
