@@ -375,3 +375,18 @@ def test_custom_function_backward_change_misses_in_one_cache(tmp_path):
         grads.append(x.grad[0].item())
         assert aotcheck.counters.get("misses", 0) == 1, dict(aotcheck.counters)
     assert grads == [0.5, 0.25]
+
+
+def test_return_types_outputs_are_stored_and_come_back_typed(tmp_path):
+    # pytree cannot name torch.return_types tuples; the entry writes them as tuples plus names
+    def f(x, b):
+        return torch.linalg.lstsq(x, b), [x.max(0), x.sum()]
+    x, b = torch.randn(4, 2, dtype=torch.float64), torch.randn(4, 1, dtype=torch.float64)
+    want = f(x, b)
+    aotcheck.aot_function(f, cache=str(tmp_path))(x, b)
+    before = dict(aotcheck.counters)
+    got = aotcheck.aot_function(f, cache=str(tmp_path))(x, b)
+    assert aotcheck.counters["hits"] == before["hits"] + 1
+    assert type(got[0]) is type(want[0]) and type(got[1][0]) is type(want[1][0])
+    assert torch.allclose(got[0].solution, want[0].solution)
+    assert torch.equal(got[1][0].indices, want[1][0].indices)

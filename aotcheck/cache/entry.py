@@ -136,7 +136,7 @@ def _forward_sha(forward_data: dict) -> str:
 def _entry_payload(key: str, comps: dict, stages, art) -> dict:
     p, j = stages.partitioned, stages.joint
     try:
-        out_spec = pytree.treespec_dumps(stages.captured.out_spec)
+        out_spec = dump_out_spec(stages.captured.out_spec)
     except Exception as e:  # noqa: BLE001 - pytree raises several types for unknown nodes
         raise Uncacheable("unsupported_output_tree", str(e)) from None
     return {
@@ -153,6 +153,52 @@ def _entry_payload(key: str, comps: dict, stages, art) -> dict:
         "grad_reach": [list(r) for r in j.grad_reach] if j else [],
         "out_spec": out_spec,
     }
+
+
+def dump_out_spec(spec):
+    """The output tree as data. pytree cannot name ``torch.return_types`` tuples (``x.max(0)``,
+    ``linalg.lstsq``): they are written as tuples, with their places (preorder) and names."""
+    marks: list = []
+    count = [0]
+
+    def plain(s):
+        i = count[0]
+        count[0] += 1
+        if s.is_leaf():
+            return s
+        children = [plain(c) for c in s.children()]
+        kind = s.type
+        if pytree.is_structseq_class(kind):
+            if kind.__module__ != "torch.return_types":
+                raise ValueError(f"output tree holds {kind.__module__}.{kind.__qualname__}")
+            marks.append([i, kind.__name__])
+            kind = tuple
+        return pytree.TreeSpec(kind, s.context, children)
+    text = pytree.treespec_dumps(plain(spec))
+    return {"treespec": text, "return_types": marks} if marks else text
+
+
+def load_out_spec(data):
+    if isinstance(data, str):
+        return pytree.treespec_loads(data)
+    if not isinstance(data, dict) or not isinstance(data.get("treespec"), str):
+        raise ValueError("bad output tree")
+    names = {int(i): str(n) for i, n in data.get("return_types", [])}
+    count = [0]
+
+    def typed(s):
+        i = count[0]
+        count[0] += 1
+        if s.is_leaf():
+            return s
+        children = [typed(c) for c in s.children()]
+        if i in names:
+            kind = getattr(torch.return_types, names[i], None)
+            if not pytree.is_structseq_class(kind):
+                raise ValueError(f"no torch.return_types.{names[i]}")
+            return pytree.TreeSpec(kind, s.context, children)
+        return pytree.TreeSpec(s.type, s.context, children)
+    return typed(pytree.treespec_loads(data["treespec"]))
 
 
 def _save_backward(cache: Cache, key: str, fw_sha: str, graph, constants: dict) -> None:
@@ -175,7 +221,7 @@ def _artifact_from_entry(cache: Cache, key: str, entry: dict, fn, partitioner: s
         raise ValueError("stored input plan differs from this capture's")
     forward = graph_from_data(entry["forward"])
     fw_sha = _forward_sha(entry["forward"])
-    out_spec = pytree.treespec_loads(entry["out_spec"])
+    out_spec = load_out_spec(entry["out_spec"])
     art = CompiledArtifact(
         plan=plan, meta=meta, decision=Decision(**entry["decision"]), forward=forward,
         num_fw_outputs=int(entry["num_fw_outputs"]), fw_candidates=forward_candidates(meta),
