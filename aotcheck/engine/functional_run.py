@@ -179,10 +179,14 @@ class FunctionalRun:
             if data or storage_source == -2:
                 value_output = len(candidates)
                 candidates.append(value)
+            outside = data and plan.placeholders[p][0] == "leaf" and any(
+                ref == start_refs[p] and not _holds(start_geometry[p], g)
+                for ref, g in recorder.writes)
             inputs.append(InputFacts(
                 p, data, meta, saw, w.requires_grad,
                 *geometry_of(w), value_output, storage_bytes=storage_bytes,
-                storage_source=storage_source, requires_grad_set=rg_set))
+                storage_source=storage_source, requires_grad_set=rg_set,
+                writes_outside=outside))
         member_ops = {idx for kind, idx, *_ in recorder.log if kind == "leaf"}
         if member_ops and recorder.data_aftergeometry_of() and not plain:
             raise UnsupportedInputError(
@@ -203,7 +207,8 @@ class FunctionalRun:
         outputs, intermediates, new_leaves, self.base_geometry = classify_outputs(
             out_leaves, user, candidates, sig=sig, geometry=recorder.geometry,
             eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids,
-            plain=plain, new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)})
+            plain=plain, new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)},
+            clips_of=recorder.clips_of)
         cands = tuple((tuple(c.shape), str(c.dtype).replace("torch.", ""), c.requires_grad,
                        *self.base_geometry.get(id(c), recorder.geometry.get(id(c), geometry_of(c)))[1:])
                       for c in candidates)
@@ -381,6 +386,13 @@ def _function_digest(fn) -> str:
 
 def _freeze(v):
     return tuple(_freeze(x) for x in v) if isinstance(v, (list, tuple)) else v
+
+
+def _holds(outer: tuple, inner: tuple) -> bool:
+    """Does geometry ``outer`` address every storage element ``inner`` does? Unknown: no."""
+    from .outputs import _footprint
+    a, b = _footprint(*outer, 0), _footprint(*inner, 0)
+    return a is not None and b is not None and b <= a
 
 
 def _fills_storage(t: torch.Tensor) -> bool:

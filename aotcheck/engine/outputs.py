@@ -20,7 +20,7 @@ from .signature import Signature
 
 def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Signature, geometry: dict,
                      eager_geometry, owners: dict, work_ids: set, new_leaf_ids: dict | None = None,
-                     plain: bool = False):
+                     plain: bool = False, clips_of=None):
     """Classify each returned leaf (fresh, an input, a view of an input, of an intermediate,
     of another output, ...) and append to ``candidates`` every graph value a later stage
     needs. Returns (output facts, intermediate-base candidate indices, new-leaf outputs,
@@ -78,6 +78,8 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
                           and not _base_is_dead_end(o))
         custom = not poisoned and o._is_view() and rg and _through_custom_function(o)
         common["custom_view"] = custom
+        clips, regenerated = clips_of(o) if clips_of is not None and not poisoned else ((), False)
+        common["clips"] = clips
         common["new_leaf"] = (new_leaf_ids or {}).get(id(o), -1)
         st = storage_ref(o)
         if id(o) in out_ids:
@@ -94,6 +96,11 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
                 candidates.append(o)
             source = _alias_source(sig, input_storages[st], (shape, stride, offset),
                                         o.dtype, rg)
+            # eager regenerated its grad_fn as an as_strided of the root base: where it reaches
+            # outside the argument, the runtime cuts it from the argument's base (NOTE [as_strided
+            # clips] in recorder.py)
+            common["from_root"] = regenerated and rg and not _inside(
+                (shape, stride, offset), sig.leaves[source], o.dtype)
             outputs[k] = (OutputFacts(True, input_storage=source,
                                        graph_output=grad_value, **common))
         elif id(o) in roots:
@@ -166,6 +173,15 @@ def _alias_source(sig: Signature, candidates: list[int], geometry: tuple, dtype,
 
 
 _FOOTPRINT_LIMIT = 1 << 16
+
+
+def _inside(geometry: tuple, spec, dtype) -> bool:
+    """Does an argument (its spec) hold all the memory ``geometry`` addresses? Unknown: no."""
+    if getattr(torch, spec.dtype) != dtype:
+        return False
+    out = _footprint(*geometry, spec.storage_numel)
+    inside = _footprint(spec.shape, spec.stride, spec.offset, spec.storage_numel)
+    return out is not None and inside is not None and out <= inside
 
 
 def _footprint(shape, stride, offset, storage_numel) -> frozenset | None:

@@ -562,3 +562,66 @@ def fuzz_argument_set_onto_an_element_of_an_intermediate():
         a0.set_(v0.select(0, 3))
         return (v0,)
     return f, lambda: Inputs((_randn((4,)),))
+
+
+@case("regressions", mode="inference", tags=("fuzz", "as_strided", "unbind", "alias_of_input"))
+def fuzz_as_strided_of_an_unbind_row_reaching_outside_it():
+    """``a0.unbind(0)[3].as_strided(...)`` reaching back into row 2, returned: eager's
+    AsStridedBackward0 reads the gradient back in the row's geometry, so row 2 gets none;
+    the runtime rebuilt the view with one as_strided on the argument and sent row 2 a
+    gradient (silently wrong). The recorder now keeps the geometries an as_strided was cut
+    from and the runtime cuts through them (NOTE [as_strided clips]). Found by aotcheck fuzz
+    --seed 1."""
+    def f(a0):
+        with torch.no_grad():
+            with torch.enable_grad():
+                v1 = a0.unbind(0)[3]
+        v3 = v1.as_strided((4, 4), (2, 3), 30)
+        return (v3,)
+
+    def make():
+        b0 = _randn((4, 4, 3), 23877).requires_grad_()
+        return Inputs((b0,), leaves=(b0,))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "as_strided", "inference_mode",
+                                             "non_contiguous", "alias_of_input"))
+def fuzz_inference_mode_write_through_as_strided_reaching_outside_a_strided_argument():
+    """``a0 = b0[::2]``; ``a0.as_strided((1, 2), (3, 1), 0)`` reaches b0[1], outside a0, and
+    is multiplied in place under inference_mode, then returned. The graph held a0 alone, so
+    the write to b0[1] was lost (silently wrong values); and eager regenerates the written
+    view's grad_fn from the root base b0, so b0[1] gets a gradient. The argument is now
+    planned as a synthetic base of one, its whole storage (NOTE [writes outside an
+    argument]), and the view rebuilt from its root. Found by aotcheck fuzz --seed 1."""
+    def f(a0, a2):
+        v0 = a0.as_strided((1, 2), (3, 1), 0)
+        with torch.no_grad():
+            with torch.enable_grad():
+                v1 = v0[::3]
+        v3 = a2.unsqueeze(0)
+        with torch.inference_mode():
+            v1.mul_(v3)
+        return (v0,)
+
+    def make():
+        l0 = _randn((4,), 63237).requires_grad_()
+        b1 = _randn((2,), 1357).double()
+        return Inputs((l0.clone()[::2], b1[1]), leaves=(l0,))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "as_strided", "non_contiguous",
+                                            "mutation", "alias_of_input"))
+def fuzz_grad_write_through_as_strided_reaching_outside_a_strided_argument():
+    """The grad-mode twin of the case above: ``a0.as_strided(...).mul_(w)`` writes b0[1],
+    outside a0, and autograd records it on b0; the gradient of b0[1] flows through the write."""
+    def f(a0, a2):
+        v0 = a0.as_strided((1, 2), (3, 1), 0)
+        v0.mul_(a2)
+        return (v0, a0 * 2)
+
+    def make():
+        l0 = _randn((4,), 5).requires_grad_()
+        return Inputs((l0.clone()[::2], _randn((2,), 6)[1]), leaves=(l0,))
+    return f, make
