@@ -228,7 +228,11 @@ class CompiledArtifact:
         out: list = [None] * len(meta.outputs)
         pending = []
         bases: dict[int, torch.Tensor] = {}      # intermediate base, laid out once per call
-        for o in meta.outputs:
+        # poisoned views first (NOTE [poisoned views] in outputs.py): each bumps its storage's
+        # version, which every view of that storage shares; a view eager made after the write
+        # (a no_grad or unbind view among them) must be made after the bump, or reading its
+        # grad_fn would raise where eager's does not
+        for o in sorted(meta.outputs, key=lambda o: not o.poisoned):
             k = o.kind
             if o.new_leaf >= 0:
                 # NOTE [new grad leaves]: a "view" leaf already shares the argument's memory; a

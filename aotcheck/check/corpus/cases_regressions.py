@@ -625,3 +625,27 @@ def fuzz_grad_write_through_as_strided_reaching_outside_a_strided_argument():
         l0 = _randn((4,), 5).requires_grad_()
         return Inputs((l0.clone()[::2], _randn((2,), 6)[1]), leaves=(l0,))
     return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "no_grad", "unbind", "split",
+                                             "alias_of_input"))
+def fuzz_no_grad_split_view_made_after_the_write_that_poisons_an_unbind_view():
+    """An unbind view of a leaf taken, the leaf written under no_grad, then a split view
+    taken under no_grad, both returned: eager's unbind view is poisoned (reading its grad_fn
+    raises), the split view, made after the write, is an ordinary leaf. The runtime made the
+    split view first and then bumped the shared version counter for the poisoned one, which
+    poisoned the split view too. Poisoned views are now made first. Found by aotcheck fuzz
+    --seed 1."""
+    def f(a0):
+        v1 = a0.reshape((1,))
+        v3 = v1.unbind(0)
+        v4 = v1.t()
+        with torch.no_grad():
+            v4[:1] = 0.5
+            v5 = v4.split(1, 0)[0]
+        return (v5, v3)
+
+    def make():
+        b0 = _randn((), 104).requires_grad_()
+        return Inputs((b0,), leaves=(b0,))
+    return f, make
