@@ -122,6 +122,11 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
             if id(root) in out_ids:
                 outputs[k] = (OutputFacts(True, base_output=out_ids[id(root)],
                                           graph_output=grad_value, **common))
+            elif st in out_storage and not rg and not custom and not poisoned \
+                    and common.get("base_new_leaf", -1) < 0:
+                # a view (without grad) of an alias of an earlier output, such as its detach():
+                # eager's shares that output's storage, so it is cut from that output
+                outputs[k] = (OutputFacts(True, output_storage=out_storage[st], **common))
             else:
                 if id(root) not in roots:
                     roots[id(root)] = len(intermediates)

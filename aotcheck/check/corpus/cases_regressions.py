@@ -627,6 +627,29 @@ def fuzz_grad_write_through_as_strided_reaching_outside_a_strided_argument():
     return f, make
 
 
+@case("regressions", mode="training", tags=("fuzz", "detach", "no_grad", "alias_of_output"))
+def fuzz_no_grad_expand_of_a_detach_of_a_returned_intermediate():
+    """``v4 = v1.detach()`` of a returned intermediate, then ``v4.expand(...)`` returned too:
+    eager's expand shares v1's storage; the engine rebuilt it from a graph value of its own
+    (the detach), so the two outputs no longer shared memory. A view without grad of an
+    alias of an earlier output is now cut from that output. Found by aotcheck fuzz --seed 1."""
+    def f(a0):
+        v0 = a0.relu()
+        v1 = a0.add(v0)
+        v3 = v1.unsqueeze(0)
+        v3.zero_()
+        v4 = v1.detach()
+        with torch.no_grad():
+            with torch.enable_grad():
+                v5 = v4.expand((2, 3, 3))
+        return (v5, v1)
+
+    def make():
+        b0 = _randn((3, 3), 139).requires_grad_()
+        return Inputs((b0,), leaves=(b0,))
+    return f, make
+
+
 @case("regressions", mode="inference", tags=("fuzz", "no_grad", "unbind", "split",
                                              "alias_of_input"))
 def fuzz_no_grad_split_view_made_after_the_write_that_poisons_an_unbind_view():
