@@ -17,7 +17,7 @@ from torch.utils import _pytree as pytree
 from ..errors import UnsupportedInputError
 from .facts import InputFacts, MemberFacts, RawFacts
 from .functional import geometry_of, storage_ref, to_fun
-from .outputs import classify_outputs
+from .outputs import classify_outputs, holds
 from .plan import InputPlan
 from .recorder import MetadataRecorder
 from .signature import Signature, unflatten_inputs, whole_storage
@@ -180,7 +180,7 @@ class FunctionalRun:
                 value_output = len(candidates)
                 candidates.append(value)
             outside = data and plan.placeholders[p][0] == "leaf" and any(
-                ref == start_refs[p] and not _holds(start_geometry[p], g)
+                ref == start_refs[p] and not holds(start_geometry[p], g)
                 for ref, g in recorder.writes)
             inputs.append(InputFacts(
                 p, data, meta, saw, w.requires_grad,
@@ -386,13 +386,6 @@ def _function_digest(fn) -> str:
 
 def _freeze(v):
     return tuple(_freeze(x) for x in v) if isinstance(v, (list, tuple)) else v
-
-
-def _holds(outer: tuple, inner: tuple) -> bool:
-    """Does geometry ``outer`` address every storage element ``inner`` does? Unknown: no."""
-    from .outputs import _footprint
-    a, b = _footprint(*outer, 0), _footprint(*inner, 0)
-    return a is not None and b is not None and b <= a
 
 
 def _fills_storage(t: torch.Tensor) -> bool:

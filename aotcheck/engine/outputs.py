@@ -181,12 +181,44 @@ _FOOTPRINT_LIMIT = 1 << 16
 
 
 def _inside(geometry: tuple, spec, dtype) -> bool:
-    """Does an argument (its spec) hold all the memory ``geometry`` addresses? Unknown: no."""
+    """Does an argument (its spec) hold all the memory ``geometry`` addresses?"""
     if getattr(torch, spec.dtype) != dtype:
         return False
-    out = _footprint(*geometry, spec.storage_numel)
-    inside = _footprint(spec.shape, spec.stride, spec.offset, spec.storage_numel)
-    return out is not None and inside is not None and out <= inside
+    return holds((spec.shape, spec.stride, spec.offset), geometry)
+
+
+def holds(outer: tuple, inner: tuple) -> bool:
+    """Does geometry ``outer`` (shape, stride, offset) address every storage element that
+    ``inner`` does? Where there are too many elements to list: does ``inner``'s span lie
+    within ``outer``'s, with ``outer`` dense over its span (else: no)."""
+    a, b = _footprint(*outer, 0), _footprint(*inner, 0)
+    if a is not None and b is not None:
+        return b <= a
+    (lo_a, hi_a), (lo_b, hi_b) = _span(*outer), _span(*inner)
+    if hi_b < lo_b:
+        return True                 # inner addresses nothing
+    n = 1
+    for sz in outer[0]:
+        n *= sz
+    return lo_a <= lo_b and hi_b <= hi_a and n == hi_a - lo_a + 1 and _no_overlap(*outer[:2])
+
+
+def _span(shape, stride, offset) -> tuple[int, int]:
+    if any(sz == 0 for sz in shape):
+        return offset, offset - 1
+    lo = offset + sum((sz - 1) * st for sz, st in zip(shape, stride) if st < 0)
+    hi = offset + sum((sz - 1) * st for sz, st in zip(shape, stride) if st > 0)
+    return lo, hi
+
+
+def _no_overlap(shape, stride) -> bool:
+    dims = sorted((abs(st), sz) for sz, st in zip(shape, stride) if sz != 1)
+    reach = 1
+    for st, sz in dims:
+        if st < reach:
+            return False
+        reach = st * sz
+    return True
 
 
 def _footprint(shape, stride, offset, storage_numel) -> frozenset | None:

@@ -228,13 +228,10 @@ class MetadataRecorder(TorchFunctionMode):
 
 def _reaches_outside(view: tuple, source: tuple) -> bool:
     """Does ``view`` (shape, stride, offset) address memory that ``source`` does not, or does
-    ``source`` overlap itself (as_strided's backward then divides)? Unknown (too big): yes."""
-    from .outputs import _footprint
+    ``source`` overlap itself (as_strided's backward then divides)?"""
+    from .outputs import _footprint, holds
     inside = _footprint(*source, 0)
-    out = _footprint(*view, 0)
-    if inside is None or out is None:
-        return True
     n = 1
     for sz in source[0]:
         n *= sz
-    return not out <= inside or len(inside) < n
+    return not holds(source, view) or (inside is not None and len(inside) < n)

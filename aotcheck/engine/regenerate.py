@@ -31,11 +31,13 @@ def reinterpret(base: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 def alias(base: torch.Tensor, o) -> torch.Tensor:
     clips = getattr(o, "clips", ())
-    if getattr(o, "from_root", False) and base._base is not None and \
-            base._base.requires_grad == base.requires_grad and base._base.dtype == base.dtype:
+    if getattr(o, "from_root", False):
         # eager regenerated the view's grad_fn as an as_strided of its root base, which the
         # argument shares (NOTE [as_strided clips] in recorder.py)
-        base = base._base
+        from .signature import root_of
+        root = root_of(base)
+        if root.requires_grad == base.requires_grad and root.dtype == base.dtype:
+            base = root
     if str(base.dtype).replace("torch.", "") != o.dtype:
         base = reinterpret(base, getattr(torch, o.dtype))
         clips = ()
