@@ -26,7 +26,8 @@ class InputPlan:
 
     ``placeholders[p]`` is ``("leaf", i)`` (argument leaf i), ``("root", i)`` (the root
     tensor of leaf i's alias group) or ``("storage", i)`` (leaf i's whole storage, flat: a
-    group whose members lie in no one member's root). ``sources[i]`` says how leaf i is
+    group whose members lie in no one member's root, or one argument written outside its
+    own elements, NOTE [writes outside an argument]). ``sources[i]`` says how leaf i is
     rebuilt inside the graph: ``("placeholder", p)``, ``("same", j)`` (the very
     tensor of leaf j), ``("member", p, shape, stride, offset, detached)`` (a view
     of root placeholder p, of its detached alias when the member does not require
