@@ -179,9 +179,15 @@ class FunctionalRun:
             if data or storage_source == -2:
                 value_output = len(candidates)
                 candidates.append(value)
-            outside = data and plan.placeholders[p][0] == "leaf" and any(
+            # NOTE [writes outside an argument] in plan.py: written through a view reaching
+            # outside it, or written with an as_strided view of it that functionalization
+            # would replay on its compact new value (absolute offsets: the wrong elements
+            # unless the argument fills its storage from offset 0)
+            outside = data and plan.placeholders[p][0] == "leaf" and (any(
                 ref == start_refs[p] and not holds(start_geometry[p], g)
-                for ref, g in recorder.writes)
+                for ref, g in recorder.writes + recorder.reaches) or (
+                not plain and not _fills_storage(placeholders[p])
+                and any(ref == start_refs[p] for ref, _ in recorder.reaches)))
             inputs.append(InputFacts(
                 p, data, meta, saw, w.requires_grad,
                 *geometry_of(w), value_output, storage_bytes=storage_bytes,

@@ -111,7 +111,9 @@ def groups_needing_synthetic_base(sig: Signature, plan: InputPlan, input_facts) 
 # ``a.as_strided(...)`` may reach storage elements the argument ``a`` does not (``b[::2]``,
 # then an as_strided onto ``b[1]``), and a write through it changes them in eager. A graph
 # over ``a`` alone cannot hold them: functionalization scatters into a compact copy of ``a``
-# (the write lands on the wrong element, or is lost). When a capture sees such a write, the
+# (the write lands on the wrong element, or is lost); and a view reaching outside it, read
+# after the argument is written, is replayed on the compact new value (out of bounds, or the
+# wrong elements). When a capture sees such a write, or such a view of a written argument, the
 # argument is planned like a synthetic base of one: the placeholder is its whole storage
 # (flat), the argument a member cut from it with ``as_strided``, and the runtime writes the
 # whole storage back. Where the argument requires grad, the storage is taken as a view of

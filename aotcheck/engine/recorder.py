@@ -75,6 +75,7 @@ class MetadataRecorder(TorchFunctionMode):
         self.view_version: dict[int, int] = {}
         self.clips: dict[int, tuple] = {}
         self.writes: list[tuple] = []                   # (storage, geometry) per data write
+        self.reaches: list[tuple] = []                  # (storage, geometry) per as_strided view
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -161,10 +162,17 @@ class MetadataRecorder(TorchFunctionMode):
             return
         made = self.view_version.get(id(target))
         clips = self.clips.get(id(target), ()) if made is None or made == target_version else ()
+        if name == "as_strided":
+            # NOTE [writes outside an argument] in plan.py: reads count too, once it is written
+            self.reaches.append((storage_ref(t), geometry_of(t)))
         if name == "as_strided" and torch.is_grad_enabled() and target.requires_grad:
             source = self.geometry.get(id(target)) or geometry_of(target)
             if _reaches_outside(geometry_of(t), source):
                 clips = clips + (source,)
+                # once its storage is written, eager regenerates this view's grad_fn as one
+                # as_strided of the root; autograd over functional tensors replays the chain,
+                # this as_strided's clip included: the first way's view-replay hazard
+                self.hazard_events.append(("meta", storage_ref(t), True))
         if clips:
             self.clips[id(t)] = clips
 

@@ -672,3 +672,36 @@ def fuzz_no_grad_split_view_made_after_the_write_that_poisons_an_unbind_view():
         b0 = _randn((), 104).requires_grad_()
         return Inputs((b0,), leaves=(b0,))
     return f, make
+
+
+@case("regressions", mode="training", tags=("as_strided", "mutation", "alias_of_intermediate"))
+def as_strided_of_a_row_reaching_outside_it_read_after_its_base_is_written():
+    """``v = x[3].as_strided(...)`` reaching row 2 of an intermediate, then ``x`` written and
+    ``v`` read: eager regenerates v's grad_fn as one as_strided of x, so row 2 gets a
+    gradient; autograd over functional tensors replayed the chain, the row's clip included
+    (silently wrong gradient). Such a view arms the view-replay hazard (the second way).
+    Found while checking NOTE [as_strided clips]."""
+    def f(a):
+        x = a * 2
+        v = x[3].as_strided((2, 3), (3, 1), 30)
+        x.add_(1)
+        return (v.sum(),)
+
+    def make():
+        b = _randn((4, 4, 3), 3).requires_grad_()
+        return Inputs((b,), leaves=(b,))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("as_strided", "mutation", "non_contiguous"))
+def as_strided_view_of_an_offset_argument_read_after_the_argument_is_written():
+    """``a = l[1:]`` (offset 1), ``v = a.as_strided((1, 2), (2, 1), 3)``, then ``a`` written and
+    ``v`` read: functionalization replayed the as_strided (absolute offset 3) on a's compact
+    new value, one element off (silently wrong values). A written argument with an as_strided
+    view that does not fill its storage from offset 0 is planned as its whole storage (NOTE
+    [writes outside an argument])."""
+    def f(a, w):
+        v = a.as_strided((1, 2), (2, 1), 3)
+        a.add_(w)
+        return (v.sum() + a.sum(),)
+    return f, lambda: Inputs((_randn((8,), 4)[1:], _randn((), 5)))
