@@ -243,6 +243,10 @@ class CompiledArtifact:
                 if meta.new_leaves[o.new_leaf][0] == "fresh" and k in (FRESH, ALIAS_OF_INTERMEDIATE):
                     value = values[self._slot[o.graph_output]] if o.graph_output >= 0 else \
                         alias(values[self._slot[meta.intermediate_bases[o.source]]], o)
+                elif meta.new_leaves[o.new_leaf][0] == "fresh" and o.graph_output >= 0:
+                    # a detach of another output made a leaf (``v2 = v0.detach()`` ... then
+                    # ``v2.requires_grad_()``): its value is its own graph value
+                    value = values[self._slot[o.graph_output]]
                 out[o.index] = self._grad_leaf(grad_leaves, o.new_leaf, value)
             elif k == FRESH:
                 t = values[self._slot[o.graph_output]]
