@@ -705,3 +705,25 @@ def as_strided_view_of_an_offset_argument_read_after_the_argument_is_written():
         a.add_(w)
         return (v.sum() + a.sum(),)
     return f, lambda: Inputs((_randn((8,), 4)[1:], _randn((), 5)))
+
+
+@case("regressions", mode="training", tags=("fuzz", "requires_grad_", "detach", "non_contiguous"))
+def fuzz_detach_of_an_intermediate_made_a_grad_leaf_and_returned_with_it():
+    """``v2 = v0.detach()`` of an intermediate, v0 written and squeezed in place, v2 made a leaf
+    that requires grad, both returned: the runtime returned v2 as the empty tensor it made
+    before the graph ran (uninitialised memory: silently wrong values), and v0 in storage of
+    its own (eager: v0 and v2 share it). The leaf now gets its graph value, and v0 is moved
+    into the leaf's memory. Found by aotcheck fuzz --seed 32 --extensions all."""
+    def f(a0):
+        v0 = a0.sin()
+        v2 = v0.detach()
+        v0.copy_(a0)
+        v2.requires_grad_()
+        v0.squeeze_(1)
+        v4 = v2.sum()
+        return (v4, v2, v2, v0)
+
+    def make():
+        l0 = _randn((6, 2), 2419).requires_grad_()
+        return Inputs((l0.clone()[::2],), leaves=(l0,))
+    return f, make
