@@ -79,6 +79,9 @@ class OutputInfo:
                                      # one): rebuilt as such, gradient through graph_output
     inference: bool = False          # an inference tensor in eager (made in inference_mode):
                                      # NOTE [inference outputs] in regenerate.py
+    clips: tuple = ()                # (shape, stride, offset) per as_strided input cut through
+                                     # (NOTE [as_strided clips] in recorder.py)
+    from_root: bool = False          # rebuilt on the argument's own base (eager regenerated it)
 
 
 @dataclass(frozen=True)
@@ -188,7 +191,8 @@ def _deep_tuple(v):
 
 
 def _tup(d: dict) -> dict:
-    return {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
+    return {k: (_deep_tuple(v) if k == "clips" else tuple(v)) if isinstance(v, list) else v
+            for k, v in d.items()}
 
 
 def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
@@ -238,7 +242,8 @@ def _classify(k, o) -> OutputInfo:
                   stride=o.stride, offset=o.offset, dtype=o.dtype,
                   multi_output_view=o.multi_output_view, grad_dead_end=o.grad_dead_end,
                   custom_view=o.custom_view, new_leaf=o.new_leaf, inference=o.inference,
-                  base_new_leaf=o.base_new_leaf, poisoned=o.poisoned)
+                  base_new_leaf=o.base_new_leaf, poisoned=o.poisoned, clips=o.clips,
+                  from_root=o.from_root)
     if o.same_output >= 0:
         return OutputInfo(k, SAME_AS_OUTPUT, o.same_output, **common)
     if o.is_input >= 0:

@@ -27,6 +27,8 @@ class InputFacts:
                                     # value_output), p >= 0 placeholder p's storage
     requires_grad_set: bool = False  # a leaf whose requires_grad_() the function called
                                      # (NOTE [requires_grad_ on an argument])
+    writes_outside: bool = False    # a write through a view reaching storage elements the
+                                    # argument does not (NOTE [writes outside an argument])
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,10 @@ class OutputFacts:
     custom_view: bool = False         # a view whose autograd chain passes a custom Function
                                       # (NOTE [custom Function views] in outputs.py)
     inference: bool = False           # an inference tensor (made inside an inference_mode block)
+    clips: tuple = ()                 # geometries an as_strided on its chain was cut from
+                                      # (NOTE [as_strided clips] in recorder.py)
+    from_root: bool = False           # eager regenerated it from its root base, reaching
+                                      # outside the argument it aliases
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from torch.utils import _pytree as pytree
 from ..errors import UnsupportedInputError
 from .facts import InputFacts, MemberFacts, RawFacts
 from .functional import geometry_of, storage_ref, to_fun
-from .outputs import classify_outputs
+from .outputs import classify_outputs, holds
 from .plan import InputPlan
 from .recorder import MetadataRecorder
 from .signature import Signature, unflatten_inputs, whole_storage
@@ -184,10 +184,20 @@ class FunctionalRun:
             if data or storage_source == -2:
                 value_output = len(candidates)
                 candidates.append(value)
+            # NOTE [writes outside an argument] in plan.py: written through a view reaching
+            # outside it, or written with an as_strided view of it that functionalization
+            # would replay on its compact new value (absolute offsets: the wrong elements
+            # unless the argument fills its storage from offset 0)
+            outside = data and plan.placeholders[p][0] == "leaf" and (any(
+                ref == start_refs[p] and not holds(start_geometry[p], g)
+                for ref, g in recorder.writes + recorder.reaches) or (
+                not plain and not _fills_storage(placeholders[p])
+                and any(ref == start_refs[p] for ref, _ in recorder.reaches)))
             inputs.append(InputFacts(
                 p, data, meta, saw, w.requires_grad,
                 *geometry_of(w), value_output, storage_bytes=storage_bytes,
-                storage_source=storage_source, requires_grad_set=rg_set))
+                storage_source=storage_source, requires_grad_set=rg_set,
+                writes_outside=outside))
         member_ops = {idx for kind, idx, op, *_ in recorder.log
                       if kind == "leaf" and op != "requires_grad_"}
         if member_ops and recorder.data_aftergeometry_of() and not plain:
@@ -209,7 +219,8 @@ class FunctionalRun:
         outputs, intermediates, new_leaves, self.base_geometry = classify_outputs(
             out_leaves, user, candidates, sig=sig, geometry=recorder.geometry,
             eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids,
-            plain=plain, new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)})
+            plain=plain, new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)},
+            clips_of=recorder.clips_of)
         cands = tuple((tuple(c.shape), str(c.dtype).replace("torch.", ""), c.requires_grad,
                        *self.base_geometry.get(id(c), recorder.geometry.get(id(c), geometry_of(c)))[1:])
                       for c in candidates)

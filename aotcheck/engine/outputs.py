@@ -20,7 +20,7 @@ from .signature import Signature
 
 def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Signature, geometry: dict,
                      eager_geometry, owners: dict, work_ids: set, new_leaf_ids: dict | None = None,
-                     plain: bool = False):
+                     plain: bool = False, clips_of=None):
     """Classify each returned leaf (fresh, an input, a view of an input, of an intermediate,
     of another output, ...) and append to ``candidates`` every graph value a later stage
     needs. Returns (output facts, intermediate-base candidate indices, new-leaf outputs,
@@ -78,6 +78,8 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
                           and not _base_is_dead_end(o))
         custom = not poisoned and o._is_view() and rg and _through_custom_function(o)
         common["custom_view"] = custom
+        clips, regenerated = clips_of(o) if clips_of is not None and not poisoned else ((), False)
+        common["clips"] = clips
         common["new_leaf"] = (new_leaf_ids or {}).get(id(o), -1)
         st = storage_ref(o)
         if id(o) in out_ids:
@@ -94,6 +96,11 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
                 candidates.append(o)
             source = _alias_source(sig, input_storages[st], (shape, stride, offset),
                                         o.dtype, rg)
+            # eager regenerated its grad_fn as an as_strided of the root base: where it reaches
+            # outside the argument, the runtime cuts it from the argument's base (NOTE [as_strided
+            # clips] in recorder.py)
+            common["from_root"] = regenerated and rg and not _inside(
+                (shape, stride, offset), sig.leaves[source], o.dtype)
             outputs[k] = (OutputFacts(True, input_storage=source,
                                        graph_output=grad_value, **common))
         elif id(o) in roots:
@@ -115,6 +122,11 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
             if id(root) in out_ids:
                 outputs[k] = (OutputFacts(True, base_output=out_ids[id(root)],
                                           graph_output=grad_value, **common))
+            elif st in out_storage and not rg and not custom and not poisoned \
+                    and common.get("base_new_leaf", -1) < 0:
+                # a view (without grad) of an alias of an earlier output, such as its detach():
+                # eager's shares that output's storage, so it is cut from that output
+                outputs[k] = (OutputFacts(True, output_storage=out_storage[st], **common))
             else:
                 if id(root) not in roots:
                     roots[id(root)] = len(intermediates)
@@ -166,6 +178,47 @@ def _alias_source(sig: Signature, candidates: list[int], geometry: tuple, dtype,
 
 
 _FOOTPRINT_LIMIT = 1 << 16
+
+
+def _inside(geometry: tuple, spec, dtype) -> bool:
+    """Does an argument (its spec) hold all the memory ``geometry`` addresses?"""
+    if getattr(torch, spec.dtype) != dtype:
+        return False
+    return holds((spec.shape, spec.stride, spec.offset), geometry)
+
+
+def holds(outer: tuple, inner: tuple) -> bool:
+    """Does geometry ``outer`` (shape, stride, offset) address every storage element that
+    ``inner`` does? Where there are too many elements to list: does ``inner``'s span lie
+    within ``outer``'s, with ``outer`` dense over its span (else: no)."""
+    a, b = _footprint(*outer, 0), _footprint(*inner, 0)
+    if a is not None and b is not None:
+        return b <= a
+    (lo_a, hi_a), (lo_b, hi_b) = _span(*outer), _span(*inner)
+    if hi_b < lo_b:
+        return True                 # inner addresses nothing
+    n = 1
+    for sz in outer[0]:
+        n *= sz
+    return lo_a <= lo_b and hi_b <= hi_a and n == hi_a - lo_a + 1 and _no_overlap(*outer[:2])
+
+
+def _span(shape, stride, offset) -> tuple[int, int]:
+    if any(sz == 0 for sz in shape):
+        return offset, offset - 1
+    lo = offset + sum((sz - 1) * st for sz, st in zip(shape, stride) if st < 0)
+    hi = offset + sum((sz - 1) * st for sz, st in zip(shape, stride) if st > 0)
+    return lo, hi
+
+
+def _no_overlap(shape, stride) -> bool:
+    dims = sorted((abs(st), sz) for sz, st in zip(shape, stride) if sz != 1)
+    reach = 1
+    for st, sz in dims:
+        if st < reach:
+            return False
+        reach = st * sz
+    return True
 
 
 def _footprint(shape, stride, offset, storage_numel) -> frozenset | None:

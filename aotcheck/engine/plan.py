@@ -26,7 +26,8 @@ class InputPlan:
 
     ``placeholders[p]`` is ``("leaf", i)`` (argument leaf i), ``("root", i)`` (the root
     tensor of leaf i's alias group) or ``("storage", i)`` (leaf i's whole storage, flat: a
-    group whose members lie in no one member's root). ``sources[i]`` says how leaf i is
+    group whose members lie in no one member's root, or one argument written outside its
+    own elements, NOTE [writes outside an argument]). ``sources[i]`` says how leaf i is
     rebuilt inside the graph: ``("placeholder", p)``, ``("same", j)`` (the very
     tensor of leaf j), ``("member", p, shape, stride, offset, detached)`` (a view
     of root placeholder p, of its detached alias when the member does not require
@@ -46,6 +47,12 @@ def plan_inputs(sig: Signature, synthetic: frozenset[int] = frozenset()) -> Inpu
             sources.append(("value",))
         elif spec.same_as >= 0:
             sources.append(("same", spec.same_as))
+        elif spec.storage in synthetic and spec.storage not in groups:
+            # NOTE [writes outside an argument]: an argument alone on its storage, written
+            # through a view reaching outside it: the graph takes the whole storage
+            sources.append(("member", len(placeholders), spec.shape, spec.stride, spec.offset,
+                            False))
+            placeholders.append(("storage", i))
         elif spec.storage in synthetic:
             g = groups[spec.storage]
             _check_synthetic(g, spec, i)
@@ -75,6 +82,10 @@ def placeholder_tensors(plan: InputPlan, leaves: list) -> list[torch.Tensor]:
     out = []
     for kind, ref in plan.placeholders:
         t = leaves[ref]
+        if kind == "storage" and t.requires_grad and root_of(t).requires_grad:
+            # the whole storage as a view of the argument's root, not of the argument: as_strided
+            # on the argument would send no gradient outside it (NOTE [as_strided clips])
+            t = root_of(t)
         out.append(root_of(t) if kind == "root" else whole_storage(t) if kind == "storage" else t)
     return out
 
@@ -91,4 +102,19 @@ def groups_needing_synthetic_base(sig: Signature, plan: InputPlan, input_facts) 
         s = storage_of.get(f.placeholder)
         if s in grouped and (f.data_mutated or f.metadata_mutated):
             out.add(s)
+        elif s is not None and f.writes_outside:
+            out.add(s)
     return frozenset(out)
+
+
+# NOTE [writes outside an argument]
+# ``a.as_strided(...)`` may reach storage elements the argument ``a`` does not (``b[::2]``,
+# then an as_strided onto ``b[1]``), and a write through it changes them in eager. A graph
+# over ``a`` alone cannot hold them: functionalization scatters into a compact copy of ``a``
+# (the write lands on the wrong element, or is lost); and a view reaching outside it, read
+# after the argument is written, is replayed on the compact new value (out of bounds, or the
+# wrong elements). When a capture sees such a write, or such a view of a written argument, the
+# argument is planned like a synthetic base of one: the placeholder is its whole storage
+# (flat), the argument a member cut from it with ``as_strided``, and the runtime writes the
+# whole storage back. Where the argument requires grad, the storage is taken as a view of
+# its root base, so its elements outside the argument keep their gradient path, as in eager.

@@ -30,8 +30,17 @@ def reinterpret(base: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 def alias(base: torch.Tensor, o) -> torch.Tensor:
+    clips = getattr(o, "clips", ())
+    if getattr(o, "from_root", False):
+        # eager regenerated the view's grad_fn as an as_strided of its root base, which the
+        # argument shares (NOTE [as_strided clips] in recorder.py)
+        from .signature import root_of
+        root = root_of(base)
+        if root.requires_grad == base.requires_grad and root.dtype == base.dtype:
+            base = root
     if str(base.dtype).replace("torch.", "") != o.dtype:
         base = reinterpret(base, getattr(torch, o.dtype))
+        clips = ()
     if o.poisoned:          # NOTE [poisoned views] in outputs.py
         mode = {"inference_mode": torch.inference_mode, "no_grad": torch.no_grad}.get(o.poisoned)
         with mode() if mode else contextlib.nullcontext():
@@ -50,6 +59,11 @@ def alias(base: torch.Tensor, o) -> torch.Tensor:
     # chain passes through such a view and ends nowhere (then one more view, with grad on)
     no_grad_view = base.requires_grad and torch.is_grad_enabled() and (o.is_leaf or o.grad_dead_end)
     with torch.no_grad() if no_grad_view else contextlib.nullcontext():
+        if clips and base.requires_grad and not no_grad_view:
+            # as in eager, each as_strided on the chain sends no gradient outside the tensor
+            # it was called on (NOTE [as_strided clips] in recorder.py)
+            for shape, stride, offset in clips:
+                base = base.as_strided(shape, stride, offset)
         view = base.as_strided(o.shape, o.stride, o.offset)
         if o.multi_output_view:
             # unbind/split views may not be mutated in place; make ours the same kind of view

@@ -35,7 +35,7 @@ import torch
 import torch.fx as fx
 from torch.utils import _pytree as pytree
 
-from .analyze import (ALIAS_OF_INPUT, ALIAS_OF_INTERMEDIATE, CONSTANT, FRESH,
+from .analyze import (ALIAS_OF_INPUT, ALIAS_OF_INTERMEDIATE, ALIAS_OF_OUTPUT, CONSTANT, FRESH,
                       IS_INPUT, SAME_AS_OUTPUT, ViewMutationMeta)
 from .plan import InputPlan, placeholder_tensors
 from .values import is_guarded
@@ -244,6 +244,33 @@ class CompiledArtifact:
                             raise UnsupportedInputError(_too_small(m.placeholder, target))
                         target.as_strided(whole.shape, (1,), 0).copy_(whole)
 
+    def _share_with_detached_leaves(self, out: list) -> None:
+        """``v2 = v0.detach(); v2.requires_grad_()`` with both returned: eager's v0 owns the
+        storage v2 shares. The runtime made v2 (a grad leaf, NOTE [new grad leaves]) before the
+        graph ran, so v0 is moved into v2's memory: a detached alias of the leaf that its graph
+        value is copied into (its gradient flows through that value, as in ``detached_alias``)."""
+        meta = self.meta
+        for o in meta.outputs:
+            if o.new_leaf < 0 or o.kind != ALIAS_OF_OUTPUT or o.graph_output < 0 or \
+                    meta.new_leaves[o.new_leaf][0] != "fresh":
+                continue
+            src = meta.outputs[o.source]
+            leaf, value = out[o.index], out[src.index]
+            if src.kind != FRESH or src.new_leaf >= 0 or src.poisoned or src.inference or \
+                    not isinstance(value, torch.Tensor) or value.dtype != leaf.dtype or \
+                    not _fits(leaf, src.shape, src.stride, src.offset) or \
+                    any(p.kind != SAME_AS_OUTPUT and p.source == src.index and p is not o
+                        for p in meta.outputs if p.kind in (ALIAS_OF_OUTPUT, SAME_AS_OUTPUT)):
+                continue
+            shared = leaf.detach().as_strided(src.shape, src.stride, src.offset)
+            if torch._debug_has_internal_overlap(shared) == 1:     # 1: overlaps (an expand)
+                continue
+            with torch.set_grad_enabled(torch.is_grad_enabled() and value.requires_grad):
+                shared.copy_(value)
+            for p in meta.outputs:              # ``return v0, v0``: every copy of it
+                if p.index == src.index or (p.kind == SAME_AS_OUTPUT and p.source == src.index):
+                    out[p.index] = shared
+
     def _grad_leaf(self, grad_leaves, j: int, value):
         """Grad leaf ``j`` made inside the function; a "fresh" one gets ``value``, the graph's."""
         leaf = grad_leaves[j]
@@ -257,7 +284,11 @@ class CompiledArtifact:
         out: list = [None] * len(meta.outputs)
         pending = []
         bases: dict[int, torch.Tensor] = {}      # intermediate base, laid out once per call
-        for o in meta.outputs:
+        # poisoned views first (NOTE [poisoned views] in outputs.py): each bumps its storage's
+        # version, which every view of that storage shares; a view eager made after the write
+        # (a no_grad or unbind view among them) must be made after the bump, or reading its
+        # grad_fn would raise where eager's does not
+        for o in sorted(meta.outputs, key=lambda o: not o.poisoned):
             k = o.kind
             if o.new_leaf >= 0:
                 # NOTE [new grad leaves]: a "view" leaf already shares the argument's memory; a
@@ -268,6 +299,10 @@ class CompiledArtifact:
                 if meta.new_leaves[o.new_leaf][0] == "fresh" and k in (FRESH, ALIAS_OF_INTERMEDIATE):
                     value = values[self._slot[o.graph_output]] if o.graph_output >= 0 else \
                         alias(values[self._slot[meta.intermediate_bases[o.source]]], o)
+                elif meta.new_leaves[o.new_leaf][0] == "fresh" and o.graph_output >= 0:
+                    # a detach of another output made a leaf (``v2 = v0.detach()`` ... then
+                    # ``v2.requires_grad_()``): its value is its own graph value
+                    value = values[self._slot[o.graph_output]]
                 out[o.index] = self._grad_leaf(grad_leaves, o.new_leaf, value)
             elif k == FRESH:
                 t = values[self._slot[o.graph_output]]
@@ -331,6 +366,7 @@ class CompiledArtifact:
             if len(waiting) == len(pending):
                 raise AssertionError("output aliases form a cycle")  # capture never makes one
             pending = waiting
+        self._share_with_detached_leaves(out)
         if self._inference_outputs:
             as_inference_tensors(out, self._inference_outputs)
         return out
@@ -357,6 +393,11 @@ def _as_at_call(primals, early) -> list:
     for p, shape, stride, offset in early:
         primals[p] = primals[p].detach().as_strided(shape, stride, offset)
     return primals
+
+
+def _fits(t: torch.Tensor, shape, stride, offset) -> bool:
+    last = offset + sum((n - 1) * st for n, st in zip(shape, stride) if n > 0)
+    return offset >= 0 and (last + 1) * t.element_size() <= t.untyped_storage().nbytes()
 
 
 def _restore_member_geometry(leaves: list, members, storages_at_call, value) -> None:

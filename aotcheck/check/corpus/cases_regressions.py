@@ -637,3 +637,168 @@ def fuzz_row_written_then_requires_grad_on_its_sibling_row():
         b = _randn((3, 4), 5)
         return Inputs((b[0], b[1]))
     return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "as_strided", "unbind", "alias_of_input"))
+def fuzz_as_strided_of_an_unbind_row_reaching_outside_it():
+    """``a0.unbind(0)[3].as_strided(...)`` reaching back into row 2, returned: eager's
+    AsStridedBackward0 reads the gradient back in the row's geometry, so row 2 gets none;
+    the runtime rebuilt the view with one as_strided on the argument and sent row 2 a
+    gradient (silently wrong). The recorder now keeps the geometries an as_strided was cut
+    from and the runtime cuts through them (NOTE [as_strided clips]). Found by aotcheck fuzz
+    --seed 1."""
+    def f(a0):
+        with torch.no_grad():
+            with torch.enable_grad():
+                v1 = a0.unbind(0)[3]
+        v3 = v1.as_strided((4, 4), (2, 3), 30)
+        return (v3,)
+
+    def make():
+        b0 = _randn((4, 4, 3), 23877).requires_grad_()
+        return Inputs((b0,), leaves=(b0,))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "as_strided", "inference_mode",
+                                             "non_contiguous", "alias_of_input"))
+def fuzz_inference_mode_write_through_as_strided_reaching_outside_a_strided_argument():
+    """``a0 = b0[::2]``; ``a0.as_strided((1, 2), (3, 1), 0)`` reaches b0[1], outside a0, and
+    is multiplied in place under inference_mode, then returned. The graph held a0 alone, so
+    the write to b0[1] was lost (silently wrong values); and eager regenerates the written
+    view's grad_fn from the root base b0, so b0[1] gets a gradient. The argument is now
+    planned as a synthetic base of one, its whole storage (NOTE [writes outside an
+    argument]), and the view rebuilt from its root. Found by aotcheck fuzz --seed 1."""
+    def f(a0, a2):
+        v0 = a0.as_strided((1, 2), (3, 1), 0)
+        with torch.no_grad():
+            with torch.enable_grad():
+                v1 = v0[::3]
+        v3 = a2.unsqueeze(0)
+        with torch.inference_mode():
+            v1.mul_(v3)
+        return (v0,)
+
+    def make():
+        l0 = _randn((4,), 63237).requires_grad_()
+        b1 = _randn((2,), 1357).double()
+        return Inputs((l0.clone()[::2], b1[1]), leaves=(l0,))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "as_strided", "non_contiguous",
+                                            "mutation", "alias_of_input"))
+def fuzz_grad_write_through_as_strided_reaching_outside_a_strided_argument():
+    """The grad-mode twin of the case above: ``a0.as_strided(...).mul_(w)`` writes b0[1],
+    outside a0, and autograd records it on b0; the gradient of b0[1] flows through the write."""
+    def f(a0, a2):
+        v0 = a0.as_strided((1, 2), (3, 1), 0)
+        v0.mul_(a2)
+        return (v0, a0 * 2)
+
+    def make():
+        l0 = _randn((4,), 5).requires_grad_()
+        return Inputs((l0.clone()[::2], _randn((2,), 6)[1]), leaves=(l0,))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "detach", "no_grad", "alias_of_output"))
+def fuzz_no_grad_expand_of_a_detach_of_a_returned_intermediate():
+    """``v4 = v1.detach()`` of a returned intermediate, then ``v4.expand(...)`` returned too:
+    eager's expand shares v1's storage; the engine rebuilt it from a graph value of its own
+    (the detach), so the two outputs no longer shared memory. A view without grad of an
+    alias of an earlier output is now cut from that output. Found by aotcheck fuzz --seed 1."""
+    def f(a0):
+        v0 = a0.relu()
+        v1 = a0.add(v0)
+        v3 = v1.unsqueeze(0)
+        v3.zero_()
+        v4 = v1.detach()
+        with torch.no_grad():
+            with torch.enable_grad():
+                v5 = v4.expand((2, 3, 3))
+        return (v5, v1)
+
+    def make():
+        b0 = _randn((3, 3), 139).requires_grad_()
+        return Inputs((b0,), leaves=(b0,))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "no_grad", "unbind", "split",
+                                             "alias_of_input"))
+def fuzz_no_grad_split_view_made_after_the_write_that_poisons_an_unbind_view():
+    """An unbind view of a leaf taken, the leaf written under no_grad, then a split view
+    taken under no_grad, both returned: eager's unbind view is poisoned (reading its grad_fn
+    raises), the split view, made after the write, is an ordinary leaf. The runtime made the
+    split view first and then bumped the shared version counter for the poisoned one, which
+    poisoned the split view too. Poisoned views are now made first. Found by aotcheck fuzz
+    --seed 1."""
+    def f(a0):
+        v1 = a0.reshape((1,))
+        v3 = v1.unbind(0)
+        v4 = v1.t()
+        with torch.no_grad():
+            v4[:1] = 0.5
+            v5 = v4.split(1, 0)[0]
+        return (v5, v3)
+
+    def make():
+        b0 = _randn((), 104).requires_grad_()
+        return Inputs((b0,), leaves=(b0,))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("as_strided", "mutation", "alias_of_intermediate"))
+def as_strided_of_a_row_reaching_outside_it_read_after_its_base_is_written():
+    """``v = x[3].as_strided(...)`` reaching row 2 of an intermediate, then ``x`` written and
+    ``v`` read: eager regenerates v's grad_fn as one as_strided of x, so row 2 gets a
+    gradient; autograd over functional tensors replayed the chain, the row's clip included
+    (silently wrong gradient). Such a view arms the view-replay hazard (the second way).
+    Found while checking NOTE [as_strided clips]."""
+    def f(a):
+        x = a * 2
+        v = x[3].as_strided((2, 3), (3, 1), 30)
+        x.add_(1)
+        return (v.sum(),)
+
+    def make():
+        b = _randn((4, 4, 3), 3).requires_grad_()
+        return Inputs((b,), leaves=(b,))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("as_strided", "mutation", "non_contiguous"))
+def as_strided_view_of_an_offset_argument_read_after_the_argument_is_written():
+    """``a = l[1:]`` (offset 1), ``v = a.as_strided((1, 2), (2, 1), 3)``, then ``a`` written and
+    ``v`` read: functionalization replayed the as_strided (absolute offset 3) on a's compact
+    new value, one element off (silently wrong values). A written argument with an as_strided
+    view that does not fill its storage from offset 0 is planned as its whole storage (NOTE
+    [writes outside an argument])."""
+    def f(a, w):
+        v = a.as_strided((1, 2), (2, 1), 3)
+        a.add_(w)
+        return (v.sum() + a.sum(),)
+    return f, lambda: Inputs((_randn((8,), 4)[1:], _randn((), 5)))
+
+
+@case("regressions", mode="training", tags=("fuzz", "requires_grad_", "detach", "non_contiguous"))
+def fuzz_detach_of_an_intermediate_made_a_grad_leaf_and_returned_with_it():
+    """``v2 = v0.detach()`` of an intermediate, v0 written and squeezed in place, v2 made a leaf
+    that requires grad, both returned: the runtime returned v2 as the empty tensor it made
+    before the graph ran (uninitialised memory: silently wrong values), and v0 in storage of
+    its own (eager: v0 and v2 share it). The leaf now gets its graph value, and v0 is moved
+    into the leaf's memory. Found by aotcheck fuzz --seed 32 --extensions all."""
+    def f(a0):
+        v0 = a0.sin()
+        v2 = v0.detach()
+        v0.copy_(a0)
+        v2.requires_grad_()
+        v0.squeeze_(1)
+        v4 = v2.sum()
+        return (v4, v2, v2, v0)
+
+    def make():
+        l0 = _randn((6, 2), 2419).requires_grad_()
+        return Inputs((l0.clone()[::2],), leaves=(l0,))
+    return f, make
