@@ -93,8 +93,10 @@ class MutationInfo:
     final_stride: tuple[int, ...]
     final_offset: int
     storage_bytes: int = -1         # resize the storage to this many bytes first, or -1
-    storage_source: int = -1        # set_() it onto: -2 the value, p >= 0 placeholder p's
-                                    # storage (as it was at the call), or -1
+    storage_source: int = -1        # set_() it onto: -2 the storage of storage_output, p >= 0
+                                    # placeholder p's storage (as it was at the call), or -1;
+                                    # a data write (value_output) comes first, into the old one
+    storage_output: int = -1        # storage_source -2: the candidate holding that storage
 
 
 @dataclass(frozen=True)
@@ -216,7 +218,7 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
     mutations = tuple(
         MutationInfo(f.placeholder, f.data_mutated, f.metadata_mutated, f.autograd_saw_mutation,
                      f.value_output, f.final_shape, f.final_stride, f.final_offset,
-                     f.storage_bytes, f.storage_source)
+                     f.storage_bytes, f.storage_source, f.storage_output)
         for f in facts.inputs
         if f.data_mutated or f.metadata_mutated or f.storage_bytes >= 0 or f.storage_source != -1)
     outputs = tuple(_classify(k, o) for k, o in enumerate(facts.outputs))

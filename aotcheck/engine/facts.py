@@ -27,6 +27,10 @@ class InputFacts:
                                     # value_output), p >= 0 placeholder p's storage
     requires_grad_set: bool = False  # a leaf whose requires_grad_() the function called
                                      # (NOTE [requires_grad_ on an argument])
+    storage_output: int = -1        # storage_source -2: the candidate holding all of the
+                                    # storage made inside (value_output, when data_mutated,
+                                    # is what was written to the old one: NOTE [writes before a
+                                    # storage swap] in functional_run.py)
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,16 @@ class FunctionalRun:
         # a strided non-leaf copy is written once as it is made (_nonleaf_copy): a write the
         # function did not do, so mutations count from here
         start_writes = [torch._functionalize_mutation_counter(w) if not plain else 0 for w in works]
+        # NOTE [writes before a storage swap]: an alias of each argument's storage as it is at
+        # the call, so that a write to it before set_() moved the argument elsewhere (or a write
+        # through another alias of it afterwards) is still read (made under no_grad, never
+        # written: it is only synced when the argument's storage was swapped)
+        old_storage = {}
+        with torch.no_grad():
+            for p, w in enumerate(works):
+                if plan.placeholders[p][0] == "leaf":
+                    old_storage[p] = (w.as_strided(*start_geometry[p]), self.tagger.sid(w) if plain
+                                      else torch._functionalize_mutation_counter(w))
         before = [(a.grad_fn, a.requires_grad) for a in anchors]
         member_meta = {i: geometry_of(user[i]) for i, s in enumerate(plan.sources) if s[0] == "member"}
         member_refs = {i: storage_ref(user[i]) for i in member_meta}
@@ -114,7 +124,8 @@ class FunctionalRun:
         self.saw_inplace_metadata = recorder.inplace_metadata     # read by the joint on failure
         out_leaves, out_spec = pytree.tree_flatten(result, is_leaf=lambda x: isinstance(x, torch.Size))
         if plain:
-            written = {self.tagger.sid(w) for w in works} & set(self.tagger.writes[written_from:])
+            written = ({self.tagger.sid(w) for w in works} | {o[1] for o in old_storage.values()}) \
+                & set(self.tagger.writes[written_from:])
             logged = {idx for kind, idx, *_ in recorder.log if kind == "placeholder"}
         else:
             for w in works:
@@ -141,8 +152,10 @@ class FunctionalRun:
                                               for op in recorder.log))
             storage_source = -1
             value = w
+            new_storage = None
             if swapped:
-                storage_source = _storage_swap(plan, p, w, works, start_refs, start_geometry)
+                storage_source = _storage_swap(plan, p, w, works, start_refs, start_geometry,
+                                               recorder, before)
                 if storage_source == p:
                     # back on its own storage (x.set_(x.t()), or set_ away and back): the runtime
                     # sets the final geometry, then writes the whole storage, which writes
@@ -158,12 +171,17 @@ class FunctionalRun:
                     if data:
                         value = whole_storage(w)
                 else:
-                    data = meta = False      # the runtime swaps the storage, never copies into it
+                    # the runtime swaps the storage, never copies into the new one; what the
+                    # function wrote to the old one before (``a.clamp_(); a.set_(b)``) is
+                    # written back into it first (NOTE [writes before a storage swap])
+                    meta = False
+                    data = _old_storage_written(old_storage.get(p), written if plain else None)
+                    value = old_storage[p][0] if data else None
                     if storage_source == -2:
                         # a storage made inside: the graph returns all of it, and the runtime
                         # sets the final geometry on it (``a.set_(v.select(0, 3))`` keeps
                         # offset 3)
-                        value = whole_storage(w)
+                        new_storage = whole_storage(w)
             storage_bytes = _resized_storage_bytes(nbytes[p], recorder.resizes.get(p), p)
             if storage_bytes == 0:
                 data = False        # nothing to write into a storage resized to zero bytes
@@ -175,14 +193,18 @@ class FunctionalRun:
             rg_set = anchors[p].is_leaf and before[p][0] is None and \
                 anchors[p].requires_grad != before[p][1]
             saw = (anchors[p].grad_fn, anchors[p].requires_grad) != before[p] and not rg_set
-            value_output = -1
-            if data or storage_source == -2:
+            value_output = storage_output = -1
+            if data:
                 value_output = len(candidates)
                 candidates.append(value)
+            if new_storage is not None:
+                storage_output = len(candidates)
+                candidates.append(new_storage)
             inputs.append(InputFacts(
                 p, data, meta, saw, w.requires_grad,
                 *geometry_of(w), value_output, storage_bytes=storage_bytes,
-                storage_source=storage_source, requires_grad_set=rg_set))
+                storage_source=storage_source, requires_grad_set=rg_set,
+                storage_output=storage_output))
         member_ops = {idx for kind, idx, *_ in recorder.log if kind == "leaf"}
         if member_ops and recorder.data_aftergeometry_of() and not plain:
             raise UnsupportedInputError(
@@ -238,6 +260,29 @@ def _member_swap(i: int, t: torch.Tensor, ref, start_refs, candidates: list) -> 
     return MemberFacts(i, *geometry_of(t), source, value_output)
 
 
+def _old_storage_written(old, written: set | None) -> bool:
+    """Was the storage an argument had at the call written, after set_() moved the argument
+    off it?
+
+    # NOTE [writes before a storage swap]
+    ``a.clamp_(-1, 1); a.set_(b)``: eager clamps the memory ``a`` had at the call, then moves
+    ``a``; the caller's other views of that memory (an aliased argument, the caller's own
+    base) see the clamp. Functionalization moves the wrapper to the new storage, so its
+    mutation flags are the new storage's; the write is read on an alias of the old storage
+    taken at the call. The graph returns that alias's final value (``value_output``), the
+    runtime copies it into the argument before it replays the swap, and, where the argument
+    shares storage with another one, the write makes the group a synthetic base (so the
+    other argument reads it inside the graph too).
+    """
+    if old is None:
+        return False
+    alias, counter = old
+    if written is not None:         # a plain run (storage_views.py): counter is its storage
+        return counter in written
+    torch._sync(alias)
+    return torch._functionalize_mutation_counter(alias) != counter
+
+
 def _swap_refusal(p: int | str, why: str) -> UnsupportedInputError:
     where = p if isinstance(p, str) else f"input placeholder {p}"
     return UnsupportedInputError(
@@ -268,7 +313,8 @@ def _resized_storage_bytes(before: int, after: int | None, p: int) -> int:
     return after
 
 
-def _storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, start_geometry) -> int:
+def _storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, start_geometry,
+                  recorder: MetadataRecorder, before: list) -> int:
         """Where placeholder ``p``'s storage went after ``set_()``: q >= 0 (placeholder q's
         storage at the call, p's own included), or -2 (a storage made inside the function).
 
@@ -284,17 +330,37 @@ def _storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, s
         itself: the runtime sets the final geometry on it and, if the storage was written,
         copies the graph's value of the whole storage into it, since the final geometry
         may cover less of it than the writes did. Autograd through a
-        swapped storage is not modelled, so arguments that require grad are refused.
+        swapped storage is not modelled, so arguments that require grad are refused, and so
+        are swaps onto another argument that requires grad, unless that argument was given
+        requires_grad_() only after the swap, with no write to the storage afterwards
+        (``a.set_(b); b.requires_grad_()``: eager's ``a`` requires no grad, and the runtime
+        sets ``b``'s flag before the call and replays the swap under no_grad).
         """
         if plan.placeholders[p][0] != "leaf":
             raise _swap_refusal(p, "an argument that shares storage with another argument")
         ref = storage_ref(w)
         source = next((q for q, r in enumerate(start_refs) if r == ref), -2)
-        if w.requires_grad or works[p].requires_grad or (source >= 0 and works[source].requires_grad):
+        if w.requires_grad or works[p].requires_grad or (
+                source >= 0 and works[source].requires_grad
+                and not _grad_after_swap(recorder, before, p, source, ref)):
             raise _swap_refusal(p, "and the argument (or the tensor it is set to) requires grad")
-        if source >= 0 and plan.placeholders[source][0] != "leaf":
-            raise _swap_refusal(p, "onto an argument that shares storage with another argument")
+        # onto an argument that shares storage with another one (an alias group's root or
+        # whole storage placeholder): members are as_strided views of that placeholder at
+        # their absolute offsets, so the final geometry is one on the group's storage
         return source
+
+
+def _grad_after_swap(recorder: MetadataRecorder, before: list, p: int, q: int, ref) -> bool:
+    """Did placeholder ``q`` (a leaf that required no grad at the call) come to require grad
+    by a requires_grad_() call made when placeholder ``p`` already shared its storage, with no
+    write to that storage afterwards? (NOTE [storage swaps])"""
+    if before[q] != (None, False):
+        return False
+    for who, events, refs in recorder.grad_calls:
+        if who == ("placeholder", q):
+            return refs[p] == ref and not any(
+                what == "data" and st == ref for what, st in recorder.events[events:])
+    return False
 
 
 def new_leaf_facts(tensors: list, user: list, sig: Signature, geometry: dict) -> tuple:

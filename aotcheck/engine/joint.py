@@ -75,8 +75,10 @@ def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
     fresh outputs, intermediate bases."""
     order: list[int] = []
     for m in meta.mutations:
-        if m.data or m.storage_source == -2:       # a new value, or a new storage (set_)
+        if m.data:                                  # a new value
             order.append(m.value_output)
+        if m.storage_source == -2:                  # a new storage (set_)
+            order.append(m.storage_output)
     for o in meta.outputs:
         if o.kind == FRESH or o.graph_output >= 0:
             order.append(o.graph_output)

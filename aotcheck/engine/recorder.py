@@ -70,6 +70,8 @@ class MetadataRecorder(TorchFunctionMode):
         # grad inside the function (requires_grad_(), .requires_grad = True, or a factory
         # call with requires_grad=True), in order; the argument wrappers are not among them
         self.new_leaves: list[torch.Tensor] = []
+        self.grad_calls: list[tuple] = []               # (watched kind and index, events so
+                                                        # far, storage per placeholder)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -100,6 +102,11 @@ class MetadataRecorder(TorchFunctionMode):
             # when a view's grad_fn is regenerated) while it holds the tensor's autograd lock,
             # and reading .is_leaf then would deadlock the process
             self._note_leaf(target)
+            if id(target) in self.watched and target.requires_grad:
+                # when an argument came to require grad: which storage each argument had
+                # then, and how many storage events came before (NOTE [storage swaps])
+                self.grad_calls.append((self.watched[id(target)], len(self.events),
+                                        [storage_ref(t) for t in self._watched_tensors]))
         elif kwargs.get("requires_grad"):
             for t in pytree.tree_leaves(out):
                 self._note_leaf(t)

@@ -562,3 +562,60 @@ def fuzz_argument_set_onto_an_element_of_an_intermediate():
         a0.set_(v0.select(0, 3))
         return (v0,)
     return f, lambda: Inputs((_randn((4,)),))
+
+
+@case("regressions", mode="inference", tags=("fuzz", "set_", "aliased_inputs"))
+def fuzz_argument_clamped_then_set_onto_a_reduction_of_an_overlapping_view():
+    """An argument clamped in place, then set_() onto a sum over an argument that views the
+    same storage: eager clamps the memory the argument had at the call (the other argument
+    sees it), then moves it. The runtime swapped the storage and dropped the write, silently
+    (functionalization's wrapper reports the new storage's mutations only); the old storage's
+    value is now read on an alias taken at the call and written back before the swap, and
+    the write makes the pair a synthetic base. Found by aotcheck fuzz --seed 1."""
+    def f(a1, a2):
+        a1.clamp_(-0.5, 0.5)
+        v1 = a2.sum(1, keepdim=False)
+        a1.set_(v1)
+        return ()
+
+    def make():
+        b1 = _randn((4, 2), 1608)
+        return Inputs((b1, b1[1:]))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "set_", "aliased_inputs", "metadata_mutation"))
+def fuzz_argument_set_onto_an_argument_that_shares_storage_after_t_():
+    """set_() of an argument onto one that shares storage with a third, which is t_()'d (so
+    the pair is a synthetic base): refused by name; the swap's final geometry is on the
+    group's storage at its absolute offset, which the runtime sets. Found by aotcheck fuzz
+    --seed 1."""
+    def f(a1, a2, a3):
+        a2.t_()
+        a3.set_(a1)
+        return ()
+
+    def make():
+        b1 = _randn((8, 1), 9243)
+        a1 = b1[::2]
+        return Inputs((a1, a1[1:], _randn((4, 1, 3), 436)[::2]))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "set_", "requires_grad_", "aliased_inputs"))
+def fuzz_argument_set_onto_another_that_then_gets_requires_grad_():
+    """``a2.set_(a3)``, then ``a3.requires_grad_()`` under no_grad (a3 is a1, a2 a transpose
+    of it): the swap was refused because a3 requires grad at the end; it did not when set_()
+    ran, so eager's a2 requires no grad, and the runtime replays the swap under no_grad after
+    setting a3's flag. Found by aotcheck fuzz --seed 1."""
+    def f(a1, a2, a3):
+        a2.set_(a3)
+        with torch.no_grad():
+            a3.requires_grad_()
+        return ()
+
+    def make():
+        b1 = torch.randn((3, 2, 1), dtype=torch.float64,
+                         generator=torch.Generator().manual_seed(31461))
+        return Inputs((b1, b1.transpose(-2, -1), b1))
+    return f, make
