@@ -619,3 +619,27 @@ def fuzz_argument_set_onto_another_that_then_gets_requires_grad_():
                          generator=torch.Generator().manual_seed(31461))
         return Inputs((b1, b1.transpose(-2, -1), b1))
     return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "detach", "aliased_inputs", "as_strided"))
+def fuzz_detach_of_an_as_strided_over_the_whole_storage_written_with_grad_value():
+    """``a1.as_strided(...)`` onto the whole storage (beyond a1), detached under no_grad, then
+    a slice of it assigned a value that requires grad, and returned: the runtime rebuilt the
+    output as an autograd view of the argument, whose as_strided backward over the
+    argument's geometry reached past it ('setStorage: ... out of bounds'). Eager's detach()
+    is no view; neither is the runtime's where the output reaches outside the argument.
+    Found by aotcheck fuzz --seed 1."""
+    def f(a0, a1):
+        v0 = a1.sum()
+        v1 = a1.as_strided((2, 4), (4, 1), 0)
+        with torch.no_grad():
+            v5 = v1.detach()
+        v5[:, 3] = v0
+        return (v5,)
+
+    def make():
+        l0 = torch.randn((2, 1, 2, 2), dtype=torch.float64,
+                         generator=torch.Generator().manual_seed(65535)).requires_grad_()
+        b0 = l0.clone()
+        return Inputs((b0[0], b0[1]), leaves=(l0,))
+    return f, make
