@@ -209,11 +209,14 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
         f = by_placeholder[p]
         member = src[0] == "member"
         meta_mut = f.metadata_mutated if not member else any(m.leaf == i for m in facts.members)
+        # an aliased argument given requires_grad_(): NOTE [new grad leaves]
+        made_leaf = member and ("argument", i) in {tuple(nl[:2]) for nl in facts.new_leaves}
         mutated = f.data_mutated or meta_mut
         inputs.append(InputInfo(
             i, True, spec.requires_grad, spec.is_leaf, f.data_mutated, meta_mut,
             mutated and not f.autograd_saw_mutation,
-            f.requires_grad_after if not member else spec.requires_grad or f.requires_grad_after,
+            f.requires_grad_after if not member else spec.requires_grad or f.requires_grad_after
+            or made_leaf,
             member, f.requires_grad_set and not member))
     mutations = tuple(
         MutationInfo(f.placeholder, f.data_mutated, f.metadata_mutated, f.autograd_saw_mutation,

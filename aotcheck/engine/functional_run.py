@@ -221,7 +221,8 @@ class FunctionalRun:
                 members.append(MemberFacts(i, *geometry_of(user[i])))
         self._work_ids = {id(w) for w in works}
         self.new_leaf_tensors = recorder.new_leaves
-        grad_leaves = new_leaf_facts(recorder.new_leaves, user, sig, recorder.geometry)
+        grad_leaves = new_leaf_facts(recorder.new_leaves, user, sig, recorder.geometry,
+                                     {id(user[i]): i for i in member_meta})
         outputs, intermediates, new_leaves, self.base_geometry = classify_outputs(
             out_leaves, user, candidates, sig=sig, geometry=recorder.geometry,
             eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids,
@@ -363,7 +364,8 @@ def _grad_after_swap(recorder: MetadataRecorder, before: list, p: int, q: int, r
     return False
 
 
-def new_leaf_facts(tensors: list, user: list, sig: Signature, geometry: dict) -> tuple:
+def new_leaf_facts(tensors: list, user: list, sig: Signature, geometry: dict,
+                   members: dict | None = None) -> tuple:
     """Per tensor that became a leaf requiring grad inside the function:
     ``(kind, source, shape, stride, offset, dtype)``.
 
@@ -378,7 +380,13 @@ def new_leaf_facts(tensors: list, user: list, sig: Signature, geometry: dict) ->
     and passes them to the compiled autograd.Function as extra inputs that the forward graph
     does not read: the joint graph differentiates with respect to them too, so outputs get
     eager's requires_grad and the leaves get eager's ``.grad``.
+
+    An argument that is a member of an alias group (a view of the synthetic base inside the
+    graph) given requires_grad_() is kind ``"argument"``, source its leaf index: the caller's
+    own tensor is that leaf, so the runtime sets its flag and passes it (the flag of an
+    argument that is its own placeholder is set as NOTE [requires_grad_ on an argument] says).
     """
+    members = members or {}
     storages = {}
     for i, t in enumerate(user):
         if isinstance(t, torch.Tensor):
@@ -387,7 +395,11 @@ def new_leaf_facts(tensors: list, user: list, sig: Signature, geometry: dict) ->
     for t in tensors:
         shape, stride, offset = geometry.get(id(t), geometry_of(t))
         src = storages.get(storage_ref(t), -1)
-        out.append(("view" if src >= 0 else "fresh", src, tuple(shape), tuple(stride), offset,
+        kind = "view" if src >= 0 else "fresh"
+        if id(t) in members:
+            kind, src = "argument", members[id(t)]
+            shape, stride, offset = geometry_of(t)
+        out.append((kind, src, tuple(shape), tuple(stride), offset,
                     str(t.dtype).replace("torch.", "")))
     return tuple(out)
 

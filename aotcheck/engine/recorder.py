@@ -68,7 +68,8 @@ class MetadataRecorder(TorchFunctionMode):
                                                         # inductor.resize_storage_bytes_
         # NOTE [new grad leaves] in functional_run.py: tensors that became leaves requiring
         # grad inside the function (requires_grad_(), .requires_grad = True, or a factory
-        # call with requires_grad=True), in order; the argument wrappers are not among them
+        # call with requires_grad=True), in order; the placeholders' wrappers are not among
+        # them (an alias group's members are: kind "argument")
         self.new_leaves: list[torch.Tensor] = []
         self.grad_calls: list[tuple] = []               # (watched kind and index, events so
                                                         # far, storage per placeholder)
@@ -154,7 +155,8 @@ class MetadataRecorder(TorchFunctionMode):
 
     def _note_leaf(self, t) -> None:
         if isinstance(t, torch.Tensor) and t.requires_grad and t.is_leaf \
-                and id(t) not in self.watched and all(t is not n for n in self.new_leaves):
+                and self.watched.get(id(t), ("",))[0] != "placeholder" \
+                and all(t is not n for n in self.new_leaves):
             self.new_leaves.append(t)
             self._alive.append(t)
 

@@ -369,7 +369,11 @@ def _make_grad_leaves(specs, leaves: list) -> list:
     device = next((t.device for t in leaves if isinstance(t, torch.Tensor)), torch.device("cpu"))
     out = []
     for kind, src, shape, stride, offset, dtype in specs:
-        if kind == "view":
+        if kind == "argument":
+            # an aliased argument given requires_grad_() (NOTE [new grad leaves]): the
+            # caller's own tensor
+            t = leaves[src]
+        elif kind == "view":
             # a detach() shares the argument's memory and version counter, as eager's
             # ``a.detach()`` does; a no_grad view would carry a creation mode that makes
             # autograd raise after a later write of the argument

@@ -643,3 +643,23 @@ def fuzz_detach_of_an_as_strided_over_the_whole_storage_written_with_grad_value(
         b0 = l0.clone()
         return Inputs((b0[0], b0[1]), leaves=(l0,))
     return f, make
+
+
+@case("regressions", mode="training", tags=("requires_grad_", "aliased_inputs", "input_mutation"))
+def requires_grad_on_an_argument_that_shares_storage_with_a_written_one():
+    """requires_grad_() on an argument whose storage another argument writes (the pair is a
+    synthetic base, the argument a view of it inside the graph): the flag was lost, silently
+    (outputs and the argument did not require grad). The argument is now a grad leaf made
+    inside, of kind "argument": the runtime sets the caller's flag and passes it to the
+    compiled function, which gives it its gradient. Seen with repro_05 of fuzz --seed 1
+    traced the second way."""
+    def f(a1, a2):
+        a2.mul_(2)
+        a1.requires_grad_()
+        return (a1 * 3).sum(), a1[1:]
+
+    def make():
+        b = _randn((4, 3), 1)
+        a1 = b[:3]
+        return Inputs((a1, b[1:]), leaves=(a1,))
+    return f, make
