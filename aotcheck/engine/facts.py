@@ -23,8 +23,8 @@ class InputFacts:
     value_output: int               # graph-output index of the new value, or -1
     storage_bytes: int = -1         # its storage's size after the call when the function
                                     # resized it (inductor.resize_storage_bytes_), else -1
-    storage_source: int = -1        # set_(): -1 none, -2 a fresh storage (the value in
-                                    # value_output), p >= 0 placeholder p's storage
+    storage_source: int = -1        # set_(): -1 none, -2 a fresh storage (all of it in
+                                    # storage_output), p >= 0 placeholder p's storage
     requires_grad_set: bool = False  # a leaf whose requires_grad_() the function called
                                      # (NOTE [requires_grad_ on an argument])
     storage_output: int = -1        # storage_source -2: the candidate holding all of the
