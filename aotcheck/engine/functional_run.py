@@ -80,11 +80,16 @@ class FunctionalRun:
         # the call, so that a write to it before set_() moved the argument elsewhere (or a write
         # through another alias of it afterwards) is still read (made under no_grad, never
         # written: it is only synced when the argument's storage was swapped)
+        # (functionalization replays an as_strided view on the storage's new value, which is
+        # compact: an offset would read past it; ``alias`` is replayed on it as it is. The
+        # plain run rebuilds views at their absolute geometry: as_strided)
         old_storage = {}
         with torch.no_grad():
             for p, w in enumerate(works):
                 if plan.placeholders[p][0] == "leaf":
-                    old_storage[p] = (w.as_strided(*start_geometry[p]), self.tagger.sid(w) if plain
+                    old_storage[p] = (w.as_strided(*start_geometry[p]) if plain
+                                      else torch.ops.aten.alias.default(w),
+                                      self.tagger.sid(w) if plain
                                       else torch._functionalize_mutation_counter(w))
         before = [(a.grad_fn, a.requires_grad) for a in anchors]
         member_meta = {i: geometry_of(user[i]) for i, s in enumerate(plan.sources) if s[0] == "member"}
@@ -132,6 +137,7 @@ class FunctionalRun:
                 torch._sync(w)
         candidates: list[torch.Tensor] = []
         inputs = []
+        old_bases: dict = {}        # storage an argument had before set_() moved it -> its alias
         for p, w in enumerate(works):
             if plain:
                 data = self.tagger.sid(w) in written
@@ -177,6 +183,10 @@ class FunctionalRun:
                     meta = False
                     data = _old_storage_written(old_storage.get(p), written if plain else None)
                     value = old_storage[p][0] if data else None
+                    # views of the memory it had (NOTE [writes before a storage swap]) are
+                    # rebuilt from the alias, whose eager geometry is the argument's at the call
+                    old_bases[start_refs[p]] = (old_storage[p][0], start_geometry[p])
+                    recorder.geometry[id(old_storage[p][0])] = start_geometry[p]
                     if storage_source == -2:
                         # a storage made inside: the graph returns all of it, and the runtime
                         # sets the final geometry on it (``a.set_(v.select(0, 3))`` keeps
@@ -226,7 +236,8 @@ class FunctionalRun:
         outputs, intermediates, new_leaves, self.base_geometry = classify_outputs(
             out_leaves, user, candidates, sig=sig, geometry=recorder.geometry,
             eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids,
-            plain=plain, new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)})
+            plain=plain, new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)},
+            old_bases=old_bases)
         cands = tuple((tuple(c.shape), str(c.dtype).replace("torch.", ""), c.requires_grad,
                        *self.base_geometry.get(id(c), recorder.geometry.get(id(c), geometry_of(c)))[1:])
                       for c in candidates)

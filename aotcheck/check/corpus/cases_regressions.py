@@ -663,3 +663,23 @@ def requires_grad_on_an_argument_that_shares_storage_with_a_written_one():
         a1 = b[:3]
         return Inputs((a1, b[1:]), leaves=(a1,))
     return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "set_", "alias_of_input", "non_contiguous"))
+def fuzz_view_of_a_written_argument_returned_after_set_onto_another():
+    """An argument written, a view of it taken, then the argument set_() onto another one,
+    and the view returned: the view was rebuilt from the owner of its memory, the argument,
+    which set_() had moved (a crash: 'dimensionality of sizes (1) must match ... strides
+    (2)', or reading the other argument's values). It is now rebuilt from the graph's value
+    of the memory the argument had at the call. Found by aotcheck fuzz --seed 7."""
+    def f(a1, a3):
+        a3.mul_(a1)
+        v0 = a3.permute((1, 0))
+        with torch.no_grad():
+            with torch.enable_grad():
+                a3.set_(a1)
+        return (v0,)
+
+    def make():
+        return Inputs((_randn((2, 2), 16915)[1], _randn((2, 2), 17607)[::2]))
+    return f, make
