@@ -80,17 +80,17 @@ class FunctionalRun:
         # the call, so that a write to it before set_() moved the argument elsewhere (or a write
         # through another alias of it afterwards) is still read (made under no_grad, never
         # written: it is only synced when the argument's storage was swapped)
-        # (functionalization replays an as_strided view on the storage's new value, which is
-        # compact: an offset would read past it; ``alias`` is replayed on it as it is. The
-        # plain run rebuilds views at their absolute geometry: as_strided)
+        # (a detach(): no autograd view, so nothing autograd does to the argument reaches it.
+        # Functionalization replays an as_strided view on the storage's new value, which is
+        # compact: an offset would read past it; detach is replayed on it as it is. The plain
+        # run rebuilds views at their absolute geometry: as_strided)
         old_storage = {}
-        with torch.no_grad():
-            for p, w in enumerate(works):
-                if plan.placeholders[p][0] == "leaf":
-                    old_storage[p] = (w.as_strided(*start_geometry[p]) if plain
-                                      else torch.ops.aten.alias.default(w),
-                                      self.tagger.sid(w) if plain
-                                      else torch._functionalize_mutation_counter(w))
+        for p, w in enumerate(works):
+            if plan.placeholders[p][0] == "leaf":
+                old_storage[p] = (w.detach().as_strided(*start_geometry[p]) if plain
+                                  else w.detach(),
+                                  self.tagger.sid(w) if plain
+                                  else torch._functionalize_mutation_counter(w))
         before = [(a.grad_fn, a.requires_grad) for a in anchors]
         member_meta = {i: geometry_of(user[i]) for i, s in enumerate(plan.sources) if s[0] == "member"}
         member_refs = {i: storage_ref(user[i]) for i in member_meta}
@@ -343,17 +343,21 @@ def _storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, s
         copies the graph's value of the whole storage into it, since the final geometry
         may cover less of it than the writes did. Autograd through a
         swapped storage is not modelled, so arguments that require grad are refused, and so
-        are swaps onto another argument that requires grad, unless that argument was given
-        requires_grad_() only after the swap, with no write to the storage afterwards
-        (``a.set_(b); b.requires_grad_()``: eager's ``a`` requires no grad, and the runtime
-        sets ``b``'s flag before the call and replays the swap under no_grad).
+        are swaps onto another argument that requires grad, unless the one that requires grad
+        was given requires_grad_() only after the swap, with no write to the storage
+        afterwards (``a.set_(b); b.requires_grad_()``: eager's ``a`` requires no grad;
+        ``a.set_(b); a.requires_grad_()``: a leaf over ``b``'s storage): the runtime sets the
+        flag before the call and replays the swap under no_grad.
         """
         if plan.placeholders[p][0] != "leaf":
             raise _swap_refusal(p, "an argument that shares storage with another argument")
         ref = storage_ref(w)
         source = next((q for q, r in enumerate(start_refs) if r == ref), -2)
-        if w.requires_grad or works[p].requires_grad or (
-                source >= 0 and works[source].requires_grad
+        # (an argument given requires_grad_() after the swap gets its gradient through the
+        # compiled function's input, which has its shape at the call: joint.py refuses a
+        # gradient of another shape)
+        if (w.requires_grad and not _grad_after_swap(recorder, before, p, p, ref)) or (
+                source >= 0 and source != p and works[source].requires_grad
                 and not _grad_after_swap(recorder, before, p, source, ref)):
             raise _swap_refusal(p, "and the argument (or the tensor it is set to) requires grad")
         # onto an argument that shares storage with another one (an alias group's root or

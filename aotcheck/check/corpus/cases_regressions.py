@@ -683,3 +683,36 @@ def fuzz_view_of_a_written_argument_returned_after_set_onto_another():
     def make():
         return Inputs((_randn((2, 2), 16915)[1], _randn((2, 2), 17607)[::2]))
     return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "set_", "requires_grad_"))
+def fuzz_argument_set_onto_another_then_given_requires_grad_():
+    """``a2.set_(a3)``, then ``a2.requires_grad_()``: refused because a2 requires grad at the
+    end; it did not when set_() ran, so eager's a2 is a leaf over a3's storage that requires
+    grad. The runtime sets its flag before the call and replays the swap under no_grad
+    (its shape is unchanged, so a gradient would fit the compiled function's input). Found
+    by aotcheck fuzz --seed 5."""
+    def f(a2, a3):
+        with torch.no_grad():
+            with torch.enable_grad():
+                a2.set_(a3)
+        a2.requires_grad_()
+        return ()
+
+    return f, lambda: Inputs((_randn((3,), 6276), _randn((4,), 55567)))
+
+
+@case("regressions", mode="training", tags=("set_", "requires_grad_", "input_mutation"))
+def argument_written_set_onto_another_then_given_requires_grad_and_used():
+    """An argument written, set_() onto another argument of its shape, given requires_grad_()
+    and used: the write reaches the memory it had at the call, the gradient reaches it."""
+    def f(a, b):
+        a.mul_(3)
+        a.set_(b[1:])
+        a.requires_grad_()
+        return (a * a).sum()
+
+    def make():
+        a = _randn((3,), 1)
+        return Inputs((a, _randn((4,), 2)), leaves=(a,))
+    return f, make
