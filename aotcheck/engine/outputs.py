@@ -33,6 +33,7 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
             input_storages.setdefault(storage_ref(t), []).append(i)
     out_storage, out_ids = {}, {}
     roots: dict[int, int] = {}
+    moved: dict = {}        # storage an intermediate was set_() off -> the base of its views
     intermediates: list[int] = []
     new_leaves: list[int] = []
     # Outputs that own their storage and carry autograd history go first, so that other
@@ -115,14 +116,29 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
                 on_base = False
             else:
                 root = o._base if on_base else owners[st]
-                if not on_base and storage_ref(root) != st:
-                    # its owner was moved off it by set_(): an intermediate, or an argument
-                    # whose elements at the call do not hold all of the view's
+                if not on_base and storage_ref(root) != st and id(root) not in work_ids:
+                    # its owner, an intermediate, was moved off it by set_() (``v = h.t();
+                    # h.set_(x); return v``): the first output over that memory is the base,
+                    # as its own value (a detach of it, so that it is no output itself)
+                    first = moved.get(st)
+                    if first is None:
+                        first = moved[st] = o.detach()
+                        base_geometry[id(first)] = (shape, stride, offset)
+                    elif not _holds(first, base_geometry[id(first)], (shape, stride, offset)):
+                        raise UnsupportedInputError(
+                            f"output leaf {k} is a view of an intermediate's memory taken before "
+                            "set_() moved the intermediate off it, and reaches elements that an "
+                            "earlier such output does not; aotcheck rebuilds those views from "
+                            "the first one")
+                    root = first
+                elif not on_base and storage_ref(root) != st:
+                    # its owner was moved off it by set_(): an argument whose elements at the
+                    # call do not hold all of the view's
                     raise UnsupportedInputError(
-                        f"output leaf {k} is a view of a tensor's memory taken before set_() "
-                        "moved that tensor off it (an intermediate, or an argument whose own "
-                        "elements do not hold the view's: as_strided); aotcheck rebuilds such a "
-                        "view only from an argument's memory as it was at the call")
+                        f"output leaf {k} is a view of an argument's memory taken before set_() "
+                        "moved the argument off it, and reaches memory the argument did not "
+                        "(as_strided); aotcheck rebuilds such a view from the argument's own "
+                        "elements only")
             if on_base:     # a view of a leaf made inside (v.requires_grad_(); v.reshape(1))
                 common["base_new_leaf"] = (new_leaf_ids or {}).get(id(root), -1)
             grad_value = -1

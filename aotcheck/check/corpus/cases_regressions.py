@@ -716,3 +716,22 @@ def argument_written_set_onto_another_then_given_requires_grad_and_used():
         a = _randn((3,), 1)
         return Inputs((a, _randn((4,), 2)), leaves=(a,))
     return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "set_", "alias_of_intermediate"))
+def fuzz_view_of_an_intermediate_returned_after_set_moved_the_intermediate():
+    """A view of an intermediate returned after the intermediate was set_() onto an
+    argument: the view was rebuilt from the intermediate, which now holds the argument's
+    values (silently wrong values). The first such output's own value is now the base of
+    the views of that memory. Found by aotcheck fuzz --seed 13."""
+    def f(a0, a1):
+        v0 = torch.matmul(a0, a0.mT)
+        v2 = v0.unsqueeze(0)
+        with torch.no_grad():
+            v0.set_(a1)
+        return (v2,)
+
+    def make():
+        b0 = torch.randn((2, 3, 3), generator=torch.Generator().manual_seed(139))
+        return Inputs((b0[0], b0[1]))
+    return f, make
