@@ -152,10 +152,15 @@ class FunctionalRun:
             # set_ never reaches a TorchFunctionMode, so the recorder does not log it); what
             # shows it is a new geometry of an argument with no logged metadata call: replayed
             # as a swap onto its own storage
+            # (a plain run's geometry is eager's, so there a new geometry that its logged calls
+            # do not give is one too: ``a.transpose_(0, 2); a.set_(v)``)
             swapped = swapped or (meta and plan.placeholders[p][0] == "leaf"
                                   and geometry_of(w) != start_geometry[p]
-                                  and not any(op[0] == "leaf" or op[:2] == ("placeholder", p)
-                                              for op in recorder.log))
+                                  and not any(op[0] == "leaf" for op in recorder.log)
+                                  and (not any(op[:2] == ("placeholder", p) for op in recorder.log)
+                                       or (plain and _replayed_geometry(start_geometry[p],
+                                                                        recorder.log, p)
+                                           not in (None, geometry_of(w)))))
             storage_source = -1
             value = w
             new_storage = None
@@ -270,6 +275,21 @@ def _member_swap(i: int, t: torch.Tensor, ref, start_refs, candidates: list) -> 
         value_output = len(candidates)
         candidates.append(whole_storage(t))
     return MemberFacts(i, *geometry_of(t), source, value_output)
+
+
+def _replayed_geometry(start: tuple, log: list, p: int) -> tuple | None:
+    """The geometry placeholder ``p``'s logged in-place metadata calls give, from ``start``
+    (on a meta tensor), or None when they cannot be replayed there."""
+    shape, stride, offset = start
+    n = offset + sum((sz - 1) * st for sz, st in zip(shape, stride) if sz > 0) + 1
+    try:
+        t = torch.empty(max(n, 0), device="meta").as_strided(shape, stride, offset)
+        for kind, index, method, args, kwargs, _ in log:
+            if (kind, index) == ("placeholder", p):
+                getattr(t, method)(*args, **dict(kwargs))
+    except (RuntimeError, TypeError, ValueError, IndexError):
+        return None
+    return geometry_of(t)
 
 
 def _old_storage_written(old, written: set | None) -> bool:

@@ -735,3 +735,24 @@ def fuzz_view_of_an_intermediate_returned_after_set_moved_the_intermediate():
         b0 = torch.randn((2, 3, 3), generator=torch.Generator().manual_seed(139))
         return Inputs((b0[0], b0[1]))
     return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "set_", "metadata_mutation", "aliased_inputs"))
+def fuzz_argument_transposed_in_place_then_set_onto_an_earlier_view_of_itself():
+    """An argument (passed twice) transpose_()d, then set_() onto a transpose of itself taken
+    before, then written through that view: set_() onto its own storage is told by a new
+    geometry with no logged metadata call, and there was one (transpose_), so the runtime
+    replayed transpose_ and copied the new value in the set_() geometry (a crash: 'The size
+    of tensor a (2) must match ...'). A plain run now also compares the geometry the logged
+    calls give with the final one. Found by aotcheck fuzz --seed 17."""
+    def f(a0, a1):
+        v0 = a1.transpose(0, 1)
+        a1.transpose_(0, 2)
+        a0.set_(v0)
+        v0.add_(0.5)
+        return ()
+
+    def make():
+        b0 = _randn((2, 2, 3), 10912)
+        return Inputs((b0, b0))
+    return f, make
