@@ -587,9 +587,9 @@ def fuzz_argument_clamped_then_set_onto_a_reduction_of_an_overlapping_view():
 @case("regressions", mode="inference", tags=("fuzz", "set_", "aliased_inputs", "metadata_mutation"))
 def fuzz_argument_set_onto_an_argument_that_shares_storage_after_t_():
     """set_() of an argument onto one that shares storage with a third, which is t_()'d (so
-    the pair is a synthetic base): refused by name; the swap's final geometry is on the
-    group's storage at its absolute offset, which the runtime sets. Found by aotcheck fuzz
-    --seed 1."""
+    the pair is a synthetic base): it was refused by name; the swap's final geometry is one
+    on the group's storage at its absolute offset, which the runtime now sets. Found by
+    aotcheck fuzz --seed 1."""
     def f(a1, a2, a3):
         a2.t_()
         a3.set_(a1)
