@@ -96,8 +96,10 @@ class MutationInfo:
     final_stride: tuple[int, ...]
     final_offset: int
     storage_bytes: int = -1         # resize the storage to this many bytes first, or -1
-    storage_source: int = -1        # set_() it onto: -2 the value, p >= 0 placeholder p's
-                                    # storage (as it was at the call), or -1
+    storage_source: int = -1        # set_() it onto: -2 the storage of storage_output, p >= 0
+                                    # placeholder p's storage (as it was at the call), or -1;
+                                    # a data write (value_output) comes first, into the old one
+    storage_output: int = -1        # storage_source -2: the candidate holding that storage
 
 
 @dataclass(frozen=True)
@@ -211,6 +213,8 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
         f = by_placeholder[p]
         member = src[0] == "member"
         meta_mut = f.metadata_mutated if not member else any(m.leaf == i for m in facts.members)
+        # an aliased argument given requires_grad_(): NOTE [new grad leaves]
+        made_leaf = member and ("argument", i) in {tuple(nl[:2]) for nl in facts.new_leaves}
         mutated = f.data_mutated or meta_mut
         rg_after = f.requires_grad_after if not member else spec.requires_grad or f.requires_grad_after
         for kind, leaf, op, args, *_ in facts.metadata_ops:
@@ -219,11 +223,11 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
         inputs.append(InputInfo(
             i, True, spec.requires_grad, spec.is_leaf, f.data_mutated, meta_mut,
             mutated and not f.autograd_saw_mutation,
-            rg_after, member, f.requires_grad_set and not member))
+            rg_after or made_leaf, member, f.requires_grad_set and not member))
     mutations = tuple(
         MutationInfo(f.placeholder, f.data_mutated, f.metadata_mutated, f.autograd_saw_mutation,
                      f.value_output, f.final_shape, f.final_stride, f.final_offset,
-                     f.storage_bytes, f.storage_source)
+                     f.storage_bytes, f.storage_source, f.storage_output)
         for f in facts.inputs
         if f.data_mutated or f.metadata_mutated or f.storage_bytes >= 0 or f.storage_source != -1)
     outputs = tuple(_classify(k, o) for k, o in enumerate(facts.outputs))

@@ -23,12 +23,16 @@ class InputFacts:
     value_output: int               # graph-output index of the new value, or -1
     storage_bytes: int = -1         # its storage's size after the call when the function
                                     # resized it (inductor.resize_storage_bytes_), else -1
-    storage_source: int = -1        # set_(): -1 none, -2 a fresh storage (the value in
-                                    # value_output), p >= 0 placeholder p's storage
+    storage_source: int = -1        # set_(): -1 none, -2 a fresh storage (all of it in
+                                    # storage_output), p >= 0 placeholder p's storage
     requires_grad_set: bool = False  # a leaf whose requires_grad_() the function called
                                      # (NOTE [requires_grad_ on an argument])
     writes_outside: bool = False    # a write through a view reaching storage elements the
                                     # argument does not (NOTE [writes outside an argument])
+    storage_output: int = -1        # storage_source -2: the candidate holding all of the
+                                    # storage made inside (value_output, when data_mutated,
+                                    # is what was written to the old one: NOTE [writes before a
+                                    # storage swap] in functional_run.py)
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,21 @@ class FunctionalRun:
         # a strided non-leaf copy is written once as it is made (_nonleaf_copy): a write the
         # function did not do, so mutations count from here
         start_writes = [torch._functionalize_mutation_counter(w) if not plain else 0 for w in works]
+        # NOTE [writes before a storage swap]: an alias of each argument's storage as it is at
+        # the call, so that a write to it before set_() moved the argument elsewhere (or a write
+        # through another alias of it afterwards) is still read (made under no_grad, never
+        # written: it is only synced when the argument's storage was swapped)
+        # (a detach(): no autograd view, so nothing autograd does to the argument reaches it.
+        # Functionalization replays an as_strided view on the storage's new value, which is
+        # compact: an offset would read past it; detach is replayed on it as it is. The plain
+        # run rebuilds views at their absolute geometry: as_strided)
+        old_storage = {}
+        for p, w in enumerate(works):
+            if plan.placeholders[p][0] == "leaf":
+                old_storage[p] = (w.detach().as_strided(*start_geometry[p]) if plain
+                                  else w.detach(),
+                                  self.tagger.sid(w) if plain
+                                  else torch._functionalize_mutation_counter(w))
         before = [(a.grad_fn, a.requires_grad) for a in anchors]
         member_meta = {i: geometry_of(user[i]) for i, s in enumerate(plan.sources) if s[0] == "member"}
         member_refs = {i: storage_ref(user[i]) for i in member_meta}
@@ -114,13 +129,15 @@ class FunctionalRun:
         self.saw_inplace_metadata = recorder.inplace_metadata     # read by the joint on failure
         out_leaves, out_spec = pytree.tree_flatten(result, is_leaf=lambda x: isinstance(x, torch.Size))
         if plain:
-            written = {self.tagger.sid(w) for w in works} & set(self.tagger.writes[written_from:])
+            written = ({self.tagger.sid(w) for w in works} | {o[1] for o in old_storage.values()}) \
+                & set(self.tagger.writes[written_from:])
             logged = {idx for kind, idx, *_ in recorder.log if kind == "placeholder"}
         else:
             for w in works:
                 torch._sync(w)
         candidates: list[torch.Tensor] = []
         inputs = []
+        old_bases: dict = {}        # storage an argument had before set_() moved it -> its alias
         for p, w in enumerate(works):
             if plain:
                 data = self.tagger.sid(w) in written
@@ -135,15 +152,22 @@ class FunctionalRun:
             # set_ never reaches a TorchFunctionMode, so the recorder does not log it); what
             # shows it is a new geometry of an argument with no logged metadata call: replayed
             # as a swap onto its own storage
+            # (a plain run's geometry is eager's, so there a new geometry that its logged calls
+            # do not give is one too: ``a.transpose_(0, 2); a.set_(v)``)
             swapped = swapped or (meta and plan.placeholders[p][0] == "leaf"
                                   and geometry_of(w) != start_geometry[p]
-                                  and not any((op[0] == "leaf" and op[2] != "requires_grad_")
-                                              or op[:2] == ("placeholder", p)
-                                              for op in recorder.log))
+                                  and not any(op[0] == "leaf" and op[2] != "requires_grad_"
+                                              for op in recorder.log)
+                                  and (not any(op[:2] == ("placeholder", p) for op in recorder.log)
+                                       or (plain and _replayed_geometry(start_geometry[p],
+                                                                        recorder.log, p)
+                                           not in (None, geometry_of(w)))))
             storage_source = -1
             value = w
+            new_storage = None
             if swapped:
-                storage_source = _storage_swap(plan, p, w, works, start_refs, start_geometry)
+                storage_source = _storage_swap(plan, p, w, works, start_refs, start_geometry,
+                                               recorder, before)
                 if storage_source == p:
                     # back on its own storage (x.set_(x.t()), or set_ away and back): the runtime
                     # sets the final geometry, then writes the whole storage, which writes
@@ -159,12 +183,21 @@ class FunctionalRun:
                     if data:
                         value = whole_storage(w)
                 else:
-                    data = meta = False      # the runtime swaps the storage, never copies into it
+                    # the runtime swaps the storage, never copies into the new one; what the
+                    # function wrote to the old one before (``a.clamp_(); a.set_(b)``) is
+                    # written back into it first (NOTE [writes before a storage swap])
+                    meta = False
+                    data = _old_storage_written(old_storage.get(p), written if plain else None)
+                    value = old_storage[p][0] if data else None
+                    # views of the memory it had (NOTE [writes before a storage swap]) are
+                    # rebuilt from the alias, whose eager geometry is the argument's at the call
+                    old_bases[start_refs[p]] = (old_storage[p][0], start_geometry[p])
+                    recorder.geometry[id(old_storage[p][0])] = start_geometry[p]
                     if storage_source == -2:
                         # a storage made inside: the graph returns all of it, and the runtime
                         # sets the final geometry on it (``a.set_(v.select(0, 3))`` keeps
                         # offset 3)
-                        value = whole_storage(w)
+                        new_storage = whole_storage(w)
             storage_bytes = _resized_storage_bytes(nbytes[p], recorder.resizes.get(p), p)
             if storage_bytes == 0:
                 data = False        # nothing to write into a storage resized to zero bytes
@@ -180,8 +213,8 @@ class FunctionalRun:
             rg_set = anchors[p].is_leaf and before[p][0] is None and \
                 anchors[p].requires_grad != before[p][1]
             saw = (anchors[p].grad_fn, anchors[p].requires_grad) != before[p] and not rg_set
-            value_output = -1
-            if data or storage_source == -2:
+            value_output = storage_output = -1
+            if data:
                 value_output = len(candidates)
                 candidates.append(value)
             # NOTE [writes outside an argument] in plan.py: written through a view reaching
@@ -193,11 +226,14 @@ class FunctionalRun:
                 for ref, g in recorder.writes + recorder.reaches) or (
                 not plain and not _fills_storage(placeholders[p])
                 and any(ref == start_refs[p] for ref, _ in recorder.reaches)))
+            if new_storage is not None:
+                storage_output = len(candidates)
+                candidates.append(new_storage)
             inputs.append(InputFacts(
                 p, data, meta, saw, w.requires_grad,
                 *geometry_of(w), value_output, storage_bytes=storage_bytes,
                 storage_source=storage_source, requires_grad_set=rg_set,
-                writes_outside=outside))
+                writes_outside=outside, storage_output=storage_output))
         member_ops = {idx for kind, idx, op, *_ in recorder.log
                       if kind == "leaf" and op != "requires_grad_"}
         if member_ops and recorder.data_aftergeometry_of() and not plain:
@@ -215,12 +251,13 @@ class FunctionalRun:
                 members.append(MemberFacts(i, *geometry_of(user[i])))
         self._work_ids = {id(w) for w in works}
         self.new_leaf_tensors = recorder.new_leaves
-        grad_leaves = new_leaf_facts(recorder.new_leaves, user, sig, recorder.geometry)
+        grad_leaves = new_leaf_facts(recorder.new_leaves, user, sig, recorder.geometry,
+                                     {id(user[i]): i for i in member_meta})
         outputs, intermediates, new_leaves, self.base_geometry = classify_outputs(
             out_leaves, user, candidates, sig=sig, geometry=recorder.geometry,
             eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids,
             plain=plain, new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)},
-            clips_of=recorder.clips_of)
+            clips_of=recorder.clips_of, old_bases=old_bases)
         cands = tuple((tuple(c.shape), str(c.dtype).replace("torch.", ""), c.requires_grad,
                        *self.base_geometry.get(id(c), recorder.geometry.get(id(c), geometry_of(c)))[1:])
                       for c in candidates)
@@ -300,6 +337,44 @@ def _member_swap(i: int, t: torch.Tensor, ref, start_refs, candidates: list) -> 
     return MemberFacts(i, *geometry_of(t), source, value_output)
 
 
+def _replayed_geometry(start: tuple, log: list, p: int) -> tuple | None:
+    """The geometry placeholder ``p``'s logged in-place metadata calls give, from ``start``
+    (on a meta tensor), or None when they cannot be replayed there."""
+    shape, stride, offset = start
+    n = offset + sum((sz - 1) * st for sz, st in zip(shape, stride) if sz > 0) + 1
+    try:
+        t = torch.empty(max(n, 0), device="meta").as_strided(shape, stride, offset)
+        for kind, index, method, args, kwargs, _ in log:
+            if (kind, index) == ("placeholder", p):
+                getattr(t, method)(*args, **dict(kwargs))
+    except (RuntimeError, TypeError, ValueError, IndexError):
+        return None
+    return geometry_of(t)
+
+
+def _old_storage_written(old, written: set | None) -> bool:
+    """Was the storage an argument had at the call written, after set_() moved the argument
+    off it?
+
+    # NOTE [writes before a storage swap]
+    ``a.clamp_(-1, 1); a.set_(b)``: eager clamps the memory ``a`` had at the call, then moves
+    ``a``; the caller's other views of that memory (an aliased argument, the caller's own
+    base) see the clamp. Functionalization moves the wrapper to the new storage, so its
+    mutation flags are the new storage's; the write is read on an alias of the old storage
+    taken at the call. The graph returns that alias's final value (``value_output``), the
+    runtime copies it into the argument before it replays the swap, and, where the argument
+    shares storage with another one, the write makes the group a synthetic base (so the
+    other argument reads it inside the graph too).
+    """
+    if old is None:
+        return False
+    alias, counter = old
+    if written is not None:         # a plain run (storage_views.py): counter is its storage
+        return counter in written
+    torch._sync(alias)
+    return torch._functionalize_mutation_counter(alias) != counter
+
+
 def _swap_refusal(p: int | str, why: str) -> UnsupportedInputError:
     where = p if isinstance(p, str) else f"input placeholder {p}"
     return UnsupportedInputError(
@@ -330,7 +405,8 @@ def _resized_storage_bytes(before: int, after: int | None, p: int) -> int:
     return after
 
 
-def _storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, start_geometry) -> int:
+def _storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, start_geometry,
+                  recorder: MetadataRecorder, before: list) -> int:
         """Where placeholder ``p``'s storage went after ``set_()``: q >= 0 (placeholder q's
         storage at the call, p's own included), or -2 (a storage made inside the function).
 
@@ -346,20 +422,45 @@ def _storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, s
         itself: the runtime sets the final geometry on it and, if the storage was written,
         copies the graph's value of the whole storage into it, since the final geometry
         may cover less of it than the writes did. Autograd through a
-        swapped storage is not modelled, so arguments that require grad are refused.
+        swapped storage is not modelled, so arguments that require grad are refused, and so
+        are swaps onto another argument that requires grad, unless the one that requires grad
+        was given requires_grad_() only after the swap, with no write to the storage
+        afterwards (``a.set_(b); b.requires_grad_()``: eager's ``a`` requires no grad;
+        ``a.set_(b); a.requires_grad_()``: a leaf over ``b``'s storage): the runtime sets the
+        flag before the call and replays the swap under no_grad.
         """
         if plan.placeholders[p][0] != "leaf":
             raise _swap_refusal(p, "an argument that shares storage with another argument")
         ref = storage_ref(w)
         source = next((q for q, r in enumerate(start_refs) if r == ref), -2)
-        if w.requires_grad or works[p].requires_grad or (source >= 0 and works[source].requires_grad):
+        # (an argument given requires_grad_() after the swap gets its gradient through the
+        # compiled function's input, which has its shape at the call: joint.py refuses a
+        # gradient of another shape)
+        if (w.requires_grad and not _grad_after_swap(recorder, before, p, p, ref)) or (
+                source >= 0 and source != p and works[source].requires_grad
+                and not _grad_after_swap(recorder, before, p, source, ref)):
             raise _swap_refusal(p, "and the argument (or the tensor it is set to) requires grad")
-        if source >= 0 and plan.placeholders[source][0] != "leaf":
-            raise _swap_refusal(p, "onto an argument that shares storage with another argument")
+        # onto an argument that shares storage with another one (an alias group's root or
+        # whole storage placeholder): members are as_strided views of that placeholder at
+        # their absolute offsets, so the final geometry is one on the group's storage
         return source
 
 
-def new_leaf_facts(tensors: list, user: list, sig: Signature, geometry: dict) -> tuple:
+def _grad_after_swap(recorder: MetadataRecorder, before: list, p: int, q: int, ref) -> bool:
+    """Did placeholder ``q`` (a leaf that required no grad at the call) come to require grad
+    by a requires_grad_() call made when placeholder ``p`` already shared its storage, with no
+    write to that storage afterwards? (NOTE [storage swaps])"""
+    if before[q] != (None, False):
+        return False
+    for who, events, refs in recorder.grad_calls:
+        if who == ("placeholder", q):
+            return refs[p] == ref and not any(
+                what == "data" and st == ref for what, st in recorder.events[events:])
+    return False
+
+
+def new_leaf_facts(tensors: list, user: list, sig: Signature, geometry: dict,
+                   members: dict | None = None) -> tuple:
     """Per tensor that became a leaf requiring grad inside the function:
     ``(kind, source, shape, stride, offset, dtype)``.
 
@@ -374,7 +475,13 @@ def new_leaf_facts(tensors: list, user: list, sig: Signature, geometry: dict) ->
     and passes them to the compiled autograd.Function as extra inputs that the forward graph
     does not read: the joint graph differentiates with respect to them too, so outputs get
     eager's requires_grad and the leaves get eager's ``.grad``.
+
+    An argument that is a member of an alias group (a view of the synthetic base inside the
+    graph) given requires_grad_() is kind ``"argument"``, source its leaf index: the caller's
+    own tensor is that leaf, so the runtime sets its flag and passes it (the flag of an
+    argument that is its own placeholder is set as NOTE [requires_grad_ on an argument] says).
     """
+    members = members or {}
     storages = {}
     for i, t in enumerate(user):
         if isinstance(t, torch.Tensor):
@@ -383,7 +490,11 @@ def new_leaf_facts(tensors: list, user: list, sig: Signature, geometry: dict) ->
     for t in tensors:
         shape, stride, offset = geometry.get(id(t), geometry_of(t))
         src = storages.get(storage_ref(t), -1)
-        out.append(("view" if src >= 0 else "fresh", src, tuple(shape), tuple(stride), offset,
+        kind = "view" if src >= 0 else "fresh"
+        if id(t) in members:
+            kind, src = "argument", members[id(t)]
+            shape, stride, offset = geometry_of(t)
+        out.append((kind, src, tuple(shape), tuple(stride), offset,
                     str(t.dtype).replace("torch.", "")))
     return tuple(out)
 

@@ -30,7 +30,7 @@ from .capture import Captured
 from .functional import from_fun, geometry_of, to_fun, trace_functional, trace_grad_mode
 from .functional_run import FunctionalRun
 from .rng import watch_generators
-from ..errors import TraceError
+from ..errors import TraceError, UnsupportedInputError
 from .signature import Signature
 
 
@@ -76,8 +76,10 @@ def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
     fresh outputs, intermediate bases."""
     order: list[int] = []
     for m in meta.mutations:
-        if m.data or m.storage_source == -2:       # a new value, or a new storage (set_)
+        if m.data:                                  # a new value
             order.append(m.value_output)
+        if m.storage_source == -2:                  # a new storage (set_)
+            order.append(m.storage_output)
     for o in meta.outputs:
         if o.kind == FRESH or o.graph_output >= 0:
             order.append(o.graph_output)
@@ -151,6 +153,7 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
             if run.saw_inplace_metadata and "modified by an inplace operation" not in str(e):
                 raise ViewReplayError(str(e).split("\n")[0]) from None
             raise
+        _check_swapped_grads(captured, grad_inputs, grads, primals)
         bw_values = []
         found.clear()
         for p, w in enumerate(works):
@@ -234,6 +237,7 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
                 raise
             box["backward_error"] = _missing_derivative(e)
             grads = [None] * len(targets)
+        _check_swapped_grads(captured, grad_inputs, grads, primals)
         written = set(run.tagger.writes[written_from:])
         bw_values = []
         found.clear()
@@ -252,6 +256,22 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
         gm = functionalize_plain(plain_gm, examples)
     return Joint(gm, n, fw, diff, grad_inputs, tuple(found), tuple(reach),
                  box.get("backward_error", ""))
+
+
+def _check_swapped_grads(captured: Captured, grad_inputs: tuple, grads, primals: list) -> None:
+    """An argument set_() onto another storage and then given requires_grad_() (NOTE
+    [storage swaps] in functional_run.py) gets its gradient through the compiled function's
+    input, which has the argument's shape at the call; a gradient of its new shape cannot
+    pass there."""
+    swapped = {f.placeholder for f in captured.facts.inputs if f.storage_source != -1}
+    for p, g in zip(grad_inputs, grads):
+        if p in swapped and p < len(primals) and g is not None and \
+                tuple(g.shape) != tuple(primals[p].shape):     # the caller's, at the call
+            raise UnsupportedInputError(
+                f"the function calls set_() on input placeholder {p}, which changes its shape, "
+                "then requires_grad_() on it, and an output's gradient reaches it; aotcheck "
+                "passes that gradient through the compiled function's input, which keeps the "
+                "argument's shape at the call")
 
 
 def _reach(outs: list, diff: tuple, targets: list) -> list[tuple]:

@@ -20,7 +20,7 @@ from .signature import Signature
 
 def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Signature, geometry: dict,
                      eager_geometry, owners: dict, work_ids: set, new_leaf_ids: dict | None = None,
-                     plain: bool = False, clips_of=None):
+                     plain: bool = False, clips_of=None, old_bases: dict | None = None):
     """Classify each returned leaf (fresh, an input, a view of an input, of an intermediate,
     of another output, ...) and append to ``candidates`` every graph value a later stage
     needs. Returns (output facts, intermediate-base candidate indices, new-leaf outputs,
@@ -33,6 +33,7 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
             input_storages.setdefault(storage_ref(t), []).append(i)
     out_storage, out_ids = {}, {}
     roots: dict[int, int] = {}
+    moved: dict = {}        # storage an intermediate was set_() off -> the base of its views
     intermediates: list[int] = []
     new_leaves: list[int] = []
     # Outputs that own their storage and carry autograd history go first, so that other
@@ -106,13 +107,45 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
         elif id(o) in roots:
             # the base of earlier view outputs, returned itself: it is the fresh one
             outputs[k] = (OutputFacts(True, graph_output=intermediates[roots[id(o)]], **common))
-        elif (o._base is not None and storage_ref(o._base) == st) or owners.get(st, o) is not o:
+        elif (o._base is not None and storage_ref(o._base) == st) or owners.get(st, o) is not o \
+                or _old_base(old_bases, st, (shape, stride, offset)) is not None:
             # a view of an intermediate, or a detach() of one (no autograd view, but the
             # same storage): rebuilt from the tensor that owns the storage. A detached one
             # that an in-place op gave a grad_fn gets its gradient from its own value. A view
             # that set_() moved onto another storage is rebuilt from that storage's owner.
+            # A view of an argument's memory taken before set_() moved the argument off it
+            # (``v = a.t(); a.set_(b); return v``) is rebuilt from the graph's value of that
+            # memory (the alias functional_run takes at the call), as an intermediate: the
+            # argument (its owner) no longer holds it.
             on_base = o._base is not None and storage_ref(o._base) == st
-            root = o._base if on_base else owners[st]
+            root = _old_base(old_bases, st, (shape, stride, offset))
+            if root is not None:
+                on_base = False
+            else:
+                root = o._base if on_base else owners[st]
+                if not on_base and storage_ref(root) != st and id(root) not in work_ids:
+                    # its owner, an intermediate, was moved off it by set_() (``v = h.t();
+                    # h.set_(x); return v``): the first output over that memory is the base,
+                    # as its own value (a detach of it, so that it is no output itself)
+                    first = moved.get(st)
+                    if first is None:
+                        first = moved[st] = o.detach()
+                        base_geometry[id(first)] = (shape, stride, offset)
+                    elif not _holds(first, base_geometry[id(first)], (shape, stride, offset)):
+                        raise UnsupportedInputError(
+                            f"output leaf {k} is a view of an intermediate's memory taken before "
+                            "set_() moved the intermediate off it, and reaches elements that an "
+                            "earlier such output does not; aotcheck rebuilds those views from "
+                            "the first one")
+                    root = first
+                elif not on_base and storage_ref(root) != st:
+                    # its owner was moved off it by set_(): an argument whose elements at the
+                    # call do not hold all of the view's
+                    raise UnsupportedInputError(
+                        f"output leaf {k} is a view of an argument's memory taken before set_() "
+                        "moved the argument off it, and reaches memory the argument did not "
+                        "(as_strided); aotcheck rebuilds such a view from the argument's own "
+                        "elements only")
             if on_base:     # a view of a leaf made inside (v.requires_grad_(); v.reshape(1))
                 common["base_new_leaf"] = (new_leaf_ids or {}).get(id(root), -1)
             grad_value = -1
@@ -157,6 +190,23 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
             if id(root) in out_ids:
                 outputs[k] = replace(f, base_intermediate=-1, base_output=out_ids[id(root)])
     return outputs, intermediates, new_leaves, base_geometry
+
+
+def _old_base(old_bases: dict | None, st, geometry: tuple):
+    """The alias of the memory an argument had before set_() moved it (storage ``st``), if
+    that memory holds all of ``geometry``'s elements; else None."""
+    old = (old_bases or {}).get(st)
+    return old[0] if old is not None and _holds(old[0], old[1], geometry) else None
+
+
+def _holds(t: torch.Tensor, at_call: tuple, geometry: tuple) -> bool:
+    """Does ``t``'s memory, at the geometry ``at_call`` it had at the call, hold every element
+    of ``geometry``'s?"""
+    shape, stride, offset = geometry
+    numel = t.untyped_storage().nbytes() // max(t.element_size(), 1)
+    inner = _footprint(*at_call, numel)
+    out = _footprint(shape, stride, offset, numel)
+    return inner is not None and out is not None and out <= inner
 
 
 def _alias_source(sig: Signature, candidates: list[int], geometry: tuple, dtype, requires_grad) -> int:

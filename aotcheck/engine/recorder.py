@@ -68,7 +68,8 @@ class MetadataRecorder(TorchFunctionMode):
                                                         # inductor.resize_storage_bytes_
         # NOTE [new grad leaves] in functional_run.py: tensors that became leaves requiring
         # grad inside the function (requires_grad_(), .requires_grad = True, or a factory
-        # call with requires_grad=True), in order; the argument wrappers are not among them
+        # call with requires_grad=True), in order; the placeholders' wrappers are not among
+        # them (an alias group's members are: kind "argument")
         self.new_leaves: list[torch.Tensor] = []
         # NOTE [as_strided clips]: per view (by id), its autograd version when made, and the
         # geometries of the tensors that an as_strided on its chain reached outside of
@@ -76,6 +77,8 @@ class MetadataRecorder(TorchFunctionMode):
         self.clips: dict[int, tuple] = {}
         self.writes: list[tuple] = []                   # (storage, geometry) per data write
         self.reaches: list[tuple] = []                  # (storage, geometry) per as_strided view
+        self.grad_calls: list[tuple] = []               # (watched kind and index, events so
+                                                        # far, storage per placeholder)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -119,6 +122,11 @@ class MetadataRecorder(TorchFunctionMode):
             # when a view's grad_fn is regenerated) while it holds the tensor's autograd lock,
             # and reading .is_leaf then would deadlock the process
             self._note_leaf(target)
+            if id(target) in self.watched and target.requires_grad:
+                # when an argument came to require grad: which storage each argument had
+                # then, and how many storage events came before (NOTE [storage swaps])
+                self.grad_calls.append((self.watched[id(target)], len(self.events),
+                                        [storage_ref(t) for t in self._watched_tensors]))
         elif kwargs.get("requires_grad"):
             for t in pytree.tree_leaves(out):
                 self._note_leaf(t)
@@ -213,7 +221,8 @@ class MetadataRecorder(TorchFunctionMode):
 
     def _note_leaf(self, t) -> None:
         if isinstance(t, torch.Tensor) and t.requires_grad and t.is_leaf \
-                and id(t) not in self.watched and all(t is not n for n in self.new_leaves):
+                and self.watched.get(id(t), ("",))[0] != "placeholder" \
+                and all(t is not n for n in self.new_leaves):
             self.new_leaves.append(t)
             self._alive.append(t)
 

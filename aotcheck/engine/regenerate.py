@@ -16,6 +16,8 @@ import contextlib
 
 import torch
 
+from .signature import storage_extent
+
 
 def reinterpret(base: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """The whole storage of ``base`` as a flat tensor of ``dtype`` (for outputs such as
@@ -83,6 +85,12 @@ def detached_alias(base: torch.Tensor, o, value: torch.Tensor) -> torch.Tensor:
     root = view
     if (tuple(view.shape), view.stride(), view.storage_offset()) != (o.shape, o.stride, o.offset):
         view = view.as_strided(o.shape, o.stride, o.offset)
+        if not _within(view, root):
+            # it reaches memory the argument does not (``a.as_strided(...)`` onto the rest of
+            # its storage, then detach()): autograd's as_strided backward over the argument's
+            # geometry would reach outside it ("setStorage: ... out of bounds"), so, as eager's
+            # detach() is, it is no autograd view of the argument
+            view = view.detach()
     if value.requires_grad and torch.is_grad_enabled():
         if torch._debug_has_internal_overlap(view) == 1:      # 1: overlaps, as copy_ checks
             # an expand of the alias (stride 0): copy_ cannot write it, so the gradient path
@@ -90,6 +98,15 @@ def detached_alias(base: torch.Tensor, o, value: torch.Tensor) -> torch.Tensor:
             return _CustomFunctionView.apply(root, value, o.shape, o.stride, o.offset)
         view.copy_(value)
     return view
+
+
+def _within(view: torch.Tensor, root: torch.Tensor) -> bool:
+    """Does ``view`` reach only storage elements within ``root``'s first-to-last extent?"""
+    if view.numel() == 0:
+        return True
+    lo, hi = storage_extent(view)
+    root_lo, root_hi = storage_extent(root)
+    return root.numel() > 0 and root_lo <= lo and hi <= root_hi
 
 
 def addressing(shape, stride) -> tuple:

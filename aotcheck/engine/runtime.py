@@ -232,13 +232,14 @@ class CompiledArtifact:
                 for m in swaps:
                     if m.storage_source == -2:   # the whole of a storage made inside
                         primals[m.placeholder].set_(
-                            values[self._slot[m.value_output]].untyped_storage(),
+                            values[self._slot[m.storage_output]].untyped_storage(),
                             m.final_offset, m.final_shape, m.final_stride)
                         continue
                     target = primals[m.placeholder]
                     target.set_(storages[m.storage_source], m.final_offset, m.final_shape,
                                 m.final_stride)
-                    if m.data:           # its own storage, written: the whole of it comes back
+                    if m.data and m.storage_source == m.placeholder:
+                        # its own storage, written: the whole of it comes back
                         whole = values[self._slot[m.value_output]]
                         if whole.numel() * whole.element_size() > target.untyped_storage().nbytes():
                             raise UnsupportedInputError(_too_small(m.placeholder, target))
@@ -461,7 +462,11 @@ def _make_grad_leaves(specs, leaves: list) -> list:
     device = next((t.device for t in leaves if isinstance(t, torch.Tensor)), torch.device("cpu"))
     out = []
     for kind, src, shape, stride, offset, dtype in specs:
-        if kind == "view":
+        if kind == "argument":
+            # an aliased argument given requires_grad_() (NOTE [new grad leaves]): the
+            # caller's own tensor
+            t = leaves[src]
+        elif kind == "view":
             # a detach() shares the argument's memory and version counter, as eager's
             # ``a.detach()`` does; a no_grad view would carry a creation mode that makes
             # autograd raise after a later write of the argument

@@ -802,3 +802,177 @@ def fuzz_detach_of_an_intermediate_made_a_grad_leaf_and_returned_with_it():
         l0 = _randn((6, 2), 2419).requires_grad_()
         return Inputs((l0.clone()[::2],), leaves=(l0,))
     return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "set_", "aliased_inputs"))
+def fuzz_argument_clamped_then_set_onto_a_reduction_of_an_overlapping_view():
+    """An argument clamped in place, then set_() onto a sum over an argument that views the
+    same storage: eager clamps the memory the argument had at the call (the other argument
+    sees it), then moves it. The runtime swapped the storage and dropped the write, silently
+    (functionalization's wrapper reports the new storage's mutations only); the old storage's
+    value is now read on an alias taken at the call and written back before the swap, and
+    the write makes the pair a synthetic base. Found by aotcheck fuzz --seed 1."""
+    def f(a1, a2):
+        a1.clamp_(-0.5, 0.5)
+        v1 = a2.sum(1, keepdim=False)
+        a1.set_(v1)
+        return ()
+
+    def make():
+        b1 = _randn((4, 2), 1608)
+        return Inputs((b1, b1[1:]))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "set_", "aliased_inputs", "metadata_mutation"))
+def fuzz_argument_set_onto_an_argument_that_shares_storage_after_t_():
+    """set_() of an argument onto one that shares storage with a third, which is t_()'d (so
+    the pair is a synthetic base): it was refused by name; the swap's final geometry is one
+    on the group's storage at its absolute offset, which the runtime now sets. Found by
+    aotcheck fuzz --seed 1."""
+    def f(a1, a2, a3):
+        a2.t_()
+        a3.set_(a1)
+        return ()
+
+    def make():
+        b1 = _randn((8, 1), 9243)
+        a1 = b1[::2]
+        return Inputs((a1, a1[1:], _randn((4, 1, 3), 436)[::2]))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "set_", "requires_grad_", "aliased_inputs"))
+def fuzz_argument_set_onto_another_that_then_gets_requires_grad_():
+    """``a2.set_(a3)``, then ``a3.requires_grad_()`` under no_grad (a3 is a1, a2 a transpose
+    of it): the swap was refused because a3 requires grad at the end; it did not when set_()
+    ran, so eager's a2 requires no grad, and the runtime replays the swap under no_grad after
+    setting a3's flag. Found by aotcheck fuzz --seed 1."""
+    def f(a1, a2, a3):
+        a2.set_(a3)
+        with torch.no_grad():
+            a3.requires_grad_()
+        return ()
+
+    def make():
+        b1 = torch.randn((3, 2, 1), dtype=torch.float64,
+                         generator=torch.Generator().manual_seed(31461))
+        return Inputs((b1, b1.transpose(-2, -1), b1))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "detach", "aliased_inputs", "as_strided"))
+def fuzz_detach_of_an_as_strided_over_the_whole_storage_written_with_grad_value():
+    """``a1.as_strided(...)`` onto the whole storage (beyond a1), detached under no_grad, then
+    a slice of it assigned a value that requires grad, and returned: the runtime rebuilt the
+    output as an autograd view of the argument, whose as_strided backward over the
+    argument's geometry reached past it ('setStorage: ... out of bounds'). Eager's detach()
+    is no view; neither is the runtime's where the output reaches outside the argument.
+    Found by aotcheck fuzz --seed 1."""
+    def f(a0, a1):
+        v0 = a1.sum()
+        v1 = a1.as_strided((2, 4), (4, 1), 0)
+        with torch.no_grad():
+            v5 = v1.detach()
+        v5[:, 3] = v0
+        return (v5,)
+
+    def make():
+        l0 = torch.randn((2, 1, 2, 2), dtype=torch.float64,
+                         generator=torch.Generator().manual_seed(65535)).requires_grad_()
+        b0 = l0.clone()
+        return Inputs((b0[0], b0[1]), leaves=(l0,))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "set_", "alias_of_input", "non_contiguous"))
+def fuzz_view_of_a_written_argument_returned_after_set_onto_another():
+    """An argument written, a view of it taken, then the argument set_() onto another one,
+    and the view returned: the view was rebuilt from the owner of its memory, the argument,
+    which set_() had moved (a crash: 'dimensionality of sizes (1) must match ... strides
+    (2)', or reading the other argument's values). It is now rebuilt from the graph's value
+    of the memory the argument had at the call. Found by aotcheck fuzz --seed 7."""
+    def f(a1, a3):
+        a3.mul_(a1)
+        v0 = a3.permute((1, 0))
+        with torch.no_grad():
+            with torch.enable_grad():
+                a3.set_(a1)
+        return (v0,)
+
+    def make():
+        return Inputs((_randn((2, 2), 16915)[1], _randn((2, 2), 17607)[::2]))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "set_", "requires_grad_"))
+def fuzz_argument_set_onto_another_then_given_requires_grad_():
+    """``a2.set_(a3)``, then ``a2.requires_grad_()``: refused because a2 requires grad at the
+    end; it did not when set_() ran, so eager's a2 is a leaf over a3's storage that requires
+    grad. The runtime sets its flag before the call and replays the swap under no_grad
+    (its shape is unchanged, so a gradient would fit the compiled function's input). Found
+    by aotcheck fuzz --seed 5."""
+    def f(a2, a3):
+        with torch.no_grad():
+            with torch.enable_grad():
+                a2.set_(a3)
+        a2.requires_grad_()
+        return ()
+
+    return f, lambda: Inputs((_randn((3,), 6276), _randn((4,), 55567)))
+
+
+@case("regressions", mode="training", tags=("set_", "requires_grad_", "input_mutation"))
+def argument_written_set_onto_another_then_given_requires_grad_and_used():
+    """An argument written, set_() onto another argument of its shape, given requires_grad_()
+    and used: the write reaches the memory it had at the call, the gradient reaches it."""
+    def f(a, b):
+        a.mul_(3)
+        a.set_(b[1:])
+        a.requires_grad_()
+        return (a * a).sum()
+
+    def make():
+        a = _randn((3,), 1)
+        return Inputs((a, _randn((4,), 2)), leaves=(a,))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "set_", "alias_of_intermediate"))
+def fuzz_view_of_an_intermediate_returned_after_set_moved_the_intermediate():
+    """A view of an intermediate returned after the intermediate was set_() onto an
+    argument: the view was rebuilt from the intermediate, which now holds the argument's
+    values (silently wrong values). The first such output's own value is now the base of
+    the views of that memory. Found by aotcheck fuzz --seed 13."""
+    def f(a0, a1):
+        v0 = torch.matmul(a0, a0.mT)
+        v2 = v0.unsqueeze(0)
+        with torch.no_grad():
+            v0.set_(a1)
+        return (v2,)
+
+    def make():
+        b0 = torch.randn((2, 3, 3), generator=torch.Generator().manual_seed(139))
+        return Inputs((b0[0], b0[1]))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "set_", "metadata_mutation", "aliased_inputs"))
+def fuzz_argument_transposed_in_place_then_set_onto_an_earlier_view_of_itself():
+    """An argument (passed twice) transpose_()d, then set_() onto a transpose of itself taken
+    before, then written through that view: set_() onto its own storage is told by a new
+    geometry with no logged metadata call, and there was one (transpose_), so the runtime
+    replayed transpose_ and copied the new value in the set_() geometry (a crash: 'The size
+    of tensor a (2) must match ...'). A plain run now also compares the geometry the logged
+    calls give with the final one. Found by aotcheck fuzz --seed 17."""
+    def f(a0, a1):
+        v0 = a1.transpose(0, 1)
+        a1.transpose_(0, 2)
+        a0.set_(v0)
+        v0.add_(0.5)
+        return ()
+
+    def make():
+        b0 = _randn((2, 2, 3), 10912)
+        return Inputs((b0, b0))
+    return f, make
