@@ -340,10 +340,22 @@ def _compile(owner, plain, tensors: list, grad: bool):
     from torch.fx.experimental.proxy_tensor import make_fx
 
     from .api import AotFunction
-    from .engine.functional import guard_trace
+    from .engine.functional import TraceGuard, compiling, guard_trace
+    from .engine.rng import DrawLikeEager, GlobalGeneratorGuard, fresh_generators
+
+    def traced(*ts):
+        with TraceGuard(), DrawLikeEager():
+            return plain(*ts)
     fakes = [t.detach() for t in tensors]
-    with torch.enable_grad() if grad else torch.no_grad():
-        gm = guard_trace(lambda: make_fx(plain, tracing_mode="fake")(*fakes))
+    # NOTE [subclass random draws]: the outer trace watches the generators as the plain
+    # engine's does (engine/rng.py): seeding the default generator inside the function becomes
+    # an aotcheck op of this graph (not a real seeding at trace time), and a torch.Generator
+    # made inside is reset before its first draw on every call (eager makes it anew), which
+    # also lets the cache store the graph
+    with torch.enable_grad() if grad else torch.no_grad(), compiling(), \
+            GlobalGeneratorGuard() as generators:
+        gm = guard_trace(lambda: make_fx(traced, tracing_mode="fake")(*fakes))
+    fresh_generators(gm, generators)
     random = any(torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ())
                  for n in gm.graph.nodes if n.op == "call_function")
     if grad and random and any(t.device.type != "cpu" for t in tensors):

@@ -281,3 +281,18 @@ def twotensor_view_made_under_no_grad_returned():
         base = two(1, 1, requires_grad=True)
         return Inputs((base.clone(),), leaves=(base,))
     return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("rng",))
+def twotensor_beside_a_generator_made_inside_and_a_seeding():
+    # a torch.Generator made and seeded inside is reset before its first draw on every call
+    # (eager makes it anew), and torch.manual_seed inside is a graph op, not a seeding done
+    # once at trace time; the cache stores the graph (fuzz seed 7)
+    def f(x, y):
+        v = torch.rand(y.shape, generator=torch.Generator().manual_seed(2))
+        torch.manual_seed(3)
+        return x * v + torch.rand_like(y), v
+    def make():
+        x = two(4, requires_grad=True)
+        return Inputs((x, rand(4)), leaves=(x,))
+    return f, seeded(make)
