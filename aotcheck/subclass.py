@@ -537,8 +537,16 @@ class _Outer(torch.autograd.Function):
         # draws then equal the forward's) and puts the generator back afterwards: eager's
         # backward draws nothing.
         ctx.rng = torch.get_rng_state() if compiled.fn.random else None
-        flat_out = list(compiled(*[t.detach() for t in tensors]))
+        dets = [t.detach() for t in tensors]
+        flat_out = list(compiled(*dets))
         after = _versions(tensors)
+        # the graph ran on detached aliases: a write reaches the argument through the shared
+        # storage, but a set_() onto another storage moves only the alias; move the argument too
+        # (its outer shape follows with the facts' "moved")
+        with torch.no_grad():
+            for t, d in zip(tensors, dets):
+                if storage_ref(d) != storage_ref(t):
+                    t.set_(d)
         moved = box["facts"]["moved"]
         # NOTE [subclass non-leaf writes]: an argument written in grad mode (in data or in
         # shape; one that required grad and was no leaf, or one that did not and was given a

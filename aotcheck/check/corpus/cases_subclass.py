@@ -296,3 +296,18 @@ def twotensor_beside_a_generator_made_inside_and_a_seeding():
         x = two(4, requires_grad=True)
         return Inputs((x, rand(4)), leaves=(x,))
     return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("mixed", "mutation"))
+def plain_row_set_to_an_intermediate_beside_a_twotensor():
+    # set_() moves the argument onto a new storage: a later write of the row it shared a base
+    # with must not show through it (the graph runs on detached aliases; fuzz seed 7)
+    def f(a0, a1, x):
+        v = a0.mean(1, keepdim=True)
+        a1.set_(v)
+        a0.mul_(2)
+        return (x * 2,)
+    def make():
+        base, x = rand(2, 4, 1), two(3, requires_grad=True)
+        return Inputs((base[0], base[1], x), leaves=(x,))
+    return f, seeded(make)
