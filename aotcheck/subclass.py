@@ -29,7 +29,8 @@ NOTE [subclass limits]: ctx must be plain data (None, bool, int, float, str, tup
 str-keyed dicts, torch.dtype) and the class importable by module and qualified name. Refused
 by name: a call that returns a leaf it made with ``requires_grad_()`` together with an output
 computed from it, ``requires_grad_()`` on an argument while an output requires grad, and
-random draws with grad on a non-CPU device. Anything else raises a named error, never a
+random draws with grad on a non-CPU device, and arguments that share a storage, are written, and
+require grad without being views of one dense base (NOTE [subclass alias groups]). Anything else raises a named error, never a
 wrong result. Eager's outer-level semantics (outputs that are arguments or views of them,
 writes, reshapes) follow NOTE [outer-level facts] and NOTE [subclass non-leaf writes].
 """
@@ -172,11 +173,13 @@ class _Alias(torch.autograd.Function):
 
 
 def _rebuild_args(meta: str, descs: list, values: list, ts, requires: list | None = None,
-                  nonleaf=None):
+                  nonleaf=None, member=None):
     """(args, kwargs, outer tensors, grad leaves) from plain inner tensors; with ``requires``
     (per outer tensor), the outer tensors that require grad are made autograd leaves, and
     ``nonleaf(i, leaf)`` gives what the function sees for outer tensor ``i`` if it was a
-    non-leaf."""
+    non-leaf; ``member(i, t)``, when it returns a tensor, gives what the function sees for
+    outer tensor ``i`` instead (a member of an alias group, NOTE [subclass alias groups]), with
+    no grad leaf of its own."""
     it_t, it_v = iter(ts), iter(values)
     leaves, outer, grad_leaves = [], [], []
     same = json.loads(meta)["same"]
@@ -190,6 +193,8 @@ def _rebuild_args(meta: str, descs: list, values: list, ts, requires: list | Non
             t = outer[same[len(outer)]]
             if r:
                 grad_leaves.append(None)
+        elif member is not None and (m := member(len(outer), t)) is not None:
+            t = m
         elif r:
             t = t.requires_grad_()          # a fresh wrapper: an autograd leaf, no op traced
             grad_leaves.append(t)
@@ -236,7 +241,8 @@ def _storage_key(t):
 
 
 def _outer_facts(outs: list, outer: list, before: list) -> dict:
-    """``before``: each outer argument's (geometry, requires_grad, grad_fn) as the call began."""
+    """``before``: each outer argument's (geometry, requires_grad, grad_fn, version) as the call
+    began."""
     keys = [_storage_key(a) for a in outer]
     per_out = []
     for i, o in enumerate(outs):
@@ -280,7 +286,10 @@ def _outer_facts(outs: list, outer: list, before: list) -> dict:
             "while an output requires grad: aotcheck sets the flag on the caller's argument "
             "after the call but does not route gradients to it, so it refuses this. Set "
             "requires_grad before the call")
-    return {"outs": per_out, "moved": moved, "grad_set": grad_set, "rebased": rebased}
+    written = [j for j, a in enumerate(outer) if a._version != before[j][3]
+               or geometry_of(a) != before[j][0]]
+    return {"outs": per_out, "moved": moved, "grad_set": grad_set, "rebased": rebased,
+            "written": written}
 
 
 def _reaches(node, leaf) -> bool:
@@ -428,7 +437,7 @@ def _forward(owner, meta, descs, values, tensors, requires):
     def plain(*ts):
         nonleaf = (lambda i, t: _Alias.apply(t)) if box["alias"] else None
         args, kwargs, outer, _ = _rebuild_args(meta, descs, values, ts, requires, nonleaf)
-        before = [(geometry_of(a), a.requires_grad, a.grad_fn) for a in outer]
+        before = [(geometry_of(a), a.requires_grad, a.grad_fn, a._version) for a in outer]
         return _flatten_out(owner.fn(*args, **kwargs), box, outer, before)
 
     try:
@@ -442,15 +451,35 @@ def _forward(owner, meta, descs, values, tensors, requires):
     return _compile(owner, plain, tensors, grad=True), box
 
 
-def _joint(owner, meta, descs, values, tensors, requires, tangent_descs, n: int, dirty: list):
+def _joint(owner, meta, descs, values, tensors, requires, tangent_descs, n: int, dirty: list,
+           groups: list):
     """The backward at the OUTER level (eager's autograd over the subclass), desugared:
     ``(inner primals, inner tangents) -> inner gradients`` (NOTE [subclass autograd]); the
-    arguments in ``dirty`` were written in place (NOTE [subclass non-leaf writes])."""
+    arguments in ``dirty`` were written in place (NOTE [subclass non-leaf writes]); the
+    members of ``groups`` are views of their group's root (NOTE [subclass alias groups]).
+    One gradient per input of :class:`_Outer` that takes one (``_grad_slots``)."""
     box: dict = {}
+    member_of = {i: g for g, grp in enumerate(groups) for i in grp["members"]}
 
     def plain(*ts):
+        roots: dict = {}
+
+        def member(i, t):
+            g = member_of.get(i)
+            if g is None:
+                return None
+            size, stride, offset = groups[g]["root"]
+            if g not in roots:
+                # the root, over the primals' storage, as a grad leaf; the function sees views
+                # of its clone (laid out as the root: NOTE [subclass alias groups])
+                r = t.detach().as_strided(size, stride, offset).requires_grad_()
+                roots[g] = (r, r.clone(memory_format=torch.preserve_format))
+            r, rc = roots[g]
+            msize, mstride, moffset = groups[g]["geoms"][str(i)]
+            return (rc if requires[i] else rc.detach()).as_strided(msize, mstride, moffset - offset)
+
         args, kwargs, outer, leaves = _rebuild_args(meta, descs, values, ts[:n], requires,
-                                                    lambda i, t: t.clone())
+                                                    lambda i, t: t.clone(), member)
         outs = [o for o in pytree.tree_leaves(owner.fn(*args, **kwargs)) if isinstance(o, torch.Tensor)]
         outs += [outer[i] for i in dirty]
         it = iter(ts[n:])
@@ -459,6 +488,13 @@ def _joint(owner, meta, descs, values, tensors, requires, tangent_descs, n: int,
             if d != "none" and o.requires_grad:
                 ys.append(o)
                 gs.append(unflatten(d, it))
+        it_l = iter(leaves)
+        same = json.loads(meta)["same"]
+        by_input = {i: next(it_l) for i, r in enumerate(requires)
+                    if r and (same[i] >= 0 or i not in member_of)}
+        for grp, (r, _) in zip(groups, [roots[g] for g in range(len(groups))]):
+            by_input[grp["input"]] = r
+        leaves = [by_input.get(i) for i in _grad_slots(requires, groups)]
         xs = [x for x in leaves if x is not None]
         got = iter(torch.autograd.grad(ys, xs, gs, allow_unused=True) if ys else [None] * len(xs))
         got = [None if x is None else next(got) for x in leaves]
@@ -487,13 +523,17 @@ def call(owner, args: tuple, kwargs: dict):
     if not any(requires):
         return _finish(box, _unflatten_outs(box, list(compiled(*tensors))), outer)
 
+    groups, extra = _alias_groups(outer, requires, box["facts"]["written"])
+
     def joint(tangent_descs, ins, dirty):
-        return cached(base_key + ("joint", json.dumps([tangent_descs, dirty])),
+        return cached(base_key + ("joint", json.dumps([tangent_descs, dirty, groups])),
                       lambda: _joint(owner, meta, descs, values, ins, requires, tangent_descs,
-                                     len(tensors), dirty))
+                                     len(tensors), dirty, groups))
 
     res = {}
-    outs = _Outer.apply(compiled, box, joint, descs, tensors, requires, res, *outer)
+    slots = _grad_slots(requires, groups)
+    outs = _Outer.apply(compiled, box, joint, descs, tensors, (len(outer), slots), res,
+                        *outer, *extra)
     n = len(outs) - len(res["dirty"])
     moved = box["facts"]["moved"]
     with torch.enable_grad():          # NOTE [subclass non-leaf writes]
@@ -524,14 +564,83 @@ def _versions(ts):
     return [t._version for t in ts]
 
 
+# NOTE [subclass alias groups]
+# Arguments that share one storage (``f(b, b.t())``) are one tensor to eager: a write through
+# one is seen by the other, in values and in autograd history. The joint rebuilds each
+# argument that requires grad as a leaf of its own (a clone when it is no leaf), which loses
+# that, so when the trace saw such a group written, its members that require grad must be
+# views of one root (their common ``._base``): the root is the input of :class:`_Outer` that
+# takes the group's gradient (one more input when it is no argument), and the joint makes it
+# a grad leaf over the primals' storage and gives the function views of its clone (laid out
+# as the root: a dense root) instead of the members; a member that does not require grad
+# views the clone detached. The saved primals keep their aliasing (``_save_primals``).
+
+def _grad_slots(requires: list, groups: list) -> list:
+    """The inputs of :class:`_Outer` (outer tensors, then the groups' extra roots) that take a
+    gradient, in order."""
+    members = {i for grp in groups for i in grp["members"]}
+    slots = {i for i, r in enumerate(requires) if r and i not in members}
+    slots |= {grp["input"] for grp in groups}
+    return sorted(slots)
+
+
+def _alias_groups(outer: list, requires: list, written: list) -> tuple[list, list]:
+    """(groups, extra roots) for this call (NOTE [subclass alias groups])."""
+    if not written:
+        return [], []
+    from torch._prims_common import is_non_overlapping_and_dense_or_false as is_non_overlapping_and_dense
+
+    from .engine.signature import root_of
+    by_storage: dict = {}
+    for i, t in enumerate(outer):
+        if not any(t is o for o in outer[:i]):
+            by_storage.setdefault(_storage_key(t), []).append(i)
+    groups, extra = [], []
+    for members in by_storage.values():
+        if len(members) < 2 or not any(requires[i] for i in members) \
+                or not any(i in written for i in members):
+            continue
+        roots = {id(root_of(outer[i])): root_of(outer[i]) for i in members if requires[i]}
+        root = next(iter(roots.values()))
+        if len(roots) > 1 or not is_non_overlapping_and_dense(plain_part(root)) \
+                or any(not requires[i] and outer[i].requires_grad for i in members):
+            raise UnsupportedInputError(
+                "arguments of a call with a tensor-subclass argument share one storage, one of "
+                "them is written, and the ones that require grad are not views of one dense "
+                "base; aotcheck supports such arguments when they are")
+        at = next((i for i in members if outer[i] is root), None)
+        if at is None:
+            at = len(outer) + len(extra)
+            extra.append(root)
+        groups.append({"members": members, "input": at, "root": list(geometry_of(root)),
+                       "geoms": {str(i): list(geometry_of(outer[i])) for i in members}})
+    return groups, extra
+
+
+def _save_primals(tensors: list) -> list:
+    """Copies of the primals as they are before the forward, sharing storage where they do."""
+    copies: dict = {}
+    out = []
+    with torch.no_grad():
+        for t in tensors:
+            key = storage_ref(t)
+            if key not in copies:
+                copies[key] = t.untyped_storage().clone()
+            c = torch.empty(0, dtype=t.dtype, device=t.device)
+            out.append(c.set_(copies[key], t.storage_offset(), t.shape, t.stride()))
+    return out
+
+
 class _Outer(torch.autograd.Function):
     """Autograd at the outer level: forward runs the compiled forward graph; backward runs the
     compiled outer-level joint on the primals as they were before the forward."""
 
     @staticmethod
-    def forward(ctx, compiled, box, joint, descs, tensors, requires, res, *outer):
+    def forward(ctx, compiled, box, joint, descs, tensors, slots, res, *inputs):
+        n_outer, ctx.slots = slots
+        outer = inputs[:n_outer]
         before = _versions(tensors)
-        saved = [t.detach().clone() for t in tensors]     # the primals before any mutation
+        saved = _save_primals(tensors)     # the primals before any mutation
         # NOTE [subclass random draws]: the backward recomputes the forward inside the joint
         # graph, so it starts the joint from the generator state the forward started from (its
         # draws then equal the forward's) and puts the generator back afterwards: eager's
@@ -564,7 +673,8 @@ class _Outer(torch.autograd.Function):
         if after == before:
             saved = [t.detach() for t in tensors]          # no mutation: no copies needed
         outs = _unflatten_outs(box, flat_out)
-        ctx.saved_primals, ctx.joint, ctx.requires, ctx.dirty = saved, joint, requires, dirty
+        ctx.saved_primals, ctx.joint, ctx.dirty = saved, joint, dirty
+        ctx.n_inputs = len(inputs)
         ctx.mark_non_differentiable(*[o for o, df in zip(outs, box["diff"]) if not df])
         ctx.set_materialize_grads(False)   # outputs replaced by the outer facts get no grad
         news = [outer[i].detach() for i in dirty]
@@ -584,9 +694,7 @@ class _Outer(torch.autograd.Function):
             with torch.random.fork_rng(devices=[]):
                 torch.set_rng_state(ctx.rng)
                 got = iter(compiled(*ins))
-        gd = iter(box["descs"])
-        out = []
-        for r in ctx.requires:
-            d = next(gd) if r else "none"
-            out.append(None if d == "none" else unflatten(d, got))
+        out = [None] * ctx.n_inputs
+        for i, d in zip(ctx.slots, box["descs"]):
+            out[i] = None if d == "none" else unflatten(d, got)
         return (None, None, None, None, None, None, None, *out)

@@ -311,3 +311,36 @@ def plain_row_set_to_an_intermediate_beside_a_twotensor():
         base, x = rand(2, 4, 1), two(3, requires_grad=True)
         return Inputs((base[0], base[1], x), leaves=(x,))
     return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("alias", "non_leaf", "mutation", "mixed"))
+def plain_argument_and_its_transpose_written_beside_a_twotensor():
+    # one storage, two arguments: the fill through the first is the second's value and history
+    # too, so no gradient reaches the base's leaf through either (NOTE [subclass alias groups];
+    # fuzz seed 7)
+    def f(a, at, x):
+        with torch.no_grad():
+            with torch.enable_grad():
+                a.fill_(2.0)
+        at.unsqueeze_(2)
+        return (x * 2,)
+    def make():
+        l, x = leaf(2, 3, dtype=torch.float64), two(4, requires_grad=True)
+        base = l.clone()
+        return Inputs((base, base.t(), x), leaves=(l, x))
+    return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("alias", "no_grad", "mixed"))
+def argument_written_under_no_grad_read_through_its_alias_beside_a_twotensor():
+    # the backward recomputes from the arguments as they were, sharing storage as they did:
+    # the write through one shows in the other's value the gradient of w is taken at
+    def f(a, at, w, x):
+        with torch.no_grad():
+            a.fill_(2.0)
+        return at * w, x * 2
+    def make():
+        w, x = leaf(3, 2), two(2, requires_grad=True)
+        base = rand(2, 3)
+        return Inputs((base, base.t(), w, x), leaves=(w, x))
+    return f, seeded(make)
