@@ -627,7 +627,12 @@ def _save_primals(tensors: list) -> list:
             if key not in copies:
                 copies[key] = t.untyped_storage().clone()
             c = torch.empty(0, dtype=t.dtype, device=t.device)
-            out.append(c.set_(copies[key], t.storage_offset(), t.shape, t.stride()))
+            c = c.set_(copies[key], t.storage_offset(), t.shape, t.stride())
+            if t.is_conj():
+                c = c.conj()
+            if t.is_neg():
+                c = c._neg_view()
+            out.append(c)
     return out
 
 
