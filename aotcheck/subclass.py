@@ -270,6 +270,15 @@ def _outer_facts(outs: list, outer: list, before: list) -> dict:
                         "requires_grad_() and also an output computed from it; aotcheck "
                         "does not route that output's gradient into the new leaf's .grad, so "
                         "it refuses this. Return the leaf alone, or make it before the call")
+        if "same_out" not in fact and "same_arg" not in fact and "view" not in fact:
+            inner: list = []
+            flatten(o, "returned value", inner)
+            flags = [t.is_inference() for t in inner]
+            if o.is_inference() or any(flags):
+                # made in inference mode inside (NOTE [inference outputs] in regenerate.py);
+                # a TwoTensor view of one made outside it is no inference tensor, its inner
+                # tensors are
+                fact["inference"] = [o.is_inference(), flags]
         if (o._is_view() and o.requires_grad and "same_out" not in fact
                 and _get_creation_meta(o) == CreationMeta.MULTI_OUTPUT_NODE):
             fact["multi_output"] = True
@@ -286,10 +295,15 @@ def _outer_facts(outs: list, outer: list, before: list) -> dict:
             "while an output requires grad: aotcheck sets the flag on the caller's argument "
             "after the call but does not route gradients to it, so it refuses this. Set "
             "requires_grad before the call")
-    written = [j for j, a in enumerate(outer) if a._version != before[j][3]
+    written = [j for j, a in enumerate(outer) if _version_of(a) != before[j][3]
                or geometry_of(a) != before[j][0]]
     return {"outs": per_out, "moved": moved, "grad_set": grad_set, "rebased": rebased,
             "written": written}
+
+
+def _version_of(t):
+    """``t._version``, or None for an inference tensor (which tracks none)."""
+    return None if t.is_inference() else t._version
 
 
 def _reaches(node, leaf) -> bool:
@@ -339,7 +353,31 @@ def _apply_facts(facts: dict, outs: list, outer: list, moved: bool = True) -> li
             # in place; so does a view made the same way (values and gradient unchanged)
             o = o.unsqueeze(0).unbind(0)[0]
         res.append(o)
-    return res
+    made = {}
+    for k, fact in enumerate(facts["outs"]):
+        if fact.get("inference"):
+            made[id(res[k])] = _as_inference(res[k], *fact["inference"])
+    return [made.get(id(o), o) for o in res]
+
+
+def _as_inference(t: torch.Tensor, outer_flag: bool, flags: list) -> torch.Tensor:
+    """``t`` as eager made it inside ``torch.inference_mode()``: the flagged inner tensors
+    inference tensors over the same memory (so outputs that shared storage still do), the
+    wrapper one when ``outer_flag``."""
+    import contextlib
+    flat: list = []
+    desc = flatten(t, "returned value", flat)
+    new = []
+    for x, flag in zip(flat, flags):
+        if flag and not x.is_inference():
+            with torch.inference_mode():
+                x = torch.empty(0, dtype=x.dtype, device=x.device).set_(
+                    x.untyped_storage(), x.storage_offset(), x.shape, x.stride())
+        new.append(x)
+    if desc is None:
+        return new[0]
+    with torch.inference_mode() if outer_flag else contextlib.nullcontext():
+        return unflatten(desc, iter(new))
 
 
 def _compile(owner, plain, tensors: list, grad: bool):
@@ -437,7 +475,7 @@ def _forward(owner, meta, descs, values, tensors, requires):
     def plain(*ts):
         nonleaf = (lambda i, t: _Alias.apply(t)) if box["alias"] else None
         args, kwargs, outer, _ = _rebuild_args(meta, descs, values, ts, requires, nonleaf)
-        before = [(geometry_of(a), a.requires_grad, a.grad_fn, a._version) for a in outer]
+        before = [(geometry_of(a), a.requires_grad, a.grad_fn, _version_of(a)) for a in outer]
         return _flatten_out(owner.fn(*args, **kwargs), box, outer, before)
 
     try:

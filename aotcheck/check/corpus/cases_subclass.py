@@ -344,3 +344,18 @@ def argument_written_under_no_grad_read_through_its_alias_beside_a_twotensor():
         base = rand(2, 3)
         return Inputs((base, base.t(), w, x), leaves=(w, x))
     return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("inference_mode", "mixed"))
+def clone_made_in_inference_mode_returned_beside_a_twotensor():
+    # an inference tensor in eager, which may not be written in place outside inference mode;
+    # a TwoTensor view of one made there is no inference tensor, its inner tensors are (fuzz
+    # seed 7)
+    def f(a, x):
+        with torch.inference_mode():
+            v, w = a.clone(), x * 2
+        return v, w, w.t(), x.sin()
+    def make():
+        base, x = leaf(3, 1, 3), two(2, 3, requires_grad=True)
+        return Inputs((base.transpose(-2, -1), x), leaves=(base, x))
+    return f, seeded(make)
