@@ -259,12 +259,16 @@ def _outer_facts(outs: list, outer: list, before: list) -> dict:
                 # by grad_fn, not requires_grad: a TwoTensor view made under no_grad of one that
                 # requires grad requires grad too, with no grad_fn, in eager as in the trace;
                 # remade under no_grad it is the same
-                mode = ("alias" if not o._is_view() else "grad" if o.grad_fn is not None
+                # "stale": made under no_grad, and its base written in grad mode since: eager
+                # raises when its grad_fn is read, so it is made before the write-back
+                gf = _grad_fn(o)
+                mode = ("alias" if not o._is_view() else "stale" if gf is _STALE
+                        else "grad" if gf is not None
                         else "no_grad" if outer[home].requires_grad else "plain")
                 fact["view"] = [home, geometry_of(o), mode]
             elif o.requires_grad and o.is_leaf:
                 fact["new_leaf"] = True
-                if any(_reaches(p.grad_fn, o) for p in outs if p.grad_fn is not None):
+                if any(_reaches(_grad_fn(p), o) for p in outs if _grad_fn(p) not in (None, _STALE)):
                     raise UnsupportedInputError(
                         "a call with a tensor-subclass argument returns a leaf it made with "
                         "requires_grad_() and also an output computed from it; aotcheck "
@@ -288,7 +292,7 @@ def _outer_facts(outs: list, outer: list, before: list) -> dict:
     # written in grad mode: autograd gave the argument a new grad_fn (a write under no_grad
     # leaves its history as it was), NOTE [subclass non-leaf writes]
     rebased = [j for j, a in enumerate(outer)
-               if a.grad_fn is not None and a.grad_fn is not before[j][2]]
+               if _grad_fn(a) is not None and _grad_fn(a) is not before[j][2]]
     if grad_set and any(o.requires_grad for o in outs):
         raise UnsupportedInputError(
             "requires_grad_() on an argument inside a call with a tensor-subclass argument, "
@@ -299,6 +303,18 @@ def _outer_facts(outs: list, outer: list, before: list) -> dict:
                or geometry_of(a) != before[j][0]]
     return {"outs": per_out, "moved": moved, "grad_set": grad_set, "rebased": rebased,
             "written": written}
+
+
+_STALE = object()
+
+
+def _grad_fn(t):
+    """``t.grad_fn``, or ``_STALE`` where reading it raises (a view made under no_grad whose
+    base was written in grad mode since)."""
+    try:
+        return t.grad_fn
+    except RuntimeError:
+        return _STALE
 
 
 def _version_of(t):
@@ -320,20 +336,36 @@ def _reaches(node, leaf) -> bool:
     return False
 
 
-def _apply_facts(facts: dict, outs: list, outer: list, moved: bool = True) -> list:
+def _stale_views(facts: dict, outer: list) -> dict:
+    """The outputs that are views made under no_grad of arguments written in grad mode
+    afterwards ("stale"), made before the arguments are written back, as eager made them."""
+    early = {}
+    for k, fact in enumerate(facts["outs"]):
+        if "view" in fact and fact["view"][2] == "stale":
+            home, (size, stride, offset), _ = fact["view"]
+            with torch.no_grad():
+                early[k] = outer[home].as_strided(size, stride, offset)
+    return early
+
+
+def _apply_facts(facts: dict, outs: list, outer: list, moved: bool = True,
+                 early: dict | None = None) -> list:
     """The outer-level facts of the trace, applied to this call's real outer tensors
-    (``moved=False``: the arguments' new shapes are already set)."""
+    (``moved=False``: the arguments' new shapes are already set; ``early``: the outputs made
+    before the arguments were written back, ``_stale_views``)."""
     for j, (size, stride, offset) in facts["moved"].items() if moved else ():
         with torch.no_grad():
             outer[j].as_strided_(size, stride, offset)
     for j in facts["grad_set"]:
         outer[j].requires_grad_()
     res = []
-    for o, fact in zip(outs, facts["outs"]):
+    for k, (o, fact) in enumerate(zip(outs, facts["outs"])):
         if "same_out" in fact:
             o = res[fact["same_out"]]
         elif "same_arg" in fact:
             o = outer[fact["same_arg"]]
+        elif early and k in early:
+            o = early[k]
         elif "view" in fact:
             home, (size, stride, offset), mode = fact["view"]
             a = outer[home]
@@ -341,7 +373,7 @@ def _apply_facts(facts: dict, outs: list, outer: list, moved: bool = True) -> li
                 with torch.no_grad():
                     o = a.detach()
                     o.as_strided_(size, stride, offset)
-            elif mode == "no_grad":
+            elif mode in ("no_grad", "stale"):
                 with torch.no_grad():
                     o = a.as_strided(size, stride, offset)
             else:
@@ -574,19 +606,20 @@ def call(owner, args: tuple, kwargs: dict):
                         *outer, *extra)
     n = len(outs) - len(res["dirty"])
     moved = box["facts"]["moved"]
+    early = _stale_views(box["facts"], outer)
     with torch.enable_grad():          # NOTE [subclass non-leaf writes]
         for i, new in zip(res["dirty"], outs[n:]):
             if i in moved:
                 outer[i].as_strided_(*moved[i])
             outer[i].copy_(new)
-    return _finish(box, list(outs[:n]), outer, moved=False)
+    return _finish(box, list(outs[:n]), outer, moved=False, early=early)
 
 
-def _finish(box: dict, outs: list, outer: list, moved: bool = True):
+def _finish(box: dict, outs: list, outer: list, moved: bool = True, early: dict | None = None):
     """The call's result: the outer outputs with the trace's outer-level facts applied, and the
     non-tensor values, in the returned tree."""
     m = box["meta"]
-    it = iter(_apply_facts(box["facts"], outs, outer, moved))
+    it = iter(_apply_facts(box["facts"], outs, outer, moved, early))
     it_v = iter(box["values"])
     vals = [next(it_v) if d == "value" else next(it) for d in m["descs"]]
     return pytree.tree_unflatten(vals, box["spec"])

@@ -359,3 +359,18 @@ def clone_made_in_inference_mode_returned_beside_a_twotensor():
         base, x = leaf(3, 1, 3), two(2, 3, requires_grad=True)
         return Inputs((base.transpose(-2, -1), x), leaves=(base, x))
     return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("alias", "no_grad", "non_leaf", "mutation"))
+def twotensor_chunks_made_under_no_grad_then_the_argument_written():
+    # eager returns the chunks; reading their grad_fn raises (a view made under no_grad whose
+    # base was written in grad mode since), and so must the compiled ones' (fuzz seed 7)
+    def f(a0, a1):
+        with torch.no_grad():
+            v = a1.chunk(2, 2)
+        a1.copy_(a0)
+        return v
+    def make():
+        l0, l1 = two((), requires_grad=True), two(1, 3, 3, requires_grad=True)
+        return Inputs((l0.clone(), l1.clone()), leaves=(l0, l1))
+    return f, seeded(make)
