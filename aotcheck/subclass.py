@@ -28,11 +28,12 @@ gradients with each argument's ctx.
 NOTE [subclass limits]: ctx must be plain data (None, bool, int, float, str, tuples, lists,
 str-keyed dicts, torch.dtype) and the class importable by module and qualified name. Refused
 by name: a call that returns a leaf it made with ``requires_grad_()`` together with an output
-computed from it, ``requires_grad_()`` on an argument while an output requires grad, and
-random draws with grad on a non-CPU device, and arguments that share a storage, are written, and
-require grad without being views of one dense base (NOTE [subclass alias groups]). Anything else raises a named error, never a
-wrong result. Eager's outer-level semantics (outputs that are arguments or views of them,
-writes, reshapes) follow NOTE [outer-level facts] and NOTE [subclass non-leaf writes].
+computed from it, ``requires_grad_()`` on an argument together with an output (or a written
+argument) computed from it, random draws with grad on a non-CPU device, and arguments that
+share a storage, are written, and require grad without being views of one dense base (NOTE
+[subclass alias groups]). Anything else raises a named error, never a wrong result. Eager's
+outer-level semantics (outputs that are arguments or views of them, writes, reshapes) follow
+NOTE [outer-level facts] and NOTE [subclass non-leaf writes].
 """
 from __future__ import annotations
 
@@ -293,10 +294,16 @@ def _outer_facts(outs: list, outer: list, before: list) -> dict:
     # leaves its history as it was), NOTE [subclass non-leaf writes]
     rebased = [j for j, a in enumerate(outer)
                if _grad_fn(a) is not None and _grad_fn(a) is not before[j][2]]
-    if grad_set and any(o.requires_grad for o in outs):
+    # the values that reach the caller through the compiled graph: outputs that are no argument
+    # or view of one (those are remade from the caller's argument, flag set), and arguments
+    # written in grad mode
+    through = [_grad_fn(o) for o, fact in zip(outs, per_out)
+               if not {"same_out", "same_arg", "view"} & fact.keys()]
+    through += [_grad_fn(outer[j]) for j in rebased]
+    if any(_reaches(n, outer[j]) for j in grad_set for n in through if n not in (None, _STALE)):
         raise UnsupportedInputError(
             "requires_grad_() on an argument inside a call with a tensor-subclass argument, "
-            "while an output requires grad: aotcheck sets the flag on the caller's argument "
+            "and an output computed from it: aotcheck sets the flag on the caller's argument "
             "after the call but does not route gradients to it, so it refuses this. Set "
             "requires_grad before the call")
     written = [j for j, a in enumerate(outer) if _version_of(a) != before[j][3]

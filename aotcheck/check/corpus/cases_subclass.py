@@ -374,3 +374,16 @@ def twotensor_chunks_made_under_no_grad_then_the_argument_written():
         l0, l1 = two((), requires_grad=True), two(1, 3, 3, requires_grad=True)
         return Inputs((l0.clone(), l1.clone()), leaves=(l0, l1))
     return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("mixed", "requires_grad_"))
+def requires_grad_set_on_an_unused_twotensor_while_an_output_requires_grad():
+    # the flag reaches the caller; no output is computed from the argument, so there is no
+    # gradient to route to it (fuzz seed 7)
+    def f(a, b, x):
+        a.requires_grad_()
+        return x.expand((2,)), x, b.sum()
+    def make():
+        lx, lb = leaf(()), two(2, 1, requires_grad=True)
+        return Inputs((two(2, 4), lb.clone(), lx.clone()), leaves=(lx, lb))
+    return f, seeded(make)
