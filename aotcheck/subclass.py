@@ -651,7 +651,11 @@ def _versions(ts):
 # takes the group's gradient (one more input when it is no argument), and the joint makes it
 # a grad leaf over the primals' storage and gives the function views of its clone (laid out
 # as the root: a dense root) instead of the members; a member that does not require grad
-# views the clone detached. The saved primals keep their aliasing (``_save_primals``).
+# views the clone detached. The saved primals keep their aliasing (``_save_primals``). Only
+# members whose memory overlaps form a group: disjoint ones see nothing of each other's writes,
+# and a view whose shape is changed in place (``t_``) before its base is written loses that
+# change when autograd regenerates it on the joint's fake tensors (a PyTorch limit: the joint
+# trace then raises; with overlapping members that remains so).
 
 def _grad_slots(requires: list, groups: list) -> list:
     """The inputs of :class:`_Outer` (outer tensors, then the groups' extra roots) that take a
@@ -668,13 +672,25 @@ def _alias_groups(outer: list, requires: list, written: list) -> tuple[list, lis
         return [], []
     from torch._prims_common import is_non_overlapping_and_dense_or_false as is_non_overlapping_and_dense
 
-    from .engine.signature import root_of
+    from .engine.signature import root_of, storage_extent
     by_storage: dict = {}
     for i, t in enumerate(outer):
         if not any(t is o for o in outer[:i]):
             by_storage.setdefault(_storage_key(t), []).append(i)
-    groups, extra = [], []
+    # members that reach disjoint memory do not see each other's writes: only overlapping ones
+    # form a group (fewer views in the joint: a view whose shape is changed in place before its
+    # base is written loses that change when autograd regenerates it on fake tensors)
+    parts = []
     for members in by_storage.values():
+        spans = sorted((storage_extent(plain_part(outer[i])), i) for i in members)
+        for (first, last), i in spans:
+            if parts and parts[-1][0] is members and first <= parts[-1][1] and last >= first:
+                parts[-1][2].append(i)
+                parts[-1][1] = max(parts[-1][1], last)
+            else:
+                parts.append([members, last, [i]])
+    groups, extra = [], []
+    for members in (sorted(p[2]) for p in parts):
         if len(members) < 2 or not any(requires[i] for i in members) \
                 or not any(i in written for i in members):
             continue

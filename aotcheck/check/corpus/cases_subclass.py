@@ -387,3 +387,21 @@ def requires_grad_set_on_an_unused_twotensor_while_an_output_requires_grad():
         lx, lb = leaf(()), two(2, 1, requires_grad=True)
         return Inputs((two(2, 4), lb.clone(), lx.clone()), leaves=(lx, lb))
     return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("alias", "non_leaf", "mutation", "metadata"))
+def rows_of_one_base_one_transposed_in_place_one_written_beside_a_twotensor():
+    # disjoint rows see nothing of each other's writes: each is its own tensor in the backward
+    # (NOTE [subclass alias groups]; a row transposed in place, then its base written, would
+    # lose the transpose in a fake trace of the joint)
+    def f(x, a1, a2):
+        a2.t_()
+        a1.add_(1.0)
+        with torch.no_grad():
+            v = x.view((4, 12))
+        return v, a1, a2 * 2
+    def make():
+        lx, l = two(3, 4, 4, requires_grad=True), leaf(2, 4, 3, dtype=torch.float64)
+        base = l.clone()
+        return Inputs((lx.clone(), base[0], base[1]), leaves=(lx, l))
+    return f, seeded(make)
