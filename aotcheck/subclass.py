@@ -711,6 +711,22 @@ def _alias_groups(outer: list, requires: list, written: list) -> tuple[list, lis
     return groups, extra
 
 
+def _unview(flat: list) -> list:
+    """A view among the compiled graph's outputs (``matmul`` of a vector ends in a ``squeeze``)
+    returned by :class:`_Outer` is a view made by a custom Function, which autograd forbids
+    writing in place, where eager's output may be written: each one that shares its storage
+    with no other output becomes a plain tensor over the same memory."""
+    distinct = list({id(t): t for t in flat if isinstance(t, torch.Tensor)}.values())
+    keys = [storage_ref(t) for t in distinct]
+    made = {}
+    for t, key in zip(distinct, keys):
+        if t._is_view() and keys.count(key) == 1:
+            with torch.no_grad():
+                made[id(t)] = torch.empty(0, dtype=t.dtype, device=t.device).set_(
+                    t.untyped_storage(), t.storage_offset(), t.shape, t.stride())
+    return [made.get(id(t), t) for t in flat]
+
+
 def _save_primals(tensors: list) -> list:
     """Copies of the primals as they are before the forward, sharing storage where they do."""
     copies: dict = {}
@@ -746,7 +762,7 @@ class _Outer(torch.autograd.Function):
         # backward draws nothing.
         ctx.rng = torch.get_rng_state() if compiled.fn.random else None
         dets = [t.detach() for t in tensors]
-        flat_out = list(compiled(*dets))
+        flat_out = _unview(list(compiled(*dets)))
         after = _versions(tensors)
         # the graph ran on detached aliases: a write reaches the argument through the shared
         # storage, but a set_() onto another storage moves only the alias; move the argument too

@@ -405,3 +405,16 @@ def rows_of_one_base_one_transposed_in_place_one_written_beside_a_twotensor():
         base = l.clone()
         return Inputs((lx.clone(), base[0], base[1]), leaves=(lx, l))
     return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("mixed",))
+def vector_matmul_returned_twice_beside_a_twotensor_then_written():
+    # matmul of a vector ends in a squeeze: a view of an intermediate, which eager lets the
+    # caller write in place (fuzz seed 7)
+    def f(a, x):
+        v = torch.matmul(a.select(1, 0).detach(), a)
+        return v, x * 2, v
+    def make():
+        l, x = leaf(1, 4), two((), requires_grad=True)
+        return Inputs((l.clone().transpose(-2, -1), x), leaves=(l, x))
+    return f, seeded(make)
