@@ -28,10 +28,12 @@ gradients with each argument's ctx.
 NOTE [subclass limits]: ctx must be plain data (None, bool, int, float, str, tuples, lists,
 str-keyed dicts, torch.dtype) and the class importable by module and qualified name. Refused
 by name: a call that returns a leaf it made with ``requires_grad_()`` together with an output
-computed from it, ``requires_grad_()`` on an argument while an output requires grad, and
-random draws with grad on a non-CPU device. Anything else raises a named error, never a
-wrong result. Eager's outer-level semantics (outputs that are arguments or views of them,
-writes, reshapes) follow NOTE [outer-level facts] and NOTE [subclass non-leaf writes].
+computed from it, ``requires_grad_()`` on an argument together with an output (or a written
+argument) computed from it, random draws with grad on a non-CPU device, and arguments that
+share a storage, are written, and require grad without being views of one dense base (NOTE
+[subclass alias groups]). Anything else raises a named error, never a wrong result. Eager's
+outer-level semantics (outputs that are arguments or views of them, writes, reshapes) follow
+NOTE [outer-level facts] and NOTE [subclass non-leaf writes].
 """
 from __future__ import annotations
 
@@ -172,11 +174,13 @@ class _Alias(torch.autograd.Function):
 
 
 def _rebuild_args(meta: str, descs: list, values: list, ts, requires: list | None = None,
-                  nonleaf=None):
+                  nonleaf=None, member=None):
     """(args, kwargs, outer tensors, grad leaves) from plain inner tensors; with ``requires``
     (per outer tensor), the outer tensors that require grad are made autograd leaves, and
     ``nonleaf(i, leaf)`` gives what the function sees for outer tensor ``i`` if it was a
-    non-leaf."""
+    non-leaf; ``member(i, t)``, when it returns a tensor, gives what the function sees for
+    outer tensor ``i`` instead (a member of an alias group, NOTE [subclass alias groups]), with
+    no grad leaf of its own."""
     it_t, it_v = iter(ts), iter(values)
     leaves, outer, grad_leaves = [], [], []
     same = json.loads(meta)["same"]
@@ -190,6 +194,8 @@ def _rebuild_args(meta: str, descs: list, values: list, ts, requires: list | Non
             t = outer[same[len(outer)]]
             if r:
                 grad_leaves.append(None)
+        elif member is not None and (m := member(len(outer), t)) is not None:
+            t = m
         elif r:
             t = t.requires_grad_()          # a fresh wrapper: an autograd leaf, no op traced
             grad_leaves.append(t)
@@ -236,7 +242,8 @@ def _storage_key(t):
 
 
 def _outer_facts(outs: list, outer: list, before: list) -> dict:
-    """``before``: each outer argument's (geometry, requires_grad, grad_fn) as the call began."""
+    """``before``: each outer argument's (geometry, requires_grad, grad_fn, version) as the call
+    began."""
     keys = [_storage_key(a) for a in outer]
     per_out = []
     for i, o in enumerate(outs):
@@ -253,17 +260,30 @@ def _outer_facts(outs: list, outer: list, before: list) -> dict:
                 # by grad_fn, not requires_grad: a TwoTensor view made under no_grad of one that
                 # requires grad requires grad too, with no grad_fn, in eager as in the trace;
                 # remade under no_grad it is the same
-                mode = ("alias" if not o._is_view() else "grad" if o.grad_fn is not None
+                # "stale": made under no_grad, and its base written in grad mode since: eager
+                # raises when its grad_fn is read, so it is made before the write-back
+                gf = _grad_fn(o)
+                mode = ("alias" if not o._is_view() else "stale" if gf is _STALE
+                        else "grad" if gf is not None
                         else "no_grad" if outer[home].requires_grad else "plain")
                 fact["view"] = [home, geometry_of(o), mode]
             elif o.requires_grad and o.is_leaf:
                 fact["new_leaf"] = True
-                if any(_reaches(p.grad_fn, o) for p in outs if p.grad_fn is not None):
+                if any(_reaches(_grad_fn(p), o) for p in outs if _grad_fn(p) not in (None, _STALE)):
                     raise UnsupportedInputError(
                         "a call with a tensor-subclass argument returns a leaf it made with "
                         "requires_grad_() and also an output computed from it; aotcheck "
                         "does not route that output's gradient into the new leaf's .grad, so "
                         "it refuses this. Return the leaf alone, or make it before the call")
+        if "same_out" not in fact and "same_arg" not in fact and "view" not in fact:
+            inner: list = []
+            flatten(o, "returned value", inner)
+            flags = [t.is_inference() for t in inner]
+            if o.is_inference() or any(flags):
+                # made in inference mode inside (NOTE [inference outputs] in regenerate.py);
+                # a TwoTensor view of one made outside it is no inference tensor, its inner
+                # tensors are
+                fact["inference"] = [o.is_inference(), flags]
         if (o._is_view() and o.requires_grad and "same_out" not in fact
                 and _get_creation_meta(o) == CreationMeta.MULTI_OUTPUT_NODE):
             fact["multi_output"] = True
@@ -273,14 +293,40 @@ def _outer_facts(outs: list, outer: list, before: list) -> dict:
     # written in grad mode: autograd gave the argument a new grad_fn (a write under no_grad
     # leaves its history as it was), NOTE [subclass non-leaf writes]
     rebased = [j for j, a in enumerate(outer)
-               if a.grad_fn is not None and a.grad_fn is not before[j][2]]
-    if grad_set and any(o.requires_grad for o in outs):
+               if _grad_fn(a) is not None and _grad_fn(a) is not before[j][2]]
+    # the values that reach the caller through the compiled graph: outputs that are no argument
+    # or view of one (those are remade from the caller's argument, flag set), and arguments
+    # written in grad mode
+    through = [_grad_fn(o) for o, fact in zip(outs, per_out)
+               if not {"same_out", "same_arg", "view"} & fact.keys()]
+    through += [_grad_fn(outer[j]) for j in rebased]
+    if any(_reaches(n, outer[j]) for j in grad_set for n in through if n not in (None, _STALE)):
         raise UnsupportedInputError(
             "requires_grad_() on an argument inside a call with a tensor-subclass argument, "
-            "while an output requires grad: aotcheck sets the flag on the caller's argument "
+            "and an output computed from it: aotcheck sets the flag on the caller's argument "
             "after the call but does not route gradients to it, so it refuses this. Set "
             "requires_grad before the call")
-    return {"outs": per_out, "moved": moved, "grad_set": grad_set, "rebased": rebased}
+    written = [j for j, a in enumerate(outer) if _version_of(a) != before[j][3]
+               or geometry_of(a) != before[j][0]]
+    return {"outs": per_out, "moved": moved, "grad_set": grad_set, "rebased": rebased,
+            "written": written}
+
+
+_STALE = object()
+
+
+def _grad_fn(t):
+    """``t.grad_fn``, or ``_STALE`` where reading it raises (a view made under no_grad whose
+    base was written in grad mode since)."""
+    try:
+        return t.grad_fn
+    except RuntimeError:
+        return _STALE
+
+
+def _version_of(t):
+    """``t._version``, or None for an inference tensor (which tracks none)."""
+    return None if t.is_inference() else t._version
 
 
 def _reaches(node, leaf) -> bool:
@@ -297,20 +343,36 @@ def _reaches(node, leaf) -> bool:
     return False
 
 
-def _apply_facts(facts: dict, outs: list, outer: list, moved: bool = True) -> list:
+def _stale_views(facts: dict, outer: list) -> dict:
+    """The outputs that are views made under no_grad of arguments written in grad mode
+    afterwards ("stale"), made before the arguments are written back, as eager made them."""
+    early = {}
+    for k, fact in enumerate(facts["outs"]):
+        if "view" in fact and fact["view"][2] == "stale":
+            home, (size, stride, offset), _ = fact["view"]
+            with torch.no_grad():
+                early[k] = outer[home].as_strided(size, stride, offset)
+    return early
+
+
+def _apply_facts(facts: dict, outs: list, outer: list, moved: bool = True,
+                 early: dict | None = None) -> list:
     """The outer-level facts of the trace, applied to this call's real outer tensors
-    (``moved=False``: the arguments' new shapes are already set)."""
+    (``moved=False``: the arguments' new shapes are already set; ``early``: the outputs made
+    before the arguments were written back, ``_stale_views``)."""
     for j, (size, stride, offset) in facts["moved"].items() if moved else ():
         with torch.no_grad():
             outer[j].as_strided_(size, stride, offset)
     for j in facts["grad_set"]:
         outer[j].requires_grad_()
     res = []
-    for o, fact in zip(outs, facts["outs"]):
+    for k, (o, fact) in enumerate(zip(outs, facts["outs"])):
         if "same_out" in fact:
             o = res[fact["same_out"]]
         elif "same_arg" in fact:
             o = outer[fact["same_arg"]]
+        elif early and k in early:
+            o = early[k]
         elif "view" in fact:
             home, (size, stride, offset), mode = fact["view"]
             a = outer[home]
@@ -318,7 +380,7 @@ def _apply_facts(facts: dict, outs: list, outer: list, moved: bool = True) -> li
                 with torch.no_grad():
                     o = a.detach()
                     o.as_strided_(size, stride, offset)
-            elif mode == "no_grad":
+            elif mode in ("no_grad", "stale"):
                 with torch.no_grad():
                     o = a.as_strided(size, stride, offset)
             else:
@@ -330,7 +392,31 @@ def _apply_facts(facts: dict, outs: list, outer: list, moved: bool = True) -> li
             # in place; so does a view made the same way (values and gradient unchanged)
             o = o.unsqueeze(0).unbind(0)[0]
         res.append(o)
-    return res
+    made = {}
+    for k, fact in enumerate(facts["outs"]):
+        if fact.get("inference"):
+            made[id(res[k])] = _as_inference(res[k], *fact["inference"])
+    return [made.get(id(o), o) for o in res]
+
+
+def _as_inference(t: torch.Tensor, outer_flag: bool, flags: list) -> torch.Tensor:
+    """``t`` as eager made it inside ``torch.inference_mode()``: the flagged inner tensors
+    inference tensors over the same memory (so outputs that shared storage still do), the
+    wrapper one when ``outer_flag``."""
+    import contextlib
+    flat: list = []
+    desc = flatten(t, "returned value", flat)
+    new = []
+    for x, flag in zip(flat, flags):
+        if flag and not x.is_inference():
+            with torch.inference_mode():
+                x = torch.empty(0, dtype=x.dtype, device=x.device).set_(
+                    x.untyped_storage(), x.storage_offset(), x.shape, x.stride())
+        new.append(x)
+    if desc is None:
+        return new[0]
+    with torch.inference_mode() if outer_flag else contextlib.nullcontext():
+        return unflatten(desc, iter(new))
 
 
 def _compile(owner, plain, tensors: list, grad: bool):
@@ -340,10 +426,22 @@ def _compile(owner, plain, tensors: list, grad: bool):
     from torch.fx.experimental.proxy_tensor import make_fx
 
     from .api import AotFunction
-    from .engine.functional import guard_trace
+    from .engine.functional import TraceGuard, compiling, guard_trace
+    from .engine.rng import DrawLikeEager, GlobalGeneratorGuard, fresh_generators
+
+    def traced(*ts):
+        with TraceGuard(), DrawLikeEager():
+            return plain(*ts)
     fakes = [t.detach() for t in tensors]
-    with torch.enable_grad() if grad else torch.no_grad():
-        gm = guard_trace(lambda: make_fx(plain, tracing_mode="fake")(*fakes))
+    # NOTE [subclass random draws]: the outer trace watches the generators as the plain
+    # engine's does (engine/rng.py): seeding the default generator inside the function becomes
+    # an aotcheck op of this graph (not a real seeding at trace time), and a torch.Generator
+    # made inside is reset before its first draw on every call (eager makes it anew), which
+    # also lets the cache store the graph
+    with torch.enable_grad() if grad else torch.no_grad(), compiling(), \
+            GlobalGeneratorGuard() as generators:
+        gm = guard_trace(lambda: make_fx(traced, tracing_mode="fake")(*fakes))
+    fresh_generators(gm, generators)
     random = any(torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ())
                  for n in gm.graph.nodes if n.op == "call_function")
     if grad and random and any(t.device.type != "cpu" for t in tensors):
@@ -416,7 +514,7 @@ def _forward(owner, meta, descs, values, tensors, requires):
     def plain(*ts):
         nonleaf = (lambda i, t: _Alias.apply(t)) if box["alias"] else None
         args, kwargs, outer, _ = _rebuild_args(meta, descs, values, ts, requires, nonleaf)
-        before = [(geometry_of(a), a.requires_grad, a.grad_fn) for a in outer]
+        before = [(geometry_of(a), a.requires_grad, a.grad_fn, _version_of(a)) for a in outer]
         return _flatten_out(owner.fn(*args, **kwargs), box, outer, before)
 
     try:
@@ -430,15 +528,35 @@ def _forward(owner, meta, descs, values, tensors, requires):
     return _compile(owner, plain, tensors, grad=True), box
 
 
-def _joint(owner, meta, descs, values, tensors, requires, tangent_descs, n: int, dirty: list):
+def _joint(owner, meta, descs, values, tensors, requires, tangent_descs, n: int, dirty: list,
+           groups: list):
     """The backward at the OUTER level (eager's autograd over the subclass), desugared:
     ``(inner primals, inner tangents) -> inner gradients`` (NOTE [subclass autograd]); the
-    arguments in ``dirty`` were written in place (NOTE [subclass non-leaf writes])."""
+    arguments in ``dirty`` were written in place (NOTE [subclass non-leaf writes]); the
+    members of ``groups`` are views of their group's root (NOTE [subclass alias groups]).
+    One gradient per input of :class:`_Outer` that takes one (``_grad_slots``)."""
     box: dict = {}
+    member_of = {i: g for g, grp in enumerate(groups) for i in grp["members"]}
 
     def plain(*ts):
+        roots: dict = {}
+
+        def member(i, t):
+            g = member_of.get(i)
+            if g is None:
+                return None
+            size, stride, offset = groups[g]["root"]
+            if g not in roots:
+                # the root, over the primals' storage, as a grad leaf; the function sees views
+                # of its clone (laid out as the root: NOTE [subclass alias groups])
+                r = t.detach().as_strided(size, stride, offset).requires_grad_()
+                roots[g] = (r, r.clone(memory_format=torch.preserve_format))
+            r, rc = roots[g]
+            msize, mstride, moffset = groups[g]["geoms"][str(i)]
+            return (rc if requires[i] else rc.detach()).as_strided(msize, mstride, moffset - offset)
+
         args, kwargs, outer, leaves = _rebuild_args(meta, descs, values, ts[:n], requires,
-                                                    lambda i, t: t.clone())
+                                                    lambda i, t: t.clone(), member)
         outs = [o for o in pytree.tree_leaves(owner.fn(*args, **kwargs)) if isinstance(o, torch.Tensor)]
         outs += [outer[i] for i in dirty]
         it = iter(ts[n:])
@@ -447,6 +565,13 @@ def _joint(owner, meta, descs, values, tensors, requires, tangent_descs, n: int,
             if d != "none" and o.requires_grad:
                 ys.append(o)
                 gs.append(unflatten(d, it))
+        it_l = iter(leaves)
+        same = json.loads(meta)["same"]
+        by_input = {i: next(it_l) for i, r in enumerate(requires)
+                    if r and (same[i] >= 0 or i not in member_of)}
+        for grp, (r, _) in zip(groups, [roots[g] for g in range(len(groups))]):
+            by_input[grp["input"]] = r
+        leaves = [by_input.get(i) for i in _grad_slots(requires, groups)]
         xs = [x for x in leaves if x is not None]
         got = iter(torch.autograd.grad(ys, xs, gs, allow_unused=True) if ys else [None] * len(xs))
         got = [None if x is None else next(got) for x in leaves]
@@ -475,28 +600,33 @@ def call(owner, args: tuple, kwargs: dict):
     if not any(requires):
         return _finish(box, _unflatten_outs(box, list(compiled(*tensors))), outer)
 
+    groups, extra = _alias_groups(outer, requires, box["facts"]["written"])
+
     def joint(tangent_descs, ins, dirty):
-        return cached(base_key + ("joint", json.dumps([tangent_descs, dirty])),
+        return cached(base_key + ("joint", json.dumps([tangent_descs, dirty, groups])),
                       lambda: _joint(owner, meta, descs, values, ins, requires, tangent_descs,
-                                     len(tensors), dirty))
+                                     len(tensors), dirty, groups))
 
     res = {}
-    outs = _Outer.apply(compiled, box, joint, descs, tensors, requires, res, *outer)
+    slots = _grad_slots(requires, groups)
+    outs = _Outer.apply(compiled, box, joint, descs, tensors, (len(outer), slots), res,
+                        *outer, *extra)
     n = len(outs) - len(res["dirty"])
     moved = box["facts"]["moved"]
+    early = _stale_views(box["facts"], outer)
     with torch.enable_grad():          # NOTE [subclass non-leaf writes]
         for i, new in zip(res["dirty"], outs[n:]):
             if i in moved:
                 outer[i].as_strided_(*moved[i])
             outer[i].copy_(new)
-    return _finish(box, list(outs[:n]), outer, moved=False)
+    return _finish(box, list(outs[:n]), outer, moved=False, early=early)
 
 
-def _finish(box: dict, outs: list, outer: list, moved: bool = True):
+def _finish(box: dict, outs: list, outer: list, moved: bool = True, early: dict | None = None):
     """The call's result: the outer outputs with the trace's outer-level facts applied, and the
     non-tensor values, in the returned tree."""
     m = box["meta"]
-    it = iter(_apply_facts(box["facts"], outs, outer, moved))
+    it = iter(_apply_facts(box["facts"], outs, outer, moved, early))
     it_v = iter(box["values"])
     vals = [next(it_v) if d == "value" else next(it) for d in m["descs"]]
     return pytree.tree_unflatten(vals, box["spec"])
@@ -512,21 +642,135 @@ def _versions(ts):
     return [t._version for t in ts]
 
 
+# NOTE [subclass alias groups]
+# Arguments that share one storage (``f(b, b.t())``) are one tensor to eager: a write through
+# one is seen by the other, in values and in autograd history. The joint rebuilds each
+# argument that requires grad as a leaf of its own (a clone when it is no leaf), which loses
+# that, so when the trace saw such a group written, its members that require grad must be
+# views of one root (their common ``._base``): the root is the input of :class:`_Outer` that
+# takes the group's gradient (one more input when it is no argument), and the joint makes it
+# a grad leaf over the primals' storage and gives the function views of its clone (laid out
+# as the root: a dense root) instead of the members; a member that does not require grad
+# views the clone detached. The saved primals keep their aliasing (``_save_primals``). Only
+# members whose memory overlaps form a group: disjoint ones see nothing of each other's writes,
+# and a view whose shape is changed in place (``t_``) before its base is written loses that
+# change when autograd regenerates it on the joint's fake tensors (a PyTorch limit: the joint
+# trace then raises; with overlapping members that remains so).
+
+def _grad_slots(requires: list, groups: list) -> list:
+    """The inputs of :class:`_Outer` (outer tensors, then the groups' extra roots) that take a
+    gradient, in order."""
+    members = {i for grp in groups for i in grp["members"]}
+    slots = {i for i, r in enumerate(requires) if r and i not in members}
+    slots |= {grp["input"] for grp in groups}
+    return sorted(slots)
+
+
+def _alias_groups(outer: list, requires: list, written: list) -> tuple[list, list]:
+    """(groups, extra roots) for this call (NOTE [subclass alias groups])."""
+    if not written:
+        return [], []
+    from torch._prims_common import is_non_overlapping_and_dense_or_false as is_non_overlapping_and_dense
+
+    from .engine.signature import root_of, storage_extent
+    by_storage: dict = {}
+    for i, t in enumerate(outer):
+        if not any(t is o for o in outer[:i]):
+            by_storage.setdefault(_storage_key(t), []).append(i)
+    # members that reach disjoint memory do not see each other's writes: only overlapping ones
+    # form a group (fewer views in the joint: a view whose shape is changed in place before its
+    # base is written loses that change when autograd regenerates it on fake tensors)
+    parts = []
+    for members in by_storage.values():
+        spans = sorted((storage_extent(plain_part(outer[i])), i) for i in members)
+        for (first, last), i in spans:
+            if parts and parts[-1][0] is members and first <= parts[-1][1] and last >= first:
+                parts[-1][2].append(i)
+                parts[-1][1] = max(parts[-1][1], last)
+            else:
+                parts.append([members, last, [i]])
+    groups, extra = [], []
+    for members in (sorted(p[2]) for p in parts):
+        if len(members) < 2 or not any(requires[i] for i in members) \
+                or not any(i in written for i in members):
+            continue
+        roots = {id(root_of(outer[i])): root_of(outer[i]) for i in members if requires[i]}
+        root = next(iter(roots.values()))
+        if len(roots) > 1 or not is_non_overlapping_and_dense(plain_part(root)) \
+                or any(not requires[i] and outer[i].requires_grad for i in members):
+            raise UnsupportedInputError(
+                "arguments of a call with a tensor-subclass argument share one storage, one of "
+                "them is written, and the ones that require grad are not views of one dense "
+                "base; aotcheck supports such arguments when they are")
+        at = next((i for i in members if outer[i] is root), None)
+        if at is None:
+            at = len(outer) + len(extra)
+            extra.append(root)
+        groups.append({"members": members, "input": at, "root": list(geometry_of(root)),
+                       "geoms": {str(i): list(geometry_of(outer[i])) for i in members}})
+    return groups, extra
+
+
+def _unview(flat: list) -> list:
+    """A view among the compiled graph's outputs (``matmul`` of a vector ends in a ``squeeze``)
+    returned by :class:`_Outer` is a view made by a custom Function, which autograd forbids
+    writing in place, where eager's output may be written: each one that shares its storage
+    with no other output becomes a plain tensor over the same memory."""
+    distinct = list({id(t): t for t in flat if isinstance(t, torch.Tensor)}.values())
+    keys = [storage_ref(t) for t in distinct]
+    made = {}
+    for t, key in zip(distinct, keys):
+        if t._is_view() and keys.count(key) == 1:
+            with torch.no_grad():
+                made[id(t)] = torch.empty(0, dtype=t.dtype, device=t.device).set_(
+                    t.untyped_storage(), t.storage_offset(), t.shape, t.stride())
+    return [made.get(id(t), t) for t in flat]
+
+
+def _save_primals(tensors: list) -> list:
+    """Copies of the primals as they are before the forward, sharing storage where they do."""
+    copies: dict = {}
+    out = []
+    with torch.no_grad():
+        for t in tensors:
+            key = storage_ref(t)
+            if key not in copies:
+                copies[key] = t.untyped_storage().clone()
+            c = torch.empty(0, dtype=t.dtype, device=t.device)
+            c = c.set_(copies[key], t.storage_offset(), t.shape, t.stride())
+            if t.is_conj():
+                c = c.conj()
+            if t.is_neg():
+                c = c._neg_view()
+            out.append(c)
+    return out
+
+
 class _Outer(torch.autograd.Function):
     """Autograd at the outer level: forward runs the compiled forward graph; backward runs the
     compiled outer-level joint on the primals as they were before the forward."""
 
     @staticmethod
-    def forward(ctx, compiled, box, joint, descs, tensors, requires, res, *outer):
+    def forward(ctx, compiled, box, joint, descs, tensors, slots, res, *inputs):
+        n_outer, ctx.slots = slots
+        outer = inputs[:n_outer]
         before = _versions(tensors)
-        saved = [t.detach().clone() for t in tensors]     # the primals before any mutation
+        saved = _save_primals(tensors)     # the primals before any mutation
         # NOTE [subclass random draws]: the backward recomputes the forward inside the joint
         # graph, so it starts the joint from the generator state the forward started from (its
         # draws then equal the forward's) and puts the generator back afterwards: eager's
         # backward draws nothing.
         ctx.rng = torch.get_rng_state() if compiled.fn.random else None
-        flat_out = list(compiled(*[t.detach() for t in tensors]))
+        dets = [t.detach() for t in tensors]
+        flat_out = _unview(list(compiled(*dets)))
         after = _versions(tensors)
+        # the graph ran on detached aliases: a write reaches the argument through the shared
+        # storage, but a set_() onto another storage moves only the alias; move the argument too
+        # (its outer shape follows with the facts' "moved")
+        with torch.no_grad():
+            for t, d in zip(tensors, dets):
+                if storage_ref(d) != storage_ref(t):
+                    t.set_(d)
         moved = box["facts"]["moved"]
         # NOTE [subclass non-leaf writes]: an argument written in grad mode (in data or in
         # shape; one that required grad and was no leaf, or one that did not and was given a
@@ -544,7 +788,8 @@ class _Outer(torch.autograd.Function):
         if after == before:
             saved = [t.detach() for t in tensors]          # no mutation: no copies needed
         outs = _unflatten_outs(box, flat_out)
-        ctx.saved_primals, ctx.joint, ctx.requires, ctx.dirty = saved, joint, requires, dirty
+        ctx.saved_primals, ctx.joint, ctx.dirty = saved, joint, dirty
+        ctx.n_inputs = len(inputs)
         ctx.mark_non_differentiable(*[o for o, df in zip(outs, box["diff"]) if not df])
         ctx.set_materialize_grads(False)   # outputs replaced by the outer facts get no grad
         news = [outer[i].detach() for i in dirty]
@@ -564,9 +809,7 @@ class _Outer(torch.autograd.Function):
             with torch.random.fork_rng(devices=[]):
                 torch.set_rng_state(ctx.rng)
                 got = iter(compiled(*ins))
-        gd = iter(box["descs"])
-        out = []
-        for r in ctx.requires:
-            d = next(gd) if r else "none"
-            out.append(None if d == "none" else unflatten(d, got))
+        out = [None] * ctx.n_inputs
+        for i, d in zip(ctx.slots, box["descs"]):
+            out[i] = None if d == "none" else unflatten(d, got)
         return (None, None, None, None, None, None, None, *out)

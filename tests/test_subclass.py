@@ -149,3 +149,40 @@ def test_persistent_key_covers_constants_made_inside_the_function(tmp_path):
     o1 = aotcheck.aot_function(make([2.0, 3.0, 4.0]), cache=str(tmp_path))(x)
     o2 = aotcheck.aot_function(make([5.0, 6.0, 7.0]), cache=str(tmp_path))(x)
     assert o1.a.tolist() == [2.0, 3.0, 4.0] and o2.a.tolist() == [5.0, 6.0, 7.0]
+
+
+def test_draws_made_inside_match_eager_on_every_call():
+    # a torch.Generator made inside is made anew by eager on each call, and torch.manual_seed
+    # inside seeds the caller's generator on each call: the second call must draw as eager's
+    def f(x):
+        v = torch.rand(3, generator=torch.Generator().manual_seed(2))
+        torch.manual_seed(3)
+        return x * v + torch.rand(3)
+    compiled = aotcheck.aot_function(f)
+    for _ in range(2):
+        x = two(3, requires_grad=True)
+        torch.manual_seed(0)
+        e = f(x)
+        after_e = torch.rand(1)
+        torch.manual_seed(0)
+        c = compiled(x)
+        after_c = torch.rand(1)
+        assert torch.equal(e.a, c.a) and torch.equal(e.b, c.b)
+        assert torch.equal(after_e, after_c)
+
+
+def test_an_argument_set_to_a_storage_made_inside_moves_with_grad_on():
+    # the graph runs on detached aliases; set_() moves the caller's argument too
+    def f(a0, a1, x):
+        a1.set_(a0.mean(1, keepdim=True))
+        a0.mul_(2)
+        return x * 2
+    outs = []
+    for fn in (f, aotcheck.aot_function(f)):
+        torch.manual_seed(0)
+        base = torch.randn(2, 4, 1)
+        a1 = base[1]
+        fn(base[0], a1, two(3, requires_grad=True))
+        outs.append(a1)
+    assert outs[1].untyped_storage().data_ptr() != outs[1]._base.untyped_storage().data_ptr()
+    assert torch.equal(outs[0], outs[1])

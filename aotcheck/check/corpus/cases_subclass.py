@@ -281,3 +281,140 @@ def twotensor_view_made_under_no_grad_returned():
         base = two(1, 1, requires_grad=True)
         return Inputs((base.clone(),), leaves=(base,))
     return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("rng",))
+def twotensor_beside_a_generator_made_inside_and_a_seeding():
+    # a torch.Generator made and seeded inside is reset before its first draw on every call
+    # (eager makes it anew), and torch.manual_seed inside is a graph op, not a seeding done
+    # once at trace time; the cache stores the graph (fuzz seed 7)
+    def f(x, y):
+        v = torch.rand(y.shape, generator=torch.Generator().manual_seed(2))
+        torch.manual_seed(3)
+        return x * v + torch.rand_like(y), v
+    def make():
+        x = two(4, requires_grad=True)
+        return Inputs((x, rand(4)), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("mixed", "mutation"))
+def plain_row_set_to_an_intermediate_beside_a_twotensor():
+    # set_() moves the argument onto a new storage: a later write of the row it shared a base
+    # with must not show through it (the graph runs on detached aliases; fuzz seed 7)
+    def f(a0, a1, x):
+        v = a0.mean(1, keepdim=True)
+        a1.set_(v)
+        a0.mul_(2)
+        return (x * 2,)
+    def make():
+        base, x = rand(2, 4, 1), two(3, requires_grad=True)
+        return Inputs((base[0], base[1], x), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("alias", "non_leaf", "mutation", "mixed"))
+def plain_argument_and_its_transpose_written_beside_a_twotensor():
+    # one storage, two arguments: the fill through the first is the second's value and history
+    # too, so no gradient reaches the base's leaf through either (NOTE [subclass alias groups];
+    # fuzz seed 7)
+    def f(a, at, x):
+        with torch.no_grad():
+            with torch.enable_grad():
+                a.fill_(2.0)
+        at.unsqueeze_(2)
+        return (x * 2,)
+    def make():
+        l, x = leaf(2, 3, dtype=torch.float64), two(4, requires_grad=True)
+        base = l.clone()
+        return Inputs((base, base.t(), x), leaves=(l, x))
+    return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("alias", "no_grad", "mixed"))
+def argument_written_under_no_grad_read_through_its_alias_beside_a_twotensor():
+    # the backward recomputes from the arguments as they were, sharing storage as they did:
+    # the write through one shows in the other's value the gradient of w is taken at
+    def f(a, at, w, x):
+        with torch.no_grad():
+            a.fill_(2.0)
+        return at * w, x * 2
+    def make():
+        w, x = leaf(3, 2), two(2, requires_grad=True)
+        base = rand(2, 3)
+        return Inputs((base, base.t(), w, x), leaves=(w, x))
+    return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("inference_mode", "mixed"))
+def clone_made_in_inference_mode_returned_beside_a_twotensor():
+    # an inference tensor in eager, which may not be written in place outside inference mode;
+    # a TwoTensor view of one made there is no inference tensor, its inner tensors are (fuzz
+    # seed 7)
+    def f(a, x):
+        with torch.inference_mode():
+            v, w = a.clone(), x * 2
+        return v, w, w.t(), x.sin()
+    def make():
+        base, x = leaf(3, 1, 3), two(2, 3, requires_grad=True)
+        return Inputs((base.transpose(-2, -1), x), leaves=(base, x))
+    return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("alias", "no_grad", "non_leaf", "mutation"))
+def twotensor_chunks_made_under_no_grad_then_the_argument_written():
+    # eager returns the chunks; reading their grad_fn raises (a view made under no_grad whose
+    # base was written in grad mode since), and so must the compiled ones' (fuzz seed 7)
+    def f(a0, a1):
+        with torch.no_grad():
+            v = a1.chunk(2, 2)
+        a1.copy_(a0)
+        return v
+    def make():
+        l0, l1 = two((), requires_grad=True), two(1, 3, 3, requires_grad=True)
+        return Inputs((l0.clone(), l1.clone()), leaves=(l0, l1))
+    return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("mixed", "requires_grad_"))
+def requires_grad_set_on_an_unused_twotensor_while_an_output_requires_grad():
+    # the flag reaches the caller; no output is computed from the argument, so there is no
+    # gradient to route to it (fuzz seed 7)
+    def f(a, b, x):
+        a.requires_grad_()
+        return x.expand((2,)), x, b.sum()
+    def make():
+        lx, lb = leaf(()), two(2, 1, requires_grad=True)
+        return Inputs((two(2, 4), lb.clone(), lx.clone()), leaves=(lx, lb))
+    return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("alias", "non_leaf", "mutation", "metadata"))
+def rows_of_one_base_one_transposed_in_place_one_written_beside_a_twotensor():
+    # disjoint rows see nothing of each other's writes: each is its own tensor in the backward
+    # (NOTE [subclass alias groups]; a row transposed in place, then its base written, would
+    # lose the transpose in a fake trace of the joint)
+    def f(x, a1, a2):
+        a2.t_()
+        a1.add_(1.0)
+        with torch.no_grad():
+            v = x.view((4, 12))
+        return v, a1, a2 * 2
+    def make():
+        lx, l = two(3, 4, 4, requires_grad=True), leaf(2, 4, 3, dtype=torch.float64)
+        base = l.clone()
+        return Inputs((lx.clone(), base[0], base[1]), leaves=(lx, l))
+    return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("mixed",))
+def vector_matmul_returned_twice_beside_a_twotensor_then_written():
+    # matmul of a vector ends in a squeeze: a view of an intermediate, which eager lets the
+    # caller write in place (fuzz seed 7)
+    def f(a, x):
+        v = torch.matmul(a.select(1, 0).detach(), a)
+        return v, x * 2, v
+    def make():
+        l, x = leaf(1, 4), two((), requires_grad=True)
+        return Inputs((l.clone().transpose(-2, -1), x), leaves=(l, x))
+    return f, seeded(make)
