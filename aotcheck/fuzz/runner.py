@@ -52,7 +52,7 @@ from .strategies import AOTCHECK_EXTENSIONS, EXTENSIONS, programs
 
 def default_extensions(engine_name: str) -> tuple[str, ...]:
     """The wider grammar an engine is fuzzed with by default: all of it for PyTorch's engines,
-    and ``AOTCHECK_EXTENSIONS`` (all but subclass arguments) for aotcheck's own."""
+    and ``AOTCHECK_EXTENSIONS`` (all of it too, now) for aotcheck's own."""
     return EXTENSIONS if engine_name.startswith("torch") else AOTCHECK_EXTENSIONS
 
 _DYNAMO_ENGINES = ("torch", "torch-inductor", "dynamo-aotcheck")
