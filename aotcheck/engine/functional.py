@@ -138,11 +138,9 @@ def trace_functional(body, example_placeholders: list[torch.Tensor], *,
     if mode == "values":    # NOTE [value specialization]: real copies, values pinned by guards
         example_placeholders = real_copies(example_placeholders)
         guard.values = True
-    fake_log = logging.getLogger("torch._subclasses.fake_tensor")
-    level = fake_log.level
-    fake_log.setLevel(logging.CRITICAL)      # the user's own errors are re-raised below
     try:
-        with compiling(), GlobalGeneratorGuard(draws=mode != "fake") as generators:
+        with quiet_fake_tensor_log(), compiling(), \
+                GlobalGeneratorGuard(draws=mode != "fake") as generators:
             gm = guard_trace(lambda: make_fx(traced, tracing_mode="real" if mode == "values" else mode,
                                              _allow_non_fake_inputs=constants)(*example_placeholders))
     except DataDependentError:
@@ -150,8 +148,6 @@ def trace_functional(body, example_placeholders: list[torch.Tensor], *,
             raise
         return trace_functional(body, example_placeholders, functionalize=functionalize,
                                 guard=guard, mode="values", constants=constants)
-    finally:
-        fake_log.setLevel(level)
     fresh_generators(gm, generators)
     for n in list(gm.graph.nodes):
         if n.target is _RESIZE and not n.users:
@@ -160,6 +156,20 @@ def trace_functional(body, example_placeholders: list[torch.Tensor], *,
 
 
 _RESIZE = torch.ops.inductor.resize_storage_bytes_.default
+
+
+class quiet_fake_tensor_log:
+    """The fake-tensor module logs an op's error before raising it; the user's own errors are
+    re-raised (or, where a failed run is expected, caught) by aotcheck, so it is silenced."""
+
+    def __enter__(self):
+        self.log = logging.getLogger("torch._subclasses.fake_tensor")
+        self.level = self.log.level
+        self.log.setLevel(logging.CRITICAL)
+
+    def __exit__(self, *exc):
+        self.log.setLevel(self.level)
+        return False
 
 
 def compiling():
