@@ -155,26 +155,34 @@ def _entry_payload(key: str, comps: dict, stages, art) -> dict:
     }
 
 
-def dump_out_spec(spec):
-    """The output tree as data. pytree cannot name ``torch.return_types`` tuples (``x.max(0)``,
-    ``linalg.lstsq``): they are written as tuples, with their places (preorder) and names."""
-    marks: list = []
+def _retyped(spec, type_at):
+    """A copy of a tree spec whose inner nodes take their type from ``type_at(i, node)``, with
+    ``i`` the node's preorder index."""
     count = [0]
 
-    def plain(s):
+    def walk(s):
         i = count[0]
         count[0] += 1
         if s.is_leaf():
             return s
-        children = [plain(c) for c in s.children()]
-        kind = s.type
-        if pytree.is_structseq_class(kind):
-            if kind.__module__ != "torch.return_types":
-                raise ValueError(f"output tree holds {kind.__module__}.{kind.__qualname__}")
-            marks.append([i, kind.__name__])
-            kind = tuple
-        return pytree.TreeSpec(kind, s.context, children)
-    text = pytree.treespec_dumps(plain(spec))
+        children = [walk(c) for c in s.children()]
+        return pytree.TreeSpec(type_at(i, s), s.context, children)
+    return walk(spec)
+
+
+def dump_out_spec(spec):
+    """The output tree as data. pytree cannot name ``torch.return_types`` tuples (``x.max(0)``,
+    ``linalg.lstsq``): they are written as tuples, with their places (preorder) and names."""
+    marks: list = []
+
+    def plain(i, s):
+        if not pytree.is_structseq_class(s.type):
+            return s.type
+        if s.type.__module__ != "torch.return_types":
+            raise ValueError(f"output tree holds {s.type.__module__}.{s.type.__qualname__}")
+        marks.append([i, s.type.__name__])
+        return tuple
+    text = pytree.treespec_dumps(_retyped(spec, plain))
     return {"treespec": text, "return_types": marks} if marks else text
 
 
@@ -184,21 +192,15 @@ def load_out_spec(data):
     if not isinstance(data, dict) or not isinstance(data.get("treespec"), str):
         raise ValueError("bad output tree")
     names = {int(i): str(n) for i, n in data.get("return_types", [])}
-    count = [0]
 
-    def typed(s):
-        i = count[0]
-        count[0] += 1
-        if s.is_leaf():
-            return s
-        children = [typed(c) for c in s.children()]
-        if i in names:
-            kind = getattr(torch.return_types, names[i], None)
-            if not pytree.is_structseq_class(kind):
-                raise ValueError(f"no torch.return_types.{names[i]}")
-            return pytree.TreeSpec(kind, s.context, children)
-        return pytree.TreeSpec(s.type, s.context, children)
-    return typed(pytree.treespec_loads(data["treespec"]))
+    def typed(i, s):
+        if i not in names:
+            return s.type
+        kind = getattr(torch.return_types, names[i], None)
+        if not pytree.is_structseq_class(kind):
+            raise ValueError(f"no torch.return_types.{names[i]}")
+        return kind
+    return _retyped(pytree.treespec_loads(data["treespec"]), typed)
 
 
 def _save_backward(cache: Cache, key: str, fw_sha: str, graph, constants: dict) -> None:
