@@ -38,9 +38,9 @@ from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
 from ..errors import GuardFailed
+from .rng import _SEEDED as _TAGS               # impure, forward-only, in order (rng.py)
 
 _lib = torch.library.Library("aotcheck", "FRAGMENT")
-_TAGS = (torch.Tag.nondeterministic_seeded,)    # impure, forward-only, in order (rng.py)
 _lib.define("guard_value(Tensor t, Scalar expected) -> ()", tags=_TAGS)
 _lib.define("guard_shape(Tensor t, int[] expected) -> ()", tags=_TAGS)
 _lib.define("guard_call(str op, Tensor[] args, Scalar expected) -> ()", tags=_TAGS)
