@@ -49,6 +49,9 @@ from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from .engine.functional import geometry_of, storage_ref
 from .engine.signature import call_key
 from .errors import TraceError, UnsupportedInputError
+from .subclass_autograd import STALE as _STALE, grad_fn_of as _grad_fn, reaches as _reaches
+from .subclass_autograd import (flag_before_call, needs_history, new_leaf_kind, remake_dropped,
+                                remake_view_of_leaf, routed_grad_set, view_home, view_mode)
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
@@ -196,8 +199,8 @@ def _rebuild_args(meta: str, descs: list, values: list, ts, requires: list | Non
                 grad_leaves.append(None)
         elif member is not None and (m := member(len(outer), t)) is not None:
             t = m
-        elif r:
-            t = t.requires_grad_()          # a fresh wrapper: an autograd leaf, no op traced
+        elif r:     # a fresh wrapper: an autograd leaf, no op traced ("set": the function sets it)
+            t = t if r == "set" else t.requires_grad_()
             grad_leaves.append(t)
             if r == "nonleaf" and nonleaf is not None:
                 t = nonleaf(len(outer), t)
@@ -255,20 +258,11 @@ def _outer_facts(outs: list, outer: list, before: list) -> dict:
         elif arg is not None:
             fact["same_arg"] = arg
         else:
-            home = next((j for j, k in enumerate(keys) if k == _storage_key(o)), None)
+            home = view_home(o, outer, keys, _storage_key(o), plain_part)
             if home is not None:
-                # by grad_fn, not requires_grad: a TwoTensor view made under no_grad of one that
-                # requires grad requires grad too, with no grad_fn, in eager as in the trace;
-                # remade under no_grad it is the same
-                # "stale": made under no_grad, and its base written in grad mode since: eager
-                # raises when its grad_fn is read, so it is made before the write-back
-                gf = _grad_fn(o)
-                mode = ("alias" if not o._is_view() else "stale" if gf is _STALE
-                        else "grad" if gf is not None
-                        else "no_grad" if outer[home].requires_grad else "plain")
-                fact["view"] = [home, geometry_of(o), mode]
+                fact["view"] = [home, geometry_of(o), view_mode(o, outer[home], before[home][2])]
             elif o.requires_grad and o.is_leaf:
-                fact["new_leaf"] = True
+                fact["new_leaf"] = new_leaf_kind(o)
                 if any(_reaches(_grad_fn(p), o) for p in outs if _grad_fn(p) not in (None, _STALE)):
                     raise UnsupportedInputError(
                         "a call with a tensor-subclass argument returns a leaf it made with "
@@ -290,6 +284,7 @@ def _outer_facts(outs: list, outer: list, before: list) -> dict:
         per_out.append(fact)
     moved = {j: geometry_of(a) for j, a in enumerate(outer) if geometry_of(a) != before[j][0]}
     grad_set = [j for j, a in enumerate(outer) if a.requires_grad and not before[j][1] and a.is_leaf]
+    routed = routed_grad_set(grad_set, moved, outer, keys)    # flagged before the call
     # written in grad mode: autograd gave the argument a new grad_fn (a write under no_grad
     # leaves its history as it was), NOTE [subclass non-leaf writes]
     rebased = [j for j, a in enumerate(outer)
@@ -300,7 +295,7 @@ def _outer_facts(outs: list, outer: list, before: list) -> dict:
     through = [_grad_fn(o) for o, fact in zip(outs, per_out)
                if not {"same_out", "same_arg", "view"} & fact.keys()]
     through += [_grad_fn(outer[j]) for j in rebased]
-    if any(_reaches(n, outer[j]) for j in grad_set for n in through if n not in (None, _STALE)):
+    if any(_reaches(n, outer[j]) for j in grad_set if j not in routed for n in through):
         raise UnsupportedInputError(
             "requires_grad_() on an argument inside a call with a tensor-subclass argument, "
             "and an output computed from it: aotcheck sets the flag on the caller's argument "
@@ -309,38 +304,12 @@ def _outer_facts(outs: list, outer: list, before: list) -> dict:
     written = [j for j, a in enumerate(outer) if _version_of(a) != before[j][3]
                or geometry_of(a) != before[j][0]]
     return {"outs": per_out, "moved": moved, "grad_set": grad_set, "rebased": rebased,
-            "written": written}
-
-
-_STALE = object()
-
-
-def _grad_fn(t):
-    """``t.grad_fn``, or ``_STALE`` where reading it raises (a view made under no_grad whose
-    base was written in grad mode since)."""
-    try:
-        return t.grad_fn
-    except RuntimeError:
-        return _STALE
+            "written": written, "routed": routed}
 
 
 def _version_of(t):
     """``t._version``, or None for an inference tensor (which tracks none)."""
     return None if t.is_inference() else t._version
-
-
-def _reaches(node, leaf) -> bool:
-    """Does autograd node ``node`` lead back to ``leaf``'s AccumulateGrad?"""
-    seen, todo = set(), [node]
-    while todo:
-        n = todo.pop()
-        if n is None or n in seen:
-            continue
-        seen.add(n)
-        if getattr(n, "variable", None) is leaf:
-            return True
-        todo += [f for f, _ in n.next_functions]
-    return False
 
 
 def _stale_views(facts: dict, outer: list) -> dict:
@@ -376,17 +345,18 @@ def _apply_facts(facts: dict, outs: list, outer: list, moved: bool = True,
         elif "view" in fact:
             home, (size, stride, offset), mode = fact["view"]
             a = outer[home]
-            if mode == "alias":
+            if mode == "alias":     # no in-place op: as_strided_ would bump a's version
                 with torch.no_grad():
-                    o = a.detach()
-                    o.as_strided_(size, stride, offset)
+                    o = a.detach().as_strided(size, stride, offset).detach()
+            elif mode == "dropped":
+                o = remake_dropped(a, (size, stride, offset))
             elif mode in ("no_grad", "stale"):
                 with torch.no_grad():
                     o = a.as_strided(size, stride, offset)
             else:
                 o = a.as_strided(size, stride, offset)
         elif fact.get("new_leaf"):
-            o = o.detach().requires_grad_()
+            o = remake_view_of_leaf(o) if fact["new_leaf"] == "view" else o.detach().requires_grad_()
         if fact.get("multi_output"):
             # one of several views of one op (unbind, split, chunk): eager refuses to write it
             # in place; so does a view made the same way (values and gradient unchanged)
@@ -518,7 +488,7 @@ def _forward(owner, meta, descs, values, tensors, requires):
         return _flatten_out(owner.fn(*args, **kwargs), box, outer, before)
 
     try:
-        return _compile(owner, plain, tensors, grad=any(requires)), box
+        return _compile(owner, plain, tensors, grad=torch.is_grad_enabled()), box
     except TraceError as e:
         if "nonleaf" not in requires or "in-place operation" not in str(e):
             raise
@@ -597,10 +567,12 @@ def call(owner, args: tuple, kwargs: dict):
 
     compiled, box = cached(base_key + ("forward",),
                            lambda: _forward(owner, meta, descs, values, tensors, requires))
-    if not any(requires):
+    requires = flag_before_call(box["facts"], outer, requires)
+    if not any(requires) and not needs_history(box):
         return _finish(box, _unflatten_outs(box, list(compiled(*tensors))), outer)
 
     groups, extra = _alias_groups(outer, requires, box["facts"]["written"])
+    extra += [] if any(requires) else [torch.zeros((), requires_grad=True)]   # needs_history
 
     def joint(tangent_descs, ins, dirty):
         return cached(base_key + ("joint", json.dumps([tangent_descs, dirty, groups])),
@@ -798,6 +770,8 @@ class _Outer(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
+        if not ctx.slots:           # no input takes a gradient (needs_history)
+            return (None,) * (7 + ctx.n_inputs)
         tdescs, tflat = [], []
         for g in grads:
             tdescs.append("none" if g is None else flatten(g, "gradient of an output", tflat))

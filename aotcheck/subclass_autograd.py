@@ -1,0 +1,164 @@
+"""The outer-level autograd graph of a tensor-subclass call (NOTE [outer-level facts] in
+``subclass.py``), read off the forward trace: which argument an output views, whether an
+output's gradient reaches that argument, which arguments given ``requires_grad_()`` inside
+take a gradient, and the outputs remade at the call from those facts.
+
+Eager's autograd drops an edge where a view has no history of its own::
+
+    with torch.no_grad():
+        v0 = a.permute(0, 1)      # requires grad (its base does), no grad_fn
+    v1 = v0.unbind(1)[0]          # UnbindBackward0 -> (no edge): a.grad stays None
+
+so an output with a ``grad_fn`` is a view "with grad" of its argument only when that
+``grad_fn`` reaches the argument; otherwise it is remade as a view whose edge is dropped
+(mode ``"dropped"``), and the same holds for a view of a leaf made inside (``"view"``).
+"""
+from __future__ import annotations
+
+import torch
+from torch.fx.experimental.proxy_tensor import disable_proxy_modes_tracing
+
+from .engine.signature import storage_extent
+
+STALE = object()
+
+
+def grad_fn_of(t):
+    """``t.grad_fn``, or ``STALE`` where reading it raises (a view made under no_grad whose
+    base was written in grad mode since)."""
+    try:
+        return t.grad_fn
+    except RuntimeError:
+        return STALE
+
+
+def reaches(node, leaf) -> bool:
+    """Does autograd node ``node`` lead back to ``leaf``'s AccumulateGrad?"""
+    return _walk(node, lambda n: getattr(n, "variable", None) is leaf)
+
+
+def reaches_arg(node, arg, start_fn) -> bool:
+    """Does ``node`` lead back to argument ``arg`` of the trace: its AccumulateGrad, its
+    ``grad_fn`` now, or ``start_fn`` (its ``grad_fn`` when the call began)?"""
+    now = grad_fn_of(arg)
+    return _walk(node, lambda n: getattr(n, "variable", None) is arg or n is now
+                 or (start_fn is not None and n is start_fn))
+
+
+def _walk(node, hit) -> bool:
+    seen, todo = set(), [node]
+    while todo:
+        n = todo.pop()
+        if n is None or n is STALE or n in seen:
+            continue
+        seen.add(n)
+        if hit(n):
+            return True
+        todo += [f for f, _ in n.next_functions]
+    return False
+
+
+def view_home(o, outer: list, keys: list, key, plain) -> int | None:
+    """The argument an output over an argument's storage is remade from: the one it is a view
+    of (``o._base``), else the first whose memory holds all of the output's, else the first
+    over that storage. Two rows of one base passed as two arguments share a storage: remade
+    from the other row, the output's gradient would fall outside it (as_strided's backward
+    drops it). ``plain(t)``: a plain tensor over ``t``'s storage."""
+    homes = [j for j, k in enumerate(keys) if k == key]
+    base = o._base if o._is_view() else None
+    first, last = storage_extent(plain(o))
+    inside = [j for j in homes if storage_extent(plain(outer[j]))[0] <= first
+              and last <= storage_extent(plain(outer[j]))[1]]
+    return next((j for j in homes if outer[j] is base), next(iter(inside + homes), None))
+
+
+def view_mode(o, arg, start_fn) -> str:
+    """How an output over argument ``arg``'s storage is remade (``_apply_facts``):
+
+    - ``"alias"``: no view (a ``detach()``);
+    - ``"stale"``: made under no_grad, its base written in grad mode since (eager raises when
+      its grad_fn is read, so it is made before the write-back);
+    - ``"grad"``: a view whose ``grad_fn`` reaches the argument;
+    - ``"dropped"``: a view with a ``grad_fn`` that does not reach it (it views a view made
+      under no_grad: the gradient stops there);
+    - ``"no_grad"`` / ``"plain"``: no ``grad_fn``; the argument requires grad, or not.
+
+    By grad_fn, not requires_grad: a view made under no_grad of one that requires grad
+    requires grad too, with no grad_fn, in eager as in the trace."""
+    gf = grad_fn_of(o)
+    if not o._is_view():
+        return "alias"
+    if gf is STALE:
+        return "stale"
+    if gf is not None:
+        return "grad" if reaches_arg(gf, arg, start_fn) else "dropped"
+    return "no_grad" if arg.requires_grad else "plain"
+
+
+def new_leaf_kind(o):
+    """A leaf that requires grad made inside: True, or ``"view"`` for a view of one whose flag
+    was set after the view was made (``v2 = v1[:1]; v1.requires_grad_()``): it requires grad
+    through its base but has no gradient edge, so backward leaves its ``.grad`` None."""
+    if not o._is_view():
+        return True
+    # its gradient edge, as torch.autograd.graph.get_gradient_edge finds it (a view_as, kept
+    # out of the traced graph)
+    with disable_proxy_modes_tracing(), torch.enable_grad():
+        edge = o.view_as(o).grad_fn.next_functions[0][0]
+    return "view" if edge is None else True
+
+
+def remake_dropped(a: torch.Tensor, geometry) -> torch.Tensor:
+    """A view of ``a`` in ``geometry`` with a ``grad_fn`` whose edge to ``a`` is dropped (mode
+    ``"dropped"``): a view made under no_grad, viewed again in grad mode."""
+    with torch.no_grad():
+        o = a.as_strided(*geometry)
+    with torch.enable_grad():
+        return o.view_as(o)
+
+
+def remake_view_of_leaf(o: torch.Tensor) -> torch.Tensor:
+    """``o`` as a view of a leaf made inside whose ``requires_grad_()`` came after the view
+    (``new_leaf_kind`` ``"view"``)."""
+    base = o.detach()
+    with torch.enable_grad():
+        v = base.view_as(base)
+    base.requires_grad_()
+    return v
+
+
+# NOTE [requires_grad_ on a subclass argument]
+# ``a.requires_grad_()`` on a leaf argument inside the call, then an output computed from it:
+# eager's output requires grad and its gradient reaches the caller's ``a``. As the plain
+# engine does (NOTE [requires_grad_ on an argument] in engine/functional_run.py), the runtime
+# sets the caller's flag before the compiled function runs, so that ``a`` is an input of
+# ``_Outer`` that takes a gradient; the joint rebuilds ``a`` without the flag and the
+# function's own ``requires_grad_()`` sets it there, so that what was computed before the
+# call stays without history, as in eager (and the forward trace, made with the flag unset,
+# marks those outputs non-differentiable). Not routed (refused when an output's gradient
+# reaches it): an argument whose shape changed in place (its gradient's geometry would be the
+# new one, the edge's the old one) or that shares its storage with another argument.
+
+def routed_grad_set(grad_set: list, moved: dict, outer: list, keys: list) -> list:
+    """The arguments given ``requires_grad_()`` inside that the runtime flags before the call
+    (NOTE [requires_grad_ on a subclass argument])."""
+    def shared(j):
+        return any(keys[i] == keys[j] and a is not outer[j] for i, a in enumerate(outer))
+    return [j for j in grad_set if j not in moved and not shared(j)]
+
+
+def flag_before_call(facts: dict, outer: list, requires: list) -> list:
+    """Set the routed arguments' flags on the caller's tensors (in grad mode); ``requires``
+    with ``"set"`` at those arguments: grad leaves of the joint whose flag the function sets."""
+    routed = facts["routed"] if torch.is_grad_enabled() else []
+    for j in routed:
+        outer[j].requires_grad_()
+    return [("set" if j in routed and not r else r) for j, r in enumerate(requires)]
+
+
+def needs_history(box: dict) -> bool:
+    """Whether outputs need autograd history although no argument takes a gradient: one
+    computed from a leaf made inside requires grad in the trace, or an argument was written
+    with a value that does. Then ``_Outer`` runs over one more input, a grad leaf of its own,
+    so that its outputs get a ``grad_fn`` (its backward gives the arguments no gradient)."""
+    return torch.is_grad_enabled() and (any(box["diff"]) or bool(box["facts"]["rebased"]))
