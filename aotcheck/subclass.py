@@ -50,8 +50,9 @@ from .engine.functional import geometry_of, storage_ref
 from .engine.signature import call_key
 from .errors import TraceError, UnsupportedInputError
 from .subclass_autograd import STALE as _STALE, grad_fn_of as _grad_fn, reaches as _reaches
-from .subclass_autograd import (flag_before_call, needs_history, new_leaf_kind, remake_dropped,
-                                remake_view_of_leaf, routed_grad_set, view_home, view_mode)
+from .subclass_autograd import (flag_before_call, needs_history, new_leaf_kind, outer_training,
+                                remake_dropped, remake_view_of_leaf, routed_grad_set, view_home,
+                                view_mode)
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
@@ -465,6 +466,7 @@ def desugared(owner, args: tuple, kwargs: dict):
     # call itself needs training: NOTE [subclass non-leaf writes]
     written = box["alias"] and ("training", "an argument that requires grad and is not a leaf "
                                 "is written in place (at the outer level of a tensor subclass)")
+    written = written or outer_training(box, requires)
     ins, k, made = [], 0, {}
     for d, r in zip([d for d in descs if d != "value"], requires):
         for t in tensors[k:k + _count(d)]:

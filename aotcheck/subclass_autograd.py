@@ -162,3 +162,16 @@ def needs_history(box: dict) -> bool:
     with a value that does. Then ``_Outer`` runs over one more input, a grad leaf of its own,
     so that its outputs get a ``grad_fn`` (its backward gives the arguments no gradient)."""
     return torch.is_grad_enabled() and (any(box["diff"]) or bool(box["facts"]["rebased"]))
+
+
+def outer_training(box: dict, requires: list):
+    """For ``explain``: (mode, reason) where the call trains though no argument requires grad
+    at the call, else False."""
+    if not torch.is_grad_enabled() or any(requires):
+        return False
+    if box["facts"]["routed"]:
+        return ("training", "requires_grad_() on an argument inside the call: the runtime sets "
+                "its flag before the call, and it takes a gradient (NOTE [requires_grad_ on a "
+                "subclass argument])")
+    return needs_history(box) and ("training", "an output has autograd history from a leaf "
+                                   "made inside, though no argument requires grad")

@@ -507,3 +507,99 @@ def unreached_output_of_no_materialize_function():
         x, y = leaf(3), leaf(3)
         return Inputs((x, y), leaves=(x, y))
     return f, seeded(make)
+
+
+# ---------------------------------------------------------------- outer-level autograd of subclass calls
+# With a TwoTensor argument the call runs at the outer level (NOTE [outer-level facts] in
+# aotcheck/subclass.py): outputs over an argument's storage are remade from that argument,
+# and the trace's autograd graph says how (aotcheck/subclass_autograd.py).
+
+def _two(*shape, requires_grad=False):
+    from .cases_subclass import two
+    return two(*shape, requires_grad=requires_grad)
+
+
+@case("requires_grad_modes", mode="inference", tags=("fuzz", "subclass", "non_leaf", "alias_of_input"))
+def fuzz_split_view_and_its_detach_beside_a_twotensor():
+    """``v = a.split(1, 1)[3]; return v, v.detach()`` beside a TwoTensor: eager's ``v`` is a
+    SplitBackward0 view of the non-leaf argument, and its detach shares ``v``'s storage and
+    version counter without bumping it. The detach was remade with ``as_strided_`` on a detach
+    of the argument, an in-place op that bumped the version they all share, so reading ``v``'s
+    grad_fn (and backward) raised "Output 0 of Unbind is a view and its base ... has been
+    modified inplace" (fuzz seed 1)."""
+    def f(a, x):
+        v = a.split(1, 1)[3]
+        return v, v.detach()
+    def make():
+        la, lx = leaf(3, 4, 4), _two(3, 2, 2, requires_grad=True)
+        return Inputs((la.clone(), lx.clone()), leaves=(la, lx))
+    return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="inference", tags=("fuzz", "subclass", "no_grad", "alias_of_input"))
+def fuzz_view_of_a_no_grad_view_beside_a_twotensor_gets_no_gradient():
+    """``with no_grad: v0 = a.permute(0, 1)``, then ``v0.unbind(1)[0]`` returned, beside a
+    TwoTensor: eager's output has an UnbindBackward0 whose edge stops at ``v0`` (a view without
+    history), so ``a.grad`` stays None. The output was remade as a view "with grad" of ``a``
+    because it had a grad_fn, so ``a`` got a gradient; now a view whose grad_fn does not reach
+    its argument is remade with that edge dropped (fuzz seed 1)."""
+    def f(x, a):
+        with torch.no_grad():
+            v0 = a.permute((0, 1))
+        return v0.unbind(1)[0]
+    def make():
+        lx, a = _two((), requires_grad=True), leaf(1, 4, dtype=torch.float64)
+        return Inputs((lx.clone(), a), leaves=(lx, a))
+    return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="inference", tags=("fuzz", "subclass", "requires_grad_", "no_grad"))
+def fuzz_view_of_a_leaf_flagged_after_the_view_gets_no_grad():
+    """``v1 = torch.rand_like(x.detach()); v2 = v1[:1]; v1.requires_grad_()`` with ``v2``
+    returned, ``x`` a TwoTensor: eager's ``v2`` requires grad through its base but has no
+    gradient edge of its own, so backward leaves ``v2.grad`` None. It was remade as a fresh
+    leaf (its own AccumulateGrad), which got a gradient (fuzz seed 1)."""
+    def f(x):
+        with torch.no_grad():
+            v0 = x.sigmoid()
+        v1 = torch.rand_like(v0)
+        v2 = v1[:1:3]
+        with torch.inference_mode():
+            v1.requires_grad_()
+        return v2
+    def make():
+        x = _two(1, 4, requires_grad=True)
+        return Inputs((x,), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="inference", tags=("fuzz", "subclass", "aliased_inputs", "alias_of_input"))
+def fuzz_view_of_the_second_of_two_rows_beside_a_twotensor():
+    """Two rows of one base passed as two arguments beside a TwoTensor, ``b[1].unsqueeze(1)``
+    returned: eager's gradient reaches row 1 of the base. The output was remade from the
+    first argument over that storage (row 0) with ``as_strided``, whose backward drops what
+    lies outside row 0: the base's gradient was zeros. Now it is remade from the argument it
+    views (fuzz seed 1)."""
+    def f(x, a0, a1):
+        return a1.unsqueeze(1)
+    def make():
+        lx, b = _two(4, requires_grad=True), leaf(2, 2)
+        return Inputs((lx.clone(), b[0], b[1]), leaves=(lx, b))
+    return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="training", tags=("fuzz", "subclass", "requires_grad_", "aliased_inputs"))
+def fuzz_requires_grad_on_a_twotensor_passed_twice_then_sum():
+    """A TwoTensor that does not require grad, passed twice; ``a1.requires_grad_(); return
+    a0.sum()``: eager's sum requires grad and its gradient reaches the caller's tensor. The
+    call was traced under no_grad because no argument required grad at the call, so the sum
+    came back without history; now the trace runs in the call's grad mode and the runtime
+    sets the argument's flag before the call (NOTE [requires_grad_ on a subclass argument])
+    (fuzz seed 1)."""
+    def f(a0, a1):
+        a1.requires_grad_()
+        return a0.sum()
+    def make():
+        x = _two(2)
+        return Inputs((x, x), leaves=(x,))
+    return f, seeded(make)
