@@ -28,10 +28,11 @@ gradients with each argument's ctx.
 NOTE [subclass limits]: ctx must be plain data (None, bool, int, float, str, tuples, lists,
 str-keyed dicts, torch.dtype) and the class importable by module and qualified name. Refused
 by name: a call that returns a leaf it made with ``requires_grad_()`` together with an output
-computed from it, ``requires_grad_()`` on an argument together with an output (or a written
-argument) computed from it, random draws with grad on a non-CPU device, and arguments that
-share a storage, are written, and require grad without being views of one dense base (NOTE
-[subclass alias groups]). Anything else raises a named error, never a wrong result. Eager's
+computed from it, ``requires_grad_()`` on an argument whose shape it changed or that shares a
+storage with another argument, together with an output (or a written argument) computed from
+it (NOTE [requires_grad_ on a subclass argument] in subclass_autograd.py), random draws with
+grad on a non-CPU device, and arguments that share a storage, are written, and require grad
+without being views of one dense base (NOTE [subclass alias groups]). Anything else raises a named error, never a wrong result. Eager's
 outer-level semantics (outputs that are arguments or views of them, writes, reshapes) follow
 NOTE [outer-level facts] and NOTE [subclass non-leaf writes].
 """
@@ -299,9 +300,10 @@ def _outer_facts(outs: list, outer: list, before: list) -> dict:
     if any(_reaches(n, outer[j]) for j in grad_set if j not in routed for n in through):
         raise UnsupportedInputError(
             "requires_grad_() on an argument inside a call with a tensor-subclass argument, "
-            "and an output computed from it: aotcheck sets the flag on the caller's argument "
-            "after the call but does not route gradients to it, so it refuses this. Set "
-            "requires_grad before the call")
+            "and an output computed from it, where the argument's shape changed in place or it "
+            "shares a storage with another argument: aotcheck sets the flag on the caller's "
+            "argument after the call but does not route gradients to it, so it refuses this. "
+            "Set requires_grad before the call")
     written = [j for j, a in enumerate(outer) if _version_of(a) != before[j][3]
                or geometry_of(a) != before[j][0]]
     return {"outs": per_out, "moved": moved, "grad_set": grad_set, "rebased": rebased,

@@ -186,3 +186,40 @@ def test_an_argument_set_to_a_storage_made_inside_moves_with_grad_on():
         outs.append(a1)
     assert outs[1].untyped_storage().data_ptr() != outs[1]._base.untyped_storage().data_ptr()
     assert torch.equal(outs[0], outs[1])
+
+
+def test_requires_grad_on_an_argument_routes_its_gradient_from_then_on():
+    # NOTE [requires_grad_ on a subclass argument]: what was computed before the flag has no
+    # history, what after it has, and its gradient reaches the caller's tensor
+    def f(a):
+        v = a * 2
+        a.requires_grad_()
+        return v, a * 3
+    x = two(2)
+    v, w = aotcheck.aot_function(f)(x)
+    assert x.requires_grad and x.is_leaf and not v.requires_grad and w.grad_fn is not None
+    w.sum().backward()
+    assert x.grad.a.tolist() == [3.0, 3.0] and x.grad.b.tolist() == [3.0, 3.0]
+
+
+def test_requires_grad_on_an_argument_whose_shape_changed_is_refused_by_name():
+    # its gradient would have the new geometry, the edge of the caller's tensor the old one
+    def f(a):
+        a.t_()
+        a.requires_grad_()
+        return a * 2
+    with pytest.raises(UnsupportedInputError, match="requires_grad_\\(\\) on an argument"):
+        aotcheck.aot_function(f)(two(2, 3))
+
+
+def test_an_output_computed_from_a_leaf_made_inside_has_history_without_grad_arguments():
+    # traced in the call's grad mode: the output requires grad and has a grad_fn, as in eager
+    # (its gradient goes to the leaf made inside, so the arguments get none)
+    def f(x):
+        w = torch.ones(2, requires_grad=True)
+        return x * w
+    x = two(2)
+    out = aotcheck.aot_function(f)(x)
+    assert out.requires_grad and out.grad_fn is not None
+    out.sum().backward()
+    assert x.grad is None
