@@ -348,9 +348,11 @@ def _apply_facts(facts: dict, outs: list, outer: list, moved: bool = True,
         elif "view" in fact:
             home, (size, stride, offset), mode = fact["view"]
             a = outer[home]
-            if mode == "alias":     # no in-place op: as_strided_ would bump a's version
-                with torch.no_grad():
-                    o = a.detach().as_strided(size, stride, offset).detach()
+            if mode in ("alias", "detached"):
+                # alias: no view, and no in-place op (as_strided_ bumps the version it shares
+                # with a); detached: a view of a's detach, as eager's ``a.detach()[0]``
+                o = a.detach().as_strided(size, stride, offset)
+                o = o.detach() if mode == "alias" else o
             elif mode == "dropped":
                 o = remake_dropped(a, (size, stride, offset))
             elif mode in ("no_grad", "stale"):

@@ -81,7 +81,10 @@ def view_mode(o, arg, start_fn) -> str:
     - ``"grad"``: a view whose ``grad_fn`` reaches the argument;
     - ``"dropped"``: a view with a ``grad_fn`` that does not reach it (it views a view made
       under no_grad: the gradient stops there);
-    - ``"no_grad"`` / ``"plain"``: no ``grad_fn``; the argument requires grad, or not.
+    - ``"no_grad"``: no ``grad_fn``, requires grad through the argument (made under no_grad);
+    - ``"detached"``: no ``grad_fn`` and no grad, the argument requires grad (a view of its
+      ``detach()``);
+    - ``"plain"``: the argument requires no grad.
 
     By grad_fn, not requires_grad: a view made under no_grad of one that requires grad
     requires grad too, with no grad_fn, in eager as in the trace."""
@@ -92,7 +95,7 @@ def view_mode(o, arg, start_fn) -> str:
         return "stale"
     if gf is not None:
         return "grad" if reaches_arg(gf, arg, start_fn) else "dropped"
-    return "no_grad" if arg.requires_grad else "plain"
+    return "plain" if not arg.requires_grad else "no_grad" if o.requires_grad else "detached"
 
 
 def new_leaf_kind(o):

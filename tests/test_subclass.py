@@ -223,3 +223,14 @@ def test_an_output_computed_from_a_leaf_made_inside_has_history_without_grad_arg
     assert out.requires_grad and out.grad_fn is not None
     out.sum().backward()
     assert x.grad is None
+
+
+def test_a_view_of_a_detach_of_an_argument_requires_no_grad():
+    # remade from the argument: as a view of its detach, not a no_grad view (which would
+    # require grad through the argument)
+    def f(a):
+        return a.detach()[0]
+    x = two(2, 3, requires_grad=True)
+    out = aotcheck.aot_function(f)(x)
+    assert not out.requires_grad and out._is_view()
+    assert out.a.untyped_storage().data_ptr() == x.a.untyped_storage().data_ptr()
