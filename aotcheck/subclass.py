@@ -286,7 +286,6 @@ def _outer_facts(outs: list, outer: list, before: list) -> dict:
         per_out.append(fact)
     moved = {j: geometry_of(a) for j, a in enumerate(outer) if geometry_of(a) != before[j][0]}
     grad_set = [j for j, a in enumerate(outer) if a.requires_grad and not before[j][1] and a.is_leaf]
-    routed = routed_grad_set(grad_set, moved, outer, keys)    # flagged before the call
     # written in grad mode: autograd gave the argument a new grad_fn (a write under no_grad
     # leaves its history as it was), NOTE [subclass non-leaf writes]
     rebased = [j for j, a in enumerate(outer)
@@ -297,7 +296,9 @@ def _outer_facts(outs: list, outer: list, before: list) -> dict:
     through = [_grad_fn(o) for o, fact in zip(outs, per_out)
                if not {"same_out", "same_arg", "view"} & fact.keys()]
     through += [_grad_fn(outer[j]) for j in rebased]
-    if any(_reaches(n, outer[j]) for j in grad_set if j not in routed for n in through):
+    reached = [j for j in grad_set if any(_reaches(n, outer[j]) for n in through)]
+    routed = routed_grad_set(reached, moved, outer, keys)    # flagged before the call
+    if routed != reached:
         raise UnsupportedInputError(
             "requires_grad_() on an argument inside a call with a tensor-subclass argument, "
             "and an output computed from it, where the argument's shape changed in place or it "

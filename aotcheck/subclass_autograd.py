@@ -137,17 +137,18 @@ def remake_view_of_leaf(o: torch.Tensor) -> torch.Tensor:
 # sets the caller's flag before the compiled function runs, so that ``a`` is an input of
 # ``_Outer`` that takes a gradient; the joint rebuilds ``a`` without the flag and the
 # function's own ``requires_grad_()`` sets it there, so that what was computed before the
-# call stays without history, as in eager (and the forward trace, made with the flag unset,
-# marks those outputs non-differentiable). Not routed (refused when an output's gradient
-# reaches it): an argument whose shape changed in place (its gradient's geometry would be the
-# new one, the edge's the old one) or that shares its storage with another argument.
+# flag stays without history, as in eager (and the forward trace, made with the flag unset,
+# marks those outputs non-differentiable). Only an argument whose gradient an output (or a
+# written argument) reaches is routed; the others get the flag after the call. Refused by
+# name instead: an argument whose shape changed in place (its gradient's geometry would be
+# the new one, the edge's the old one) or that shares its storage with another argument.
 
-def routed_grad_set(grad_set: list, moved: dict, outer: list, keys: list) -> list:
-    """The arguments given ``requires_grad_()`` inside that the runtime flags before the call
-    (NOTE [requires_grad_ on a subclass argument])."""
+def routed_grad_set(reached: list, moved: dict, outer: list, keys: list) -> list:
+    """Of the arguments given ``requires_grad_()`` inside whose gradient an output reaches,
+    those the runtime flags before the call (NOTE [requires_grad_ on a subclass argument])."""
     def shared(j):
         return any(keys[i] == keys[j] and a is not outer[j] for i, a in enumerate(outer))
-    return [j for j in grad_set if j not in moved and not shared(j)]
+    return [j for j in reached if j not in moved and not shared(j)]
 
 
 def flag_before_call(facts: dict, outer: list, requires: list) -> list:
