@@ -976,3 +976,21 @@ def fuzz_argument_transposed_in_place_then_set_onto_an_earlier_view_of_itself():
         b0 = _randn((2, 2, 3), 10912)
         return Inputs((b0, b0))
     return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "set_", "input_mutation", "noncontiguous"))
+def fuzz_argument_set_onto_a_strided_argument_written_before():
+    """An argument set_() onto another argument, a strided slice that the function wrote
+    before: eager's ``a0`` takes ``a2``'s geometry (stride (4, 1, 1)). Functionalization lays
+    ``a2``'s new value out contiguously and its ``set_()`` copies that layout, so the runtime
+    set ``a0`` onto ``a2``'s storage with stride (2, 1, 1): the wrong elements (silently wrong
+    values). A swap's final geometry is now the argument's geometry in the eager-geometry run
+    (set_() reaches no TorchFunctionMode). Found by aotcheck fuzz --seed 1."""
+    def f(a0, a2):
+        a2.clamp_(0.0, None)
+        a0.set_(a2)
+        return ()
+
+    def make():
+        return Inputs((_randn((2, 4, 1), 17793), _randn((4, 2, 1), 65536)[::2]))
+    return f, make
