@@ -314,6 +314,10 @@ class CompiledArtifact:
                 out[o.index] = leaves[o.source]
             elif k == CONSTANT:
                 out[o.index] = self._constants[o.index]
+            elif k == ALIAS_OF_INPUT and o.base_new_leaf >= 0:
+                # a view of a grad leaf made inside over the argument's memory: eager's is a
+                # view of that leaf (in place on it raises; its gradient goes to the leaf)
+                out[o.index] = alias(self._grad_leaf(grad_leaves, o.base_new_leaf, None), o)
             elif k == ALIAS_OF_INPUT and o.custom_view:
                 out[o.index] = view_in_custom_function(leaves[o.source], o,
                                                         values[self._slot[o.graph_output]])

@@ -994,3 +994,23 @@ def fuzz_argument_set_onto_a_strided_argument_written_before():
     def make():
         return Inputs((_randn((2, 4, 1), 17793), _randn((4, 2, 1), 65536)[::2]))
     return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "requires_grad_", "alias_of_input", "detach"))
+def fuzz_view_of_a_detached_parameter_given_requires_grad():
+    """A view of a parameter's detach() that the function gave requires_grad_(): eager's
+    output is a view of that new leaf (it shares the parameter's memory; in place on it
+    raises 'a view of a leaf Variable that requires grad ...'; its gradient goes to the
+    hidden leaf, not to the parameter). The engine rebuilt it as a detached alias of the
+    parameter carrying its own graph value, which can be mutated in place. An output over an
+    argument's memory whose grad_fn chain reaches such a leaf is now cut from the runtime's
+    leaf. Found by aotcheck fuzz --seed 1."""
+    def f(a0):
+        v0 = a0.detach()
+        v0.requires_grad_()
+        return (v0.unsqueeze(0),)
+
+    def make():
+        p = torch.nn.Parameter(_randn((), 33697))
+        return Inputs((p,), leaves=(p,))
+    return f, make
