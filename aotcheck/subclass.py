@@ -242,8 +242,7 @@ def _storage_key(t):
 
 
 def _outer_facts(outs: list, outer: list, before: list) -> dict:
-    """``before``: each outer argument's (geometry, requires_grad, grad_fn, version) as the call
-    began."""
+    """``before``: each outer argument's (geometry, requires_grad, grad_fn, version) at the call."""
     keys = [_storage_key(a) for a in outer]
     per_out = []
     for i, o in enumerate(outs):
@@ -344,14 +343,17 @@ def _reaches(node, leaf) -> bool:
 
 
 def _stale_views(facts: dict, outer: list) -> dict:
-    """The outputs that are views made under no_grad of arguments written in grad mode
-    afterwards ("stale"), made before the arguments are written back, as eager made them."""
+    """Outputs that are views (made under no_grad, or by unbind, split, ...) of arguments written
+    afterwards ("stale"), made before the write-back, as eager made them."""
     early = {}
     for k, fact in enumerate(facts["outs"]):
         if "view" in fact and fact["view"][2] == "stale":
             home, (size, stride, offset), _ = fact["view"]
-            with torch.no_grad():
-                early[k] = outer[home].as_strided(size, stride, offset)
+            with torch.set_grad_enabled(fact.get("multi_output", False)):
+                v = outer[home].as_strided(size, stride, offset)
+                early[k] = v.unsqueeze(0).unbind(0)[0] if torch.is_grad_enabled() else v
+            if fact.get("multi_output"):     # its base was written (under no_grad, maybe) since
+                torch.autograd.graph.increment_version(early[k])
     return early
 
 
@@ -380,14 +382,12 @@ def _apply_facts(facts: dict, outs: list, outer: list, moved: bool = True,
                 with torch.no_grad():
                     o = a.detach()
                     o.as_strided_(size, stride, offset)
-            elif mode in ("no_grad", "stale"):
-                with torch.no_grad():
-                    o = a.as_strided(size, stride, offset)
             else:
-                o = a.as_strided(size, stride, offset)
+                with torch.set_grad_enabled(torch.is_grad_enabled() and mode not in ("no_grad", "stale")):
+                    o = a.as_strided(size, stride, offset)
         elif fact.get("new_leaf"):
             o = o.detach().requires_grad_()
-        if fact.get("multi_output"):
+        if fact.get("multi_output") and not (early and k in early):
             # one of several views of one op (unbind, split, chunk): eager refuses to write it
             # in place; so does a view made the same way (values and gradient unchanged)
             o = o.unsqueeze(0).unbind(0)[0]

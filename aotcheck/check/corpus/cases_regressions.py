@@ -1014,3 +1014,26 @@ def fuzz_view_of_a_detached_parameter_given_requires_grad():
         p = torch.nn.Parameter(_randn((), 33697))
         return Inputs((p,), leaves=(p,))
     return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "subclass", "multi_output_view", "mutation"))
+def fuzz_unbind_view_of_an_argument_written_after_in_a_subclass_call():
+    """A call with a TwoTensor argument (unused) returns unbind() views of a plain non-leaf
+    argument that it then writes in place: eager's views are multi-output views whose base
+    was modified, so reading their grad_fn (or writing them) raises. The subclass layer made
+    such a "stale" view under no_grad before the write-back and then re-made it an unbind
+    view, which raised 'A view was created in no_grad mode ...' (a crash of the compiled
+    forward). It now makes it an unbind view in grad mode and bumps its version, as eager's
+    write did. Found by aotcheck fuzz --seed 1."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def f(a0, a1, a2):
+        v0 = a1.unbind(0)
+        a1.add_(a2)
+        return (v0,)
+
+    def make():
+        l0 = TwoTensor(_randn((4,), 1920), _randn((4,), 1921)).requires_grad_()
+        l1, l2 = _randn((1, 2, 4), 101).requires_grad_(), _randn((4,), 947).requires_grad_()
+        return Inputs((l0.clone(), l1.clone(), l2.clone()), leaves=(l0, l1, l2))
+    return f, make
