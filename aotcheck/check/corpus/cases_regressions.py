@@ -1037,3 +1037,22 @@ def fuzz_unbind_view_of_an_argument_written_after_in_a_subclass_call():
         l1, l2 = _randn((1, 2, 4), 101).requires_grad_(), _randn((4,), 947).requires_grad_()
         return Inputs((l0.clone(), l1.clone(), l2.clone()), leaves=(l0, l1, l2))
     return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "set_", "metadata_mutation", "input_mutation"))
+def fuzz_argument_written_squeezed_in_place_then_set_onto_another():
+    """An argument written, squeeze_()d, then set_() onto another argument: eager's write
+    lands in the memory it had at the call. The runtime replayed squeeze_ on it first and then
+    copied the written value (in the geometry at the call, (1, 4, 1)) into the squeezed (4,)
+    tensor: a crash ('output with shape [4] doesn't match the broadcast shape [1, 4, 4]'; the
+    fuzzer's write was a custom Function's mark_dirty mul_). That write now goes through the
+    argument's geometry at the call. Found by aotcheck fuzz --seed 1."""
+    def f(a1, a2):
+        a2.mul_(2)
+        a2.squeeze_()
+        a2.set_(a1)
+        return ()
+
+    def make():
+        return Inputs((_randn((2, 4), 294)[1], _randn((1, 1, 4), 64).transpose(-2, -1)))
+    return f, make
