@@ -49,6 +49,7 @@ from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from .engine.functional import geometry_of, storage_ref
 from .engine.signature import call_key
 from .errors import TraceError, UnsupportedInputError
+from .subclass_set import WrapperSetOntoPlain, move_outer
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
@@ -364,7 +365,7 @@ def _apply_facts(facts: dict, outs: list, outer: list, moved: bool = True,
     before the arguments were written back, ``_stale_views``)."""
     for j, (size, stride, offset) in facts["moved"].items() if moved else ():
         with torch.no_grad():
-            outer[j].as_strided_(size, stride, offset)
+            move_outer(outer[j], size, stride, offset)
     for j in facts["grad_set"]:
         outer[j].requires_grad_()
     res = []
@@ -430,7 +431,7 @@ def _compile(owner, plain, tensors: list, grad: bool):
     from .engine.rng import DrawLikeEager, GlobalGeneratorGuard, fresh_generators
 
     def traced(*ts):
-        with TraceGuard(), DrawLikeEager():
+        with TraceGuard(), DrawLikeEager(), WrapperSetOntoPlain():
             return plain(*ts)
     fakes = [t.detach() for t in tensors]
     # NOTE [subclass random draws]: the outer trace watches the generators as the plain
@@ -617,7 +618,7 @@ def call(owner, args: tuple, kwargs: dict):
     with torch.enable_grad():          # NOTE [subclass non-leaf writes]
         for i, new in zip(res["dirty"], outs[n:]):
             if i in moved:
-                outer[i].as_strided_(*moved[i])
+                move_outer(outer[i], *moved[i])
             outer[i].copy_(new)
     return _finish(box, list(outs[:n]), outer, moved=False, early=early)
 
@@ -781,9 +782,8 @@ class _Outer(torch.autograd.Function):
         # output, with every grad-requiring non-leaf argument a clone of its grad leaf there.
         # The trace tells which arguments autograd rebased (writes under no_grad are not).
         dirty = box["facts"]["rebased"]
-        for j, (size, stride, offset) in moved.items():
-            if j not in dirty:
-                outer[j].as_strided_(size, stride, offset)
+        for j in [j for j in moved if j not in dirty]:
+            move_outer(outer[j], *moved[j])
         res["dirty"] = dirty
         if after == before:
             saved = [t.detach() for t in tensors]          # no mutation: no copies needed

@@ -1056,3 +1056,29 @@ def fuzz_argument_written_squeezed_in_place_then_set_onto_another():
     def make():
         return Inputs((_randn((2, 4), 294)[1], _randn((1, 1, 4), 64).transpose(-2, -1)))
     return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "subclass", "set_", "input_mutation"))
+def fuzz_twotensor_argument_set_onto_a_plain_tensor_made_inside():
+    """A TwoTensor argument set_() onto a plain tensor the function made: eager's TwoTensor
+    sets both inner tensors onto it and the wrapper takes its storage and geometry. In the
+    subclass trace the plain tensor is a FakeTensor, whose storage is on the meta device,
+    and the wrapper's metadata step raised ('Attempted to set the storage of a tensor on
+    device "cpu" to a storage on different device "meta"'; a TraceError for a function eager
+    runs). The trace now completes the wrapper's geometry itself, and the runtime gives the
+    caller's wrapper the inner tensors' new storage (its own is too small): NOTE [subclass
+    set_ onto a plain tensor]. Found by aotcheck fuzz --seed 1."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def f(a0, a2, a3):
+        with torch.no_grad():
+            v0 = a3.detach()
+        a2.set_(v0.exp())
+        return ()
+
+    def make():
+        l0 = _randn((4, 2, 3), 154).requires_grad_()
+        b0 = l0.clone()
+        a2 = TwoTensor(_randn((), 451), _randn((), 452))
+        return Inputs((b0, a2, b0.transpose(-2, -1)), leaves=(l0,))
+    return f, make
