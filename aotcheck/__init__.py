@@ -9,7 +9,8 @@ The packages, in the order data flows through them; each imports only those abov
     cache/         the persistent store: key, entry, lazy backward, serialization
     api            aot_function and explain: signature -> key -> lookup -> pipeline -> store
     subclass       tensor-subclass calls (TwoTensor, ...): desugared to plain graphs for the engine
-                   (subclass_autograd: the outer-level autograd facts read off their trace)
+                   (subclass_autograd: the outer-level autograd facts read off their trace;
+                   subclass_set: a wrapper's set_() onto a plain tensor, in that trace)
     check/         the oracle (one comparison with eager), the corpus, the test harness
                    (xfail_inherited) and the pytest plugin
     targets/       the engines under test (aotcheck, torch.compile, aot_function), their

@@ -32,9 +32,10 @@ computed from it, ``requires_grad_()`` on an argument whose shape it changed or 
 storage with another argument, together with an output (or a written argument) computed from
 it (NOTE [requires_grad_ on a subclass argument] in subclass_autograd.py), random draws with
 grad on a non-CPU device, and arguments that share a storage, are written, and require grad
-without being views of one dense base (NOTE [subclass alias groups]). Anything else raises a named error, never a wrong result. Eager's
-outer-level semantics (outputs that are arguments or views of them, writes, reshapes) follow
-NOTE [outer-level facts] and NOTE [subclass non-leaf writes].
+without being views of one dense base (NOTE [subclass alias groups]). Anything else raises a
+named error, never a wrong result. Eager's outer-level semantics (outputs that are arguments or
+views of them, writes, reshapes) follow NOTE [outer-level facts] and NOTE [subclass non-leaf
+writes].
 """
 from __future__ import annotations
 
@@ -54,6 +55,7 @@ from .subclass_autograd import STALE as _STALE, grad_fn_of as _grad_fn, reaches 
 from .subclass_autograd import (flag_before_call, needs_history, new_leaf_kind, outer_training,
                                 remake_dropped, remake_view_of_leaf, routed_grad_set, view_home,
                                 view_mode)
+from .subclass_set import WrapperSetOntoPlain, move_outer
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
@@ -247,8 +249,7 @@ def _storage_key(t):
 
 
 def _outer_facts(outs: list, outer: list, before: list) -> dict:
-    """``before``: each outer argument's (geometry, requires_grad, grad_fn, version) as the call
-    began."""
+    """``before``: each outer argument's (geometry, requires_grad, grad_fn, version) at the call."""
     keys = [_storage_key(a) for a in outer]
     per_out = []
     for i, o in enumerate(outs):
@@ -317,14 +318,17 @@ def _version_of(t):
 
 
 def _stale_views(facts: dict, outer: list) -> dict:
-    """The outputs that are views made under no_grad of arguments written in grad mode
-    afterwards ("stale"), made before the arguments are written back, as eager made them."""
+    """Outputs that are views (made under no_grad, or by unbind, split, ...) of arguments written
+    afterwards ("stale"), made before the write-back, as eager made them."""
     early = {}
     for k, fact in enumerate(facts["outs"]):
         if "view" in fact and fact["view"][2] == "stale":
             home, (size, stride, offset), _ = fact["view"]
-            with torch.no_grad():
-                early[k] = outer[home].as_strided(size, stride, offset)
+            with torch.set_grad_enabled(fact.get("multi_output", False)):
+                v = outer[home].as_strided(size, stride, offset)
+                early[k] = v.unsqueeze(0).unbind(0)[0] if torch.is_grad_enabled() else v
+            if fact.get("multi_output"):     # its base was written (under no_grad, maybe) since
+                torch.autograd.graph.increment_version(early[k])
     return early
 
 
@@ -335,7 +339,7 @@ def _apply_facts(facts: dict, outs: list, outer: list, moved: bool = True,
     before the arguments were written back, ``_stale_views``)."""
     for j, (size, stride, offset) in facts["moved"].items() if moved else ():
         with torch.no_grad():
-            outer[j].as_strided_(size, stride, offset)
+            move_outer(outer[j], size, stride, offset)
     for j in facts["grad_set"]:
         outer[j].requires_grad_()
     res = []
@@ -356,14 +360,12 @@ def _apply_facts(facts: dict, outs: list, outer: list, moved: bool = True,
                 o = o.detach() if mode == "alias" else o
             elif mode == "dropped":
                 o = remake_dropped(a, (size, stride, offset))
-            elif mode in ("no_grad", "stale"):
-                with torch.no_grad():
-                    o = a.as_strided(size, stride, offset)
             else:
-                o = a.as_strided(size, stride, offset)
+                with torch.set_grad_enabled(torch.is_grad_enabled() and mode not in ("no_grad", "stale")):
+                    o = a.as_strided(size, stride, offset)
         elif fact.get("new_leaf"):
             o = remake_view_of_leaf(o) if fact["new_leaf"] == "view" else o.detach().requires_grad_()
-        if fact.get("multi_output"):
+        if fact.get("multi_output") and not (early and k in early):
             # one of several views of one op (unbind, split, chunk): eager refuses to write it
             # in place; so does a view made the same way (values and gradient unchanged)
             o = o.unsqueeze(0).unbind(0)[0]
@@ -406,7 +408,7 @@ def _compile(owner, plain, tensors: list, grad: bool):
     from .engine.rng import DrawLikeEager, GlobalGeneratorGuard, fresh_generators
 
     def traced(*ts):
-        with TraceGuard(), DrawLikeEager():
+        with TraceGuard(), DrawLikeEager(), WrapperSetOntoPlain():
             return plain(*ts)
     fakes = [t.detach() for t in tensors]
     # NOTE [subclass random draws]: the outer trace watches the generators as the plain
@@ -596,7 +598,7 @@ def call(owner, args: tuple, kwargs: dict):
     with torch.enable_grad():          # NOTE [subclass non-leaf writes]
         for i, new in zip(res["dirty"], outs[n:]):
             if i in moved:
-                outer[i].as_strided_(*moved[i])
+                move_outer(outer[i], *moved[i])
             outer[i].copy_(new)
     return _finish(box, list(outs[:n]), outer, moved=False, early=early)
 
@@ -760,9 +762,8 @@ class _Outer(torch.autograd.Function):
         # output, with every grad-requiring non-leaf argument a clone of its grad leaf there.
         # The trace tells which arguments autograd rebased (writes under no_grad are not).
         dirty = box["facts"]["rebased"]
-        for j, (size, stride, offset) in moved.items():
-            if j not in dirty:
-                outer[j].as_strided_(size, stride, offset)
+        for j in [j for j in moved if j not in dirty]:
+            move_outer(outer[j], *moved[j])
         res["dirty"] = dirty
         if after == before:
             saved = [t.detach() for t in tensors]          # no mutation: no copies needed

@@ -154,3 +154,36 @@ def test_torch_aot_function_engine_is_fresh_per_compile():
     a = eng.compile(_square_plus)(torch.ones(2))
     b = eng.compile(_square_plus)(torch.ones(3, dtype=torch.float64))
     assert a.shape == (2,) and b.shape == (3,) and b.dtype == torch.float64
+
+
+def test_torch_engine_skips_only_telemetry(tmp_path):
+    """NOTE [no compile telemetry]: inside the compiled call the guard-latency probe, the config
+    dumps and PhiloxState's fake placeholders are replaced, and outside it torch is as it was;
+    with ``functionalize_rng_ops`` on, PhiloxState is torch's own again."""
+    import torch
+    import torch._decomp.decompositions_for_rng as rng_decomp
+    import torch._dynamo.guards as guards
+    import torch._dynamo.utils as dynamo_utils
+    import torch._functorch.config as functorch_config
+    from aotcheck.targets.engines import _no_compile_telemetry
+
+    before = (guards.profile_guard_manager, rng_decomp.PhiloxState.reset,
+              dynamo_utils._scrubbed_inductor_config_for_logging)
+    seen = []
+
+    def spy(gm, example_inputs):
+        seen.append((rng_decomp.PhiloxState().seed, rng_decomp.PhiloxState().seed,
+                     dynamo_utils._scrubbed_inductor_config_for_logging()))
+        return gm
+
+    x = torch.randn(3, requires_grad=True)
+    compiled = get_engine("torch").compile_cached(_square_plus, tmp_path)
+    compiled.compiled = torch.compile(_square_plus, backend=spy)
+    assert torch.equal(compiled(x), _square_plus(x))
+    (a, b, config), = seen
+    assert a is b and a.numel() == 0 and not isinstance(a, torch._subclasses.FakeTensor)
+    assert config is None
+    assert (guards.profile_guard_manager, rng_decomp.PhiloxState.reset,
+            dynamo_utils._scrubbed_inductor_config_for_logging) == before
+    with _no_compile_telemetry(), functorch_config.patch(functionalize_rng_ops=True):
+        assert rng_decomp.PhiloxState().seed is not rng_decomp.PhiloxState().seed

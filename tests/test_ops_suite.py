@@ -186,3 +186,29 @@ def test_compiled_output_that_lost_requires_grad_fails_every_check():
     assert (r.forward, r.backward, r.numerical) == ("fail", "fail", "fail"), r
     assert r.forward_detail == "output 0 requires_grad: eager True, compiled False"
     assert r.numerical_detail == "no compiled output requires grad, but eager's do"
+
+
+def test_engine_run_shards_streams_and_merges(tmp_path):
+    """``--shard`` and ``--stream`` work for the engine's own run (cold and cached), as for
+    ``--backend``: two shards write disjoint ops, and ``--report-from`` scores them together."""
+    def run(*extra):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rc = cli.main(["ops", "--op", "sin", "--op", "abs", "--variant", "fn", "--cached"] + list(extra))
+        return rc, out.getvalue()
+    streams = [str(tmp_path / f"shard{k}.jsonl") for k in (1, 2)]
+    for k, stream in enumerate(streams, 1):
+        rc, text = run("--shard", f"{k}/2", "--stream", stream)
+        assert rc == 0 and f"shard {k}/2" in text, text
+    ops = [{json.loads(line).get("op") for line in open(s)} - {None} for s in streams]
+    assert ops[0] and ops[1] and not ops[0] & ops[1]
+    modes = {json.loads(line).get("mode") for s in streams for line in open(s)} - {None}
+    assert modes == {"cold", "cached"}
+    rc, text = run("--shard", "1/2", "--stream", streams[0], "--resume")
+    assert "resuming" in text and "0 to go" not in text     # the last op is run again
+    with pytest.raises(SystemExit, match=r"other options \(cached differ\)"):
+        cli.main(["ops", "--op", "sin", "--variant", "fn", "--stream", streams[0], "--resume"])
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        cli.main(["ops", "--report-from", streams[0], "--report-from", streams[1]])
+    assert "2 ops" in out.getvalue(), out.getvalue()

@@ -49,6 +49,7 @@ def main() -> None:
     ext = default_extensions(engine_name)
     if "--extensions" in sys.argv:
         ext = {"all": "all", "none": ()}[sys.argv[sys.argv.index("--extensions") + 1]]
+    import torch._dynamo  # noqa: F401 - once per process (1.7 s): drawing a program imports it
     strategy = programs(min_statements=1 if engine_name in _DYNAMO_ENGINES else 0, extensions=ext)
     drawn = []
     gen = _Clock()

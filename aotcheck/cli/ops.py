@@ -33,7 +33,8 @@ def register(sub) -> None:
                    help="only this op (name or name.variant; repeatable)")
     p.add_argument("--limit", type=int, help="only the first N selected ops")
     p.add_argument("--shard", metavar="K/N", help="only the K-th of N contiguous slices of the selected ops "
-                   "(K from 1; for splitting a long --backend sweep over processes or machines)")
+                   "(K from 1; for splitting a long sweep over processes or machines; --report-from "
+                   "merges their --stream files)")
     p.add_argument("--repeat", type=int, default=1, metavar="K", help="run the checks with K seeds")
     p.add_argument("--seed", type=int, default=0, help="first seed (cotangents, element subset)")
     p.add_argument("--cached", action="store_true",
@@ -72,7 +73,6 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from ..grad import ops_suite as S
-    from .progress import Progress
 
     if args.diff:
         return _diff(*args.diff)
@@ -82,19 +82,15 @@ def run(args) -> int:
         return _run_targets(args)
     t0 = time.perf_counter()
     engines, note = _engines(args, S)
-    ops = S.select_ops(args.op, args.limit)
-    bar = Progress(len(ops), "ops")
-    done = set()
-
-    def on_case(case):
-        if case.op not in done:
-            done.add(case.op)
-            bar.advance(case.op)
-
-    results = S.run_suite(args.op, samples=args.samples, limit=args.limit, index=args.sample_index,
-                          variants=tuple(args.variant or ("fn", "inplace")),
-                          seeds=range(args.seed, args.seed + args.repeat), engines=engines,
-                          max_elements=args.max_elements, on_case=on_case, reference=args.reference)
+    ops, header, stream = _streamed_selection(args, S.select_ops(args.op, args.limit))
+    with stream:
+        results = S.run_suite(samples=args.samples, index=args.sample_index, ops=ops,
+                              variants=tuple(args.variant or ("fn", "inplace")),
+                              seeds=range(args.seed, args.seed + args.repeat), engines=engines,
+                              max_elements=args.max_elements, on_case=_progress(ops),
+                              on_results=stream.write, reference=args.reference)
+    if header:
+        note += f"; {header}"
     wall = time.perf_counter() - t0
     print(f"aotcheck ops: engine {args.engine}, samples {args.samples}, "
           f"max elements {args.max_elements}{note}")
@@ -127,7 +123,6 @@ def _run_targets(args) -> int:
     """``--backend``/``--kernels``: one column per target, side by side."""
     from ..grad import ops_suite as S
     from ..grad.compare import format_side_by_side, run_document, write_document
-    from .progress import Progress
 
     if args.cached or args.engine != "aotcheck":
         raise SystemExit("aotcheck ops: --cached and --engine do not combine with --backend/--kernels")
@@ -152,41 +147,18 @@ def _run_targets(args) -> int:
         from ..targets.compile_backends import use_inductor_cache_dir
         cache = use_inductor_cache_dir(_inductor_cache_dir(args))
         engines = [S.backend_engine(b, perf) for b in args.backend]
-        ops = _shard(S.select_ops(args.op, args.limit), args.shard)
+        ops = S.select_ops(args.op, args.limit)
         meta["inductor_cache_dir"] = str(cache)
         header = f"backends {', '.join(args.backend)}; torch compile caches in {cache}"
-    options = _stream_options(args)
-    if args.resume:
-        if not args.stream:
-            raise SystemExit("aotcheck ops: --resume needs --stream PATH (the run to continue)")
-        seen = _streamed_ops(args.stream, options)
-        ops = [o for o in ops if S.op_id(o) not in seen]
-        header += f"; resuming {args.stream}: {len(seen)} ops already done, {len(ops)} to go"
-    bar = Progress(len(ops), "ops")
-    done = set()
-
-    def on_case(case):
-        if case.op not in done:
-            done.add(case.op)
-            bar.advance(case.op)
-
-    stream = open(args.stream, "a") if args.stream else None
-    if stream is not None:
-        stream.write(json.dumps({"stream_header": options}, sort_keys=True) + "\n")
-
-    def on_results(rows):
-        if stream is not None:
-            for r in rows:
-                stream.write(json.dumps(asdict(r), sort_keys=True) + "\n")
-            stream.flush()
-
-    results = S.run_suite(samples=args.samples, index=args.sample_index, on_results=on_results,
-                          variants=tuple(args.variant or ("fn", "inplace")),
-                          seeds=range(args.seed, args.seed + args.repeat), engines=engines,
-                          max_elements=args.max_elements, on_case=on_case, reference=args.reference, ops=ops)
+    ops, resumed, stream = _streamed_selection(args, ops)
+    header += f"; {resumed}" if resumed else ""
+    with stream:
+        results = S.run_suite(samples=args.samples, index=args.sample_index, on_results=stream.write,
+                              variants=tuple(args.variant or ("fn", "inplace")),
+                              seeds=range(args.seed, args.seed + args.repeat), engines=engines,
+                              max_elements=args.max_elements, on_case=_progress(ops), reference=args.reference,
+                              ops=ops)
     wall = time.perf_counter() - t0
-    if stream is not None:
-        stream.close()
     print(f"aotcheck ops: {header}; samples {args.samples}, reference {args.reference}, "
           f"max elements {args.max_elements}")
     print(format_side_by_side(results, args.perf_p))
@@ -223,9 +195,64 @@ def _diff(old: str, new: str) -> int:
     return 1 if lines else 0
 
 
+def _progress(ops: list):
+    """An ``on_case`` that advances a progress bar by op."""
+    from .progress import Progress
+    bar = Progress(len(ops), "ops")
+    done = set()
+
+    def on_case(case):
+        if case.op not in done:
+            done.add(case.op)
+            bar.advance(case.op)
+    return on_case
+
+
+class _Stream:
+    """``--stream``: every sample's result appended as one JSON line as soon as it is checked,
+    after a header line of the options the results depend on (a no-op without ``--stream``)."""
+
+    def __init__(self, path: str | None, options: dict):
+        self.file = open(path, "a") if path else None
+        if self.file is not None:
+            self.file.write(json.dumps({"stream_header": options}, sort_keys=True) + "\n")
+
+    def write(self, rows) -> None:
+        if self.file is not None:
+            for r in rows:
+                self.file.write(json.dumps(asdict(r), sort_keys=True) + "\n")
+            self.file.flush()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.file is not None:
+            self.file.close()
+
+
+def _streamed_selection(args, ops: list) -> tuple[list, str, _Stream]:
+    """The ops this process runs (``--shard``; less those a ``--resume``d stream has), a line for
+    the header, and the ``--stream`` to write to."""
+    from ..grad.ops_suite import op_id
+    ops = _shard(ops, args.shard)
+    options = _stream_options(args)
+    header = ""
+    if args.resume:
+        if not args.stream:
+            raise SystemExit("aotcheck ops: --resume needs --stream PATH (the run to continue)")
+        seen = _streamed_ops(args.stream, options)
+        ops = [o for o in ops if op_id(o) not in seen]
+        header = f"resuming {args.stream}: {len(seen)} ops already done, {len(ops)} to go"
+    if args.shard:
+        header = f"shard {args.shard}" + (f", {header}" if header else "")
+    return ops, header, _Stream(args.stream, options)
+
+
 def _stream_options(args) -> dict:
     """What a --stream file's results depend on; --resume continues only a run with the same."""
-    return {"backend": list(args.backend), "kernels": args.kernels, "samples": args.samples,
+    return {"engine": args.engine, "cached": args.cached,
+            "backend": list(args.backend), "kernels": args.kernels, "samples": args.samples,
             "reference": args.reference, "max_elements": args.max_elements, "seed": args.seed,
             "repeat": args.repeat, "variant": sorted(args.variant or ("fn", "inplace")),
             "sample_index": args.sample_index, "schema_version": _schema()}

@@ -66,21 +66,33 @@ class Captured:
     plan: InputPlan
     facts: RawFacts
     out_spec: object = field(repr=False, default=None)
-    geometry: object = field(repr=False, default=None)   # eager geometry per output (joint reuses it)
+    geometry: object = field(repr=False, default=None)   # EagerGeometry or None (joint reuses it)
     nonleaf_views: bool = False     # non-leaf argument copies are views of fresh storage (_nonleaf_copy)
     plain: bool = False             # traced on plain fake tensors, then functionalized (storage_views)
 
 
-def eager_geometry(fn, leaves: list, in_spec, sig: Signature):
+@dataclass(frozen=True)
+class EagerGeometry:
+    """Geometries (shape, stride, offset) read from a run of the function as eager runs it."""
+    outputs: tuple      # per output leaf: (geometry, base geometry or None, argument leaves
+                        # sharing its storage), or None (not a strided tensor)
+    arguments: tuple    # per argument leaf: its geometry after the call, or None
+
+
+def eager_geometry(fn, leaves: list, in_spec, sig: Signature) -> EagerGeometry | None:
     """Run ``fn`` as eager would, on fake copies of the arguments (no functionalization),
-    and return per output leaf ``(geometry, base geometry)``, or None if that run fails.
+    and return per output leaf ``(geometry, base geometry)`` and per argument leaf its
+    geometry after the call, or None if that run fails.
 
     # NOTE [eager geometry]
     A functional wrapper's size/stride/offset can drift from eager's: when functionalization
     replaces a mutated tensor's value, the new value is laid out by the functional op (e.g.
     contiguous where eager's argument was a strided slice), and views taken afterwards, or
     views re-synced from it, inherit that layout. Aliased outputs are rebuilt with
-    as_strided on real tensors, so their geometry must be eager's; it is read here.
+    as_strided on real tensors, so their geometry must be eager's; it is read here. So is
+    each argument's final geometry: ``a.clamp_(0); b.set_(a)`` (``a`` a strided slice) gives
+    ``b`` eager's strides of ``a``, where functionalization's ``b`` takes the contiguous ones
+    of ``a``'s new value, and set_() reaches no TorchFunctionMode the recorder could watch.
     """
     from torch._subclasses.fake_tensor import FakeTensorMode
     mode = FakeTensorMode()
@@ -107,7 +119,9 @@ def eager_geometry(fn, leaves: list, in_spec, sig: Signature):
                            tuple(arg_storages.get(storage_ref(o), ()))))
         else:
             result.append(None)
-    return result
+    return EagerGeometry(tuple(result), tuple(
+        geometry_of(t) if isinstance(t, torch.Tensor) and t.layout == torch.strided else None
+        for t in fakes))
 
 
 def capture(fn, leaves: list, in_spec, sig: Signature,

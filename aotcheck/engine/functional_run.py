@@ -19,7 +19,7 @@ from .facts import InputFacts, MemberFacts, RawFacts
 from .functional import geometry_of, storage_ref, to_fun
 from .outputs import classify_outputs, holds
 from .plan import InputPlan
-from .recorder import MetadataRecorder
+from .recorder import MetadataRecorder, replayed_geometry
 from .signature import Signature, unflatten_inputs, whole_storage
 
 
@@ -33,7 +33,9 @@ class FunctionalRun:
     def __init__(self, fn, plan: InputPlan, sig: Signature, leaves: list, in_spec, geometry=None,
                  nonleaf_views: bool = False, tagger=None, nonleaf: tuple = ()):
         self.fn, self.plan, self.sig, self.leaves, self.in_spec = fn, plan, sig, leaves, in_spec
-        self.eager_geometry = geometry      # per output leaf: (geometry, base geometry) or None
+        # capture.EagerGeometry (NOTE [eager geometry]): per output leaf, per argument leaf
+        self.eager_geometry, self.eager_arguments = \
+            (geometry.outputs, geometry.arguments) if geometry is not None else (None, None)
         self.nonleaf_views = nonleaf_views
         # a StorageTagger when the run is on plain fake tensors (storage_views.py): eager's
         # own autograd, mutations read from the tagger's write log instead of functionalization
@@ -159,8 +161,8 @@ class FunctionalRun:
                                   and not any(op[0] == "leaf" and op[2] != "requires_grad_"
                                               for op in recorder.log)
                                   and (not any(op[:2] == ("placeholder", p) for op in recorder.log)
-                                       or (plain and _replayed_geometry(start_geometry[p],
-                                                                        recorder.log, p)
+                                       or (plain and replayed_geometry(start_geometry[p],
+                                                                       recorder.log, p)
                                            not in (None, geometry_of(w)))))
             storage_source = -1
             value = w
@@ -229,9 +231,12 @@ class FunctionalRun:
             if new_storage is not None:
                 storage_output = len(candidates)
                 candidates.append(new_storage)
+            # after a swap: the set_() source's eager geometry (NOTE [eager geometry])
+            final = self.eager_arguments[plan.placeholders[p][1]] \
+                if swapped and self.eager_arguments else None
             inputs.append(InputFacts(
                 p, data, meta, saw, w.requires_grad,
-                *geometry_of(w), value_output, storage_bytes=storage_bytes,
+                *(final or geometry_of(w)), value_output, storage_bytes=storage_bytes,
                 storage_source=storage_source, requires_grad_set=rg_set,
                 writes_outside=outside, storage_output=storage_output))
         member_ops = {idx for kind, idx, op, *_ in recorder.log
@@ -335,21 +340,6 @@ def _member_swap(i: int, t: torch.Tensor, ref, start_refs, candidates: list) -> 
         value_output = len(candidates)
         candidates.append(whole_storage(t))
     return MemberFacts(i, *geometry_of(t), source, value_output)
-
-
-def _replayed_geometry(start: tuple, log: list, p: int) -> tuple | None:
-    """The geometry placeholder ``p``'s logged in-place metadata calls give, from ``start``
-    (on a meta tensor), or None when they cannot be replayed there."""
-    shape, stride, offset = start
-    n = offset + sum((sz - 1) * st for sz, st in zip(shape, stride) if sz > 0) + 1
-    try:
-        t = torch.empty(max(n, 0), device="meta").as_strided(shape, stride, offset)
-        for kind, index, method, args, kwargs, _ in log:
-            if (kind, index) == ("placeholder", p):
-                getattr(t, method)(*args, **dict(kwargs))
-    except (RuntimeError, TypeError, ValueError, IndexError):
-        return None
-    return geometry_of(t)
 
 
 def _old_storage_written(old, written: set | None) -> bool:

@@ -89,7 +89,10 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
             outputs[k] = (OutputFacts(True, is_input=tensor_user[id(o)], **common))
         elif st in input_storages:
             grad_value = -1
-            if custom or (rg and not poisoned and not (o._base is not None and id(o._base) in work_ids)):
+            leaf_base = -1 if poisoned or custom else _viewed_grad_leaf(o, new_leaf_ids or {})
+            common["base_new_leaf"] = leaf_base
+            if leaf_base < 0 and (custom or (rg and not poisoned and not (
+                    o._base is not None and id(o._base) in work_ids))):
                 # It shares an argument's storage but is no autograd view of it: a detached
                 # alias mutated in place with a value that requires grad (eager: its grad_fn
                 # is that op's). Its gradient comes from its own graph value.
@@ -378,3 +381,26 @@ def _grad_dead_end(o: torch.Tensor) -> bool:
             return False
         fn, steps = live[0], steps + 1
     return False
+
+
+def _viewed_grad_leaf(o: torch.Tensor, new_leaf_ids: dict) -> int:
+    """The grad leaf made inside the function (its index) that output ``o``, over an
+    argument's memory, is an autograd view of, or -1.
+
+    ``v = a.detach(); v.requires_grad_(); return v.unsqueeze(0)``, or ``v = a.view(-1)`` (``a``
+    requiring no grad) given requires_grad_(): eager's output is a view of the leaf ``v``
+    (in place on it raises; its gradient goes to ``v``, not to ``a``), so the runtime cuts it
+    from its own leaf ``v`` (NOTE [new grad leaves] in functional_run.py). Its grad_fn chain
+    reaches the leaf's AccumulateGrad through one edge per node (its ``_base`` is ``a``
+    itself when ``v`` was a view of ``a``)."""
+    if o._base is not None and id(o._base) in new_leaf_ids:
+        return new_leaf_ids[id(o._base)]
+    fn, steps = o.grad_fn, 0
+    while fn is not None and steps < 256:
+        edges = fn.next_functions
+        if len(edges) != 1:         # a view's node has one edge (mul_ by a leaf has two)
+            return -1
+        fn, steps = edges[0][0], steps + 1
+        if type(fn).__name__ == "AccumulateGrad":
+            return new_leaf_ids.get(id(fn.variable), -1)
+    return -1

@@ -261,3 +261,18 @@ def _reaches_outside(view: tuple, source: tuple) -> bool:
     for sz in source[0]:
         n *= sz
     return not holds(source, view) or (inside is not None and len(inside) < n)
+
+
+def replayed_geometry(start: tuple, log: list, p: int) -> tuple | None:
+    """The geometry placeholder ``p``'s in-place metadata calls in ``log`` (a recorder's
+    ``log``) give, from ``start`` (on a meta tensor), or None when they cannot be replayed there."""
+    shape, stride, offset = start
+    n = offset + sum((sz - 1) * st for sz, st in zip(shape, stride) if sz > 0) + 1
+    try:
+        t = torch.empty(max(n, 0), device="meta").as_strided(shape, stride, offset)
+        for kind, index, method, args, kwargs, _ in log:
+            if (kind, index) == ("placeholder", p):
+                getattr(t, method)(*args, **dict(kwargs))
+    except (RuntimeError, TypeError, ValueError, IndexError):
+        return None
+    return geometry_of(t)

@@ -114,6 +114,8 @@ class CompiledArtifact:
             p for p in rg_on_placeholders if p is not None and plan.placeholders[p][0] == "leaf"
             and any(op[0] == "placeholder" and op[1] == p for op in meta.metadata_ops))
         self._inference_outputs = [o.index for o in meta.outputs if o.inference]
+        self._written_then_moved = [m.placeholder for m in meta.mutations
+                                    if m.data and m.storage_source not in (-1, m.placeholder)]
         # a member set_() onto an argument's storage (NOTE [member storage swaps])
         self._member_swaps = any(m[4] >= 0 for m in meta.member_metadata)
         self._fresh_slots = None
@@ -185,10 +187,15 @@ class CompiledArtifact:
         # A placeholder's new value has its final layout, so its own metadata calls come first;
         # an alias group's base value has the base's layout, so members' calls come after.
         storages_at_call = [p.untyped_storage() for p in primals] if self._member_swaps else ()
+        # an argument written, then set_() elsewhere: the write goes into the memory it had,
+        # in its geometry at the call (NOTE [writes before a storage swap]), which its own
+        # metadata calls (squeeze_, ...) change
+        at_call = {p: _geometry(primals[p]) for p in self._written_then_moved} \
+            if meta.metadata_ops else {}
         if meta.metadata_ops:
             self._replay_metadata(primals, leaves, "placeholder")
         if meta.mutations:
-            self._apply_mutations(primals, values)
+            self._apply_mutations(primals, values, at_call)
         if meta.metadata_ops:
             self._replay_metadata(primals, leaves, "leaf")
         if meta.member_metadata:
@@ -213,7 +220,7 @@ class CompiledArtifact:
             with torch.set_grad_enabled(grad_on and grad):
                 getattr(target, method)(*args, **dict(kwargs))
 
-    def _apply_mutations(self, primals, values):
+    def _apply_mutations(self, primals, values, at_call: dict):
         grad_on = torch.is_grad_enabled()
         swaps = []
         for m in self.meta.mutations:
@@ -223,6 +230,8 @@ class CompiledArtifact:
                 torch.ops.inductor.resize_storage_bytes_(primals[m.placeholder], m.storage_bytes)
             if m.data and m.storage_source != m.placeholder:
                 target = primals[m.placeholder]
+                if m.placeholder in at_call and _geometry(target) != at_call[m.placeholder]:
+                    target = target.as_strided(*at_call[m.placeholder])
                 _check_storage_fits(target, m.placeholder)
                 with torch.set_grad_enabled(grad_on and m.grad_mode):
                     target.copy_(values[self._slot[m.value_output]])
@@ -314,6 +323,10 @@ class CompiledArtifact:
                 out[o.index] = leaves[o.source]
             elif k == CONSTANT:
                 out[o.index] = self._constants[o.index]
+            elif k == ALIAS_OF_INPUT and o.base_new_leaf >= 0:
+                # a view of a grad leaf made inside over the argument's memory: eager's is a
+                # view of that leaf (in place on it raises; its gradient goes to the leaf)
+                out[o.index] = alias(self._grad_leaf(grad_leaves, o.base_new_leaf, None), o)
             elif k == ALIAS_OF_INPUT and o.custom_view:
                 out[o.index] = view_in_custom_function(leaves[o.source], o,
                                                         values[self._slot[o.graph_output]])

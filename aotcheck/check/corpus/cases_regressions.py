@@ -976,3 +976,109 @@ def fuzz_argument_transposed_in_place_then_set_onto_an_earlier_view_of_itself():
         b0 = _randn((2, 2, 3), 10912)
         return Inputs((b0, b0))
     return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "set_", "input_mutation", "noncontiguous"))
+def fuzz_argument_set_onto_a_strided_argument_written_before():
+    """An argument set_() onto another argument, a strided slice that the function wrote
+    before: eager's ``a0`` takes ``a2``'s geometry (stride (4, 1, 1)). Functionalization lays
+    ``a2``'s new value out contiguously and its ``set_()`` copies that layout, so the runtime
+    set ``a0`` onto ``a2``'s storage with stride (2, 1, 1): the wrong elements (silently wrong
+    values). A swap's final geometry is now the argument's geometry in the eager-geometry run
+    (set_() reaches no TorchFunctionMode). Found by aotcheck fuzz --seed 1."""
+    def f(a0, a2):
+        a2.clamp_(0.0, None)
+        a0.set_(a2)
+        return ()
+
+    def make():
+        return Inputs((_randn((2, 4, 1), 17793), _randn((4, 2, 1), 65536)[::2]))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "requires_grad_", "alias_of_input", "detach"))
+def fuzz_view_of_a_detached_parameter_given_requires_grad():
+    """A view of a parameter's detach() that the function gave requires_grad_(): eager's
+    output is a view of that new leaf (it shares the parameter's memory; in place on it
+    raises 'a view of a leaf Variable that requires grad ...'; its gradient goes to the
+    hidden leaf, not to the parameter). The engine rebuilt it as a detached alias of the
+    parameter carrying its own graph value, which can be mutated in place. An output over an
+    argument's memory whose grad_fn chain reaches such a leaf is now cut from the runtime's
+    leaf. Found by aotcheck fuzz --seed 1."""
+    def f(a0):
+        v0 = a0.detach()
+        v0.requires_grad_()
+        return (v0.unsqueeze(0),)
+
+    def make():
+        p = torch.nn.Parameter(_randn((), 33697))
+        return Inputs((p,), leaves=(p,))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "subclass", "multi_output_view", "mutation"))
+def fuzz_unbind_view_of_an_argument_written_after_in_a_subclass_call():
+    """A call with a TwoTensor argument (unused) returns unbind() views of a plain non-leaf
+    argument that it then writes in place: eager's views are multi-output views whose base
+    was modified, so reading their grad_fn (or writing them) raises. The subclass layer made
+    such a "stale" view under no_grad before the write-back and then re-made it an unbind
+    view, which raised 'A view was created in no_grad mode ...' (a crash of the compiled
+    forward). It now makes it an unbind view in grad mode and bumps its version, as eager's
+    write did. Found by aotcheck fuzz --seed 1."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def f(a0, a1, a2):
+        v0 = a1.unbind(0)
+        a1.add_(a2)
+        return (v0,)
+
+    def make():
+        l0 = TwoTensor(_randn((4,), 1920), _randn((4,), 1921)).requires_grad_()
+        l1, l2 = _randn((1, 2, 4), 101).requires_grad_(), _randn((4,), 947).requires_grad_()
+        return Inputs((l0.clone(), l1.clone(), l2.clone()), leaves=(l0, l1, l2))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "set_", "metadata_mutation", "input_mutation"))
+def fuzz_argument_written_squeezed_in_place_then_set_onto_another():
+    """An argument written, squeeze_()d, then set_() onto another argument: eager's write
+    lands in the memory it had at the call. The runtime replayed squeeze_ on it first and then
+    copied the written value (in the geometry at the call, (1, 4, 1)) into the squeezed (4,)
+    tensor: a crash ('output with shape [4] doesn't match the broadcast shape [1, 4, 4]'; the
+    fuzzer's write was a custom Function's mark_dirty mul_). That write now goes through the
+    argument's geometry at the call. Found by aotcheck fuzz --seed 1."""
+    def f(a1, a2):
+        a2.mul_(2)
+        a2.squeeze_()
+        a2.set_(a1)
+        return ()
+
+    def make():
+        return Inputs((_randn((2, 4), 294)[1], _randn((1, 1, 4), 64).transpose(-2, -1)))
+    return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "subclass", "set_", "input_mutation"))
+def fuzz_twotensor_argument_set_onto_a_plain_tensor_made_inside():
+    """A TwoTensor argument set_() onto a plain tensor the function made: eager's TwoTensor
+    sets both inner tensors onto it and the wrapper takes its storage and geometry. In the
+    subclass trace the plain tensor is a FakeTensor, whose storage is on the meta device,
+    and the wrapper's metadata step raised ('Attempted to set the storage of a tensor on
+    device "cpu" to a storage on different device "meta"'; a TraceError for a function eager
+    runs). The trace now completes the wrapper's geometry itself, and the runtime gives the
+    caller's wrapper the inner tensors' new storage (its own is too small): NOTE [subclass
+    set_ onto a plain tensor]. Found by aotcheck fuzz --seed 1."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def f(a0, a2, a3):
+        with torch.no_grad():
+            v0 = a3.detach()
+        a2.set_(v0.exp())
+        return ()
+
+    def make():
+        l0 = _randn((4, 2, 3), 154).requires_grad_()
+        b0 = l0.clone()
+        a2 = TwoTensor(_randn((), 451), _randn((), 452))
+        return Inputs((b0, a2, b0.transpose(-2, -1)), leaves=(l0,))
+    return f, make

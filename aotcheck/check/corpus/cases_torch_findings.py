@@ -512,3 +512,25 @@ def fuzz_views_made_under_no_grad_returned_after_their_base_is_written():
         x, w = _randn((4, 2), 1).requires_grad_(), _randn((4, 2), 2)
         return Inputs((x.clone(), w), leaves=(x,))
     return f, make
+
+
+@case("subclass", mode="training", tags=("fuzz", "torch_finding", "mixed", "metadata_mutation"))
+def plain_value_multiplied_into_a_twotensor_after_a_graph_break():
+    """A plain intermediate multiplied into a TwoTensor argument after the argument is
+    ``unsqueeze_``d in place: eager's gradient of the plain value is a TwoTensor. Under
+    torch.compile the metadata mutation of a subclass is a graph break, so the plain value is
+    the first graph's output, and its cotangent from the second graph is a TwoTensor: the
+    backward raises 'we guessed its metadata incorrectly. Expected: ... torch.Tensor, got: ...
+    TwoTensor' (docs/findings.md row 64; backend="eager" passes)."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def f(x, y):
+        b = y.sin()
+        x.unsqueeze_(0)
+        return x * b
+
+    def make():
+        lx = TwoTensor(_randn((3,), 1), _randn((3,), 2)).requires_grad_()
+        y = _randn((3,), 3).requires_grad_()
+        return Inputs((lx.clone(), y), leaves=(lx, y))
+    return f, make
