@@ -49,6 +49,7 @@ from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from .engine.functional import geometry_of, storage_ref
 from .engine.signature import call_key
 from .errors import TraceError, UnsupportedInputError
+from .subclass_replay import OuterCallLog, replay_metadata, split_rebased
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
@@ -515,7 +516,10 @@ def _forward(owner, meta, descs, values, tensors, requires):
         nonleaf = (lambda i, t: _Alias.apply(t)) if box["alias"] else None
         args, kwargs, outer, _ = _rebuild_args(meta, descs, values, ts, requires, nonleaf)
         before = [(geometry_of(a), a.requires_grad, a.grad_fn, _version_of(a)) for a in outer]
-        return _flatten_out(owner.fn(*args, **kwargs), box, outer, before)
+        with OuterCallLog(outer) as log:         # NOTE [subclass metadata replay]
+            out = _flatten_out(owner.fn(*args, **kwargs), box, outer, before)
+        box["facts"] = split_rebased(box["facts"], log, outer)
+        return out
 
     try:
         return _compile(owner, plain, tensors, grad=any(requires)), box
@@ -619,6 +623,7 @@ def call(owner, args: tuple, kwargs: dict):
             if i in moved:
                 outer[i].as_strided_(*moved[i])
             outer[i].copy_(new)
+    replay_metadata(box["facts"], outer)
     return _finish(box, list(outs[:n]), outer, moved=False, early=early)
 
 
@@ -782,7 +787,7 @@ class _Outer(torch.autograd.Function):
         # The trace tells which arguments autograd rebased (writes under no_grad are not).
         dirty = box["facts"]["rebased"]
         for j, (size, stride, offset) in moved.items():
-            if j not in dirty:
+            if j not in dirty and j not in box["facts"]["replay"]:
                 outer[j].as_strided_(size, stride, offset)
         res["dirty"] = dirty
         if after == before:
