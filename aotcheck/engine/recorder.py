@@ -82,7 +82,10 @@ class MetadataRecorder(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        name = getattr(func, "__name__", "")
+        # an aten op called directly (``torch.ops.aten.t_.default(x)``, as the subclass path's
+        # desugared graph calls them) is named by its packet: ``t_``, not ``t_.default``
+        name = func._overloadpacket.__name__ if isinstance(func, torch._ops.OpOverload) \
+            else getattr(func, "__name__", "")
         target = args[0] if args and isinstance(args[0], torch.Tensor) else None
         if name in METADATA_METHODS and target is not None:
             # A view's own squeeze_/unsqueeze_ keeps its elements in order: a replay without
