@@ -420,7 +420,7 @@ def _as_inference(t: torch.Tensor, outer_flag: bool, flags: list) -> torch.Tenso
         return unflatten(desc, iter(new))
 
 
-def _compile(owner, plain, tensors: list, grad: bool):
+def _compile(owner, plain, tensors: list, grad: bool, real: bool = False):
     """Trace ``plain`` over fake copies of ``tensors`` (no functionalization: in-place ops stay
     in-place on the graph's inputs) into a plain-tensor graph, and compile it with the
     ordinary engine (NOTE [subclass trace])."""
@@ -433,7 +433,7 @@ def _compile(owner, plain, tensors: list, grad: bool):
     def traced(*ts):
         with TraceGuard(), DrawLikeEager():
             return plain(*ts)
-    fakes = [t.detach() for t in tensors]
+    fakes = _save_primals(tensors) if real else [t.detach() for t in tensors]
     # NOTE [subclass random draws]: the outer trace watches the generators as the plain
     # engine's does (engine/rng.py): seeding the default generator inside the function becomes
     # an aotcheck op of this graph (not a real seeding at trace time), and a torch.Generator
@@ -441,7 +441,7 @@ def _compile(owner, plain, tensors: list, grad: bool):
     # also lets the cache store the graph
     with torch.enable_grad() if grad else torch.no_grad(), compiling(), \
             GlobalGeneratorGuard() as generators:
-        gm = guard_trace(lambda: make_fx(traced, tracing_mode="fake")(*fakes))
+        gm = guard_trace(lambda: make_fx(traced, tracing_mode="real" if real else "fake")(*fakes))
     fresh_generators(gm, generators)
     random = any(torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ())
                  for n in gm.graph.nodes if n.op == "call_function")
@@ -583,7 +583,13 @@ def _joint(owner, meta, descs, values, tensors, requires, tangent_descs, n: int,
         box["descs"] = ["none" if g is None else flatten(g, "gradient", gflat) for g in got]
         return gflat
 
-    return _compile(owner, plain, tensors, grad=True), box
+    try:
+        return _compile(owner, plain, tensors, grad=True), box
+    except TraceError as e:
+        if "invalid gradient" not in str(e):
+            raise
+    with torch.random.fork_rng(devices=[]):       # NOTE [subclass joint on real tensors]
+        return _compile(owner, plain, tensors, grad=True, real=True), box
 
 
 def call(owner, args: tuple, kwargs: dict):
