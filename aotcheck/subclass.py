@@ -49,7 +49,7 @@ from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from .engine.functional import geometry_of, storage_ref
 from .engine.signature import call_key
 from .errors import TraceError, UnsupportedInputError
-from .subclass_replay import OuterCallLog, replay_metadata, split_rebased
+from .subclass_replay import OuterCallLog, as_before, replay_calls, replay_metadata, split_rebased
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
@@ -533,7 +533,7 @@ def _forward(owner, meta, descs, values, tensors, requires):
 
 
 def _joint(owner, meta, descs, values, tensors, requires, tangent_descs, n: int, dirty: list,
-           groups: list):
+           groups: list, replay: dict):
     """The backward at the OUTER level (eager's autograd over the subclass), desugared:
     ``(inner primals, inner tangents) -> inner gradients`` (NOTE [subclass autograd]); the
     arguments in ``dirty`` were written in place (NOTE [subclass non-leaf writes]); the
@@ -562,7 +562,8 @@ def _joint(owner, meta, descs, values, tensors, requires, tangent_descs, n: int,
         args, kwargs, outer, leaves = _rebuild_args(meta, descs, values, ts[:n], requires,
                                                     lambda i, t: t.clone(), member)
         outs = [o for o in pytree.tree_leaves(owner.fn(*args, **kwargs)) if isinstance(o, torch.Tensor)]
-        outs += [outer[i] for i in dirty]
+        # each written argument as it was at its last write (NOTE [subclass metadata replay])
+        outs += [as_before(outer[i], *replay[i][1::2]) if i in replay else outer[i] for i in dirty]
         it = iter(ts[n:])
         ys, gs = [], []
         for o, d in zip(outs, tangent_descs):
@@ -615,21 +616,25 @@ def call(owner, args: tuple, kwargs: dict):
     def joint(tangent_descs, ins, dirty):
         return cached(base_key + ("joint", json.dumps([tangent_descs, dirty, groups])),
                       lambda: _joint(owner, meta, descs, values, ins, requires, tangent_descs,
-                                     len(tensors), dirty, groups))
+                                     len(tensors), dirty, groups, box["facts"]["replay"]))
 
     res = {}
     slots = _grad_slots(requires, groups)
     outs = _Outer.apply(compiled, box, joint, descs, tensors, (len(outer), slots), res,
                         *outer, *extra)
     n = len(outs) - len(res["dirty"])
-    moved = box["facts"]["moved"]
+    moved, replay = box["facts"]["moved"], box["facts"]["replay"]
     early = _stale_views(box["facts"], outer)
     with torch.enable_grad():          # NOTE [subclass non-leaf writes]
-        for i, new in zip(res["dirty"], outs[n:]):
-            if i in moved:
+        for i, new in zip(res["dirty"], outs[n:]):      # NOTE [subclass metadata replay]
+            before, after, *_ = replay.get(i, (None, [], None, []))
+            if before is not None:
+                replay_calls(outer[i], before)
+            elif i in moved:
                 outer[i].as_strided_(*moved[i])
             outer[i].copy_(new)
-    replay_metadata(box["facts"], outer)
+            replay_calls(outer[i], after)
+    replay_metadata(box["facts"], outer, res["dirty"])
     return _finish(box, list(outs[:n]), outer, moved=False, early=early)
 
 
@@ -804,7 +809,8 @@ class _Outer(torch.autograd.Function):
         ctx.mark_non_differentiable(*[o for o, df in zip(outs, box["diff"]) if not df])
         ctx.set_materialize_grads(False)   # outputs replaced by the outer facts get no grad
         news = [outer[i].detach() for i in dirty]
-        news = [t.as_strided(*moved[i]) if i in moved else t for i, t in zip(dirty, news)]
+        at = {**moved, **{i: r[2] for i, r in box["facts"]["replay"].items() if r[1]}}
+        news = [t.as_strided(*at[i]) if i in at else t for i, t in zip(dirty, news)]
         return tuple(outs) + tuple(t.clone() for t in news)
 
     @staticmethod

@@ -58,8 +58,9 @@ def _plain_args(v):
 
 class OuterCallLog(TorchFunctionMode):
     """Logs, while the user's function runs on the outer tensors, each argument's in-place
-    metadata calls (in order, with whether autograd recorded them) and the storages that
-    in-place data ops wrote (NOTE [subclass metadata replay])."""
+    metadata calls (in order, with whether autograd recorded them) and, per argument, how
+    many of them came before the last write to its storage and its geometry then (NOTE
+    [subclass metadata replay])."""
 
     def __init__(self, outer: list):
         super().__init__()
@@ -67,57 +68,95 @@ class OuterCallLog(TorchFunctionMode):
         for j, t in enumerate(outer):
             self.index.setdefault(id(t), j)          # a tensor passed twice: its first place
         self.calls: dict[int, list] = {}
+        self.shapes: dict[int, list] = {}            # j -> its shape before each call
         self.unreplayable: set[int] = set()
-        self.written: list = []                      # storages written; None: unknown
+        self.last_write: dict[int, tuple] = {}       # j -> (calls before it, geometry after it)
+        self.unknown_write = False
         self._outer = outer
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         target = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        written = []
         if target is not None and name in _REPLAYED and id(target) in self.index:
             j = self.index[id(target)]
             try:
                 call = (name, _plain_args(list(args[1:])), _plain_args(sorted(kwargs.items())),
                         torch.is_grad_enabled() and target.requires_grad)
                 self.calls.setdefault(j, []).append(call)
+                self.shapes.setdefault(j, []).append(list(target.shape))
             except TypeError:
                 self.unreplayable.add(j)
         elif target is not None and (_mutating(name) or name == "resize_"):
-            self.written.append(_storage(target))
+            written.append(target)
         out = kwargs.get("out")
-        for t in (out if isinstance(out, (tuple, list)) else (out,)):
-            if isinstance(t, torch.Tensor):
-                self.written.append(_storage(t))
-        return func(*args, **kwargs)
+        written += [t for t in (out if isinstance(out, (tuple, list)) else (out,))
+                    if isinstance(t, torch.Tensor)]
+        result = func(*args, **kwargs)
+        for st in (_storage(t) for t in written):
+            self.unknown_write |= st is None
+            for j in set(self.index.values()):
+                if st is not None and _storage(self._outer[j]) == st:
+                    self.last_write[j] = (len(self.calls.get(j, ())), geometry_of(self._outer[j]))
+        return result
 
-    def metadata_only(self, j: int) -> bool:
-        """Did the function change argument ``j`` by logged metadata calls alone (no write to
-        its storage, through any tensor)?"""
-        if j not in self.calls or j in self.unreplayable or any(w is None for w in self.written):
-            return False
-        st = _storage(self._outer[j])
-        return st is not None and all(w != st for w in self.written)
+    def split(self, j: int):
+        """(calls before the last write, calls after it, geometry at it, shapes before each
+        call after it) of argument ``j``, or None where the calls cannot be replayed so
+        (NOTE [subclass metadata replay])."""
+        calls = self.calls.get(j, [])
+        if not calls or j in self.unreplayable or self.unknown_write:
+            return None
+        if j not in self.last_write:
+            return [], calls, None, []
+        k, geometry = self.last_write[j]
+        if any(name not in _INVERTIBLE for name, *_ in calls[k:]):
+            return None
+        return calls[:k], calls[k:], geometry, self.shapes[j][k:]
+
+
+# the inverse view of each in-place metadata call (given the shape before it)
+_INVERTIBLE = {"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_", "squeeze_"}
+
+
+def as_before(t: torch.Tensor, calls: list, shapes: list) -> torch.Tensor:
+    """A view of ``t`` as it was before ``calls`` (``shapes``: its shape before each)."""
+    for (name, args, _, _), shape in reversed(list(zip(calls, shapes))):
+        t = t.t() if name == "t_" else t.transpose(*args) if name != "unsqueeze_" \
+            and name != "squeeze_" else t.view(shape)
+    return t
 
 
 def split_rebased(facts: dict, log: OuterCallLog, outer: list) -> dict:
-    """``facts`` with the rebased arguments that only logged metadata calls changed moved from
-    ``rebased`` (a new value through the compiled graph) to ``replay`` (their calls)."""
+    """``facts`` with ``replay``: per argument changed by logged metadata calls that can be
+    replayed, (calls before the last write to it, calls after, its geometry at that write);
+    the ones that nothing wrote leave ``rebased`` (no new value through the compiled graph),
+    and so does a second place of one tensor passed twice."""
     first = {j: log.index[id(t)] for j, t in enumerate(outer)}
-    only = {j for j in facts["rebased"] if log.metadata_only(first[j])}
-    replay = {j: log.calls[j] for j in only if first[j] == j}
-    replay.update({j: [] for j in only if first[j] != j})       # the same tensor: once
-    return dict(facts, rebased=[j for j in facts["rebased"] if j not in only], replay=replay)
+    replay = {}
+    for j in facts["rebased"]:
+        s = log.split(first[j])
+        if s is not None:
+            replay[j] = s if first[j] == j else ([], [], s[2], [])
+    dropped = {j for j, s in replay.items() if s[2] is None or first[j] != j}
+    return dict(facts, rebased=[j for j in facts["rebased"] if j not in dropped], replay=replay)
 
 
-def replay_metadata(facts: dict, outer: list) -> None:
-    """Call each replayed argument's logged metadata methods on the caller's tensor, in the
-    grad mode autograd recorded them in (NOTE [subclass metadata replay])."""
-    for j, calls in facts.get("replay", {}).items():
-        t = outer[j]
-        for name, args, kwargs, grad in calls:
-            with torch.set_grad_enabled(grad):
-                getattr(t, name)(*args, **dict(kwargs))
-        if j in facts["moved"] and geometry_of(t) != facts["moved"][j]:
-            with torch.no_grad():                    # the trace's final geometry wins
-                t.as_strided_(*facts["moved"][j])
+def replay_calls(t: torch.Tensor, calls: list) -> None:
+    """Call the logged metadata methods on ``t``, each in the grad mode autograd recorded it
+    in (NOTE [subclass metadata replay])."""
+    for name, args, kwargs, grad in calls:
+        with torch.set_grad_enabled(grad):
+            getattr(t, name)(*args, **dict(kwargs))
+
+
+def replay_metadata(facts: dict, outer: list, dirty: list) -> None:
+    """The replayed arguments that take no new value: their calls, then the trace's final
+    geometry wherever the calls did not give it."""
+    for j, (before, after, *_) in facts.get("replay", {}).items():
+        if j not in dirty:
+            replay_calls(outer[j], before + after)
+        if j in facts["moved"] and geometry_of(outer[j]) != tuple(facts["moved"][j]):
+            with torch.no_grad():
+                outer[j].as_strided_(*facts["moved"][j])
