@@ -49,7 +49,8 @@ from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from .engine.functional import geometry_of, storage_ref
 from .engine.signature import call_key
 from .errors import TraceError, UnsupportedInputError
-from .subclass_replay import OuterCallLog, as_before, replay_calls, replay_metadata, split_rebased
+from .subclass_replay import (OuterCallLog, as_before, compile_joint, dirty_values, split_rebased,
+                              write_back)
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
@@ -421,9 +422,9 @@ def _as_inference(t: torch.Tensor, outer_flag: bool, flags: list) -> torch.Tenso
 
 
 def _compile(owner, plain, tensors: list, grad: bool, real: bool = False):
-    """Trace ``plain`` over fake copies of ``tensors`` (no functionalization: in-place ops stay
-    in-place on the graph's inputs) into a plain-tensor graph, and compile it with the
-    ordinary engine (NOTE [subclass trace])."""
+    """Trace ``plain`` over fake copies of ``tensors`` (``real``: real copies, NOTE [subclass
+    joint on real tensors]; no functionalization: in-place ops stay in-place on the graph's
+    inputs) into a plain-tensor graph, and compile it with the ordinary engine."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
     from .api import AotFunction
@@ -517,7 +518,8 @@ def _forward(owner, meta, descs, values, tensors, requires):
         args, kwargs, outer, _ = _rebuild_args(meta, descs, values, ts, requires, nonleaf)
         before = [(geometry_of(a), a.requires_grad, a.grad_fn, _version_of(a)) for a in outer]
         with OuterCallLog(outer) as log:         # NOTE [subclass metadata replay]
-            out = _flatten_out(owner.fn(*args, **kwargs), box, outer, before)
+            res = owner.fn(*args, **kwargs)
+        out = _flatten_out(res, box, outer, before)
         box["facts"] = split_rebased(box["facts"], log, outer)
         return out
 
@@ -584,13 +586,7 @@ def _joint(owner, meta, descs, values, tensors, requires, tangent_descs, n: int,
         box["descs"] = ["none" if g is None else flatten(g, "gradient", gflat) for g in got]
         return gflat
 
-    try:
-        return _compile(owner, plain, tensors, grad=True), box
-    except TraceError as e:
-        if "invalid gradient" not in str(e):
-            raise
-    with torch.random.fork_rng(devices=[]):       # NOTE [subclass joint on real tensors]
-        return _compile(owner, plain, tensors, grad=True, real=True), box
+    return compile_joint(lambda real: _compile(owner, plain, tensors, grad=True, real=real)), box
 
 
 def call(owner, args: tuple, kwargs: dict):
@@ -623,18 +619,8 @@ def call(owner, args: tuple, kwargs: dict):
     outs = _Outer.apply(compiled, box, joint, descs, tensors, (len(outer), slots), res,
                         *outer, *extra)
     n = len(outs) - len(res["dirty"])
-    moved, replay = box["facts"]["moved"], box["facts"]["replay"]
     early = _stale_views(box["facts"], outer)
-    with torch.enable_grad():          # NOTE [subclass non-leaf writes]
-        for i, new in zip(res["dirty"], outs[n:]):      # NOTE [subclass metadata replay]
-            before, after, *_ = replay.get(i, (None, [], None, []))
-            if before is not None:
-                replay_calls(outer[i], before)
-            elif i in moved:
-                outer[i].as_strided_(*moved[i])
-            outer[i].copy_(new)
-            replay_calls(outer[i], after)
-    replay_metadata(box["facts"], outer, res["dirty"])
+    write_back(box["facts"], outer, res["dirty"], outs[n:])     # NOTE [subclass non-leaf writes]
     return _finish(box, list(outs[:n]), outer, moved=False, early=early)
 
 
@@ -671,7 +657,7 @@ def _versions(ts):
 # members whose memory overlaps form a group: disjoint ones see nothing of each other's writes,
 # and a view whose shape is changed in place (``t_``) before its base is written loses that
 # change when autograd regenerates it on the joint's fake tensors (a PyTorch limit: the joint
-# trace then raises; with overlapping members that remains so).
+# is then traced on real ones, NOTE [subclass joint on real tensors] in subclass_replay.py).
 
 def _grad_slots(requires: list, groups: list) -> list:
     """The inputs of :class:`_Outer` (outer tensors, then the groups' extra roots) that take a
@@ -808,10 +794,7 @@ class _Outer(torch.autograd.Function):
         ctx.n_inputs = len(inputs)
         ctx.mark_non_differentiable(*[o for o, df in zip(outs, box["diff"]) if not df])
         ctx.set_materialize_grads(False)   # outputs replaced by the outer facts get no grad
-        news = [outer[i].detach() for i in dirty]
-        at = {**moved, **{i: r[2] for i, r in box["facts"]["replay"].items() if r[1]}}
-        news = [t.as_strided(*at[i]) if i in at else t for i, t in zip(dirty, news)]
-        return tuple(outs) + tuple(t.clone() for t in news)
+        return tuple(outs) + dirty_values(box["facts"], outer, dirty)
 
     @staticmethod
     def backward(ctx, *grads):

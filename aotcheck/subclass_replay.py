@@ -1,31 +1,49 @@
 """In-place metadata calls on the arguments of a call with a tensor-subclass argument, replayed
 on the caller's tensors (the subclass path's counterpart of NOTE [mutation replay] in
-engine/runtime.py).
+engine/runtime.py), and the outer-level joint traced on real tensors where fake ones fail.
 
 NOTE [subclass metadata replay]
 An argument whose shape changes in place in grad mode (``a1.transpose_(0, 2)``) gets a new
 grad_fn in eager, of that very call (``TransposeBackward1``, next to its old grad_fn). The
-subclass runtime gives an argument that autograd rebased its new value with a ``copy_`` in
-grad mode (NOTE [subclass non-leaf writes]), after an ``as_strided_`` to its new geometry.
-For a VIEW that is wrong where nothing wrote its data: the ``copy_`` makes autograd rebuild
-the view's grad_fn from its base, and for a wrapper subclass (no ``as_strided`` replay)
-autograd replays the ops that made the view, which miss the in-place metadata change; the
-backward then fails ("MulBackward0 returned an invalid gradient ... got [4, 3, 1] but
-expected shape compatible with [1, 3, 4]"). Eager never rebuilds it, as nothing was written.
+runtime gives an argument that autograd rebased its new value with a ``copy_`` in grad mode
+(NOTE [subclass non-leaf writes]). Done after an ``as_strided_`` to the final geometry, that
+is wrong for a VIEW: the ``copy_`` makes autograd rebuild the view's grad_fn from its base,
+and for a wrapper subclass (no ``as_strided`` replay) autograd replays the ops that made the
+view, which miss the metadata change; the backward then fails ("MulBackward0 returned an
+invalid gradient ... got [4, 3, 1] but expected shape compatible with [1, 3, 4]"). Eager
+rebuilt it only where a write came after the metadata call (and fails the same way then).
 
-So the outer trace logs the user's in-place metadata calls on the arguments, and the data
-writes (by storage). An argument that autograd rebased, whose storage nothing wrote, takes no
-new value from the compiled graph: the runtime calls the logged methods on the caller's
-tensor, each in the grad mode autograd recorded it in, and gets eager's geometry and grad_fn
-(no ``copy_``, no gradient through the compiled graph: the value is a view of the old one).
+So the outer trace logs each argument's in-place metadata calls, and where the last write
+to its storage fell among them. The runtime then does what eager did, in order:
+
+- nothing wrote it: no new value through the compiled graph; its calls are made on the
+  caller's tensor, each in the grad mode autograd recorded it in;
+- written: the calls before its last write, then the ``copy_`` of its value as it was at
+  that write (the joint's output for it is that view of its final value, ``as_before``),
+  then the calls after.
+
+Calls with non-plain arguments, calls after the last write that have no inverse view
+(``as_strided_``) and writes to an unknown storage keep the ``as_strided_`` and ``copy_``.
 
 Before (trace of ``f(a0, a1)``; ``a1.transpose_(0, 2)``)::
 
     facts = {"moved": {1: ((4, 3, 1), (3, 1, 12), 0)}, "rebased": [1], ...}
 
-After ``split_rebased``::
+After ``split_rebased`` (calls before the last write, after it, geometry at it, shapes)::
 
-    facts = {"moved": {...}, "rebased": [], "replay": {1: [("transpose_", [0, 2], [], True)]}}
+    facts = {"moved": {...}, "rebased": [],
+             "replay": {1: ([], [("transpose_", [0, 2], [], True)], None, [])}}
+
+NOTE [subclass joint on real tensors]
+The outer-level joint is traced with ``make_fx`` on fake tensors. A fake tensor has no
+``as_strided`` replay, so when a view is written after an in-place metadata change (a row of
+an argument ``squeeze_()``d, then zeroed), autograd rebuilds its grad_fn by replaying the
+ops that made it, which miss the change, and the trace raises "invalid gradient". Eager's
+plain views are rebuilt with ``as_strided`` of their own geometry. Where the fake trace
+raises so, the joint is traced again on copies of the real primals and tangents (they
+share storage as the primals do), under a forked RNG: the same graph, with eager's view
+replay. (A wrapper subclass view has no ``as_strided`` replay in eager either: it fails
+there as in eager.)
 """
 from __future__ import annotations
 
@@ -33,7 +51,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .engine.functional import geometry_of, storage_ref
-from .engine.recorder import METADATA_METHODS, _mutating
+from .engine.recorder import METADATA_METHODS, _mutating, call_name
 
 # resize_ may change the storage itself: a write for this purpose
 _REPLAYED = METADATA_METHODS - {"resize_"}
@@ -48,8 +66,8 @@ def _storage(t):
 
 
 def _plain_args(v):
-    """``v`` as plain data (ints, floats, bools, None, sequences), or raise TypeError."""
-    if isinstance(v, (bool, int, float)) or v is None:
+    """``v`` as plain data (ints, floats, bools, strs, None, sequences), or raise TypeError."""
+    if isinstance(v, (bool, int, float, str)) or v is None:
         return v
     if isinstance(v, (list, tuple, torch.Size)):
         return [_plain_args(x) for x in v]
@@ -76,7 +94,7 @@ class OuterCallLog(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        name = getattr(func, "__name__", "")
+        name = call_name(func)
         target = args[0] if args and isinstance(args[0], torch.Tensor) else None
         written = []
         if target is not None and name in _REPLAYED and id(target) in self.index:
@@ -122,9 +140,9 @@ _INVERTIBLE = {"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_", "sque
 
 def as_before(t: torch.Tensor, calls: list, shapes: list) -> torch.Tensor:
     """A view of ``t`` as it was before ``calls`` (``shapes``: its shape before each)."""
-    for (name, args, _, _), shape in reversed(list(zip(calls, shapes))):
-        t = t.t() if name == "t_" else t.transpose(*args) if name != "unsqueeze_" \
-            and name != "squeeze_" else t.view(shape)
+    for (name, args, kwargs, _), shape in reversed(list(zip(calls, shapes))):
+        t = t.t() if name == "t_" else t.view(shape) if name in ("squeeze_", "unsqueeze_") \
+            else t.transpose(*args, **dict(kwargs))
     return t
 
 
@@ -151,12 +169,46 @@ def replay_calls(t: torch.Tensor, calls: list) -> None:
             getattr(t, name)(*args, **dict(kwargs))
 
 
-def replay_metadata(facts: dict, outer: list, dirty: list) -> None:
-    """The replayed arguments that take no new value: their calls, then the trace's final
-    geometry wherever the calls did not give it."""
-    for j, (before, after, *_) in facts.get("replay", {}).items():
+def dirty_values(facts: dict, outer: list, dirty: list) -> tuple:
+    """Copies of the new values of the arguments in ``dirty`` (after the compiled forward ran
+    on their storage), each in the geometry it had at its last write where it is replayed,
+    else in its final one."""
+    at = {**facts["moved"], **{i: r[2] for i, r in facts["replay"].items() if r[1]}}
+    news = [outer[i].detach() for i in dirty]
+    return tuple((t.as_strided(*at[i]) if i in at else t).clone() for i, t in zip(dirty, news))
+
+
+def write_back(facts: dict, outer: list, dirty: list, news) -> None:
+    """Give the caller's arguments their new values and metadata: each one in ``dirty`` its
+    value (``news``) with a ``copy_`` in grad mode (NOTE [subclass non-leaf writes]), between
+    its calls before and after its last write where it is replayed; each other replayed one
+    its calls alone; then the trace's final geometry wherever the calls did not give it."""
+    moved, replay = facts["moved"], facts["replay"]
+    with torch.enable_grad():
+        for i, new in zip(dirty, news):
+            before, after, *_ = replay.get(i, (None, [], None, []))
+            if before is not None:
+                replay_calls(outer[i], before)
+            elif i in moved:
+                outer[i].as_strided_(*moved[i])
+            outer[i].copy_(new)
+            replay_calls(outer[i], after)
+    for j, (before, after, *_) in replay.items():
         if j not in dirty:
             replay_calls(outer[j], before + after)
-        if j in facts["moved"] and geometry_of(outer[j]) != tuple(facts["moved"][j]):
+        if j in moved and geometry_of(outer[j]) != tuple(moved[j]):
             with torch.no_grad():
-                outer[j].as_strided_(*facts["moved"][j])
+                outer[j].as_strided_(*moved[j])
+
+
+def compile_joint(compile_fn):
+    """``compile_fn(real=False)``, or where autograd's view replay on fake tensors failed,
+    ``compile_fn(real=True)`` (NOTE [subclass joint on real tensors])."""
+    from .errors import TraceError
+    try:
+        return compile_fn(False)
+    except TraceError as e:
+        if "invalid gradient" not in str(e):
+            raise
+    with torch.random.fork_rng(devices=[]):      # the trace's draws are not the call's
+        return compile_fn(True)
