@@ -52,6 +52,7 @@ from torch.overrides import TorchFunctionMode
 
 from .engine.functional import geometry_of, storage_ref
 from .engine.recorder import METADATA_METHODS, _mutating, call_name
+from .errors import UnsupportedInputError
 
 # resize_ may change the storage itself: a write for this purpose
 _REPLAYED = METADATA_METHODS - {"resize_"}
@@ -151,10 +152,19 @@ def split_rebased(facts: dict, log: OuterCallLog, outer: list) -> dict:
     replayed, (calls before the last write to it, calls after, its geometry at that write);
     the ones that nothing wrote leave ``rebased`` (no new value through the compiled graph),
     and so does a second place of one tensor passed twice."""
+    from .engine.outputs import holds
     first = {j: log.index[id(t)] for j, t in enumerate(outer)}
     replay = {}
     for j in facts["rebased"]:
         s = log.split(first[j])
+        if s is None and first[j] in log.last_write and j in facts["moved"] \
+                and not holds(facts["moved"][j], log.last_write[first[j]][1]):
+            raise UnsupportedInputError(
+                "a call with a tensor-subclass argument writes an argument and then changes its "
+                "metadata in place (as_strided_, resize_) so that it no longer reaches every "
+                "element it had when written; aotcheck gives the argument its new value in its "
+                "final geometry, which would miss the written elements outside it, so it refuses "
+                "this. Change the metadata of a view of the argument instead")
         if s is not None:
             replay[j] = s if first[j] == j else ([], [], s[2], [])
     dropped = {j for j, s in replay.items() if s[2] is None or first[j] != j}
