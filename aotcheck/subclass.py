@@ -55,6 +55,8 @@ from .subclass_autograd import STALE as _STALE, grad_fn_of as _grad_fn, reaches 
 from .subclass_autograd import (flag_before_call, needs_history, new_leaf_kind, outer_training,
                                 remake_dropped, remake_view_of_leaf, routed_grad_set, view_home,
                                 view_mode)
+from .subclass_replay import (OuterCallLog, as_before, compile_joint, dirty_values, split_rebased,
+                              write_back)
 from .subclass_set import WrapperSetOntoPlain, move_outer
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
@@ -397,10 +399,10 @@ def _as_inference(t: torch.Tensor, outer_flag: bool, flags: list) -> torch.Tenso
         return unflatten(desc, iter(new))
 
 
-def _compile(owner, plain, tensors: list, grad: bool):
-    """Trace ``plain`` over fake copies of ``tensors`` (no functionalization: in-place ops stay
-    in-place on the graph's inputs) into a plain-tensor graph, and compile it with the
-    ordinary engine (NOTE [subclass trace])."""
+def _compile(owner, plain, tensors: list, grad: bool, real: bool = False):
+    """Trace ``plain`` over fake copies of ``tensors`` (``real``: real copies, NOTE [subclass
+    joint on real tensors]; no functionalization: in-place ops stay in-place on the graph's
+    inputs) into a plain-tensor graph, and compile it with the ordinary engine."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
     from .api import AotFunction
@@ -410,7 +412,7 @@ def _compile(owner, plain, tensors: list, grad: bool):
     def traced(*ts):
         with TraceGuard(), DrawLikeEager(), WrapperSetOntoPlain():
             return plain(*ts)
-    fakes = [t.detach() for t in tensors]
+    fakes = _save_primals(tensors) if real else [t.detach() for t in tensors]
     # NOTE [subclass random draws]: the outer trace watches the generators as the plain
     # engine's does (engine/rng.py): seeding the default generator inside the function becomes
     # an aotcheck op of this graph (not a real seeding at trace time), and a torch.Generator
@@ -418,7 +420,7 @@ def _compile(owner, plain, tensors: list, grad: bool):
     # also lets the cache store the graph
     with torch.enable_grad() if grad else torch.no_grad(), compiling(), \
             GlobalGeneratorGuard() as generators:
-        gm = guard_trace(lambda: make_fx(traced, tracing_mode="fake")(*fakes))
+        gm = guard_trace(lambda: make_fx(traced, tracing_mode="real" if real else "fake")(*fakes))
     fresh_generators(gm, generators)
     random = any(torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ())
                  for n in gm.graph.nodes if n.op == "call_function")
@@ -494,7 +496,11 @@ def _forward(owner, meta, descs, values, tensors, requires):
         nonleaf = (lambda i, t: _Alias.apply(t)) if box["alias"] else None
         args, kwargs, outer, _ = _rebuild_args(meta, descs, values, ts, requires, nonleaf)
         before = [(geometry_of(a), a.requires_grad, a.grad_fn, _version_of(a)) for a in outer]
-        return _flatten_out(owner.fn(*args, **kwargs), box, outer, before)
+        with OuterCallLog(outer) as log:         # NOTE [subclass metadata replay]
+            res = owner.fn(*args, **kwargs)
+        out = _flatten_out(res, box, outer, before)
+        box["facts"] = split_rebased(box["facts"], log, outer)
+        return out
 
     try:
         return _compile(owner, plain, tensors, grad=torch.is_grad_enabled()), box
@@ -508,7 +514,7 @@ def _forward(owner, meta, descs, values, tensors, requires):
 
 
 def _joint(owner, meta, descs, values, tensors, requires, tangent_descs, n: int, dirty: list,
-           groups: list):
+           groups: list, replay: dict):
     """The backward at the OUTER level (eager's autograd over the subclass), desugared:
     ``(inner primals, inner tangents) -> inner gradients`` (NOTE [subclass autograd]); the
     arguments in ``dirty`` were written in place (NOTE [subclass non-leaf writes]); the
@@ -537,7 +543,8 @@ def _joint(owner, meta, descs, values, tensors, requires, tangent_descs, n: int,
         args, kwargs, outer, leaves = _rebuild_args(meta, descs, values, ts[:n], requires,
                                                     lambda i, t: t.clone(), member)
         outs = [o for o in pytree.tree_leaves(owner.fn(*args, **kwargs)) if isinstance(o, torch.Tensor)]
-        outs += [outer[i] for i in dirty]
+        # each written argument as it was at its last write (NOTE [subclass metadata replay])
+        outs += [as_before(outer[i], *replay[i][1::2]) if i in replay else outer[i] for i in dirty]
         it = iter(ts[n:])
         ys, gs = [], []
         for o, d in zip(outs, tangent_descs):
@@ -558,7 +565,7 @@ def _joint(owner, meta, descs, values, tensors, requires, tangent_descs, n: int,
         box["descs"] = ["none" if g is None else flatten(g, "gradient", gflat) for g in got]
         return gflat
 
-    return _compile(owner, plain, tensors, grad=True), box
+    return compile_joint(lambda real: _compile(owner, plain, tensors, grad=True, real=real)), box
 
 
 def call(owner, args: tuple, kwargs: dict):
@@ -586,20 +593,15 @@ def call(owner, args: tuple, kwargs: dict):
     def joint(tangent_descs, ins, dirty):
         return cached(base_key + ("joint", json.dumps([tangent_descs, dirty, groups])),
                       lambda: _joint(owner, meta, descs, values, ins, requires, tangent_descs,
-                                     len(tensors), dirty, groups))
+                                     len(tensors), dirty, groups, box["facts"]["replay"]))
 
     res = {}
     slots = _grad_slots(requires, groups)
     outs = _Outer.apply(compiled, box, joint, descs, tensors, (len(outer), slots), res,
                         *outer, *extra)
     n = len(outs) - len(res["dirty"])
-    moved = box["facts"]["moved"]
     early = _stale_views(box["facts"], outer)
-    with torch.enable_grad():          # NOTE [subclass non-leaf writes]
-        for i, new in zip(res["dirty"], outs[n:]):
-            if i in moved:
-                move_outer(outer[i], *moved[i])
-            outer[i].copy_(new)
+    write_back(box["facts"], outer, res["dirty"], outs[n:])     # NOTE [subclass non-leaf writes]
     return _finish(box, list(outs[:n]), outer, moved=False, early=early)
 
 
@@ -636,7 +638,7 @@ def _versions(ts):
 # members whose memory overlaps form a group: disjoint ones see nothing of each other's writes,
 # and a view whose shape is changed in place (``t_``) before its base is written loses that
 # change when autograd regenerates it on the joint's fake tensors (a PyTorch limit: the joint
-# trace then raises; with overlapping members that remains so).
+# is then traced on real ones, NOTE [subclass joint on real tensors] in subclass_replay.py).
 
 def _grad_slots(requires: list, groups: list) -> list:
     """The inputs of :class:`_Outer` (outer tensors, then the groups' extra roots) that take a
@@ -762,8 +764,9 @@ class _Outer(torch.autograd.Function):
         # output, with every grad-requiring non-leaf argument a clone of its grad leaf there.
         # The trace tells which arguments autograd rebased (writes under no_grad are not).
         dirty = box["facts"]["rebased"]
-        for j in [j for j in moved if j not in dirty]:
-            move_outer(outer[j], *moved[j])
+        for j, (size, stride, offset) in moved.items():
+            if j not in dirty and j not in box["facts"]["replay"]:
+                move_outer(outer[j], size, stride, offset)
         res["dirty"] = dirty
         if after == before:
             saved = [t.detach() for t in tensors]          # no mutation: no copies needed
@@ -772,9 +775,7 @@ class _Outer(torch.autograd.Function):
         ctx.n_inputs = len(inputs)
         ctx.mark_non_differentiable(*[o for o, df in zip(outs, box["diff"]) if not df])
         ctx.set_materialize_grads(False)   # outputs replaced by the outer facts get no grad
-        news = [outer[i].detach() for i in dirty]
-        news = [t.as_strided(*moved[i]) if i in moved else t for i, t in zip(dirty, news)]
-        return tuple(outs) + tuple(t.clone() for t in news)
+        return tuple(outs) + dirty_values(box["facts"], outer, dirty)
 
     @staticmethod
     def backward(ctx, *grads):

@@ -33,6 +33,7 @@ _TOP = {"errors": "base", "flags": "base", "version": "base", "api": "api", "__i
         "subclass": "api",         # aotcheck.subclass: the API boundary for tensor subclasses
         "subclass_autograd": "api",    # its outer-level autograd facts
         "subclass_set": "api",     # its set_() of a wrapper onto a plain tensor, in the trace
+        "subclass_replay": "api",  # its in-place metadata replay and real-tensor joint retry
         "strategies": "fuzz"}      # aotcheck.strategies: the public alias of fuzz.strategies
 
 

@@ -39,6 +39,15 @@ _INPLACE_DUNDERS = frozenset({"__setitem__", "__iadd__", "__isub__", "__imul__",
                               "__ifloordiv__", "__imod__", "__ipow__", "__iand__", "__ior__"})
 
 
+def call_name(func) -> str:
+    """The method name of a call a ``TorchFunctionMode`` sees: an aten op called directly
+    (``torch.ops.aten.t_.default(x)``, as the subclass path's desugared graph calls them) is
+    named by its overload packet (``t_``, not ``t_.default``)."""
+    if isinstance(func, torch._ops.OpOverload):
+        return func._overloadpacket.__name__
+    return getattr(func, "__name__", "")
+
+
 def _mutating(name: str) -> bool:
     """Does a method of this name change its tensor's data in place?"""
     return name in _INPLACE_DUNDERS or (name.endswith("_") and not name.startswith("_")
@@ -82,7 +91,7 @@ class MetadataRecorder(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        name = getattr(func, "__name__", "")
+        name = call_name(func)
         target = args[0] if args and isinstance(args[0], torch.Tensor) else None
         if name in METADATA_METHODS and target is not None:
             # A view's own squeeze_/unsqueeze_ keeps its elements in order: a replay without

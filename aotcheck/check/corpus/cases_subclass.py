@@ -418,3 +418,68 @@ def vector_matmul_returned_twice_beside_a_twotensor_then_written():
         l, x = leaf(1, 4), two((), requires_grad=True)
         return Inputs((l.clone().transpose(-2, -1), x), leaves=(l, x))
     return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("fuzz", "non_leaf", "metadata", "mutation"))
+def fuzz_twotensor_views_transposed_in_place_one_written_first():
+    """Two TwoTensor views (non-leaf arguments): ``a1`` only transpose_()d; ``b1`` written,
+    then unsqueeze_()d. Eager gives each a new grad_fn of the metadata call
+    (``TransposeBackward1``, ``UnsqueezeBackward1``) and backward works. The runtime set each
+    argument's new geometry with ``as_strided_`` and then ``copy_``'d its value in grad mode:
+    autograd then rebuilt the view's grad_fn from the ops that made it (a wrapper subclass has
+    no as_strided replay), which miss the metadata change, and backward crashed ("MulBackward0
+    returned an invalid gradient ... got [2, 1, 2] but expected shape compatible with [2, 2]").
+    The outer trace now logs the arguments' in-place metadata calls and writes: one only
+    reshaped takes no new value, its calls are replayed on the caller's tensor; one written
+    takes its value at its last write, and the later calls are replayed after the copy_
+    (NOTE [subclass metadata replay]). Found by aotcheck fuzz --seed 1."""
+    def f(a1, b1):
+        a1.transpose_(0, 2)
+        b1.mul_(2.0)
+        b1.unsqueeze_(1)
+        return ()
+    def make():
+        la, lb = two(1, 4, 3, requires_grad=True), two(3, 2, requires_grad=True)
+        return Inputs((la.clone().transpose(-2, -1), lb.clone()[1:]), leaves=(la, lb))
+    return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("fuzz", "metadata", "alias", "mixed"))
+def fuzz_intermediate_transposed_in_place_returned_detached_beside_a_twotensor():
+    """An intermediate transpose_()d in place, returned detached, beside a TwoTensor. Eager
+    returns it with strides (1, 3). The subclass path compiles its desugared graph, which
+    calls aten ops directly (``torch.ops.aten.transpose_.default``); the engine's recorder
+    named calls by ``__name__`` (``transpose_.default``), so it missed the in-place metadata
+    call, and the output was rebuilt from the intermediate with the functional wrapper's
+    drifted geometry (strides (3, 1)): it read uninitialised memory (silently wrong values,
+    different on every run). The recorder now names an aten op by its overload packet.
+    Found by aotcheck fuzz --seed 1."""
+    def f(a, x):
+        v = a.exp()
+        v.transpose_(0, 1)
+        return v.detach(), x * 2
+    def make():
+        x = two(2, requires_grad=True)
+        return Inputs((rand(1, 3), x), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("fuzz", "alias", "non_leaf", "metadata", "mutation", "mixed"))
+def fuzz_plain_row_squeezed_in_place_then_written_beside_a_twotensor():
+    """A plain non-leaf argument and a row of it (one storage), the row squeeze_()d in place,
+    then written through a view of it, beside a TwoTensor. Eager rebuilds the row's grad_fn
+    with as_strided of its own geometry; backward works. The outer-level joint was traced on
+    fake tensors, where autograd rebuilds a view's grad_fn by replaying the ops that made it,
+    which miss the squeeze_: the trace raised ("invalid gradient ... got [3, 2] but expected
+    shape compatible with [3, 1, 2]") inside backward. The joint is now traced again on
+    (copies of) the real tensors when that happens (NOTE [subclass joint on real tensors]).
+    Found by aotcheck fuzz --seed 1."""
+    def f(a0, a1, x):
+        a1.squeeze_()
+        a1.transpose(0, 1).zero_()
+        return (x * 2,)
+    def make():
+        l, x = leaf(4, 1, 2, dtype=torch.float64), two((), requires_grad=True)
+        a0 = l.clone()
+        return Inputs((a0, a0[1:], x), leaves=(l, x))
+    return f, seeded(make)

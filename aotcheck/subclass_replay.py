@@ -1,0 +1,225 @@
+"""In-place metadata calls on the arguments of a call with a tensor-subclass argument, replayed
+on the caller's tensors (the subclass path's counterpart of NOTE [mutation replay] in
+engine/runtime.py), and the outer-level joint traced on real tensors where fake ones fail.
+
+NOTE [subclass metadata replay]
+An argument whose shape changes in place in grad mode (``a1.transpose_(0, 2)``) gets a new
+grad_fn in eager, of that very call (``TransposeBackward1``, next to its old grad_fn). The
+runtime gives an argument that autograd rebased its new value with a ``copy_`` in grad mode
+(NOTE [subclass non-leaf writes]). Done after an ``as_strided_`` to the final geometry, that
+is wrong for a VIEW: the ``copy_`` makes autograd rebuild the view's grad_fn from its base,
+and for a wrapper subclass (no ``as_strided`` replay) autograd replays the ops that made the
+view, which miss the metadata change; the backward then fails ("MulBackward0 returned an
+invalid gradient ... got [4, 3, 1] but expected shape compatible with [1, 3, 4]"). Eager
+rebuilt it only where a write came after the metadata call (and fails the same way then).
+
+So the outer trace logs each argument's in-place metadata calls, and where the last write
+to its storage fell among them. The runtime then does what eager did, in order:
+
+- nothing wrote it: no new value through the compiled graph; its calls are made on the
+  caller's tensor, each in the grad mode autograd recorded it in;
+- written: the calls before its last write, then the ``copy_`` of its value as it was at
+  that write (the joint's output for it is that view of its final value, ``as_before``),
+  then the calls after.
+
+Calls with non-plain arguments, calls after the last write that have no inverse view
+(``as_strided_``) and writes to an unknown storage keep the ``as_strided_`` and ``copy_``.
+
+Before (trace of ``f(a0, a1)``; ``a1.transpose_(0, 2)``)::
+
+    facts = {"moved": {1: ((4, 3, 1), (3, 1, 12), 0)}, "rebased": [1], ...}
+
+After ``split_rebased`` (calls before the last write, after it, geometry at it, shapes)::
+
+    facts = {"moved": {...}, "rebased": [],
+             "replay": {1: ([], [("transpose_", [0, 2], [], True)], None, [])}}
+
+NOTE [subclass joint on real tensors]
+The outer-level joint is traced with ``make_fx`` on fake tensors. A fake tensor has no
+``as_strided`` replay, so when a view is written after an in-place metadata change (a row of
+an argument ``squeeze_()``d, then zeroed), autograd rebuilds its grad_fn by replaying the
+ops that made it, which miss the change, and the trace raises "invalid gradient". Eager's
+plain views are rebuilt with ``as_strided`` of their own geometry. Where the fake trace
+raises so, the joint is traced again on copies of the real primals and tangents (they
+share storage as the primals do), under a forked RNG: the same graph, with eager's view
+replay. (A wrapper subclass view has no ``as_strided`` replay in eager either: it fails
+there as in eager.)
+"""
+from __future__ import annotations
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from .engine.functional import geometry_of, storage_ref
+from .engine.recorder import METADATA_METHODS, _mutating, call_name
+from .errors import UnsupportedInputError
+from .subclass_set import move_outer
+
+# resize_ may change the storage itself: a write for this purpose
+_REPLAYED = METADATA_METHODS - {"resize_"}
+
+
+def _storage(t):
+    from .subclass import plain_part
+    try:
+        return storage_ref(plain_part(t))
+    except (RuntimeError, NotImplementedError):      # no storage to name: unknown
+        return None
+
+
+def _plain_args(v):
+    """``v`` as plain data (ints, floats, bools, strs, None, sequences), or raise TypeError."""
+    if isinstance(v, (bool, int, float, str)) or v is None:
+        return v
+    if isinstance(v, (list, tuple, torch.Size)):
+        return [_plain_args(x) for x in v]
+    raise TypeError(type(v).__name__)
+
+
+class OuterCallLog(TorchFunctionMode):
+    """Logs, while the user's function runs on the outer tensors, each argument's in-place
+    metadata calls (in order, with whether autograd recorded them) and, per argument, how
+    many of them came before the last write to its storage and its geometry then (NOTE
+    [subclass metadata replay])."""
+
+    def __init__(self, outer: list):
+        super().__init__()
+        self.index: dict[int, int] = {}
+        for j, t in enumerate(outer):
+            self.index.setdefault(id(t), j)          # a tensor passed twice: its first place
+        self.calls: dict[int, list] = {}
+        self.shapes: dict[int, list] = {}            # j -> its shape before each call
+        self.unreplayable: set[int] = set()
+        self.last_write: dict[int, tuple] = {}       # j -> (calls before it, geometry after it)
+        self.unknown_write = False
+        self._outer = outer
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = call_name(func)
+        target = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        written = []
+        if target is not None and name in _REPLAYED and id(target) in self.index:
+            j = self.index[id(target)]
+            try:
+                call = (name, _plain_args(list(args[1:])), _plain_args(sorted(kwargs.items())),
+                        torch.is_grad_enabled() and target.requires_grad)
+                self.calls.setdefault(j, []).append(call)
+                self.shapes.setdefault(j, []).append(list(target.shape))
+            except TypeError:
+                self.unreplayable.add(j)
+        elif target is not None and (_mutating(name) or name == "resize_"):
+            written.append(target)
+        out = kwargs.get("out")
+        written += [t for t in (out if isinstance(out, (tuple, list)) else (out,))
+                    if isinstance(t, torch.Tensor)]
+        result = func(*args, **kwargs)
+        for st in (_storage(t) for t in written):
+            self.unknown_write |= st is None
+            for j in set(self.index.values()):
+                if st is not None and _storage(self._outer[j]) == st:
+                    self.last_write[j] = (len(self.calls.get(j, ())), geometry_of(self._outer[j]))
+        return result
+
+    def split(self, j: int):
+        """(calls before the last write, calls after it, geometry at it, shapes before each
+        call after it) of argument ``j``, or None where the calls cannot be replayed so
+        (NOTE [subclass metadata replay])."""
+        calls = self.calls.get(j, [])
+        if not calls or j in self.unreplayable or self.unknown_write:
+            return None
+        if j not in self.last_write:
+            return [], calls, None, []
+        k, geometry = self.last_write[j]
+        if any(name not in _INVERTIBLE for name, *_ in calls[k:]):
+            return None
+        return calls[:k], calls[k:], geometry, self.shapes[j][k:]
+
+
+# the inverse view of each in-place metadata call (given the shape before it)
+_INVERTIBLE = {"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_", "squeeze_"}
+
+
+def as_before(t: torch.Tensor, calls: list, shapes: list) -> torch.Tensor:
+    """A view of ``t`` as it was before ``calls`` (``shapes``: its shape before each)."""
+    for (name, args, kwargs, _), shape in reversed(list(zip(calls, shapes))):
+        t = t.t() if name == "t_" else t.view(shape) if name in ("squeeze_", "unsqueeze_") \
+            else t.transpose(*args, **dict(kwargs))
+    return t
+
+
+def split_rebased(facts: dict, log: OuterCallLog, outer: list) -> dict:
+    """``facts`` with ``replay``: per argument changed by logged metadata calls that can be
+    replayed, (calls before the last write to it, calls after, its geometry at that write);
+    the ones that nothing wrote leave ``rebased`` (no new value through the compiled graph),
+    and so does a second place of one tensor passed twice."""
+    from .engine.outputs import holds
+    first = {j: log.index[id(t)] for j, t in enumerate(outer)}
+    replay = {}
+    for j in facts["rebased"]:
+        s = log.split(first[j])
+        if s is None and first[j] in log.last_write and j in facts["moved"] \
+                and not holds(facts["moved"][j], log.last_write[first[j]][1]):
+            raise UnsupportedInputError(
+                "a call with a tensor-subclass argument writes an argument and then changes its "
+                "metadata in place (as_strided_, resize_) so that it no longer reaches every "
+                "element it had when written; aotcheck gives the argument its new value in its "
+                "final geometry, which would miss the written elements outside it, so it refuses "
+                "this. Change the metadata of a view of the argument instead")
+        if s is not None:
+            replay[j] = s if first[j] == j else ([], [], s[2], [])
+    dropped = {j for j, s in replay.items() if s[2] is None or first[j] != j}
+    return dict(facts, rebased=[j for j in facts["rebased"] if j not in dropped], replay=replay)
+
+
+def replay_calls(t: torch.Tensor, calls: list) -> None:
+    """Call the logged metadata methods on ``t``, each in the grad mode autograd recorded it
+    in (NOTE [subclass metadata replay])."""
+    for name, args, kwargs, grad in calls:
+        with torch.set_grad_enabled(grad):
+            getattr(t, name)(*args, **dict(kwargs))
+
+
+def dirty_values(facts: dict, outer: list, dirty: list) -> tuple:
+    """Copies of the new values of the arguments in ``dirty`` (after the compiled forward ran
+    on their storage), each in the geometry it had at its last write where it is replayed,
+    else in its final one."""
+    at = {**facts["moved"], **{i: r[2] for i, r in facts["replay"].items() if r[1]}}
+    news = [outer[i].detach() for i in dirty]
+    return tuple((t.as_strided(*at[i]) if i in at else t).clone() for i, t in zip(dirty, news))
+
+
+def write_back(facts: dict, outer: list, dirty: list, news) -> None:
+    """Give the caller's arguments their new values and metadata: each one in ``dirty`` its
+    value (``news``) with a ``copy_`` in grad mode (NOTE [subclass non-leaf writes]), between
+    its calls before and after its last write where it is replayed; each other replayed one
+    its calls alone; then the trace's final geometry wherever the calls did not give it."""
+    moved, replay = facts["moved"], facts["replay"]
+    with torch.enable_grad():
+        for i, new in zip(dirty, news):
+            before, after, *_ = replay.get(i, (None, [], None, []))
+            if before is not None:
+                replay_calls(outer[i], before)
+            elif i in moved:
+                move_outer(outer[i], *moved[i])
+            outer[i].copy_(new)
+            replay_calls(outer[i], after)
+    for j, (before, after, *_) in replay.items():
+        if j not in dirty:
+            replay_calls(outer[j], before + after)
+        if j in moved and geometry_of(outer[j]) != tuple(moved[j]):
+            with torch.no_grad():
+                move_outer(outer[j], *moved[j])
+
+
+def compile_joint(compile_fn):
+    """``compile_fn(real=False)``, or where autograd's view replay on fake tensors failed,
+    ``compile_fn(real=True)`` (NOTE [subclass joint on real tensors])."""
+    from .errors import TraceError
+    try:
+        return compile_fn(False)
+    except TraceError as e:
+        if "invalid gradient" not in str(e):
+            raise
+    with torch.random.fork_rng(devices=[]):      # the trace's draws are not the call's
+        return compile_fn(True)
