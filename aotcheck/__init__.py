@@ -9,8 +9,10 @@ The packages, in the order data flows through them; each imports only those abov
     cache/         the persistent store: key, entry, lazy backward, serialization
     api            aot_function and explain: signature -> key -> lookup -> pipeline -> store
     subclass       tensor-subclass calls (TwoTensor, ...): desugared to plain graphs for the engine
-                   (subclass_autograd: the outer-level autograd facts read off their trace;
-                   subclass_set: a wrapper's set_() onto a plain tensor, in that trace)
+                   (subclass_facts: the outer-level facts read off their trace and applied to
+                   each call; subclass_autograd: the autograd part of those facts;
+                   subclass_set: a wrapper's set_() onto a plain tensor, in that trace;
+                   subclass_replay: in-place metadata calls replayed on the caller's argument)
     check/         the oracle (one comparison with eager), the corpus, the test harness
                    (xfail_inherited) and the pytest plugin
     targets/       the engines under test (aotcheck, torch.compile, aot_function), their

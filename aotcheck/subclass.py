@@ -34,7 +34,7 @@ it (NOTE [requires_grad_ on a subclass argument] in subclass_autograd.py), rando
 grad on a non-CPU device, and arguments that share a storage, are written, and require grad
 without being views of one dense base (NOTE [subclass alias groups]). Anything else raises a
 named error, never a wrong result. Eager's outer-level semantics (outputs that are arguments or
-views of them, writes, reshapes) follow NOTE [outer-level facts] and NOTE [subclass non-leaf
+views of them, writes, reshapes) follow NOTE [outer-level facts] (subclass_facts.py) and NOTE [subclass non-leaf
 writes].
 """
 from __future__ import annotations
@@ -43,7 +43,6 @@ import importlib
 import json
 
 import torch
-from torch._C._autograd import CreationMeta, _get_creation_meta
 from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
@@ -51,12 +50,10 @@ from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from .engine.functional import geometry_of, storage_ref
 from .engine.signature import call_key
 from .errors import TraceError, UnsupportedInputError
-from .subclass_autograd import STALE as _STALE, grad_fn_of as _grad_fn, reaches as _reaches
-from .subclass_autograd import (flag_before_call, needs_history, new_leaf_kind, outer_training,
-                                remake_dropped, remake_view_of_leaf, routed_grad_set, view_home,
-                                view_mode)
+from .subclass_autograd import flag_before_call, needs_history, outer_training
 from .subclass_replay import (OuterCallLog, as_before, compile_joint, dirty_values, split_rebased,
                               write_back)
+from .subclass_facts import apply_facts, outer_facts, plain_part, stale_views, storage_key, version_of
 from .subclass_set import WrapperSetOntoPlain, move_outer
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
@@ -224,179 +221,8 @@ def _flatten_out(out, box: dict, outer: list, before: list) -> list:
     box["values"] = [v for v, d in zip(out_leaves, odescs) if d == "value"]
     box["diff"] = [o.requires_grad for o in out_leaves if isinstance(o, torch.Tensor)]
     box["spec"] = spec
-    box["facts"] = _outer_facts([o for o in out_leaves if isinstance(o, torch.Tensor)], outer, before)
+    box["facts"] = outer_facts([o for o in out_leaves if isinstance(o, torch.Tensor)], outer, before)
     return [t for t in flat_out if isinstance(t, torch.Tensor)]
-
-
-# NOTE [outer-level facts]
-# The compiled plain graph gives the right inner values, but eager's semantics are the OUTER
-# tensors': which output is an argument or an earlier output, which one views an argument's
-# storage (and so must be a view of that argument, with autograd through it), which is a fresh
-# leaf made inside (``requires_grad_()`` under no_grad), and which arguments changed shape or
-# gained requires_grad. The forward trace runs the user's function on outer tensors rebuilt
-# from the traced inner ones, so it reads these facts off them; the runtime applies them to
-# the real outer tensors after each call (``_apply_facts``), hit or miss alike.
-
-def plain_part(t: torch.Tensor) -> torch.Tensor:
-    """A plain tensor over ``t``'s storage: ``t`` itself, or (recursively) a wrapper subclass's
-    first inner tensor (a ``TwoTensor``'s inner tensors are viewed and written in step, so one
-    stands for both)."""
-    while is_traceable_wrapper_subclass(t):
-        t = getattr(t, t.__tensor_flatten__()[0][0])
-    return t
-
-
-def _storage_key(t):
-    return storage_ref(plain_part(t))
-
-
-def _outer_facts(outs: list, outer: list, before: list) -> dict:
-    """``before``: each outer argument's (geometry, requires_grad, grad_fn, version) at the call."""
-    keys = [_storage_key(a) for a in outer]
-    per_out = []
-    for i, o in enumerate(outs):
-        fact: dict = {}
-        same = next((j for j in range(i) if outs[j] is o), None)
-        arg = next((j for j, a in enumerate(outer) if a is o), None)
-        if same is not None:
-            fact["same_out"] = same
-        elif arg is not None:
-            fact["same_arg"] = arg
-        else:
-            home = view_home(o, outer, keys, _storage_key(o), plain_part)
-            if home is not None:
-                fact["view"] = [home, geometry_of(o), view_mode(o, outer[home], before[home][2])]
-            elif o.requires_grad and o.is_leaf:
-                fact["new_leaf"] = new_leaf_kind(o)
-                if any(_reaches(_grad_fn(p), o) for p in outs if _grad_fn(p) not in (None, _STALE)):
-                    raise UnsupportedInputError(
-                        "a call with a tensor-subclass argument returns a leaf it made with "
-                        "requires_grad_() and also an output computed from it; aotcheck "
-                        "does not route that output's gradient into the new leaf's .grad, so "
-                        "it refuses this. Return the leaf alone, or make it before the call")
-        if "same_out" not in fact and "same_arg" not in fact and "view" not in fact:
-            inner: list = []
-            flatten(o, "returned value", inner)
-            flags = [t.is_inference() for t in inner]
-            if o.is_inference() or any(flags):
-                # made in inference mode inside (NOTE [inference outputs] in regenerate.py);
-                # a TwoTensor view of one made outside it is no inference tensor, its inner
-                # tensors are
-                fact["inference"] = [o.is_inference(), flags]
-        if (o._is_view() and o.requires_grad and "same_out" not in fact
-                and _get_creation_meta(o) == CreationMeta.MULTI_OUTPUT_NODE):
-            fact["multi_output"] = True
-        per_out.append(fact)
-    moved = {j: geometry_of(a) for j, a in enumerate(outer) if geometry_of(a) != before[j][0]}
-    grad_set = [j for j, a in enumerate(outer) if a.requires_grad and not before[j][1] and a.is_leaf]
-    # written in grad mode: autograd gave the argument a new grad_fn (a write under no_grad
-    # leaves its history as it was), NOTE [subclass non-leaf writes]
-    rebased = [j for j, a in enumerate(outer)
-               if _grad_fn(a) is not None and _grad_fn(a) is not before[j][2]]
-    # the values that reach the caller through the compiled graph: outputs that are no argument
-    # or view of one (those are remade from the caller's argument, flag set), and arguments
-    # written in grad mode
-    through = [_grad_fn(o) for o, fact in zip(outs, per_out)
-               if not {"same_out", "same_arg", "view"} & fact.keys()]
-    through += [_grad_fn(outer[j]) for j in rebased]
-    reached = [j for j in grad_set if any(_reaches(n, outer[j]) for n in through)]
-    routed = routed_grad_set(reached, moved, outer, keys)    # flagged before the call
-    if routed != reached:
-        raise UnsupportedInputError(
-            "requires_grad_() on an argument inside a call with a tensor-subclass argument, "
-            "and an output computed from it, where the argument's shape changed in place or it "
-            "shares a storage with another argument: aotcheck sets the flag on the caller's "
-            "argument after the call but does not route gradients to it, so it refuses this. "
-            "Set requires_grad before the call")
-    written = [j for j, a in enumerate(outer) if _version_of(a) != before[j][3]
-               or geometry_of(a) != before[j][0]]
-    return {"outs": per_out, "moved": moved, "grad_set": grad_set, "rebased": rebased,
-            "written": written, "routed": routed}
-
-
-def _version_of(t):
-    """``t._version``, or None for an inference tensor (which tracks none)."""
-    return None if t.is_inference() else t._version
-
-
-def _stale_views(facts: dict, outer: list) -> dict:
-    """Outputs that are views (made under no_grad, or by unbind, split, ...) of arguments written
-    afterwards ("stale"), made before the write-back, as eager made them."""
-    early = {}
-    for k, fact in enumerate(facts["outs"]):
-        if "view" in fact and fact["view"][2] == "stale":
-            home, (size, stride, offset), _ = fact["view"]
-            with torch.set_grad_enabled(fact.get("multi_output", False)):
-                v = outer[home].as_strided(size, stride, offset)
-                early[k] = v.unsqueeze(0).unbind(0)[0] if torch.is_grad_enabled() else v
-            if fact.get("multi_output"):     # its base was written (under no_grad, maybe) since
-                torch.autograd.graph.increment_version(early[k])
-    return early
-
-
-def _apply_facts(facts: dict, outs: list, outer: list, moved: bool = True,
-                 early: dict | None = None) -> list:
-    """The outer-level facts of the trace, applied to this call's real outer tensors
-    (``moved=False``: the arguments' new shapes are already set; ``early``: the outputs made
-    before the arguments were written back, ``_stale_views``)."""
-    for j, (size, stride, offset) in facts["moved"].items() if moved else ():
-        with torch.no_grad():
-            move_outer(outer[j], size, stride, offset)
-    for j in facts["grad_set"]:
-        outer[j].requires_grad_()
-    res = []
-    for k, (o, fact) in enumerate(zip(outs, facts["outs"])):
-        if "same_out" in fact:
-            o = res[fact["same_out"]]
-        elif "same_arg" in fact:
-            o = outer[fact["same_arg"]]
-        elif early and k in early:
-            o = early[k]
-        elif "view" in fact:
-            home, (size, stride, offset), mode = fact["view"]
-            a = outer[home]
-            if mode in ("alias", "detached"):
-                # alias: no view, and no in-place op (as_strided_ bumps the version it shares
-                # with a); detached: a view of a's detach, as eager's ``a.detach()[0]``
-                o = a.detach().as_strided(size, stride, offset)
-                o = o.detach() if mode == "alias" else o
-            elif mode == "dropped":
-                o = remake_dropped(a, (size, stride, offset))
-            else:
-                with torch.set_grad_enabled(torch.is_grad_enabled() and mode not in ("no_grad", "stale")):
-                    o = a.as_strided(size, stride, offset)
-        elif fact.get("new_leaf"):
-            o = remake_view_of_leaf(o) if fact["new_leaf"] == "view" else o.detach().requires_grad_()
-        if fact.get("multi_output") and not (early and k in early):
-            # one of several views of one op (unbind, split, chunk): eager refuses to write it
-            # in place; so does a view made the same way (values and gradient unchanged)
-            o = o.unsqueeze(0).unbind(0)[0]
-        res.append(o)
-    made = {}
-    for k, fact in enumerate(facts["outs"]):
-        if fact.get("inference"):
-            made[id(res[k])] = _as_inference(res[k], *fact["inference"])
-    return [made.get(id(o), o) for o in res]
-
-
-def _as_inference(t: torch.Tensor, outer_flag: bool, flags: list) -> torch.Tensor:
-    """``t`` as eager made it inside ``torch.inference_mode()``: the flagged inner tensors
-    inference tensors over the same memory (so outputs that shared storage still do), the
-    wrapper one when ``outer_flag``."""
-    import contextlib
-    flat: list = []
-    desc = flatten(t, "returned value", flat)
-    new = []
-    for x, flag in zip(flat, flags):
-        if flag and not x.is_inference():
-            with torch.inference_mode():
-                x = torch.empty(0, dtype=x.dtype, device=x.device).set_(
-                    x.untyped_storage(), x.storage_offset(), x.shape, x.stride())
-        new.append(x)
-    if desc is None:
-        return new[0]
-    with torch.inference_mode() if outer_flag else contextlib.nullcontext():
-        return unflatten(desc, iter(new))
 
 
 def _compile(owner, plain, tensors: list, grad: bool, real: bool = False):
@@ -495,7 +321,7 @@ def _forward(owner, meta, descs, values, tensors, requires):
     def plain(*ts):
         nonleaf = (lambda i, t: _Alias.apply(t)) if box["alias"] else None
         args, kwargs, outer, _ = _rebuild_args(meta, descs, values, ts, requires, nonleaf)
-        before = [(geometry_of(a), a.requires_grad, a.grad_fn, _version_of(a)) for a in outer]
+        before = [(geometry_of(a), a.requires_grad, a.grad_fn, version_of(a)) for a in outer]
         with OuterCallLog(outer) as log:         # NOTE [subclass metadata replay]
             res = owner.fn(*args, **kwargs)
         out = _flatten_out(res, box, outer, before)
@@ -600,7 +426,7 @@ def call(owner, args: tuple, kwargs: dict):
     outs = _Outer.apply(compiled, box, joint, descs, tensors, (len(outer), slots), res,
                         *outer, *extra)
     n = len(outs) - len(res["dirty"])
-    early = _stale_views(box["facts"], outer)
+    early = stale_views(box["facts"], outer)
     write_back(box["facts"], outer, res["dirty"], outs[n:])     # NOTE [subclass non-leaf writes]
     return _finish(box, list(outs[:n]), outer, moved=False, early=early)
 
@@ -609,7 +435,7 @@ def _finish(box: dict, outs: list, outer: list, moved: bool = True, early: dict 
     """The call's result: the outer outputs with the trace's outer-level facts applied, and the
     non-tensor values, in the returned tree."""
     m = box["meta"]
-    it = iter(_apply_facts(box["facts"], outs, outer, moved, early))
+    it = iter(apply_facts(box["facts"], outs, outer, moved, early))
     it_v = iter(box["values"])
     vals = [next(it_v) if d == "value" else next(it) for d in m["descs"]]
     return pytree.tree_unflatten(vals, box["spec"])
@@ -659,7 +485,7 @@ def _alias_groups(outer: list, requires: list, written: list) -> tuple[list, lis
     by_storage: dict = {}
     for i, t in enumerate(outer):
         if not any(t is o for o in outer[:i]):
-            by_storage.setdefault(_storage_key(t), []).append(i)
+            by_storage.setdefault(storage_key(t), []).append(i)
     # members that reach disjoint memory do not see each other's writes: only overlapping ones
     # form a group (fewer views in the joint: a view whose shape is changed in place before its
     # base is written loses that change when autograd regenerates it on fake tensors)

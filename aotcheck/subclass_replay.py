@@ -60,7 +60,7 @@ _REPLAYED = METADATA_METHODS - {"resize_"}
 
 
 def _storage(t):
-    from .subclass import plain_part
+    from .subclass_facts import plain_part
     try:
         return storage_ref(plain_part(t))
     except (RuntimeError, NotImplementedError):      # no storage to name: unknown

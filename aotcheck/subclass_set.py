@@ -56,7 +56,7 @@ def move_outer(t: torch.Tensor, size, stride, offset) -> None:
     inner tensors have theirs already)."""
     if is_traceable_wrapper_subclass(t) and not _holds(t.untyped_storage(), size, stride, offset,
                                                        t.element_size()):
-        from .subclass import plain_part
+        from .subclass_facts import plain_part
         _set_geometry(t, plain_part(t).untyped_storage(), size, stride, offset)
     else:
         t.as_strided_(size, stride, offset)

@@ -31,6 +31,7 @@ ALLOWED: dict[str, set[str]] = {
 }
 _TOP = {"errors": "base", "flags": "base", "version": "base", "api": "api", "__init__": "api",
         "subclass": "api",         # aotcheck.subclass: the API boundary for tensor subclasses
+        "subclass_facts": "api",   # its outer-level facts, read off the trace and applied
         "subclass_autograd": "api",    # its outer-level autograd facts
         "subclass_set": "api",     # its set_() of a wrapper onto a plain tensor, in the trace
         "subclass_replay": "api",  # its in-place metadata replay and real-tensor joint retry

@@ -1,0 +1,191 @@
+"""The outer-level facts of a call with tensor-subclass arguments (NOTE [outer-level facts]):
+what the forward trace reads off the OUTER tensors (which output is an argument, an earlier
+output, a view of an argument, a leaf made inside; which arguments moved, gained
+requires_grad or were written), and their application to each call's real outer tensors.
+Split from ``aotcheck.subclass``, which calls it."""
+from __future__ import annotations
+
+import torch
+from torch._C._autograd import CreationMeta, _get_creation_meta
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+from .engine.functional import geometry_of, storage_ref
+from .errors import UnsupportedInputError
+from .subclass_autograd import STALE as _STALE, grad_fn_of as _grad_fn, reaches as _reaches
+from .subclass_autograd import (new_leaf_kind, remake_dropped, remake_view_of_leaf, routed_grad_set,
+                                view_home, view_mode)
+from .subclass_set import move_outer
+
+
+# NOTE [outer-level facts]
+# The compiled plain graph gives the right inner values, but eager's semantics are the OUTER
+# tensors': which output is an argument or an earlier output, which one views an argument's
+# storage (and so must be a view of that argument, with autograd through it), which is a fresh
+# leaf made inside (``requires_grad_()`` under no_grad), and which arguments changed shape or
+# gained requires_grad. The forward trace runs the user's function on outer tensors rebuilt
+# from the traced inner ones, so it reads these facts off them; the runtime applies them to
+# the real outer tensors after each call (``apply_facts``), hit or miss alike.
+
+def plain_part(t: torch.Tensor) -> torch.Tensor:
+    """A plain tensor over ``t``'s storage: ``t`` itself, or (recursively) a wrapper subclass's
+    first inner tensor (a ``TwoTensor``'s inner tensors are viewed and written in step, so one
+    stands for both)."""
+    while is_traceable_wrapper_subclass(t):
+        t = getattr(t, t.__tensor_flatten__()[0][0])
+    return t
+
+
+def storage_key(t):
+    return storage_ref(plain_part(t))
+
+
+def outer_facts(outs: list, outer: list, before: list) -> dict:
+    """``before``: each outer argument's (geometry, requires_grad, grad_fn, version) at the call."""
+    keys = [storage_key(a) for a in outer]
+    per_out = []
+    for i, o in enumerate(outs):
+        fact: dict = {}
+        same = next((j for j in range(i) if outs[j] is o), None)
+        arg = next((j for j, a in enumerate(outer) if a is o), None)
+        if same is not None:
+            fact["same_out"] = same
+        elif arg is not None:
+            fact["same_arg"] = arg
+        else:
+            home = view_home(o, outer, keys, storage_key(o), plain_part)
+            if home is not None:
+                fact["view"] = [home, geometry_of(o), view_mode(o, outer[home], before[home][2])]
+            elif o.requires_grad and o.is_leaf:
+                fact["new_leaf"] = new_leaf_kind(o)
+                if any(_reaches(_grad_fn(p), o) for p in outs if _grad_fn(p) not in (None, _STALE)):
+                    raise UnsupportedInputError(
+                        "a call with a tensor-subclass argument returns a leaf it made with "
+                        "requires_grad_() and also an output computed from it; aotcheck "
+                        "does not route that output's gradient into the new leaf's .grad, so "
+                        "it refuses this. Return the leaf alone, or make it before the call")
+        if "same_out" not in fact and "same_arg" not in fact and "view" not in fact:
+            from .subclass import flatten
+            inner: list = []
+            flatten(o, "returned value", inner)
+            flags = [t.is_inference() for t in inner]
+            if o.is_inference() or any(flags):
+                # made in inference mode inside (NOTE [inference outputs] in regenerate.py);
+                # a TwoTensor view of one made outside it is no inference tensor, its inner
+                # tensors are
+                fact["inference"] = [o.is_inference(), flags]
+        if (o._is_view() and o.requires_grad and "same_out" not in fact
+                and _get_creation_meta(o) == CreationMeta.MULTI_OUTPUT_NODE):
+            fact["multi_output"] = True
+        per_out.append(fact)
+    moved = {j: geometry_of(a) for j, a in enumerate(outer) if geometry_of(a) != before[j][0]}
+    grad_set = [j for j, a in enumerate(outer) if a.requires_grad and not before[j][1] and a.is_leaf]
+    # written in grad mode: autograd gave the argument a new grad_fn (a write under no_grad
+    # leaves its history as it was), NOTE [subclass non-leaf writes]
+    rebased = [j for j, a in enumerate(outer)
+               if _grad_fn(a) is not None and _grad_fn(a) is not before[j][2]]
+    # the values that reach the caller through the compiled graph: outputs that are no argument
+    # or view of one (those are remade from the caller's argument, flag set), and arguments
+    # written in grad mode
+    through = [_grad_fn(o) for o, fact in zip(outs, per_out)
+               if not {"same_out", "same_arg", "view"} & fact.keys()]
+    through += [_grad_fn(outer[j]) for j in rebased]
+    reached = [j for j in grad_set if any(_reaches(n, outer[j]) for n in through)]
+    routed = routed_grad_set(reached, moved, outer, keys)    # flagged before the call
+    if routed != reached:
+        raise UnsupportedInputError(
+            "requires_grad_() on an argument inside a call with a tensor-subclass argument, "
+            "and an output computed from it, where the argument's shape changed in place or it "
+            "shares a storage with another argument: aotcheck sets the flag on the caller's "
+            "argument after the call but does not route gradients to it, so it refuses this. "
+            "Set requires_grad before the call")
+    written = [j for j, a in enumerate(outer) if version_of(a) != before[j][3]
+               or geometry_of(a) != before[j][0]]
+    return {"outs": per_out, "moved": moved, "grad_set": grad_set, "rebased": rebased,
+            "written": written, "routed": routed}
+
+
+def version_of(t):
+    """``t._version``, or None for an inference tensor (which tracks none)."""
+    return None if t.is_inference() else t._version
+
+
+def stale_views(facts: dict, outer: list) -> dict:
+    """Outputs that are views (made under no_grad, or by unbind, split, ...) of arguments written
+    afterwards ("stale"), made before the write-back, as eager made them."""
+    early = {}
+    for k, fact in enumerate(facts["outs"]):
+        if "view" in fact and fact["view"][2] == "stale":
+            home, (size, stride, offset), _ = fact["view"]
+            with torch.set_grad_enabled(fact.get("multi_output", False)):
+                v = outer[home].as_strided(size, stride, offset)
+                early[k] = v.unsqueeze(0).unbind(0)[0] if torch.is_grad_enabled() else v
+            if fact.get("multi_output"):     # its base was written (under no_grad, maybe) since
+                torch.autograd.graph.increment_version(early[k])
+    return early
+
+
+def apply_facts(facts: dict, outs: list, outer: list, moved: bool = True,
+                 early: dict | None = None) -> list:
+    """The outer-level facts of the trace, applied to this call's real outer tensors
+    (``moved=False``: the arguments' new shapes are already set; ``early``: the outputs made
+    before the arguments were written back, ``stale_views``)."""
+    for j, (size, stride, offset) in facts["moved"].items() if moved else ():
+        with torch.no_grad():
+            move_outer(outer[j], size, stride, offset)
+    for j in facts["grad_set"]:
+        outer[j].requires_grad_()
+    res = []
+    for k, (o, fact) in enumerate(zip(outs, facts["outs"])):
+        if "same_out" in fact:
+            o = res[fact["same_out"]]
+        elif "same_arg" in fact:
+            o = outer[fact["same_arg"]]
+        elif early and k in early:
+            o = early[k]
+        elif "view" in fact:
+            home, (size, stride, offset), mode = fact["view"]
+            a = outer[home]
+            if mode in ("alias", "detached"):
+                # alias: no view, and no in-place op (as_strided_ bumps the version it shares
+                # with a); detached: a view of a's detach, as eager's ``a.detach()[0]``
+                o = a.detach().as_strided(size, stride, offset)
+                o = o.detach() if mode == "alias" else o
+            elif mode == "dropped":
+                o = remake_dropped(a, (size, stride, offset))
+            else:
+                with torch.set_grad_enabled(torch.is_grad_enabled() and mode not in ("no_grad", "stale")):
+                    o = a.as_strided(size, stride, offset)
+        elif fact.get("new_leaf"):
+            o = remake_view_of_leaf(o) if fact["new_leaf"] == "view" else o.detach().requires_grad_()
+        if fact.get("multi_output") and not (early and k in early):
+            # one of several views of one op (unbind, split, chunk): eager refuses to write it
+            # in place; so does a view made the same way (values and gradient unchanged)
+            o = o.unsqueeze(0).unbind(0)[0]
+        res.append(o)
+    made = {}
+    for k, fact in enumerate(facts["outs"]):
+        if fact.get("inference"):
+            made[id(res[k])] = as_inference(res[k], *fact["inference"])
+    return [made.get(id(o), o) for o in res]
+
+
+def as_inference(t: torch.Tensor, outer_flag: bool, flags: list) -> torch.Tensor:
+    """``t`` as eager made it inside ``torch.inference_mode()``: the flagged inner tensors
+    inference tensors over the same memory (so outputs that shared storage still do), the
+    wrapper one when ``outer_flag``."""
+    import contextlib
+
+    from .subclass import flatten, unflatten
+    flat: list = []
+    desc = flatten(t, "returned value", flat)
+    new = []
+    for x, flag in zip(flat, flags):
+        if flag and not x.is_inference():
+            with torch.inference_mode():
+                x = torch.empty(0, dtype=x.dtype, device=x.device).set_(
+                    x.untyped_storage(), x.storage_offset(), x.shape, x.stride())
+        new.append(x)
+    if desc is None:
+        return new[0]
+    with torch.inference_mode() if outer_flag else contextlib.nullcontext():
+        return unflatten(desc, iter(new))
