@@ -34,8 +34,8 @@ it (NOTE [requires_grad_ on a subclass argument] in subclass_autograd.py), rando
 grad on a non-CPU device, and arguments that share a storage, are written, and require grad
 without being views of one dense base (NOTE [subclass alias groups]). Anything else raises a
 named error, never a wrong result. Eager's outer-level semantics (outputs that are arguments or
-views of them, writes, reshapes) follow NOTE [outer-level facts] (subclass_facts.py) and NOTE [subclass non-leaf
-writes].
+views of them, writes, reshapes) follow NOTE [outer-level facts] (subclass_facts.py) and NOTE
+[subclass non-leaf writes].
 """
 from __future__ import annotations
 
