@@ -18,7 +18,7 @@ from ..errors import UnsupportedInputError
 from .facts import InputFacts, MemberFacts, RawFacts
 from .functional import geometry_of, storage_ref, to_fun
 from .outputs import classify_outputs, holds
-from .plan import InputPlan
+from .plan import InputPlan, groups_needing_synthetic_base
 from .recorder import MetadataRecorder, replayed_geometry
 from .signature import Signature, unflatten_inputs, whole_storage
 
@@ -140,6 +140,15 @@ class FunctionalRun:
         candidates: list[torch.Tensor] = []
         inputs = []
         old_bases: dict = {}        # storage an argument had before set_() moved it -> its alias
+        # NOTE [swaps in an alias group]: a refusal for a swap of an argument that shares
+        # storage with another one waits for the facts: a capture that makes the group a
+        # synthetic base replaces this one, and there the swap is a member's
+        deferred: dict = {}         # placeholder -> its refusal
+        group_of = {g.storage for g in sig.groups}
+
+        def grouped(p: int) -> bool:
+            kind, i = plan.placeholders[p]
+            return kind == "leaf" and sig.leaves[i].storage in group_of
         for p, w in enumerate(works):
             if plain:
                 data = self.tagger.sid(w) in written
@@ -169,7 +178,7 @@ class FunctionalRun:
             new_storage = None
             if swapped:
                 storage_source = _storage_swap(plan, p, w, works, start_refs, start_geometry,
-                                               recorder, before)
+                                               recorder, before, deferred if grouped(p) else None)
                 if storage_source == p:
                     # back on its own storage (x.set_(x.t()), or set_ away and back): the runtime
                     # sets the final geometry, then writes the whole storage, which writes
@@ -239,6 +248,11 @@ class FunctionalRun:
                 *(final or geometry_of(w)), value_output, storage_bytes=storage_bytes,
                 storage_source=storage_source, requires_grad_set=rg_set,
                 writes_outside=outside, storage_output=storage_output))
+        if deferred:
+            needs = groups_needing_synthetic_base(sig, plan, inputs)
+            for p, refusal in deferred.items():
+                if sig.leaves[plan.placeholders[p][1]].storage not in needs:
+                    raise refusal
         member_ops = {idx for kind, idx, op, *_ in recorder.log
                       if kind == "leaf" and op != "requires_grad_"}
         if member_ops and recorder.data_aftergeometry_of() and not plain:
@@ -396,7 +410,7 @@ def _resized_storage_bytes(before: int, after: int | None, p: int) -> int:
 
 
 def _storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, start_geometry,
-                  recorder: MetadataRecorder, before: list) -> int:
+                  recorder: MetadataRecorder, before: list, deferred: dict | None = None) -> int:
         """Where placeholder ``p``'s storage went after ``set_()``: q >= 0 (placeholder q's
         storage at the call, p's own included), or -2 (a storage made inside the function).
 
@@ -429,7 +443,10 @@ def _storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, s
         if (w.requires_grad and not _grad_after_swap(recorder, before, p, p, ref)) or (
                 source >= 0 and source != p and works[source].requires_grad
                 and not _grad_after_swap(recorder, before, p, source, ref)):
-            raise _swap_refusal(p, "and the argument (or the tensor it is set to) requires grad")
+            refusal = _swap_refusal(p, "and the argument (or the tensor it is set to) requires grad")
+            if deferred is None:
+                raise refusal
+            deferred[p] = refusal       # NOTE [swaps in an alias group]
         # onto an argument that shares storage with another one (an alias group's root or
         # whole storage placeholder): members are as_strided views of that placeholder at
         # their absolute offsets, so the final geometry is one on the group's storage
