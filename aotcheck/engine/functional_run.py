@@ -177,8 +177,10 @@ class FunctionalRun:
             value = w
             new_storage = None
             if swapped:
+                unrecorded = (anchors[p].grad_fn, anchors[p].requires_grad) == before[p]
                 storage_source = _storage_swap(plan, p, w, works, start_refs, start_geometry,
-                                               recorder, before, deferred if grouped(p) else None)
+                                               recorder, before, deferred if grouped(p) else None,
+                                               unrecorded)
                 if storage_source == p:
                     # back on its own storage (x.set_(x.t()), or set_ away and back): the runtime
                     # sets the final geometry, then writes the whole storage, which writes
@@ -410,7 +412,8 @@ def _resized_storage_bytes(before: int, after: int | None, p: int) -> int:
 
 
 def _storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, start_geometry,
-                  recorder: MetadataRecorder, before: list, deferred: dict | None = None) -> int:
+                  recorder: MetadataRecorder, before: list, deferred: dict | None = None,
+                  unrecorded: bool = False) -> int:
         """Where placeholder ``p``'s storage went after ``set_()``: q >= 0 (placeholder q's
         storage at the call, p's own included), or -2 (a storage made inside the function).
 
@@ -440,7 +443,16 @@ def _storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, s
         # (an argument given requires_grad_() after the swap gets its gradient through the
         # compiled function's input, which has its shape at the call: joint.py refuses a
         # gradient of another shape)
-        if (w.requires_grad and not _grad_after_swap(recorder, before, p, p, ref)) or (
+        # an argument that required grad at the call and set_() under no_grad onto a storage
+        # that does not (NOTE [set_ under no_grad]) keeps its autograd identity: eager's
+        # swap changes its data only
+        kept = unrecorded and before[p][1] and (
+            source == -2 or source == p or not works[source].requires_grad)
+        if kept and tuple(w.shape) != tuple(start_geometry[p][0]):
+            # its gradient has the new shape: the compiled function's input keeps the old one
+            raise _swap_refusal(p, "which requires grad, under no_grad, onto a tensor of another "
+                                "shape (its gradient would have the new shape)")
+        if (w.requires_grad and not kept and not _grad_after_swap(recorder, before, p, p, ref)) or (
                 source >= 0 and source != p and works[source].requires_grad
                 and not _grad_after_swap(recorder, before, p, source, ref)):
             refusal = _swap_refusal(p, "and the argument (or the tensor it is set to) requires grad")
