@@ -211,6 +211,11 @@ class FunctionalRun:
                         # sets the final geometry on it (``a.set_(v.select(0, 3))`` keeps
                         # offset 3)
                         new_storage = whole_storage(w)
+                        if type(w.grad_fn).__name__ == "NotImplemented":
+                            # the runtime replays autograd's record of set_() itself (NOTE
+                            # [set_ recorded by autograd] in swap_grad.py); no gradient
+                            # reaches the storage's value through that node
+                            new_storage = new_storage.detach()
             storage_bytes = _resized_storage_bytes(nbytes[p], recorder.resizes.get(p), p)
             if storage_bytes == 0:
                 data = False        # nothing to write into a storage resized to zero bytes
@@ -452,6 +457,11 @@ def _storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, s
             # its gradient has the new shape: the compiled function's input keeps the old one
             raise _swap_refusal(p, "which requires grad, under no_grad, onto a tensor of another "
                                 "shape (its gradient would have the new shape)")
+        # set_() under grad mode with the argument or its source requiring grad: autograd
+        # records it (NOTE [set_ recorded by autograd]); nothing recorded on it afterwards
+        recorded = w._base is None and type(w.grad_fn).__name__ == "NotImplemented"
+        if recorded:
+            return source
         if (w.requires_grad and not kept and not _grad_after_swap(recorder, before, p, p, ref)) or (
                 source >= 0 and source != p and works[source].requires_grad
                 and not _grad_after_swap(recorder, before, p, source, ref)):

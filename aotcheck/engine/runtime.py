@@ -42,6 +42,7 @@ from .values import is_guarded
 from .regenerate import (addressing, alias, as_inference_tensors, detached_alias, restride,
                          view_in_custom_function)
 from .signature import storage_extent
+from .swap_grad import recorded_swaps, replay_recorded_swaps
 from .codegen import compile_graph
 from .decide import TRAINING, Decision
 from ..errors import DoubleBackwardError, UnsupportedInputError
@@ -237,6 +238,8 @@ class CompiledArtifact:
                     target.copy_(values[self._slot[m.value_output]])
         if swaps:                        # NOTE [storage swaps] in functional_run.py
             storages = [p.untyped_storage() for p in primals]     # as they were at the call
+            # NOTE [set_ recorded by autograd] in swap_grad.py
+            recorded = recorded_swaps(swaps)
             with torch.no_grad():
                 for m in swaps:
                     if m.storage_source == -2:   # the whole of a storage made inside
@@ -253,6 +256,8 @@ class CompiledArtifact:
                         if whole.numel() * whole.element_size() > target.untyped_storage().nbytes():
                             raise UnsupportedInputError(_too_small(m.placeholder, target))
                         target.as_strided(whole.shape, (1,), 0).copy_(whole)
+            if recorded:
+                replay_recorded_swaps(primals, recorded)
 
     def _share_with_detached_leaves(self, out: list) -> None:
         """``v2 = v0.detach(); v2.requires_grad_()`` with both returned: eager's v0 owns the
