@@ -21,6 +21,7 @@ from .outputs import classify_outputs, holds
 from .plan import InputPlan, groups_needing_synthetic_base
 from .recorder import MetadataRecorder, replayed_geometry
 from .signature import Signature, unflatten_inputs, whole_storage
+from .swaps import member_swap, old_storage_written, storage_swap
 
 
 class FunctionalRun:
@@ -178,7 +179,7 @@ class FunctionalRun:
             new_storage = None
             if swapped:
                 unrecorded = (anchors[p].grad_fn, anchors[p].requires_grad) == before[p]
-                storage_source = _storage_swap(plan, p, w, works, start_refs, start_geometry,
+                storage_source = storage_swap(plan, p, w, works, start_refs, start_geometry,
                                                recorder, before, deferred if grouped(p) else None,
                                                unrecorded)
                 if storage_source == p:
@@ -200,7 +201,7 @@ class FunctionalRun:
                     # function wrote to the old one before (``a.clamp_(); a.set_(b)``) is
                     # written back into it first (NOTE [writes before a storage swap])
                     meta = False
-                    data = _old_storage_written(old_storage.get(p), written if plain else None)
+                    data = old_storage_written(old_storage.get(p), written if plain else None)
                     value = old_storage[p][0] if data else None
                     # views of the memory it had (NOTE [writes before a storage swap]) are
                     # rebuilt from the alias, whose eager geometry is the argument's at the call
@@ -272,7 +273,7 @@ class FunctionalRun:
         for i, m in member_meta.items():
             ref = storage_ref(user[i])
             if ref != member_refs[i]:
-                members.append(_member_swap(i, user[i], ref, start_refs, candidates))
+                members.append(member_swap(i, user[i], ref, start_refs, candidates))
             elif geometry_of(user[i]) != m:
                 members.append(MemberFacts(i, *geometry_of(user[i])))
         self._work_ids = {id(w) for w in works}
@@ -339,61 +340,6 @@ def check_member_flags(graph, facts: RawFacts, plan: InputPlan) -> None:
                 "aliasing")
 
 
-def _member_swap(i: int, t: torch.Tensor, ref, start_refs, candidates: list) -> MemberFacts:
-    """Argument leaf ``i``, a member of an alias group, after ``set_()`` moved it off the
-    storage it shares.
-
-    # NOTE [member storage swaps]
-    ``a1.set_(v)`` with ``a0, a1 = b[0], b[1]``: the synthetic base keeps the group's
-    storage, and ``a1`` now lives elsewhere, so what the function does to ``a0`` afterwards
-    no longer reaches it. The runtime writes the group's base back first, then moves the
-    caller's ``a1``: onto another argument's storage as it was at the call
-    (``storage_source`` q), or onto a storage made inside the function, whose whole final
-    value the graph returns (-2), in ``a1``'s final geometry. As for unaliased arguments
-    (NOTE [storage swaps]), autograd through a swapped storage is not modelled.
-    """
-    source = next((q for q, r in enumerate(start_refs) if r == ref), -2)
-    if t.requires_grad:
-        raise _swap_refusal(f"argument leaf {i}", "which shares storage with another argument, "
-                            "onto a storage that requires grad")
-    value_output = -1
-    if source == -2:
-        value_output = len(candidates)
-        candidates.append(whole_storage(t))
-    return MemberFacts(i, *geometry_of(t), source, value_output)
-
-
-def _old_storage_written(old, written: set | None) -> bool:
-    """Was the storage an argument had at the call written, after set_() moved the argument
-    off it?
-
-    # NOTE [writes before a storage swap]
-    ``a.clamp_(-1, 1); a.set_(b)``: eager clamps the memory ``a`` had at the call, then moves
-    ``a``; the caller's other views of that memory (an aliased argument, the caller's own
-    base) see the clamp. Functionalization moves the wrapper to the new storage, so its
-    mutation flags are the new storage's; the write is read on an alias of the old storage
-    taken at the call. The graph returns that alias's final value (``value_output``), the
-    runtime copies it into the argument before it replays the swap, and, where the argument
-    shares storage with another one, the write makes the group a synthetic base (so the
-    other argument reads it inside the graph too).
-    """
-    if old is None:
-        return False
-    alias, counter = old
-    if written is not None:         # a plain run (storage_views.py): counter is its storage
-        return counter in written
-    torch._sync(alias)
-    return torch._functionalize_mutation_counter(alias) != counter
-
-
-def _swap_refusal(p: int | str, why: str) -> UnsupportedInputError:
-    where = p if isinstance(p, str) else f"input placeholder {p}"
-    return UnsupportedInputError(
-        f"the function calls set_() on {where}, {why}; aotcheck replays set_() "
-        "of arguments that do not require grad onto another argument's storage, their own, or "
-        "a new one")
-
-
 def _resized_storage_bytes(before: int, after: int | None, p: int) -> int:
     """The size in bytes of placeholder ``p``'s storage after the call if the function resized
     it (``torch.ops.inductor.resize_storage_bytes_``, FSDP's pattern), else -1.
@@ -414,78 +360,6 @@ def _resized_storage_bytes(before: int, after: int | None, p: int) -> int:
             "bytes; aotcheck (like PyTorch's AOTAutograd) replays storage resizes of arguments "
             "that start or end at zero bytes only")
     return after
-
-
-def _storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, start_geometry,
-                  recorder: MetadataRecorder, before: list, deferred: dict | None = None,
-                  unrecorded: bool = False) -> int:
-        """Where placeholder ``p``'s storage went after ``set_()``: q >= 0 (placeholder q's
-        storage at the call, p's own included), or -2 (a storage made inside the function).
-
-        # NOTE [storage swaps]
-        Functionalization swaps a wrapper's functional storage on ``set_()``: afterwards the
-        argument shares storage with the tensor it was set to, and data mutations through
-        either are mutations of that one storage (the other argument's, if it was one, and
-        that argument's write-back carries them). The runtime replays the swap after the
-        write-backs: ``arg.set_(storage, offset, shape, stride)`` onto the other argument's
-        storage as it was at the call, or ``arg.set_(value)`` for a storage made inside the
-        function, whose value the graph returns. A swap that ends on the argument's own
-        storage (``x.set_(x.t())``, or an undo ``x.set_(y)`` ... ``x.set_(old)``) is ``p``
-        itself: the runtime sets the final geometry on it and, if the storage was written,
-        copies the graph's value of the whole storage into it, since the final geometry
-        may cover less of it than the writes did. Autograd through a
-        swapped storage is not modelled, so arguments that require grad are refused, and so
-        are swaps onto another argument that requires grad, unless the one that requires grad
-        was given requires_grad_() only after the swap, with no write to the storage
-        afterwards (``a.set_(b); b.requires_grad_()``: eager's ``a`` requires no grad;
-        ``a.set_(b); a.requires_grad_()``: a leaf over ``b``'s storage): the runtime sets the
-        flag before the call and replays the swap under no_grad.
-        """
-        if plan.placeholders[p][0] != "leaf":
-            raise _swap_refusal(p, "an argument that shares storage with another argument")
-        ref = storage_ref(w)
-        source = next((q for q, r in enumerate(start_refs) if r == ref), -2)
-        # (an argument given requires_grad_() after the swap gets its gradient through the
-        # compiled function's input, which has its shape at the call: joint.py refuses a
-        # gradient of another shape)
-        # an argument that required grad at the call and set_() under no_grad onto a storage
-        # that does not (NOTE [set_ under no_grad]) keeps its autograd identity: eager's
-        # swap changes its data only
-        kept = unrecorded and before[p][1] and (
-            source == -2 or source == p or not works[source].requires_grad)
-        if kept and tuple(w.shape) != tuple(start_geometry[p][0]):
-            # its gradient has the new shape: the compiled function's input keeps the old one
-            raise _swap_refusal(p, "which requires grad, under no_grad, onto a tensor of another "
-                                "shape (its gradient would have the new shape)")
-        # set_() under grad mode with the argument or its source requiring grad: autograd
-        # records it (NOTE [set_ recorded by autograd]); nothing recorded on it afterwards
-        recorded = w._base is None and type(w.grad_fn).__name__ == "NotImplemented"
-        if recorded:
-            return source
-        if (w.requires_grad and not kept and not _grad_after_swap(recorder, before, p, p, ref)) or (
-                source >= 0 and source != p and works[source].requires_grad
-                and not _grad_after_swap(recorder, before, p, source, ref)):
-            refusal = _swap_refusal(p, "and the argument (or the tensor it is set to) requires grad")
-            if deferred is None:
-                raise refusal
-            deferred[p] = refusal       # NOTE [swaps in an alias group]
-        # onto an argument that shares storage with another one (an alias group's root or
-        # whole storage placeholder): members are as_strided views of that placeholder at
-        # their absolute offsets, so the final geometry is one on the group's storage
-        return source
-
-
-def _grad_after_swap(recorder: MetadataRecorder, before: list, p: int, q: int, ref) -> bool:
-    """Did placeholder ``q`` (a leaf that required no grad at the call) come to require grad
-    by a requires_grad_() call made when placeholder ``p`` already shared its storage, with no
-    write to that storage afterwards? (NOTE [storage swaps])"""
-    if before[q] != (None, False):
-        return False
-    for who, events, refs in recorder.grad_calls:
-        if who == ("placeholder", q):
-            return refs[p] == ref and not any(
-                what == "data" and st == ref for what, st in recorder.events[events:])
-    return False
 
 
 def new_leaf_facts(tensors: list, user: list, sig: Signature, geometry: dict,

@@ -268,7 +268,7 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
 
 def _check_swapped_grads(captured: Captured, grad_inputs: tuple, grads, primals: list) -> None:
     """An argument set_() onto another storage and then given requires_grad_() (NOTE
-    [storage swaps] in functional_run.py) gets its gradient through the compiled function's
+    [storage swaps] in swaps.py) gets its gradient through the compiled function's
     input, which has the argument's shape at the call; a gradient of its new shape cannot
     pass there."""
     swapped = {f.placeholder for f in captured.facts.inputs if f.storage_source != -1}

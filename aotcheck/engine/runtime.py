@@ -236,7 +236,7 @@ class CompiledArtifact:
                 _check_storage_fits(target, m.placeholder)
                 with torch.set_grad_enabled(grad_on and m.grad_mode):
                     target.copy_(values[self._slot[m.value_output]])
-        if swaps:                        # NOTE [storage swaps] in functional_run.py
+        if swaps:                        # NOTE [storage swaps] in swaps.py
             storages = [p.untyped_storage() for p in primals]     # as they were at the call
             # NOTE [set_ recorded by autograd] in swap_grad.py
             recorded = recorded_swaps(swaps)
@@ -424,7 +424,7 @@ def _restore_member_geometry(leaves: list, members, storages_at_call, value) -> 
     metadata calls do not give: set_() onto a view of the same storage (``a0.set_(a1)`` with
     ``a0, a1 = b[0], b[1]``) changes it without a swap of storage, and set_ reaches no
     TorchFunctionMode. It is set to eager's final geometry on the storage it shares, or on
-    the storage set_() moved it to (NOTE [member storage swaps] in functional_run.py)."""
+    the storage set_() moved it to (NOTE [member storage swaps] in swaps.py)."""
     for leaf, shape, stride, offset, source, value_output in members:
         t = leaves[leaf]
         if source == -1:

@@ -13,7 +13,7 @@ is not implemented"::
 Functionalization sees the same node on the argument's wrapper (capture refuses the swap
 unless it is the argument's grad_fn at the end: nothing recorded on it afterwards), and
 the joint's backward meets it where eager's does (``backward_error``). The runtime replays
-the swap as it does any other (NOTE [storage swaps] in functional_run.py), under no_grad,
+the swap as it does any other (NOTE [storage swaps] in swaps.py), under no_grad,
 then once more under grad mode onto a tensor with the same storage and geometry that
 requires grad where the source did: the graph's value of a storage made inside (an output
 of the compiled function), or the source argument as it was at the call. The caller's
