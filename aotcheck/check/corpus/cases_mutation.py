@@ -969,3 +969,77 @@ def mutated_with_grad_value_not_reached():
         x, y = leaf(3), leaf(3)
         return Inputs((x, torch.zeros(3, dtype=torch.complex64), y), leaves=(x, y))
     return f, seeded(make)
+
+
+# ---------------------------------------------------------------- set_() and autograd
+# set_() has no derivative; eager records it under grad mode when the argument or its source
+# requires grad (a NotImplemented grad_fn), and under no_grad it moves the data only
+# (NOTE [set_ recorded by autograd], NOTE [set_ under no_grad] in swap_grad.py).
+
+@case("aliased_inputs", mode="training", tags=("set_", "alias", "fuzz"))
+def fuzz_set_within_alias_group_then_grad_write_into_old_storage():
+    # found by aotcheck fuzz (seed 2): a1 and a0 are transposes of one tensor; a1.set_(a0)
+    # keeps the storage, and the copy of a grad-requiring value into a view taken before
+    # makes the caller's base, and through it a0 and a1, require grad (eager: CopySlices on
+    # the base, a0/a1 AsStridedBackward0, their gradient reaching b1). The first capture,
+    # with a0 and a1 on storages of their own, saw a1 swapped onto a0's and requiring grad
+    # at the end and refused, before the synthetic-base capture that replays it exactly
+    # (NOTE [swaps in an alias group] in swaps.py)
+    def f(a0, a1, a2):
+        v0 = a1[:, :1]
+        with torch.no_grad():
+            with torch.enable_grad():
+                a1.set_(a0)
+        v0.copy_(a2)
+        return a0 * 2, a1 + 1
+    def make():
+        b0, b1 = rand(1, 1, 4), leaf(2)
+        a0 = b0.transpose(-2, -1)
+        return Inputs((a0, a0.transpose(-2, -1), b1[::2]), leaves=(b1,))
+    return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="training", tags=("set_", "no_grad", "fuzz"))
+def set_under_no_grad_of_arguments_requiring_grad():
+    # eager: set_() under no_grad records nothing, so the leaf x stays a leaf requiring grad
+    # (its .grad gets x * y's gradient, read at its new data) and the non-leaf z keeps its
+    # grad_fn (MulBackward0, reaching w) on y's storage; aotcheck refused any swap of an
+    # argument that requires grad
+    def f(x, z, y, k):
+        with torch.no_grad():
+            x.set_(y)
+            z.set_(k)
+        return x * y, z * 3
+    def make():
+        x, w = leaf(3), leaf(3)
+        return Inputs((x, w * 1, rand(3), rand(3)), leaves=(x, w))
+    return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="training", tags=("set_", "fuzz"))
+def set_onto_grad_values_recorded_by_autograd():
+    # eager: under grad mode x.set_(w * 2) and z.set_(w) (x, z requiring no grad) make x and
+    # z non-leaves whose grad_fn is NotImplemented; a backward through them raises
+    # "derivative for set_ is not implemented" (the oracle's backward includes non-leaf
+    # arguments, so both raise), while w.sin() alone would be fine; aotcheck refused the swaps
+    def f(x, z, w):
+        x.set_(w * 2)
+        z.set_(w)
+        return w.sin(), x.detach() + 1
+    def make():
+        w = leaf(3)
+        return Inputs((rand(3), rand(3), w), leaves=(w,))
+    return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="training", tags=("set_", "fuzz"))
+def set_of_a_nonleaf_argument_recorded_by_autograd():
+    # eager: x (a non-leaf requiring grad) set_() onto another argument under grad mode gets
+    # a NotImplemented grad_fn; y * 2 still reaches v, x's backward raises; aotcheck refused
+    def f(x, y):
+        x.set_(y)
+        return y * 2
+    def make():
+        w, v = leaf(3), leaf(2)
+        return Inputs((w * 1, v * 1), leaves=(w, v))
+    return f, seeded(make)
