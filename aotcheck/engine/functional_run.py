@@ -21,7 +21,8 @@ from .outputs import classify_outputs, holds
 from .plan import InputPlan, groups_needing_synthetic_base
 from .recorder import MetadataRecorder, replayed_geometry
 from .signature import Signature, unflatten_inputs, whole_storage
-from .swaps import member_swap, old_storage_written, storage_swap
+from .swaps import (grad_written_after_swap, member_swap, old_storage_written,
+                    recorded_by_autograd, storage_swap)
 
 
 class FunctionalRun:
@@ -175,13 +176,16 @@ class FunctionalRun:
                                                                        recorder.log, p)
                                            not in (None, geometry_of(w)))))
             storage_source = -1
+            regrad = False
             value = w
             new_storage = None
             if swapped:
                 unrecorded = (anchors[p].grad_fn, anchors[p].requires_grad) == before[p]
+                regrad = grad_written_after_swap(w, before[p])
                 storage_source = storage_swap(plan, p, w, works, start_refs, start_geometry,
                                                recorder, before, deferred if grouped(p) else None,
-                                               unrecorded)
+                                               unrecorded, regrad)
+                regrad = regrad and storage_source != p
                 if storage_source == p:
                     # back on its own storage (x.set_(x.t()), or set_ away and back): the runtime
                     # sets the final geometry, then writes the whole storage, which writes
@@ -212,7 +216,7 @@ class FunctionalRun:
                         # sets the final geometry on it (``a.set_(v.select(0, 3))`` keeps
                         # offset 3)
                         new_storage = whole_storage(w)
-                        if type(w.grad_fn).__name__ == "NotImplemented":
+                        if recorded_by_autograd(w):
                             # the runtime replays autograd's record of set_() itself (NOTE
                             # [set_ recorded by autograd] in swap_grad.py); no gradient
                             # reaches the storage's value through that node
@@ -248,6 +252,10 @@ class FunctionalRun:
             if new_storage is not None:
                 storage_output = len(candidates)
                 candidates.append(new_storage)
+            grad_value_output = -1
+            if regrad:                  # NOTE [grad writes after a swap] in swap_grad.py
+                grad_value_output = len(candidates)
+                candidates.append(w)
             # after a swap: the set_() source's eager geometry (NOTE [eager geometry])
             final = self.eager_arguments[plan.placeholders[p][1]] \
                 if swapped and self.eager_arguments else None
@@ -255,7 +263,8 @@ class FunctionalRun:
                 p, data, meta, saw, w.requires_grad,
                 *(final or geometry_of(w)), value_output, storage_bytes=storage_bytes,
                 storage_source=storage_source, requires_grad_set=rg_set,
-                writes_outside=outside, storage_output=storage_output))
+                writes_outside=outside, storage_output=storage_output,
+                grad_value_output=grad_value_output))
         if deferred:
             needs = groups_needing_synthetic_base(sig, plan, inputs)
             for p, refusal in deferred.items():

@@ -94,6 +94,8 @@ def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
             order.append(m.value_output)
         if m.storage_source == -2:                  # a new storage (set_)
             order.append(m.storage_output)
+        if m.grad_value_output >= 0:                # written with grad after a swap
+            order.append(m.grad_value_output)
     for o in meta.outputs:
         if o.kind == FRESH or o.graph_output >= 0:
             order.append(o.graph_output)

@@ -42,7 +42,7 @@ from .values import is_guarded
 from .regenerate import (addressing, alias, as_inference_tensors, detached_alias, restride,
                          view_in_custom_function)
 from .signature import storage_extent
-from .swap_grad import recorded_swaps, replay_recorded_swaps
+from .swap_grad import recorded_swaps, replay_grad_writes, replay_recorded_swaps
 from .codegen import compile_graph
 from .decide import TRAINING, Decision
 from ..errors import DoubleBackwardError, UnsupportedInputError
@@ -258,6 +258,7 @@ class CompiledArtifact:
                         target.as_strided(whole.shape, (1,), 0).copy_(whole)
             if recorded:
                 replay_recorded_swaps(primals, recorded)
+            replay_grad_writes(swaps, primals, values, self._slot)
 
     def _share_with_detached_leaves(self, out: list) -> None:
         """``v2 = v0.detach(); v2.requires_grad_()`` with both returned: eager's v0 owns the

@@ -10,9 +10,10 @@ is not implemented"::
         x.set_(w * 2)       # eager: x.requires_grad, x.grad_fn NotImplemented
         return w.sin()      # fine; a backward through x (x * 3) raises
 
-Functionalization sees the same node on the argument's wrapper (capture refuses the swap
-unless it is the argument's grad_fn at the end: nothing recorded on it afterwards), and
-the joint's backward meets it where eager's does (``backward_error``). The runtime replays
+Functionalization sees the same node on the argument's wrapper, and the joint's backward
+meets it where eager's does (``backward_error``). Ops recorded on the argument afterwards
+(``x.mul_(3)``: MulBackward0, then NotImplemented) change its grad_fn but not what is
+observable: every backward through it reaches the node and raises. The runtime replays
 the swap as it does any other (NOTE [storage swaps] in swaps.py), under no_grad,
 then once more under grad mode onto a tensor with the same storage and geometry that
 requires grad where the source did: the graph's value of a storage made inside (an output
@@ -26,6 +27,16 @@ grad_fn (a non-leaf) or stays a leaf, only its data moves. The swap is replayed 
 no_grad as any other; gradients of outputs computed from it after the swap reach it
 through the compiled function's input, which keeps the shape it had at the call, so a
 swap onto another shape stays refused.
+
+# NOTE [grad writes after a swap]
+``x.set_(y); x.mul_(u)`` (x, y requiring no grad, u requiring grad): the swap is not
+recorded, the write is: eager's x becomes a non-leaf (MulBackward0) over y's storage, and
+y, which shares the new data, still requires no grad. The graph returns x's final value
+(``grad_value_output``); the runtime replays the write-back of y and the swap under
+no_grad, then copies that value into x under grad mode (the same data again), so that x
+requires grad and its gradient reaches u through the compiled function. Where x's history
+reaches a recorded set_() (NotImplemented), or the storage's other tensor requires grad,
+the swap stays refused.
 """
 from __future__ import annotations
 
@@ -35,7 +46,7 @@ import torch
 def recorded_swaps(swaps) -> list[int]:
     """The swapped placeholders whose set_() autograd recorded (their grad_mode: the
     argument's grad_fn changed, which capture allows for a swap only when set_() made it)."""
-    return [m.placeholder for m in swaps if m.grad_mode]
+    return [m.placeholder for m in swaps if m.grad_mode and m.grad_value_output < 0]
 
 
 def replay_recorded_swaps(primals: list, recorded: list[int]) -> None:
@@ -49,3 +60,12 @@ def replay_recorded_swaps(primals: list, recorded: list[int]) -> None:
             src = torch.empty(0, dtype=t.dtype, device=t.device).set_(
                 t.untyped_storage(), t.storage_offset(), t.shape, t.stride())
             t.set_(src.requires_grad_())
+
+
+def replay_grad_writes(swaps, primals: list, values: list, slot) -> None:
+    """NOTE [grad writes after a swap]: after the swap, the argument's final value (the
+    graph's, which carries its gradient) is copied into it under grad mode."""
+    with torch.enable_grad():
+        for m in swaps:
+            if m.grad_value_output >= 0:
+                primals[m.placeholder].copy_(values[slot[m.grad_value_output]])

@@ -74,7 +74,7 @@ def swap_refusal(p: int | str, why: str) -> UnsupportedInputError:
 
 def storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, start_geometry,
                   recorder: MetadataRecorder, before: list, deferred: dict | None = None,
-                  unrecorded: bool = False) -> int:
+                  unrecorded: bool = False, regrad: bool = False) -> int:
         """Where placeholder ``p``'s storage went after ``set_()``: q >= 0 (placeholder q's
         storage at the call, p's own included), or -2 (a storage made inside the function).
 
@@ -127,9 +127,12 @@ def storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, st
             raise swap_refusal(p, "which requires grad, under no_grad, onto a tensor of another "
                                 "shape (its gradient would have the new shape)")
         # set_() under grad mode with the argument or its source requiring grad: autograd
-        # records it (NOTE [set_ recorded by autograd]); nothing recorded on it afterwards
-        recorded = w._base is None and type(w.grad_fn).__name__ == "NotImplemented"
-        if recorded:
+        # records it (NOTE [set_ recorded by autograd])
+        if recorded_by_autograd(w):
+            return source
+        # written with grad after a swap that autograd did not record (NOTE [grad writes
+        # after a swap] in swap_grad.py), onto a storage whose tensor requires no grad
+        if regrad and source != p and (source == -2 or not works[source].requires_grad):
             return source
         if (w.requires_grad and not kept and not grad_after_swap(recorder, before, p, p, ref)) or (
                 source >= 0 and source != p and works[source].requires_grad
@@ -154,4 +157,32 @@ def grad_after_swap(recorder: MetadataRecorder, before: list, p: int, q: int, re
         if who == ("placeholder", q):
             return refs[p] == ref and not any(
                 what == "data" and st == ref for what, st in recorder.events[events:])
+    return False
+
+
+def recorded_by_autograd(w: torch.Tensor) -> bool:
+    """Does the argument's history (its wrapper ``w``, not a view) reach a set_() that
+    autograd recorded (a NotImplemented node)? (NOTE [set_ recorded by autograd])"""
+    return w._base is None and _reaches_not_implemented(w.grad_fn)
+
+
+def grad_written_after_swap(w: torch.Tensor, before: tuple) -> bool:
+    """Did the argument (its wrapper ``w``, which required no grad at the call: ``before`` is
+    its (grad_fn, requires_grad) then) come to require grad through in-place ops that
+    autograd recorded, none of them a set_() (NOTE [grad writes after a swap])?"""
+    return w.requires_grad and w._base is None and w.grad_fn is not None and \
+        before == (None, False) and not _reaches_not_implemented(w.grad_fn)
+
+
+def _reaches_not_implemented(fn) -> bool:
+    """Does the autograd graph from ``fn`` reach a NotImplemented node (a recorded set_())?"""
+    stack, seen = [fn], {}
+    while stack:
+        f = stack.pop()
+        if f is None or id(f) in seen:
+            continue
+        seen[id(f)] = f                 # kept alive: ids stay unique
+        if type(f).__name__ == "NotImplemented":
+            return True
+        stack.extend(g for g, _ in f.next_functions)
     return False
