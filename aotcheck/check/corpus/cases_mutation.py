@@ -1043,3 +1043,39 @@ def set_of_a_nonleaf_argument_recorded_by_autograd():
         w, v = leaf(3), leaf(2)
         return Inputs((w * 1, v * 1), leaves=(w, v))
     return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("set_", "fuzz"))
+def set_then_write_with_grad_after_the_swap():
+    # eager: x.set_(y) is not recorded (nothing requires grad), x.mul_(u) is: x becomes a
+    # non-leaf (MulBackward0) over y's storage, and y, which shares the new data, still
+    # requires no grad; z's view v of its old storage written with u makes z a non-leaf too
+    # (CopySlices: v's base is z) though z now holds k's data. aotcheck refused both swaps
+    # (the argument requires grad at the end); returning () it also chose inference and
+    # lost the gradient (NOTE [grad writes after a swap] in swap_grad.py)
+    def f(x, y, z, k, u):
+        v = z[:2]
+        x.set_(y)
+        x.mul_(u)
+        z.set_(k)
+        v.mul_(u[:2])
+        return ()
+    def make():
+        u = leaf(3)
+        return Inputs((rand(3), rand(6)[::2], rand(3), rand(3), u), leaves=(u,))
+    return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="training", tags=("set_", "fuzz"))
+def set_recorded_by_autograd_then_written():
+    # eager: x.set_(w * 2) is recorded (NotImplemented), x.mul_(3) on top (MulBackward0):
+    # x requires grad and any backward through it raises "derivative for set_ is not
+    # implemented"; w.sin() alone is fine; aotcheck refused the swap
+    def f(x, w):
+        x.set_(w * 2)
+        x.mul_(3)
+        return w.sin()
+    def make():
+        w = leaf(3)
+        return Inputs((rand(3), w), leaves=(w,))
+    return f, seeded(make)
