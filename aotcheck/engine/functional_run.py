@@ -282,7 +282,7 @@ class FunctionalRun:
         for i, m in member_meta.items():
             ref = storage_ref(user[i])
             if ref != member_refs[i]:
-                members.append(member_swap(i, user[i], ref, start_refs, candidates))
+                members.append(member_swap(i, user[i], ref, start_refs, candidates, works))
             elif geometry_of(user[i]) != m:
                 members.append(MemberFacts(i, *geometry_of(user[i])))
         self._work_ids = {id(w) for w in works}

@@ -17,7 +17,8 @@ from .recorder import MetadataRecorder
 from .signature import whole_storage
 
 
-def member_swap(i: int, t: torch.Tensor, ref, start_refs, candidates: list) -> MemberFacts:
+def member_swap(i: int, t: torch.Tensor, ref, start_refs, candidates: list,
+                works: list) -> MemberFacts:
     """Argument leaf ``i``, a member of an alias group, after ``set_()`` moved it off the
     storage it shares.
 
@@ -27,17 +28,26 @@ def member_swap(i: int, t: torch.Tensor, ref, start_refs, candidates: list) -> M
     no longer reaches it. The runtime writes the group's base back first, then moves the
     caller's ``a1``: onto another argument's storage as it was at the call
     (``storage_source`` q), or onto a storage made inside the function, whose whole final
-    value the graph returns (-2), in ``a1``'s final geometry. As for unaliased arguments
-    (NOTE [storage swaps]), autograd through a swapped storage is not modelled.
+    value the graph returns (-2), in ``a1``'s final geometry.
+
+    A member that requires grad after the swap only because the group's storage it left
+    was written with grad (``a1.set_(c); b.copy_(u)``) is still an autograd view of the
+    group's base in eager: set_() keeps a view's view metadata, so its grad_fn is rebuilt
+    on the base (AsStridedBackward0 in its new geometry) though its data is ``c``'s. The
+    runtime moves the caller's member under no_grad after writing the base back, so the
+    same rebuild happens there. Other members that require grad after a swap are refused.
     """
     source = next((q for q, r in enumerate(start_refs) if r == ref), -2)
-    if t.requires_grad:
+    view_of_group = t._base is not None and not _reaches_not_implemented(t.grad_fn) and \
+        (source == -2 or not works[source].requires_grad)
+    if t.requires_grad and not view_of_group:
         raise swap_refusal(f"argument leaf {i}", "which shares storage with another argument, "
                             "onto a storage that requires grad")
     value_output = -1
     if source == -2:
         value_output = len(candidates)
-        candidates.append(whole_storage(t))
+        # its data only: the member's gradient goes through the group's base, as in eager
+        candidates.append(whole_storage(t).detach() if view_of_group else whole_storage(t))
     return MemberFacts(i, *geometry_of(t), source, value_output)
 
 
