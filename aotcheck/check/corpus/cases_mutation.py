@@ -1079,3 +1079,20 @@ def set_recorded_by_autograd_then_written():
         w = leaf(3)
         return Inputs((rand(3), w), leaves=(w,))
     return f, seeded(make)
+
+
+@case("aliased_inputs", mode="training", tags=("set_", "alias", "fuzz"))
+def set_a_member_elsewhere_then_write_its_old_base_with_grad():
+    # eager: x (= b[:3]) set_() onto y keeps its view metadata, so after b.copy_(u) its
+    # grad_fn is rebuilt on b (AsStridedBackward0 in x's new geometry) though its data is
+    # y's: x * 1 sends its gradient through b to u[:3]. aotcheck refused the member's swap
+    # (it required grad at the end); the runtime moves the caller's x under no_grad after
+    # writing b back, and the same rebuild happens (NOTE [member storage swaps])
+    def f(b, x, y, u):
+        x.set_(y)
+        b.copy_(u)
+        return x * 1
+    def make():
+        b, u = rand(4), leaf(4)
+        return Inputs((b, b[:3], rand(3), u), leaves=(u,))
+    return f, seeded(make)
