@@ -127,11 +127,10 @@ def storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, st
         # (an argument given requires_grad_() after the swap gets its gradient through the
         # compiled function's input, which has its shape at the call: joint.py refuses a
         # gradient of another shape)
-        # an argument that required grad at the call and set_() under no_grad onto a storage
-        # that does not (NOTE [set_ under no_grad]) keeps its autograd identity: eager's
+        # set_() under no_grad (NOTE [set_ under no_grad] in swap_grad.py): the argument keeps
+        # its autograd identity (requiring grad or not), whatever its source requires; eager's
         # swap changes its data only
-        kept = unrecorded and before[p][1] and (
-            source == -2 or source == p or not works[source].requires_grad)
+        kept = unrecorded and before[p][1]
         if kept and tuple(w.shape) != tuple(start_geometry[p][0]):
             # its gradient has the new shape: the compiled function's input keeps the old one
             raise swap_refusal(p, "which requires grad, under no_grad, onto a tensor of another "
@@ -146,6 +145,7 @@ def storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, st
             return source
         if (w.requires_grad and not kept and not grad_after_swap(recorder, before, p, p, ref)) or (
                 source >= 0 and source != p and works[source].requires_grad
+                and not (unrecorded and before[source][1])
                 and not grad_after_swap(recorder, before, p, source, ref)):
             refusal = swap_refusal(p, "and the argument (or the tensor it is set to) requires grad")
             if deferred is None:

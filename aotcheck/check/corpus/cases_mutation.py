@@ -1002,17 +1002,20 @@ def fuzz_set_within_alias_group_then_grad_write_into_old_storage():
 @case("requires_grad_modes", mode="training", tags=("set_", "no_grad", "fuzz"))
 def set_under_no_grad_of_arguments_requiring_grad():
     # eager: set_() under no_grad records nothing, so the leaf x stays a leaf requiring grad
-    # (its .grad gets x * y's gradient, read at its new data) and the non-leaf z keeps its
-    # grad_fn (MulBackward0, reaching w) on y's storage; aotcheck refused any swap of an
-    # argument that requires grad
-    def f(x, z, y, k):
+    # (its .grad gets x * y's gradient, read at its new data), the non-leaf z keeps its
+    # grad_fn (MulBackward0, reaching w) on k's storage, and q, set onto the leaf g that
+    # requires grad, requires none (q.mul_(2) doubles g's data, not its gradient); aotcheck
+    # refused any swap of an argument that requires grad or onto one that does
+    def f(x, z, y, k, q, g):
         with torch.no_grad():
             x.set_(y)
             z.set_(k)
-        return x * y, z * 3
+            q.set_(g)
+            q.mul_(2)
+        return x * y, z * 3, g * q
     def make():
-        x, w = leaf(3), leaf(3)
-        return Inputs((x, w * 1, rand(3), rand(3)), leaves=(x, w))
+        x, w, g = leaf(3), leaf(3), leaf(3)
+        return Inputs((x, w * 1, rand(3), rand(3), rand(3), g), leaves=(x, w, g))
     return f, seeded(make)
 
 
