@@ -149,13 +149,32 @@ def test_set_is_a_key_component():
     assert compute_key(swapped, args)[0] != compute_key(kept, args)[0]
 
 
-def test_set_onto_an_argument_that_requires_grad_is_refused_by_name():
+def test_set_onto_an_argument_that_requires_grad_matches_eager():
+    # set_() under no_grad records nothing: x shares w's storage and requires no grad, as in
+    # eager (NOTE [set_ under no_grad]); it was refused before
+    from aotcheck.check.oracle import Inputs, check
+
     def f(x, w):
         with torch.no_grad():
             x.set_(w)
         return w * 2
+
+    def make():
+        w = torch.randn(3, generator=torch.Generator().manual_seed(0), requires_grad=True)
+        return Inputs((torch.randn(3), w), leaves=(w,))
+    report = check(f, aotcheck.aot_function(f), make)
+    assert report.ok, report.divergences
+
+
+def test_set_under_no_grad_onto_another_shape_is_refused_by_name():
+    # x requires grad and keeps its identity; its gradient would have the new shape, which
+    # the compiled function's input (the shape at the call) cannot carry
+    def f(x, y):
+        with torch.no_grad():
+            x.set_(y)
+        return x * 2
     with pytest.raises(UnsupportedInputError, match="set_\\(\\) on input placeholder 0"):
-        aotcheck.aot_function(f)(torch.randn(3), torch.randn(3, requires_grad=True))
+        aotcheck.aot_function(f)(torch.randn(3, requires_grad=True), torch.randn(2))
 
 
 def test_resize_between_nonzero_sizes_is_refused_by_name():

@@ -100,6 +100,8 @@ class MutationInfo:
                                     # placeholder p's storage (as it was at the call), or -1;
                                     # a data write (value_output) comes first, into the old one
     storage_output: int = -1        # storage_source -2: the candidate holding that storage
+    grad_value_output: int = -1     # after the swap, copy_() this candidate into it under grad
+                                    # mode (NOTE [grad writes after a swap] in swap_grad.py)
 
 
 @dataclass(frozen=True)
@@ -227,7 +229,7 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
     mutations = tuple(
         MutationInfo(f.placeholder, f.data_mutated, f.metadata_mutated, f.autograd_saw_mutation,
                      f.value_output, f.final_shape, f.final_stride, f.final_offset,
-                     f.storage_bytes, f.storage_source, f.storage_output)
+                     f.storage_bytes, f.storage_source, f.storage_output, f.grad_value_output)
         for f in facts.inputs
         if f.data_mutated or f.metadata_mutated or f.storage_bytes >= 0 or f.storage_source != -1)
     outputs = tuple(_classify(k, o) for k, o in enumerate(facts.outputs))

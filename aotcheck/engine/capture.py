@@ -36,6 +36,7 @@ The stage is split over a few modules, each one job:
     functional.py      make_fx + functionalization, named errors, grad mode
     recorder.py        the user's in-place metadata calls, geometry, hazards
     functional_run.py  one run of the function on functional wrappers -> raw facts
+    swaps.py           where set_() moved an argument's storage (or why it is refused)
     outputs.py         what each returned tensor aliases
     facts.py           the raw facts, as frozen data
     storage_views.py   the second way: plain trace (eager autograd), then functionalize

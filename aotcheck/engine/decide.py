@@ -9,7 +9,9 @@ mode is on, some argument requires grad, and at least one of:
   with a grad-requiring value gave a grad_fn of its own);
 - some argument's data is mutated where autograd sees it, and the argument
   requires grad afterwards. This is PyTorch PR #128229: without it,
-  ``a.mul_(2); return ()`` would silently lose the gradient through ``a``.
+  ``a.mul_(2); return ()`` would silently lose the gradient through ``a``;
+- (grad mode on at the call or inside) an argument set_() onto another storage and then
+  written with values that require grad (NOTE [grad writes after a swap]).
 
 Example::
 
@@ -47,6 +49,11 @@ def _alias_of_argument(meta: ViewMutationMeta, o) -> bool:
 def decide(meta: ViewMutationMeta, sig: Signature) -> Decision:
     if sig.inference_mode:
         return Decision(INFERENCE, "called under inference_mode")
+    regrad = [m.placeholder for m in meta.mutations if m.grad_value_output >= 0]
+    if regrad:
+        return Decision(TRAINING, f"placeholder {regrad[0]} is set_() onto another storage and "
+                                  "then written with values that require grad (NOTE [grad "
+                                  "writes after a swap])")
     if not sig.grad_enabled:
         for o in meta.outputs:
             if o.kind != CONSTANT and o.requires_grad and not _alias_of_argument(meta, o):

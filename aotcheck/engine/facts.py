@@ -32,7 +32,9 @@ class InputFacts:
     storage_output: int = -1        # storage_source -2: the candidate holding all of the
                                     # storage made inside (value_output, when data_mutated,
                                     # is what was written to the old one: NOTE [writes before a
-                                    # storage swap] in functional_run.py)
+                                    # storage swap] in swaps.py)
+    grad_value_output: int = -1     # after a swap, written with grad: the candidate holding
+                                    # its final value (NOTE [grad writes after a swap])
 
 
 @dataclass(frozen=True)

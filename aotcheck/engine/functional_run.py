@@ -18,9 +18,11 @@ from ..errors import UnsupportedInputError
 from .facts import InputFacts, MemberFacts, RawFacts
 from .functional import geometry_of, storage_ref, to_fun
 from .outputs import classify_outputs, holds
-from .plan import InputPlan
+from .plan import InputPlan, groups_needing_synthetic_base
 from .recorder import MetadataRecorder, replayed_geometry
 from .signature import Signature, unflatten_inputs, whole_storage
+from .swaps import (grad_written_after_swap, member_swap, old_storage_written,
+                    recorded_by_autograd, storage_swap)
 
 
 class FunctionalRun:
@@ -140,6 +142,15 @@ class FunctionalRun:
         candidates: list[torch.Tensor] = []
         inputs = []
         old_bases: dict = {}        # storage an argument had before set_() moved it -> its alias
+        # NOTE [swaps in an alias group]: a refusal for a swap of an argument that shares
+        # storage with another one waits for the facts: a capture that makes the group a
+        # synthetic base replaces this one, and there the swap is a member's
+        deferred: dict = {}         # placeholder -> its refusal
+        group_of = {g.storage for g in sig.groups}
+
+        def grouped(p: int) -> bool:
+            kind, i = plan.placeholders[p]
+            return kind == "leaf" and sig.leaves[i].storage in group_of
         for p, w in enumerate(works):
             if plain:
                 data = self.tagger.sid(w) in written
@@ -165,11 +176,16 @@ class FunctionalRun:
                                                                        recorder.log, p)
                                            not in (None, geometry_of(w)))))
             storage_source = -1
+            regrad = False
             value = w
             new_storage = None
             if swapped:
-                storage_source = _storage_swap(plan, p, w, works, start_refs, start_geometry,
-                                               recorder, before)
+                unrecorded = (anchors[p].grad_fn, anchors[p].requires_grad) == before[p]
+                regrad = grad_written_after_swap(w, before[p])
+                storage_source = storage_swap(plan, p, w, works, start_refs, start_geometry,
+                                               recorder, before, deferred if grouped(p) else None,
+                                               unrecorded, regrad)
+                regrad = regrad and storage_source != p
                 if storage_source == p:
                     # back on its own storage (x.set_(x.t()), or set_ away and back): the runtime
                     # sets the final geometry, then writes the whole storage, which writes
@@ -189,7 +205,7 @@ class FunctionalRun:
                     # function wrote to the old one before (``a.clamp_(); a.set_(b)``) is
                     # written back into it first (NOTE [writes before a storage swap])
                     meta = False
-                    data = _old_storage_written(old_storage.get(p), written if plain else None)
+                    data = old_storage_written(old_storage.get(p), written if plain else None)
                     value = old_storage[p][0] if data else None
                     # views of the memory it had (NOTE [writes before a storage swap]) are
                     # rebuilt from the alias, whose eager geometry is the argument's at the call
@@ -200,6 +216,11 @@ class FunctionalRun:
                         # sets the final geometry on it (``a.set_(v.select(0, 3))`` keeps
                         # offset 3)
                         new_storage = whole_storage(w)
+                        if recorded_by_autograd(w):
+                            # the runtime replays autograd's record of set_() itself (NOTE
+                            # [set_ recorded by autograd] in swap_grad.py); no gradient
+                            # reaches the storage's value through that node
+                            new_storage = new_storage.detach()
             storage_bytes = _resized_storage_bytes(nbytes[p], recorder.resizes.get(p), p)
             if storage_bytes == 0:
                 data = False        # nothing to write into a storage resized to zero bytes
@@ -231,6 +252,10 @@ class FunctionalRun:
             if new_storage is not None:
                 storage_output = len(candidates)
                 candidates.append(new_storage)
+            grad_value_output = -1
+            if regrad:                  # NOTE [grad writes after a swap] in swap_grad.py
+                grad_value_output = len(candidates)
+                candidates.append(w)
             # after a swap: the set_() source's eager geometry (NOTE [eager geometry])
             final = self.eager_arguments[plan.placeholders[p][1]] \
                 if swapped and self.eager_arguments else None
@@ -238,7 +263,13 @@ class FunctionalRun:
                 p, data, meta, saw, w.requires_grad,
                 *(final or geometry_of(w)), value_output, storage_bytes=storage_bytes,
                 storage_source=storage_source, requires_grad_set=rg_set,
-                writes_outside=outside, storage_output=storage_output))
+                writes_outside=outside, storage_output=storage_output,
+                grad_value_output=grad_value_output))
+        if deferred:
+            needs = groups_needing_synthetic_base(sig, plan, inputs)
+            for p, refusal in deferred.items():
+                if sig.leaves[plan.placeholders[p][1]].storage not in needs:
+                    raise refusal
         member_ops = {idx for kind, idx, op, *_ in recorder.log
                       if kind == "leaf" and op != "requires_grad_"}
         if member_ops and recorder.data_aftergeometry_of() and not plain:
@@ -251,7 +282,7 @@ class FunctionalRun:
         for i, m in member_meta.items():
             ref = storage_ref(user[i])
             if ref != member_refs[i]:
-                members.append(_member_swap(i, user[i], ref, start_refs, candidates))
+                members.append(member_swap(i, user[i], ref, start_refs, candidates, works))
             elif geometry_of(user[i]) != m:
                 members.append(MemberFacts(i, *geometry_of(user[i])))
         self._work_ids = {id(w) for w in works}
@@ -318,61 +349,6 @@ def check_member_flags(graph, facts: RawFacts, plan: InputPlan) -> None:
                 "aliasing")
 
 
-def _member_swap(i: int, t: torch.Tensor, ref, start_refs, candidates: list) -> MemberFacts:
-    """Argument leaf ``i``, a member of an alias group, after ``set_()`` moved it off the
-    storage it shares.
-
-    # NOTE [member storage swaps]
-    ``a1.set_(v)`` with ``a0, a1 = b[0], b[1]``: the synthetic base keeps the group's
-    storage, and ``a1`` now lives elsewhere, so what the function does to ``a0`` afterwards
-    no longer reaches it. The runtime writes the group's base back first, then moves the
-    caller's ``a1``: onto another argument's storage as it was at the call
-    (``storage_source`` q), or onto a storage made inside the function, whose whole final
-    value the graph returns (-2), in ``a1``'s final geometry. As for unaliased arguments
-    (NOTE [storage swaps]), autograd through a swapped storage is not modelled.
-    """
-    source = next((q for q, r in enumerate(start_refs) if r == ref), -2)
-    if t.requires_grad:
-        raise _swap_refusal(f"argument leaf {i}", "which shares storage with another argument, "
-                            "onto a storage that requires grad")
-    value_output = -1
-    if source == -2:
-        value_output = len(candidates)
-        candidates.append(whole_storage(t))
-    return MemberFacts(i, *geometry_of(t), source, value_output)
-
-
-def _old_storage_written(old, written: set | None) -> bool:
-    """Was the storage an argument had at the call written, after set_() moved the argument
-    off it?
-
-    # NOTE [writes before a storage swap]
-    ``a.clamp_(-1, 1); a.set_(b)``: eager clamps the memory ``a`` had at the call, then moves
-    ``a``; the caller's other views of that memory (an aliased argument, the caller's own
-    base) see the clamp. Functionalization moves the wrapper to the new storage, so its
-    mutation flags are the new storage's; the write is read on an alias of the old storage
-    taken at the call. The graph returns that alias's final value (``value_output``), the
-    runtime copies it into the argument before it replays the swap, and, where the argument
-    shares storage with another one, the write makes the group a synthetic base (so the
-    other argument reads it inside the graph too).
-    """
-    if old is None:
-        return False
-    alias, counter = old
-    if written is not None:         # a plain run (storage_views.py): counter is its storage
-        return counter in written
-    torch._sync(alias)
-    return torch._functionalize_mutation_counter(alias) != counter
-
-
-def _swap_refusal(p: int | str, why: str) -> UnsupportedInputError:
-    where = p if isinstance(p, str) else f"input placeholder {p}"
-    return UnsupportedInputError(
-        f"the function calls set_() on {where}, {why}; aotcheck replays set_() "
-        "of arguments that do not require grad onto another argument's storage, their own, or "
-        "a new one")
-
-
 def _resized_storage_bytes(before: int, after: int | None, p: int) -> int:
     """The size in bytes of placeholder ``p``'s storage after the call if the function resized
     it (``torch.ops.inductor.resize_storage_bytes_``, FSDP's pattern), else -1.
@@ -393,60 +369,6 @@ def _resized_storage_bytes(before: int, after: int | None, p: int) -> int:
             "bytes; aotcheck (like PyTorch's AOTAutograd) replays storage resizes of arguments "
             "that start or end at zero bytes only")
     return after
-
-
-def _storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, start_geometry,
-                  recorder: MetadataRecorder, before: list) -> int:
-        """Where placeholder ``p``'s storage went after ``set_()``: q >= 0 (placeholder q's
-        storage at the call, p's own included), or -2 (a storage made inside the function).
-
-        # NOTE [storage swaps]
-        Functionalization swaps a wrapper's functional storage on ``set_()``: afterwards the
-        argument shares storage with the tensor it was set to, and data mutations through
-        either are mutations of that one storage (the other argument's, if it was one, and
-        that argument's write-back carries them). The runtime replays the swap after the
-        write-backs: ``arg.set_(storage, offset, shape, stride)`` onto the other argument's
-        storage as it was at the call, or ``arg.set_(value)`` for a storage made inside the
-        function, whose value the graph returns. A swap that ends on the argument's own
-        storage (``x.set_(x.t())``, or an undo ``x.set_(y)`` ... ``x.set_(old)``) is ``p``
-        itself: the runtime sets the final geometry on it and, if the storage was written,
-        copies the graph's value of the whole storage into it, since the final geometry
-        may cover less of it than the writes did. Autograd through a
-        swapped storage is not modelled, so arguments that require grad are refused, and so
-        are swaps onto another argument that requires grad, unless the one that requires grad
-        was given requires_grad_() only after the swap, with no write to the storage
-        afterwards (``a.set_(b); b.requires_grad_()``: eager's ``a`` requires no grad;
-        ``a.set_(b); a.requires_grad_()``: a leaf over ``b``'s storage): the runtime sets the
-        flag before the call and replays the swap under no_grad.
-        """
-        if plan.placeholders[p][0] != "leaf":
-            raise _swap_refusal(p, "an argument that shares storage with another argument")
-        ref = storage_ref(w)
-        source = next((q for q, r in enumerate(start_refs) if r == ref), -2)
-        # (an argument given requires_grad_() after the swap gets its gradient through the
-        # compiled function's input, which has its shape at the call: joint.py refuses a
-        # gradient of another shape)
-        if (w.requires_grad and not _grad_after_swap(recorder, before, p, p, ref)) or (
-                source >= 0 and source != p and works[source].requires_grad
-                and not _grad_after_swap(recorder, before, p, source, ref)):
-            raise _swap_refusal(p, "and the argument (or the tensor it is set to) requires grad")
-        # onto an argument that shares storage with another one (an alias group's root or
-        # whole storage placeholder): members are as_strided views of that placeholder at
-        # their absolute offsets, so the final geometry is one on the group's storage
-        return source
-
-
-def _grad_after_swap(recorder: MetadataRecorder, before: list, p: int, q: int, ref) -> bool:
-    """Did placeholder ``q`` (a leaf that required no grad at the call) come to require grad
-    by a requires_grad_() call made when placeholder ``p`` already shared its storage, with no
-    write to that storage afterwards? (NOTE [storage swaps])"""
-    if before[q] != (None, False):
-        return False
-    for who, events, refs in recorder.grad_calls:
-        if who == ("placeholder", q):
-            return refs[p] == ref and not any(
-                what == "data" and st == ref for what, st in recorder.events[events:])
-    return False
 
 
 def new_leaf_facts(tensors: list, user: list, sig: Signature, geometry: dict,

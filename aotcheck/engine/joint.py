@@ -68,7 +68,21 @@ class Joint:
 def _missing_derivative(e: Exception) -> str:
     """Eager's message when autograd meets a derivative that is not implemented, else ''."""
     msg = str(e).split("\n")[0]
-    return msg if isinstance(e, NotImplementedError) and "derivative for" in msg else ""
+    if isinstance(e, NotImplementedError) and "derivative for" in msg:
+        return msg
+    # set_() recorded by autograd (NOTE [set_ recorded by autograd] in swap_grad.py): eager's
+    # NotImplemented node raises a RuntimeError
+    return msg if msg.startswith("derivative for") and msg.endswith("is not implemented") else ""
+
+
+def _replay_limit(run, e: RuntimeError):
+    """Re-raise an error of the joint's backward: a shape error inside backward after in-place
+    metadata changes is the replay limit ("invalid gradient", or a broadcast mismatch in a
+    replayed view's backward); a saved tensor modified in place is eager's own error, kept as
+    it is."""
+    if run.saw_inplace_metadata and "modified by an inplace operation" not in str(e):
+        raise ViewReplayError(str(e).split("\n")[0]) from None
+    raise e
 
 
 def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
@@ -80,6 +94,8 @@ def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
             order.append(m.value_output)
         if m.storage_source == -2:                  # a new storage (set_)
             order.append(m.storage_output)
+        if m.grad_value_output >= 0:                # written with grad after a swap
+            order.append(m.grad_value_output)
     for o in meta.outputs:
         if o.kind == FRESH or o.graph_output >= 0:
             order.append(o.graph_output)
@@ -141,18 +157,12 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
             grads = torch.autograd.grad(
                 [outs[k] for k in diff], targets,
                 [to_fun(t) for t in tangents], allow_unused=True)
-        except NotImplementedError as e:
-            if not _missing_derivative(e):
-                raise
-            box["backward_error"] = _missing_derivative(e)
-            grads = [None] * len(targets)
-        except RuntimeError as e:
-            # a shape error inside backward after in-place metadata changes is the replay
-            # limit ("invalid gradient", or a broadcast mismatch in a replayed view's backward);
-            # a saved tensor modified in place is eager's own error, kept as it is
-            if run.saw_inplace_metadata and "modified by an inplace operation" not in str(e):
-                raise ViewReplayError(str(e).split("\n")[0]) from None
-            raise
+        except RuntimeError as e:       # NotImplementedError included
+            if _missing_derivative(e):
+                box["backward_error"] = _missing_derivative(e)
+                grads = [None] * len(targets)
+            else:
+                _replay_limit(run, e)
         _check_swapped_grads(captured, grad_inputs, grads, primals)
         bw_values = []
         found.clear()
@@ -232,7 +242,7 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
         try:
             grads = torch.autograd.grad([outs[k] for k in diff], targets, list(tangents),
                                         allow_unused=True)
-        except NotImplementedError as e:
+        except RuntimeError as e:       # NotImplementedError included
             if not _missing_derivative(e):
                 raise
             box["backward_error"] = _missing_derivative(e)
@@ -260,7 +270,7 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
 
 def _check_swapped_grads(captured: Captured, grad_inputs: tuple, grads, primals: list) -> None:
     """An argument set_() onto another storage and then given requires_grad_() (NOTE
-    [storage swaps] in functional_run.py) gets its gradient through the compiled function's
+    [storage swaps] in swaps.py) gets its gradient through the compiled function's
     input, which has the argument's shape at the call; a gradient of its new shape cannot
     pass there."""
     swapped = {f.placeholder for f in captured.facts.inputs if f.storage_source != -1}

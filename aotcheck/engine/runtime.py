@@ -42,6 +42,7 @@ from .values import is_guarded
 from .regenerate import (addressing, alias, as_inference_tensors, detached_alias, restride,
                          view_in_custom_function)
 from .signature import storage_extent
+from .swap_grad import recorded_swaps, replay_grad_writes, replay_recorded_swaps
 from .codegen import compile_graph
 from .decide import TRAINING, Decision
 from ..errors import DoubleBackwardError, UnsupportedInputError
@@ -235,8 +236,10 @@ class CompiledArtifact:
                 _check_storage_fits(target, m.placeholder)
                 with torch.set_grad_enabled(grad_on and m.grad_mode):
                     target.copy_(values[self._slot[m.value_output]])
-        if swaps:                        # NOTE [storage swaps] in functional_run.py
+        if swaps:                        # NOTE [storage swaps] in swaps.py
             storages = [p.untyped_storage() for p in primals]     # as they were at the call
+            # NOTE [set_ recorded by autograd] in swap_grad.py
+            recorded = recorded_swaps(swaps)
             with torch.no_grad():
                 for m in swaps:
                     if m.storage_source == -2:   # the whole of a storage made inside
@@ -253,6 +256,9 @@ class CompiledArtifact:
                         if whole.numel() * whole.element_size() > target.untyped_storage().nbytes():
                             raise UnsupportedInputError(_too_small(m.placeholder, target))
                         target.as_strided(whole.shape, (1,), 0).copy_(whole)
+            if recorded:
+                replay_recorded_swaps(primals, recorded)
+            replay_grad_writes(swaps, primals, values, self._slot)
 
     def _share_with_detached_leaves(self, out: list) -> None:
         """``v2 = v0.detach(); v2.requires_grad_()`` with both returned: eager's v0 owns the
@@ -419,7 +425,7 @@ def _restore_member_geometry(leaves: list, members, storages_at_call, value) -> 
     metadata calls do not give: set_() onto a view of the same storage (``a0.set_(a1)`` with
     ``a0, a1 = b[0], b[1]``) changes it without a swap of storage, and set_ reaches no
     TorchFunctionMode. It is set to eager's final geometry on the storage it shares, or on
-    the storage set_() moved it to (NOTE [member storage swaps] in functional_run.py)."""
+    the storage set_() moved it to (NOTE [member storage swaps] in swaps.py)."""
     for leaf, shape, stride, offset, source, value_output in members:
         t = leaves[leaf]
         if source == -1:

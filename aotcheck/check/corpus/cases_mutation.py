@@ -969,3 +969,133 @@ def mutated_with_grad_value_not_reached():
         x, y = leaf(3), leaf(3)
         return Inputs((x, torch.zeros(3, dtype=torch.complex64), y), leaves=(x, y))
     return f, seeded(make)
+
+
+# ---------------------------------------------------------------- set_() and autograd
+# set_() has no derivative; eager records it under grad mode when the argument or its source
+# requires grad (a NotImplemented grad_fn), and under no_grad it moves the data only
+# (NOTE [set_ recorded by autograd], NOTE [set_ under no_grad] in swap_grad.py).
+
+@case("aliased_inputs", mode="training", tags=("set_", "alias", "fuzz"))
+def fuzz_set_within_alias_group_then_grad_write_into_old_storage():
+    # found by aotcheck fuzz (seed 2): a1 and a0 are transposes of one tensor; a1.set_(a0)
+    # keeps the storage, and the copy of a grad-requiring value into a view taken before
+    # makes the caller's base, and through it a0 and a1, require grad (eager: CopySlices on
+    # the base, a0/a1 AsStridedBackward0, their gradient reaching b1). The first capture,
+    # with a0 and a1 on storages of their own, saw a1 swapped onto a0's and requiring grad
+    # at the end and refused, before the synthetic-base capture that replays it exactly
+    # (NOTE [swaps in an alias group] in swaps.py)
+    def f(a0, a1, a2):
+        v0 = a1[:, :1]
+        with torch.no_grad():
+            with torch.enable_grad():
+                a1.set_(a0)
+        v0.copy_(a2)
+        return a0 * 2, a1 + 1
+    def make():
+        b0, b1 = rand(1, 1, 4), leaf(2)
+        a0 = b0.transpose(-2, -1)
+        return Inputs((a0, a0.transpose(-2, -1), b1[::2]), leaves=(b1,))
+    return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="training", tags=("set_", "no_grad", "fuzz"))
+def set_under_no_grad_of_arguments_requiring_grad():
+    # eager: set_() under no_grad records nothing, so the leaf x stays a leaf requiring grad
+    # (its .grad gets x * y's gradient, read at its new data), the non-leaf z keeps its
+    # grad_fn (MulBackward0, reaching w) on k's storage, and q, set onto the leaf g that
+    # requires grad, requires none (q.mul_(2) doubles g's data, not its gradient); aotcheck
+    # refused any swap of an argument that requires grad or onto one that does
+    def f(x, z, y, k, q, g):
+        with torch.no_grad():
+            x.set_(y)
+            z.set_(k)
+            q.set_(g)
+            q.mul_(2)
+        return x * y, z * 3, g * q
+    def make():
+        x, w, g = leaf(3), leaf(3), leaf(3)
+        return Inputs((x, w * 1, rand(3), rand(3), rand(3), g), leaves=(x, w, g))
+    return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="training", tags=("set_", "fuzz"))
+def set_onto_grad_values_recorded_by_autograd():
+    # eager: under grad mode x.set_(w * 2) and z.set_(w) (x, z requiring no grad) make x and
+    # z non-leaves whose grad_fn is NotImplemented; a backward through them raises
+    # "derivative for set_ is not implemented" (the oracle's backward includes non-leaf
+    # arguments, so both raise), while w.sin() alone would be fine; aotcheck refused the swaps
+    def f(x, z, w):
+        x.set_(w * 2)
+        z.set_(w)
+        return w.sin(), x.detach() + 1
+    def make():
+        w = leaf(3)
+        return Inputs((rand(3), rand(3), w), leaves=(w,))
+    return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="training", tags=("set_", "fuzz"))
+def set_of_a_nonleaf_argument_recorded_by_autograd():
+    # eager: x (a non-leaf requiring grad) set_() onto another argument under grad mode gets
+    # a NotImplemented grad_fn; y * 2 still reaches v, x's backward raises; aotcheck refused
+    def f(x, y):
+        x.set_(y)
+        return y * 2
+    def make():
+        w, v = leaf(3), leaf(2)
+        return Inputs((w * 1, v * 1), leaves=(w, v))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("set_", "fuzz"))
+def set_then_write_with_grad_after_the_swap():
+    # eager: x.set_(y) is not recorded (nothing requires grad), x.mul_(u) is: x becomes a
+    # non-leaf (MulBackward0) over y's storage, and y, which shares the new data, still
+    # requires no grad; z's view v of its old storage written with u makes z a non-leaf too
+    # (CopySlices: v's base is z) though z now holds k's data. aotcheck refused both swaps
+    # (the argument requires grad at the end); returning () it also chose inference and
+    # lost the gradient (NOTE [grad writes after a swap] in swap_grad.py)
+    def f(x, y, z, k, u):
+        v = z[:2]
+        x.set_(y)
+        x.mul_(u)
+        z.set_(k)
+        v.mul_(u[:2])
+        return ()
+    def make():
+        u = leaf(3)
+        return Inputs((rand(3), rand(6)[::2], rand(3), rand(3), u), leaves=(u,))
+    return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="training", tags=("set_", "fuzz"))
+def set_recorded_by_autograd_then_written():
+    # eager: x.set_(w * 2) is recorded (NotImplemented), x.mul_(3) on top (MulBackward0):
+    # x requires grad and any backward through it raises "derivative for set_ is not
+    # implemented"; w.sin() alone is fine; aotcheck refused the swap
+    def f(x, w):
+        x.set_(w * 2)
+        x.mul_(3)
+        return w.sin()
+    def make():
+        w = leaf(3)
+        return Inputs((rand(3), w), leaves=(w,))
+    return f, seeded(make)
+
+
+@case("aliased_inputs", mode="training", tags=("set_", "alias", "fuzz"))
+def set_a_member_elsewhere_then_write_its_old_base_with_grad():
+    # eager: x (= b[:3]) set_() onto y keeps its view metadata, so after b.copy_(u) its
+    # grad_fn is rebuilt on b (AsStridedBackward0 in x's new geometry) though its data is
+    # y's: x * 1 sends its gradient through b to u[:3]. aotcheck refused the member's swap
+    # (it required grad at the end); the runtime moves the caller's x under no_grad after
+    # writing b back, and the same rebuild happens (NOTE [member storage swaps])
+    def f(b, x, y, u):
+        x.set_(y)
+        b.copy_(u)
+        return x * 1
+    def make():
+        b, u = rand(4), leaf(4)
+        return Inputs((b, b[:3], rand(3), u), leaves=(u,))
+    return f, seeded(make)

@@ -1,0 +1,71 @@
+"""swap_grad: replaying a ``set_()`` of an argument that autograd recorded.
+
+# NOTE [set_ recorded by autograd]
+``set_()`` has no derivative. Under grad mode, when the argument or the tensor it is set
+to requires grad, eager records it anyway: the argument becomes a non-leaf whose grad_fn
+is a ``NotImplemented`` node, and a backward that reaches it raises "derivative for set_
+is not implemented"::
+
+    def f(x, w):            # x: float32[3], w: float32[3] requiring grad
+        x.set_(w * 2)       # eager: x.requires_grad, x.grad_fn NotImplemented
+        return w.sin()      # fine; a backward through x (x * 3) raises
+
+Functionalization sees the same node on the argument's wrapper, and the joint's backward
+meets it where eager's does (``backward_error``). Ops recorded on the argument afterwards
+(``x.mul_(3)``: MulBackward0, then NotImplemented) change its grad_fn but not what is
+observable: every backward through it reaches the node and raises. The runtime replays
+the swap as it does any other (NOTE [storage swaps] in swaps.py), under no_grad,
+then once more under grad mode onto a tensor with the same storage and geometry that
+requires grad where the source did: the graph's value of a storage made inside (an output
+of the compiled function), or the source argument as it was at the call. The caller's
+argument then gets eager's requires_grad, is_leaf and grad_fn, and eager's error where a
+backward reaches it.
+
+# NOTE [set_ under no_grad]
+Under no_grad autograd records nothing: an argument that required grad keeps its
+grad_fn (a non-leaf) or stays a leaf, only its data moves. The swap is replayed under
+no_grad as any other; gradients of outputs computed from it after the swap reach it
+through the compiled function's input, which keeps the shape it had at the call, so a
+swap onto another shape stays refused.
+
+# NOTE [grad writes after a swap]
+``x.set_(y); x.mul_(u)`` (x, y requiring no grad, u requiring grad): the swap is not
+recorded, the write is: eager's x becomes a non-leaf (MulBackward0) over y's storage, and
+y, which shares the new data, still requires no grad. The graph returns x's final value
+(``grad_value_output``); the runtime replays the write-back of y and the swap under
+no_grad, then copies that value into x under grad mode (the same data again), so that x
+requires grad and its gradient reaches u through the compiled function. Where x's history
+reaches a recorded set_() (NotImplemented), or the storage's other tensor requires grad,
+the swap stays refused.
+"""
+from __future__ import annotations
+
+import torch
+
+
+def recorded_swaps(swaps) -> list[int]:
+    """The swapped placeholders whose set_() autograd recorded (their grad_mode: the
+    argument's grad_fn changed, which capture allows for a swap only when set_() made it)."""
+    return [m.placeholder for m in swaps if m.grad_mode and m.grad_value_output < 0]
+
+
+def replay_recorded_swaps(primals: list, recorded: list[int]) -> None:
+    """The second replay of NOTE [set_ recorded by autograd], after the no_grad one: set_()
+    under grad mode onto a leaf that requires grad and holds the argument's new storage and
+    geometry, so that autograd records it as eager did. A backward that reaches that node
+    raises before it follows its edges, so which leaf it points to is never observed."""
+    with torch.enable_grad():
+        for p in recorded:
+            t = primals[p]
+            src = torch.empty(0, dtype=t.dtype, device=t.device).set_(
+                t.untyped_storage(), t.storage_offset(), t.shape, t.stride())
+            t.set_(src.requires_grad_())
+
+
+def replay_grad_writes(swaps, primals: list, values: list, slot) -> None:
+    """NOTE [grad writes after a swap]: after the swap, the argument's final value (the
+    graph's, which carries its gradient) is copied into it under grad mode."""
+    with torch.enable_grad():
+        for m in swaps:
+            if m.grad_value_output >= 0:
+                primals[m.placeholder].copy_(values[slot[m.grad_value_output]])
