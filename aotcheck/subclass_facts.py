@@ -12,7 +12,7 @@ from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from .engine.functional import geometry_of, storage_ref
 from .errors import UnsupportedInputError
 from .subclass_autograd import STALE as _STALE, grad_fn_of as _grad_fn, reaches as _reaches
-from .subclass_autograd import (new_leaf_kind, remake_dropped, remake_view_of_leaf, routed_grad_set,
+from .subclass_autograd import (detached_written, new_leaf_kind, remake_dropped, remake_view_of_leaf, routed_grad_set,
                                 view_home, view_mode)
 from .subclass_set import move_outer
 
@@ -145,7 +145,9 @@ def apply_facts(facts: dict, outs: list, outer: list, moved: bool = True,
         elif "view" in fact:
             home, (size, stride, offset), mode = fact["view"]
             a = outer[home]
-            if mode in ("alias", "detached"):
+            if mode == "written":
+                o = detached_written(a, (size, stride, offset), o)
+            elif mode in ("alias", "detached"):
                 # alias: no view, and no in-place op (as_strided_ bumps the version it shares
                 # with a); detached: a view of a's detach, as eager's ``a.detach()[0]``
                 o = a.detach().as_strided(size, stride, offset)
