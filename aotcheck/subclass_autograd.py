@@ -201,3 +201,17 @@ def detached_written(a: torch.Tensor, geometry, value: torch.Tensor) -> torch.Te
     if value.requires_grad and torch.is_grad_enabled():
         o.copy_(value)
     return o
+
+
+def remake_view_of_new_leaf(o: torch.Tensor, edge: bool) -> torch.Tensor:
+    """``o`` as a view (in grad mode) of a leaf made inside, which eager refuses to write in
+    place: its gradient reaches that leaf (``edge``; the leaf is not returned, so its
+    ``.grad`` is seen by no one), or, viewing a view taken before the leaf's
+    ``requires_grad_()``, it reaches nothing (``new_leaf_kind`` ``"view"``)."""
+    if not edge:
+        v = remake_view_of_leaf(o)
+        with torch.enable_grad():
+            return v.view_as(v)
+    base = o.detach().requires_grad_()
+    with torch.enable_grad():
+        return base.view_as(base)
