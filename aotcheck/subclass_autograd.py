@@ -83,7 +83,7 @@ def view_mode(o, arg, start_fn) -> str:
     - ``"alias"``: no view (a ``detach()``);
     - ``"written"``: no autograd view of the argument (a ``detach()``, or a view of one), with
       a history of its own that does not go through it: written in grad mode with a value
-      that requires grad (``a.detach().copy_(w)``); remade as a detached alias over which the
+      that requires grad (``a.detach().copy_(w)``, ``a.detach()[0].mul_(a[0])``); remade as a detached alias over which the
       graph's value is copied, which gives it that history (``detached_alias`` in
       engine/regenerate.py);
     - ``"stale"``: made under no_grad, its base written in grad mode since (eager raises when
@@ -104,6 +104,8 @@ def view_mode(o, arg, start_fn) -> str:
     if gf is STALE:
         return "stale"
     if gf is not None:
+        if o._base is not arg and o._base is not arg._base and has_history(gf):
+            return "written"        # a view of a detach of the argument: no autograd view of it
         if reaches_arg(gf, arg, start_fn):
             return "grad"
         return "written" if has_history(gf) else "dropped"
