@@ -614,13 +614,16 @@ def fuzz_detach_of_a_twotensor_written_with_a_parameter():
     were remade from ``a`` as plain detached aliases (``v1`` as a view with a dropped edge):
     no requires_grad, and ``w.grad`` None. Now they are remade as detached aliases over which
     the graph's value is copied in grad mode, as the plain engine's ``detached_alias`` does
-    (fuzz seed 1)."""
+    ``b.detach()[1].mul_(b[1])`` is no autograd view of ``b`` either, though its history
+    reaches ``b`` through the operand (fuzz seed 1)."""
     def f(a, b, w):
         v0 = a.detach()
         v0.copy_(w)
         v1 = b.detach()[0]
         v1.mul_(w)
-        return v0, v1
+        v2 = b.detach()[1]
+        v2.mul_(b[1])       # its history reaches b, through the operand only
+        return v0, v1, v2
     def make():
         la, lb = _two(1, 1, requires_grad=True), _two(2, 3, requires_grad=True)
         w = torch.nn.Parameter(rand(()))
