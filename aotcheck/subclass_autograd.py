@@ -45,6 +45,11 @@ def reaches_arg(node, arg, start_fn) -> bool:
                  or (start_fn is not None and n is start_fn))
 
 
+def has_history(node) -> bool:
+    """Does ``node`` lead back to any leaf's AccumulateGrad (not a dropped edge's dead end)?"""
+    return _walk(node, lambda n: hasattr(n, "variable"))
+
+
 def _walk(node, hit) -> bool:
     seen, todo = set(), [node]
     while todo:
@@ -76,6 +81,11 @@ def view_mode(o, arg, start_fn) -> str:
     """How an output over argument ``arg``'s storage is remade (``_apply_facts``):
 
     - ``"alias"``: no view (a ``detach()``);
+    - ``"written"``: no autograd view of the argument (a ``detach()``, or a view of one), with
+      a history of its own that does not go through it: written in grad mode with a value
+      that requires grad (``a.detach().copy_(w)``, ``a.detach()[0].mul_(a[0])``); remade as a detached alias over which the
+      graph's value is copied, which gives it that history (``detached_alias`` in
+      engine/regenerate.py);
     - ``"stale"``: made under no_grad, its base written in grad mode since (eager raises when
       its grad_fn is read, so it is made before the write-back);
     - ``"grad"``: a view whose ``grad_fn`` reaches the argument;
@@ -90,11 +100,15 @@ def view_mode(o, arg, start_fn) -> str:
     requires grad too, with no grad_fn, in eager as in the trace."""
     gf = grad_fn_of(o)
     if not o._is_view():
-        return "alias"
+        return "written" if gf is not None else "alias"
     if gf is STALE:
         return "stale"
     if gf is not None:
-        return "grad" if reaches_arg(gf, arg, start_fn) else "dropped"
+        if o._base is not arg and o._base is not arg._base and has_history(gf):
+            return "written"        # a view of a detach of the argument: no autograd view of it
+        if reaches_arg(gf, arg, start_fn):
+            return "grad"
+        return "written" if has_history(gf) else "dropped"
     return "plain" if not arg.requires_grad else "no_grad" if o.requires_grad else "detached"
 
 
@@ -179,3 +193,27 @@ def outer_training(box: dict, requires: list):
                 "subclass argument])")
     return needs_history(box) and ("training", "an output has autograd history from a leaf "
                                    "made inside, though no argument requires grad")
+
+
+def detached_written(a: torch.Tensor, geometry, value: torch.Tensor) -> torch.Tensor:
+    """An output over ``a``'s storage that is no autograd view of it, with a history of its own
+    (mode ``"written"``): ``a``'s detach in ``geometry``, over which the graph's ``value`` (the
+    same data) is copied in grad mode, so that its gradient flows through ``value``."""
+    o = a.detach().as_strided(*geometry)
+    if value.requires_grad and torch.is_grad_enabled():
+        o.copy_(value)
+    return o
+
+
+def remake_view_of_new_leaf(o: torch.Tensor, edge: bool) -> torch.Tensor:
+    """``o`` as a view (in grad mode) of a leaf made inside, which eager refuses to write in
+    place: its gradient reaches that leaf (``edge``; the leaf is not returned, so its
+    ``.grad`` is seen by no one), or, viewing a view taken before the leaf's
+    ``requires_grad_()``, it reaches nothing (``new_leaf_kind`` ``"view"``)."""
+    if not edge:
+        v = remake_view_of_leaf(o)
+        with torch.enable_grad():
+            return v.view_as(v)
+    base = o.detach().requires_grad_()
+    with torch.enable_grad():
+        return base.view_as(base)

@@ -12,8 +12,8 @@ from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from .engine.functional import geometry_of, storage_ref
 from .errors import UnsupportedInputError
 from .subclass_autograd import STALE as _STALE, grad_fn_of as _grad_fn, reaches as _reaches
-from .subclass_autograd import (new_leaf_kind, remake_dropped, remake_view_of_leaf, routed_grad_set,
-                                view_home, view_mode)
+from .subclass_autograd import (detached_written, new_leaf_kind, remake_dropped, remake_view_of_leaf,
+                                remake_view_of_new_leaf, routed_grad_set, view_home, view_mode)
 from .subclass_set import move_outer
 
 
@@ -63,6 +63,10 @@ def outer_facts(outs: list, outer: list, before: list) -> dict:
                         "requires_grad_() and also an output computed from it; aotcheck "
                         "does not route that output's gradient into the new leaf's .grad, so "
                         "it refuses this. Return the leaf alone, or make it before the call")
+            elif o._is_view() and o._base.is_leaf and o._base.requires_grad:
+                # a view of a leaf made inside (``v1[:1]`` after ``v1.requires_grad_()``, or a
+                # view in grad mode of one taken before it): eager refuses to write it in place
+                fact["leaf_view"] = _reaches(_grad_fn(o), o._base)
         if "same_out" not in fact and "same_arg" not in fact and "view" not in fact:
             from .subclass import flatten
             inner: list = []
@@ -145,7 +149,9 @@ def apply_facts(facts: dict, outs: list, outer: list, moved: bool = True,
         elif "view" in fact:
             home, (size, stride, offset), mode = fact["view"]
             a = outer[home]
-            if mode in ("alias", "detached"):
+            if mode == "written":
+                o = detached_written(a, (size, stride, offset), o)
+            elif mode in ("alias", "detached"):
                 # alias: no view, and no in-place op (as_strided_ bumps the version it shares
                 # with a); detached: a view of a's detach, as eager's ``a.detach()[0]``
                 o = a.detach().as_strided(size, stride, offset)
@@ -155,6 +161,8 @@ def apply_facts(facts: dict, outs: list, outer: list, moved: bool = True,
             else:
                 with torch.set_grad_enabled(torch.is_grad_enabled() and mode not in ("no_grad", "stale")):
                     o = a.as_strided(size, stride, offset)
+        elif "leaf_view" in fact:
+            o = remake_view_of_new_leaf(o, fact["leaf_view"])
         elif fact.get("new_leaf"):
             o = remake_view_of_leaf(o) if fact["new_leaf"] == "view" else o.detach().requires_grad_()
         if fact.get("multi_output") and not (early and k in early):

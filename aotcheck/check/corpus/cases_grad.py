@@ -603,3 +603,54 @@ def fuzz_requires_grad_on_a_twotensor_passed_twice_then_sum():
         x = _two(2)
         return Inputs((x, x), leaves=(x,))
     return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="training", tags=("fuzz", "subclass", "detach", "mutation"))
+def fuzz_detach_of_a_twotensor_written_with_a_parameter():
+    """``v0 = a.detach(); v0.copy_(w); v1 = a.detach()[0]; v1.mul_(w)`` with ``a`` a TwoTensor
+    that requires grad and ``w`` an ``nn.Parameter``: eager's ``v0`` and ``v1`` share ``a``'s
+    storage without being autograd views of it, and the writes in grad mode give them a
+    history of their own (CopyBackwards, through the view) whose gradient reaches ``w``. They
+    were remade from ``a`` as plain detached aliases (``v1`` as a view with a dropped edge):
+    no requires_grad, and ``w.grad`` None. Now they are remade as detached aliases over which
+    the graph's value is copied in grad mode, as the plain engine's ``detached_alias`` does
+    ``b.detach()[1].mul_(b[1])`` is no autograd view of ``b`` either, though its history
+    reaches ``b`` through the operand (fuzz seed 1)."""
+    def f(a, b, w):
+        v0 = a.detach()
+        v0.copy_(w)
+        v1 = b.detach()[0]
+        v1.mul_(w)
+        v2 = b.detach()[1]
+        v2.mul_(b[1])       # its history reaches b, through the operand only
+        return v0, v1, v2
+    def make():
+        la, lb = _two(1, 1, requires_grad=True), _two(2, 3, requires_grad=True)
+        w = torch.nn.Parameter(rand(()))
+        return Inputs((la.clone(), lb.clone(), w), leaves=(la, lb, w))
+    return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="inference", tags=("fuzz", "subclass", "requires_grad_", "no_grad"))
+def fuzz_view_of_a_view_of_a_leaf_flagged_after_the_first_view():
+    """``v1 = torch.rand_like(x.detach()); v2 = v1[:1]; v1.requires_grad_(); v3 = v2[:1]``
+    with ``v3`` returned, ``x`` a TwoTensor: eager's ``v3`` is a view of the leaf ``v1``
+    (``_base``), with a grad_fn whose edge ends nowhere, and writing it in place raises ("a
+    view of a leaf Variable that requires grad is being used in an in-place operation"); so
+    does ``v1[:, 1:]`` taken after the flag. Both came back as plain outputs of the compiled
+    graph, which may be written. Now an output that views a leaf made inside is remade as such
+    a view (fuzz seed 1)."""
+    def f(x):
+        with torch.no_grad():
+            v0 = x.sigmoid()
+        v1 = torch.rand_like(v0)
+        v2 = v1[:1:3]
+        with torch.inference_mode():
+            v1.requires_grad_()
+        v3 = v2[:1:3]
+        v4 = torch.rand_like(v0).requires_grad_()[:, 1:]
+        return v3, v4
+    def make():
+        x = _two(1, 4, requires_grad=True)
+        return Inputs((x,), leaves=(x,))
+    return f, seeded(make)
