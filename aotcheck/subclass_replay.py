@@ -197,9 +197,11 @@ def write_back(facts: dict, outer: list, dirty: list, news) -> None:
     moved, replay = facts["moved"], facts["replay"]
     with torch.enable_grad():
         for i, new in zip(dirty, news):
-            before, after, *_ = replay.get(i, (None, [], None, []))
+            before, after, at, _ = replay.get(i, (None, [], None, []))
             if before is not None:
                 replay_calls(outer[i], before)
+                if at is not None and geometry_of(outer[i]) != tuple(at):
+                    move_outer(outer[i], *at)      # a set_() the log cannot see moved it
             elif i in moved:
                 move_outer(outer[i], *moved[i])
             outer[i].copy_(new)
