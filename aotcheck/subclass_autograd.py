@@ -211,3 +211,15 @@ def explain_inputs(tensors: list, grads: list) -> list:
             made[id(t)] = x
         ins.append(made[id(t)])
     return ins
+
+
+def explain_forward(tensors: list) -> tuple:
+    """For ``explain``, where the plain engine refuses the desugared graph with inner tensors
+    that require grad (``explain_inputs``; e.g. a set_() of an argument that then requires
+    grad): the graph as the call runs it, on detached inner tensors (``_Outer.forward``; the
+    outer-level joint is another graph), and the decision of the call, which trains since an
+    argument requires grad at the outer level. (inputs, (mode, reason))."""
+    made: dict = {}
+    ins = [made.setdefault(id(t), t.detach()) for t in tensors]
+    return ins, ("training", "an argument requires grad at the outer level (of a tensor "
+                 "subclass call); the forward graph shown runs on detached inner tensors")
