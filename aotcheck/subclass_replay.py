@@ -190,15 +190,23 @@ def split_rebased(facts: dict, log: OuterCallLog, outer: list) -> dict:
 
 
 def _covered(log: OuterCallLog, outer: list, rebased: list, first: dict) -> list:
-    """The written arguments that no op wrote as its own target, whose every element another
-    written argument, one that an op did write, on the same storage, addressed at the last
-    write: their new values come with that one's ``copy_`` (NOTE [subclass writes through
-    another argument])."""
+    """[j, k] per written argument j that no op wrote as its own target, whose every element
+    the written argument k, one that an op did write, on the same storage, addressed at the
+    last write: j's new value comes with k's ``copy_`` where both view one autograd base
+    (NOTE [subclass writes through another argument])."""
     written = [j for j in rebased if first[j] in log.last_write and _storage(outer[j]) is not None]
     at = {j: log.last_write[first[j]][1] for j in written}
-    return [j for j in written if first[j] not in log.targets and any(
-        first[k] != first[j] and first[k] in log.targets
-        and _storage(outer[k]) == _storage(outer[j]) and holds(at[k], at[j]) for k in written)]
+    pairs = []
+    for j in written:
+        k = next((k for k in written if first[k] != first[j] and first[k] in log.targets
+                  and _storage(outer[k]) == _storage(outer[j]) and holds(at[k], at[j])), None)
+        if first[j] not in log.targets and k is not None:
+            pairs.append([j, k])
+    return pairs
+
+
+def _base(t: torch.Tensor) -> torch.Tensor:
+    return t._base if t._is_view() else t
 
 
 def replay_calls(t: torch.Tensor, calls: list) -> None:
@@ -223,7 +231,9 @@ def write_back(facts: dict, outer: list, dirty: list, news) -> None:
     value (``news``) with a ``copy_`` in grad mode (NOTE [subclass non-leaf writes]), between
     its calls before and after its last write where it is replayed; each other replayed one
     its calls alone; then the trace's final geometry wherever the calls did not give it."""
-    moved, replay, covered = facts["moved"], facts["replay"], set(facts.get("covered", ()))
+    moved, replay = facts["moved"], facts["replay"]
+    # (the caller's tensors: one base in autograd, or each takes its copy_ after all)
+    covered = {j for j, k in facts.get("covered", ()) if _base(outer[j]) is _base(outer[k])}
     with torch.enable_grad():
         for i in covered:
             replay_calls(outer[i], replay.get(i, ([],))[0])
