@@ -30,7 +30,7 @@ from .engine.signature import (
     flatten_inputs,
     signature,
 )
-from .errors import AotcheckError, GuardFailed
+from .errors import AotcheckError, GuardFailed, UnsupportedInputError
 
 
 class AotFunction:
@@ -216,12 +216,22 @@ def explain(fn, *args, partitioner: str | None = None, print_result: bool = True
     """Run every stage for these inputs and return (and print) the results; with the
     min-cut partitioner, also which values were saved or recomputed and why. With a tensor
     subclass argument: the stages of the desugared plain-tensor forward graph."""
-    outer = False
+    outer = fallback = False
     if _subclass.has_subclass(args, kwargs):
-        fn, args, outer = _subclass.desugared(AotFunction(fn, partitioner), args, kwargs)
+        fn, args, outer, fallback = _subclass.desugared(AotFunction(fn, partitioner), args, kwargs)
         kwargs = {}
     leaves, spec = flatten_inputs(args, kwargs)
-    stages = run_stages(fn, leaves, spec, signature(leaves, spec), resolve_partitioner(partitioner))
+    try:
+        stages = run_stages(fn, leaves, spec, signature(leaves, spec),
+                            resolve_partitioner(partitioner))
+    except UnsupportedInputError:
+        if not fallback:
+            raise
+        # the graph with grad-requiring inner tensors is refused; the call runs it detached
+        leaves, spec = flatten_inputs(tuple(fallback[0]), {})
+        stages = run_stages(fn, leaves, spec, signature(leaves, spec),
+                            resolve_partitioner(partitioner))
+        outer = outer or fallback[1]
     if outer:
         stages = dataclasses.replace(stages, decision=Decision(*outer))
     ex = Explanation(stages)

@@ -50,7 +50,7 @@ from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from .engine.functional import geometry_of, storage_ref
 from .engine.signature import call_key
 from .errors import TraceError, UnsupportedInputError
-from .subclass_autograd import flag_before_call, needs_history, outer_training
+from .subclass_autograd import explain_forward, explain_inputs, flag_before_call, needs_history, outer_training
 from .subclass_replay import (OuterCallLog, as_before, compile_joint, dirty_values, split_rebased,
                               write_back)
 from .subclass_facts import apply_facts, outer_facts, plain_part, stale_views, storage_key, version_of
@@ -293,8 +293,9 @@ def _prepare(args: tuple, kwargs: dict):
 
 def desugared(owner, args: tuple, kwargs: dict):
     """For ``explain``: the compiled plain forward graph of this call and its plain inputs,
-    those requiring grad where their outer tensor does (the outer-level decision), and a
-    (mode, reason) that overrides the plain graph's decision, or False."""
+    those requiring grad where their outer tensor does (the outer-level decision), a
+    (mode, reason) that overrides the plain graph's decision, or False, and where an argument
+    requires grad, ``explain_forward``'s fallback, else False."""
     meta, descs, values, tensors, _, requires = _prepare(args, kwargs)
     compiled, box = _forward(owner, meta, descs, values, tensors, requires)
     # the desugared graph writes a non-leaf's alias (a detach), so it decides inference; the
@@ -302,17 +303,11 @@ def desugared(owner, args: tuple, kwargs: dict):
     written = box["alias"] and ("training", "an argument that requires grad and is not a leaf "
                                 "is written in place (at the outer level of a tensor subclass)")
     written = written or outer_training(box, requires)
-    ins, k, made = [], 0, {}
+    grads = []                      # per inner tensor: (its outer one requires grad, in a subclass)
     for d, r in zip([d for d in descs if d != "value"], requires):
-        for t in tensors[k:k + _count(d)]:
-            if id(t) not in made:            # a tensor passed twice stays one tensor
-                x = t if r and d is None else t.detach()   # a plain argument keeps its views
-                if r and d is not None and (x.is_floating_point() or x.is_complex()):
-                    x.requires_grad_()
-                made[id(t)] = x
-            ins.append(made[id(t)])
-        k += _count(d)
-    return compiled.fn.graph_module, ins, written
+        grads += [(bool(r), d is not None)] * _count(d)
+    return compiled.fn.graph_module, explain_inputs(tensors, grads), written, \
+        any(requires) and explain_forward(tensors)
 
 
 def _forward(owner, meta, descs, values, tensors, requires):

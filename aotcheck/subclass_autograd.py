@@ -217,3 +217,47 @@ def remake_view_of_new_leaf(o: torch.Tensor, edge: bool) -> torch.Tensor:
     base = o.detach().requires_grad_()
     with torch.enable_grad():
         return base.view_as(base)
+
+
+def explain_inputs(tensors: list, grads: list) -> list:
+    """For ``explain``: the desugared graph's plain inputs, each inner tensor of a subclass
+    argument that requires grad a tensor requiring grad. A plain argument keeps its views, and
+    a tensor passed twice stays one tensor. Inner tensors of several such arguments that share
+    a storage (views of one TwoTensor) stay views of one base: a non-leaf copy of that storage
+    that requires grad, as the arguments are in eager; apart, the plain graph would see
+    aliased grad leaves, which it refuses."""
+    from .engine.functional import storage_ref
+
+    def wants(t, r, sub):
+        return r and sub and (t.is_floating_point() or t.is_complex())
+    shared: dict = {}
+    for t, (r, sub) in zip(tensors, grads):
+        if wants(t, r, sub):
+            shared.setdefault(storage_ref(t), set()).add(id(t))
+    made, bases, ins = {}, {}, []
+    for t, (r, sub) in zip(tensors, grads):
+        if id(t) not in made:
+            x = t if r and not sub else t.detach()
+            if wants(t, r, sub) and len(shared[storage_ref(t)]) > 1:
+                key = storage_ref(t)
+                if key not in bases:
+                    whole = torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage())
+                    bases[key] = whole.detach().requires_grad_().clone()
+                x = bases[key].as_strided(t.shape, t.stride(), t.storage_offset())
+            elif wants(t, r, sub):
+                x.requires_grad_()
+            made[id(t)] = x
+        ins.append(made[id(t)])
+    return ins
+
+
+def explain_forward(tensors: list) -> tuple:
+    """For ``explain``, where the plain engine refuses the desugared graph with inner tensors
+    that require grad (``explain_inputs``; e.g. a set_() of an argument that then requires
+    grad): the graph as the call runs it, on detached inner tensors (``_Outer.forward``; the
+    outer-level joint is another graph), and the decision of the call, which trains since an
+    argument requires grad at the outer level. (inputs, (mode, reason))."""
+    made: dict = {}
+    ins = [made.setdefault(id(t), t.detach()) for t in tensors]
+    return ins, ("training", "an argument requires grad at the outer level (of a tensor "
+                 "subclass call); the forward graph shown runs on detached inner tensors")

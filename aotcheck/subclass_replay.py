@@ -22,6 +22,9 @@ to its storage fell among them. The runtime then does what eager did, in order:
   that write (the joint's output for it is that view of its final value, ``as_before``),
   then the calls after.
 
+An argument whose set_() moved it (set_ reaches no TorchFunctionMode, so the log misses it)
+is moved to its geometry at the write where the calls replayed before it do not give that.
+
 Calls with non-plain arguments, calls after the last write that have no inverse view
 (``as_strided_``) and writes to an unknown storage keep the ``as_strided_`` and ``copy_``.
 
@@ -33,6 +36,16 @@ After ``split_rebased`` (calls before the last write, after it, geometry at it, 
 
     facts = {"moved": {...}, "rebased": [],
              "replay": {1: ([], [("transpose_", [0, 2], [], True)], None, [])}}
+
+NOTE [subclass writes through another argument]
+``a1.unsqueeze_(1); a3.copy_(v)`` with ``a1``, ``a3`` views of one TwoTensor ``a0``: eager
+writes only ``a3`` (``a0`` gets ``CopySlices``); ``a0`` and ``a1`` see the new value through
+the storage, and ``a1``'s grad_fn is rebuilt from ``a0``'s when next read. A ``copy_`` into
+``a1`` too would give ``a0`` a ``CopySlices`` whose view replay (the transpose, without the
+unsqueeze_) has the wrong shape, and backward crashed. So an argument no op wrote as its own
+target, whose every element a written argument that an op did target addressed at the last
+write, takes no ``copy_``: only its metadata calls, and that one's ``copy_`` gives it its
+value and (through the shared base) its history, as in eager.
 
 NOTE [subclass joint on real tensors]
 The outer-level joint is traced with ``make_fx`` on fake tensors. A fake tensor has no
@@ -51,6 +64,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .engine.functional import geometry_of, storage_ref
+from .engine.outputs import holds
 from .engine.recorder import METADATA_METHODS, _mutating, call_name
 from .errors import UnsupportedInputError
 from .subclass_set import move_outer
@@ -92,6 +106,7 @@ class OuterCallLog(TorchFunctionMode):
         self.unreplayable: set[int] = set()
         self.last_write: dict[int, tuple] = {}       # j -> (calls before it, geometry after it)
         self.unknown_write = False
+        self.targets: set[int] = set()              # arguments written as the op's own target
         self._outer = outer
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -110,6 +125,8 @@ class OuterCallLog(TorchFunctionMode):
                 self.unreplayable.add(j)
         elif target is not None and (_mutating(name) or name == "resize_"):
             written.append(target)
+            if id(target) in self.index:
+                self.targets.add(self.index[id(target)])
         out = kwargs.get("out")
         written += [t for t in (out if isinstance(out, (tuple, list)) else (out,))
                     if isinstance(t, torch.Tensor)]
@@ -153,7 +170,6 @@ def split_rebased(facts: dict, log: OuterCallLog, outer: list) -> dict:
     replayed, (calls before the last write to it, calls after, its geometry at that write);
     the ones that nothing wrote leave ``rebased`` (no new value through the compiled graph),
     and so does a second place of one tensor passed twice."""
-    from .engine.outputs import holds
     first = {j: log.index[id(t)] for j, t in enumerate(outer)}
     replay = {}
     for j in facts["rebased"]:
@@ -169,7 +185,28 @@ def split_rebased(facts: dict, log: OuterCallLog, outer: list) -> dict:
         if s is not None:
             replay[j] = s if first[j] == j else ([], [], s[2], [])
     dropped = {j for j, s in replay.items() if s[2] is None or first[j] != j}
-    return dict(facts, rebased=[j for j in facts["rebased"] if j not in dropped], replay=replay)
+    rebased = [j for j in facts["rebased"] if j not in dropped]
+    return dict(facts, rebased=rebased, replay=replay, covered=_covered(log, outer, rebased, first))
+
+
+def _covered(log: OuterCallLog, outer: list, rebased: list, first: dict) -> list:
+    """[j, k] per written argument j that no op wrote as its own target, whose every element
+    the written argument k, one that an op did write, on the same storage, addressed at the
+    last write: j's new value comes with k's ``copy_`` where both view one autograd base
+    (NOTE [subclass writes through another argument])."""
+    written = [j for j in rebased if first[j] in log.last_write and _storage(outer[j]) is not None]
+    at = {j: log.last_write[first[j]][1] for j in written}
+    pairs = []
+    for j in written:
+        k = next((k for k in written if first[k] != first[j] and first[k] in log.targets
+                  and _storage(outer[k]) == _storage(outer[j]) and holds(at[k], at[j])), None)
+        if first[j] not in log.targets and k is not None:
+            pairs.append([j, k])
+    return pairs
+
+
+def _base(t: torch.Tensor) -> torch.Tensor:
+    return t._base if t._is_view() else t
 
 
 def replay_calls(t: torch.Tensor, calls: list) -> None:
@@ -195,16 +232,27 @@ def write_back(facts: dict, outer: list, dirty: list, news) -> None:
     its calls before and after its last write where it is replayed; each other replayed one
     its calls alone; then the trace's final geometry wherever the calls did not give it."""
     moved, replay = facts["moved"], facts["replay"]
+    # (the caller's tensors: one base in autograd, or each takes its copy_ after all)
+    covered = {j for j, k in facts.get("covered", ()) if _base(outer[j]) is _base(outer[k])}
     with torch.enable_grad():
+        for i in covered:
+            replay_calls(outer[i], replay.get(i, ([],))[0])
         for i, new in zip(dirty, news):
-            before, after, *_ = replay.get(i, (None, [], None, []))
+            if i in covered:
+                continue
+            before, after, at, _ = replay.get(i, (None, [], None, []))
             if before is not None:
                 replay_calls(outer[i], before)
+                if at is not None and geometry_of(outer[i]) != tuple(at):
+                    move_outer(outer[i], *at)      # a set_() the log cannot see moved it
             elif i in moved:
                 move_outer(outer[i], *moved[i])
             outer[i].copy_(new)
             replay_calls(outer[i], after)
-    for j, (before, after, *_) in replay.items():
+        for i in covered:
+            replay_calls(outer[i], replay.get(i, ([], []))[1])
+    for j in covered.union(replay):
+        before, after, *_ = replay.get(j, ([], []))
         if j not in dirty:
             replay_calls(outer[j], before + after)
         if j in moved and geometry_of(outer[j]) != tuple(moved[j]):

@@ -483,3 +483,48 @@ def fuzz_plain_row_squeezed_in_place_then_written_beside_a_twotensor():
         a0 = l.clone()
         return Inputs((a0, a0[1:], x), leaves=(l, x))
     return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("fuzz", "alias", "metadata", "mutation", "mixed"))
+def fuzz_plain_row_set_onto_other_row_unsqueezed_then_twotensor_copied_in():
+    """A plain row ``a1`` set_() onto the other row ``a0`` of one base, unsqueeze_()d, then
+    given a TwoTensor's value with ``copy_``. Eager writes ``a0``'s memory and ``a1`` (a
+    ``(1, 3)`` view at offset 0) carries the copy's history: the TwoTensor leaf gets its
+    gradient. The runtime replayed the logged metadata calls before the write (the
+    unsqueeze_) on the caller's tensor, but set_() reaches no TorchFunctionMode, so it stayed
+    at the other row's offset: the copy_ wrote there, and the final ``as_strided_`` moved the
+    argument onto memory whose history missed the copy (the leaf's gradient was 0). The
+    runtime now moves the argument to its geometry at the write where the replayed calls do
+    not give it (NOTE [subclass metadata replay]). Found by aotcheck fuzz --seed 1."""
+    def f(a0, a1, x):
+        a1.set_(a0)
+        a1.unsqueeze_(0)
+        a1.copy_(x)
+        return ()
+    def make():
+        base, x = rand(2, 3), two(3, requires_grad=True)
+        return Inputs((base[0], base[1], x.clone()), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("fuzz", "alias", "non_leaf", "metadata", "mutation"))
+def fuzz_twotensor_view_unsqueezed_in_place_other_view_written():
+    """A TwoTensor non-leaf ``a0`` and two transposed views of it: ``a1`` unsqueeze_()d, then
+    ``a3`` written. Eager writes only ``a3`` (``a0`` gets ``CopySlices``); ``a0`` and ``a1``
+    see the new value through the storage and ``a1``'s grad_fn is rebuilt from ``a0``'s;
+    backward works. The runtime gave every argument on the written storage its new value with
+    a ``copy_`` in grad mode, ``a1`` too: its ``CopySlices`` replays the view from ``a0``
+    (the transpose, without the unsqueeze_), and backward crashed ("CopySlices returned an
+    invalid gradient at index 1 - got [1, 3, 4] but expected shape compatible with
+    [1, 1, 3, 4]"). An argument that no op wrote as its own target, all of whose elements a
+    written argument that one did addressed, now takes no ``copy_`` (NOTE [subclass writes
+    through another argument]). Found by aotcheck fuzz --seed 1."""
+    def f(a0, a1, a3):
+        a1.unsqueeze_(1)
+        a3.copy_(torch.ones_like(a3))
+        return ()
+    def make():
+        l = two(1, 4, 3, requires_grad=True)
+        a0 = l.clone()
+        return Inputs((a0, a0.transpose(-2, -1), a0.transpose(-2, -1)), leaves=(l,))
+    return f, seeded(make)
