@@ -158,9 +158,9 @@ def test_runner_groups_by_fingerprint_and_reduces(planted, tmp_path):
 def test_minutes_bound_the_run(planted):
     import time
     t = time.perf_counter()
-    r = fuzz(planted, examples=10**9, seed=1, cached=False, minutes=0.05)
-    assert time.perf_counter() - t < 3 * 0.05 * 60 + 5
-    assert r.examples > 0
+    r = fuzz(planted, examples=10**9, seed=1, cached=False, minutes=0.1)
+    assert time.perf_counter() - t < 3 * 0.1 * 60 + 5
+    assert r.examples > 0       # 0.05 minutes ran no program at load average 7
 
 
 def test_programs_dynamo_never_compiles_are_artefacts_not_failures():
