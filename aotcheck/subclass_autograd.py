@@ -1,5 +1,5 @@
 """The outer-level autograd graph of a tensor-subclass call (NOTE [outer-level facts] in
-``subclass.py``), read off the forward trace: which argument an output views, whether an
+``subclass_facts.py``), read off the forward trace: which argument an output views, whether an
 output's gradient reaches that argument, which arguments given ``requires_grad_()`` inside
 take a gradient, and the outputs remade at the call from those facts.
 
@@ -72,20 +72,20 @@ def view_home(o, outer: list, keys: list, key, plain) -> int | None:
     homes = [j for j, k in enumerate(keys) if k == key]
     base = o._base if o._is_view() else None
     first, last = storage_extent(plain(o))
-    inside = [j for j in homes if storage_extent(plain(outer[j]))[0] <= first
-              and last <= storage_extent(plain(outer[j]))[1]]
+    spans = {j: storage_extent(plain(outer[j])) for j in homes}
+    inside = [j for j in homes if spans[j][0] <= first and last <= spans[j][1]]
     return next((j for j in homes if outer[j] is base), next(iter(inside + homes), None))
 
 
 def view_mode(o, arg, start_fn) -> str:
-    """How an output over argument ``arg``'s storage is remade (``_apply_facts``):
+    """How an output over argument ``arg``'s storage is remade (``apply_facts``):
 
     - ``"alias"``: no view (a ``detach()``);
     - ``"written"``: no autograd view of the argument (a ``detach()``, or a view of one), with
       a history of its own that does not go through it: written in grad mode with a value
-      that requires grad (``a.detach().copy_(w)``, ``a.detach()[0].mul_(a[0])``); remade as a detached alias over which the
-      graph's value is copied, which gives it that history (``detached_alias`` in
-      engine/regenerate.py);
+      that requires grad (``a.detach().copy_(w)``, ``a.detach()[0].mul_(a[0])``); remade as
+      a detached alias over which the graph's value is copied, which gives it that history
+      (``detached_written``, as ``detached_alias`` in engine/regenerate.py);
     - ``"stale"``: made under no_grad, its base written in grad mode since (eager raises when
       its grad_fn is read, so it is made before the write-back);
     - ``"grad"``: a view whose ``grad_fn`` reaches the argument;

@@ -10,6 +10,7 @@ from torch._C._autograd import CreationMeta, _get_creation_meta
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from .engine.functional import geometry_of, storage_ref
+from .engine.regenerate import multi_output_view
 from .errors import UnsupportedInputError
 from .subclass_autograd import STALE as _STALE, grad_fn_of as _grad_fn, reaches as _reaches
 from .subclass_autograd import (detached_written, new_leaf_kind, remake_dropped, remake_view_of_leaf,
@@ -122,14 +123,14 @@ def stale_views(facts: dict, outer: list) -> dict:
             home, (size, stride, offset), _ = fact["view"]
             with torch.set_grad_enabled(fact.get("multi_output", False)):
                 v = outer[home].as_strided(size, stride, offset)
-                early[k] = v.unsqueeze(0).unbind(0)[0] if torch.is_grad_enabled() else v
+                early[k] = multi_output_view(v) if torch.is_grad_enabled() else v
             if fact.get("multi_output"):     # its base was written (under no_grad, maybe) since
                 torch.autograd.graph.increment_version(early[k])
     return early
 
 
 def apply_facts(facts: dict, outs: list, outer: list, moved: bool = True,
-                 early: dict | None = None) -> list:
+                early: dict | None = None) -> list:
     """The outer-level facts of the trace, applied to this call's real outer tensors
     (``moved=False``: the arguments' new shapes are already set; ``early``: the outputs made
     before the arguments were written back, ``stale_views``)."""
@@ -168,7 +169,7 @@ def apply_facts(facts: dict, outs: list, outer: list, moved: bool = True,
         if fact.get("multi_output") and not (early and k in early):
             # one of several views of one op (unbind, split, chunk): eager refuses to write it
             # in place; so does a view made the same way (values and gradient unchanged)
-            o = o.unsqueeze(0).unbind(0)[0]
+            o = multi_output_view(o)
         res.append(o)
     made = {}
     for k, fact in enumerate(facts["outs"]):

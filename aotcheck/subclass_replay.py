@@ -63,9 +63,9 @@ from __future__ import annotations
 import torch
 from torch.overrides import TorchFunctionMode
 
-from .engine.functional import geometry_of, storage_ref
+from .engine.functional import geometry_of
 from .engine.outputs import holds
-from .engine.recorder import METADATA_METHODS, _mutating, call_name
+from .engine.recorder import METADATA_METHODS, _mutating, call_name, plain_args
 from .errors import UnsupportedInputError
 from .subclass_set import move_outer
 
@@ -74,20 +74,11 @@ _REPLAYED = METADATA_METHODS - {"resize_"}
 
 
 def _storage(t):
-    from .subclass_facts import plain_part
+    from .subclass_facts import storage_key
     try:
-        return storage_ref(plain_part(t))
+        return storage_key(t)
     except (RuntimeError, NotImplementedError):      # no storage to name: unknown
         return None
-
-
-def _plain_args(v):
-    """``v`` as plain data (ints, floats, bools, strs, None, sequences), or raise TypeError."""
-    if isinstance(v, (bool, int, float, str)) or v is None:
-        return v
-    if isinstance(v, (list, tuple, torch.Size)):
-        return [_plain_args(x) for x in v]
-    raise TypeError(type(v).__name__)
 
 
 class OuterCallLog(TorchFunctionMode):
@@ -117,11 +108,11 @@ class OuterCallLog(TorchFunctionMode):
         if target is not None and name in _REPLAYED and id(target) in self.index:
             j = self.index[id(target)]
             try:
-                call = (name, _plain_args(list(args[1:])), _plain_args(sorted(kwargs.items())),
+                call = (name, plain_args(list(args[1:])), plain_args(sorted(kwargs.items())),
                         torch.is_grad_enabled() and target.requires_grad)
                 self.calls.setdefault(j, []).append(call)
                 self.shapes.setdefault(j, []).append(list(target.shape))
-            except TypeError:
+            except UnsupportedInputError:        # not plain data: kept as_strided_ + copy_
                 self.unreplayable.add(j)
         elif target is not None and (_mutating(name) or name == "resize_"):
             written.append(target)

@@ -25,11 +25,12 @@ METADATA_METHODS = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "uns
                               "squeeze_", "as_strided_", "resize_"})
 
 
-def _plain(v):
+def plain_args(v):
+    """A metadata call's arguments as plain data (ints, floats, bools, strs, None, sequences)."""
     if isinstance(v, (bool, int, float, str)) or v is None:
         return v
     if isinstance(v, (list, tuple, torch.Size)):
-        return [_plain(x) for x in v]
+        return [plain_args(x) for x in v]
     raise UnsupportedInputError(
         f"an in-place metadata op on an argument got {type(v).__name__} {v!r}; aotcheck replays "
         "such ops with int, float, bool and sequence arguments only")
@@ -101,8 +102,8 @@ class MetadataRecorder(TorchFunctionMode):
                 target._is_view() and name not in ("squeeze_", "unsqueeze_"))))
         if name in METADATA_METHODS and target is not None and id(target) in self.watched:
             kind, index = self.watched[id(target)]
-            self.log.append((kind, index, name, _plain(list(args[1:])),
-                             _plain(sorted(kwargs.items())),
+            self.log.append((kind, index, name, plain_args(list(args[1:])),
+                             plain_args(sorted(kwargs.items())),
                              # did autograd record it? (a view that required no grad then is
                              # replayed under no_grad, even after its base got a grad_fn)
                              torch.is_grad_enabled() and target.requires_grad))

@@ -48,7 +48,7 @@ def alias(base: torch.Tensor, o) -> torch.Tensor:
         with mode() if mode else contextlib.nullcontext():
             view = base.as_strided(o.shape, o.stride, o.offset)
             if o.poisoned == "multi_output":
-                view = view.unsqueeze(0).unbind(0)[0]
+                view = multi_output_view(view)
         torch.autograd.graph.increment_version(view)
         return view
     if base.requires_grad and not o.requires_grad:
@@ -69,10 +69,16 @@ def alias(base: torch.Tensor, o) -> torch.Tensor:
         view = base.as_strided(o.shape, o.stride, o.offset)
         if o.multi_output_view:
             # unbind/split views may not be mutated in place; make ours the same kind of view
-            view = view.unsqueeze(0).unbind(0)[0]
+            view = multi_output_view(view)
     if o.grad_dead_end and no_grad_view:
         view = view.view_as(view)
     return view
+
+
+def multi_output_view(t: torch.Tensor) -> torch.Tensor:
+    """``t`` as one output of a multi-output view op (``unbind``, like ``split`` or ``chunk``):
+    eager refuses to write such a view in place; its values and gradient are ``t``'s."""
+    return t.unsqueeze(0).unbind(0)[0]
 
 
 def detached_alias(base: torch.Tensor, o, value: torch.Tensor) -> torch.Tensor:

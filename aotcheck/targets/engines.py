@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import tempfile
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
@@ -185,7 +186,8 @@ def _torch_cache_settings(cache_dir: str):
 # cached, interleaved): 158.6 ms to 139.0 ms of CPU per program, load average 4.
 
 
-def _telemetry_patches() -> list[tuple[object, str, object]]:
+@functools.cache
+def _telemetry_patches() -> tuple[tuple[object, str, object], ...]:
     import torch
     import torch._decomp.decompositions_for_rng as rng_decomp
     import torch._dynamo.guards as guards
@@ -206,7 +208,7 @@ def _telemetry_patches() -> list[tuple[object, str, object]]:
                  "_scrubbed_inductor_config_for_logging", "_functorch_config_for_logging"):
         if hasattr(dynamo_utils, name):
             patches.append((dynamo_utils, name, lambda: None))
-    return patches
+    return tuple(patches)
 
 
 @contextlib.contextmanager
