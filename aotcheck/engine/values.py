@@ -159,7 +159,8 @@ def _to_list(t: torch.Tensor):
 
 def real_copies(placeholders: list) -> list:
     """Copies of the call's tensors to trace on, sharing storage as they do (values included:
-    the values trace reads them), each a leaf with the original's requires_grad."""
+    the values trace reads them), each with the original's requires_grad, and a non-leaf
+    where the original is one."""
     storages: dict = {}
     out = []
     for p in placeholders:
@@ -173,8 +174,13 @@ def real_copies(placeholders: list) -> list:
             with torch.no_grad():
                 storages[key] = p.detach().as_strided((n,), (1,), 0).clone()
         flat = storages[key]
-        out.append(flat.as_strided(p.shape, p.stride(), p.storage_offset()).detach()
-                   .requires_grad_(p.requires_grad))
+        copy = flat.as_strided(p.shape, p.stride(), p.storage_offset()).detach() \
+            .requires_grad_(p.requires_grad)
+        if p.requires_grad and not p.is_leaf:
+            # a non-leaf stays one: the functional run copies a grad-requiring non-leaf before
+            # it may be mutated, so that its gradient is taken before the mutation
+            copy = copy.view_as(copy)
+        out.append(copy)
     return out
 
 

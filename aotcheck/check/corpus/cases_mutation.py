@@ -1099,3 +1099,47 @@ def set_a_member_elsewhere_then_write_its_old_base_with_grad():
         b, u = rand(4), leaf(4)
         return Inputs((b, b[:3], rand(3), u), leaves=(u,))
     return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("value_specialization", "returned"))
+def index_fill_tensor_value_on_nonleaf():
+    """index_fill_ with a 0-dim tensor value on a non-leaf argument: the value's derivative
+    reads the indices' values (``_unique``), so the joint is traced on real copies (NOTE
+    [value specialization]). Those copies were leaves, so the argument was mutated without a
+    non-leaf copy first: its gradient was taken after the fill and came back unmasked
+    (``l.grad`` 1 where eager's is 0 at the filled rows; silently wrong)."""
+    def f(x, idx, v):
+        return x.index_fill_(0, idx, v)
+    def make():
+        l, v = leaf(4, 3), torch.tensor(2.0, requires_grad=True)
+        return Inputs((l.clone(), torch.tensor([1, 3]), v), leaves=(l, v))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("value_specialization",))
+def nonleaf_written_then_branch_on_its_value():
+    """A non-leaf argument written in place, then Python control flow on its value: the
+    values trace must keep the argument a non-leaf, so its gradient is the one before the
+    write (eager: 2 * 3 per element)."""
+    def f(x):
+        x.mul_(2)
+        if x.sum() > 0:
+            return x * 3
+        return x * 4
+    def make():
+        l = (torch.rand(2, 3) + 0.1).requires_grad_()
+        return Inputs((l.clone(),), leaves=(l,))
+    return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("value_specialization", "noncontiguous"))
+def masked_select_of_written_nonleaf_view():
+    """A strided non-leaf argument written in place, then ``masked_select`` (an output shape
+    that depends on the data) of it and of a leaf argument."""
+    def f(x, w):
+        x.add_(w)
+        return x.masked_select(x > 0.5), w.masked_select(x > 0.5) * 2
+    def make():
+        l, w = leaf(3, 4), leaf(4, 3)
+        return Inputs((l.clone().t(), w), leaves=(l, w))
+    return f, seeded(make)
