@@ -111,6 +111,28 @@ def stand_in(t):
         return out.requires_grad_(t.requires_grad) if t.requires_grad else out
 
 
+class backward_phase:
+    """Tags every node the graph being traced gains inside the block ``meta["backward"]``:
+    the joint's backward (``torch.autograd.grad``), as eager runs it at ``.backward()``. The
+    partitioner puts the impure ones there (a draw in a custom Function's backward, a guard
+    on a value the backward reads: ``rng.backward_draws``). Outside make_fx it does nothing."""
+
+    def __enter__(self):
+        from torch.fx.experimental.proxy_tensor import get_proxy_mode
+        mode = get_proxy_mode()
+        self.graph = mode.tracer.graph if mode is not None else None
+        self.mark = next(reversed(self.graph.nodes)) if self.graph is not None else None
+        return self
+
+    def __exit__(self, *exc):
+        if self.mark is not None:
+            n = self.mark.next
+            while n.op != "root":
+                n.meta["backward"] = True
+                n = n.next
+        return False
+
+
 def geometry_of(t: torch.Tensor) -> tuple:
     return tuple(t.shape), tuple(t.stride()), t.storage_offset()
 

@@ -27,7 +27,8 @@ import torch.fx as fx
 
 from .analyze import ALIAS_OF_INTERMEDIATE, FRESH, ViewMutationMeta
 from .capture import Captured
-from .functional import from_fun, geometry_of, to_fun, trace_functional, trace_grad_mode
+from .functional import (backward_phase, from_fun, geometry_of, to_fun, trace_functional,
+                         trace_grad_mode)
 from .functional_run import FunctionalRun
 from .rng import watch_generators
 from ..errors import TraceError, UnsupportedInputError
@@ -154,9 +155,10 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
         works = run.works
         before = [(torch._functionalize_mutation_counter(w), geometry_of(w)) for w in works]
         try:
-            grads = torch.autograd.grad(
-                [outs[k] for k in diff], targets,
-                [to_fun(t) for t in tangents], allow_unused=True)
+            with backward_phase():
+                grads = torch.autograd.grad(
+                    [outs[k] for k in diff], targets,
+                    [to_fun(t) for t in tangents], allow_unused=True)
         except RuntimeError as e:       # NotImplementedError included
             if _missing_derivative(e):
                 box["backward_error"] = _missing_derivative(e)
@@ -240,8 +242,9 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
         before = [geometry_of(w) for w in works]
         written_from = len(run.tagger.writes)
         try:
-            grads = torch.autograd.grad([outs[k] for k in diff], targets, list(tangents),
-                                        allow_unused=True)
+            with backward_phase():
+                grads = torch.autograd.grad([outs[k] for k in diff], targets, list(tangents),
+                                            allow_unused=True)
         except RuntimeError as e:       # NotImplementedError included
             if not _missing_derivative(e):
                 raise

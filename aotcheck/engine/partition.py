@@ -44,7 +44,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from ..errors import AotcheckError
 from .joint import Joint
 from .mincut import choose_saved
-from .rng import random_nodes
+from .rng import backward_draws, random_nodes
 
 
 @dataclass
@@ -54,14 +54,6 @@ class Partitioned:
     num_fw_outputs: int
     saved: tuple[str, ...]
     reasons: tuple[str, ...] = ()   # why each value was saved or recomputed (min-cut only)
-
-
-def _tangent_dependent(graph: fx.Graph, tangents: set[fx.Node]) -> set[fx.Node]:
-    dep = set(tangents)
-    for n in graph.nodes:
-        if n.op == "call_function" and any(a in dep for a in n.all_input_nodes):
-            dep.add(n)
-    return dep
 
 
 def _ancestors(roots, stop=frozenset()) -> set[fx.Node]:
@@ -111,9 +103,10 @@ def _with_items(graph: fx.Graph, fw_set: set[fx.Node]) -> set[fx.Node]:
 def default_partition(joint: Joint, mutated_placeholders: frozenset[int] = frozenset()) -> Partitioned:
     primals, tangents, fw_outs, grad_outs, order = _split(joint)
     # every random draw runs in the forward, once, even when nothing uses it (rng.py, point 2)
-    fw_set = _with_items(joint.graph.graph,
-                         _ancestors(list(fw_outs) + random_nodes(joint.graph.graph)) | set(primals))
-    bw_needed = _ancestors(grad_outs)
+    graph = joint.graph.graph
+    fw_set = _with_items(graph, _ancestors(list(fw_outs) + random_nodes(graph, tangents))
+                         | set(primals))
+    bw_needed = _ancestors(list(grad_outs) + backward_draws(graph, tangents))
     bw_set = (bw_needed - fw_set) | set(tangents)
     saved: list[fx.Node] = []
     for n in order:
@@ -133,10 +126,12 @@ def mincut_partition(joint: Joint, mutated_placeholders: frozenset[int] = frozen
     choice = choose_saved(joint, mutated_placeholders)
     primals, tangents, fw_outs, grad_outs, order = _split(joint)
     saved = list(choice.saved)
-    fw_set = _with_items(joint.graph.graph, _ancestors(
-        list(fw_outs) + saved + random_nodes(joint.graph.graph)) | set(primals))   # rng.py, 2.
+    graph = joint.graph.graph
+    fw_set = _with_items(graph, _ancestors(
+        list(fw_outs) + saved + random_nodes(graph, tangents)) | set(primals))   # rng.py, 2.
     stop = set(saved) | set(tangents)
-    bw_set = {n for n in _ancestors(grad_outs, stop) if n not in stop} | set(tangents)
+    bw_set = {n for n in _ancestors(list(grad_outs) + backward_draws(graph, tangents), stop)
+              if n not in stop} | set(tangents)
     leaked = [n.name for n in bw_set if n.op == "placeholder" and n not in tangents]
     if leaked:
         raise AotcheckError(f"min-cut partitioner: the backward reads inputs {leaked} that were "

@@ -59,7 +59,8 @@ import torch.fx as fx
 from torch.utils import _pytree as pytree
 
 from ..errors import DataDependentError
-from .functional import TraceGuard, from_fun, geometry_of, storage_ref, to_fun, trace_functional
+from .functional import (TraceGuard, backward_phase, from_fun, geometry_of, storage_ref, to_fun,
+                         trace_functional)
 
 # in-place ops that change a tensor's geometry, not its data (their schema says "writes")
 METADATA_OPS = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_", "squeeze_",
@@ -179,7 +180,10 @@ def _replay(gm: fx.GraphModule, inputs: list) -> list:
             roots.setdefault(tag[0], value)
 
     feed = iter(inputs)
+    phase = None
     for n in gm.graph.nodes:
+        if phase is None and n.meta.get("backward"):
+            phase = backward_phase().__enter__()    # the rest replays the plain backward
         tag = n.meta.get("aot_storage")
         if n.op == "placeholder":
             t = next(feed)
@@ -193,7 +197,10 @@ def _replay(gm: fx.GraphModule, inputs: list) -> list:
             env[n] = getattr(gm, n.target)
             continue
         if n.op == "output":
-            return [fx.node.map_arg(a, lambda m: env[m]) for a in n.args[0]]
+            out = [fx.node.map_arg(a, lambda m: env[m]) for a in n.args[0]]
+            if phase is not None:
+                phase.__exit__(None, None, None)
+            return out
         args, kwargs = fx.node.map_arg((n.args, n.kwargs), lambda m: env[m])
         func = n.target
         with torch.set_grad_enabled(not n.meta.get("no_grad", False)):

@@ -1143,3 +1143,18 @@ def masked_select_of_written_nonleaf_view():
         l, w = leaf(3, 4), leaf(4, 3)
         return Inputs((l.clone().t(), w), leaves=(l, w))
     return f, seeded(make)
+
+
+@case("mutation_autograd", mode="training", tags=("value_specialization",))
+def index_put_bool_mask_backward_reads_the_mask():
+    """``index_put`` with a boolean mask: the value's gradient is ``grad[mask]``, an output
+    shape that depends on the data, pinned by a guard on the tangent's side of the joint.
+    Guards stayed with the forward's draws, which cannot read a tangent: the partitioner
+    crashed (``KeyError: arg3_1``; OpInfo index_put sample 1). Guards computed from a
+    tangent now run in the backward, where eager reads the value."""
+    def f(x, mask, v):
+        return torch.index_put(x, (mask,), v) * 2
+    def make():
+        x, v = leaf(5, 5), leaf(5)
+        return Inputs((x, torch.tensor([True, True, False, True, False]), v), leaves=(x, v))
+    return f, seeded(make)

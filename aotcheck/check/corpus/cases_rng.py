@@ -170,3 +170,40 @@ def opinfo_wrapper_set_seed_in_place():
         l = leaf(5, dtype=torch.float64)
         return Inputs((l.clone(),), leaves=(l,))
     return f, seeded(make)
+
+
+class _NoisyBackward(torch.autograd.Function):
+    """x * 2 whose backward scales the gradient by fresh uniform noise: eager draws it at
+    ``.backward()``, not in the forward."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * torch.rand(g.shape)
+
+
+class _NoisyLikeBackward(_NoisyBackward):
+    @staticmethod
+    def backward(ctx, g):
+        return g * torch.rand_like(g)
+
+
+@case("rng", mode="training", tags=("custom_function",))
+def draw_in_custom_backward():
+    """A custom Function's backward draws ``torch.rand(shape)``: nothing ties the draw to
+    the tangent, and the partitioner put every draw in the forward, so the generator after
+    the call was one draw ahead of eager's (the backward then reused that draw: gradients
+    right, state wrong). Draws traced while autograd ran the backward now stay there."""
+    def f(x):
+        return _NoisyBackward.apply(x).sin(), torch.rand(2)
+    return f, seeded(lambda: (lambda x: Inputs((x,), leaves=(x,)))(leaf(2, 3)))
+
+
+@case("rng", mode="training", tags=("custom_function",))
+def draw_like_tangent_in_custom_backward():
+    def f(x):
+        return _NoisyLikeBackward.apply(x.t()).cos()
+    return f, seeded(lambda: (lambda x: Inputs((x,), leaves=(x,)))(leaf(2, 3)))
