@@ -52,8 +52,8 @@ from torch.utils import _pytree as pytree
 from .. import flags
 from ..errors import TraceError, UnsupportedInputError, VIEW_LIMITS
 from .facts import RawFacts
-from .functional import (compiling, from_fun, geometry_of, quiet_fake_tensor_log, stand_in,
-                         trace_functional, trace_grad_mode)
+from .functional import (compiling, eager_view_strides, from_fun, geometry_of,
+                         quiet_fake_tensor_log, stand_in, trace_functional, trace_grad_mode)
 from .functional_run import FunctionalRun, check_member_flags
 from .rng import DrawLikeEager, GlobalGeneratorGuard, watch_generators
 from .plan import InputPlan, groups_needing_synthetic_base, placeholder_tensors, plan_inputs
@@ -100,7 +100,7 @@ def eager_geometry(fn, leaves: list, in_spec, sig: Signature) -> EagerGeometry |
     try:
         fakes = [mode.from_tensor(stand_in(t)) if isinstance(t, torch.Tensor) else t for t in leaves]
         args, kwargs = unflatten_inputs(fakes, in_spec)
-        with quiet_fake_tensor_log(), trace_grad_mode(sig), compiling(), \
+        with quiet_fake_tensor_log(), eager_view_strides(), trace_grad_mode(sig), compiling(), \
                 GlobalGeneratorGuard(check=False), DrawLikeEager(), mode:
             out = fn(*args, **kwargs)
     except Exception:  # noqa: BLE001 - fall back to the functional wrappers' geometry

@@ -161,7 +161,7 @@ def trace_functional(body, example_placeholders: list[torch.Tensor], *,
         example_placeholders = real_copies(example_placeholders)
         guard.values = True
     try:
-        with quiet_fake_tensor_log(), compiling(), \
+        with quiet_fake_tensor_log(), eager_view_strides(), compiling(), \
                 GlobalGeneratorGuard(draws=mode != "fake") as generators:
             gm = guard_trace(lambda: make_fx(traced, tracing_mode="real" if mode == "values" else mode,
                                              _allow_non_fake_inputs=constants)(*example_placeholders))
@@ -178,6 +178,58 @@ def trace_functional(body, example_placeholders: list[torch.Tensor], *,
 
 
 _RESIZE = torch.ops.inductor.resize_storage_bytes_.default
+
+
+class eager_view_strides:
+    """While tracing, a fake tensor's ``view`` (and ``_unsafe_view``, and so ``reshape``) has
+    eager's strides.
+
+    # NOTE [fake view strides]
+    PyTorch's fake kernel for ``aten.view`` is the Python reference (``_reshape_view_helper``),
+    which strides a size-1 dimension differently from the C++ kernel that eager (and the meta
+    device) runs: a (1, 2, 4, 1) tensor of strides (4, 4, 1, 4) viewed as (1, 2, 4) is
+    (8, 4, 1) in eager, (4, 4, 1) fake. ``einsum`` ends that way, so the traced output's
+    geometry, which the runtime rebuilds a view with, was not eager's (OpInfo einsum, samples
+    5 and 6). The kernel is wrapped, for the trace only: where the C++ rule on the meta device
+    gives other strides, the fake result is restrided to them. The graph node stays a view."""
+
+    OPS = (torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default)
+
+    def __enter__(self):
+        from torch._subclasses import fake_impls
+        self.table = fake_impls.op_implementations_dict
+        self.saved = {op: self.table.get(op) for op in self.OPS}
+        for op, impl in self.saved.items():
+            if impl is not None and not getattr(impl, "_eager_strides", False):
+                self.table[op] = _with_eager_strides(impl)
+        return self
+
+    def __exit__(self, *exc):
+        for op, impl in self.saved.items():
+            if impl is not None:
+                self.table[op] = impl
+        return False
+
+
+def _with_eager_strides(impl):
+    def view(fake_mode, func, a, *shape, **kwargs):
+        out = impl(fake_mode, func, a, *shape, **kwargs)
+        if not isinstance(out, torch.Tensor) or out.dim() == 0 or \
+                not all(isinstance(v, int) for v in (*a.shape, *a.stride(), *out.shape)):
+            return out
+        from torch.utils._python_dispatch import _disable_current_modes
+        with _disable_current_modes():
+            try:
+                meta = torch.empty_strided(tuple(a.shape), tuple(a.stride()), dtype=a.dtype,
+                                           device="meta")
+                eager = meta.view(tuple(out.shape)).stride()
+            except RuntimeError:
+                return out
+        if tuple(eager) == tuple(out.stride()):
+            return out
+        return a.as_strided(out.shape, eager, out.storage_offset())
+    view._eager_strides = True
+    return view
 
 
 class quiet_fake_tensor_log:

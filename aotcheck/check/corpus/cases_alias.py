@@ -746,3 +746,17 @@ def as_strided_of_a_strided_argument_reaches_outside_it():
         w = leaf(4)
         return Inputs((w.clone()[::2],), leaves=(w,))
     return f, seeded(make)
+
+
+@case("alias_of_intermediate", mode="training", tags=("size_one_stride",))
+def einsum_batch_of_one_output_strides():
+    """``einsum`` ends with a view of its ``bmm`` result whose size-1 dimension eager strides
+    8: PyTorch's fake ``view`` kernel (a Python reference) strides it 4, so the rebuilt
+    output had strides (4, 4, 1) where eager's are (8, 4, 1) (OpInfo einsum samples 5 and 6).
+    The trace now gives fake views eager's strides (NOTE [fake view strides])."""
+    def f(a, b):
+        return torch.einsum("aij,ajk->aik", a, b)
+    def make():
+        a, b = leaf(1, 2, 3), leaf(1, 3, 4)
+        return Inputs((a, b), leaves=(a, b))
+    return f, seeded(make)
