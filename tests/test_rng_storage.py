@@ -113,17 +113,48 @@ def test_seeding_inside_the_function_is_replayed_on_every_call():
         assert torch.equal(torch.random.get_rng_state(), want_state)
 
 
-def test_a_seed_read_or_drawn_into_python_is_refused_by_name_and_the_caller_state_kept():
+def test_a_seed_drawn_into_python_is_refused_by_name_and_the_caller_state_kept():
     x = torch.randn(3)
     state = torch.random.get_rng_state()
-    with pytest.raises(UnsupportedInputError, match=r"torch.seed\(\)"):
+    with pytest.raises(UnsupportedInputError, match=r"torch.seed\(\) returned"):
         aotcheck.aot_function(lambda x: x + torch.seed())(x)
-    with pytest.raises(UnsupportedInputError, match="initial_seed"):
-        aotcheck.aot_function(lambda x: x + torch.initial_seed())(x)
+    with pytest.raises(UnsupportedInputError, match=r"torch.seed\(\) returned"):
+        aotcheck.aot_function(lambda x: (torch.seed(), x * torch.initial_seed())[1])(x)
     assert torch.equal(torch.random.get_rng_state(), state)
     # seeded inside first, the initial seed is the function's own: a constant of the graph
     f = aotcheck.aot_function(lambda x: (torch.manual_seed(7), x + torch.initial_seed())[1])
     assert torch.equal(f(torch.zeros(2)), torch.full((2,), 7.0))
+
+
+def test_torch_seed_reseeds_nondeterministically_on_every_call():
+    def f(x):
+        torch.seed()
+        return x + 1
+    cf = aotcheck.aot_function(f)
+    seeds = set()
+    for _ in range(3):
+        torch.manual_seed(0)
+        assert torch.equal(cf(torch.zeros(2)), torch.ones(2))
+        seeds.add(torch.initial_seed())
+    assert 0 not in seeds and len(seeds) == 3     # reseeded at every call, as eager does
+
+
+def test_initial_seed_is_guarded_and_a_changed_seed_misses(tmp_path):
+    """The graph is specialized on torch.initial_seed(): another seed compiles again, in
+    memory and from the cache (a stored entry for seed 3 is not reused for seed 10)."""
+    def f(x):
+        return x * torch.initial_seed()
+    x = torch.ones(2)
+    for cache in (None, str(tmp_path)):
+        cf = aotcheck.aot_function(f, cache=cache) if cache else aotcheck.aot_function(f)
+        for seed in (3, 10, 3):
+            torch.manual_seed(seed)
+            assert torch.equal(cf(x), torch.full((2,), float(seed)))
+    fresh = aotcheck.aot_function(f, cache=str(tmp_path))
+    torch.manual_seed(10)
+    assert torch.equal(fresh(x), torch.full((2,), 10.0))
+    torch.manual_seed(4)
+    assert torch.equal(fresh(x), torch.full((2,), 4.0))
 
 
 def test_resize_is_a_key_component():

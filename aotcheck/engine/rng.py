@@ -403,6 +403,7 @@ _SENTINEL_SEED = 0x5EED_A07C_4EC4
 # ---------------------------------------------------------------- seeding inside the function
 
 _REAL_GENERATOR = torch._C.default_generator
+_REAL_SEED = torch.random.seed
 _STATE_BYTES = _REAL_GENERATOR.get_state().numel()
 _lib = torch.library.Library("aotcheck", "DEF")
 _SEEDED = (torch.Tag.nondeterministic_seeded,)   # impure, ordered among the draws, never folded
@@ -411,6 +412,8 @@ _lib.define("rng_get_state() -> Tensor", tags=_SEEDED)
 _lib.define("rng_set_state(Tensor state) -> ()", tags=_SEEDED)
 _lib.define("rng_generator_set_state(Generator gen, Tensor state) -> ()", tags=_SEEDED)
 _lib.define("rng_generator_manual_seed(Generator gen, int seed) -> ()", tags=_SEEDED)
+_lib.define("rng_seed() -> ()", tags=_SEEDED)
+_lib.define("guard_initial_seed(int expected) -> ()", tags=_SEEDED)
 
 
 def _with_real_generator(call):
@@ -443,10 +446,23 @@ def _generator_manual_seed_impl(gen, seed: int) -> None:
     gen.manual_seed(seed)
 
 
+def _seed_impl() -> None:
+    _with_real_generator(_REAL_SEED)
+
+
+def _guard_initial_seed_impl(expected: int) -> None:
+    from ..errors import GuardFailed
+    got = _REAL_GENERATOR.initial_seed()
+    if got != expected:
+        raise GuardFailed(f"the graph was specialized on torch.initial_seed() {expected}, which "
+                          f"the function read; this call has {got}")
+
+
 for _name, _impl in (("rng_manual_seed", _manual_seed_impl), ("rng_get_state", _get_state_impl),
                      ("rng_set_state", _set_state_impl),
                      ("rng_generator_set_state", _generator_set_state_impl),
-                     ("rng_generator_manual_seed", _generator_manual_seed_impl)):
+                     ("rng_generator_manual_seed", _generator_manual_seed_impl),
+                     ("rng_seed", _seed_impl), ("guard_initial_seed", _guard_initial_seed_impl)):
     _lib.impl(_name, _impl, "CompositeExplicitAutograd")
 torch.library.register_fake("aotcheck::rng_manual_seed", lambda seed: None, lib=_lib)
 torch.library.register_fake("aotcheck::rng_get_state",
@@ -454,6 +470,8 @@ torch.library.register_fake("aotcheck::rng_get_state",
 torch.library.register_fake("aotcheck::rng_set_state", lambda state: None, lib=_lib)
 torch.library.register_fake("aotcheck::rng_generator_set_state", lambda gen, state: None, lib=_lib)
 torch.library.register_fake("aotcheck::rng_generator_manual_seed", lambda gen, seed: None, lib=_lib)
+torch.library.register_fake("aotcheck::rng_seed", lambda: None, lib=_lib)
+torch.library.register_fake("aotcheck::guard_initial_seed", lambda expected: None, lib=_lib)
 GENERATOR_RESETS = (torch.ops.aotcheck.rng_generator_manual_seed.default,
                     torch.ops.aotcheck.rng_generator_set_state.default)
 
@@ -473,12 +491,21 @@ def _traced(call):
 class _TracedDefaultGenerator:
     """``torch.random.default_generator`` while the function is traced: each call that seeds,
     reads or restores the default generator becomes an ``aotcheck`` op in the graph (see 3.
-    above). What a graph cannot hold is refused by name: a Python int drawn from the generator
-    (``torch.seed()``), or read from it (``initial_seed()`` after no seeding in the function)."""
+    above).
 
-    def __init__(self):
+    ``initial_seed()`` gives the caller's initial seed (or the one the function set), and, read
+    from the caller's generator, is pinned by a guard op in the graph
+    (``aotcheck::guard_initial_seed``): a call under another seed compiles again, as for a
+    tensor value (NOTE [value specialization] in values.py). ``torch.seed()`` is replayed at run
+    time (``aotcheck::rng_seed``): it reseeds every device nondeterministically, as in eager;
+    the int it returns is nondeterministic, so a graph cannot hold it, and a function that
+    uses it is refused by name (:class:`_UnreadSeed`)."""
+
+    def __init__(self, caller_seed: int):
         self.recorded = 0
         self.seeded: int | None = None
+        self.caller_seed = caller_seed
+        self.reseeded = False
 
     @property
     def device(self):
@@ -486,7 +513,7 @@ class _TracedDefaultGenerator:
 
     def manual_seed(self, seed):
         self.recorded += 1
-        self.seeded = int(seed)
+        self.seeded, self.reseeded = int(seed), False
         _traced(lambda: torch.ops.aotcheck.rng_manual_seed(int(seed)))
         return self
 
@@ -502,15 +529,49 @@ class _TracedDefaultGenerator:
     def initial_seed(self):
         if self.seeded is not None:
             return self.seeded
-        raise UnsupportedInputError(
-            "the function reads torch.initial_seed() without seeding first: the value is Python "
-            "state of the caller's generator, which a compiled graph cannot read. Pass it as an "
-            "argument instead")
+        if self.reseeded:
+            return _UnreadSeed()
+        _traced(lambda: torch.ops.aotcheck.guard_initial_seed(self.caller_seed))
+        return self.caller_seed
 
     def seed(self):
+        self.recorded += 1
+        self.seeded, self.reseeded = None, True
+        _traced(torch.ops.aotcheck.rng_seed)
+        return _UnreadSeed()
+
+
+def _traced_seed() -> int:
+    """``torch.seed()`` / ``torch.random.seed()`` while the function is traced: the graph
+    reseeds at run time (the real ``torch.random.seed`` seeds every device's generator)."""
+    return torch.random.default_generator.seed()
+
+
+class _UnreadSeed:
+    """What ``torch.seed()`` returns while tracing, in place of eager's nondeterministic int,
+    which no graph can hold. Using it raises a named refusal; a function that only reseeds
+    compiles. Not an int: torch's C++ argument parsing reads an int subclass's value without
+    asking it, so the value would be baked into the graph silently."""
+
+    def __repr__(self):
+        return "<the int torch.seed() returns, unread while tracing>"
+
+    def _refuse(self, *args, **kwargs):
         raise UnsupportedInputError(
-            "the function calls torch.seed(), which draws a nondeterministic Python int; a "
-            "compiled graph cannot return it. Seed with torch.manual_seed(value) instead")
+            "the function uses the value torch.seed() returned (or torch.initial_seed() after "
+            "it), a nondeterministic Python int that a compiled graph cannot hold; calling "
+            "torch.seed() for its reseeding alone is supported. Pass the seed as an argument")
+
+
+for _dunder in ("__index__", "__int__", "__float__", "__complex__", "__bool__", "__hash__",
+                "__str__", "__format__", "__eq__", "__ne__", "__lt__", "__le__",
+                "__gt__", "__ge__", "__add__", "__radd__", "__sub__", "__rsub__", "__mul__",
+                "__rmul__", "__truediv__", "__rtruediv__", "__floordiv__", "__rfloordiv__",
+                "__mod__", "__rmod__", "__pow__", "__rpow__", "__and__", "__rand__", "__or__",
+                "__ror__", "__xor__", "__rxor__", "__lshift__", "__rshift__", "__neg__",
+                "__abs__", "__invert__", "__round__", "__trunc__", "__floor__", "__ceil__",
+                "__divmod__", "__reduce__", "__reduce_ex__"):
+    setattr(_UnreadSeed, _dunder, _UnreadSeed._refuse)
 
 
 class GlobalGeneratorGuard:
@@ -531,12 +592,16 @@ class GlobalGeneratorGuard:
     def __enter__(self):
         # the real generator's own methods: an enclosing guard's stand-in would record these
         self.saved = _REAL_GENERATOR.get_state()
+        # the caller's initial seed (an enclosing guard has already put the sentinel in place)
+        caller_seed = _ACTIVE[0].stand_in.caller_seed if _ACTIVE else _REAL_GENERATOR.initial_seed()
         _REAL_GENERATOR.manual_seed(_SENTINEL_SEED)
         self.sentinel = _REAL_GENERATOR.get_state()
-        self.stand_in = _TracedDefaultGenerator()
-        self.replaced = torch.random.default_generator, torch.default_generator, torch.Generator
+        self.stand_in = _TracedDefaultGenerator(caller_seed)
+        self.replaced = (torch.random.default_generator, torch.default_generator, torch.Generator,
+                         torch.seed, torch.random.seed)
         torch.random.default_generator = torch.default_generator = self.stand_in
         torch.Generator = _GeneratorMadeInside
+        torch.seed = torch.random.seed = _traced_seed
         self.drawn: list[_Draws] = []       # generators the trace drew from
         self.made: list = []                # generators the function made
         # the state each watched generator had when the trace began
@@ -546,7 +611,8 @@ class GlobalGeneratorGuard:
 
     def __exit__(self, exc_type, *exc):
         _ACTIVE.remove(self)
-        torch.random.default_generator, torch.default_generator, torch.Generator = self.replaced
+        (torch.random.default_generator, torch.default_generator, torch.Generator,
+         torch.seed, torch.random.seed) = self.replaced
         for draws in self.drawn:
             draws.gen.set_state(draws.first)
         if self.stand_in.recorded:

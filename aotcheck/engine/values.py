@@ -84,7 +84,8 @@ torch.library.register_fake("aotcheck::guard_value", lambda t, expected: None, l
 torch.library.register_fake("aotcheck::guard_shape", lambda t, expected: None, lib=_lib)
 torch.library.register_fake("aotcheck::guard_call", lambda op, args, expected: None, lib=_lib)
 GUARDS = (torch.ops.aotcheck.guard_value.default, torch.ops.aotcheck.guard_shape.default,
-          torch.ops.aotcheck.guard_call.default)
+          torch.ops.aotcheck.guard_call.default,
+          torch.ops.aotcheck.guard_initial_seed.default)     # rng.py: torch.initial_seed()
 _PY_SCALARS = ("bool", "int", "float", "Scalar")
 
 

@@ -207,3 +207,25 @@ def draw_like_tangent_in_custom_backward():
     def f(x):
         return _NoisyLikeBackward.apply(x.t()).cos()
     return f, seeded(lambda: (lambda x: Inputs((x,), leaves=(x,)))(leaf(2, 3)))
+
+
+@case("rng", mode="training", tags=("seeding",))
+def initial_seed_read_into_a_value():
+    """``torch.initial_seed()`` read from the caller's generator: a Python int that the graph
+    is specialized on, pinned by a guard (``aotcheck::guard_initial_seed``); a call under
+    another seed compiles again. It was refused."""
+    def f(x):
+        return x * (torch.initial_seed() % 5 + 1) + torch.rand(x.shape)
+    return f, seeded(lambda: (lambda x: Inputs((x,), leaves=(x,)))(leaf(2, 3)))
+
+
+@case("rng", mode="training", tags=("seeding",))
+def reseed_nondeterministically_then_seed():
+    """``torch.seed()`` reseeds every device from a nondeterministic source; the graph replays
+    it at run time (``aotcheck::rng_seed``). A seed set after it makes the draws and the final
+    state deterministic again, so eager and compiled agree. It was refused."""
+    def f(x):
+        torch.seed()
+        torch.manual_seed(5)
+        return x + torch.rand(x.shape), torch.initial_seed()
+    return f, seeded(lambda: (lambda x: Inputs((x,), leaves=(x,)))(leaf(2, 3)))
