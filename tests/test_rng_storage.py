@@ -60,14 +60,26 @@ def test_a_generator_made_inside_and_seeded_between_draws(tmp_path):
     assert torch.equal(cf(x), want) and torch.equal(cf(x), want)
     assert torch.equal(aotcheck.aot_function(f, cache=str(tmp_path))(x), want)
 
-    def restored(x):                     # restored from its own state: still refused by name
+    def restored(x):                     # restored from its own state: graph ops, in order
         g = torch.Generator().manual_seed(5)
         state = g.get_state()
         a = torch.rand(3, generator=g)
         g.set_state(state)
         return x + a + torch.rand(3, generator=g)
+    want = restored(x)
+    cr = aotcheck.aot_function(restored, cache=str(tmp_path))
+    assert torch.equal(cr(x), want) and torch.equal(cr(x), want)
+    assert torch.equal(aotcheck.aot_function(restored, cache=str(tmp_path))(x), want)
+
+    outside = torch.Generator().manual_seed(9).get_state()
+
+    def restored_from_outside(x):        # a real state from outside, set after a draw: refused
+        g = torch.Generator().manual_seed(5)
+        a = torch.rand(3, generator=g)
+        g.set_state(outside)
+        return x + a + torch.rand(3, generator=g)
     with pytest.raises(UnsupportedInputError, match="seeded or restored in Python between its draws"):
-        aotcheck.aot_function(restored)(x)
+        aotcheck.aot_function(restored_from_outside)(x)
 
 
 def test_a_generator_argument_or_closure_advances_as_in_eager_and_is_never_stored(tmp_path):

@@ -190,14 +190,39 @@ class _GeneratorMadeInside(torch._C.Generator, metaclass=_AnyGenerator):
             draws.after = _real_state(self)
         return self
 
+    def get_state(self):
+        """Read while traced: a graph op (``rng_generator_get_state``), so that the state it
+        gives is the one at run time, where it is read, and a ``set_state`` of it replays."""
+        if not _ACTIVE:
+            return super().get_state()
+        return _traced(lambda: torch.ops.aotcheck.rng_generator_get_state(self))
+
     def set_state(self, state):
-        """Restored after it drew: refused by name (a fake trace's draws do not move the
-        state, so a restore to the state before them would look like no change)."""
+        """A state the trace read (``get_state`` above, or the default generator's) is set by a
+        graph op (``rng_generator_set_state``), in order among the draws: eager restores it so
+        between draws to draw the same values again. A real tensor (one made outside the
+        function) set after the generator drew is refused by name (a fake trace's draws do not
+        move the state, so a restore to the state before them would look like no change)."""
+        if _ACTIVE and _is_traced(state):
+            _traced(lambda: torch.ops.aotcheck.rng_generator_set_state(self, state))
+            return self
         super().set_state(state)
         draws = _ACTIVE[-1].draws_of(self) if _ACTIVE else None
         if draws is not None:
             draws.reseeded = True
         return self
+
+
+def _is_traced(t) -> bool:
+    """Whether ``t`` is a value of the trace (fake, functional or proxied), not a real tensor."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    from torch.fx.experimental.proxy_tensor import get_proxy_mode, get_proxy_slot
+    if not isinstance(t, torch.Tensor):
+        return False
+    if isinstance(t, FakeTensor) or torch._is_functional_tensor(t):
+        return True
+    mode = get_proxy_mode()
+    return mode is not None and get_proxy_slot(t, mode.tracer, None) is not None
 
 
 def _same_generator(a, b) -> bool:
@@ -413,6 +438,7 @@ _lib.define("rng_set_state(Tensor state) -> ()", tags=_SEEDED)
 _lib.define("rng_generator_set_state(Generator gen, Tensor state) -> ()", tags=_SEEDED)
 _lib.define("rng_generator_manual_seed(Generator gen, int seed) -> ()", tags=_SEEDED)
 _lib.define("rng_seed() -> ()", tags=_SEEDED)
+_lib.define("rng_generator_get_state(Generator gen) -> Tensor", tags=_SEEDED)
 _lib.define("guard_initial_seed(int expected) -> ()", tags=_SEEDED)
 
 
@@ -446,6 +472,10 @@ def _generator_manual_seed_impl(gen, seed: int) -> None:
     gen.manual_seed(seed)
 
 
+def _generator_get_state_impl(gen) -> torch.Tensor:
+    return gen.get_state()
+
+
 def _seed_impl() -> None:
     _with_real_generator(_REAL_SEED)
 
@@ -462,7 +492,8 @@ for _name, _impl in (("rng_manual_seed", _manual_seed_impl), ("rng_get_state", _
                      ("rng_set_state", _set_state_impl),
                      ("rng_generator_set_state", _generator_set_state_impl),
                      ("rng_generator_manual_seed", _generator_manual_seed_impl),
-                     ("rng_seed", _seed_impl), ("guard_initial_seed", _guard_initial_seed_impl)):
+                     ("rng_seed", _seed_impl), ("guard_initial_seed", _guard_initial_seed_impl),
+                     ("rng_generator_get_state", _generator_get_state_impl)):
     _lib.impl(_name, _impl, "CompositeExplicitAutograd")
 torch.library.register_fake("aotcheck::rng_manual_seed", lambda seed: None, lib=_lib)
 torch.library.register_fake("aotcheck::rng_get_state",
@@ -471,6 +502,9 @@ torch.library.register_fake("aotcheck::rng_set_state", lambda state: None, lib=_
 torch.library.register_fake("aotcheck::rng_generator_set_state", lambda gen, state: None, lib=_lib)
 torch.library.register_fake("aotcheck::rng_generator_manual_seed", lambda gen, seed: None, lib=_lib)
 torch.library.register_fake("aotcheck::rng_seed", lambda: None, lib=_lib)
+torch.library.register_fake("aotcheck::rng_generator_get_state",
+                            lambda gen: torch.empty(gen.get_state().numel(), dtype=torch.uint8),
+                            lib=_lib)
 torch.library.register_fake("aotcheck::guard_initial_seed", lambda expected: None, lib=_lib)
 GENERATOR_RESETS = (torch.ops.aotcheck.rng_generator_manual_seed.default,
                     torch.ops.aotcheck.rng_generator_set_state.default)

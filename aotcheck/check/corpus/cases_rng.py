@@ -229,3 +229,28 @@ def reseed_nondeterministically_then_seed():
         torch.manual_seed(5)
         return x + torch.rand(x.shape), torch.initial_seed()
     return f, seeded(lambda: (lambda x: Inputs((x,), leaves=(x,)))(leaf(2, 3)))
+
+
+@case("rng", mode="training", tags=("generator",))
+def generator_made_inside_restored_between_draws():
+    """A generator made inside, its state read, a draw, the state put back, the same draw
+    again: eager draws equal values. Reading and setting the state are graph ops now, in
+    order among the draws (it was refused: 'seeded or restored in Python between its draws')."""
+    def f(x):
+        gen = torch.Generator().manual_seed(11)
+        state = gen.get_state()
+        a = torch.rand(x.shape, generator=gen)
+        gen.set_state(state)
+        return x * a + torch.rand(x.shape, generator=gen), torch.rand(2)
+    return f, seeded(lambda: (lambda x: Inputs((x,), leaves=(x,)))(leaf(2, 3)))
+
+
+@case("rng", mode="training", tags=("generator",))
+def generator_made_inside_takes_the_default_generators_state():
+    """``gen.set_state(torch.get_rng_state())``: the generator made inside draws what the
+    caller's default generator would draw next, which the graph reads at run time."""
+    def f(x):
+        gen = torch.Generator()
+        gen.set_state(torch.get_rng_state())
+        return x + torch.rand(x.shape, generator=gen) - torch.rand(x.shape)
+    return f, seeded(lambda: (lambda x: Inputs((x,), leaves=(x,)))(leaf(2, 3)))
