@@ -8,6 +8,8 @@ The packages, in the order data flows through them; each imports only those abov
                    analyze -> decide -> joint -> partition -> codegen -> runtime)
     cache/         the persistent store: key, entry, lazy backward, serialization
     api            aot_function and explain: signature -> key -> lookup -> pipeline -> store
+    lift           tensors the function reads (closures, globals, module parameters) become
+                   arguments of the graph
     subclass       tensor-subclass calls (TwoTensor, ...): desugared to plain graphs for the engine
                    (subclass_facts: the outer-level facts read off their trace and applied to
                    each call; subclass_autograd: the autograd part of those facts;

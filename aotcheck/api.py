@@ -16,9 +16,10 @@ from dataclasses import dataclass
 import torch
 
 from . import flags
+from . import lift as _lift
 from . import subclass as _subclass
 from .cache import bypass, cache_key, lookup, resolve, save
-from .cache.fingerprint import Unfingerprintable, fingerprint_data, fingerprint_of
+from .cache.fingerprint import Unfingerprintable, fingerprint_of, fingerprint_walk
 from .engine.decide import Decision
 from .engine.partition import STRATEGIES
 from .engine.pipeline import Stages, build_artifact, run_stages
@@ -44,6 +45,7 @@ class AotFunction:
     def __init__(self, fn, partitioner: str | None = None, cache=None, remote=None):
         partitioner = resolve_partitioner(partitioner)
         self.fn = fn
+        self.call_fn = _lift.wrap(fn)    # fn taking the tensors it reads as arguments (lift.py)
         self.partitioner = partitioner
         self.cache = cache
         self.remote = remote
@@ -59,23 +61,25 @@ class AotFunction:
         runs on every call; its canonical text and digest only when the walked data differs
         from the last call's (equal data gives equal text)."""
         try:
-            data, err = fingerprint_data(self.fn), None
+            (data, lifted), err = fingerprint_walk(self.fn), None
         except Unfingerprintable as u:
-            data, err = fingerprint_data(self.fn, identity_fallback=True), u
+            (data, lifted), err = fingerprint_walk(self.fn, identity_fallback=True), u
         last = self._last_state
         if last is not None and last[0] == data:
-            return last[1]
+            return (*last[1], lifted)
         fp = fingerprint_of(data)
         state = (fp[1], fp if err is None else err)
         self._last_state = (data, state)
-        return state
+        return (*state, lifted)
 
     def __call__(self, *args, **kwargs):
         # NOTE [python state]: a compiled graph depends on more than the tensors: closure and
         # global values, defaults, helpers, module.training. Every call fingerprints that
         # state (no trace), and artifacts are reused only under an equal fingerprint, so
         # model.eval() after a train-mode compile compiles again (torch's guards do the same).
-        state, fp = self._state()
+        state, fp, lifted = self._state()
+        if lifted:                      # NOTE [lifted tensors] (lift.py)
+            kwargs = {**kwargs, _lift.LIFTED: lifted}
         if not kwargs:
             key = fast_call_key(args)
             if key is not None:
@@ -123,16 +127,16 @@ class AotFunction:
         at this call): trace again, and store the new specialization in its place."""
         sig = signature(leaves, spec)
         if self.cache is None and not self.remote:
-            return build_artifact(run_stages(self.fn, leaves, spec, sig, self.partitioner))
+            return build_artifact(run_stages(self.call_fn, leaves, spec, sig, self.partitioner))
         cache = resolve(True if self.cache is None else self.cache, remote=self.remote)
-        key = cache_key(self.fn, leaves, spec, sig, self.partitioner, fn_print=fp)
+        key = cache_key(self.call_fn, leaves, spec, sig, self.partitioner, fn_print=fp)
         if key.uncacheable is not None:
             bypass(cache, key.uncacheable)
         elif not fresh:
-            art = lookup(cache, key, self.fn, leaves, spec, sig, self.partitioner)
+            art = lookup(cache, key, self.call_fn, leaves, spec, sig, self.partitioner)
             if art is not None:
                 return art
-        stages = run_stages(self.fn, leaves, spec, sig, self.partitioner, captured=key.captured)
+        stages = run_stages(self.call_fn, leaves, spec, sig, self.partitioner, captured=key.captured)
         art = build_artifact(stages)
         if key.uncacheable is None:
             save(cache, key, stages, art)
@@ -217,6 +221,9 @@ def explain(fn, *args, partitioner: str | None = None, print_result: bool = True
     min-cut partitioner, also which values were saved or recomputed and why. With a tensor
     subclass argument: the stages of the desugared plain-tensor forward graph."""
     outer = fallback = False
+    lifted = _lift.reachable_tensors(fn)       # NOTE [lifted tensors] (lift.py)
+    if lifted:
+        fn, kwargs = _lift.wrap(fn), {**kwargs, _lift.LIFTED: lifted}
     if _subclass.has_subclass(args, kwargs):
         fn, args, outer, fallback = _subclass.desugared(AotFunction(fn, partitioner), args, kwargs)
         kwargs = {}

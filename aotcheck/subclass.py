@@ -262,7 +262,7 @@ def _compile(owner, plain, tensors: list, grad: bool, real: bool = False):
     # outputs and gradients (types, ctx, sizes) uses this process's own trace (always run,
     # keyed in memory by the subclass types and ctx), so a hit for an equal plain graph from
     # another subclass is still right.
-    user_fn = owner.fn
+    user_fn = owner.call_fn
 
     def desugared(*ts):
         _ = user_fn          # read, so that the fingerprint covers it
@@ -318,7 +318,7 @@ def _forward(owner, meta, descs, values, tensors, requires):
         args, kwargs, outer, _ = _rebuild_args(meta, descs, values, ts, requires, nonleaf)
         before = [(geometry_of(a), a.requires_grad, a.grad_fn, version_of(a)) for a in outer]
         with OuterCallLog(outer) as log:         # NOTE [subclass metadata replay]
-            res = owner.fn(*args, **kwargs)
+            res = owner.call_fn(*args, **kwargs)
         out = _flatten_out(res, box, outer, before)
         box["facts"] = split_rebased(box["facts"], log, outer)
         return out
@@ -363,7 +363,7 @@ def _joint(owner, meta, descs, values, tensors, requires, tangent_descs, n: int,
 
         args, kwargs, outer, leaves = _rebuild_args(meta, descs, values, ts[:n], requires,
                                                     lambda i, t: t.clone(), member)
-        outs = [o for o in pytree.tree_leaves(owner.fn(*args, **kwargs)) if isinstance(o, torch.Tensor)]
+        outs = [o for o in pytree.tree_leaves(owner.call_fn(*args, **kwargs)) if isinstance(o, torch.Tensor)]
         # each written argument as it was at its last write (NOTE [subclass metadata replay])
         outs += [as_before(outer[i], *replay[i][1::2]) if i in replay else outer[i] for i in dirty]
         it = iter(ts[n:])
@@ -390,7 +390,7 @@ def _joint(owner, meta, descs, values, tensors, requires, tangent_descs, n: int,
 
 
 def call(owner, args: tuple, kwargs: dict):
-    """Run ``owner.fn(*args, **kwargs)`` (an AotFunction's) with subclass arguments, with
+    """Run ``owner.call_fn(*args, **kwargs)`` (an AotFunction's) with subclass arguments, with
     eager's outer-level autograd (NOTE [subclass autograd])."""
     meta, descs, values, tensors, outer, requires = _prepare(args, kwargs)
     state = owner._state()[0]

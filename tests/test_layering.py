@@ -30,6 +30,7 @@ ALLOWED: dict[str, set[str]] = {
     "cli": BASE | {"engine", "cache", "api", "check", "targets", "fuzz", "grad"},
 }
 _TOP = {"errors": "base", "flags": "base", "version": "base", "api": "api", "__init__": "api",
+        "lift": "api",             # aotcheck.lift: tensors the function reads become arguments
         "subclass": "api",         # aotcheck.subclass: the API boundary for tensor subclasses
         "subclass_facts": "api",   # its outer-level facts, read off the trace and applied
         "subclass_autograd": "api",    # its outer-level autograd facts

@@ -18,9 +18,9 @@ other than its tensor arguments:
 # NOTE [tensors in the fingerprint]
 A tensor reached this way (a closure, a global, a module parameter) is fingerprinted
 by its metadata (type, dtype, shape, strides, device, requires_grad), not its values:
-the engine refuses a function whose graph would read a tensor that is not one of its
-arguments (``UnsupportedInputError``), so values never reach a graph, while Python
-code can branch on metadata (``if w.shape[0] > 2``). This is also what keeps a
+the API passes every such tensor to the graph as an extra argument (NOTE [lifted
+tensors] in aotcheck/lift.py), so values never reach a graph, while Python code can
+branch on metadata (``if w.shape[0] > 2``). This is also what keeps a
 ``functional_call`` wrapper's key stable while an optimizer updates the model.
 
 A value with no stable fingerprint (an object without ``__dict__`` of a type this
@@ -69,7 +69,16 @@ class Unfingerprintable(Exception):
 def fingerprint_data(fn, *, identity_fallback: bool = False):
     """The fingerprint of ``fn`` as JSON-able data. Raises Unfingerprintable, unless
     ``identity_fallback`` (in-memory reuse only), which uses such a value's ``id``."""
-    return _Walker(identity_fallback).value(fn, _name_of(fn))
+    return fingerprint_walk(fn, identity_fallback=identity_fallback)[0]
+
+
+def fingerprint_walk(fn, *, identity_fallback: bool = False) -> tuple:
+    """``(fingerprint data, tensors)``: the data as :func:`fingerprint_data`, and every tensor
+    the walk reached (a closure's, a global's, a module's parameters and buffers), once each,
+    in walk order (NOTE [lifted tensors] in aotcheck/lift.py)."""
+    walker = _Walker(identity_fallback)
+    data = walker.value(fn, _name_of(fn))
+    return data, tuple(walker.tensors)
 
 
 def fingerprint(fn, *, identity_fallback: bool = False) -> tuple[str, str]:
@@ -116,6 +125,7 @@ class _Walker:
         self.seen: dict[int, int] = {}      # id -> index, for cycles and shared values
         self.keep: list = []                # keeps walked objects alive (ids stay unique)
         self.items = 0
+        self.tensors: list = []             # the tensors reached, in walk order
 
     # ------------------------------------------------------------ values
 
@@ -144,6 +154,7 @@ class _Walker:
         self.seen[id(v)] = len(self.seen)
         self.keep.append(v)
         if isinstance(v, torch.Tensor):          # NOTE [tensors in the fingerprint]
+            self.tensors.append(v)
             return ["tensor", type(v).__name__, str(v.dtype), list(v.shape),
                     list(v.stride()) if v.layout == torch.strided else None, str(v.device),
                     v.requires_grad]
