@@ -39,6 +39,7 @@ views of them, writes, reshapes) follow NOTE [outer-level facts] (subclass_facts
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 
@@ -180,13 +181,15 @@ class _Alias(torch.autograd.Function):
 
 
 def _rebuild_args(meta: str, descs: list, values: list, ts, requires: list | None = None,
-                  nonleaf=None, member=None):
+                  nonleaf=None, member=None, inference: tuple = ()):
     """(args, kwargs, outer tensors, grad leaves) from plain inner tensors; with ``requires``
     (per outer tensor), the outer tensors that require grad are made autograd leaves, and
     ``nonleaf(i, leaf)`` gives what the function sees for outer tensor ``i`` if it was a
     non-leaf; ``member(i, t)``, when it returns a tensor, gives what the function sees for
     outer tensor ``i`` instead (a member of an alias group, NOTE [subclass alias groups]), with
-    no grad leaf of its own."""
+    no grad leaf of its own. ``inference``: per outer tensor, whether the caller's is an
+    inference tensor: it is made inside inference mode, the others outside it (NOTE [subclass
+    inference views] in subclass_facts.py)."""
     it_t, it_v = iter(ts), iter(values)
     leaves, outer, grad_leaves = [], [], []
     same = json.loads(meta)["same"]
@@ -194,7 +197,9 @@ def _rebuild_args(meta: str, descs: list, values: list, ts, requires: list | Non
         if d == "value":
             leaves.append(next(it_v))
             continue
-        t = unflatten(d, it_t)
+        i = len(outer)
+        with torch.inference_mode(inference[i]) if i < len(inference) else contextlib.nullcontext():
+            t = unflatten(d, it_t)
         r = requires is not None and requires[len(outer)]
         if same[len(outer)] >= 0:      # the object of an earlier argument; its grad goes there
             t = outer[same[len(outer)]]
@@ -296,8 +301,9 @@ def desugared(owner, args: tuple, kwargs: dict):
     those requiring grad where their outer tensor does (the outer-level decision), a
     (mode, reason) that overrides the plain graph's decision, or False, and where an argument
     requires grad, ``explain_forward``'s fallback, else False."""
-    meta, descs, values, tensors, _, requires = _prepare(args, kwargs)
-    compiled, box = _forward(owner, meta, descs, values, tensors, requires)
+    meta, descs, values, tensors, outer, requires = _prepare(args, kwargs)
+    compiled, box = _forward(owner, meta, descs, values, tensors, _traced_requires(outer, requires),
+                             _inference_args(outer))
     # the desugared graph writes a non-leaf's alias (a detach), so it decides inference; the
     # call itself needs training: NOTE [subclass non-leaf writes]
     written = box["alias"] and ("training", "an argument that requires grad and is not a leaf "
@@ -310,12 +316,35 @@ def desugared(owner, args: tuple, kwargs: dict):
         any(requires) and explain_forward(tensors)
 
 
-def _forward(owner, meta, descs, values, tensors, requires):
+# NOTE [subclass no_grad calls]
+# Under no_grad, eager's arguments still require grad where they did: a view of one requires
+# grad too (with no grad_fn), a view of its ``detach()`` does not, and a view taken before a
+# write of the argument is poisoned (reading its grad_fn raises: NOTE [poisoned views] in
+# engine/outputs.py). No gradient flows, so ``requires`` (what takes a gradient) is all False
+# then; the forward trace still gives those arguments the flag, as grad leaves, so that its
+# outer-level facts (NOTE [outer-level facts]) see what eager's views see.
+
+def _traced_requires(outer: list, requires: list) -> list:
+    """Per outer tensor, whether the forward trace makes it require grad: ``requires``, or,
+    under no_grad (not inference mode), the caller's flag (NOTE [subclass no_grad calls])."""
+    if torch.is_grad_enabled() or torch.is_inference_mode_enabled():
+        return requires
+    return ["leaf" if t.requires_grad else False for t in outer]
+
+
+def _inference_args(outer: list) -> tuple:
+    """Per outer tensor, whether it is an inference tensor: the forward trace makes it as the
+    caller made it, whatever the mode of the call (NOTE [subclass inference views])."""
+    return tuple(t.is_inference() for t in outer)
+
+
+def _forward(owner, meta, descs, values, tensors, requires, inference: tuple = ()):
     box: dict = {"alias": False}
 
     def plain(*ts):
         nonleaf = (lambda i, t: _Alias.apply(t)) if box["alias"] else None
-        args, kwargs, outer, _ = _rebuild_args(meta, descs, values, ts, requires, nonleaf)
+        args, kwargs, outer, _ = _rebuild_args(meta, descs, values, ts, requires, nonleaf,
+                                               inference=inference)
         before = [(geometry_of(a), a.requires_grad, a.grad_fn, version_of(a)) for a in outer]
         with OuterCallLog(outer) as log:         # NOTE [subclass metadata replay]
             res = owner.call_fn(*args, **kwargs)
@@ -394,7 +423,9 @@ def call(owner, args: tuple, kwargs: dict):
     eager's outer-level autograd (NOTE [subclass autograd])."""
     meta, descs, values, tensors, outer, requires = _prepare(args, kwargs)
     state = owner._state()[0]
-    base_key = (state, meta, call_key(tensors, len(tensors)), tuple(requires))
+    traced = _traced_requires(outer, requires)
+    inference = _inference_args(outer)
+    base_key = (state, meta, call_key(tensors, len(tensors)), tuple(traced), inference)
 
     def cached(key, build):
         e = owner._subclass.get(key)
@@ -403,7 +434,7 @@ def call(owner, args: tuple, kwargs: dict):
         return e
 
     compiled, box = cached(base_key + ("forward",),
-                           lambda: _forward(owner, meta, descs, values, tensors, requires))
+                           lambda: _forward(owner, meta, descs, values, tensors, traced, inference))
     requires = flag_before_call(box["facts"], outer, requires)
     if not any(requires) and not needs_history(box):
         return _finish(box, _unflatten_outs(box, list(compiled(*tensors))), outer)

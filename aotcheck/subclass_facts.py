@@ -10,7 +10,8 @@ from torch._C._autograd import CreationMeta, _get_creation_meta
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from .engine.functional import geometry_of, storage_ref
-from .engine.regenerate import multi_output_view
+from .engine.outputs import poisoned_kind
+from .engine.regenerate import multi_output_view, poisoned_view
 from .errors import UnsupportedInputError
 from .subclass_autograd import STALE as _STALE, grad_fn_of as _grad_fn, reaches as _reaches
 from .subclass_autograd import (detached_written, new_leaf_kind, remake_dropped, remake_view_of_leaf,
@@ -26,6 +27,27 @@ from .subclass_set import move_outer
 # gained requires_grad. The forward trace runs the user's function on outer tensors rebuilt
 # from the traced inner ones, so it reads these facts off them; the runtime applies them to
 # the real outer tensors after each call (``apply_facts``), hit or miss alike.
+
+# NOTE [subclass inference views]
+# A wrapper subclass's view op inside ``inference_mode`` makes its new wrapper there, so it is
+# an inference tensor: on a wrapper that is none (``a.view(6)``) autograd's view bookkeeping
+# then raises ('Cannot set version_counter for inference tensor'), while a composite op that
+# gets there without a view op at the outer level (``a.narrow(0, 0, 2).reshape(2)``,
+# ``flatten``) returns an inference wrapper over inner tensors that still share the argument's
+# memory. That output is no view of the argument at the outer level, and writing it in place
+# outside inference mode raises ('Inplace update to inference tensor outside InferenceMode'):
+# it is rebuilt from the compiled graph's inner tensors (which alias the argument's) as an
+# inference wrapper (``as_inference``), not as a view of the argument. For the trace to see
+# this, it makes each argument as the caller made it, inside inference mode or not
+# (``_rebuild_args`` in subclass.py), whatever the mode of the call.
+#
+# NOTE [subclass poisoned views]
+# A view that autograd cannot rebuild after its base was written (made under no_grad of a
+# base that requires grad, or one of an unbind's views; NOTE [poisoned views] in
+# engine/outputs.py): reading its grad_fn or is_leaf raises, and so does writing it in place.
+# The trace reads its kind off the outer output (``poisoned_kind``); the call makes the same
+# kind of view, of the argument it views (a "stale" view) or else of the compiled output over
+# its memory, and bumps its version (``poisoned_view``), before any other output is made.
 
 def plain_part(t: torch.Tensor) -> torch.Tensor:
     """A plain tensor over ``t``'s storage: ``t`` itself, or (recursively) a wrapper subclass's
@@ -54,8 +76,15 @@ def outer_facts(outs: list, outer: list, before: list) -> dict:
             fact["same_arg"] = arg
         else:
             home = view_home(o, outer, keys, storage_key(o), plain_part)
+            if home is not None and o.is_inference() and not outer[home].is_inference():
+                home = None     # NOTE [subclass inference views]
             if home is not None:
                 fact["view"] = [home, geometry_of(o), view_mode(o, outer[home], before[home][2])]
+                if fact["view"][2] == "stale":
+                    fact["poisoned"] = poisoned_kind(o)
+            elif poisoned_kind(o):
+                # NOTE [subclass poisoned views]
+                fact["poisoned"] = poisoned_kind(o)
             elif o.requires_grad and o.is_leaf:
                 fact["new_leaf"] = new_leaf_kind(o)
                 if any(_reaches(_grad_fn(p), o) for p in outs if _grad_fn(p) not in (None, _STALE)):
@@ -68,7 +97,7 @@ def outer_facts(outs: list, outer: list, before: list) -> dict:
                 # a view of a leaf made inside (``v1[:1]`` after ``v1.requires_grad_()``, or a
                 # view in grad mode of one taken before it): eager refuses to write it in place
                 fact["leaf_view"] = _reaches(_grad_fn(o), o._base)
-        if "same_out" not in fact and "same_arg" not in fact and "view" not in fact:
+        if "same_out" not in fact and "same_arg" not in fact:
             from .subclass import flatten
             inner: list = []
             flatten(o, "returned value", inner)
@@ -76,9 +105,10 @@ def outer_facts(outs: list, outer: list, before: list) -> dict:
             if o.is_inference() or any(flags):
                 # made in inference mode inside (NOTE [inference outputs] in regenerate.py);
                 # a TwoTensor view of one made outside it is no inference tensor, its inner
-                # tensors are
+                # tensors are. One over an argument's memory too: NOTE [subclass inference
+                # views]
                 fact["inference"] = [o.is_inference(), flags]
-        if (o._is_view() and o.requires_grad and "same_out" not in fact
+        if (o._is_view() and o.requires_grad and not {"same_out", "poisoned"} & fact.keys()
                 and _get_creation_meta(o) == CreationMeta.MULTI_OUTPUT_NODE):
             fact["multi_output"] = True
         per_out.append(fact)
@@ -117,16 +147,8 @@ def version_of(t):
 def stale_views(facts: dict, outer: list) -> dict:
     """Outputs that are views (made under no_grad, or by unbind, split, ...) of arguments written
     afterwards ("stale"), made before the write-back, as eager made them."""
-    early = {}
-    for k, fact in enumerate(facts["outs"]):
-        if "view" in fact and fact["view"][2] == "stale":
-            home, (size, stride, offset), _ = fact["view"]
-            with torch.set_grad_enabled(fact.get("multi_output", False)):
-                v = outer[home].as_strided(size, stride, offset)
-                early[k] = multi_output_view(v) if torch.is_grad_enabled() else v
-            if fact.get("multi_output"):     # its base was written (under no_grad, maybe) since
-                torch.autograd.graph.increment_version(early[k])
-    return early
+    return {k: poisoned_view(outer[fact["view"][0]], fact["poisoned"], fact["view"][1])
+            for k, fact in enumerate(facts["outs"]) if "view" in fact and fact["view"][2] == "stale"}
 
 
 def apply_facts(facts: dict, outs: list, outer: list, moved: bool = True,
@@ -139,14 +161,24 @@ def apply_facts(facts: dict, outs: list, outer: list, moved: bool = True,
             move_outer(outer[j], size, stride, offset)
     for j in facts["grad_set"]:
         outer[j].requires_grad_()
+    # poisoned views first (NOTE [subclass poisoned views]): each bumps a version counter that
+    # other views of its memory may share, and a view eager made after the write that poisoned
+    # it must not see that bump (as in the runtime's _outputs). Stale views of arguments are
+    # made before the write-back where there is one (``early``), else here
+    poisoned = dict(early or {})
+    for k, (o, fact) in enumerate(zip(outs, facts["outs"])):
+        if fact.get("poisoned") and k not in poisoned:
+            base, geometry = (outer[fact["view"][0]], fact["view"][1]) if "view" in fact \
+                else (o, geometry_of(o))
+            poisoned[k] = poisoned_view(base, fact["poisoned"], geometry)
     res = []
     for k, (o, fact) in enumerate(zip(outs, facts["outs"])):
         if "same_out" in fact:
             o = res[fact["same_out"]]
         elif "same_arg" in fact:
             o = outer[fact["same_arg"]]
-        elif early and k in early:
-            o = early[k]
+        elif k in poisoned:
+            o = poisoned[k]
         elif "view" in fact:
             home, (size, stride, offset), mode = fact["view"]
             a = outer[home]
@@ -160,13 +192,13 @@ def apply_facts(facts: dict, outs: list, outer: list, moved: bool = True,
             elif mode == "dropped":
                 o = remake_dropped(a, (size, stride, offset))
             else:
-                with torch.set_grad_enabled(torch.is_grad_enabled() and mode not in ("no_grad", "stale")):
+                with torch.set_grad_enabled(torch.is_grad_enabled() and mode != "no_grad"):
                     o = a.as_strided(size, stride, offset)
         elif "leaf_view" in fact:
             o = remake_view_of_new_leaf(o, fact["leaf_view"])
         elif fact.get("new_leaf"):
             o = remake_view_of_leaf(o) if fact["new_leaf"] == "view" else o.detach().requires_grad_()
-        if fact.get("multi_output") and not (early and k in early):
+        if fact.get("multi_output"):
             # one of several views of one op (unbind, split, chunk): eager refuses to write it
             # in place; so does a view made the same way (values and gradient unchanged)
             o = multi_output_view(o)
@@ -187,6 +219,8 @@ def as_inference(t: torch.Tensor, outer_flag: bool, flags: list) -> torch.Tensor
     from .subclass import flatten, unflatten
     flat: list = []
     desc = flatten(t, "returned value", flat)
+    if t.is_inference() == outer_flag and [x.is_inference() for x in flat] == list(flags):
+        return t        # already as eager's (a view of an inference argument): keep it a view
     new = []
     for x, flag in zip(flat, flags):
         if flag and not x.is_inference():

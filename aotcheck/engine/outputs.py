@@ -64,7 +64,7 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
         shape, stride, offset = eg[0] if eg else geometry.get(id(o), geometry_of(o))
         if eg and eg[1] is not None and o._base is not None:
             base_geometry[id(o._base)] = eg[1]
-        poisoned = _poisoned(o)
+        poisoned = poisoned_kind(o)
         # NOTE [poisoned views]: reading its autograd facts raises, as in eager
         rg = o._base.requires_grad if poisoned else o.requires_grad
         common = dict(shape=shape, stride=stride, offset=offset,
@@ -302,7 +302,7 @@ _MULTI_VIEW_FNS = frozenset({"UnbindBackward0", "SplitBackward0", "SplitWithSize
 # made under inference_mode or no_grad) and bumps its version counter, so reading it raises
 # the same way.
 
-def _poisoned(o: torch.Tensor) -> str:
+def poisoned_kind(o: torch.Tensor) -> str:
     """'multi_output', 'inference_mode' or 'no_grad' when ``o`` is such a view, else ''."""
     if not o._is_view():
         return ""

@@ -43,14 +43,8 @@ def alias(base: torch.Tensor, o) -> torch.Tensor:
     if str(base.dtype).replace("torch.", "") != o.dtype:
         base = reinterpret(base, getattr(torch, o.dtype))
         clips = ()
-    if o.poisoned:          # NOTE [poisoned views] in outputs.py
-        mode = {"inference_mode": torch.inference_mode, "no_grad": torch.no_grad}.get(o.poisoned)
-        with mode() if mode else contextlib.nullcontext():
-            view = base.as_strided(o.shape, o.stride, o.offset)
-            if o.poisoned == "multi_output":
-                view = multi_output_view(view)
-        torch.autograd.graph.increment_version(view)
-        return view
+    if o.poisoned:
+        return poisoned_view(base, o.poisoned, (o.shape, o.stride, o.offset))
     if base.requires_grad and not o.requires_grad:
         # eager's output is cut from autograd (a detach, or a view taken in no_grad of a base
         # that did not require grad then); a view under no_grad would still require grad
@@ -72,6 +66,22 @@ def alias(base: torch.Tensor, o) -> torch.Tensor:
             view = multi_output_view(view)
     if o.grad_dead_end and no_grad_view:
         view = view.view_as(view)
+    return view
+
+
+def poisoned_view(base: torch.Tensor, kind: str, geometry: tuple) -> torch.Tensor:
+    """A view of ``base`` in ``geometry`` (size, stride, offset) made the way eager made a
+    view whose grad_fn now raises (``kind``: 'multi_output', 'inference_mode' or 'no_grad'),
+    its version then bumped as eager's write of its base bumped it: reading its autograd
+    facts, or writing it in place, raises as eager's does (NOTE [poisoned views] in
+    outputs.py). Its values are ``base``'s memory."""
+    mode = {"inference_mode": torch.inference_mode, "no_grad": torch.no_grad,
+            "multi_output": torch.enable_grad}[kind]
+    with mode():
+        view = base.as_strided(*geometry)
+        if kind == "multi_output":
+            view = multi_output_view(view)
+    torch.autograd.graph.increment_version(view)
     return view
 
 

@@ -1082,3 +1082,52 @@ def fuzz_twotensor_argument_set_onto_a_plain_tensor_made_inside():
         a2 = TwoTensor(_randn((), 451), _randn((), 452))
         return Inputs((b0, a2, b0.transpose(-2, -1)), leaves=(l0,))
     return f, make
+
+
+@case("regressions", mode="inference", tags=("fuzz", "subclass", "inference_mode", "alias_of_input"))
+def fuzz_inference_mode_reshape_of_a_view_of_a_twotensor_argument():
+    """A view of a TwoTensor argument reshaped inside inference_mode: eager's reshape makes its
+    wrapper there, so the output is an inference tensor (no view of the argument at the outer
+    level) whose inner tensors share the argument's memory, and writing it in place afterwards
+    raises. The subclass layer rebuilt it as an ordinary view of the argument, which could be
+    written. It is now rebuilt as an inference wrapper over the compiled inner tensors (NOTE
+    [subclass inference views]). Found by aotcheck fuzz --seed 1."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def f(a0):
+        with torch.no_grad():
+            with torch.enable_grad():
+                v1 = a0.narrow(0, 0, 2)
+        with torch.inference_mode():
+            v3 = v1.reshape((2,))
+        return (v3,)
+
+    def make():
+        return Inputs((TwoTensor(_randn((2,), 75), _randn((2,), 76)),))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("subclass", "no_grad", "multi_output_view", "mutation",
+                                            "alias_of_intermediate"))
+def twotensor_views_of_an_intermediate_poisoned_by_its_write():
+    """A no_grad view and an unbind view of a TwoTensor intermediate that requires grad, then
+    the intermediate written in place, all returned: eager's two views are poisoned (reading
+    their grad_fn or is_leaf, or writing them, raises; NOTE [poisoned views]). The subclass
+    trace read is_leaf of the no_grad view and raised, so aotcheck refused a function eager
+    runs; it now makes both the same kinds of view, version bumped (NOTE [subclass poisoned
+    views]). Found while checking the fix for
+    fuzz_inference_mode_reshape_of_a_view_of_a_twotensor_argument."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def f(a0):
+        b = a0 * 2
+        with torch.no_grad():
+            v = b.view(6)
+        u = b.unbind(0)
+        b.mul_(2)
+        return (v, u[0], b)
+
+    def make():
+        l0 = TwoTensor(_randn((2, 3), 1), _randn((2, 3), 2)).requires_grad_()
+        return Inputs((l0.clone(),), leaves=(l0,))
+    return f, make
