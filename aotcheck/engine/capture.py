@@ -70,6 +70,7 @@ class Captured:
     geometry: object = field(repr=False, default=None)   # EagerGeometry or None (joint reuses it)
     nonleaf_views: bool = False     # non-leaf argument copies are views of fresh storage (_nonleaf_copy)
     plain: bool = False             # traced on plain fake tensors, then functionalized (storage_views)
+    argument_views: bool = False    # NOTE [views of an argument given requires_grad_]
 
 
 @dataclass(frozen=True)
@@ -179,13 +180,15 @@ def is_view_limit(e: Exception) -> bool:
     return isinstance(e, UnsupportedInputError) and any(p in str(e) for p in VIEW_LIMITS)
 
 
-def _capture_plain(fn, leaves: list, in_spec, sig: Signature, synthetic: frozenset[int]) -> Captured:
+def _capture_plain(fn, leaves: list, in_spec, sig: Signature, synthetic: frozenset[int],
+                   argument_views: bool = False) -> Captured:
     from .storage_views import StorageTagger, functionalize_plain, trace_plain
     plan = plan_inputs(sig, synthetic)
     geometry = eager_geometry(fn, leaves, in_spec, sig)
     placeholders = placeholder_tensors(plan, leaves)
     run = FunctionalRun(fn, plan, sig, leaves, in_spec, geometry, tagger=StorageTagger(),
-                        nonleaf=tuple(t.requires_grad and not t.is_leaf for t in placeholders))
+                        nonleaf=tuple(t.requires_grad and not t.is_leaf for t in placeholders),
+                        argument_views=argument_views)
     box: dict = {}
 
     def body(*placeholders):
@@ -198,19 +201,24 @@ def _capture_plain(fn, leaves: list, in_spec, sig: Signature, synthetic: frozens
         gm = functionalize_plain(plain_gm, placeholders)
     gm.graph.eliminate_dead_code()
     gm.recompile()
-    captured = Captured(gm, plan, box["facts"], box["out_spec"], geometry=geometry, plain=True)
+    captured = Captured(gm, plan, box["facts"], box["out_spec"], geometry=geometry, plain=True,
+                        argument_views=argument_views)
     needs = groups_needing_synthetic_base(sig, plan, captured.facts.inputs) - synthetic
     if needs:
-        return _capture_plain(fn, leaves, in_spec, sig, synthetic | needs)
+        return _capture_plain(fn, leaves, in_spec, sig, synthetic | needs, argument_views)
+    if run.flips_viewed_base and not argument_views:
+        return _capture_plain(fn, leaves, in_spec, sig, synthetic, argument_views=True)
     check_member_flags(gm.graph, captured.facts, plan)
     return captured
 
 
 def _capture(fn, leaves: list, in_spec, sig: Signature,
-             synthetic: frozenset[int] = frozenset(), nonleaf_views: bool = False) -> Captured:
+             synthetic: frozenset[int] = frozenset(), nonleaf_views: bool = False,
+             argument_views: bool = False) -> Captured:
     plan = plan_inputs(sig, synthetic)
     geometry = eager_geometry(fn, leaves, in_spec, sig)
-    run = FunctionalRun(fn, plan, sig, leaves, in_spec, geometry, nonleaf_views)
+    run = FunctionalRun(fn, plan, sig, leaves, in_spec, geometry, nonleaf_views,
+                        argument_views=argument_views)
     box: dict = {}
 
     def body(*placeholders):
@@ -233,7 +241,8 @@ def _capture(fn, leaves: list, in_spec, sig: Signature,
         retried = not nonleaf_views and any(t.requires_grad and not t.is_leaf for t in placeholders)
         if retried:
             try:
-                return _capture(fn, leaves, in_spec, sig, synthetic, nonleaf_views=True)
+                return _capture(fn, leaves, in_spec, sig, synthetic, nonleaf_views=True,
+                                argument_views=argument_views)
             except TraceError:
                 pass
         # in-place metadata changes were seen, so the failure is (or may be) the replay limit:
@@ -244,10 +253,13 @@ def _capture(fn, leaves: list, in_spec, sig: Signature,
     gm.graph.eliminate_dead_code()
     gm.recompile()
     captured = Captured(gm, plan, box["facts"], box["out_spec"], geometry=geometry,
-                        nonleaf_views=nonleaf_views)
+                        nonleaf_views=nonleaf_views, argument_views=argument_views)
     needs = groups_needing_synthetic_base(sig, plan, captured.facts.inputs) - synthetic
     if needs:
-        return _capture(fn, leaves, in_spec, sig, synthetic | needs, nonleaf_views)
+        return _capture(fn, leaves, in_spec, sig, synthetic | needs, nonleaf_views, argument_views)
+    if run.flips_viewed_base and not argument_views:
+        # NOTE [views of an argument given requires_grad_] in functional_run.py
+        return _capture(fn, leaves, in_spec, sig, synthetic, nonleaf_views, argument_views=True)
     check_member_flags(gm.graph, captured.facts, plan)
     return captured
 

@@ -33,7 +33,8 @@ class FunctionalRun:
     """
 
     def __init__(self, fn, plan: InputPlan, sig: Signature, leaves: list, in_spec, geometry=None,
-                 nonleaf_views: bool = False, tagger=None, nonleaf: tuple = ()):
+                 nonleaf_views: bool = False, tagger=None, nonleaf: tuple = (),
+                 argument_views: bool = False):
         self.fn, self.plan, self.sig, self.leaves, self.in_spec = fn, plan, sig, leaves, in_spec
         # capture.EagerGeometry (NOTE [eager geometry]): per output leaf, per argument leaf
         self.eager_geometry, self.eager_arguments = \
@@ -43,6 +44,10 @@ class FunctionalRun:
         # own autograd, mutations read from the tagger's write log instead of functionalization
         self.tagger = tagger
         self.nonleaf = nonleaf      # plain runs: which placeholders are non-leaves (copies are leaves)
+        # NOTE [views of an argument given requires_grad_]: argument views made views in the
+        # trace (a capture that saw their base's flag set runs again so)
+        self.argument_views = argument_views
+        self.flips_viewed_base = False
 
     def run(self, placeholders: list[torch.Tensor]):
         """Returns (candidates, facts, out_spec, placeholder wrappers). Call with functionalization on."""
@@ -58,6 +63,12 @@ class FunctionalRun:
             copy = (p.requires_grad and nonleaf) or (
                 plain and not p.requires_grad and not _fills_storage(p))
             works.append(_nonleaf_copy(p, w, self.nonleaf_views) if copy else w)
+        # NOTE [views of an argument given requires_grad_]
+        all_views, own_at_call = argument_views(sig, plan)
+        views = all_views if self.argument_views else {}
+        own_at_call = own_at_call if self.argument_views else {}
+        view_bases = {q: _as_argument_view(works, q, works[p].requires_grad, own_at_call[q])
+                      for p, qs in views.items() for q in qs}
         self.works = works                   # read by the joint (NOTE [backward mutations])
         user: list = []
         for i, src in enumerate(plan.sources):
@@ -96,6 +107,8 @@ class FunctionalRun:
                                   self.tagger.sid(w) if plain
                                   else torch._functionalize_mutation_counter(w))
         before = [(a.grad_fn, a.requires_grad) for a in anchors]
+        for q, own in own_at_call.items():      # an argument view: its own flag
+            before[q] = (None, own)
         member_meta = {i: geometry_of(user[i]) for i, s in enumerate(plan.sources) if s[0] == "member"}
         member_refs = {i: storage_ref(user[i]) for i in member_meta}
         args, kwargs = unflatten_inputs(list(user), self.in_spec)
@@ -103,6 +116,7 @@ class FunctionalRun:
         watched.update({id(user[i]): ("leaf", i) for i in member_meta})
         recorder = MetadataRecorder(watched)
         recorder.watch_tensors(works)
+        recorder.watch_argument_views(views, view_bases, works, own_at_call)
         # the arguments' geometry at the call is eager's; a data mutation can make the wrapper's
         # drift (NOTE [eager geometry]), and a detach() of it must get eager's
         recorder.start_geometry = {id(u): geometry_of(u) for u in user
@@ -131,6 +145,7 @@ class FunctionalRun:
                     f"change. ({type(e).__name__}: {str(e).splitlines()[0][:120]})") from None
             raise
         self.saw_inplace_metadata = recorder.inplace_metadata     # read by the joint on failure
+        self.flips_viewed_base = any(p in recorder.flags_set for p in all_views)
         out_leaves, out_spec = pytree.tree_flatten(result, is_leaf=lambda x: isinstance(x, torch.Size))
         if plain:
             written = ({self.tagger.sid(w) for w in works} | {o[1] for o in old_storage.values()}) \
@@ -151,6 +166,7 @@ class FunctionalRun:
         def grouped(p: int) -> bool:
             kind, i = plan.placeholders[p]
             return kind == "leaf" and sig.leaves[i].storage in group_of
+        swapped_views = []
         for p, w in enumerate(works):
             if plain:
                 data = self.tagger.sid(w) in written
@@ -179,11 +195,18 @@ class FunctionalRun:
             regrad = False
             value = w
             new_storage = None
+            if swapped and p in own_at_call:
+                swapped_views.append(p)
             if swapped:
-                unrecorded = (anchors[p].grad_fn, anchors[p].requires_grad) == before[p]
+                # the flags that give gradient edges: an argument view's own (NOTE [views of
+                # an argument given requires_grad_])
+                flags = [recorder.own_flags[q] if q in own_at_call else works[q].requires_grad
+                         for q in range(len(works))]
+                unrecorded = (anchors[p].grad_fn, flags[p]) == before[p]
                 regrad = grad_written_after_swap(w, before[p])
                 storage_source = storage_swap(plan, p, w, works, start_refs, start_geometry,
-                                               recorder, before, deferred if grouped(p) else None,
+                                               recorder, before, flags,
+                                               deferred if grouped(p) else None,
                                                unrecorded, regrad)
                 regrad = regrad and storage_source != p
                 if storage_source == p:
@@ -233,9 +256,11 @@ class FunctionalRun:
             # squeeze_, ...) give the gradient their geometry, so the runtime replays those
             # before the call too, and the graph reads the argument through an alias in its
             # geometry at the call (CompiledArtifact.__call__).
-            rg_set = anchors[p].is_leaf and before[p][0] is None and \
-                anchors[p].requires_grad != before[p][1]
-            saw = (anchors[p].grad_fn, anchors[p].requires_grad) != before[p] and not rg_set
+            # an argument view's flag shows its base's (NOTE [views of an argument given
+            # requires_grad_]): only its own is the function's to set
+            flag = recorder.own_flags[p] if p in own_at_call else anchors[p].requires_grad
+            rg_set = anchors[p].is_leaf and before[p][0] is None and flag != before[p][1]
+            saw = (anchors[p].grad_fn, flag) != before[p] and not rg_set
             value_output = storage_output = -1
             if data:
                 value_output = len(candidates)
@@ -260,7 +285,7 @@ class FunctionalRun:
             final = self.eager_arguments[plan.placeholders[p][1]] \
                 if swapped and self.eager_arguments else None
             inputs.append(InputFacts(
-                p, data, meta, saw, w.requires_grad,
+                p, data, meta, saw, flag if p in own_at_call else w.requires_grad,
                 *(final or geometry_of(w)), value_output, storage_bytes=storage_bytes,
                 storage_source=storage_source, requires_grad_set=rg_set,
                 writes_outside=outside, storage_output=storage_output,
@@ -285,7 +310,9 @@ class FunctionalRun:
                 members.append(member_swap(i, user[i], ref, start_refs, candidates, works))
             elif geometry_of(user[i]) != m:
                 members.append(MemberFacts(i, *geometry_of(user[i])))
-        self._work_ids = {id(w) for w in works}
+        # an argument view's views are views of the leaf it views (whose own base, in eager,
+        # is the base argument): autograd views of an argument, all the same
+        self._work_ids = {id(w) for w in works} | {id(leaf) for leaf in view_bases.values()}
         self.new_leaf_tensors = recorder.new_leaves
         grad_leaves = new_leaf_facts(recorder.new_leaves, user, sig, recorder.geometry,
                                      {id(user[i]): i for i in member_meta})
@@ -294,6 +321,16 @@ class FunctionalRun:
             eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids,
             plain=plain, new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)},
             clips_of=recorder.clips_of, old_bases=old_bases)
+        if swapped_views and any(c.requires_grad for c in candidates):
+            # eager's set_() moved the view's version, so autograd regenerates its grad_fn as
+            # a view of its base, over memory it no longer has: values computed from it get a
+            # gradient path to the base that the trace does not have
+            raise UnsupportedInputError(
+                f"input placeholder {swapped_views[0]} is a view of another argument (taken "
+                "before the call), the function calls set_() on it and a requires_grad setter "
+                "on that argument, and returns values that require grad; eager regenerates the "
+                "view's grad_fn onto its old base, which aotcheck does not replay (NOTE [views "
+                "of an argument given requires_grad_])")
         cands = tuple((tuple(c.shape), str(c.dtype).replace("torch.", ""), c.requires_grad,
                        *self.base_geometry.get(id(c), recorder.geometry.get(id(c), geometry_of(c)))[1:])
                       for c in candidates)
@@ -301,7 +338,61 @@ class FunctionalRun:
                          tuple(intermediates), cands, tuple(new_leaves),
                          tuple(_freeze(op) for op in recorder.log), recorder.view_replay_hazard(),
                          grad_leaves, custom_function_digests(candidates))
-        return candidates, facts, out_spec, wrappers
+        # the gradient targets: an argument view's own leaf is itself, not the leaf it views
+        return candidates, facts, out_spec, [works[p] if p in own_at_call else w
+                                             for p, w in enumerate(wrappers)]
+
+
+def argument_views(sig: Signature, plan: InputPlan) -> tuple[dict[int, list[int]], dict[int, bool]]:
+    """The placeholders whose flag reads through another placeholder's, per base
+    placeholder, and each one's own flag at the call.
+
+    # NOTE [views of an argument given requires_grad_]
+    ``f(a0, a1)`` with ``a1 = a0.t()`` taken before the call, neither requiring grad: after
+    ``a0.requires_grad_()`` inside the function eager's ``a1`` requires grad too (a view
+    reads ``requires_grad`` through its ``._base``), yet it has no grad_fn and no gradient
+    edge (autograd regenerates a view's grad_fn only when its version moves), so
+    ``v.add_(a1)`` gives a ``v`` that requires grad and sends no gradient anywhere;
+    ``a0.requires_grad_(False)`` turns it back off, and ``a1.requires_grad_()`` gives it an
+    edge of its own, for the uses that follow. A view made under no_grad or inference_mode
+    reads through its base alike; a detach() is no view of the argument.
+
+    In the trace each argument is a placeholder of its own, so when a capture sees a
+    requires_grad setter called on such a base, it runs again with each such argument's
+    work made a view of a leaf holding its value (``_as_argument_view``; only then, as the
+    other facts, set_() among them, read arguments as non-views), and the recorder gives
+    that leaf the flag the base's work gets: autograd then gives the view eager's flag and
+    edges. Its own flag alone is the function's to set (NOTE [requires_grad_ on an
+    argument]); the joint takes a gradient for it only where that is on, with the view as
+    the target. Which argument is whose ``._base`` is in the signature (``GroupSpec.bases``).
+    A mutated alias group's members are views of its synthetic base in the trace, outside
+    this path.
+    """
+    views: dict[int, list[int]] = {}
+    own: dict[int, bool] = {}
+    for g in sig.groups:
+        for j, i in zip(g.members, g.bases):
+            if i < 0 or not sig.leaves[j].is_leaf or plan.sources[j][0] != "placeholder" \
+                    or plan.sources[i][0] != "placeholder":
+                continue
+            q, p = plan.sources[j][1], plan.sources[i][1]
+            views.setdefault(p, []).append(q)
+            # a leaf view requiring grad while its base does not sets its own flag
+            own[q] = sig.leaves[j].requires_grad and not sig.leaves[i].requires_grad
+    return views, own
+
+
+def _as_argument_view(works: list, q: int, base_flag: bool, own: bool) -> torch.Tensor:
+    """Make ``works[q]`` a view, taken before the function runs, of a leaf that holds its
+    value and has its caller's base's flag; the view has its caller's own flag. Returns
+    that leaf (NOTE [views of an argument given requires_grad_])."""
+    leaf = works[q].detach()
+    view = leaf.view(leaf.shape)
+    leaf.requires_grad_(base_flag)
+    if own:
+        view.requires_grad_()
+    works[q] = view
+    return leaf
 
 
 def check_member_flags(graph, facts: RawFacts, plan: InputPlan) -> None:

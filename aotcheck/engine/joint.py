@@ -29,7 +29,7 @@ from .analyze import ALIAS_OF_INTERMEDIATE, FRESH, ViewMutationMeta
 from .capture import Captured
 from .functional import (backward_phase, from_fun, geometry_of, to_fun, trace_functional,
                          trace_grad_mode)
-from .functional_run import FunctionalRun
+from .functional_run import FunctionalRun, argument_views
 from .rng import watch_generators
 from ..errors import TraceError, UnsupportedInputError
 from .signature import Signature
@@ -137,15 +137,20 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     # leaf that no longer requires grad, even where outputs were computed from it before
     unset_rg = {captured.plan.sources[i.index][1] for i in meta.inputs
                 if i.requires_grad_set and not i.requires_grad_after}
+    # and an argument view that reads its flag through its base without its own gets none:
+    # eager's has no gradient edge (NOTE [views of an argument given requires_grad_])
+    edgeless = {p for p in argument_views(sig, captured.plan)[1]
+                if not captured.facts.inputs[p].requires_grad_after} if captured.argument_views \
+        else set()
     grad_inputs = tuple(p for p, t in enumerate(primals)
-                        if (t.requires_grad or p in set_rg) and p not in unset_rg)
+                        if (t.requires_grad or p in set_rg) and p not in unset_rg | edgeless)
     # leaves made inside the function come after the placeholders (NOTE [new grad leaves])
     grad_inputs += tuple(len(primals) + j for j in range(len(meta.new_leaves)))
     if captured.plain:
         return _trace_joint_plain(fn, captured, meta, sig, leaves, in_spec, primals,
                                   fw, diff, grad_inputs)
     run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry,
-                        captured.nonleaf_views)
+                        captured.nonleaf_views, argument_views=captured.argument_views)
     n = len(primals)
     box: dict = {}
 
@@ -229,7 +234,8 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
     from .storage_views import StorageTagger, functionalize_plain, trace_plain
     run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry,
                         tagger=StorageTagger(),
-                        nonleaf=tuple(t.requires_grad and not t.is_leaf for t in primals))
+                        nonleaf=tuple(t.requires_grad and not t.is_leaf for t in primals),
+                        argument_views=captured.argument_views)
     n = len(primals)
     box: dict = {}
     found: list[tuple] = []

@@ -89,6 +89,13 @@ class MetadataRecorder(TorchFunctionMode):
         self.reaches: list[tuple] = []                  # (storage, geometry) per as_strided view
         self.grad_calls: list[tuple] = []               # (watched kind and index, events so
                                                         # far, storage per placeholder)
+        # NOTE [views of an argument given requires_grad_] (functional_run.py): per base
+        # work (by id) the leaves its views' works view; per view work its placeholder, and
+        # per view placeholder its own flag
+        self._views_of: dict[int, list[torch.Tensor]] = {}
+        self._view_of_work: dict[int, int] = {}
+        self.own_flags: dict[int, bool] = {}
+        self.flags_set: set[int] = set()                # placeholders a requires_grad setter set
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -120,6 +127,10 @@ class MetadataRecorder(TorchFunctionMode):
             name == "__set__" and getattr(func, "__self__", None) is _REQUIRES_GRAD_ATTR))
         flag_before = target.requires_grad if sets_flag else None
         out = func(*args, **kwargs)
+        if sets_flag:
+            if self.watched.get(id(target), ("",))[0] == "placeholder":
+                self.flags_set.add(self.watched[id(target)][1])
+            self._derive_flags(target, args, kwargs)
         if sets_flag and self.watched.get(id(target), ("",))[0] == "leaf" \
                 and target.requires_grad != flag_before:
             # NOTE [requires_grad_ on an aliased argument] (functional_run.py): a member of an
@@ -165,6 +176,28 @@ class MetadataRecorder(TorchFunctionMode):
                 self.geometry[id(t)] = self.start_geometry.get(id(t)) or geometry_of(t)
                 self._alive.append(t)
         return out
+
+    def watch_argument_views(self, views: dict[int, list[int]], bases: dict, works: list,
+                             own: dict) -> None:
+        """``views``: per base placeholder, the placeholders whose caller's tensor is a view
+        of the base's; ``bases``: per such view placeholder, the leaf its work views in the
+        trace; ``own``: each one's own flag at the call (NOTE [views of an argument given
+        requires_grad_] in functional_run.py)."""
+        for p, qs in views.items():
+            self._views_of[id(works[p])] = [bases[q] for q in qs]
+            for q in qs:
+                self._view_of_work[id(works[q])] = q
+                self.own_flags[q] = own[q]
+
+    def _derive_flags(self, target: torch.Tensor, args: tuple, kwargs: dict) -> None:
+        """After a requires_grad setter on ``target``: an argument view's own flag, or the
+        flag its base's work gives the leaves the views read theirs through."""
+        q = self._view_of_work.get(id(target))
+        if q is not None:
+            flag = args[1] if len(args) > 1 else kwargs.get("requires_grad", True)
+            self.own_flags[q] = bool(flag)
+        for leaf in self._views_of.get(id(target), ()):
+            leaf.requires_grad_(target.requires_grad)
 
     def _note_view(self, name: str, target: torch.Tensor, t: torch.Tensor) -> None:
         """NOTE [as_strided clips]

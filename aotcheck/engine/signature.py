@@ -71,6 +71,8 @@ class GroupSpec:
     root_is_leaf: bool
     root_whole: bool = False            # no member's root reaches every member (detached rows
                                         # of one tensor): the base is the whole storage, flat
+    bases: tuple[int, ...] = ()         # per member: the member that is its ``._base``, else -1
+                                        # (NOTE [views of an argument given requires_grad_])
 
 
 @dataclass(frozen=True)
@@ -248,8 +250,10 @@ def _group_specs(leaves: list) -> list[GroupSpec]:
         else:
             r = root_of(leaves[root_member])
         common = all(root_of(leaves[i]) is r for i in members if leaves[i].requires_grad)
+        bases = tuple(next((k for k in members if leaves[i]._base is leaves[k]), -1)
+                      for i in members)
         out.append(GroupSpec(g, tuple(members), root_member, common, tuple(r.shape), tuple(r.stride()),
-                             r.storage_offset(), r.requires_grad, r.is_leaf, whole))
+                             r.storage_offset(), r.requires_grad, r.is_leaf, whole, bases))
     return out
 
 

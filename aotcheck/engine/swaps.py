@@ -83,10 +83,13 @@ def swap_refusal(p: int | str, why: str) -> UnsupportedInputError:
 
 
 def storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, start_geometry,
-                  recorder: MetadataRecorder, before: list, deferred: dict | None = None,
+                  recorder: MetadataRecorder, before: list, flags: list,
+                  deferred: dict | None = None,
                   unrecorded: bool = False, regrad: bool = False) -> int:
         """Where placeholder ``p``'s storage went after ``set_()``: q >= 0 (placeholder q's
         storage at the call, p's own included), or -2 (a storage made inside the function).
+        ``flags``: per placeholder, whether it requires grad with a gradient edge of its own
+        (NOTE [views of an argument given requires_grad_] in functional_run.py).
 
         # NOTE [storage swaps]
         Functionalization swaps a wrapper's functional storage on ``set_()``: afterwards the
@@ -141,10 +144,10 @@ def storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, st
             return source
         # written with grad after a swap that autograd did not record (NOTE [grad writes
         # after a swap] in swap_grad.py), onto a storage whose tensor requires no grad
-        if regrad and source != p and (source == -2 or not works[source].requires_grad):
+        if regrad and source != p and (source == -2 or not flags[source]):
             return source
-        if (w.requires_grad and not kept and not grad_after_swap(recorder, before, p, p, ref)) or (
-                source >= 0 and source != p and works[source].requires_grad
+        if (flags[p] and not kept and not grad_after_swap(recorder, before, p, p, ref)) or (
+                source >= 0 and source != p and flags[source]
                 and not (unrecorded and before[source][1])
                 and not grad_after_swap(recorder, before, p, source, ref)):
             refusal = swap_refusal(p, "and the argument (or the tensor it is set to) requires grad")

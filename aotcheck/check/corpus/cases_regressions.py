@@ -1131,3 +1131,50 @@ def twotensor_views_of_an_intermediate_poisoned_by_its_write():
         l0 = TwoTensor(_randn((2, 3), 1), _randn((2, 3), 2)).requires_grad_()
         return Inputs((l0.clone(),), leaves=(l0,))
     return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "requires_grad_", "aliased_inputs",
+                                            "inference_mode", "rng"))
+def fuzz_view_argument_of_a_base_given_requires_grad_inside():
+    """``a1 = a0.transpose(-2, -1)`` taken before the call, then ``a0.requires_grad_()``
+    (inside inference_mode; a normal tensor's flag may be set there): eager's ``a1`` now
+    requires grad through its base, with no gradient edge, so ``v1.add_(a1)`` under
+    enable_grad gives a ``v1`` that requires grad and sends no gradient to ``a0``. Each
+    argument was its own placeholder in the trace, so ``a1`` did not, and aotcheck returned
+    ``v1`` without requires_grad (NOTE [views of an argument given requires_grad_]). Found
+    by aotcheck fuzz --seed 1."""
+    def f(a0, a1):
+        v1 = torch.rand(a1.shape, dtype=a1.dtype, generator=torch.Generator().manual_seed(0))
+        with torch.inference_mode():
+            a0.requires_grad_()
+        with torch.no_grad():
+            with torch.enable_grad():
+                v1.add_(a1)
+        return (v1,)
+
+    def make():
+        b0 = _randn((4, 1, 3), 16325)
+        return Inputs((b0, b0.transpose(-2, -1)), leaves=(b0,))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "requires_grad_", "aliased_inputs",
+                                            "alias_of_input"))
+def fuzz_view_argument_given_its_own_requires_grad_after_its_base():
+    """The view argument of the case above, used before and after its own
+    ``a1.requires_grad_()``: eager's ``v0`` requires grad (through the base, no edge),
+    and ``a1`` gets a gradient edge from then on only, so ``a1.grad`` gets the second
+    product's gradient and ``a0.grad`` none. aotcheck returned ``v0`` without requires_grad;
+    a fix that gave the view its base's flag alone sent ``a1`` the first product's gradient
+    too. Pins that the trace gives the view eager's edges, not just its flag."""
+    def f(a0, a1):
+        a0.requires_grad_()
+        v0 = a1 * 2
+        a1.requires_grad_()
+        return (v0, v0 + a1 * 3, a1.view(-1))
+
+    def make():
+        b0 = _randn((4, 1, 3), 16325)
+        a1 = b0.transpose(-2, -1)
+        return Inputs((b0, a1), leaves=(b0, a1))
+    return f, make
