@@ -14,7 +14,7 @@ import types
 import torch
 from torch.utils import _pytree as pytree
 
-from ..errors import UnsupportedInputError
+from ..errors import AotcheckError, UnsupportedInputError
 from .facts import InputFacts, MemberFacts, RawFacts
 from .functional import geometry_of, storage_ref, to_fun
 from .outputs import classify_outputs, holds
@@ -117,6 +117,11 @@ class FunctionalRun:
         recorder = MetadataRecorder(watched)
         recorder.watch_tensors(works)
         recorder.watch_argument_views(views, view_bases, works, own_at_call)
+        # NOTE [resize_ of an argument] in recorder.py: eager's storage sizes, and how a
+        # functional run grows a tensor (a plain run's fake tensors grow as eager's do)
+        recorder.storage_nbytes = dict(enumerate(nbytes))
+        if not plain:
+            recorder.grow = lambda t, size: _grow(t, size, watched, old_storage)
         # the arguments' geometry at the call is eager's; a data mutation can make the wrapper's
         # drift (NOTE [eager geometry]), and a detach() of it must get eager's
         recorder.start_geometry = {id(u): geometry_of(u) for u in user
@@ -128,8 +133,15 @@ class FunctionalRun:
             with recorder:
                 result = self.fn(*args, **kwargs)
         except (RuntimeError, ValueError, IndexError) as e:
-            if plain:
-                raise                        # eager's own error, on eager's own semantics
+            if plain or isinstance(e, AotcheckError):
+                raise                        # eager's own error, or aotcheck's named refusal
+            if "resize a view tensor to a larger size" in str(e):
+                raise UnsupportedInputError(
+                    "the function grows a tensor with resize_() beyond its storage while "
+                    "another tensor views that storage (a view it took, or an argument sharing "
+                    "storage with another); functionalization grows only a tensor that nothing "
+                    "else views (a PyTorch limit). Resize before taking views, or pass the "
+                    "arguments without aliasing") from None
             if any(kind == "leaf" and op != "requires_grad_" for kind, _, op, *_ in recorder.log):
                 raise UnsupportedInputError(
                     "an argument that shares storage with another argument has its metadata "
@@ -191,6 +203,10 @@ class FunctionalRun:
                                        or (plain and replayed_geometry(start_geometry[p],
                                                                        recorder.log, p)
                                            not in (None, geometry_of(w)))))
+            if p in recorder.grown and not plain:
+                # NOTE [resize_ of an argument] in recorder.py: set_() onto its grown value is
+                # no swap; the runtime replays the resize_ and writes the value back
+                swapped, data, meta = False, True, True
             storage_source = -1
             regrad = False
             value = w
@@ -228,6 +244,10 @@ class FunctionalRun:
                     # function wrote to the old one before (``a.clamp_(); a.set_(b)``) is
                     # written back into it first (NOTE [writes before a storage swap])
                     meta = False
+                    if p not in old_storage:         # dropped when resize_() grew it
+                        raise UnsupportedInputError(
+                            f"input placeholder {p} is grown with resize_() and then set_() "
+                            "onto another storage; aotcheck does not replay that combination")
                     data = old_storage_written(old_storage.get(p), written if plain else None)
                     value = old_storage[p][0] if data else None
                     # views of the memory it had (NOTE [writes before a storage swap]) are
@@ -268,12 +288,18 @@ class FunctionalRun:
             # NOTE [writes outside an argument] in plan.py: written through a view reaching
             # outside it, or written with an as_strided view of it that functionalization
             # would replay on its compact new value (absolute offsets: the wrong elements
-            # unless the argument fills its storage from offset 0)
+            # unless the argument fills its storage from offset 0), or written and then
+            # shrunk by its own metadata calls (``a.add_(1); a.resize_(1)`` with ``a = b[:2]``:
+            # the runtime would write back only the final geometry's elements, and ``b[1]``
+            # changed; so did ``a``'s storage when ``a`` owns it, which a later resize_ shows)
+            final = recorder.geometry.get(id(w)) if meta and not swapped else None
             outside = data and plan.placeholders[p][0] == "leaf" and (any(
                 ref == start_refs[p] and not holds(start_geometry[p], g)
                 for ref, g in recorder.writes + recorder.reaches) or (
                 not plain and not _fills_storage(placeholders[p])
-                and any(ref == start_refs[p] for ref, _ in recorder.reaches)))
+                and any(ref == start_refs[p] for ref, _ in recorder.reaches)) or (
+                final is not None and any(
+                    ref == start_refs[p] and not holds(final, g) for ref, g in recorder.writes)))
             if new_storage is not None:
                 storage_output = len(candidates)
                 candidates.append(new_storage)
@@ -438,6 +464,25 @@ def check_member_flags(graph, facts: RawFacts, plan: InputPlan) -> None:
                 "gradients computed inside the function to it (or to the arguments that view "
                 "it). Call requires_grad_() before passing it, or pass the arguments without "
                 "aliasing")
+
+
+def _grow(t: torch.Tensor, size: tuple, watched: dict, old_storage: dict) -> None:
+    """Grow functional tensor ``t`` to ``size`` as eager's resize_ does (NOTE [resize_ of an
+    argument] in recorder.py): its value becomes ``aten.resize`` of it, set_() onto it."""
+    kind, p = watched.get(id(t), (None, None))
+    if kind == "placeholder":
+        old_storage.pop(p, None)        # aotcheck's own alias (NOTE [writes before a storage swap])
+    storage = t.untyped_storage()
+    # the tensor itself and the storage's Python object; any more is another tensor on it
+    shared = torch._C._storage_Use_Count(storage._cdata) > 2 or \
+        torch._C._functionalization.get_view_meta_sequence(t)
+    del storage
+    if shared:
+        raise UnsupportedInputError(
+            "the function grows a tensor with resize_() beyond its storage while another tensor "
+            "views that storage (or it is itself a view); functionalization cannot grow a tensor "
+            "that another one views (a PyTorch limit). Resize before taking views")
+    t.set_(torch.ops.aten.resize.default(t, list(size)))
 
 
 def _resized_storage_bytes(before: int, after: int | None, p: int) -> int:

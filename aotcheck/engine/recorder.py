@@ -96,6 +96,12 @@ class MetadataRecorder(TorchFunctionMode):
         self._view_of_work: dict[int, int] = {}
         self.own_flags: dict[int, bool] = {}
         self.flags_set: set[int] = set()                # placeholders a requires_grad setter set
+        # NOTE [resize_ of an argument]: each placeholder's storage size in eager (set by the
+        # run), the placeholders whose storage a resize_ grew, and how a functional run grows
+        # a tensor (None: the call runs as it is, as on a plain run's fake tensors)
+        self.storage_nbytes: dict[int, int] = {}
+        self.grown: set[int] = set()
+        self.grow = None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -126,7 +132,17 @@ class MetadataRecorder(TorchFunctionMode):
         sets_flag = target is not None and (name == "requires_grad_" or (
             name == "__set__" and getattr(func, "__self__", None) is _REQUIRES_GRAD_ATTR))
         flag_before = target.requires_grad if sets_flag else None
-        out = func(*args, **kwargs)
+        resized, grow = _resize_geometry(self, target, args, kwargs) if name == "resize_" \
+            else (None, False)
+        if grow and self.grow is not None:
+            self.grow(target, resized[0])
+            out = target
+        elif resized is not None and resized[0] == tuple(target.shape) and not kwargs:
+            # eager's resize_ to the sizes a tensor has changes nothing; functionalization
+            # (of either way's trace) would make the tensor contiguous
+            out = target
+        else:
+            out = func(*args, **kwargs)
         if sets_flag:
             if self.watched.get(id(target), ("",))[0] == "placeholder":
                 self.flags_set.add(self.watched[id(target)][1])
@@ -156,7 +172,8 @@ class MetadataRecorder(TorchFunctionMode):
             if target.requires_grad:
                 self.hazard_events.append(("data", storage_ref(target), False))
         if name in METADATA_METHODS and target is not None:
-            self.geometry[id(target)] = geometry_of(target)
+            # eager's resize_ keeps the offset; a grown functional value starts at 0
+            self.geometry[id(target)] = resized or geometry_of(target)
             self.inplace_metadata = True
         if name == "detach" and target is not None and isinstance(out, torch.Tensor):
             eager = self.geometry.get(id(target), self.start_geometry.get(id(target)))
@@ -293,6 +310,103 @@ class MetadataRecorder(TorchFunctionMode):
             elif st in changed:
                 return True
         return False
+
+
+def _resize_geometry(rec: MetadataRecorder, target, args, kwargs) -> tuple:
+    """NOTE [resize_ of an argument]
+    Eager's ``t.resize_(size)`` keeps ``t``'s storage and offset: when ``size`` needs more
+    bytes than the storage has, the storage grows in place (its bytes kept, the new ones
+    uninitialised), and ``t`` becomes contiguous from its offset (a resize to the sizes it
+    already has changes nothing). A shrink is a view, which functionalization replays as
+    one. A growth it does only for a tensor whose storage nothing else holds, and aotcheck
+    itself holds the storages it watches (their Python objects), so a functional run grows
+    a tensor itself (``FunctionalRun._grow``): its value becomes ``aten.resize`` of it (a
+    clone, grown), set_() onto the tensor; refused where another tensor views the storage
+    (eager's view would see the grown tensor's writes; the clone's would not).
+
+    The clone holds ``t``'s own elements only. That is eager's grown tensor when ``t`` is dense
+    and ends where its storage ends (``randn(0)``, ``randn(2)``, ``x[1:]`` of a 1-d ``x``): it
+    then holds ``t``'s elements, in memory order, and new ones. Otherwise eager's grown
+    tensor also reads the storage's other elements, which the graph does not hold: refused.
+    The runtime replays the user's resize_ on the caller's tensor (NOTE [mutation replay] in
+    runtime.py), which grows its storage as eager's does, and then writes the argument's
+    new value back.
+
+    Returns (eager's geometry after the call, whether it grows the storage), or (None,
+    False) when the call will raise as eager's does (a tensor that requires grad: "cannot
+    resize variables that require grad")."""
+    if target is None or target.requires_grad or target.layout != torch.strided:
+        return None, False
+    size = args[1] if len(args) == 2 and isinstance(args[1], (list, tuple, torch.Size)) else \
+        args[1:] if len(args) > 1 else kwargs.get("size", ())
+    try:
+        size = tuple(int(n) for n in size)
+    except (TypeError, ValueError):
+        return None, False
+    shape, stride, offset = rec.geometry.get(id(target)) or rec.start_geometry.get(id(target)) \
+        or geometry_of(target)
+    if size == tuple(shape):
+        return (tuple(shape), tuple(stride), offset), False
+    new_stride, n = [], 1
+    for sz in reversed(size):
+        new_stride.insert(0, n)
+        n *= max(sz, 1)
+    numel = 1
+    for sz in size:
+        numel *= sz
+    kind, index = rec.watched.get(id(target), (None, None))
+    es = target.element_size()
+    if kind == "placeholder":
+        have = rec.storage_nbytes.get(index, target.untyped_storage().nbytes())
+        grows = (offset + numel) * es > have
+        if grows:
+            old = 1
+            for sz in shape:
+                old *= sz
+            if not (_dense_geometry(shape, stride) and (offset + old) * es == have):
+                raise UnsupportedInputError(
+                    f"the function grows input placeholder {index} with resize_() beyond its "
+                    f"storage ({have} bytes), and the argument is not a dense tensor ending where "
+                    "its storage ends (a slice, a strided view, or a view into a larger storage); "
+                    "eager's grown tensor then reads the storage's other elements, which the "
+                    "functional graph does not hold. Pass a contiguous tensor that owns its storage")
+            rec.grown.add(index)
+            rec.storage_nbytes[index] = (offset + numel) * es
+    else:
+        # an intermediate (or an aliased argument): its functional storage is eager's
+        grows = (target.storage_offset() + numel) * es > target.untyped_storage().nbytes()
+        if grows and kind == "leaf":
+            raise UnsupportedInputError(
+                f"the function grows argument leaf {index} with resize_() beyond its storage, "
+                "and the argument is traced as a view of its storage (it shares storage with "
+                "another argument, or is written outside its own elements); functionalization "
+                "cannot grow a view (a PyTorch limit). Pass the arguments without aliasing")
+    from .outputs import holds
+    if kind is not None and not grows and not holds((shape, stride, offset),
+                                                     (size, tuple(new_stride), offset)):
+        # ``b[:2]`` of a 4-element ``b``, resized to 4: eager's tensor now addresses storage
+        # elements the argument did not. Functionalization replays the resize as a view of
+        # the argument (its own elements), and writes through it scatter into those: wrong
+        raise UnsupportedInputError(
+            f"the function resizes an argument (input {kind} {index}) with resize_() onto "
+            "storage elements it did not address (a slice or strided view, resized over its "
+            "storage's other elements); aotcheck cannot replay that resize (functionalization's "
+            "view of the argument holds the argument's own elements only). Resize a tensor "
+            "that owns its storage, or take the view you need with as_strided")
+    return (size, tuple(new_stride), offset), grows
+
+
+def _dense_geometry(shape, stride) -> bool:
+    """Non-overlapping and without gaps (any order of dimensions)."""
+    dims = sorted((st, sz) for sz, st in zip(shape, stride) if sz != 1)
+    if any(sz == 0 for sz in shape):
+        return True
+    expected = 1
+    for st, sz in dims:
+        if st != expected:
+            return False
+        expected *= sz
+    return True
 
 
 def _reaches_outside(view: tuple, source: tuple) -> bool:

@@ -45,7 +45,7 @@ from .signature import storage_extent
 from .swap_grad import recorded_swaps, replay_grad_writes, replay_recorded_swaps
 from .codegen import compile_graph
 from .decide import TRAINING, Decision
-from ..errors import DoubleBackwardError, UnsupportedInputError
+from ..errors import AotcheckError, DoubleBackwardError, UnsupportedInputError
 
 
 def to_callable(graph: fx.Graph, name: str, constants: dict | None = None):
@@ -233,9 +233,10 @@ class CompiledArtifact:
                 target = primals[m.placeholder]
                 if m.placeholder in at_call and _geometry(target) != at_call[m.placeholder]:
                     target = target.as_strided(*at_call[m.placeholder])
-                _check_storage_fits(target, m.placeholder)
+                value = values[self._slot[m.value_output]]
+                _check_write(target, value, m.placeholder)
                 with torch.set_grad_enabled(grad_on and m.grad_mode):
-                    target.copy_(values[self._slot[m.value_output]])
+                    target.copy_(value)
         if swaps:                        # NOTE [storage swaps] in swaps.py
             storages = [p.untyped_storage() for p in primals]     # as they were at the call
             # NOTE [set_ recorded by autograd] in swap_grad.py
@@ -439,6 +440,18 @@ def _restore_member_geometry(leaves: list, members, storages_at_call, value) -> 
             t.set_(storage, offset, shape, stride)
 
 
+def _check_write(t: torch.Tensor, value: torch.Tensor, p: int) -> None:
+    """The runtime never copies a value into an argument whose shape and storage it has not
+    checked: a shape the graph's value does not have (an argument resized since the compile,
+    or a metadata change the replay missed) would broadcast, or fail deep inside torch."""
+    if tuple(t.shape) != tuple(value.shape):
+        raise AotcheckError(
+            f"input placeholder {p} is written back by the compiled function with a value of "
+            f"shape {tuple(value.shape)}, but after its metadata calls were replayed it has shape "
+            f"{tuple(t.shape)}; was it resized or restrided between the compile and this call?")
+    _check_storage_fits(t, p)
+
+
 def _check_storage_fits(t: torch.Tensor, p: int) -> None:
     """The runtime never writes through a storage it has not checked: copy_ does not check
     that the storage holds the tensor's elements (a zero-byte storage would be a crash)."""
@@ -511,6 +524,7 @@ def _apply_backward_mutations(targets, mutations, values) -> None:
         if (tuple(t.shape), t.stride(), t.storage_offset()) != (tuple(shape), tuple(stride), offset):
             t.as_strided_(shape, stride, offset)
         if data:
+            _check_write(t, values[k], -1)
             t.copy_(values[k])
             k += 1
 

@@ -163,8 +163,10 @@ def call_key(leaves: list, spec) -> tuple:
                 group = storages[sk] = len(storages)
             elif same == i:
                 shared = True     # a distinct tensor over a storage seen before
+            # the storage's size too (TensorSpec.storage_numel): a resize_ grows a storage or
+            # not by it (NOTE [resize_ of an argument] in recorder.py)
             parts.append((t.shape, t.stride(), t.storage_offset(), t.dtype, t.device,
-                          t.requires_grad, t.is_leaf, group, same))
+                          t.requires_grad, t.is_leaf, group, same, t.untyped_storage().nbytes()))
         else:
             parts.append((type(t).__name__, repr(t)))
     if shared:
@@ -180,12 +182,13 @@ def fast_call_key(args: tuple):
     for a in args:
         if type(a) is not torch.Tensor or a.layout is not torch.strided or a.is_conj() or a.is_neg():
             return None
-        st = a.untyped_storage()._cdata
+        storage = a.untyped_storage()
+        st = storage._cdata
         if st in storages:
             return None
         storages.add(st)
         parts.append((a.shape, a.stride(), a.storage_offset(), a.dtype, a.device,
-                      a.requires_grad, a.is_leaf))
+                      a.requires_grad, a.is_leaf, storage.nbytes()))
     return tuple(parts)
 
 

@@ -816,6 +816,87 @@ def resize_mutate_then_free():
     return f, seeded(lambda: Inputs((rand(3), rand(3))))
 
 
+# ---------------------------------------------------------------- resize_ of arguments
+# NOTE [resize_ of an argument] in aotcheck/engine/recorder.py. Eager's t.resize_(size) grows
+# t's storage in place when size needs more bytes (old bytes kept, new ones uninitialised) and
+# makes t contiguous from its offset. Each case writes every element it grows (the new ones
+# are undefined in eager), so the oracle compares defined values only.
+
+
+@case("input_mutation", mode="inference", tags=("resize",))
+def resize_input_grow_from_empty():
+    # PyTorch's test_resize_input: one tensor of 0 elements passed twice, grown to 4 and
+    # zeroed; eager returns zeros(4) and the caller's tensor has shape (4,). aotcheck refused
+    # it (functionalization grows only a tensor whose storage nothing else holds, and
+    # aotcheck holds the argument's), or compiled a graph that crashed in the write-back
+    def f(x, y):
+        y.resize_(4)
+        y.zero_()
+        return y
+    def make():
+        t = rand(0)
+        return Inputs((t, t))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="inference", tags=("resize",))
+def resize_input_grow_keeps_old_elements():
+    # grown from 2 elements to 2x3: the first two keep their values (the storage grows in
+    # place), the rest are written; a write before the growth is kept too
+    def f(y):
+        y.add_(1)
+        y.resize_(2, 3)
+        y.view(-1)[2:] = 5.0
+        return y * 2
+    return f, seeded(lambda: Inputs((rand(2),)))
+
+
+@case("input_mutation", mode="training", tags=("resize",))
+def resize_input_grow_tail_slice_with_grad():
+    # a slice ending where its storage ends (offset 1) grows from its offset; another
+    # argument requires grad (a resized tensor itself never may: eager raises "cannot resize
+    # variables that require grad")
+    def f(x, y):
+        y.resize_(4)
+        y[3:] = 2.0
+        return x * y[:3], y.sum()
+    def make():
+        x = leaf(3)
+        return Inputs((x, rand(4)[1:]), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="inference", tags=("resize",))
+def resize_input_shrink_then_write():
+    def f(y):
+        y.resize_(2, 2)
+        y.mul_(3)
+        return y.sum(0)
+    return f, seeded(lambda: Inputs((rand(5),)))
+
+
+@case("metadata_mutation", mode="inference", tags=("resize", "noncontiguous"))
+def resize_input_same_size_keeps_strides():
+    # a resize_ to the sizes a tensor has changes nothing in eager (a transposed argument
+    # stays transposed); functionalization replays it as a contiguous view, which read the
+    # argument's memory in another order
+    def f(y):
+        y.resize_(3, 2)
+        y.add_(1)
+        return y * 1
+    return f, seeded(lambda: Inputs((rand(2, 3).t(),)))
+
+
+@case("input_mutation", mode="inference", tags=("resize",))
+def resize_intermediate_grow():
+    def f(x):
+        z = x * 2
+        z.resize_(6)
+        z[4:] = 1.0
+        return z
+    return f, seeded(lambda: Inputs((rand(4),)))
+
+
 # ---------------------------------------------------------------- set_ on arguments (issue 11, class 4)
 # NOTE [storage swaps] in aotcheck/engine/functional_run.py. Each returns the swapped argument
 # too, so the oracle's output mutation checks that it shares the storage eager's shares.
