@@ -310,6 +310,15 @@ class FunctionalRun:
             # after a swap: the set_() source's eager geometry (NOTE [eager geometry])
             final = self.eager_arguments[plan.placeholders[p][1]] \
                 if swapped and self.eager_arguments else None
+            if not meta and not swapped:
+                # NOTE [eager geometry]: an argument whose metadata nothing changed ends with
+                # the geometry it had at the call; a written wrapper's own can drift (to the
+                # compact layout of its new value, depending on when it was last synced: the
+                # capture and the joint's second run disagreed for ``y[3:] = 2.0`` on
+                # ``y = b[1:]``), and so would the value's
+                final = start_geometry[p]
+                if data:
+                    recorder.geometry.setdefault(id(value), final)
             inputs.append(InputFacts(
                 p, data, meta, saw, flag if p in own_at_call else w.requires_grad,
                 *(final or geometry_of(w)), value_output, storage_bytes=storage_bytes,

@@ -1239,3 +1239,20 @@ def index_put_bool_mask_backward_reads_the_mask():
         x, v = leaf(5, 5), leaf(5)
         return Inputs((x, torch.tensor([True, True, False, True, False]), v), leaves=(x, v))
     return f, seeded(make)
+
+
+@case("input_mutation", mode="training", tags=("noncontiguous",))
+def tail_slice_argument_written_beside_a_grad_argument():
+    """A slice argument at offset 1 written in place (``y[3:] = 2.0``) beside an argument that
+    requires grad: the written wrapper's offset drifted to 0 in the joint's run of the
+    function and not in the capture's, so the engine refused a function eager runs ('traced
+    differently the second time'). An argument whose metadata nothing changed now ends in its
+    geometry at the call (NOTE [eager geometry]). Found through the Dynamo backend, whose graph
+    after a resize_ graph break is this function."""
+    def f(y, x):
+        y[3:] = 2.0
+        return x * y[:3], y.sum()
+    def make():
+        x = leaf(3)
+        return Inputs((rand(5)[1:], x), leaves=(x,))
+    return f, seeded(make)
