@@ -78,6 +78,7 @@ class AotFunction:
         # state (no trace), and artifacts are reused only under an equal fingerprint, so
         # model.eval() after a train-mode compile compiles again (torch's guards do the same).
         state, fp, lifted = self._state()
+        lifted = _lift.liftable(lifted)
         if lifted:                      # NOTE [lifted tensors] (lift.py)
             kwargs = {**kwargs, _lift.LIFTED: lifted}
         if not kwargs:

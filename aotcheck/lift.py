@@ -20,7 +20,8 @@ Before and after, for ``lin = nn.Linear(3, 2); f = lambda x: lin(x)``::
     wrap(f)(x, __aotcheck_lifted__=(lin.weight, lin.bias))
         t = aten.t.default(arg1_1); addmm = aten.addmm.default(arg2_1, arg0_1, t)
 
-A tensor the walk cannot reach (one held only by a C++ object) keeps the named refusal.
+A tensor the walk cannot reach (one held only by a C++ object), and a tensor subclass held
+in a closure, keep the named refusal.
 """
 from __future__ import annotations
 
@@ -38,7 +39,15 @@ LIFTED = "__aotcheck_lifted__"
 
 def reachable_tensors(fn) -> tuple:
     """The tensors ``fn`` can read that are not its arguments, in a fixed order."""
-    return fingerprint_walk(fn, identity_fallback=True)[1]
+    return liftable(fingerprint_walk(fn, identity_fallback=True)[1])
+
+
+def liftable(tensors) -> tuple:
+    """The tensors that are lifted: plain tensors and parameters. A tensor subclass (a
+    closure's TwoTensor) is not: the subclass layer desugars arguments only, so such a
+    tensor keeps the named refusal."""
+    return tuple(t for t in tensors if type(t) in (torch.Tensor, torch.nn.Parameter)
+                 or isinstance(t, torch.nn.parameter.Buffer))
 
 
 def wrap(fn):

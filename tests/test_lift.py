@@ -139,3 +139,10 @@ def test_changing_a_lifted_tensors_metadata_misses_the_cache(tmp_path):
     assert got.requires_grad
     c = aotcheck.counters
     assert c["hits"] == 0 and c["misses"] == 3, c
+
+
+def test_a_tensor_subclass_in_a_closure_keeps_the_named_refusal():
+    from torch.testing._internal.two_tensor import TwoTensor
+    w = TwoTensor(torch.randn(3), torch.randn(3))
+    with pytest.raises(aotcheck.UnsupportedInputError, match="not one of its arguments"):
+        aotcheck.aot_function(lambda x: x * w)(torch.randn(3))
