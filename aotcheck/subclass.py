@@ -51,7 +51,9 @@ from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from .engine.functional import geometry_of, storage_ref
 from .engine.signature import call_key
 from .errors import TraceError, UnsupportedInputError
-from .subclass_autograd import explain_forward, explain_inputs, flag_before_call, needs_history, outer_training
+from .subclass_autograd import (BaseFlags, argument_view_bases, as_argument_view, explain_forward,
+                                explain_inputs, flag_before_call, needs_history, outer_training,
+                                own_flag)
 from .subclass_replay import (OuterCallLog, as_before, compile_joint, dirty_values, split_rebased,
                               write_back)
 from .subclass_facts import apply_facts, outer_facts, plain_part, stale_views, storage_key, version_of
@@ -181,7 +183,7 @@ class _Alias(torch.autograd.Function):
 
 
 def _rebuild_args(meta: str, descs: list, values: list, ts, requires: list | None = None,
-                  nonleaf=None, member=None, inference: tuple = ()):
+                  nonleaf=None, member=None, inference: tuple = (), hidden: dict | None = None):
     """(args, kwargs, outer tensors, grad leaves) from plain inner tensors; with ``requires``
     (per outer tensor), the outer tensors that require grad are made autograd leaves, and
     ``nonleaf(i, leaf)`` gives what the function sees for outer tensor ``i`` if it was a
@@ -189,10 +191,16 @@ def _rebuild_args(meta: str, descs: list, values: list, ts, requires: list | Non
     outer tensor ``i`` instead (a member of an alias group, NOTE [subclass alias groups]), with
     no grad leaf of its own. ``inference``: per outer tensor, whether the caller's is an
     inference tensor: it is made inside inference mode, the others outside it (NOTE [subclass
-    inference views] in subclass_facts.py)."""
+    inference views] in subclass_facts.py). ``hidden`` (a dict, filled here): with it, each
+    argument that is a leaf view of another one is made a view of a hidden leaf, ``{view:
+    (leaf, base)}`` (NOTE [subclass views of an argument given requires_grad_] in
+    subclass_autograd.py)."""
     it_t, it_v = iter(ts), iter(values)
     leaves, outer, grad_leaves = [], [], []
     same = json.loads(meta)["same"]
+    views = {j: (i, own) for j, i, own in json.loads(meta).get("bases", [])} \
+        if hidden is not None else {}
+    made: dict = {}             # per argument view: its place in grad_leaves
     for d in descs:
         if d == "value":
             leaves.append(next(it_v))
@@ -207,6 +215,10 @@ def _rebuild_args(meta: str, descs: list, values: list, ts, requires: list | Non
                 grad_leaves.append(None)
         elif member is not None and (m := member(len(outer), t)) is not None:
             t = m
+        elif i in views:            # made after the loop, when its base is
+            made[i] = len(grad_leaves) if r else None
+            if r:
+                grad_leaves.append(None)
         elif r:     # a fresh wrapper: an autograd leaf, no op traced ("set": the function sets it)
             t = t if r == "set" else t.requires_grad_()
             grad_leaves.append(t)
@@ -214,11 +226,23 @@ def _rebuild_args(meta: str, descs: list, values: list, ts, requires: list | Non
                 t = nonleaf(len(outer), t)
         outer.append(t)
         leaves.append(t)
+    for j, g in made.items():
+        base, own = views[j]
+        r = requires is not None and requires[j]
+        view, leaf = as_argument_view(outer[j], outer[base].requires_grad, own and r != "set")
+        if g is not None and (own or r == "set"):
+            grad_leaves[g] = view
+        raw = outer[j]
+        for k, t in enumerate(outer):       # it, and where it is passed again
+            if t is raw:
+                hidden[k] = (leaf, base)
+                outer[k] = view
+        leaves = [view if x is raw else x for x in leaves]
     args, kwargs = pytree.tree_unflatten(leaves, pytree.treespec_loads(json.loads(meta)["tree"]))
     return args, kwargs, outer, grad_leaves
 
 
-def _flatten_out(out, box: dict, outer: list, before: list) -> list:
+def _flatten_out(out, box: dict, outer: list, before: list, hidden: dict | None = None) -> list:
     # a torch.Size is one value: pytree would rebuild it as a plain tuple
     out_leaves, spec = pytree.tree_flatten(out, is_leaf=lambda v: isinstance(v, torch.Size))
     odescs, flat_out = _split(out_leaves, spec, "returned value")
@@ -226,7 +250,8 @@ def _flatten_out(out, box: dict, outer: list, before: list) -> list:
     box["values"] = [v for v, d in zip(out_leaves, odescs) if d == "value"]
     box["diff"] = [o.requires_grad for o in out_leaves if isinstance(o, torch.Tensor)]
     box["spec"] = spec
-    box["facts"] = outer_facts([o for o in out_leaves if isinstance(o, torch.Tensor)], outer, before)
+    box["facts"] = outer_facts([o for o in out_leaves if isinstance(o, torch.Tensor)], outer, before,
+                               hidden)
     return [t for t in flat_out if isinstance(t, torch.Tensor)]
 
 
@@ -289,8 +314,12 @@ def _prepare(args: tuple, kwargs: dict):
     outer = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
     # one tensor passed twice is one object inside the function too (eager writes both)
     same = [next((j for j in range(i) if outer[j] is t), -1) for i, t in enumerate(outer)]
-    meta = json.dumps({"tree": tree, "descs": descs, "same": same,
-                       "values": [[type(v).__name__, repr(v)] for v in values]}, sort_keys=True)
+    fields = {"tree": tree, "descs": descs, "same": same,
+              "values": [[type(v).__name__, repr(v)] for v in values]}
+    bases = argument_view_bases(outer)      # NOTE [subclass views of an argument given requires_grad_]
+    if bases:
+        fields["bases"] = bases
+    meta = json.dumps(fields, sort_keys=True)
     grad = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
     requires = [grad and t.requires_grad and ("leaf" if t.is_leaf else "nonleaf") for t in outer]
     return meta, descs, values, tensors, outer, requires
@@ -339,37 +368,57 @@ def _inference_args(outer: list) -> tuple:
 
 
 def _forward(owner, meta, descs, values, tensors, requires, inference: tuple = ()):
-    box: dict = {"alias": False}
+    box: dict = {"alias": False, "views": False}
+    bases = {i for _, i, _ in json.loads(meta).get("bases", [])}
 
     def plain(*ts):
         nonleaf = (lambda i, t: _Alias.apply(t)) if box["alias"] else None
+        hidden = {} if box["views"] else None
         args, kwargs, outer, _ = _rebuild_args(meta, descs, values, ts, requires, nonleaf,
-                                               inference=inference)
-        before = [(geometry_of(a), a.requires_grad, a.grad_fn, version_of(a)) for a in outer]
-        with OuterCallLog(outer) as log:         # NOTE [subclass metadata replay]
+                                               inference=inference, hidden=hidden)
+        before = [(geometry_of(a), own_flag(a) if j in (hidden or {}) else a.requires_grad,
+                   a.grad_fn, version_of(a)) for j, a in enumerate(outer)]
+        # NOTE [subclass metadata replay]
+        with OuterCallLog(outer) as log, BaseFlags(outer, hidden or {}) as flags:
             res = owner.call_fn(*args, **kwargs)
-        out = _flatten_out(res, box, outer, before)
+        box["flips_base"] = bool(flags.flags_set & bases)
+        out = _flatten_out(res, box, outer, before, hidden)
         box["facts"] = split_rebased(box["facts"], log, outer)
         return out
 
+    def trace(grad: bool):
+        box["flips_base"] = False
+        try:
+            compiled = _compile(owner, plain, tensors, grad=grad)
+        except UnsupportedInputError:
+            if box["views"] or not box["flips_base"]:
+                raise       # else the facts of the views' trace decide
+        if box["flips_base"] and not box["views"]:
+            # NOTE [subclass views of an argument given requires_grad_]
+            box["views"] = True
+            compiled = _compile(owner, plain, tensors, grad=grad)
+        return compiled
+
     try:
-        return _compile(owner, plain, tensors, grad=torch.is_grad_enabled()), box
+        return trace(torch.is_grad_enabled()), box
     except TraceError as e:
         if "nonleaf" not in requires or "in-place operation" not in str(e):
             raise
     # a non-leaf argument that requires grad is written: trace again with it a non-leaf alias
     # (only then, so that other graphs hold no extra ``detach``)
     box["alias"] = True
-    return _compile(owner, plain, tensors, grad=True), box
+    return trace(True), box
 
 
 def _joint(owner, meta, descs, values, tensors, requires, tangent_descs, n: int, dirty: list,
-           groups: list, replay: dict):
+           groups: list, replay: dict, views: bool = False):
     """The backward at the OUTER level (eager's autograd over the subclass), desugared:
     ``(inner primals, inner tangents) -> inner gradients`` (NOTE [subclass autograd]); the
     arguments in ``dirty`` were written in place (NOTE [subclass non-leaf writes]); the
     members of ``groups`` are views of their group's root (NOTE [subclass alias groups]).
-    One gradient per input of :class:`_Outer` that takes one (``_grad_slots``)."""
+    One gradient per input of :class:`_Outer` that takes one (``_grad_slots``). ``views``: the
+    forward was traced with argument views (NOTE [subclass views of an argument given
+    requires_grad_] in subclass_autograd.py)."""
     box: dict = {}
     member_of = {i: g for g, grp in enumerate(groups) for i in grp["members"]}
 
@@ -390,9 +439,12 @@ def _joint(owner, meta, descs, values, tensors, requires, tangent_descs, n: int,
             msize, mstride, moffset = groups[g]["geoms"][str(i)]
             return (rc if requires[i] else rc.detach()).as_strided(msize, mstride, moffset - offset)
 
+        hidden = {} if views else None
         args, kwargs, outer, leaves = _rebuild_args(meta, descs, values, ts[:n], requires,
-                                                    lambda i, t: t.clone(), member)
-        outs = [o for o in pytree.tree_leaves(owner.call_fn(*args, **kwargs)) if isinstance(o, torch.Tensor)]
+                                                    lambda i, t: t.clone(), member, hidden=hidden)
+        with BaseFlags(outer, hidden or {}):
+            res = owner.call_fn(*args, **kwargs)
+        outs = [o for o in pytree.tree_leaves(res) if isinstance(o, torch.Tensor)]
         # each written argument as it was at its last write (NOTE [subclass metadata replay])
         outs += [as_before(outer[i], *replay[i][1::2]) if i in replay else outer[i] for i in dirty]
         it = iter(ts[n:])
@@ -445,7 +497,8 @@ def call(owner, args: tuple, kwargs: dict):
     def joint(tangent_descs, ins, dirty):
         return cached(base_key + ("joint", json.dumps([tangent_descs, dirty, groups])),
                       lambda: _joint(owner, meta, descs, values, ins, requires, tangent_descs,
-                                     len(tensors), dirty, groups, box["facts"]["replay"]))
+                                     len(tensors), dirty, groups, box["facts"]["replay"],
+                                     box["views"]))
 
     res = {}
     slots = _grad_slots(requires, groups)

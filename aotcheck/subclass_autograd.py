@@ -1,7 +1,9 @@
 """The outer-level autograd graph of a tensor-subclass call (NOTE [outer-level facts] in
 ``subclass_facts.py``), read off the forward trace: which argument an output views, whether an
 output's gradient reaches that argument, which arguments given ``requires_grad_()`` inside
-take a gradient, and the outputs remade at the call from those facts.
+take a gradient, and the outputs remade at the call from those facts; and the arguments that
+are views of another one, traced so that their flag reads through their base's (NOTE [subclass
+views of an argument given requires_grad_]).
 
 Eager's autograd drops an edge where a view has no history of its own::
 
@@ -18,6 +20,9 @@ from __future__ import annotations
 import torch
 from torch.fx.experimental.proxy_tensor import disable_proxy_modes_tracing
 
+from torch.overrides import TorchFunctionMode
+
+from .engine.recorder import _REQUIRES_GRAD_ATTR, call_name
 from .engine.signature import storage_extent
 
 STALE = object()
@@ -45,9 +50,11 @@ def reaches_arg(node, arg, start_fn) -> bool:
                  or (start_fn is not None and n is start_fn))
 
 
-def has_history(node) -> bool:
-    """Does ``node`` lead back to any leaf's AccumulateGrad (not a dropped edge's dead end)?"""
-    return _walk(node, lambda n: hasattr(n, "variable"))
+def has_history(node, hidden: dict = {}) -> bool:
+    """Does ``node`` lead back to any leaf's AccumulateGrad (not a dropped edge's dead end)?
+    A hidden leaf's (NOTE [subclass views of an argument given requires_grad_]) is a dead end
+    too: eager's view has no gradient edge."""
+    return _walk(node, lambda n: hasattr(n, "variable") and id(n.variable) not in hidden)
 
 
 def _walk(node, hit) -> bool:
@@ -63,21 +70,24 @@ def _walk(node, hit) -> bool:
     return False
 
 
-def view_home(o, outer: list, keys: list, key, plain) -> int | None:
+def view_home(o, outer: list, keys: list, key, plain, hidden: dict = {}) -> int | None:
     """The argument an output over an argument's storage is remade from: the one it is a view
     of (``o._base``), else the first whose memory holds all of the output's, else the first
     over that storage. Two rows of one base passed as two arguments share a storage: remade
     from the other row, the output's gradient would fall outside it (as_strided's backward
-    drops it). ``plain(t)``: a plain tensor over ``t``'s storage."""
+    drops it). ``plain(t)``: a plain tensor over ``t``'s storage; ``hidden``: per hidden leaf
+    (by id), the argument it stands for (NOTE [subclass views of an argument given
+    requires_grad_])."""
     homes = [j for j, k in enumerate(keys) if k == key]
     base = o._base if o._is_view() else None
+    base = hidden.get(id(base), base)
     first, last = storage_extent(plain(o))
     spans = {j: storage_extent(plain(outer[j])) for j in homes}
     inside = [j for j in homes if spans[j][0] <= first and last <= spans[j][1]]
     return next((j for j in homes if outer[j] is base), next(iter(inside + homes), None))
 
 
-def view_mode(o, arg, start_fn) -> str:
+def view_mode(o, arg, start_fn, hidden: dict = {}) -> str:
     """How an output over argument ``arg``'s storage is remade (``apply_facts``):
 
     - ``"alias"``: no view (a ``detach()``);
@@ -104,11 +114,12 @@ def view_mode(o, arg, start_fn) -> str:
     if gf is STALE:
         return "stale"
     if gf is not None:
-        if o._base is not arg and o._base is not arg._base and has_history(gf):
+        base = hidden.get(id(o._base), o._base)
+        if base is not arg and base is not arg._base and has_history(gf, hidden):
             return "written"        # a view of a detach of the argument: no autograd view of it
         if reaches_arg(gf, arg, start_fn):
             return "grad"
-        return "written" if has_history(gf) else "dropped"
+        return "written" if has_history(gf, hidden) else "dropped"
     return "plain" if not arg.requires_grad else "no_grad" if o.requires_grad else "detached"
 
 
@@ -157,11 +168,22 @@ def remake_view_of_leaf(o: torch.Tensor) -> torch.Tensor:
 # name instead: an argument whose shape changed in place (its gradient's geometry would be
 # the new one, the edge's the old one) or that shares its storage with another argument.
 
-def routed_grad_set(reached: list, moved: dict, outer: list, keys: list) -> list:
+def routed_grad_set(reached: list, moved: dict, outer: list, keys: list,
+                    family: dict | None = None, written: list = ()) -> list:
     """Of the arguments given ``requires_grad_()`` inside whose gradient an output reaches,
-    those the runtime flags before the call (NOTE [requires_grad_ on a subclass argument])."""
+    those the runtime flags before the call (NOTE [requires_grad_ on a subclass argument]).
+    ``family``: per argument, the arguments traced as its base or its argument views (NOTE
+    [subclass views of an argument given requires_grad_]): where nothing of them is written,
+    sharing a storage with them alone is no hindrance, since the trace reads their flags
+    through one another as eager does."""
+    family = family or {}
+
     def shared(j):
-        return any(keys[i] == keys[j] and a is not outer[j] for i, a in enumerate(outer))
+        kin = family.get(j, set())
+        if kin & set(written):
+            kin = set()
+        return any(keys[i] == keys[j] and a is not outer[j] and i not in kin
+                   for i, a in enumerate(outer))
     return [j for j in reached if j not in moved and not shared(j)]
 
 
@@ -185,6 +207,11 @@ def needs_history(box: dict) -> bool:
 def outer_training(box: dict, requires: list):
     """For ``explain``: (mode, reason) where the call trains though no argument requires grad
     at the call, else False."""
+    if torch.is_grad_enabled() and box.get("views") and any(box["diff"]):
+        # the hidden leaves' flags are no input of the plain graph, which sees no grad there
+        return ("training", "an output requires grad through an argument that views another "
+                "one given requires_grad_() inside (NOTE [subclass views of an argument given "
+                "requires_grad_])")
     if not torch.is_grad_enabled() or any(requires):
         return False
     if box["facts"]["routed"]:
@@ -261,3 +288,84 @@ def explain_forward(tensors: list) -> tuple:
     ins = [made.setdefault(id(t), t.detach()) for t in tensors]
     return ins, ("training", "an argument requires grad at the outer level (of a tensor "
                  "subclass call); the forward graph shown runs on detached inner tensors")
+
+
+# NOTE [subclass views of an argument given requires_grad_]
+# ``f(x, a1, a2)`` with ``a2 = a1[1:]`` taken before the call (a view that is a leaf: no
+# grad_fn), then ``a1.requires_grad_()`` inside: eager's ``a2`` requires grad through its
+# ``._base``, with no gradient edge, so ``a2.sin()`` requires grad and sends no gradient
+# anywhere (NOTE [views of an argument given requires_grad_] in engine/functional_run.py, the
+# plain engine's counterpart; its machinery reads the plain signature's alias groups, which the
+# desugared graph's detached inner tensors do not have). The forward trace rebuilds each
+# argument on its own, so when it sees a requires_grad setter on an argument that is another
+# one's ``._base`` (plain or subclass alike: a TwoTensor view of a TwoTensor), it runs again
+# with each such view a view (taken before the function runs) of a hidden leaf holding its
+# value (``as_argument_view``), whose flag follows its base's (``BaseFlags``): autograd then
+# gives the view eager's flag and edges. Only a view's own flag (a gradient edge of its own,
+# ``own_flag``) is the function's to set or the joint's to take a gradient for, and an output
+# that views the hidden leaf views the base argument (``hidden``). The joint is rebuilt alike.
+
+def own_flag(t: torch.Tensor) -> bool:
+    """Whether ``t`` requires grad with a gradient edge of its own (a grad_fn or a gradient
+    accumulator), as ``torch.autograd.graph.get_gradient_edge`` finds it; a leaf view that
+    reads its flag through its base has none."""
+    if not t.requires_grad or t.is_inference():
+        return False
+    if t.grad_fn is not None:
+        return True
+    with disable_proxy_modes_tracing(), torch.enable_grad():
+        return t.view_as(t).grad_fn.next_functions[0][0] is not None
+
+
+def argument_view_bases(outer: list) -> list:
+    """``[view, base, own flag]`` per argument that is a leaf view of another argument (its
+    ``._base``), for the trace's meta (NOTE [subclass views of an argument given
+    requires_grad_])."""
+    found = []
+    for j, t in enumerate(outer):
+        if not t._is_view() or t.is_inference() or t.grad_fn is not None \
+                or any(t is o for o in outer[:j]):
+            continue
+        i = next((k for k, o in enumerate(outer) if o is t._base), None)
+        if i is not None:
+            found.append([j, i, own_flag(t)])
+    return found
+
+
+def as_argument_view(t: torch.Tensor, base_flag: bool, own: bool) -> tuple:
+    """(view, hidden leaf): ``t`` as a view of a leaf holding its value with its base's flag;
+    the view has its own flag where ``own`` (NOTE [subclass views of an argument given
+    requires_grad_])."""
+    leaf = t.detach()
+    view = leaf.view(leaf.shape)
+    leaf.requires_grad_(base_flag)
+    if own:
+        view.requires_grad_()
+    return view, leaf
+
+
+class BaseFlags(TorchFunctionMode):
+    """While the user's function runs on the outer tensors: which arguments a requires_grad
+    setter was called on, and, per base argument (by id), the hidden leaves whose flag follows
+    its own (NOTE [subclass views of an argument given requires_grad_])."""
+
+    def __init__(self, outer: list, hidden: dict):
+        super().__init__()
+        self.index = {id(t): j for j, t in reversed(list(enumerate(outer)))}
+        self.followers: dict[int, list] = {}
+        for leaf, i in hidden.values():
+            self.followers.setdefault(id(outer[i]), []).append(leaf)
+        self.flags_set: set[int] = set()
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        target = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if target is not None and (call_name(func) == "requires_grad_" or (
+                call_name(func) == "__set__"
+                and getattr(func, "__self__", None) is _REQUIRES_GRAD_ATTR)):
+            if id(target) in self.index:
+                self.flags_set.add(self.index[id(target)])
+            for leaf in self.followers.get(id(target), ()):
+                leaf.requires_grad_(target.requires_grad)
+        return out

@@ -14,8 +14,9 @@ from .engine.outputs import poisoned_kind
 from .engine.regenerate import multi_output_view, poisoned_view
 from .errors import UnsupportedInputError
 from .subclass_autograd import STALE as _STALE, grad_fn_of as _grad_fn, reaches as _reaches
-from .subclass_autograd import (detached_written, new_leaf_kind, remake_dropped, remake_view_of_leaf,
-                                remake_view_of_new_leaf, routed_grad_set, view_home, view_mode)
+from .subclass_autograd import (detached_written, new_leaf_kind, own_flag, remake_dropped,
+                                remake_view_of_leaf, remake_view_of_new_leaf, routed_grad_set,
+                                view_home, view_mode)
 from .subclass_set import move_outer
 
 
@@ -62,8 +63,13 @@ def storage_key(t):
     return storage_ref(plain_part(t))
 
 
-def outer_facts(outs: list, outer: list, before: list) -> dict:
-    """``before``: each outer argument's (geometry, requires_grad, grad_fn, version) at the call."""
+def outer_facts(outs: list, outer: list, before: list, hidden: dict | None = None) -> dict:
+    """``before``: each outer argument's (geometry, requires_grad, grad_fn, version) at the call;
+    ``hidden``: per argument view (NOTE [subclass views of an argument given requires_grad_] in
+    subclass_autograd.py), its hidden leaf and its base's index; its requires_grad in
+    ``before`` is its own flag."""
+    hidden = hidden or {}
+    by_leaf = {id(leaf): outer[i] for leaf, i in hidden.values()}
     keys = [storage_key(a) for a in outer]
     per_out = []
     for i, o in enumerate(outs):
@@ -75,11 +81,12 @@ def outer_facts(outs: list, outer: list, before: list) -> dict:
         elif arg is not None:
             fact["same_arg"] = arg
         else:
-            home = view_home(o, outer, keys, storage_key(o), plain_part)
+            home = view_home(o, outer, keys, storage_key(o), plain_part, by_leaf)
             if home is not None and o.is_inference() and not outer[home].is_inference():
                 home = None     # NOTE [subclass inference views]
             if home is not None:
-                fact["view"] = [home, geometry_of(o), view_mode(o, outer[home], before[home][2])]
+                fact["view"] = [home, geometry_of(o),
+                                view_mode(o, outer[home], before[home][2], by_leaf)]
                 if fact["view"][2] == "stale":
                     fact["poisoned"] = poisoned_kind(o)
             elif poisoned_kind(o):
@@ -113,7 +120,9 @@ def outer_facts(outs: list, outer: list, before: list) -> dict:
             fact["multi_output"] = True
         per_out.append(fact)
     moved = {j: geometry_of(a) for j, a in enumerate(outer) if geometry_of(a) != before[j][0]}
-    grad_set = [j for j, a in enumerate(outer) if a.requires_grad and not before[j][1] and a.is_leaf]
+    # an argument view's flag reads its base's: only its own counts
+    grad_set = [j for j, a in enumerate(outer) if a.is_leaf and not before[j][1]
+                and (own_flag(a) if j in hidden else a.requires_grad)]
     # written in grad mode: autograd gave the argument a new grad_fn (a write under no_grad
     # leaves its history as it was), NOTE [subclass non-leaf writes]
     rebased = [j for j, a in enumerate(outer)
@@ -125,7 +134,14 @@ def outer_facts(outs: list, outer: list, before: list) -> dict:
                if not {"same_out", "same_arg", "view"} & fact.keys()]
     through += [_grad_fn(outer[j]) for j in rebased]
     reached = [j for j in grad_set if any(_reaches(n, outer[j]) for n in through)]
-    routed = routed_grad_set(reached, moved, outer, keys)    # flagged before the call
+    written = [j for j, a in enumerate(outer) if version_of(a) != before[j][3]
+               or geometry_of(a) != before[j][0]]
+    family: dict = {}
+    for j, (_, i) in hidden.items():
+        kin = {i} | {v for v, (_, b) in hidden.items() if b == i}
+        for k in kin:
+            family[k] = kin
+    routed = routed_grad_set(reached, moved, outer, keys, family, written)  # flagged before the call
     if routed != reached:
         raise UnsupportedInputError(
             "requires_grad_() on an argument inside a call with a tensor-subclass argument, "
@@ -133,8 +149,6 @@ def outer_facts(outs: list, outer: list, before: list) -> dict:
             "shares a storage with another argument: aotcheck sets the flag on the caller's "
             "argument after the call but does not route gradients to it, so it refuses this. "
             "Set requires_grad before the call")
-    written = [j for j, a in enumerate(outer) if version_of(a) != before[j][3]
-               or geometry_of(a) != before[j][0]]
     return {"outs": per_out, "moved": moved, "grad_set": grad_set, "rebased": rebased,
             "written": written, "routed": routed}
 

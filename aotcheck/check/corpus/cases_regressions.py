@@ -1178,3 +1178,54 @@ def fuzz_view_argument_given_its_own_requires_grad_after_its_base():
         a1 = b0.transpose(-2, -1)
         return Inputs((b0, a1), leaves=(b0, a1))
     return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "subclass", "requires_grad_", "no_grad",
+                                            "aliased_inputs"))
+def fuzz_view_argument_of_a_base_given_requires_grad_with_a_twotensor_argument():
+    """The case ``fuzz_view_argument_of_a_base_given_requires_grad_inside`` with a TwoTensor
+    argument present: ``a2 = a1[1:]`` taken before the call, ``a1.requires_grad_()`` under
+    no_grad inside; eager's ``a2`` requires grad through its base (no gradient edge), so
+    ``a2.sin()`` requires grad. The tensor-subclass layer rebuilds each argument on its own
+    for its trace, so ``a2`` did not, and aotcheck returned ``v2`` without requires_grad.
+    The trace now makes such a view a view of a hidden leaf whose flag follows its base's
+    (NOTE [subclass views of an argument given requires_grad_]). Found by aotcheck fuzz
+    --seed 1."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def f(a0, a1, a2):
+        with torch.no_grad():
+            a1.requires_grad_()
+        v2 = a2.sin()
+        return (v2,)
+
+    def make():
+        l0 = TwoTensor(_randn((1, 1), 397), _randn((1, 1), 398)).requires_grad_()
+        a1 = _randn((3, 3), 2677)
+        return Inputs((l0.clone(), a1, a1[1:]), leaves=(l0,))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("subclass", "requires_grad_", "aliased_inputs"))
+def twotensor_view_argument_given_its_own_requires_grad_after_its_base():
+    """A TwoTensor view ``a2 = a1[1:]`` of a TwoTensor argument, both passed, the function
+    flagging ``a1`` then ``a2`` and returning values computed from each: eager's ``a2.sin()``
+    reaches ``a2``'s own gradient edge, ``a1.cos()`` reaches ``a1``'s; ``a0.grad`` gets the
+    product's gradient. The subclass layer refused it (an argument given requires_grad_()
+    that shares a storage with another); with the view traced as a view of a hidden leaf
+    whose flag follows ``a1``'s, the flags are routed as eager's (NOTE [subclass views of an
+    argument given requires_grad_])."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def f(a0, a1, a2):
+        a1.requires_grad_()
+        v0 = a2 * 2
+        a2.requires_grad_()
+        return (v0, a2.sin() * a0, a1.cos())
+
+    def make():
+        l0 = TwoTensor(_randn((1, 1), 397), _randn((1, 1), 398)).requires_grad_()
+        a1 = TwoTensor(_randn((3, 3), 5), _randn((3, 3), 6))
+        a2 = a1[1:]
+        return Inputs((l0.clone(), a1, a2), leaves=(l0, a1, a2))
+    return f, make
