@@ -460,8 +460,12 @@ def _joint(owner, meta, descs, values, tensors, requires, tangent_descs, n: int,
         for grp, (r, _) in zip(groups, [roots[g] for g in range(len(groups))]):
             by_input[grp["input"]] = r
         leaves = [by_input.get(i) for i in _grad_slots(requires, groups)]
+        # a leaf the function gave requires_grad_(False) takes no gradient (eager's
+        # AccumulateGrad skips a leaf that no longer requires grad)
+        leaves = [x if x is not None and x.requires_grad else None for x in leaves]
         xs = [x for x in leaves if x is not None]
-        got = iter(torch.autograd.grad(ys, xs, gs, allow_unused=True) if ys else [None] * len(xs))
+        got = iter(torch.autograd.grad(ys, xs, gs, allow_unused=True) if ys and xs
+                   else [None] * len(xs))
         got = [None if x is None else next(got) for x in leaves]
         gflat: list = []
         box["descs"] = ["none" if g is None else flatten(g, "gradient", gflat) for g in got]

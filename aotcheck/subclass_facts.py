@@ -123,6 +123,11 @@ def outer_facts(outs: list, outer: list, before: list, hidden: dict | None = Non
     # an argument view's flag reads its base's: only its own counts
     grad_set = [j for j, a in enumerate(outer) if a.is_leaf and not before[j][1]
                 and (own_flag(a) if j in hidden else a.requires_grad)]
+    # and ``requires_grad_(False)`` on a leaf argument: the caller's flag is cleared after the
+    # call (what was computed from it before keeps its edge; eager's AccumulateGrad then skips
+    # a leaf that no longer requires grad)
+    grad_unset = [j for j, a in enumerate(outer) if a.is_leaf and before[j][1]
+                  and not (own_flag(a) if j in hidden else a.requires_grad)]
     # written in grad mode: autograd gave the argument a new grad_fn (a write under no_grad
     # leaves its history as it was), NOTE [subclass non-leaf writes]
     rebased = [j for j, a in enumerate(outer)
@@ -150,7 +155,7 @@ def outer_facts(outs: list, outer: list, before: list, hidden: dict | None = Non
             "argument after the call but does not route gradients to it, so it refuses this. "
             "Set requires_grad before the call")
     return {"outs": per_out, "moved": moved, "grad_set": grad_set, "rebased": rebased,
-            "written": written, "routed": routed}
+            "written": written, "routed": routed, "grad_unset": grad_unset}
 
 
 def version_of(t):
@@ -175,6 +180,8 @@ def apply_facts(facts: dict, outs: list, outer: list, moved: bool = True,
             move_outer(outer[j], size, stride, offset)
     for j in facts["grad_set"]:
         outer[j].requires_grad_()
+    for j in facts.get("grad_unset", ()):
+        outer[j].requires_grad_(False)
     # poisoned views first (NOTE [subclass poisoned views]): each bumps a version counter that
     # other views of its memory may share, and a view eager made after the write that poisoned
     # it must not see that bump (as in the runtime's _outputs). Stale views of arguments are

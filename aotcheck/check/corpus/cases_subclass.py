@@ -528,3 +528,22 @@ def fuzz_twotensor_view_unsqueezed_in_place_other_view_written():
         a0 = l.clone()
         return Inputs((a0, a0.transpose(-2, -1), a0.transpose(-2, -1)), leaves=(l,))
     return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("requires_grad_",))
+def requires_grad_false_on_arguments_beside_a_twotensor():
+    """``requires_grad_(False)`` inside the call on a plain leaf argument and on a TwoTensor
+    leaf argument, each used before and after: eager clears both caller's flags, the outputs
+    made before keep their edges, and at backward AccumulateGrad skips the leaves (their
+    ``.grad`` stays None). The subclass path left the caller's flags set, and its backward
+    trace raised ('One of the differentiated Tensors does not require grad')."""
+    def f(a0, a1):
+        y = a1 * 2 + a0
+        a1.requires_grad_(False)
+        a0.requires_grad_(False)
+        return y, a1 * a0
+    def make():
+        a0 = TwoTensor(torch.randn(3), torch.randn(3)).requires_grad_()
+        a1 = leaf(3)
+        return Inputs((a0, a1), leaves=(a0, a1))
+    return f, seeded(make)
