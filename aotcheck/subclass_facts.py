@@ -89,21 +89,24 @@ def outer_facts(outs: list, outer: list, before: list, hidden: dict | None = Non
                                 view_mode(o, outer[home], before[home][2], by_leaf)]
                 if fact["view"][2] == "stale":
                     fact["poisoned"] = poisoned_kind(o)
+                else:
+                    # NOTE [subclass leaf made inside over an argument's memory]
+                    leaf = _leaf_made_inside(o, outer, by_leaf)
+                    if leaf:
+                        fact["view"][2] = "alias"
+                        fact.update(leaf)
             elif poisoned_kind(o):
                 # NOTE [subclass poisoned views]
                 fact["poisoned"] = poisoned_kind(o)
-            elif o.requires_grad and o.is_leaf:
-                fact["new_leaf"] = new_leaf_kind(o)
-                if any(_reaches(_grad_fn(p), o) for p in outs if _grad_fn(p) not in (None, _STALE)):
-                    raise UnsupportedInputError(
-                        "a call with a tensor-subclass argument returns a leaf it made with "
-                        "requires_grad_() and also an output computed from it; aotcheck "
-                        "does not route that output's gradient into the new leaf's .grad, so "
-                        "it refuses this. Return the leaf alone, or make it before the call")
-            elif o._is_view() and o._base.is_leaf and o._base.requires_grad:
-                # a view of a leaf made inside (``v1[:1]`` after ``v1.requires_grad_()``, or a
-                # view in grad mode of one taken before it): eager refuses to write it in place
-                fact["leaf_view"] = _reaches(_grad_fn(o), o._base)
+            else:
+                fact.update(_leaf_made_inside(o, outer, by_leaf))
+            if fact.get("new_leaf") and any(_reaches(_grad_fn(p), o) for p in outs
+                                            if _grad_fn(p) not in (None, _STALE)):
+                raise UnsupportedInputError(
+                    "a call with a tensor-subclass argument returns a leaf it made with "
+                    "requires_grad_() and also an output computed from it; aotcheck "
+                    "does not route that output's gradient into the new leaf's .grad, so "
+                    "it refuses this. Return the leaf alone, or make it before the call")
         if "same_out" not in fact and "same_arg" not in fact:
             from .subclass import flatten
             inner: list = []
@@ -156,6 +159,36 @@ def outer_facts(outs: list, outer: list, before: list, hidden: dict | None = Non
             "Set requires_grad before the call")
     return {"outs": per_out, "moved": moved, "grad_set": grad_set, "rebased": rebased,
             "written": written, "routed": routed, "grad_unset": grad_unset}
+
+
+# NOTE [subclass leaf made inside over an argument's memory]
+# A leaf made inside and given ``requires_grad_()`` may share an argument's memory: made
+# under no_grad and ``set_()`` onto the argument (``v1.set_(a); v1.requires_grad_()``), or
+# ``a.detach().requires_grad_()``. Eager's output is then a leaf that requires grad (its own
+# ``.grad``, nothing reaches the argument) over the argument's memory, not a view of it, and
+# a view of it is one of that leaf (eager refuses to write it in place). The storage makes it
+# a view fact (the output is remade over the caller's argument, so that it aliases it as in
+# eager), in mode ``"alias"`` (no autograd view of the argument), and the leaf facts
+# (``new_leaf``, ``leaf_view``) remake that alias as the leaf, or a view of one, as for a leaf
+# made over memory of its own.
+
+def _leaf_made_inside(o: torch.Tensor, outer: list, by_leaf: dict) -> dict:
+    """The leaf facts of an output that is a leaf made inside with ``requires_grad_()``
+    (``new_leaf``) or a view in grad mode of one (``leaf_view``), else ``{}``. An argument, an
+    argument's base or a hidden leaf standing for an argument (NOTE [subclass views of an
+    argument given requires_grad_]) is no leaf made inside."""
+    if not o._is_view():
+        return {"new_leaf": True} if o.requires_grad and o.is_leaf else {}
+    base = o._base
+    if id(base) in by_leaf or any(base is a or base is a._base for a in outer):
+        return {}       # a view of an argument made under no_grad is a leaf too
+    if o.requires_grad and o.is_leaf:
+        return {"new_leaf": new_leaf_kind(o)}
+    if base.is_leaf and base.requires_grad:
+        # a view of a leaf made inside (``v1[:1]`` after ``v1.requires_grad_()``, or a view in
+        # grad mode of one taken before it): eager refuses to write it in place
+        return {"leaf_view": _reaches(_grad_fn(o), base)}
+    return {}
 
 
 def version_of(t):
@@ -215,7 +248,7 @@ def apply_facts(facts: dict, outs: list, outer: list, moved: bool = True,
             else:
                 with torch.set_grad_enabled(torch.is_grad_enabled() and mode != "no_grad"):
                     o = a.as_strided(size, stride, offset)
-        elif "leaf_view" in fact:
+        if "leaf_view" in fact:
             o = remake_view_of_new_leaf(o, fact["leaf_view"])
         elif fact.get("new_leaf"):
             o = remake_view_of_leaf(o) if fact["new_leaf"] == "view" else o.detach().requires_grad_()

@@ -1229,3 +1229,51 @@ def twotensor_view_argument_given_its_own_requires_grad_after_its_base():
         a2 = a1[1:]
         return Inputs((l0.clone(), a1, a2), leaves=(l0, a1, a2))
     return f, make
+
+
+@case("regressions", mode="training", tags=("fuzz", "subclass", "set_", "requires_grad_", "alias_of_input"))
+def fuzz_twotensor_made_inside_set_onto_argument_then_requires_grad():
+    """A TwoTensor made under no_grad, set_() onto the TwoTensor argument, then given
+    requires_grad_() and returned: eager's output is a leaf that requires grad over the
+    argument's memory (its own ``.grad`` after backward; nothing reaches the argument).
+    aotcheck read the output as an alias of the argument (it shares its storage) and remade it
+    from the caller's argument without the flag (requires_grad False, no ``.grad``). The leaf
+    facts are now read for outputs over an argument's memory too, and the alias is remade as
+    the leaf: NOTE [subclass leaf made inside over an argument's memory]. Found by aotcheck
+    fuzz --seed 1."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def f(a1):
+        with torch.no_grad():
+            v1 = a1 * 2
+        v1.set_(a1)
+        v1.requires_grad_()
+        return (v1,)
+
+    def make():
+        return Inputs((TwoTensor(_randn((), 5196), _randn((), 5197)),))
+    return f, make
+
+
+@case("regressions", mode="training", tags=("subclass", "set_", "requires_grad_", "alias_of_input"))
+def twotensor_view_of_a_leaf_made_inside_set_onto_an_argument_that_requires_grad():
+    """As ``fuzz_twotensor_made_inside_set_onto_argument_then_requires_grad``, the argument a
+    TwoTensor that requires grad, the set_() under no_grad (so the new tensor stays a leaf) and
+    a view of the new leaf returned with a value computed from the argument: eager's view
+    requires grad through the new leaf, refuses an in-place write (a view of a leaf that
+    requires grad), and shares the argument's memory; the argument gets the product's
+    gradient. aotcheck remade the view as a plain view of the argument (no grad, writable).
+    NOTE [subclass leaf made inside over an argument's memory]."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def f(a1):
+        with torch.no_grad():
+            v1 = a1 * 2
+            v1.set_(a1)
+        v1.requires_grad_()
+        return (v1[1:], a1 * 3)
+
+    def make():
+        l0 = TwoTensor(_randn((3,), 11), _randn((3,), 12)).requires_grad_()
+        return Inputs((l0,), leaves=(l0,))
+    return f, make
