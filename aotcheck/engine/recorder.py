@@ -285,6 +285,12 @@ class MetadataRecorder(TorchFunctionMode):
                 and all(t is not n for n in self.new_leaves):
             self.new_leaves.append(t)
             self._alive.append(t)
+            # its geometry when it became a leaf (a wrapper's own can drift later: NOTE
+            # [eager geometry]); one recorded before of another shape is stale: set_(), which
+            # reaches no TorchFunctionMode, changed it (``v.set_(a[1:])``)
+            known = self.geometry.get(id(t))
+            if known is None or tuple(known[0]) != tuple(t.shape):
+                self.geometry[id(t)] = geometry_of(t)
 
     def view_replay_hazard(self) -> bool:
         """Is some storage's metadata changed in place where autograd tracks views of it, and

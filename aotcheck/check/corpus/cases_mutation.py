@@ -1256,3 +1256,18 @@ def tail_slice_argument_written_beside_a_grad_argument():
         x = leaf(3)
         return Inputs((rand(5)[1:], x), leaves=(x,))
     return f, seeded(make)
+
+
+@case("metadata_mutation", mode="training", tags=("set_", "requires_grad_"))
+def tensor_made_inside_set_onto_a_slice_then_given_requires_grad():
+    """A tensor made inside, ``set_()`` onto a slice of the argument, then ``requires_grad_()``:
+    eager's leaf is the slice's (2,) at offset 1. The recorder kept the geometry the tensor had
+    when it was made ((3,)), since set_ reaches no TorchFunctionMode, so the leaf came back of
+    shape (3,), and the backward of an output computed from it raised ('invalid gradient')."""
+    def f(a1):
+        with torch.no_grad():
+            v1 = a1 * 2
+        v1.set_(a1[1:])
+        v1.requires_grad_()
+        return v1, v1 * 3
+    return f, seeded(lambda: Inputs((rand(3),)))
