@@ -118,8 +118,11 @@ def outer_facts(outs: list, outer: list, before: list, hidden: dict | None = Non
                 # tensors are. One over an argument's memory too: NOTE [subclass inference
                 # views]
                 fact["inference"] = [o.is_inference(), flags]
+        # (a view made before its base came to require grad has no grad_fn: eager's is a
+        # leaf that reads its flag through the base, and stays one)
         if (o._is_view() and o.requires_grad and not {"same_out", "poisoned"} & fact.keys()
-                and _get_creation_meta(o) == CreationMeta.MULTI_OUTPUT_NODE):
+                and _get_creation_meta(o) == CreationMeta.MULTI_OUTPUT_NODE
+                and _grad_fn(o) is not None):
             fact["multi_output"] = True
         per_out.append(fact)
     moved = {j: geometry_of(a) for j, a in enumerate(outer) if geometry_of(a) != before[j][0]}

@@ -547,3 +547,22 @@ def requires_grad_false_on_arguments_beside_a_twotensor():
         a1 = leaf(3)
         return Inputs((a0, a1), leaves=(a0, a1))
     return f, seeded(make)
+
+
+@case("subclass", mode="inference", tags=("requires_grad_", "multi_output"))
+def twotensor_chunks_made_before_their_base_requires_grad():
+    """``chunk`` views of a detached TwoTensor, made before ``requires_grad_()`` on it: eager's
+    views read their flag through the base but stay leaves (no grad_fn). The subclass path
+    took them for multi-output views and rebuilt them with an UnbindBackward grad_fn (not a
+    leaf). Found by aotcheck fuzz --seed 1."""
+    def f(a0):
+        with torch.no_grad():
+            v2 = a0.detach()
+        v4 = v2.chunk(2, 0)
+        v2.requires_grad_()
+        return (v4,)
+    def make():
+        b0 = TwoTensor(torch.randn(4, dtype=torch.float64),
+                       torch.randn(4, dtype=torch.float64)).requires_grad_()
+        return Inputs((b0,), leaves=(b0,))
+    return f, seeded(make)
