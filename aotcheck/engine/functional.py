@@ -115,7 +115,7 @@ class backward_phase:
     """Tags every node the graph being traced gains inside the block ``meta["backward"]``:
     the joint's backward (``torch.autograd.grad``), as eager runs it at ``.backward()``. The
     partitioner puts the impure ones there (a draw in a custom Function's backward, a guard
-    on a value the backward reads: ``rng.backward_draws``). Outside make_fx it does nothing."""
+    on a value the backward reads: ``rng.split_draws``). Outside make_fx it does nothing."""
 
     def __enter__(self):
         from torch.fx.experimental.proxy_tensor import get_proxy_mode
@@ -135,6 +135,17 @@ class backward_phase:
 
 def geometry_of(t: torch.Tensor) -> tuple:
     return tuple(t.shape), tuple(t.stride()), t.storage_offset()
+
+
+def dense_layout(shape, stride) -> bool:
+    """Non-overlapping and without gaps: the elements fill a block of memory (any order of
+    dimensions)."""
+    expected = 1
+    for st, sz in sorted((st, sz) for sz, st in zip(shape, stride) if sz != 1):
+        if st != expected:
+            return False
+        expected *= sz
+    return True
 
 
 def trace_functional(body, example_placeholders: list[torch.Tensor], *,

@@ -16,7 +16,7 @@ from torch.utils import _pytree as pytree
 
 from ..errors import AotcheckError, UnsupportedInputError
 from .facts import InputFacts, MemberFacts, RawFacts
-from .functional import geometry_of, storage_ref, to_fun
+from .functional import dense_layout, geometry_of, storage_ref, to_fun
 from .outputs import classify_outputs, holds
 from .plan import InputPlan, groups_needing_synthetic_base
 from .recorder import MetadataRecorder, replayed_geometry
@@ -615,19 +615,8 @@ def _freeze(v):
 
 def _fills_storage(t: torch.Tensor) -> bool:
     """Dense, from offset 0, over its whole storage."""
-    return t.storage_offset() == 0 and _dense(t) and \
+    return t.storage_offset() == 0 and dense_layout(t.shape, t.stride()) and \
         t.numel() * t.element_size() == t.untyped_storage().nbytes()
-
-
-def _dense(t: torch.Tensor) -> bool:
-    """Non-overlapping and dense: its elements fill a block of memory without gaps."""
-    dims = sorted((st, sz) for sz, st in zip(t.shape, t.stride()) if sz != 1)
-    expected = 1
-    for st, sz in dims:
-        if st != expected:
-            return False
-        expected *= sz
-    return True
 
 
 def _nonleaf_copy(p: torch.Tensor, w: torch.Tensor, as_view: bool) -> torch.Tensor:
@@ -658,7 +647,8 @@ def _nonleaf_copy(p: torch.Tensor, w: torch.Tensor, as_view: bool) -> torch.Tens
     Those elements carry no gradient, as eager's as_strided backward gives them none.
     """
     numel = p.untyped_storage().nbytes() // p.element_size()
-    if not as_view and p.storage_offset() == 0 and _dense(p) and numel == p.numel():
+    if not as_view and p.storage_offset() == 0 and dense_layout(p.shape, p.stride()) \
+            and numel == p.numel():
         return w.clone()     # clone() keeps a dense tensor's strides: p's geometry exactly
     storage = w.new_empty((numel,))
     if numel != p.numel():

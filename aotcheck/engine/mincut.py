@@ -74,7 +74,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 
 from ..errors import AotcheckError
 from .joint import Joint
-from .rng import backward_draws, random_nodes
+from .rng import split_draws
 
 aten = torch.ops.aten
 
@@ -147,12 +147,13 @@ def regions(joint: Joint) -> Regions:
     nf = len(joint.fw_candidates)
     fw_outs, grad_outs = outs[:nf], outs[nf:]
     # every random draw runs in the forward, even one only the backward reads (rng.py, 2.)
-    forward = _ancestors(list(fw_outs) + random_nodes(graph, tangents)) | set(primals)
+    fw_draws, bw_draws = split_draws(graph, tangents)
+    forward = _ancestors(list(fw_outs) + fw_draws) | set(primals)
     backward = set(tangents)
     for n in graph.nodes:
         if n.op == "call_function" and any(a in backward for a in n.all_input_nodes):
             backward.add(n)
-    needed = _ancestors(list(grad_outs) + backward_draws(graph, tangents))
+    needed = _ancestors(list(grad_outs) + bw_draws)
     candidates = tuple(n for n in graph.nodes
                        if n in needed and n not in backward and n.op != "output")
     return Regions(tuple(primals), tuple(tangents), tuple(fw_outs), tuple(grad_outs),

@@ -44,7 +44,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from ..errors import AotcheckError
 from .joint import Joint
 from .mincut import choose_saved
-from .rng import backward_draws, random_nodes
+from .rng import random_nodes, split_draws
 
 
 @dataclass
@@ -104,9 +104,9 @@ def default_partition(joint: Joint, mutated_placeholders: frozenset[int] = froze
     primals, tangents, fw_outs, grad_outs, order = _split(joint)
     # every random draw runs in the forward, once, even when nothing uses it (rng.py, point 2)
     graph = joint.graph.graph
-    fw_set = _with_items(graph, _ancestors(list(fw_outs) + random_nodes(graph, tangents))
-                         | set(primals))
-    bw_needed = _ancestors(list(grad_outs) + backward_draws(graph, tangents))
+    fw_draws, bw_draws = split_draws(graph, tangents)
+    fw_set = _with_items(graph, _ancestors(list(fw_outs) + fw_draws) | set(primals))
+    bw_needed = _ancestors(list(grad_outs) + bw_draws)
     bw_set = (bw_needed - fw_set) | set(tangents)
     saved: list[fx.Node] = []
     for n in order:
@@ -127,10 +127,11 @@ def mincut_partition(joint: Joint, mutated_placeholders: frozenset[int] = frozen
     primals, tangents, fw_outs, grad_outs, order = _split(joint)
     saved = list(choice.saved)
     graph = joint.graph.graph
+    fw_draws, bw_draws = split_draws(graph, tangents)
     fw_set = _with_items(graph, _ancestors(
-        list(fw_outs) + saved + random_nodes(graph, tangents)) | set(primals))   # rng.py, 2.
+        list(fw_outs) + saved + fw_draws) | set(primals))   # rng.py, 2.
     stop = set(saved) | set(tangents)
-    bw_set = {n for n in _ancestors(list(grad_outs) + backward_draws(graph, tangents), stop)
+    bw_set = {n for n in _ancestors(list(grad_outs) + bw_draws, stop)
               if n not in stop} | set(tangents)
     leaked = [n.name for n in bw_set if n.op == "placeholder" and n not in tangents]
     if leaked:

@@ -11,12 +11,14 @@ aten ops), which functionalization hides. It records:
 """
 from __future__ import annotations
 
+import math
+
 import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
 from ..errors import UnsupportedInputError
-from .functional import geometry_of, storage_ref
+from .functional import dense_layout, geometry_of, storage_ref
 
 
 # In-place ops that change a tensor's size, stride or offset (not its data).
@@ -357,19 +359,15 @@ def _resize_geometry(rec: MetadataRecorder, target, args, kwargs) -> tuple:
     for sz in reversed(size):
         new_stride.insert(0, n)
         n *= max(sz, 1)
-    numel = 1
-    for sz in size:
-        numel *= sz
+    numel = math.prod(size)
     kind, index = rec.watched.get(id(target), (None, None))
     es = target.element_size()
     if kind == "placeholder":
         have = rec.storage_nbytes.get(index, target.untyped_storage().nbytes())
         grows = (offset + numel) * es > have
         if grows:
-            old = 1
-            for sz in shape:
-                old *= sz
-            if not (_dense_geometry(shape, stride) and (offset + old) * es == have):
+            dense = 0 in shape or dense_layout(shape, stride)     # an empty tensor is dense
+            if not (dense and (offset + math.prod(shape)) * es == have):
                 raise UnsupportedInputError(
                     f"the function grows input placeholder {index} with resize_() beyond its "
                     f"storage ({have} bytes), and the argument is not a dense tensor ending where "
@@ -400,19 +398,6 @@ def _resize_geometry(rec: MetadataRecorder, target, args, kwargs) -> tuple:
             "view of the argument holds the argument's own elements only). Resize a tensor "
             "that owns its storage, or take the view you need with as_strided")
     return (size, tuple(new_stride), offset), grows
-
-
-def _dense_geometry(shape, stride) -> bool:
-    """Non-overlapping and without gaps (any order of dimensions)."""
-    dims = sorted((st, sz) for sz, st in zip(shape, stride) if sz != 1)
-    if any(sz == 0 for sz in shape):
-        return True
-    expected = 1
-    for st, sz in dims:
-        if st != expected:
-            return False
-        expected *= sz
-    return True
 
 
 def _reaches_outside(view: tuple, source: tuple) -> bool:

@@ -79,32 +79,28 @@ def is_random(target) -> bool:
         torch.Tag.nondeterministic_seeded in target.tags
 
 
-def random_nodes(graph: fx.Graph, tangents=()) -> list[fx.Node]:
-    """The graph's random draws (and guards, tagged like them), in graph (= eager call)
-    order; with a joint graph's ``tangents``, only those the forward runs (point 2)."""
-    late = set(backward_draws(graph, tangents))
-    return [n for n in graph.nodes if n.op == "call_function" and is_random(n.target)
-            and n not in late]
+def random_nodes(graph: fx.Graph) -> list[fx.Node]:
+    """The graph's random draws (and guards, tagged like them), in graph (= eager call) order."""
+    return [n for n in graph.nodes if n.op == "call_function" and is_random(n.target)]
 
 
-def backward_draws(graph: fx.Graph, tangents) -> list[fx.Node]:
-    """The impure nodes of a joint graph that eager runs in the backward: those traced while
-    autograd ran the backward (``meta["backward"]``, functional.backward_phase), and any
-    computed from a tangent. A draw in a custom Function's backward is one (eager draws it at
-    ``.backward()``); so is a guard on a value the backward reads (``grad[mask]``, NOTE
-    [value specialization] in values.py), which the forward could not run: it has no tangent."""
-    dep, late = set(tangents), []
-    if not dep:
-        return late
+def split_draws(graph: fx.Graph, tangents) -> tuple[list[fx.Node], list[fx.Node]]:
+    """A joint graph's impure nodes, in order, as (those the forward runs: point 2, those eager
+    runs in the backward). The backward's are those traced while autograd ran the backward
+    (``meta["backward"]``, functional.backward_phase), and any computed from a tangent. A draw
+    in a custom Function's backward is one (eager draws it at ``.backward()``); so is a guard
+    on a value the backward reads (``grad[mask]``, NOTE [value specialization] in values.py),
+    which the forward could not run: it has no tangent."""
+    dep, forward, backward = set(tangents), [], []
     for n in graph.nodes:
         if n.op != "call_function":
             continue
         from_tangent = any(a in dep for a in n.all_input_nodes)
         if from_tangent:
             dep.add(n)
-        if is_random(n.target) and (from_tangent or n.meta.get("backward")):
-            late.append(n)
-    return late
+        if is_random(n.target):
+            (backward if from_tangent or n.meta.get("backward") else forward).append(n)
+    return forward, backward
 
 
 def runtime_kernel(target):
