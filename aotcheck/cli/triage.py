@@ -20,7 +20,14 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    import sys
+    from pathlib import Path
+
     from ..fuzz.triage import explain_miss, triage, write_report
+    if not Path(args.repro).is_file():
+        print(f"aotcheck triage: no reproducer file {args.repro!r}; give a .py file that defines "
+              f"f(...) and make_inputs(), as aotcheck fuzz writes them", file=sys.stderr)
+        return 2
     if args.miss:
         print(explain_miss(args.repro, args.cache))
         return 0

@@ -2,7 +2,8 @@
 
 The table is data, in ``known_failures.json`` beside this file::
 
-    {"reasons": {"NO_GRAPH": "Dynamo captured no graph: ...", ...},
+    {"recorded_on": {"torch": "2.13.0"},
+     "reasons": {"NO_GRAPH": "Dynamo captured no graph: ...", ...},
      "engines": {"torch": {"basics.returns_none": "NO_GRAPH",
                            "cached:alias_of_input.x": "a sentence of its own", ...}, ...}}
 
@@ -12,6 +13,11 @@ that starts with "crashes the process" (:func:`crashes`) is never run, only reco
 Regenerate the evidence with ``aotcheck report ENGINE -v`` (each failure's
 divergences); the tests (tests/test_engines.py) keep the table exact: every entry
 must fail, and nothing else may.
+
+The table holds what the torch engines did on one torch build, ``recorded_on``. On any
+other torch (a nightly, a local build, a later release) :func:`version_note` says so once:
+the strict xfails then compare that build's behaviour with the recorded one, so an XPASS or
+a new failure may be a difference between torch versions rather than a regression.
 """
 from __future__ import annotations
 
@@ -21,14 +27,48 @@ from pathlib import Path
 _PATH = Path(__file__).with_name("known_failures.json")
 
 
-def _load() -> dict[str, dict[str, str]]:
+def _load() -> tuple[str, dict[str, dict[str, str]]]:
     data = json.loads(_PATH.read_text())
     reasons = data["reasons"]
-    return {engine: {case: reasons.get(r, r) for case, r in table.items()}
-            for engine, table in data["engines"].items()}
+    return data["recorded_on"]["torch"], {engine: {case: reasons.get(r, r) for case, r in table.items()}
+                                          for engine, table in data["engines"].items()}
 
 
-KNOWN_FAILURES: dict[str, dict[str, str]] = _load()
+RECORDED_ON_TORCH, KNOWN_FAILURES = _load()   # the torch build the table was recorded on, and the table
+
+
+def _release(version: str) -> str:
+    """``2.13.0+cpu`` -> ``2.13.0``: the local build tag does not change recorded behaviour."""
+    return version.split("+")[0]
+
+
+def version_note(torch_version: str | None = None) -> str | None:
+    """None on the torch build the known failures were recorded on; otherwise one plain
+    paragraph saying which build that was and what it means for the strict xfails."""
+    if torch_version is None:
+        import torch
+        torch_version = torch.__version__
+    if _release(str(torch_version)) == _release(RECORDED_ON_TORCH):
+        return None
+    return (f"aotcheck: the torch engines' known failures were recorded on torch {RECORDED_ON_TORCH}; "
+            f"this is torch {torch_version}. Each known failure is a strict xfail: on this build a "
+            f"recorded failure that now passes is reported as XPASS (a failure of the run), and a "
+            f"failure that torch {RECORDED_ON_TORCH} did not have is reported as a failure. Either may "
+            f"be a difference between the two torch versions rather than a regression of this build; "
+            f"the aotcheck engine's own verdicts do not depend on the torch version's record.")
+
+
+_NOTED: list[bool] = []
+
+
+def note_version_once(write) -> None:
+    """Call ``write(text)`` with :func:`version_note`, at most once per process."""
+    if _NOTED:
+        return
+    _NOTED.append(True)
+    note = version_note()
+    if note:
+        write(note)
 
 
 CRASH = "crashes the process"
