@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from aotcheck.targets import known_failures
@@ -56,3 +57,21 @@ def test_the_cli_says_it_once_on_a_simulated_version(tmp_path):
     assert out.returncode == 2, out.stderr
     assert out.stderr.count("this is torch 2.99.0") == 1
     assert "no reproducer file" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_torch_is_a_range_in_the_dependencies_and_a_pin_only_in_the_constraints():
+    """Installing aotcheck keeps the user's torch build: the dependency admits 2.13 and later
+    releases; only the constraints file (the README's commands, CI) pins the recorded build."""
+    tomllib = pytest.importorskip("tomllib")   # Python 3.11+
+
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    (torch_req,) = [Requirement(d) for d in deps if Requirement(d).name == "torch"]
+    assert not any(s.operator in ("==", "===", "~=") for s in torch_req.specifier), torch_req
+    for v in ("2.13.0", "2.14.1", "2.15.0"):
+        assert torch_req.specifier.contains(Version(v), prereleases=True), (v, torch_req)
+    assert not torch_req.specifier.contains(Version("2.12.1"))
+    readme = (ROOT / "README.md").read_text()
+    assert readme.count("-c constraints.txt") >= 2, "both README commands install through the pin"
