@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch.testing._internal.two_tensor import TwoTensor
 
-from . import Inputs, case
+from .registry import Inputs, case
 from .cases_basic import leaf, rand, seeded
 
 
