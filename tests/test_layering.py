@@ -143,9 +143,11 @@ def import_graph(sources: dict[str, tuple[str, bool]]) -> nx.DiGraph:
 
 
 def import_cycles(graph: nx.DiGraph) -> list[str]:
-    """Each import cycle, as ``a:LINE -> b:LINE -> a``, shortest first."""
+    """Each import cycle, as ``a:LINE -> b:LINE -> a`` from its first module by name, shortest
+    first (a fixed text, whatever order networkx finds them in)."""
     found = []
-    for cycle in sorted(nx.simple_cycles(graph), key=lambda c: (len(c), c)):
+    cycles = [c[c.index(min(c)):] + c[:c.index(min(c))] for c in nx.simple_cycles(graph)]
+    for cycle in sorted(cycles, key=lambda c: (len(c), c)):
         steps = [f"{m}:{graph.edges[m, cycle[(i + 1) % len(cycle)]]['line']}"
                  for i, m in enumerate(cycle)]
         found.append(" -> ".join(steps + [cycle[0]]))
