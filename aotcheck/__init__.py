@@ -7,19 +7,20 @@ The packages, in the order data flows through them; each imports only those abov
     engine/        the reference engine, one module per stage (signature -> capture ->
                    analyze -> decide -> joint -> partition -> codegen -> runtime)
     cache/         the persistent store: key, entry, lazy backward, serialization
-    api            aot_function and explain: signature -> key -> lookup -> pipeline -> store
     lift           tensors the function reads (closures, globals, module parameters) become
                    arguments of the graph
-    subclass       tensor-subclass calls (TwoTensor, ...): desugared to plain graphs for the engine
-                   (subclass_facts: the outer-level facts read off their trace and applied to
-                   each call; subclass_autograd: the autograd part of those facts;
-                   subclass_set: a wrapper's set_() onto a plain tensor, in that trace;
-                   subclass_replay: in-place metadata calls replayed on the caller's argument)
+    compiled       CompiledFunction, the one compiled call: Python state -> lifted tensors ->
+                   signature -> key -> lookup -> pipeline -> store
+    subclass/      tensor-subclass calls (TwoTensor, ...) desugared to plain graphs, each a
+                   CompiledFunction (base: flatten/unflatten; wrapper_set; autograd and facts:
+                   the outer-level facts; replay; groups; desugar: the graphs; outer: the call)
+    api            aot_function and explain; AotFunction only dispatches (subclass or plain)
     check/         the oracle (one comparison with eager), the corpus, the test harness
                    (xfail_inherited) and the pytest plugin
     targets/       the engines under test (aotcheck, torch.compile, aot_function), their
                    known failures (data), the torch.compile backend, the report
     fuzz/          generated programs: strategies, programs, the runner
+    strategies     the public alias of fuzz.strategies (``aotcheck.strategies``)
     grad/          the numerical gradient checker and the OpInfo suite
     cli/           one module per ``aotcheck`` subcommand
 """

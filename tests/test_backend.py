@@ -95,11 +95,11 @@ def test_unknown_option_is_named():
 BACKEND_WORKER = '''
 import json, sys
 import torch, aotcheck
-import aotcheck.api, aotcheck.cache.key
+import aotcheck.compiled, aotcheck.cache.key
 if sys.argv[2] == "warm":                      # a hit must run no capture and no joint trace
     def boom(*a, **k):
         raise AssertionError("traced on a cache hit")
-    aotcheck.api.run_stages = boom
+    aotcheck.compiled.run_stages = boom
     aotcheck.cache.key.capture = boom
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.LayerNorm(16), torch.nn.Linear(16, 2))

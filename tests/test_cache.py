@@ -290,7 +290,7 @@ def test_corpus_graphs_round_trip():
         torch.manual_seed(0)
         inp = case.make_inputs()
         try:
-            # subclass cases go through aotcheck/subclass.py, not the engine directly: the
+            # subclass cases go through aotcheck/subclass/, not the engine directly: the
             # engine's input check refuses them by name, and they are skipped here
             leaves, spec = flatten_inputs(inp.args, inp.kwargs)
             with call_mode(case):

@@ -1,4 +1,4 @@
-"""Tensor-subclass arguments and outputs (``aotcheck/subclass.py``): eager's types, gradients
+"""Tensor-subclass arguments and outputs (``aotcheck/subclass/``): eager's types, gradients
 and mutations, the keys that must miss, and the named refusals."""
 from __future__ import annotations
 

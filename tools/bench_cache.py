@@ -122,10 +122,10 @@ def _child_gpt2(torch, engine: str, cache_dir: str, warmup: bool) -> dict:
     model, idx = _gpt2(torch)
     if engine == "aotcheck":
         import aotcheck
-        import aotcheck.api
+        import aotcheck.compiled
         from aotcheck.targets.backend import aotcheck_backend
         spent = [0.0]
-        compile_ = aotcheck.api.AotFunction._compile
+        compile_ = aotcheck.compiled.CompiledFunction._compile
 
         def timed_compile(self, *a, **k):
             t = time.perf_counter()
@@ -133,7 +133,7 @@ def _child_gpt2(torch, engine: str, cache_dir: str, warmup: bool) -> dict:
                 return compile_(self, *a, **k)
             finally:
                 spent[0] += time.perf_counter() - t
-        aotcheck.api.AotFunction._compile = timed_compile
+        aotcheck.compiled.CompiledFunction._compile = timed_compile
 
         def backend(gm, example_inputs):
             t = time.perf_counter()

@@ -12,7 +12,7 @@ import math
 import hypothesis.strategies as st
 import torch
 
-from ..subclass_facts import plain_part
+from ..subclass.base import plain_part
 from .programs import OP_KINDS, DType, Index
 
 SCALARS = (1.0, 2.0, -1.0, 0.5)

@@ -13,57 +13,13 @@ Add a case with the decorator, in the module of its theme::
             a.mul_(2)
             return a + 1
         return f, lambda: Inputs((torch.randn(3),))
+
+The record and the decorator live in ``registry.py``, which the case modules import; this
+package imports them in ``all_cases``, so nothing imports in a circle.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable
-
-from ..oracle import Inputs  # noqa: F401  (re-exported for case modules)
-
-THEMES = (
-    "basics", "input_mutation", "mutation_autograd", "metadata_mutation", "alias_of_input",
-    "alias_of_intermediate", "aliased_inputs", "requires_grad_modes", "non_differentiable",
-    "layers", "dtypes", "regressions", "custom_function", "rng", "subclass", "python_state",
-)
-
-
-@dataclass(frozen=True)
-class Case:
-    name: str
-    fn: Callable
-    make_inputs: Callable[[], Inputs]
-    theme: str
-    mode: str                      # expected decision: "inference" | "training"
-    tags: tuple[str, ...] = ()
-    xfail: str | None = None       # reason, for a known aotcheck failure
-    backward: bool = True          # run forward plus backward (else forward only)
-    xfail_engines: dict = field(default_factory=dict)   # engine name -> reason
-    # Python state the function reads (theme python_state): each callable *sets* one state
-    # (``model.eval()``, a closure value); the harness runs the case in each state in turn
-    # with ONE compiled function, comparing every call with eager, then restores the first.
-    states: tuple = ()
-
-    @property
-    def id(self) -> str:
-        return f"{self.theme}.{self.name}"
-
-
-CASES: list[Case] = []
-
-
-def case(theme: str, *, mode: str, tags=(), xfail=None, backward=True, xfail_engines=None):
-    """Register a case: the decorated function returns ``(fn, make_inputs)``, or
-    ``(fn, make_inputs, states)`` (see ``Case.states``)."""
-    if theme not in THEMES:
-        raise ValueError(f"unknown theme {theme!r}; themes: {THEMES}")
-
-    def deco(builder):
-        fn, make, *states = builder()
-        CASES.append(Case(builder.__name__, fn, make, theme, mode, tuple(tags), xfail, backward,
-                          dict(xfail_engines or {}), tuple(states[0]) if states else ()))
-        return builder
-    return deco
+from .registry import CASES, THEMES, Case, Inputs, case  # noqa: F401  (the corpus's public names)
 
 
 def all_cases() -> list[Case]:

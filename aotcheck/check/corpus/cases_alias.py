@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from . import Inputs, case
+from .registry import Inputs, case
 from .cases_basic import leaf, one_leaf as _one_leaf, rand, seeded
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from . import Inputs, case
+from .registry import Inputs, case
 
 
 def seeded(build):

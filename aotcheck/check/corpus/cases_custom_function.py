@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch.autograd.function import once_differentiable
 
-from . import Inputs, case
+from .registry import Inputs, case
 from .cases_basic import leaf, one_leaf, rand, seeded
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from . import Inputs, case
+from .registry import Inputs, case
 from .cases_basic import leaf, one_leaf as _one_leaf, rand, seeded
 
 
@@ -511,8 +511,8 @@ def unreached_output_of_no_materialize_function():
 
 # ---------------------------------------------------------------- outer-level autograd of subclass calls
 # With a TwoTensor argument the call runs at the outer level (NOTE [outer-level facts] in
-# aotcheck/subclass.py): outputs over an argument's storage are remade from that argument,
-# and the trace's autograd graph says how (aotcheck/subclass_autograd.py).
+# aotcheck/subclass/facts.py): outputs over an argument's storage are remade from that argument,
+# and the trace's autograd graph says how (aotcheck/subclass/autograd.py).
 
 def _two(*shape, requires_grad=False):
     from .cases_subclass import two

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call
 
-from . import Inputs, case
+from .registry import Inputs, case
 from .cases_basic import leaf, one_leaf, seeded
 
 

@@ -5,7 +5,7 @@ reproducer that ``aotcheck fuzz`` wrote.
 """
 import torch
 
-from . import Inputs, case
+from .registry import Inputs, case
 
 
 def _randn(shape, seed=0):

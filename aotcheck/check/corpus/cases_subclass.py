@@ -1,14 +1,14 @@
 """Corpus theme ``subclass``: traceable wrapper subclasses (``TwoTensor``, which runs every op
 on both of its inner tensors) as arguments and outputs. Eager autograd works at the OUTER
 level: the ``.grad`` of a TwoTensor leaf is a TwoTensor, and so is that of a plain tensor
-that meets a TwoTensor. See the NOTEs in ``aotcheck/subclass.py``.
+that meets a TwoTensor. See the NOTEs in ``aotcheck/subclass/``.
 """
 from __future__ import annotations
 
 import torch
 from torch.testing._internal.two_tensor import TwoTensor
 
-from . import Inputs, case
+from .registry import Inputs, case
 from .cases_basic import leaf, rand, seeded
 
 

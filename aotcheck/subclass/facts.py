@@ -2,22 +2,22 @@
 what the forward trace reads off the OUTER tensors (which output is an argument, an earlier
 output, a view of an argument, a leaf made inside; which arguments moved, gained
 requires_grad or were written), and their application to each call's real outer tensors.
-Split from ``aotcheck.subclass``, which calls it."""
+Its callers: ``desugar`` (the facts read off the trace) and ``outer`` (applied at each call)."""
 from __future__ import annotations
 
 import torch
 from torch._C._autograd import CreationMeta, _get_creation_meta
-from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
-from .engine.functional import geometry_of, storage_ref
-from .engine.outputs import poisoned_kind
-from .engine.regenerate import multi_output_view, poisoned_view
-from .errors import UnsupportedInputError
-from .subclass_autograd import STALE as _STALE, grad_fn_of as _grad_fn, reaches as _reaches
-from .subclass_autograd import (detached_written, new_leaf_kind, own_flag, remake_dropped,
-                                remake_view_of_leaf, remake_view_of_new_leaf, routed_grad_set,
-                                view_home, view_mode)
-from .subclass_set import move_outer
+from ..engine.functional import geometry_of
+from ..engine.outputs import poisoned_kind
+from ..engine.regenerate import multi_output_view, poisoned_view
+from ..errors import UnsupportedInputError
+from .autograd import STALE as _STALE, grad_fn_of as _grad_fn, reaches as _reaches
+from .autograd import (detached_written, new_leaf_kind, own_flag, remake_dropped,
+                       remake_view_of_leaf, remake_view_of_new_leaf, routed_grad_set, view_home,
+                       view_mode)
+from .base import flatten, plain_part, storage_key, unflatten
+from .wrapper_set import move_outer
 
 
 # NOTE [outer-level facts]
@@ -40,7 +40,7 @@ from .subclass_set import move_outer
 # it is rebuilt from the compiled graph's inner tensors (which alias the argument's) as an
 # inference wrapper (``as_inference``), not as a view of the argument. For the trace to see
 # this, it makes each argument as the caller made it, inside inference mode or not
-# (``_rebuild_args`` in subclass.py), whatever the mode of the call.
+# (``_rebuild_args`` in desugar.py), whatever the mode of the call.
 #
 # NOTE [subclass poisoned views]
 # A view that autograd cannot rebuild after its base was written (made under no_grad of a
@@ -50,23 +50,10 @@ from .subclass_set import move_outer
 # kind of view, of the argument it views (a "stale" view) or else of the compiled output over
 # its memory, and bumps its version (``poisoned_view``), before any other output is made.
 
-def plain_part(t: torch.Tensor) -> torch.Tensor:
-    """A plain tensor over ``t``'s storage: ``t`` itself, or (recursively) a wrapper subclass's
-    first inner tensor (a ``TwoTensor``'s inner tensors are viewed and written in step, so one
-    stands for both)."""
-    while is_traceable_wrapper_subclass(t):
-        t = getattr(t, t.__tensor_flatten__()[0][0])
-    return t
-
-
-def storage_key(t):
-    return storage_ref(plain_part(t))
-
-
 def outer_facts(outs: list, outer: list, before: list, hidden: dict | None = None) -> dict:
     """``before``: each outer argument's (geometry, requires_grad, grad_fn, version) at the call;
     ``hidden``: per argument view (NOTE [subclass views of an argument given requires_grad_] in
-    subclass_autograd.py), its hidden leaf and its base's index; its requires_grad in
+    autograd.py), its hidden leaf and its base's index; its requires_grad in
     ``before`` is its own flag."""
     hidden = hidden or {}
     by_leaf = {id(leaf): outer[i] for leaf, i in hidden.values()}
@@ -108,7 +95,6 @@ def outer_facts(outs: list, outer: list, before: list, hidden: dict | None = Non
                     "does not route that output's gradient into the new leaf's .grad, so "
                     "it refuses this. Return the leaf alone, or make it before the call")
         if "same_out" not in fact and "same_arg" not in fact:
-            from .subclass import flatten
             inner: list = []
             flatten(o, "returned value", inner)
             flags = [t.is_inference() for t in inner]
@@ -273,7 +259,6 @@ def as_inference(t: torch.Tensor, outer_flag: bool, flags: list) -> torch.Tensor
     wrapper one when ``outer_flag``."""
     import contextlib
 
-    from .subclass import flatten, unflatten
     flat: list = []
     desc = flatten(t, "returned value", flat)
     if t.is_inference() == outer_flag and [x.is_inference() for x in flat] == list(flags):

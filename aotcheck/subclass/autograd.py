@@ -1,5 +1,5 @@
 """The outer-level autograd graph of a tensor-subclass call (NOTE [outer-level facts] in
-``subclass_facts.py``), read off the forward trace: which argument an output views, whether an
+``facts.py``), read off the forward trace: which argument an output views, whether an
 output's gradient reaches that argument, which arguments given ``requires_grad_()`` inside
 take a gradient, and the outputs remade at the call from those facts; and the arguments that
 are views of another one, traced so that their flag reads through their base's (NOTE [subclass
@@ -22,8 +22,8 @@ from torch.fx.experimental.proxy_tensor import disable_proxy_modes_tracing
 
 from torch.overrides import TorchFunctionMode
 
-from .engine.recorder import _REQUIRES_GRAD_ATTR, call_name
-from .engine.signature import storage_extent
+from ..engine.recorder import _REQUIRES_GRAD_ATTR, call_name
+from ..engine.signature import storage_extent
 
 STALE = object()
 
@@ -160,7 +160,7 @@ def remake_view_of_leaf(o: torch.Tensor) -> torch.Tensor:
 # eager's output requires grad and its gradient reaches the caller's ``a``. As the plain
 # engine does (NOTE [requires_grad_ on an argument] in engine/functional_run.py), the runtime
 # sets the caller's flag before the compiled function runs, so that ``a`` is an input of
-# ``_Outer`` that takes a gradient; the joint rebuilds ``a`` without the flag and the
+# ``Outer`` that takes a gradient; the joint rebuilds ``a`` without the flag and the
 # function's own ``requires_grad_()`` sets it there, so that what was computed before the
 # flag stays without history, as in eager (and the forward trace, made with the flag unset,
 # marks those outputs non-differentiable). Only an argument whose gradient an output (or a
@@ -199,7 +199,7 @@ def flag_before_call(facts: dict, outer: list, requires: list) -> list:
 def needs_history(box: dict) -> bool:
     """Whether outputs need autograd history although no argument takes a gradient: one
     computed from a leaf made inside requires grad in the trace, or an argument was written
-    with a value that does. Then ``_Outer`` runs over one more input, a grad leaf of its own,
+    with a value that does. Then ``Outer`` runs over one more input, a grad leaf of its own,
     so that its outputs get a ``grad_fn`` (its backward gives the arguments no gradient)."""
     return torch.is_grad_enabled() and (any(box["diff"]) or bool(box["facts"]["rebased"]))
 
@@ -253,7 +253,7 @@ def explain_inputs(tensors: list, grads: list) -> list:
     a storage (views of one TwoTensor) stay views of one base: a non-leaf copy of that storage
     that requires grad, as the arguments are in eager; apart, the plain graph would see
     aliased grad leaves, which it refuses."""
-    from .engine.functional import storage_ref
+    from ..engine.functional import storage_ref
 
     def wants(t, r, sub):
         return r and sub and (t.is_floating_point() or t.is_complex())
@@ -281,7 +281,7 @@ def explain_inputs(tensors: list, grads: list) -> list:
 def explain_forward(tensors: list) -> tuple:
     """For ``explain``, where the plain engine refuses the desugared graph with inner tensors
     that require grad (``explain_inputs``; e.g. a set_() of an argument that then requires
-    grad): the graph as the call runs it, on detached inner tensors (``_Outer.forward``; the
+    grad): the graph as the call runs it, on detached inner tensors (``Outer.forward``; the
     outer-level joint is another graph), and the decision of the call, which trains since an
     argument requires grad at the outer level. (inputs, (mode, reason))."""
     made: dict = {}

@@ -1,10 +1,10 @@
-"""subclass_set: ``set_()`` of a wrapper subclass onto a plain tensor, in the subclass trace.
+"""subclass.wrapper_set: ``set_()`` of a wrapper subclass onto a plain tensor, in the subclass trace.
 
 # NOTE [subclass set_ onto a plain tensor]
 ``a.set_(v)`` with ``a`` a ``TwoTensor`` and ``v`` a plain tensor: eager's
 ``TwoTensor.__torch_dispatch__`` sets each inner tensor onto ``v``, then
 ``return_and_correct_aliasing`` gives the wrapper ``v``'s storage and geometry, with the
-wrapper's own metadata kernel under ``no_dispatch``. In the subclass trace (subclass.py,
+wrapper's own metadata kernel under ``no_dispatch``. In the subclass trace (desugar.py,
 ``_compile``) ``v`` is a FakeTensor, whose real storage is on the meta device, while the
 wrapper's is on ``v``'s reported device: that last step raises ("Attempted to set the storage
 of a tensor on device "cpu" to a storage on different device "meta""), a limit of tracing
@@ -22,6 +22,8 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils._mode_utils import no_dispatch
 from torch.utils._python_dispatch import TorchDispatchMode, is_traceable_wrapper_subclass
+
+from .base import plain_part
 
 _META_STORAGE = 'to a storage on different device "meta"'
 
@@ -56,7 +58,6 @@ def move_outer(t: torch.Tensor, size, stride, offset) -> None:
     inner tensors have theirs already)."""
     if is_traceable_wrapper_subclass(t) and not _holds(t.untyped_storage(), size, stride, offset,
                                                        t.element_size()):
-        from .subclass_facts import plain_part
         _set_geometry(t, plain_part(t).untyped_storage(), size, stride, offset)
     else:
         t.as_strided_(size, stride, offset)

@@ -63,18 +63,18 @@ from __future__ import annotations
 import torch
 from torch.overrides import TorchFunctionMode
 
-from .engine.functional import geometry_of
-from .engine.outputs import holds
-from .engine.recorder import METADATA_METHODS, _mutating, call_name, plain_args
-from .errors import UnsupportedInputError
-from .subclass_set import move_outer
+from ..engine.functional import geometry_of
+from ..engine.outputs import holds
+from ..engine.recorder import METADATA_METHODS, _mutating, call_name, plain_args
+from ..errors import TraceError, UnsupportedInputError
+from .base import storage_key
+from .wrapper_set import move_outer
 
 # resize_ may change the storage itself: a write for this purpose
 _REPLAYED = METADATA_METHODS - {"resize_"}
 
 
 def _storage(t):
-    from .subclass_facts import storage_key
     try:
         return storage_key(t)
     except (RuntimeError, NotImplementedError):      # no storage to name: unknown
@@ -254,7 +254,6 @@ def write_back(facts: dict, outer: list, dirty: list, news) -> None:
 def compile_joint(compile_fn):
     """``compile_fn(real=False)``, or where autograd's view replay on fake tensors failed,
     ``compile_fn(real=True)`` (NOTE [subclass joint on real tensors])."""
-    from .errors import TraceError
     try:
         return compile_fn(False)
     except TraceError as e:

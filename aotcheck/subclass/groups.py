@@ -1,0 +1,77 @@
+"""subclass.groups: arguments of a tensor-subclass call that share one storage and are written
+(NOTE [subclass alias groups]): which of them are views of one root, and which inputs of the
+outer autograd Function (:class:`aotcheck.subclass.outer.Outer`) take a gradient."""
+from __future__ import annotations
+
+from torch._prims_common import is_non_overlapping_and_dense_or_false as is_non_overlapping_and_dense
+
+from ..engine.functional import geometry_of
+from ..engine.signature import root_of, storage_extent
+from ..errors import UnsupportedInputError
+from .base import plain_part, storage_key
+
+# NOTE [subclass alias groups]
+# Arguments that share one storage (``f(b, b.t())``) are one tensor to eager: a write through
+# one is seen by the other, in values and in autograd history. The joint rebuilds each
+# argument that requires grad as a leaf of its own (a clone when it is no leaf), which loses
+# that, so when the trace saw such a group written, its members that require grad must be
+# views of one root (their common ``._base``): the root is the input of :class:`Outer` that
+# takes the group's gradient (one more input when it is no argument), and the joint makes it
+# a grad leaf over the primals' storage and gives the function views of its clone (laid out
+# as the root: a dense root) instead of the members; a member that does not require grad
+# views the clone detached. The saved primals keep their aliasing (``save_primals``). Only
+# members whose memory overlaps form a group: disjoint ones see nothing of each other's writes,
+# and a view whose shape is changed in place (``t_``) before its base is written loses that
+# change when autograd regenerates it on the joint's fake tensors (a PyTorch limit: the joint
+# is then traced on real ones, NOTE [subclass joint on real tensors] in replay.py).
+
+def grad_slots(requires: list, groups: list) -> list:
+    """The inputs of :class:`Outer` (outer tensors, then the groups' extra roots) that take a
+    gradient, in order."""
+    members = {i for grp in groups for i in grp["members"]}
+    slots = {i for i, r in enumerate(requires) if r and i not in members}
+    slots |= {grp["input"] for grp in groups}
+    return sorted(slots)
+
+
+def alias_groups(outer: list, requires: list, written: list) -> tuple[list, list]:
+    """(groups, extra roots) for this call (NOTE [subclass alias groups])."""
+    if not written:
+        return [], []
+    by_storage: dict = {}
+    for i, t in enumerate(outer):
+        if not any(t is o for o in outer[:i]):
+            by_storage.setdefault(storage_key(t), []).append(i)
+    # members that reach disjoint memory do not see each other's writes: only overlapping ones
+    # form a group (fewer views in the joint: a view whose shape is changed in place before its
+    # base is written loses that change when autograd regenerates it on fake tensors)
+    parts = []
+    for members in by_storage.values():
+        spans = sorted((storage_extent(plain_part(outer[i])), i) for i in members)
+        for (first, last), i in spans:
+            if parts and parts[-1][0] is members and first <= parts[-1][1] and last >= first:
+                parts[-1][2].append(i)
+                parts[-1][1] = max(parts[-1][1], last)
+            else:
+                parts.append([members, last, [i]])
+    groups, extra = [], []
+    for members in (sorted(p[2]) for p in parts):
+        if len(members) < 2 or not any(requires[i] for i in members) \
+                or not any(i in written for i in members):
+            continue
+        roots = {id(root_of(outer[i])): root_of(outer[i]) for i in members if requires[i]}
+        root = next(iter(roots.values()))
+        if len(roots) > 1 or not is_non_overlapping_and_dense(plain_part(root)) \
+                or any(not requires[i] and outer[i].requires_grad for i in members):
+            raise UnsupportedInputError(
+                "arguments of a call with a tensor-subclass argument share one storage, one of "
+                "them is written, and the ones that require grad are not views of one dense "
+                "base; aotcheck supports such arguments when they are")
+        at = next((i for i in members if outer[i] is root), None)
+        if at is None:
+            at = len(outer) + len(extra)
+            extra.append(root)
+        groups.append({"members": members, "input": at, "root": list(geometry_of(root)),
+                       "geoms": {str(i): list(geometry_of(outer[i])) for i in members}})
+    return groups, extra
+

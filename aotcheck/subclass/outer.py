@@ -1,0 +1,167 @@
+"""subclass.outer: one call with tensor-subclass arguments, with eager's outer-level autograd
+(NOTE [subclass autograd] in ``__init__.py``): the forward graph (compiled once per key), the
+outer-level facts applied to the call's outputs, and :class:`Outer`, whose backward runs the
+outer-level joint graph on the primals as they were before the forward."""
+from __future__ import annotations
+
+import json
+
+import torch
+from torch.utils import _pytree as pytree
+
+from ..engine.functional import storage_ref
+from ..engine.signature import call_key
+from .autograd import flag_before_call, needs_history
+from .base import flatten, inner_count, save_primals, unflatten
+from .desugar import forward_graph, inference_args, joint_graph, prepare, traced_requires
+from .facts import apply_facts, stale_views
+from .groups import alias_groups, grad_slots
+from .replay import dirty_values, write_back
+from .wrapper_set import move_outer
+
+
+def call(owner, state, memo: dict, args: tuple, kwargs: dict):
+    """Run ``owner.call_fn(*args, **kwargs)`` (a :class:`~aotcheck.compiled.CompiledFunction`'s)
+    with subclass arguments, with eager's outer-level autograd (NOTE [subclass autograd]).
+    ``state``: the digest of the Python state the function reads at this call (NOTE [python
+    state]); ``memo``: the caller's compiled plain graphs of earlier calls, by key (filled
+    here)."""
+    meta, descs, values, tensors, outer, requires = prepare(args, kwargs)
+    traced = traced_requires(outer, requires)
+    inference = inference_args(outer)
+    base_key = (state, meta, call_key(tensors, len(tensors)), tuple(traced), inference)
+
+    def cached(key, build):
+        e = memo.get(key)
+        if e is None:
+            e = memo[key] = build()
+        return e
+
+    compiled, box = cached(base_key + ("forward",),
+                           lambda: forward_graph(owner, meta, descs, values, tensors, traced, inference))
+    requires = flag_before_call(box["facts"], outer, requires)
+    if not any(requires) and not needs_history(box):
+        return _finish(box, _unflatten_outs(box, list(compiled(*tensors))), outer)
+
+    groups, extra = alias_groups(outer, requires, box["facts"]["written"])
+    extra += [] if any(requires) else [torch.zeros((), requires_grad=True)]   # needs_history
+
+    def joint(tangent_descs, ins, dirty):
+        return cached(base_key + ("joint", json.dumps([tangent_descs, dirty, groups])),
+                      lambda: joint_graph(owner, meta, descs, values, ins, requires, tangent_descs,
+                                     len(tensors), dirty, groups, box["facts"]["replay"],
+                                     box["views"]))
+
+    res = {}
+    slots = grad_slots(requires, groups)
+    outs = Outer.apply(compiled, box, joint, descs, tensors, (len(outer), slots), res,
+                        *outer, *extra)
+    n = len(outs) - len(res["dirty"])
+    early = stale_views(box["facts"], outer)
+    write_back(box["facts"], outer, res["dirty"], outs[n:])     # NOTE [subclass non-leaf writes]
+    return _finish(box, list(outs[:n]), outer, moved=False, early=early)
+
+
+def _finish(box: dict, outs: list, outer: list, moved: bool = True, early: dict | None = None):
+    """The call's result: the outer outputs with the trace's outer-level facts applied, and the
+    non-tensor values, in the returned tree."""
+    m = box["meta"]
+    it = iter(apply_facts(box["facts"], outs, outer, moved, early))
+    it_v = iter(box["values"])
+    vals = [next(it_v) if d == "value" else next(it) for d in m["descs"]]
+    return pytree.tree_unflatten(vals, box["spec"])
+
+
+def _unflatten_outs(box: dict, flat_out: list) -> list:
+    it = iter(flat_out)
+    return [unflatten(d, iter([next(it) for _ in range(inner_count(d))]))
+            for d in box["meta"]["descs"] if d != "value"]
+
+
+def _versions(ts):
+    return [t._version for t in ts]
+
+
+def _unview(flat: list) -> list:
+    """A view among the compiled graph's outputs (``matmul`` of a vector ends in a ``squeeze``)
+    returned by :class:`Outer` is a view made by a custom Function, which autograd forbids
+    writing in place, where eager's output may be written: each one that shares its storage
+    with no other output becomes a plain tensor over the same memory."""
+    distinct = list({id(t): t for t in flat if isinstance(t, torch.Tensor)}.values())
+    keys = [storage_ref(t) for t in distinct]
+    made = {}
+    for t, key in zip(distinct, keys):
+        if t._is_view() and keys.count(key) == 1:
+            with torch.no_grad():
+                made[id(t)] = torch.empty(0, dtype=t.dtype, device=t.device).set_(
+                    t.untyped_storage(), t.storage_offset(), t.shape, t.stride())
+    return [made.get(id(t), t) for t in flat]
+
+class Outer(torch.autograd.Function):
+    """Autograd at the outer level: forward runs the compiled forward graph; backward runs the
+    compiled outer-level joint on the primals as they were before the forward."""
+
+    @staticmethod
+    def forward(ctx, compiled, box, joint, descs, tensors, slots, res, *inputs):
+        n_outer, ctx.slots = slots
+        outer = inputs[:n_outer]
+        before = _versions(tensors)
+        saved = save_primals(tensors)     # the primals before any mutation
+        # NOTE [subclass random draws]: the backward recomputes the forward inside the joint
+        # graph, so it starts the joint from the generator state the forward started from (its
+        # draws then equal the forward's) and puts the generator back afterwards: eager's
+        # backward draws nothing.
+        ctx.rng = torch.get_rng_state() if compiled.fn.random else None
+        dets = [t.detach() for t in tensors]
+        flat_out = _unview(list(compiled(*dets)))
+        after = _versions(tensors)
+        # the graph ran on detached aliases: a write reaches the argument through the shared
+        # storage, but a set_() onto another storage moves only the alias; move the argument too
+        # (its outer shape follows with the facts' "moved")
+        with torch.no_grad():
+            for t, d in zip(tensors, dets):
+                if storage_ref(d) != storage_ref(t):
+                    t.set_(d)
+        moved = box["facts"]["moved"]
+        # NOTE [subclass non-leaf writes]: an argument written in grad mode (in data or in
+        # shape; one that required grad and was no leaf, or one that did not and was given a
+        # value that does) gets a copy of its new value as one more output; the caller gives
+        # it its new shape and copies the value back in grad mode, which rebases the
+        # argument's history as eager's in-place op does (a copy_ works for views too, where
+        # mark_dirty with several outputs does not). The joint takes that value as one more
+        # output, with every grad-requiring non-leaf argument a clone of its grad leaf there.
+        # The trace tells which arguments autograd rebased (writes under no_grad are not).
+        dirty = box["facts"]["rebased"]
+        for j, (size, stride, offset) in moved.items():
+            if j not in dirty and j not in box["facts"]["replay"]:
+                move_outer(outer[j], size, stride, offset)
+        res["dirty"] = dirty
+        if after == before:
+            saved = [t.detach() for t in tensors]          # no mutation: no copies needed
+        outs = _unflatten_outs(box, flat_out)
+        ctx.saved_primals, ctx.joint, ctx.dirty = saved, joint, dirty
+        ctx.n_inputs = len(inputs)
+        ctx.mark_non_differentiable(*[o for o, df in zip(outs, box["diff"]) if not df])
+        ctx.set_materialize_grads(False)   # outputs replaced by the outer facts get no grad
+        return tuple(outs) + dirty_values(box["facts"], outer, dirty)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        if not ctx.slots:           # no input takes a gradient (needs_history)
+            return (None,) * (7 + ctx.n_inputs)
+        tdescs, tflat = [], []
+        for g in grads:
+            tdescs.append("none" if g is None else flatten(g, "gradient of an output", tflat))
+        ins = list(ctx.saved_primals) + tflat
+        compiled, box = ctx.joint(tdescs, ins, ctx.dirty)
+        if ctx.rng is None:
+            got = iter(compiled(*ins))
+        else:
+            with torch.random.fork_rng(devices=[]):
+                torch.set_rng_state(ctx.rng)
+                got = iter(compiled(*ins))
+        out = [None] * ctx.n_inputs
+        for i, d in zip(ctx.slots, box["descs"]):
+            out[i] = None if d == "none" else unflatten(d, got)
+        return (None, None, None, None, None, None, None, *out)
+
