@@ -21,7 +21,7 @@ from . import subclass as _subclass
 from .cache import bypass, cache_key, lookup, resolve, save
 from .cache.fingerprint import Unfingerprintable, fingerprint_of, fingerprint_walk
 from .engine.decide import Decision
-from .engine.partition import STRATEGIES
+from .engine.partition.cut import STRATEGIES
 from .engine.pipeline import Stages, build_artifact, run_stages
 from .engine.printer import format_graph
 from .engine.signature import (

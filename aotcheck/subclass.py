@@ -48,7 +48,7 @@ from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
-from .engine.functional import geometry_of, storage_ref
+from .engine.capture.functional import geometry_of, storage_ref
 from .engine.signature import call_key
 from .errors import TraceError, UnsupportedInputError
 from .subclass_autograd import (BaseFlags, argument_view_bases, as_argument_view, explain_forward,
@@ -262,8 +262,8 @@ def _compile(owner, plain, tensors: list, grad: bool, real: bool = False):
     from torch.fx.experimental.proxy_tensor import make_fx
 
     from .api import AotFunction
-    from .engine.functional import TraceGuard, compiling, guard_trace
-    from .engine.rng import DrawLikeEager, GlobalGeneratorGuard, fresh_generators
+    from .engine.capture.functional import TraceGuard, compiling, guard_trace
+    from .engine.rng.seeding import DrawLikeEager, GlobalGeneratorGuard, fresh_generators
 
     def traced(*ts):
         with TraceGuard(), DrawLikeEager(), WrapperSetOntoPlain():

@@ -22,7 +22,7 @@ from torch.fx.experimental.proxy_tensor import disable_proxy_modes_tracing
 
 from torch.overrides import TorchFunctionMode
 
-from .engine.recorder import _REQUIRES_GRAD_ATTR, call_name
+from .engine.capture.recorder import _REQUIRES_GRAD_ATTR, call_name
 from .engine.signature import storage_extent
 
 STALE = object()
@@ -253,7 +253,7 @@ def explain_inputs(tensors: list, grads: list) -> list:
     a storage (views of one TwoTensor) stay views of one base: a non-leaf copy of that storage
     that requires grad, as the arguments are in eager; apart, the plain graph would see
     aliased grad leaves, which it refuses."""
-    from .engine.functional import storage_ref
+    from .engine.capture.functional import storage_ref
 
     def wants(t, r, sub):
         return r and sub and (t.is_floating_point() or t.is_complex())

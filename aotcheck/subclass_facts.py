@@ -9,9 +9,9 @@ import torch
 from torch._C._autograd import CreationMeta, _get_creation_meta
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
-from .engine.functional import geometry_of, storage_ref
-from .engine.outputs import poisoned_kind
-from .engine.regenerate import multi_output_view, poisoned_view
+from .engine.capture.functional import geometry_of, storage_ref
+from .engine.capture.outputs import poisoned_kind
+from .engine.runtime.regenerate import multi_output_view, poisoned_view
 from .errors import UnsupportedInputError
 from .subclass_autograd import STALE as _STALE, grad_fn_of as _grad_fn, reaches as _reaches
 from .subclass_autograd import (detached_written, new_leaf_kind, own_flag, remake_dropped,

@@ -63,9 +63,9 @@ from __future__ import annotations
 import torch
 from torch.overrides import TorchFunctionMode
 
-from .engine.functional import geometry_of
-from .engine.outputs import holds
-from .engine.recorder import METADATA_METHODS, _mutating, call_name, plain_args
+from .engine.capture.functional import geometry_of
+from .engine.capture.outputs import holds
+from .engine.capture.recorder import METADATA_METHODS, _mutating, call_name, plain_args
 from .errors import UnsupportedInputError
 from .subclass_set import move_outer
 

@@ -34,8 +34,8 @@ from ..engine.analyze import ViewMutationMeta
 from ..engine.decide import Decision
 from ..engine.joint import forward_candidates
 from ..engine.pipeline import Stages, graph_constants, run_stages
-from ..engine.plan import InputPlan
-from ..engine.runtime import CompiledArtifact
+from ..engine.capture.plan import InputPlan
+from ..engine.runtime.artifact import CompiledArtifact
 from ..errors import AotcheckError
 from .key import Key, key_of
 from .serialize import SerializeError, Uncacheable, graph_from_data, graph_to_data

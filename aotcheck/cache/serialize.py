@@ -113,7 +113,7 @@ def _seeded_first(node: fx.Node) -> bool:
     it draws from it: a generator made inside the function (engine/rng.py), which a new
     generator stands in for when the graph is loaded. Any other generator (an argument, a
     closure) is the caller's very object, which no entry can hold."""
-    from ..engine.rng import GENERATOR_RESETS
+    from ..engine.rng.seeding import GENERATOR_RESETS
     first = next((u for u in node.graph.nodes if node in u.all_input_nodes), None)
     return first is not None and first.target is GENERATOR_RESETS[0]
 

@@ -26,11 +26,11 @@ import torch
 import torch.fx as fx
 
 from .analyze import ALIAS_OF_INTERMEDIATE, FRESH, ViewMutationMeta
-from .capture import Captured
-from .functional import (backward_phase, from_fun, geometry_of, to_fun, trace_functional,
+from .capture.trace import Captured
+from .capture.functional import (backward_phase, from_fun, geometry_of, to_fun, trace_functional,
                          trace_grad_mode)
-from .functional_run import FunctionalRun, argument_views
-from .rng import watch_generators
+from .capture.functional_run import FunctionalRun, argument_views
+from .rng.seeding import watch_generators
 from ..errors import TraceError, UnsupportedInputError
 from .signature import Signature
 
@@ -231,7 +231,7 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
     """The joint the second way (NOTE [plain trace, then functionalize] in storage_views.py):
     eager autograd on plain copies, then the whole joint functionalized. Same outputs as the
     first way: forward values, gradients, then the values the user's backward wrote."""
-    from .storage_views import StorageTagger, functionalize_plain, trace_plain
+    from .capture.storage_views import StorageTagger, functionalize_plain, trace_plain
     run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry,
                         tagger=StorageTagger(),
                         nonleaf=tuple(t.requires_grad and not t.is_leaf for t in primals),

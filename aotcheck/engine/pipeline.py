@@ -6,7 +6,7 @@ Each stage is a function from one representation to the next; none edits its
 input. ``run_stages`` runs them for one call's arguments (whose signature the
 caller computed once) and returns every intermediate result (for ``explain`` and
 the cache); ``build_artifact`` turns those into a runnable
-:class:`~aotcheck.engine.runtime.CompiledArtifact`.
+:class:`~aotcheck.engine.runtime.artifact.CompiledArtifact`.
 """
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ from dataclasses import dataclass, replace
 
 from .. import flags
 from .analyze import ViewMutationMeta, analyze
-from .capture import Captured, capture, view_replay_refusal
-from .plan import placeholder_tensors
+from .capture.trace import Captured, capture, view_replay_refusal
+from .capture.plan import placeholder_tensors
 from .decide import TRAINING, Decision, decide
 from .joint import Joint, ViewReplayError, forward_candidates, trace_joint
 from .lint import check_graph, check_meta
-from .partition import Partitioned, inference_forward, partition
-from .runtime import CompiledArtifact
+from .partition.cut import Partitioned, inference_forward, partition
+from .runtime.artifact import CompiledArtifact
 from .signature import Signature
 
 

@@ -12,10 +12,10 @@ from dataclasses import replace
 
 import torch
 
-from ..errors import UnsupportedInputError
+from ...errors import UnsupportedInputError
 from .facts import OutputFacts
 from .functional import geometry_of, storage_ref
-from .signature import Signature
+from ..signature import Signature
 
 
 def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Signature, geometry: dict,

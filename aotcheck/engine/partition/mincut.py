@@ -72,9 +72,9 @@ import torch
 import torch.fx as fx
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from ..errors import AotcheckError
-from .joint import Joint
-from .rng import split_draws
+from ...errors import AotcheckError
+from ..joint import Joint
+from ..rng.seeding import split_draws
 
 aten = torch.ops.aten
 

@@ -35,17 +35,17 @@ import torch
 import torch.fx as fx
 from torch.utils import _pytree as pytree
 
-from .analyze import (ALIAS_OF_INPUT, ALIAS_OF_INTERMEDIATE, ALIAS_OF_OUTPUT, CONSTANT, FRESH,
+from ..analyze import (ALIAS_OF_INPUT, ALIAS_OF_INTERMEDIATE, ALIAS_OF_OUTPUT, CONSTANT, FRESH,
                       IS_INPUT, SAME_AS_OUTPUT, ViewMutationMeta)
-from .plan import InputPlan, placeholder_tensors
-from .values import is_guarded
+from ..capture.plan import InputPlan, placeholder_tensors
+from ..capture.values import is_guarded
 from .regenerate import (addressing, alias, as_inference_tensors, detached_alias, restride,
                          view_in_custom_function)
-from .signature import storage_extent
+from ..signature import storage_extent
 from .swap_grad import recorded_swaps, replay_grad_writes, replay_recorded_swaps
 from .codegen import compile_graph
-from .decide import TRAINING, Decision
-from ..errors import AotcheckError, DoubleBackwardError, UnsupportedInputError
+from ..decide import TRAINING, Decision
+from ...errors import AotcheckError, DoubleBackwardError, UnsupportedInputError
 
 
 def to_callable(graph: fx.Graph, name: str, constants: dict | None = None):

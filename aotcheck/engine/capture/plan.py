@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..errors import UnsupportedInputError
-from .signature import GroupSpec, Signature, TensorSpec, root_of, whole_storage
+from ...errors import UnsupportedInputError
+from ..signature import GroupSpec, Signature, TensorSpec, root_of, whole_storage
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import UnsupportedInputError
+from ...errors import UnsupportedInputError
 from .facts import MemberFacts
 from .functional import geometry_of, storage_ref
 from .plan import InputPlan
 from .recorder import MetadataRecorder
-from .signature import whole_storage
+from ..signature import whole_storage
 
 
 def member_swap(i: int, t: torch.Tensor, ref, start_refs, candidates: list,

@@ -41,10 +41,10 @@ import torch
 import torch.fx as fx
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from ..errors import AotcheckError
-from .joint import Joint
+from ...errors import AotcheckError
+from ..joint import Joint
 from .mincut import choose_saved
-from .rng import random_nodes, split_draws
+from ..rng.seeding import random_nodes, split_draws
 
 
 @dataclass

@@ -14,13 +14,13 @@ import types
 import torch
 from torch.utils import _pytree as pytree
 
-from ..errors import AotcheckError, UnsupportedInputError
+from ...errors import AotcheckError, UnsupportedInputError
 from .facts import InputFacts, MemberFacts, RawFacts
 from .functional import dense_layout, geometry_of, storage_ref, to_fun
 from .outputs import classify_outputs, holds
 from .plan import InputPlan, groups_needing_synthetic_base
 from .recorder import MetadataRecorder, replayed_geometry
-from .signature import Signature, unflatten_inputs, whole_storage
+from ..signature import Signature, unflatten_inputs, whole_storage
 from .swaps import (grad_written_after_swap, member_swap, old_storage_written,
                     recorded_by_autograd, storage_swap)
 

@@ -37,8 +37,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
-from ..errors import GuardFailed
-from .rng import _SEEDED as _TAGS               # impure, forward-only, in order (rng.py)
+from ...errors import GuardFailed
+from ..rng.seeding import _SEEDED as _TAGS               # impure, forward-only, in order (rng.py)
 
 _lib = torch.library.Library("aotcheck", "FRAGMENT")
 _lib.define("guard_value(Tensor t, Scalar expected) -> ()", tags=_TAGS)
@@ -116,7 +116,7 @@ def pin(func, args, kwargs, out) -> None:
     """Called by the values trace right after ``func`` ran: record a guard for what it read.
     A Python number read some other way than ``.item()`` is pinned by replaying the op, which
     takes tensors only; anything else keeps the refusal."""
-    from ..errors import DataDependentError
+    from ...errors import DataDependentError
     if func is torch.ops.aten._local_scalar_dense.default:
         torch.ops.aotcheck.guard_value(args[0], out)
     elif torch.Tag.dynamic_output_shape in func.tags:

@@ -17,7 +17,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
-from ..errors import UnsupportedInputError
+from ...errors import UnsupportedInputError
 from .functional import dense_layout, geometry_of, storage_ref
 
 

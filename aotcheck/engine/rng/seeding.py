@@ -47,7 +47,7 @@ import torch
 import torch.fx as fx
 from torch.overrides import TorchFunctionMode
 
-from ..errors import UnsupportedInputError
+from ...errors import UnsupportedInputError
 
 aten = torch.ops.aten
 
@@ -477,7 +477,7 @@ def _seed_impl() -> None:
 
 
 def _guard_initial_seed_impl(expected: int) -> None:
-    from ..errors import GuardFailed
+    from ...errors import GuardFailed
     got = _REAL_GENERATOR.initial_seed()
     if got != expected:
         raise GuardFailed(f"the graph was specialized on torch.initial_seed() {expected}, which "
