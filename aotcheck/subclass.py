@@ -263,7 +263,8 @@ def _compile(owner, plain, tensors: list, grad: bool, real: bool = False):
 
     from .api import AotFunction
     from .engine.capture.functional import TraceGuard, compiling, guard_trace
-    from .engine.rng.seeding import DrawLikeEager, GlobalGeneratorGuard, fresh_generators
+    from .engine.rng.layout import DrawLikeEager
+    from .engine.rng.seeding import GlobalGeneratorGuard, fresh_generators
 
     def traced(*ts):
         with TraceGuard(), DrawLikeEager(), WrapperSetOntoPlain():

@@ -55,7 +55,8 @@ from .facts import RawFacts
 from .functional import (compiling, eager_view_strides, from_fun, geometry_of,
                          quiet_fake_tensor_log, stand_in, trace_functional, trace_grad_mode)
 from .functional_run import FunctionalRun, check_member_flags
-from ..rng.seeding import DrawLikeEager, GlobalGeneratorGuard, watch_generators
+from ..rng.layout import DrawLikeEager
+from ..rng.seeding import GlobalGeneratorGuard, watch_generators
 from .plan import InputPlan, groups_needing_synthetic_base, placeholder_tensors, plan_inputs
 from ..signature import Signature, unflatten_inputs
 

@@ -44,7 +44,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from ...errors import AotcheckError
 from ..joint import Joint
 from .mincut import choose_saved
-from ..rng.seeding import random_nodes, split_draws
+from ..rng.draws import random_nodes, split_draws
 
 
 @dataclass

@@ -74,7 +74,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 
 from ...errors import AotcheckError
 from ..joint import Joint
-from ..rng.seeding import split_draws
+from ..rng.draws import split_draws
 
 aten = torch.ops.aten
 

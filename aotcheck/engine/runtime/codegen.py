@@ -30,7 +30,7 @@ import operator
 import torch
 import torch.fx as fx
 
-from ..rng.seeding import runtime_kernel
+from ..rng.layout import runtime_kernel
 
 
 def _is_literal(v) -> bool:
