@@ -29,7 +29,8 @@ from .analyze import ALIAS_OF_INTERMEDIATE, FRESH, ViewMutationMeta
 from .capture.trace import Captured
 from .capture.functional import (backward_phase, from_fun, geometry_of, to_fun, trace_functional,
                          trace_grad_mode)
-from .capture.functional_run import FunctionalRun, argument_views
+from .capture.functional_run import FunctionalRun
+from .capture.view_flags import argument_views
 from .rng.seeding import watch_generators
 from ..errors import TraceError, UnsupportedInputError
 from .signature import Signature

@@ -54,7 +54,8 @@ from ...errors import TraceError, UnsupportedInputError, VIEW_LIMITS
 from .facts import RawFacts
 from .functional import (compiling, eager_view_strides, from_fun, geometry_of,
                          quiet_fake_tensor_log, stand_in, trace_functional, trace_grad_mode)
-from .functional_run import FunctionalRun, check_member_flags
+from .functional_run import FunctionalRun
+from .view_flags import check_member_flags
 from ..rng.layout import DrawLikeEager
 from ..rng.seeding import GlobalGeneratorGuard, watch_generators
 from .plan import InputPlan, groups_needing_synthetic_base, placeholder_tensors, plan_inputs
