@@ -50,7 +50,7 @@ from .signature import Signature
 
 class ViewReplayError(TraceError):
     """Autograd rebuilt a view's grad_fn by replaying the ops that made it, which misses an
-    in-place metadata change (see NOTE [non-leaf copies] in functional_run.py)."""
+    in-place metadata change (see NOTE [non-leaf copies] in capture/functional_run.py)."""
 
 
 @dataclass
@@ -109,7 +109,7 @@ def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
 
 def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
                 leaves: list, in_spec, primals: list[torch.Tensor]) -> Joint:
-    with watch_generators(fn, leaves):      # rng.py: generators it seeds before drawing
+    with watch_generators(fn, leaves):      # rng/seeding.py: generators it seeds before drawing
         return _trace_joint(fn, captured, meta, sig, leaves, in_spec, primals)
 
 

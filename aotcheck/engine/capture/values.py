@@ -16,7 +16,7 @@ graph was specialized on is pinned by a guard op right after the op that produce
 At run time a guard whose value differs raises :class:`GuardFailed` before any later op has
 run: the forward graph is functional (the runtime writes argument mutations back only after
 it), so the API puts the random generator back and compiles again for this call's values.
-The guards are tagged like random ops (NOTE in rng.py): impure, kept in the forward graph,
+The guards are tagged like random ops (NOTE in rng/draws.py): impure, kept in the forward graph,
 in call order. A backward graph that meets a changed value has nothing to retry: its guard
 names the value.
 
@@ -85,7 +85,7 @@ torch.library.register_fake("aotcheck::guard_shape", lambda t, expected: None, l
 torch.library.register_fake("aotcheck::guard_call", lambda op, args, expected: None, lib=_lib)
 GUARDS = (torch.ops.aotcheck.guard_value.default, torch.ops.aotcheck.guard_shape.default,
           torch.ops.aotcheck.guard_call.default,
-          torch.ops.aotcheck.guard_initial_seed.default)     # rng.py: torch.initial_seed()
+          torch.ops.aotcheck.guard_initial_seed.default)     # rng/seeding.py: torch.initial_seed()
 _PY_SCALARS = ("bool", "int", "float", "Scalar")
 
 
