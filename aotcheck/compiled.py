@@ -20,7 +20,7 @@ from . import flags
 from . import lift as _lift
 from .cache import bypass, cache_key, lookup, resolve, save
 from .cache.fingerprint import Unfingerprintable, fingerprint_of, fingerprint_walk
-from .engine.partition import STRATEGIES
+from .engine.partition.cut import STRATEGIES
 from .engine.pipeline import build_artifact, run_stages
 from .engine.signature import call_key, fast_call_key, flatten_inputs, signature
 from .errors import AotcheckError, GuardFailed
@@ -122,7 +122,7 @@ class CompiledFunction:
         return art
 
     def _call_guarded(self, art, key, leaves: list, spec, fp):
-        """NOTE [value specialization] (engine/values.py): a graph specialized on tensor values
+        """NOTE [value specialization] (engine/capture/values.py): a graph specialized on tensor values
         whose guard fails at this call is compiled again for this call's values (the generator
         is put back first: draws before the guard ran for nothing)."""
         rng = torch.random.get_rng_state()

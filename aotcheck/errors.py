@@ -37,7 +37,7 @@ class CacheError(AotcheckError):
 
 # Phrases of the refusals that aotcheck documents for programs that are valid in eager: limits
 # of functionalization, not wrong results. The fuzzer counts these apart from failures. Empty:
-# the engine's second way of tracing (engine/storage_views.py) lifts each of the limits below,
+# the engine's second way of tracing (engine/capture/storage_views.py) lifts each of the limits below,
 # which the first way still meets (the pipeline then switches; see VIEW_LIMITS).
 DOCUMENTED_LIMITS: tuple[str, ...] = ()
 

@@ -41,7 +41,7 @@ PARTITIONER = Flag("AOTCHECK_PARTITIONER", str, "default",
                    "The partitioner aot_function uses when none is given: default or mincut.")
 
 TRACE_PLAIN = Flag("AOTCHECK_TRACE_PLAIN", bool, False,
-                   "Trace every function the engine's second way (engine/storage_views.py: plain "
+                   "Trace every function the engine's second way (engine/capture/storage_views.py: plain "
                    "tensors and eager autograd, then functionalize), not only where the first meets "
                    "a view limit. For measurements and tests.")
 

@@ -301,3 +301,31 @@ def test_unfingerprintable_value_falls_back_to_the_traced_key_and_explain_says_w
     aotcheck.reset_counters()
     assert torch.equal(aotcheck.aot_function(f, cache=tmp_path)(x), x.sin())     # the traced key hits
     assert aotcheck.counters["hits"] == 1
+
+
+@pytest.mark.parametrize("nested", ["engine/rng/seeding.py", "engine/capture/functional_run.py",
+                                    "engine/runtime/artifact.py", "engine/partition/mincut.py"])
+def test_engine_source_hash_covers_nested_engine_modules(monkeypatch, nested):
+    """An edit to a module in an engine subpackage changes the cache key's engine_source:
+    the hash walks the engine's folders recursively, not its top folder alone."""
+    from pathlib import Path
+
+    from aotcheck.cache import key as key_mod
+
+    monkeypatch.setattr(key_mod, "_SOURCE_HASH", None)
+    before = key_mod.engine_source_hash()
+    target = (Path(key_mod.__file__).resolve().parent.parent / nested).resolve()
+    assert target.is_file()
+    real_read = Path.read_bytes
+
+    def edited(self):
+        data = real_read(self)
+        return data + b"\n# edited\n" if self.resolve() == target else data
+
+    monkeypatch.setattr(Path, "read_bytes", edited)
+    monkeypatch.setattr(key_mod, "_SOURCE_HASH", None)
+    after = key_mod.engine_source_hash()
+    assert after != before
+    monkeypatch.setattr(Path, "read_bytes", real_read)
+    monkeypatch.setattr(key_mod, "_SOURCE_HASH", None)
+    assert key_mod.engine_source_hash() == before

@@ -9,8 +9,8 @@ import torch.nn.functional as F
 import aotcheck
 from aotcheck import flags
 from aotcheck.check.corpus import all_cases
-from aotcheck.engine.mincut import choose_saved, node_cost, recompute_policy, regions
-from aotcheck.engine.partition import default_partition
+from aotcheck.engine.partition.mincut import choose_saved, node_cost, recompute_policy, regions
+from aotcheck.engine.partition.cut import default_partition
 from aotcheck.engine.printer import format_graph
 from torch.multiprocessing.reductions import StorageWeakRef
 

@@ -34,8 +34,8 @@ from ..engine.analyze import ViewMutationMeta
 from ..engine.decide import Decision
 from ..engine.joint import forward_candidates
 from ..engine.pipeline import Stages, graph_constants, run_stages
-from ..engine.plan import InputPlan
-from ..engine.runtime import CompiledArtifact
+from ..engine.capture.plan import InputPlan
+from ..engine.runtime.artifact import ArtifactParts, CompiledArtifact
 from ..errors import AotcheckError
 from .key import Key, key_of
 from .serialize import SerializeError, Uncacheable, graph_from_data, graph_to_data
@@ -224,13 +224,13 @@ def _artifact_from_entry(cache: Cache, key: str, entry: dict, fn, partitioner: s
     forward = graph_from_data(entry["forward"])
     fw_sha = _forward_sha(entry["forward"])
     out_spec = load_out_spec(entry["out_spec"])
-    art = CompiledArtifact(
+    art = CompiledArtifact(ArtifactParts(
         plan=plan, meta=meta, decision=Decision(**entry["decision"]), forward=forward,
         num_fw_outputs=int(entry["num_fw_outputs"]), fw_candidates=forward_candidates(meta),
         diff_outputs=tuple(entry["diff_outputs"]), grad_inputs=tuple(entry["grad_inputs"]),
         out_spec=out_spec, constants=stored_constants(forward),
         backward_mutations=_deep_tuple(entry.get("backward_mutations", [])),
-        grad_reach=_deep_tuple(entry.get("grad_reach", [])))
+        grad_reach=_deep_tuple(entry.get("grad_reach", []))))
     if art.training:
         # NOTE [a hit traces nothing]: with the backward stored, the hit loads it now and
         # needs nothing else; only an entry whose backward is not written yet snapshots the

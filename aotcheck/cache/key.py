@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from .. import flags
-from ..engine.capture import Captured, capture
+from ..engine.capture.trace import Captured, capture
 from ..engine.printer import format_graph
 from ..engine.signature import Signature, flatten_inputs, signature
 from .serialize import Uncacheable, graph_to_data
@@ -62,9 +62,10 @@ def engine_source_hash() -> str:
     if _SOURCE_HASH is None:
         h = hashlib.sha256()
         root = Path(__file__).resolve().parent.parent
-        for pkg in ("engine", "cache"):
-            for path in sorted((root / pkg).glob("*.py")):
-                h.update(f"{pkg}/{path.name}".encode() + b"\0" + path.read_bytes() + b"\0")
+        for pkg in ("engine", "cache"):          # every module, in subpackages too
+            for path in sorted((root / pkg).rglob("*.py")):
+                name = path.relative_to(root).as_posix()
+                h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
         _SOURCE_HASH = h.hexdigest()
     return _SOURCE_HASH
 

@@ -49,7 +49,7 @@ MAX_CONSTANT_NUMEL = 256
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _OPS = ("placeholder", "call_function", "get_attr", "output")
 _EXTRA_TARGETS = {"_operator::getitem": operator.getitem}
-_NAMESPACES = ("aten", "prims", "aotcheck")   # aotcheck: engine/rng.py's ops
+_NAMESPACES = ("aten", "prims", "aotcheck")   # aotcheck: engine/rng/seeding.py's ops
 _LAYOUTS = {"strided": torch.strided, "sparse_coo": torch.sparse_coo}
 _FORMATS = {"contiguous_format": torch.contiguous_format, "channels_last": torch.channels_last,
             "channels_last_3d": torch.channels_last_3d, "preserve_format": torch.preserve_format}
@@ -110,10 +110,10 @@ def _enc(a):
 
 def _seeded_first(node: fx.Node) -> bool:
     """A generator constant that the graph seeds (``aotcheck.rng_generator_manual_seed``) before
-    it draws from it: a generator made inside the function (engine/rng.py), which a new
+    it draws from it: a generator made inside the function (engine/rng/seeding.py), which a new
     generator stands in for when the graph is loaded. Any other generator (an argument, a
     closure) is the caller's very object, which no entry can hold."""
-    from ..engine.rng import GENERATOR_RESETS
+    from ..engine.rng.seeding import GENERATOR_RESETS
     first = next((u for u in node.graph.nodes if node in u.all_input_nodes), None)
     return first is not None and first.target is GENERATOR_RESETS[0]
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
-from .capture import Captured
+from .capture.trace import Captured
 from .signature import Signature, TensorSpec
 
 SCHEMA_VERSION = 1

@@ -26,11 +26,12 @@ import torch
 import torch.fx as fx
 
 from .analyze import ALIAS_OF_INTERMEDIATE, FRESH, ViewMutationMeta
-from .capture import Captured
-from .functional import (backward_phase, from_fun, geometry_of, to_fun, trace_functional,
+from .capture.trace import Captured
+from .capture.functional import (backward_phase, from_fun, geometry_of, to_fun, trace_functional,
                          trace_grad_mode)
-from .functional_run import FunctionalRun, argument_views
-from .rng import watch_generators
+from .capture.functional_run import FunctionalRun
+from .capture.view_flags import argument_views
+from .rng.seeding import watch_generators
 from ..errors import TraceError, UnsupportedInputError
 from .signature import Signature
 
@@ -49,7 +50,7 @@ from .signature import Signature
 
 class ViewReplayError(TraceError):
     """Autograd rebuilt a view's grad_fn by replaying the ops that made it, which misses an
-    in-place metadata change (see NOTE [non-leaf copies] in functional_run.py)."""
+    in-place metadata change (see NOTE [non-leaf copies] in capture/functional_run.py)."""
 
 
 @dataclass
@@ -108,7 +109,7 @@ def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
 
 def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
                 leaves: list, in_spec, primals: list[torch.Tensor]) -> Joint:
-    with watch_generators(fn, leaves):      # rng.py: generators it seeds before drawing
+    with watch_generators(fn, leaves):      # rng/seeding.py: generators it seeds before drawing
         return _trace_joint(fn, captured, meta, sig, leaves, in_spec, primals)
 
 
@@ -231,7 +232,7 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
     """The joint the second way (NOTE [plain trace, then functionalize] in storage_views.py):
     eager autograd on plain copies, then the whole joint functionalized. Same outputs as the
     first way: forward values, gradients, then the values the user's backward wrote."""
-    from .storage_views import StorageTagger, functionalize_plain, trace_plain
+    from .capture.storage_views import StorageTagger, functionalize_plain, trace_plain
     run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry,
                         tagger=StorageTagger(),
                         nonleaf=tuple(t.requires_grad and not t.is_leaf for t in primals),

@@ -6,7 +6,7 @@ Each stage is a function from one representation to the next; none edits its
 input. ``run_stages`` runs them for one call's arguments (whose signature the
 caller computed once) and returns every intermediate result (for ``explain`` and
 the cache); ``build_artifact`` turns those into a runnable
-:class:`~aotcheck.engine.runtime.CompiledArtifact`.
+:class:`~aotcheck.engine.runtime.artifact.CompiledArtifact`.
 """
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ from dataclasses import dataclass, replace
 
 from .. import flags
 from .analyze import ViewMutationMeta, analyze
-from .capture import Captured, capture, view_replay_refusal
-from .plan import placeholder_tensors
+from .capture.trace import Captured, capture, view_replay_refusal
+from .capture.plan import placeholder_tensors
 from .decide import TRAINING, Decision, decide
 from .joint import Joint, ViewReplayError, forward_candidates, trace_joint
 from .lint import check_graph, check_meta
-from .partition import Partitioned, inference_forward, partition
-from .runtime import CompiledArtifact
+from .partition.cut import Partitioned, inference_forward, partition
+from .runtime.artifact import ArtifactParts, CompiledArtifact
 from .signature import Signature
 
 
@@ -56,7 +56,7 @@ def run_stages(fn, leaves: list, in_spec, sig: Signature, partitioner: str = "de
         try:
             joint = trace_joint(fn, captured, meta, sig, leaves, in_spec, primals)
         except ViewReplayError as e:
-            # see NOTE [non-leaf copies] in functional_run.py: the other kind of copy of non-leaf
+            # see NOTE [non-leaf copies] in capture/functional_run.py: the other kind of copy of non-leaf
             # arguments, once, when autograd's view replay failed on this one
             # (and then the second way: NOTE [plain trace, then functionalize])
             joint = None
@@ -96,13 +96,13 @@ def run_stages(fn, leaves: list, in_spec, sig: Signature, partitioner: str = "de
 
 def build_artifact(stages: Stages) -> CompiledArtifact:
     p, j = stages.partitioned, stages.joint
-    return CompiledArtifact(
+    return CompiledArtifact(ArtifactParts(
         plan=stages.captured.plan, meta=stages.meta, decision=stages.decision,
         forward=p.forward, num_fw_outputs=p.num_fw_outputs,
         fw_candidates=forward_candidates(stages.meta),
         diff_outputs=j.diff_outputs if j else (), grad_inputs=j.grad_inputs if j else (),
         backward=p.backward, out_spec=stages.captured.out_spec, constants=graph_constants(stages),
-        backward_mutations=j.backward_mutations if j else (), grad_reach=j.grad_reach if j else ())
+        backward_mutations=j.backward_mutations if j else (), grad_reach=j.grad_reach if j else ()))
 
 
 def graph_constants(stages: Stages) -> dict:

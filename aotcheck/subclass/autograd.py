@@ -22,7 +22,7 @@ from torch.fx.experimental.proxy_tensor import disable_proxy_modes_tracing
 
 from torch.overrides import TorchFunctionMode
 
-from ..engine.recorder import _REQUIRES_GRAD_ATTR, call_name
+from ..engine.capture.recorder import _REQUIRES_GRAD_ATTR, call_name
 from ..engine.signature import storage_extent
 
 STALE = object()
@@ -95,7 +95,7 @@ def view_mode(o, arg, start_fn, hidden: dict = {}) -> str:
       a history of its own that does not go through it: written in grad mode with a value
       that requires grad (``a.detach().copy_(w)``, ``a.detach()[0].mul_(a[0])``); remade as
       a detached alias over which the graph's value is copied, which gives it that history
-      (``detached_written``, as ``detached_alias`` in engine/regenerate.py);
+      (``detached_written``, as ``detached_alias`` in engine/runtime/regenerate.py);
     - ``"stale"``: made under no_grad, its base written in grad mode since (eager raises when
       its grad_fn is read, so it is made before the write-back);
     - ``"grad"``: a view whose ``grad_fn`` reaches the argument;
@@ -158,7 +158,7 @@ def remake_view_of_leaf(o: torch.Tensor) -> torch.Tensor:
 # NOTE [requires_grad_ on a subclass argument]
 # ``a.requires_grad_()`` on a leaf argument inside the call, then an output computed from it:
 # eager's output requires grad and its gradient reaches the caller's ``a``. As the plain
-# engine does (NOTE [requires_grad_ on an argument] in engine/functional_run.py), the runtime
+# engine does (NOTE [requires_grad_ on an argument] in engine/capture/functional_run.py), the runtime
 # sets the caller's flag before the compiled function runs, so that ``a`` is an input of
 # ``Outer`` that takes a gradient; the joint rebuilds ``a`` without the flag and the
 # function's own ``requires_grad_()`` sets it there, so that what was computed before the
@@ -253,7 +253,7 @@ def explain_inputs(tensors: list, grads: list) -> list:
     a storage (views of one TwoTensor) stay views of one base: a non-leaf copy of that storage
     that requires grad, as the arguments are in eager; apart, the plain graph would see
     aliased grad leaves, which it refuses."""
-    from ..engine.functional import storage_ref
+    from ..engine.capture.functional import storage_ref
 
     def wants(t, r, sub):
         return r and sub and (t.is_floating_point() or t.is_complex())
@@ -294,7 +294,7 @@ def explain_forward(tensors: list) -> tuple:
 # ``f(x, a1, a2)`` with ``a2 = a1[1:]`` taken before the call (a view that is a leaf: no
 # grad_fn), then ``a1.requires_grad_()`` inside: eager's ``a2`` requires grad through its
 # ``._base``, with no gradient edge, so ``a2.sin()`` requires grad and sends no gradient
-# anywhere (NOTE [views of an argument given requires_grad_] in engine/functional_run.py, the
+# anywhere (NOTE [views of an argument given requires_grad_] in engine/capture/view_flags.py, the
 # plain engine's counterpart; its machinery reads the plain signature's alias groups, which the
 # desugared graph's detached inner tensors do not have). The forward trace rebuilds each
 # argument on its own, so when it sees a requires_grad setter on an argument that is another

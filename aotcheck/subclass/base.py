@@ -20,7 +20,7 @@ from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
-from ..engine.functional import storage_ref
+from ..engine.capture.functional import storage_ref
 from ..errors import UnsupportedInputError
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)

@@ -17,7 +17,7 @@ import json
 import torch
 from torch.utils import _pytree as pytree
 
-from ..engine.functional import geometry_of
+from ..engine.capture.functional import geometry_of
 from ..errors import TraceError, UnsupportedInputError
 from .autograd import (BaseFlags, argument_view_bases, as_argument_view, explain_forward,
                        explain_inputs, outer_training, own_flag)
@@ -121,15 +121,16 @@ def _compile(owner, plain, tensors: list, grad: bool, real: bool = False):
     inputs) into a plain-tensor graph, and compile it with the ordinary engine."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from ..engine.functional import TraceGuard, compiling, guard_trace
-    from ..engine.rng import DrawLikeEager, GlobalGeneratorGuard, fresh_generators
+    from ..engine.capture.functional import TraceGuard, compiling, guard_trace
+    from ..engine.rng.layout import DrawLikeEager
+    from ..engine.rng.seeding import GlobalGeneratorGuard, fresh_generators
 
     def traced(*ts):
         with TraceGuard(), DrawLikeEager(), WrapperSetOntoPlain():
             return plain(*ts)
     fakes = save_primals(tensors) if real else [t.detach() for t in tensors]
     # NOTE [subclass random draws]: the outer trace watches the generators as the plain
-    # engine's does (engine/rng.py): seeding the default generator inside the function becomes
+    # engine's does (engine/rng/seeding.py): seeding the default generator inside the function becomes
     # an aotcheck op of this graph (not a real seeding at trace time), and a torch.Generator
     # made inside is reset before its first draw on every call (eager makes it anew), which
     # also lets the cache store the graph
@@ -208,7 +209,7 @@ def desugared(owner, args: tuple, kwargs: dict):
 # Under no_grad, eager's arguments still require grad where they did: a view of one requires
 # grad too (with no grad_fn), a view of its ``detach()`` does not, and a view taken before a
 # write of the argument is poisoned (reading its grad_fn raises: NOTE [poisoned views] in
-# engine/outputs.py). No gradient flows, so ``requires`` (what takes a gradient) is all False
+# engine/capture/outputs.py). No gradient flows, so ``requires`` (what takes a gradient) is all False
 # then; the forward trace still gives those arguments the flag, as grad leaves, so that its
 # outer-level facts (NOTE [outer-level facts]) see what eager's views see.
 

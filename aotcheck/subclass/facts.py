@@ -8,9 +8,9 @@ from __future__ import annotations
 import torch
 from torch._C._autograd import CreationMeta, _get_creation_meta
 
-from ..engine.functional import geometry_of
-from ..engine.outputs import poisoned_kind
-from ..engine.regenerate import multi_output_view, poisoned_view
+from ..engine.capture.functional import geometry_of
+from ..engine.capture.outputs import poisoned_kind
+from ..engine.runtime.regenerate import multi_output_view, poisoned_view
 from ..errors import UnsupportedInputError
 from .autograd import STALE as _STALE, grad_fn_of as _grad_fn, reaches as _reaches
 from .autograd import (detached_written, new_leaf_kind, own_flag, remake_dropped,
@@ -45,7 +45,7 @@ from .wrapper_set import move_outer
 # NOTE [subclass poisoned views]
 # A view that autograd cannot rebuild after its base was written (made under no_grad of a
 # base that requires grad, or one of an unbind's views; NOTE [poisoned views] in
-# engine/outputs.py): reading its grad_fn or is_leaf raises, and so does writing it in place.
+# engine/capture/outputs.py): reading its grad_fn or is_leaf raises, and so does writing it in place.
 # The trace reads its kind off the outer output (``poisoned_kind``); the call makes the same
 # kind of view, of the argument it views (a "stale" view) or else of the compiled output over
 # its memory, and bumps its version (``poisoned_view``), before any other output is made.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from torch._prims_common import is_non_overlapping_and_dense_or_false as is_non_overlapping_and_dense
 
-from ..engine.functional import geometry_of
+from ..engine.capture.functional import geometry_of
 from ..engine.signature import root_of, storage_extent
 from ..errors import UnsupportedInputError
 from .base import plain_part, storage_key

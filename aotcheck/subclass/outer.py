@@ -9,7 +9,7 @@ import json
 import torch
 from torch.utils import _pytree as pytree
 
-from ..engine.functional import storage_ref
+from ..engine.capture.functional import storage_ref
 from ..engine.signature import call_key
 from .autograd import flag_before_call, needs_history
 from .base import flatten, inner_count, save_primals, unflatten

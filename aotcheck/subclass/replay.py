@@ -1,6 +1,6 @@
 """In-place metadata calls on the arguments of a call with a tensor-subclass argument, replayed
 on the caller's tensors (the subclass path's counterpart of NOTE [mutation replay] in
-engine/runtime.py), and the outer-level joint traced on real tensors where fake ones fail.
+engine/runtime/artifact.py), and the outer-level joint traced on real tensors where fake ones fail.
 
 NOTE [subclass metadata replay]
 An argument whose shape changes in place in grad mode (``a1.transpose_(0, 2)``) gets a new
@@ -63,9 +63,9 @@ from __future__ import annotations
 import torch
 from torch.overrides import TorchFunctionMode
 
-from ..engine.functional import geometry_of
-from ..engine.outputs import holds
-from ..engine.recorder import METADATA_METHODS, _mutating, call_name, plain_args
+from ..engine.capture.functional import geometry_of
+from ..engine.capture.outputs import holds
+from ..engine.capture.recorder import METADATA_METHODS, _mutating, call_name, plain_args
 from ..errors import TraceError, UnsupportedInputError
 from .base import storage_key
 from .wrapper_set import move_outer

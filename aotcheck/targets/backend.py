@@ -18,7 +18,7 @@ the artifact). Options:
                  metadata, submodules) plus the call's input signature, so a hit in a new
                  process runs neither aotcheck's capture nor its joint trace
     remote       a Redis URL shared with other machines (``AOTCHECK_REMOTE_CACHE``)
-    partitioner  "default", "mincut" (``aotcheck.engine.partition.STRATEGIES``); default:
+    partitioner  "default", "mincut" (``aotcheck.engine.partition.cut.STRATEGIES``); default:
                  the ``AOTCHECK_PARTITIONER`` flag
 """
 from __future__ import annotations

@@ -262,7 +262,7 @@ def views_of_intermediate_in_no_grad_region():
 
 def _inference_linear(*shape):
     """A Linear built under inference_mode: its parameters are inference tensors that require
-    grad (NOTE [inference tensors] in aotcheck/engine/functional.py)."""
+    grad (NOTE [inference tensors] in aotcheck/engine/capture/functional.py)."""
     def make():
         with torch.inference_mode():
             lin = torch.nn.Linear(*shape)

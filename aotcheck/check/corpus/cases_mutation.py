@@ -761,7 +761,7 @@ def unsqueeze_nongrad_then_mul_by_grad_value():
 # ---------------------------------------------------------------- storage resizes (issue 11, class 12)
 # FSDP2's pattern: a parameter's storage is freed (resized to zero bytes) between uses and
 # allocated again (resized up from zero) before it is filled. NOTE [storage resizes] in
-# aotcheck/engine/functional_run.py.
+# aotcheck/engine/capture/functional_run.py.
 
 
 def _freed(*shape) -> torch.Tensor:
@@ -817,7 +817,7 @@ def resize_mutate_then_free():
 
 
 # ---------------------------------------------------------------- resize_ of arguments
-# NOTE [resize_ of an argument] in aotcheck/engine/recorder.py. Eager's t.resize_(size) grows
+# NOTE [resize_ of an argument] in aotcheck/engine/capture/recorder.py. Eager's t.resize_(size) grows
 # t's storage in place when size needs more bytes (old bytes kept, new ones uninitialised) and
 # makes t contiguous from its offset. Each case writes every element it grows (the new ones
 # are undefined in eager), so the oracle compares defined values only.
@@ -898,7 +898,7 @@ def resize_intermediate_grow():
 
 
 # ---------------------------------------------------------------- set_ on arguments (issue 11, class 4)
-# NOTE [storage swaps] in aotcheck/engine/functional_run.py. Each returns the swapped argument
+# NOTE [storage swaps] in aotcheck/engine/capture/swaps.py. Each returns the swapped argument
 # too, so the oracle's output mutation checks that it shares the storage eager's shares.
 
 

@@ -2,7 +2,7 @@
 
 Most arguments are their own placeholder. Arguments that share one storage and are
 mutated become members of a *synthetic base* (see NOTE [synthetic bases] in
-capture.py): the graph takes the group's root tensor and rebuilds each member
+trace.py): the graph takes the group's root tensor and rebuilds each member
 inside the graph with ``as_strided``.
 
 Example: ``f(a, a[1:])`` where ``a[1:]`` is mutated, planned with a synthetic base::
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..errors import UnsupportedInputError
-from .signature import GroupSpec, Signature, TensorSpec, root_of, whole_storage
+from ...errors import UnsupportedInputError
+from ..signature import GroupSpec, Signature, TensorSpec, root_of, whole_storage
 
 
 @dataclass(frozen=True)

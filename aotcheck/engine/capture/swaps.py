@@ -2,19 +2,19 @@
 
 Called by functional_run.py for each argument (or alias-group member) whose storage the
 function swapped; returns where the storage went (NOTE [storage swaps]) or refuses the
-swap with a named reason. The runtime replays it (runtime.py; swap_grad.py for a swap that
+swap with a named reason. The runtime replays it (runtime/writeback.py; runtime/swap_grad.py for a swap that
 autograd recorded).
 """
 from __future__ import annotations
 
 import torch
 
-from ..errors import UnsupportedInputError
+from ...errors import UnsupportedInputError
 from .facts import MemberFacts
 from .functional import geometry_of, storage_ref
 from .plan import InputPlan
 from .recorder import MetadataRecorder
-from .signature import whole_storage
+from ..signature import whole_storage
 
 
 def member_swap(i: int, t: torch.Tensor, ref, start_refs, candidates: list,
@@ -89,7 +89,7 @@ def storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, st
         """Where placeholder ``p``'s storage went after ``set_()``: q >= 0 (placeholder q's
         storage at the call, p's own included), or -2 (a storage made inside the function).
         ``flags``: per placeholder, whether it requires grad with a gradient edge of its own
-        (NOTE [views of an argument given requires_grad_] in functional_run.py).
+        (NOTE [views of an argument given requires_grad_] in view_flags.py).
 
         # NOTE [storage swaps]
         Functionalization swaps a wrapper's functional storage on ``set_()``: afterwards the

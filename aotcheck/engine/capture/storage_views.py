@@ -58,7 +58,7 @@ import torch
 import torch.fx as fx
 from torch.utils import _pytree as pytree
 
-from ..errors import DataDependentError
+from ...errors import DataDependentError
 from .functional import (TraceGuard, backward_phase, from_fun, geometry_of, storage_ref, to_fun,
                          trace_functional)
 

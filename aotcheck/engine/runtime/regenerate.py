@@ -16,7 +16,7 @@ import contextlib
 
 import torch
 
-from .signature import storage_extent
+from ..signature import storage_extent
 
 
 def reinterpret(base: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -36,7 +36,7 @@ def alias(base: torch.Tensor, o) -> torch.Tensor:
     if getattr(o, "from_root", False):
         # eager regenerated the view's grad_fn as an as_strided of its root base, which the
         # argument shares (NOTE [as_strided clips] in recorder.py)
-        from .signature import root_of
+        from ..signature import root_of
         root = root_of(base)
         if root.requires_grad == base.requires_grad and root.dtype == base.dtype:
             base = root

@@ -12,10 +12,10 @@ from dataclasses import replace
 
 import torch
 
-from ..errors import UnsupportedInputError
+from ...errors import UnsupportedInputError
 from .facts import OutputFacts
 from .functional import geometry_of, storage_ref
-from .signature import Signature
+from ..signature import Signature
 
 
 def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Signature, geometry: dict,
@@ -390,7 +390,7 @@ def _viewed_grad_leaf(o: torch.Tensor, new_leaf_ids: dict) -> int:
     ``v = a.detach(); v.requires_grad_(); return v.unsqueeze(0)``, or ``v = a.view(-1)`` (``a``
     requiring no grad) given requires_grad_(): eager's output is a view of the leaf ``v``
     (in place on it raises; its gradient goes to ``v``, not to ``a``), so the runtime cuts it
-    from its own leaf ``v`` (NOTE [new grad leaves] in functional_run.py). Its grad_fn chain
+    from its own leaf ``v`` (NOTE [new grad leaves] in autograd_facts.py). Its grad_fn chain
     reaches the leaf's AccumulateGrad through one edge per node (its ``_base`` is ``a``
     itself when ``v`` was a view of ``a``)."""
     if o._base is not None and id(o._base) in new_leaf_ids:

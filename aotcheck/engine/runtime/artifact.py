@@ -29,23 +29,24 @@ artifact loaded from the cache may have no backward at all; it then asks its
 from __future__ import annotations
 
 import ast
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import torch
 import torch.fx as fx
 from torch.utils import _pytree as pytree
 
-from .analyze import (ALIAS_OF_INPUT, ALIAS_OF_INTERMEDIATE, ALIAS_OF_OUTPUT, CONSTANT, FRESH,
+from ..analyze import (ALIAS_OF_INPUT, ALIAS_OF_INTERMEDIATE, ALIAS_OF_OUTPUT, CONSTANT, FRESH,
                       IS_INPUT, SAME_AS_OUTPUT, ViewMutationMeta)
-from .plan import InputPlan, placeholder_tensors
-from .values import is_guarded
+from ..capture.plan import InputPlan, placeholder_tensors
+from ..capture.values import is_guarded
 from .regenerate import (addressing, alias, as_inference_tensors, detached_alias, restride,
                          view_in_custom_function)
-from .signature import storage_extent
-from .swap_grad import recorded_swaps, replay_grad_writes, replay_recorded_swaps
 from .codegen import compile_graph
-from .decide import TRAINING, Decision
-from ..errors import AotcheckError, DoubleBackwardError, UnsupportedInputError
+from .writeback import (apply_backward_mutations, apply_mutations, as_at_call, fits, geometry,
+                        restore_member_geometry)
+from ..decide import TRAINING, Decision
+from ...errors import DoubleBackwardError
 
 
 def to_callable(graph: fx.Graph, name: str, constants: dict | None = None):
@@ -53,28 +54,47 @@ def to_callable(graph: fx.Graph, name: str, constants: dict | None = None):
     return compile_graph(graph, name, constants)
 
 
+@dataclass(frozen=True)
+class ArtifactParts:
+    """What one signature's compiled artifact is built from: the stages' results
+    (``pipeline.build_artifact``) or a cache entry's (``cache.entry``). Graphs and tensors, so
+    no JSON round-trip: the cache stores each part in its own form."""
+
+    plan: InputPlan
+    meta: ViewMutationMeta
+    decision: Decision
+    forward: fx.Graph
+    num_fw_outputs: int
+    fw_candidates: tuple[int, ...]          # the candidate values the forward graph returns
+    diff_outputs: tuple[int, ...] = ()
+    grad_inputs: tuple[int, ...] = ()
+    backward: fx.Graph | None = None        # None: built at the first backward (NOTE [lazy backward])
+    out_spec: Any = None                    # the pytree spec of the function's result
+    constants: dict = field(default_factory=dict)   # get_attr target -> tensor, for both graphs
+    backward_mutations: tuple = ()          # NOTE [backward mutations], joint.py
+    grad_reach: tuple = ()                  # NOTE [per-output reach], joint.py
+
+
 class CompiledArtifact:
-    def __init__(self, *, plan: InputPlan, meta: ViewMutationMeta, decision: Decision,
-                 forward: fx.Graph, num_fw_outputs: int, fw_candidates: tuple[int, ...],
-                 diff_outputs: tuple[int, ...] = (), grad_inputs: tuple[int, ...] = (),
-                 backward: fx.Graph | None = None,
-                 backward_source: Callable[[], fx.Graph] | None = None,
-                 out_spec=None, on_backward: Callable[[fx.Graph], None] | None = None,
-                 constants: dict | None = None, backward_mutations: tuple = (),
-                 grad_reach: tuple = ()):
+    def __init__(self, parts: ArtifactParts):
+        plan, meta, decision, forward = parts.plan, parts.meta, parts.decision, parts.forward
+        num_fw_outputs, fw_candidates = parts.num_fw_outputs, parts.fw_candidates
+        diff_outputs, out_spec = parts.diff_outputs, parts.out_spec
+        self.parts = parts
         self.plan, self.meta, self.decision = plan, meta, decision
-        self.backward_mutations = tuple(backward_mutations)   # NOTE [backward mutations], joint.py
-        self.grad_reach = tuple(tuple(r) for r in grad_reach)  # NOTE [per-output reach], joint.py
-        self.constants = dict(constants or {})
+        self.backward_mutations = tuple(parts.backward_mutations)   # NOTE [backward mutations], joint.py
+        self.grad_reach = tuple(tuple(r) for r in parts.grad_reach)  # NOTE [per-output reach], joint.py
+        self.constants = dict(parts.constants or {})
         self.forward_graph = forward
         self.forward = to_callable(forward, "forward", self.constants)
         self.num_fw_outputs = num_fw_outputs
         self.fw_candidates = fw_candidates
         self.diff_outputs = diff_outputs
-        self.grad_inputs = grad_inputs
-        self.backward_graph = backward
-        self.backward_source = backward_source
-        self.on_backward = on_backward
+        self.grad_inputs = parts.grad_inputs
+        self.backward_graph = parts.backward
+        # set by the cache where it loads an entry (NOTE [lazy backward])
+        self.backward_source: Callable[[], fx.Graph] | None = None
+        self.on_backward: Callable[[fx.Graph], None] | None = None
         self._backward = None
         self.out_spec = out_spec
         self.training = decision.mode == TRAINING
@@ -100,7 +120,7 @@ class CompiledArtifact:
                 val = graph_vals[self._slot[o.graph_output]]
                 if not isinstance(val, torch.Tensor) or (val.stride() != o.stride and val.numel() > 1):
                     self._restride[o.index] = True
-        # NOTE [requires_grad_ on an argument] (functional_run.py): flags set before the call
+        # NOTE [requires_grad_ on an argument] (capture/functional_run.py): flags set before the call
         # (to True) and after it (to False)
         self._rg_on = [i.index for i in meta.inputs if i.requires_grad_set and i.requires_grad_after]
         self._rg_off = [i.index for i in meta.inputs if i.requires_grad_set and not i.requires_grad_after]
@@ -157,7 +177,7 @@ class CompiledArtifact:
         early = None
         if self._early_meta:
             # the geometry at the call, which the graph reads, then eager's leaf geometry
-            early = tuple((p, *_geometry(leaves[self._leaf_of_placeholder[p]]))
+            early = tuple((p, *geometry(leaves[self._leaf_of_placeholder[p]]))
                           for p in sorted(self._early_meta))
             self._replay_metadata(None, leaves, "placeholder", self._early_meta)
         for i in self._rg_on:
@@ -177,9 +197,9 @@ class CompiledArtifact:
                 values = self._function.apply(*primals, *grad_leaves, early)
         elif self._needs_no_grad:
             with torch.no_grad():
-                values = self.forward(*_as_at_call(primals, early))
+                values = self.forward(*as_at_call(primals, early))
         else:
-            values = self.forward(*_as_at_call(primals, early))
+            values = self.forward(*as_at_call(primals, early))
         if self._fresh_slots is not None:
             return [values[s] for s in self._fresh_slots]
         for i in self._rg_off:
@@ -191,16 +211,16 @@ class CompiledArtifact:
         # an argument written, then set_() elsewhere: the write goes into the memory it had,
         # in its geometry at the call (NOTE [writes before a storage swap]), which its own
         # metadata calls (squeeze_, ...) change
-        at_call = {p: _geometry(primals[p]) for p in self._written_then_moved} \
+        at_call = {p: geometry(primals[p]) for p in self._written_then_moved} \
             if meta.metadata_ops else {}
         if meta.metadata_ops:
             self._replay_metadata(primals, leaves, "placeholder")
         if meta.mutations:
-            self._apply_mutations(primals, values, at_call)
+            apply_mutations(meta, self._slot, primals, values, at_call)
         if meta.metadata_ops:
             self._replay_metadata(primals, leaves, "leaf")
         if meta.member_metadata:
-            _restore_member_geometry(leaves, meta.member_metadata, storages_at_call,
+            restore_member_geometry(leaves, meta.member_metadata, storages_at_call,
                                      lambda c: values[self._slot[c]])
         return self._outputs(leaves, values, grad_leaves)
 
@@ -221,46 +241,6 @@ class CompiledArtifact:
             with torch.set_grad_enabled(grad_on and grad):
                 getattr(target, method)(*args, **dict(kwargs))
 
-    def _apply_mutations(self, primals, values, at_call: dict):
-        grad_on = torch.is_grad_enabled()
-        swaps = []
-        for m in self.meta.mutations:
-            if m.storage_source != -1:
-                swaps.append(m)
-            if m.storage_bytes >= 0:     # NOTE [storage resizes] in functional_run.py
-                torch.ops.inductor.resize_storage_bytes_(primals[m.placeholder], m.storage_bytes)
-            if m.data and m.storage_source != m.placeholder:
-                target = primals[m.placeholder]
-                if m.placeholder in at_call and _geometry(target) != at_call[m.placeholder]:
-                    target = target.as_strided(*at_call[m.placeholder])
-                value = values[self._slot[m.value_output]]
-                _check_write(target, value, m.placeholder)
-                with torch.set_grad_enabled(grad_on and m.grad_mode):
-                    target.copy_(value)
-        if swaps:                        # NOTE [storage swaps] in swaps.py
-            storages = [p.untyped_storage() for p in primals]     # as they were at the call
-            # NOTE [set_ recorded by autograd] in swap_grad.py
-            recorded = recorded_swaps(swaps)
-            with torch.no_grad():
-                for m in swaps:
-                    if m.storage_source == -2:   # the whole of a storage made inside
-                        primals[m.placeholder].set_(
-                            values[self._slot[m.storage_output]].untyped_storage(),
-                            m.final_offset, m.final_shape, m.final_stride)
-                        continue
-                    target = primals[m.placeholder]
-                    target.set_(storages[m.storage_source], m.final_offset, m.final_shape,
-                                m.final_stride)
-                    if m.data and m.storage_source == m.placeholder:
-                        # its own storage, written: the whole of it comes back
-                        whole = values[self._slot[m.value_output]]
-                        if whole.numel() * whole.element_size() > target.untyped_storage().nbytes():
-                            raise UnsupportedInputError(_too_small(m.placeholder, target))
-                        target.as_strided(whole.shape, (1,), 0).copy_(whole)
-            if recorded:
-                replay_recorded_swaps(primals, recorded)
-            replay_grad_writes(swaps, primals, values, self._slot)
-
     def _share_with_detached_leaves(self, out: list) -> None:
         """``v2 = v0.detach(); v2.requires_grad_()`` with both returned: eager's v0 owns the
         storage v2 shares. The runtime made v2 (a grad leaf, NOTE [new grad leaves]) before the
@@ -275,7 +255,7 @@ class CompiledArtifact:
             leaf, value = out[o.index], out[src.index]
             if src.kind != FRESH or src.new_leaf >= 0 or src.poisoned or src.inference or \
                     not isinstance(value, torch.Tensor) or value.dtype != leaf.dtype or \
-                    not _fits(leaf, src.shape, src.stride, src.offset) or \
+                    not fits(leaf, src.shape, src.stride, src.offset) or \
                     any(p.kind != SAME_AS_OUTPUT and p.source == src.index and p is not o
                         for p in meta.outputs if p.kind in (ALIAS_OF_OUTPUT, SAME_AS_OUTPUT)):
                 continue
@@ -393,79 +373,12 @@ class CompiledArtifact:
         return out
 
 
-def _geometry(t: torch.Tensor) -> tuple:
-    return tuple(t.shape), tuple(t.stride()), t.storage_offset()
-
-
 def _placeholder_of(plan: InputPlan, i: int):
     """The placeholder argument leaf ``i`` is (following ``same``), or None for a member."""
     src = plan.sources[i]
     while src[0] == "same":
         src = plan.sources[src[1]]
     return src[1] if src[0] == "placeholder" else None
-
-
-def _as_at_call(primals, early) -> list:
-    """The placeholders as the graph reads them: an argument whose metadata calls were
-    replayed before the call is read through an alias in its geometry at the call."""
-    if not early:
-        return primals
-    primals = list(primals)
-    for p, shape, stride, offset in early:
-        primals[p] = primals[p].detach().as_strided(shape, stride, offset)
-    return primals
-
-
-def _fits(t: torch.Tensor, shape, stride, offset) -> bool:
-    last = offset + sum((n - 1) * st for n, st in zip(shape, stride) if n > 0)
-    return offset >= 0 and (last + 1) * t.element_size() <= t.untyped_storage().nbytes()
-
-
-def _restore_member_geometry(leaves: list, members, storages_at_call, value) -> None:
-    """An aliased argument (a member of a synthetic base) whose final geometry its logged
-    metadata calls do not give: set_() onto a view of the same storage (``a0.set_(a1)`` with
-    ``a0, a1 = b[0], b[1]``) changes it without a swap of storage, and set_ reaches no
-    TorchFunctionMode. It is set to eager's final geometry on the storage it shares, or on
-    the storage set_() moved it to (NOTE [member storage swaps] in swaps.py)."""
-    for leaf, shape, stride, offset, source, value_output in members:
-        t = leaves[leaf]
-        if source == -1:
-            if (tuple(t.shape), tuple(t.stride()), t.storage_offset()) == \
-                    (tuple(shape), tuple(stride), offset):
-                continue
-            storage = t.untyped_storage()
-        else:
-            storage = storages_at_call[source] if source >= 0 else value(value_output).untyped_storage()
-        with torch.no_grad():
-            t.set_(storage, offset, shape, stride)
-
-
-def _check_write(t: torch.Tensor, value: torch.Tensor, p: int) -> None:
-    """The runtime never copies a value into an argument whose shape and storage it has not
-    checked: a shape the graph's value does not have (an argument resized since the compile,
-    or a metadata change the replay missed) would broadcast, or fail deep inside torch."""
-    if tuple(t.shape) != tuple(value.shape):
-        raise AotcheckError(
-            f"input placeholder {p} is written back by the compiled function with a value of "
-            f"shape {tuple(value.shape)}, but after its metadata calls were replayed it has shape "
-            f"{tuple(t.shape)}; was it resized or restrided between the compile and this call?")
-    _check_storage_fits(t, p)
-
-
-def _check_storage_fits(t: torch.Tensor, p: int) -> None:
-    """The runtime never writes through a storage it has not checked: copy_ does not check
-    that the storage holds the tensor's elements (a zero-byte storage would be a crash)."""
-    if t.numel() == 0:
-        return
-    if (storage_extent(t)[1] + 1) * t.element_size() > t.untyped_storage().nbytes():
-        raise UnsupportedInputError(_too_small(p, t))
-
-
-def _too_small(p: int, t: torch.Tensor) -> str:
-    return (f"input placeholder {p} is written back by the compiled function, but its storage "
-            f"holds {t.untyped_storage().nbytes()} bytes, fewer than its shape needs; was its "
-            "storage resized between the compile and this call, or outside "
-            "torch.ops.inductor.resize_storage_bytes_?")
 
 
 def _constant(text: str):
@@ -490,7 +403,7 @@ def _fast_unflatten(spec):
 
 def _make_grad_leaves(specs, leaves: list) -> list:
     """The leaves that require grad which the function makes (NOTE [new grad leaves] in
-    functional_run.py), made before the graph runs."""
+    capture/autograd_facts.py), made before the graph runs."""
     device = next((t.device for t in leaves if isinstance(t, torch.Tensor)), torch.device("cpu"))
     out = []
     for kind, src, shape, stride, offset, dtype in specs:
@@ -514,19 +427,6 @@ def _make_grad_leaves(specs, leaves: list) -> list:
         t.requires_grad_()
         out.append(t)
     return out
-
-
-def _apply_backward_mutations(targets, mutations, values) -> None:
-    """What the user's backward did to saved arguments (NOTE [backward mutations] in joint.py),
-    done to the caller's tensors; called under no_grad."""
-    k = 0
-    for t, (_, data, shape, stride, offset) in zip(targets, mutations):
-        if (tuple(t.shape), t.stride(), t.storage_offset()) != (tuple(shape), tuple(stride), offset):
-            t.as_strided_(shape, stride, offset)
-        if data:
-            _check_write(t, values[k], -1)
-            t.copy_(values[k])
-            k += 1
 
 
 class _DoubleBackwardGuard(torch.autograd.Function):
@@ -563,7 +463,7 @@ def _make_function(art: CompiledArtifact):
             # then the grad leaves made inside (not read), then the geometry at the call of
             # arguments whose metadata was replayed before it (see CompiledArtifact.__call__)
             primals = inputs[:n_primals]
-            outs = art.forward(*_as_at_call(primals, inputs[-1]))
+            outs = art.forward(*as_at_call(primals, inputs[-1]))
             ctx.set_materialize_grads(False)     # NOTE [per-output reach] in joint.py
             fw, saved = list(outs[:n_fw]), outs[n_fw:]
             for k, t in enumerate(fw):
@@ -593,7 +493,7 @@ def _make_function(art: CompiledArtifact):
                             for pos, k in enumerate(diff)]
                 gin = bw(*ctx.saved_tensors, *tangents)
                 if bw_mutations:
-                    _apply_backward_mutations(ctx.mutated_in_backward, bw_mutations, gin[n_grads:])
+                    apply_backward_mutations(ctx.mutated_in_backward, bw_mutations, gin[n_grads:])
                     gin = gin[:n_grads]
             if create_graph and ctx.anchor is not None:
                 # first-order gradients are fine; differentiating them again is not

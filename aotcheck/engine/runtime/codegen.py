@@ -30,7 +30,7 @@ import operator
 import torch
 import torch.fx as fx
 
-from .rng import runtime_kernel
+from ..rng.layout import runtime_kernel
 
 
 def _is_literal(v) -> bool:
@@ -93,7 +93,7 @@ def compile_graph(graph: fx.Graph, name: str = "forward", constants: dict | None
                 lines.append(f"    {var} = {arg(n.args[0])}[{arg(n.args[1])}]")
                 _free(lines, last_use.get(n, ()), names)
                 continue
-            # random draws run as eager draws them (NOTE in rng.py, point 1)
+            # random draws run as eager draws them (NOTE in rng/layout.py)
             fn = runtime_kernel(n.target) or \
                 (n.target._op if isinstance(n.target, torch._ops.OpOverload) else n.target)
             key = f"_op{i}"

@@ -18,9 +18,10 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ..errors import DataDependentError, TraceError, UnsupportedInputError
-from .rng import DrawLikeEager, GlobalGeneratorGuard, draw_begins, draw_ends, fresh_generators
-from .signature import Signature
+from ...errors import DataDependentError, TraceError, UnsupportedInputError
+from ..rng.layout import DrawLikeEager
+from ..rng.seeding import GlobalGeneratorGuard, draw_begins, draw_ends, fresh_generators
+from ..signature import Signature
 from .values import ReadsThroughOps, pin, reads_python_value, reads_values, real_copies
 
 

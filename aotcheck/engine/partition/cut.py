@@ -41,10 +41,10 @@ import torch
 import torch.fx as fx
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from ..errors import AotcheckError
-from .joint import Joint
+from ...errors import AotcheckError
+from ..joint import Joint
 from .mincut import choose_saved
-from .rng import random_nodes, split_draws
+from ..rng.draws import random_nodes, split_draws
 
 
 @dataclass
@@ -102,7 +102,7 @@ def _with_items(graph: fx.Graph, fw_set: set[fx.Node]) -> set[fx.Node]:
 
 def default_partition(joint: Joint, mutated_placeholders: frozenset[int] = frozenset()) -> Partitioned:
     primals, tangents, fw_outs, grad_outs, order = _split(joint)
-    # every random draw runs in the forward, once, even when nothing uses it (rng.py, point 2)
+    # every random draw runs in the forward, once, even when nothing uses it (rng/draws.py)
     graph = joint.graph.graph
     fw_draws, bw_draws = split_draws(graph, tangents)
     fw_set = _with_items(graph, _ancestors(list(fw_outs) + fw_draws) | set(primals))
@@ -129,7 +129,7 @@ def mincut_partition(joint: Joint, mutated_placeholders: frozenset[int] = frozen
     graph = joint.graph.graph
     fw_draws, bw_draws = split_draws(graph, tangents)
     fw_set = _with_items(graph, _ancestors(
-        list(fw_outs) + saved + fw_draws) | set(primals))   # rng.py, 2.
+        list(fw_outs) + saved + fw_draws) | set(primals))   # rng/draws.py
     stop = set(saved) | set(tangents)
     bw_set = {n for n in _ancestors(list(grad_outs) + bw_draws, stop)
               if n not in stop} | set(tangents)
@@ -203,7 +203,7 @@ def inference_forward(captured_graph: fx.GraphModule, fw_candidates: tuple[int, 
     outs = list(out_node.args[0])
     keep = [outs[c] for c in fw_candidates]
     order = [n for n in graph.nodes if n.op not in ("placeholder", "output")]
-    needed = _ancestors(keep + random_nodes(graph))    # rng.py, point 2
+    needed = _ancestors(keep + random_nodes(graph))    # rng/draws.py
     fg, env = _copy_nodes([n for n in order if n in needed], placeholders)
     fg.output(tuple(_dedupe_outputs(fg, [env[o] for o in keep])))
     fg.eliminate_dead_code()

@@ -1,4 +1,4 @@
-"""capture: trace a function on fake tensors into a functional aten graph, plus raw facts.
+"""capture.trace: trace a function on fake tensors into a functional aten graph, plus raw facts.
 
 The function runs once under functionalization on fake tensors; ``make_fx``
 records the aten ops. The result is a :class:`Captured`: an FX graph with no
@@ -30,16 +30,7 @@ tensor instead, and rebuilds each argument inside the graph with
 The first capture learns whether a group is mutated; only then is the group
 captured again this way.
 
-The stage is split over a few modules, each one job:
-
-    plan.py            placeholders <- argument leaves (synthetic bases)
-    functional.py      make_fx + functionalization, named errors, grad mode
-    recorder.py        the user's in-place metadata calls, geometry, hazards
-    functional_run.py  one run of the function on functional wrappers -> raw facts
-    swaps.py           where set_() moved an argument's storage (or why it is refused)
-    outputs.py         what each returned tensor aliases
-    facts.py           the raw facts, as frozen data
-    storage_views.py   the second way: plain trace (eager autograd), then functionalize
+The stage's modules, in the order it uses them, are listed in ``capture/__init__.py``.
 """
 from __future__ import annotations
 
@@ -49,15 +40,17 @@ import torch
 import torch.fx as fx
 from torch.utils import _pytree as pytree
 
-from .. import flags
-from ..errors import TraceError, UnsupportedInputError, VIEW_LIMITS
+from ... import flags
+from ...errors import TraceError, UnsupportedInputError, VIEW_LIMITS
 from .facts import RawFacts
 from .functional import (compiling, eager_view_strides, from_fun, geometry_of,
                          quiet_fake_tensor_log, stand_in, trace_functional, trace_grad_mode)
-from .functional_run import FunctionalRun, check_member_flags
-from .rng import DrawLikeEager, GlobalGeneratorGuard, watch_generators
+from .functional_run import FunctionalRun
+from .view_flags import check_member_flags
+from ..rng.layout import DrawLikeEager
+from ..rng.seeding import GlobalGeneratorGuard, watch_generators
 from .plan import InputPlan, groups_needing_synthetic_base, placeholder_tensors, plan_inputs
-from .signature import Signature, unflatten_inputs
+from ..signature import Signature, unflatten_inputs
 
 
 @dataclass
@@ -258,7 +251,7 @@ def _capture(fn, leaves: list, in_spec, sig: Signature,
     if needs:
         return _capture(fn, leaves, in_spec, sig, synthetic | needs, nonleaf_views, argument_views)
     if run.flips_viewed_base and not argument_views:
-        # NOTE [views of an argument given requires_grad_] in functional_run.py
+        # NOTE [views of an argument given requires_grad_] in view_flags.py
         return _capture(fn, leaves, in_spec, sig, synthetic, nonleaf_views, argument_views=True)
     check_member_flags(gm.graph, captured.facts, plan)
     return captured

@@ -4,7 +4,7 @@ A ``TorchFunctionMode`` that sees the calls as the user wrote them (``x.t_()``, 
 aten ops), which functionalization hides. It records:
 
 - in-place metadata calls on arguments, for the runtime to replay (NOTE [mutation
-  replay] in runtime.py);
+  replay] in runtime/artifact.py);
 - each tensor's geometry when created or last changed in place (NOTE [eager geometry]);
 - the order of metadata changes and mutations per storage, for the view-replay hazard;
 - which tensor first owned each storage (for detached aliases of intermediates).
@@ -17,7 +17,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
-from ..errors import UnsupportedInputError
+from ...errors import UnsupportedInputError
 from .functional import dense_layout, geometry_of, storage_ref
 
 
@@ -60,7 +60,7 @@ def _mutating(name: str) -> bool:
 class MetadataRecorder(TorchFunctionMode):
     """Records in-place metadata calls (``t_``, ``transpose_``, ...) on arguments, as the
     user wrote them, so the runtime can replay exactly those calls (see NOTE [mutation
-    replay] in runtime.py): eager's strides and grad_fns then come out as eager's."""
+    replay] in runtime/artifact.py): eager's strides and grad_fns then come out as eager's."""
 
     def __init__(self, watched: dict[int, tuple]):
         super().__init__()
@@ -78,7 +78,7 @@ class MetadataRecorder(TorchFunctionMode):
         self.owners: dict = {}                          # storage -> first non-view tensor on it
         self.resizes: dict[int, int] = {}               # placeholder -> bytes after its last
                                                         # inductor.resize_storage_bytes_
-        # NOTE [new grad leaves] in functional_run.py: tensors that became leaves requiring
+        # NOTE [new grad leaves] in autograd_facts.py: tensors that became leaves requiring
         # grad inside the function (requires_grad_(), .requires_grad = True, or a factory
         # call with requires_grad=True), in order; the placeholders' wrappers are not among
         # them (an alias group's members are: kind "argument")
@@ -91,7 +91,7 @@ class MetadataRecorder(TorchFunctionMode):
         self.reaches: list[tuple] = []                  # (storage, geometry) per as_strided view
         self.grad_calls: list[tuple] = []               # (watched kind and index, events so
                                                         # far, storage per placeholder)
-        # NOTE [views of an argument given requires_grad_] (functional_run.py): per base
+        # NOTE [views of an argument given requires_grad_] (view_flags.py): per base
         # work (by id) the leaves its views' works view; per view work its placeholder, and
         # per view placeholder its own flag
         self._views_of: dict[int, list[torch.Tensor]] = {}
@@ -151,7 +151,7 @@ class MetadataRecorder(TorchFunctionMode):
             self._derive_flags(target, args, kwargs)
         if sets_flag and self.watched.get(id(target), ("",))[0] == "leaf" \
                 and target.requires_grad != flag_before:
-            # NOTE [requires_grad_ on an aliased argument] (functional_run.py): a member of an
+            # NOTE [requires_grad_ on an aliased argument] (view_flags.py): a member of an
             # alias group is a view of the group's base in the trace, not the caller's tensor,
             # so its flag is replayed on the caller's tensor with its metadata calls, in order
             self.log.append(("leaf", self.watched[id(target)][1], "requires_grad_",
@@ -201,7 +201,7 @@ class MetadataRecorder(TorchFunctionMode):
         """``views``: per base placeholder, the placeholders whose caller's tensor is a view
         of the base's; ``bases``: per such view placeholder, the leaf its work views in the
         trace; ``own``: each one's own flag at the call (NOTE [views of an argument given
-        requires_grad_] in functional_run.py)."""
+        requires_grad_] in view_flags.py)."""
         for p, qs in views.items():
             self._views_of[id(works[p])] = [bases[q] for q in qs]
             for q in qs:
@@ -337,7 +337,7 @@ def _resize_geometry(rec: MetadataRecorder, target, args, kwargs) -> tuple:
     then holds ``t``'s elements, in memory order, and new ones. Otherwise eager's grown
     tensor also reads the storage's other elements, which the graph does not hold: refused.
     The runtime replays the user's resize_ on the caller's tensor (NOTE [mutation replay] in
-    runtime.py), which grows its storage as eager's does, and then writes the argument's
+    runtime/artifact.py), which grows its storage as eager's does, and then writes the argument's
     new value back.
 
     Returns (eager's geometry after the call, whether it grows the storage), or (None,

@@ -1,161 +1,25 @@
-"""rng: random ops in a compiled graph draw from the generator exactly as eager draws.
+"""rng.seeding: seeding and restoring a generator inside the function are graph ops.
 
-The graphs call random ops at run time, on the real default generator, in the
-order the function called them, so the values and the generator's state after
-the call are eager's, cold and from the cache. Three things make that hold:
-
-1. **Layout.** A CPU random kernel fills its output in memory order, so the
-   values at each index depend on the strides of the tensor drawn into.
-   Functionalization turns an in-place draw ``t.bernoulli_(p)`` into the
-   functional variant ``bernoulli.p(t, p)``, whose kernel draws into a fresh
-   *contiguous* buffer (``uniform``/``exponential``/... into a clone, which is
-   contiguous for non-dense ``t``). Eager drew into ``t``'s own strides. The
-   generated code therefore runs every functional variant of an in-place random
-   op as that in-place op on a buffer with the strides of its input
-   (:func:`runtime_kernel`). The out-of-place ``torch.bernoulli(x, p)`` lands on
-   the same ``bernoulli.p`` node, but eager draws it contiguous: while tracing,
-   :class:`DrawLikeEager` rewrites that call into the in-place draw into a
-   contiguous buffer, which is what eager's kernel does, so that every
-   ``bernoulli.p`` node means "an in-place draw into its input's layout".
-
-2. **Every draw runs.** A random op whose value nothing uses still advances the
-   generator in eager; the partitioner keeps each random node (and what it
-   needs) in the forward graph (:func:`random_nodes`), and never in the
-   backward, so the backward reuses the forward's values instead of redrawing.
-
-3. **Seeding and restoring inside the function are graph ops.** A function may seed
-   or restore the default generator in Python (``torch.manual_seed``,
-   ``torch.get_rng_state``/``set_rng_state``, ``fork_rng``, OpInfo's
-   ``wrapper_set_seed``); eager then draws what follows from the new state. While
-   the function is traced, ``torch.random``'s default generator is a stand-in
-   (:class:`_TracedDefaultGenerator`) that records each such call as an op of
-   the ``aotcheck`` namespace (``rng_manual_seed``, ``rng_get_state``,
-   ``rng_set_state``), tagged like a random op so that it stays in the forward
-   graph, in call order, among the draws. At run time the op does to the real
-   generator what the call did in eager. A function that draws from a
-   ``torch.Generator`` object bakes that object into the graph: right for one
-   made outside the function (an argument, keyed by identity, or a closure), whose
-   state the compiled draws advance as eager's do; one made inside is reset before
-   its first draw to the state it had there (:func:`fresh_generators`), since eager
-   makes it anew on each call. A change to the
-   default generator that bypasses ``torch.random`` is refused too
-   (:class:`GlobalGeneratorGuard`).
+A function may seed or restore the default generator in Python (``torch.manual_seed``,
+``torch.get_rng_state``/``set_rng_state``, ``fork_rng``, OpInfo's ``wrapper_set_seed``);
+eager then draws what follows from the new state. While the function is traced,
+``torch.random``'s default generator is a stand-in (:class:`_TracedDefaultGenerator`) that
+records each such call as an op of the ``aotcheck`` namespace (``rng_manual_seed``,
+``rng_get_state``, ``rng_set_state``), tagged like a random op so that it stays in the
+forward graph, in call order, among the draws. At run time the op does to the real
+generator what the call did in eager. A function that draws from a ``torch.Generator``
+object bakes that object into the graph: right for one made outside the function (an
+argument, keyed by identity, or a closure), whose state the compiled draws advance as
+eager's do; one made inside is reset before its first draw to the state it had there
+(:func:`fresh_generators`), since eager makes it anew on each call. A change to the default
+generator that bypasses ``torch.random`` is refused too (:class:`GlobalGeneratorGuard`).
 """
 from __future__ import annotations
 
 import torch
 import torch.fx as fx
-from torch.overrides import TorchFunctionMode
 
-from ..errors import UnsupportedInputError
-
-aten = torch.ops.aten
-
-# functional variant (what functionalization puts in the graph) -> eager's in-place draw
-def _mapping() -> dict:
-    m = {
-        aten.bernoulli.p: aten.bernoulli_.float,
-        aten.bernoulli.Tensor: aten.bernoulli_.Tensor,
-        aten.normal_functional.default: aten.normal_.default,
-        aten.uniform.default: aten.uniform_.default,
-        aten.exponential.default: aten.exponential_.default,
-        aten.geometric.default: aten.geometric_.default,
-        aten.log_normal.default: aten.log_normal_.default,
-        aten.cauchy.default: aten.cauchy_.default,
-        aten.random.default: aten.random_.default,
-        aten.random.to: aten.random_.to,
-    }
-    # the overload named "from" is a Python keyword: reach it by name
-    m[getattr(aten.random, "from")] = getattr(aten.random_, "from")
-    return m
-
-
-FUNCTIONAL_TO_INPLACE = _mapping()
-
-
-def is_random(target) -> bool:
-    """Whether an op draws from a generator (PyTorch tags such ops nondeterministic_seeded)."""
-    return isinstance(target, torch._ops.OpOverload) and \
-        torch.Tag.nondeterministic_seeded in target.tags
-
-
-def random_nodes(graph: fx.Graph) -> list[fx.Node]:
-    """The graph's random draws (and guards, tagged like them), in graph (= eager call) order."""
-    return [n for n in graph.nodes if n.op == "call_function" and is_random(n.target)]
-
-
-def split_draws(graph: fx.Graph, tangents) -> tuple[list[fx.Node], list[fx.Node]]:
-    """A joint graph's impure nodes, in order, as (those the forward runs: point 2, those eager
-    runs in the backward). The backward's are those traced while autograd ran the backward
-    (``meta["backward"]``, functional.backward_phase), and any computed from a tangent. A draw
-    in a custom Function's backward is one (eager draws it at ``.backward()``); so is a guard
-    on a value the backward reads (``grad[mask]``, NOTE [value specialization] in values.py),
-    which the forward could not run: it has no tangent."""
-    dep, forward, backward = set(tangents), [], []
-    for n in graph.nodes:
-        if n.op != "call_function":
-            continue
-        from_tangent = any(a in dep for a in n.all_input_nodes)
-        if from_tangent:
-            dep.add(n)
-        if is_random(n.target):
-            (backward if from_tangent or n.meta.get("backward") else forward).append(n)
-    return forward, backward
-
-
-def runtime_kernel(target):
-    """What the generated code calls for ``target``: for a functional variant of an
-    in-place draw, that in-place draw on a buffer laid out like its input (see 1. above);
-    otherwise None (the op itself)."""
-    inplace = FUNCTIONAL_TO_INPLACE.get(target)
-    if inplace is None:
-        return None
-    op = inplace._op
-
-    def draw_like_input(self, *args, **kwargs):
-        buf = torch.empty_strided(self.size(), self.stride(), dtype=self.dtype, device=self.device)
-        return op(buf, *args, **kwargs)
-
-    draw_like_input.__name__ = f"draw_like_input_{inplace.__name__.replace('.', '_')}"
-    return draw_like_input
-
-
-class DrawLikeEager(TorchFunctionMode):
-    """While tracing: ``torch.bernoulli(x, p)`` (out-of-place, float or tensor ``p``) becomes
-    the in-place draw into a contiguous buffer, as eager's kernel draws it (see 1. above)."""
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func in (torch.bernoulli, torch.Tensor.bernoulli) and (len(args) > 1 or "p" in kwargs):
-            x = args[0]
-            p = args[1] if len(args) > 1 else kwargs["p"]
-            gen = kwargs.get("generator")
-            with torch._C.DisableTorchFunction():
-                buf = torch.empty_like(x, memory_format=torch.contiguous_format)
-                return buf.bernoulli_(p, generator=gen) if gen is not None else buf.bernoulli_(p)
-        if func is torch.Tensor.random_ and (bounds := _from_to(args, kwargs)) is not None:
-            return _random_from_to(args[0], *bounds, kwargs.get("generator"))
-        return func(*args, **kwargs)
-
-
-def _from_to(args, kwargs):
-    """(from, to) of ``x.random_(from, to)``, or None for the other overloads."""
-    values = list(args[1:3])
-    values += [kwargs[k] for k in ("from", "to")[len(values):] if k in kwargs]
-    if len(values) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return values[0], values[1]
-    return None
-
-
-def _random_from_to(x: torch.Tensor, low: int, high: int, gen) -> torch.Tensor:
-    """``x.random_(low, high)`` as ``x.copy_(low + buf.random_(high - low))``, with ``buf`` an
-    int64 tensor in ``x``'s layout. Both overloads run one kernel (a draw modulo the range, plus
-    the base), so the values and the generator's state are eager's; the overload ``random_.from``
-    cannot be traced: FX writes it as ``aten.random_.from``, a syntax error (``from`` is a
-    Python keyword), which is why functorch's aot_function fails on it (docs/findings.md)."""
-    with torch._C.DisableTorchFunction():
-        buf = torch.empty_like(x, dtype=torch.int64).random_(high - low, generator=gen)
-        return x.copy_(buf + low)
+from ...errors import UnsupportedInputError
 
 
 class _AnyGenerator(type(torch._C.Generator)):
@@ -240,7 +104,7 @@ def _same_generator(a, b) -> bool:
 
 def fresh_generators(gm: fx.GraphModule, guard: "GlobalGeneratorGuard") -> None:
     """Give each ``torch.Generator`` made inside the function the state it had at its first
-    draw, at the start of every call (see 3. above). Eager makes it anew on each call and
+    draw, at the start of every call (see the module docstring). Eager makes it anew on each call and
     seeds it in Python before it draws (``torch.Generator().manual_seed(5)``); the graph holds
     one generator for all calls, so an ``aotcheck::rng_generator_set_state`` op before its
     first use resets it. A generator the function seeds or restores between its draws cannot
@@ -477,7 +341,7 @@ def _seed_impl() -> None:
 
 
 def _guard_initial_seed_impl(expected: int) -> None:
-    from ..errors import GuardFailed
+    from ...errors import GuardFailed
     got = _REAL_GENERATOR.initial_seed()
     if got != expected:
         raise GuardFailed(f"the graph was specialized on torch.initial_seed() {expected}, which "
@@ -520,8 +384,8 @@ def _traced(call):
 
 class _TracedDefaultGenerator:
     """``torch.random.default_generator`` while the function is traced: each call that seeds,
-    reads or restores the default generator becomes an ``aotcheck`` op in the graph (see 3.
-    above).
+    reads or restores the default generator becomes an ``aotcheck`` op in the graph (see the
+    module docstring).
 
     ``initial_seed()`` gives the caller's initial seed (or the one the function set), and, read
     from the caller's generator, is pinned by a guard op in the graph
@@ -646,7 +510,7 @@ class GlobalGeneratorGuard:
         for draws in self.drawn:
             draws.gen.set_state(draws.first)
         if self.stand_in.recorded:
-            changed = False     # the graph replays it (see 3. above)
+            changed = False     # the graph replays it (see the module docstring)
         elif self.draws:
             changed = _REAL_GENERATOR.initial_seed() != _SENTINEL_SEED
         else:

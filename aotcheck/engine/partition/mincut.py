@@ -5,7 +5,7 @@ instead chooses the *cheapest set of saved values, in bytes*, from which the
 backward can recompute everything else it needs, by a max-flow/min-cut over the
 joint graph. Cheap ops (pointwise ops, views, constant fills) may be recomputed
 in the backward; random ops, mutations and expensive ops never are (see
-``recompute_policy``). ``partition.py`` then builds the two graphs from the
+``recompute_policy``). ``cut.py`` then builds the two graphs from the
 chosen saved values.
 
 Before (the joint of ``f(x) = x.sin().cos().sum()``; the default saves ``x`` and
@@ -52,7 +52,7 @@ candidate whose ``n_in`` falls on the sink side is recomputed in the backward;
 a candidate whose edge is cut is saved. Saving an input costs nothing (its
 memory is held by the caller), unless the runtime mutates it after the forward:
 then the forward saves a copy (NOTE [saved values of mutated inputs] in
-partition.py), which costs its bytes. Among the minimum cuts, the one nearest
+cut.py), which costs its bytes. Among the minimum cuts, the one nearest
 the sink is taken: it saves the same bytes and recomputes the fewest ops.
 
 # NOTE [min-cut and inputs mutated later]
@@ -72,9 +72,9 @@ import torch
 import torch.fx as fx
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from ..errors import AotcheckError
-from .joint import Joint
-from .rng import split_draws
+from ...errors import AotcheckError
+from ..joint import Joint
+from ..rng.draws import split_draws
 
 aten = torch.ops.aten
 
@@ -146,7 +146,7 @@ def regions(joint: Joint) -> Regions:
     outs = list(next(n for n in graph.nodes if n.op == "output").args[0])
     nf = len(joint.fw_candidates)
     fw_outs, grad_outs = outs[:nf], outs[nf:]
-    # every random draw runs in the forward, even one only the backward reads (rng.py, 2.)
+    # every random draw runs in the forward, even one only the backward reads (rng/draws.py)
     fw_draws, bw_draws = split_draws(graph, tangents)
     forward = _ancestors(list(fw_outs) + fw_draws) | set(primals)
     backward = set(tangents)

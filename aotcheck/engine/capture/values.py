@@ -16,7 +16,7 @@ graph was specialized on is pinned by a guard op right after the op that produce
 At run time a guard whose value differs raises :class:`GuardFailed` before any later op has
 run: the forward graph is functional (the runtime writes argument mutations back only after
 it), so the API puts the random generator back and compiles again for this call's values.
-The guards are tagged like random ops (NOTE in rng.py): impure, kept in the forward graph,
+The guards are tagged like random ops (NOTE in rng/draws.py): impure, kept in the forward graph,
 in call order. A backward graph that meets a changed value has nothing to retry: its guard
 names the value.
 
@@ -37,8 +37,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
-from ..errors import GuardFailed
-from .rng import _SEEDED as _TAGS               # impure, forward-only, in order (rng.py)
+from ...errors import GuardFailed
+from ..rng.seeding import _SEEDED as _TAGS      # impure, forward-only, in order (rng/seeding.py)
 
 _lib = torch.library.Library("aotcheck", "FRAGMENT")
 _lib.define("guard_value(Tensor t, Scalar expected) -> ()", tags=_TAGS)
@@ -85,7 +85,7 @@ torch.library.register_fake("aotcheck::guard_shape", lambda t, expected: None, l
 torch.library.register_fake("aotcheck::guard_call", lambda op, args, expected: None, lib=_lib)
 GUARDS = (torch.ops.aotcheck.guard_value.default, torch.ops.aotcheck.guard_shape.default,
           torch.ops.aotcheck.guard_call.default,
-          torch.ops.aotcheck.guard_initial_seed.default)     # rng.py: torch.initial_seed()
+          torch.ops.aotcheck.guard_initial_seed.default)     # rng/seeding.py: torch.initial_seed()
 _PY_SCALARS = ("bool", "int", "float", "Scalar")
 
 
@@ -116,7 +116,7 @@ def pin(func, args, kwargs, out) -> None:
     """Called by the values trace right after ``func`` ran: record a guard for what it read.
     A Python number read some other way than ``.item()`` is pinned by replaying the op, which
     takes tensors only; anything else keeps the refusal."""
-    from ..errors import DataDependentError
+    from ...errors import DataDependentError
     if func is torch.ops.aten._local_scalar_dense.default:
         torch.ops.aotcheck.guard_value(args[0], out)
     elif torch.Tag.dynamic_output_shape in func.tags:

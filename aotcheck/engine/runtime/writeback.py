@@ -1,0 +1,140 @@
+"""writeback: the caller's tensors after the graph ran, as eager left them.
+
+The forward graph is functional: what the function did to its arguments comes back as graph
+values, and these write it into the caller's tensors (NOTE [mutation replay] in artifact.py):
+data with ``copy_`` (each write checked first: ``check_write``), storage resizes and swaps
+(``apply_mutations``), alias-group members' final geometry (``restore_member_geometry``), and
+what a user's backward did to saved arguments (``apply_backward_mutations``).
+"""
+from __future__ import annotations
+
+import torch
+
+from ...errors import AotcheckError, UnsupportedInputError
+from ..signature import storage_extent
+from .swap_grad import recorded_swaps, replay_grad_writes, replay_recorded_swaps
+
+
+def geometry(t: torch.Tensor) -> tuple:
+    return tuple(t.shape), tuple(t.stride()), t.storage_offset()
+
+
+def as_at_call(primals, early) -> list:
+    """The placeholders as the graph reads them: an argument whose metadata calls were
+    replayed before the call is read through an alias in its geometry at the call."""
+    if not early:
+        return primals
+    primals = list(primals)
+    for p, shape, stride, offset in early:
+        primals[p] = primals[p].detach().as_strided(shape, stride, offset)
+    return primals
+
+
+def fits(t: torch.Tensor, shape, stride, offset) -> bool:
+    last = offset + sum((n - 1) * st for n, st in zip(shape, stride) if n > 0)
+    return offset >= 0 and (last + 1) * t.element_size() <= t.untyped_storage().nbytes()
+
+
+def restore_member_geometry(leaves: list, members, storages_at_call, value) -> None:
+    """An aliased argument (a member of a synthetic base) whose final geometry its logged
+    metadata calls do not give: set_() onto a view of the same storage (``a0.set_(a1)`` with
+    ``a0, a1 = b[0], b[1]``) changes it without a swap of storage, and set_ reaches no
+    TorchFunctionMode. It is set to eager's final geometry on the storage it shares, or on
+    the storage set_() moved it to (NOTE [member storage swaps] in swaps.py)."""
+    for leaf, shape, stride, offset, source, value_output in members:
+        t = leaves[leaf]
+        if source == -1:
+            if (tuple(t.shape), tuple(t.stride()), t.storage_offset()) == \
+                    (tuple(shape), tuple(stride), offset):
+                continue
+            storage = t.untyped_storage()
+        else:
+            storage = storages_at_call[source] if source >= 0 else value(value_output).untyped_storage()
+        with torch.no_grad():
+            t.set_(storage, offset, shape, stride)
+
+
+def check_write(t: torch.Tensor, value: torch.Tensor, p: int) -> None:
+    """The runtime never copies a value into an argument whose shape and storage it has not
+    checked: a shape the graph's value does not have (an argument resized since the compile,
+    or a metadata change the replay missed) would broadcast, or fail deep inside torch."""
+    if tuple(t.shape) != tuple(value.shape):
+        raise AotcheckError(
+            f"input placeholder {p} is written back by the compiled function with a value of "
+            f"shape {tuple(value.shape)}, but after its metadata calls were replayed it has shape "
+            f"{tuple(t.shape)}; was it resized or restrided between the compile and this call?")
+    check_storage_fits(t, p)
+
+
+def check_storage_fits(t: torch.Tensor, p: int) -> None:
+    """The runtime never writes through a storage it has not checked: copy_ does not check
+    that the storage holds the tensor's elements (a zero-byte storage would be a crash)."""
+    if t.numel() == 0:
+        return
+    if (storage_extent(t)[1] + 1) * t.element_size() > t.untyped_storage().nbytes():
+        raise UnsupportedInputError(too_small(p, t))
+
+
+def too_small(p: int, t: torch.Tensor) -> str:
+    return (f"input placeholder {p} is written back by the compiled function, but its storage "
+            f"holds {t.untyped_storage().nbytes()} bytes, fewer than its shape needs; was its "
+            "storage resized between the compile and this call, or outside "
+            "torch.ops.inductor.resize_storage_bytes_?")
+
+
+def apply_mutations(meta, slot: dict, primals, values, at_call: dict) -> None:
+    """Write the graph's new values into the caller's tensors (NOTE [mutation replay] in
+    artifact.py), resize their storages, and replay storage swaps; ``slot`` maps a candidate
+    to its forward output, ``at_call`` gives an argument written before set_() moved it its
+    geometry at the call."""
+    grad_on = torch.is_grad_enabled()
+    swaps = []
+    for m in meta.mutations:
+        if m.storage_source != -1:
+            swaps.append(m)
+        if m.storage_bytes >= 0:     # NOTE [storage resizes] in capture/functional_run.py
+            torch.ops.inductor.resize_storage_bytes_(primals[m.placeholder], m.storage_bytes)
+        if m.data and m.storage_source != m.placeholder:
+            target = primals[m.placeholder]
+            if m.placeholder in at_call and geometry(target) != at_call[m.placeholder]:
+                target = target.as_strided(*at_call[m.placeholder])
+            value = values[slot[m.value_output]]
+            check_write(target, value, m.placeholder)
+            with torch.set_grad_enabled(grad_on and m.grad_mode):
+                target.copy_(value)
+    if swaps:                        # NOTE [storage swaps] in swaps.py
+        storages = [p.untyped_storage() for p in primals]     # as they were at the call
+        # NOTE [set_ recorded by autograd] in swap_grad.py
+        recorded = recorded_swaps(swaps)
+        with torch.no_grad():
+            for m in swaps:
+                if m.storage_source == -2:   # the whole of a storage made inside
+                    primals[m.placeholder].set_(
+                        values[slot[m.storage_output]].untyped_storage(),
+                        m.final_offset, m.final_shape, m.final_stride)
+                    continue
+                target = primals[m.placeholder]
+                target.set_(storages[m.storage_source], m.final_offset, m.final_shape,
+                            m.final_stride)
+                if m.data and m.storage_source == m.placeholder:
+                    # its own storage, written: the whole of it comes back
+                    whole = values[slot[m.value_output]]
+                    if whole.numel() * whole.element_size() > target.untyped_storage().nbytes():
+                        raise UnsupportedInputError(too_small(m.placeholder, target))
+                    target.as_strided(whole.shape, (1,), 0).copy_(whole)
+        if recorded:
+            replay_recorded_swaps(primals, recorded)
+        replay_grad_writes(swaps, primals, values, slot)
+
+
+def apply_backward_mutations(targets, mutations, values) -> None:
+    """What the user's backward did to saved arguments (NOTE [backward mutations] in joint.py),
+    done to the caller's tensors; called under no_grad."""
+    k = 0
+    for t, (_, data, shape, stride, offset) in zip(targets, mutations):
+        if (tuple(t.shape), t.stride(), t.storage_offset()) != (tuple(shape), tuple(stride), offset):
+            t.as_strided_(shape, stride, offset)
+        if data:
+            check_write(t, values[k], -1)
+            t.copy_(values[k])
+            k += 1
