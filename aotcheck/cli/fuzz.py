@@ -30,9 +30,10 @@ def register(sub) -> None:
                    "engine's known failing corpus cases")
     p.add_argument("--max-statements", type=int, default=8)
     p.add_argument("--extensions", default=None, help="the wider grammar to draw, comma-separated "
-                   "(regions, casts, integer, multi_output, non_tensor, parameter, custom_function, "
-                   "random, set_, requires_grad_, subclass), 'all' or 'none'; default: all for the "
-                   "torch engines, all but subclass for aotcheck's")
+                   "(issue 13's: regions, casts, integer, multi_output, non_tensor, parameter, "
+                   "custom_function, random, set_, requires_grad_, subclass, seeding; issue 27's: "
+                   "retain_grad, hooks, data, inner_leaves, func, library, out_variants), 'all' or "
+                   "'none'; default: all for aotcheck's engine, issue 13's for the torch engines")
     p.add_argument("--progress", action="store_true", help="draw the progress bar even when "
                    "stderr is not a terminal (e.g. a log file)")
     add_partitioner_option(p)
