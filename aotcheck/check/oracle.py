@@ -159,6 +159,13 @@ def _run(fn, make_inputs, backward: bool):
     return inp, out, None, bw_err
 
 
+def raised(fn: Callable, make_inputs: Callable[[], Inputs]) -> tuple:
+    """What ``fn`` raises on fresh inputs, as ``check`` runs it: ``(call error, backward
+    error)``, each an exception or None (the backward runs only after a call that returned)."""
+    _, _, err, bw_err = _run(fn, make_inputs, backward=True)
+    return err, bw_err
+
+
 def check(fn: Callable, compiled_fn: Callable, make_inputs: Callable[[], Inputs], *,
           backward: bool = True, mutate_outputs: bool = True, rtol=None, atol=None) -> Report:
     """Compare ``compiled_fn`` against eager ``fn`` on identical inputs."""

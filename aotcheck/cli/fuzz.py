@@ -40,14 +40,6 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _extensions(text: str | None) -> dict:
-    if text is None:
-        return {}
-    if text in ("all", "none"):
-        return {"extensions": "all" if text == "all" else ()}
-    return {"extensions": tuple(x.strip() for x in text.split(",") if x.strip())}
-
-
 def run(args) -> int:
     import faulthandler
     import io
@@ -58,7 +50,7 @@ def run(args) -> int:
         if sys.__stderr__ is not None:
             faulthandler.enable(file=sys.__stderr__)
     from ..fuzz.database import open_database
-    from ..fuzz.runner import format_summary, fuzz, parse_shard
+    from ..fuzz.runner import format_summary, fuzz, parse_extensions, parse_shard
     from ..targets.engines import get_engine
     from .progress import Progress
     shard = parse_shard(args.shard)
@@ -73,6 +65,6 @@ def run(args) -> int:
                       shrink_seconds=args.shrink_seconds, shard=shard,
                       database=open_database(args.database), warm=args.warm,
                       match_known=not args.no_known and args.engine != "aotcheck",
-                      strategy_options=_extensions(args.extensions))
+                      strategy_options=parse_extensions(args.extensions))
     print(format_summary(result))
     return 1 if result.findings else 0

@@ -469,7 +469,7 @@ class Program:
     def features(self) -> frozenset[str]:
         """Tags for coverage counts: ``op:<op>``, ``input:<kind>``, ``inplace:<origin>``, ..."""
         origin = self.origins()
-        tags = {f"input:{spec.kind}" for spec in self.inputs}
+        tags = {f"input:{spec.kind}" for spec in self.inputs} or {"input:none"}
         tags |= {f"input:{'float64' if b.dtype == 'float64' else 'float32'}" for b in self.bases}
         for stmt in self.statements:
             tags.add(f"op:{stmt.op}")

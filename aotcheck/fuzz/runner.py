@@ -57,6 +57,18 @@ def default_extensions(engine_name: str) -> tuple[str, ...]:
     draw those with ``--extensions all``."""
     return ISSUE13_EXTENSIONS if engine_name.startswith("torch") else AOTCHECK_EXTENSIONS
 
+
+
+def parse_extensions(text: str | None) -> dict:
+    """``--extensions`` as strategy options: None (the engine's default), ``all``, ``none``, or
+    names separated by commas."""
+    if text is None:
+        return {}
+    if text in ("all", "none"):
+        return {"extensions": "all" if text == "all" else ()}
+    return {"extensions": tuple(x.strip() for x in text.split(",") if x.strip())}
+
+
 _DYNAMO_ENGINES = ("torch", "torch-inductor", "dynamo-aotcheck")
 
 
