@@ -8,15 +8,13 @@ and compiled alike, inside ``torch.no_grad()`` or ``torch.inference_mode()``.
 from __future__ import annotations
 
 import collections
-import contextlib
-import functools
 
 import pytest
 import torch
 
 import aotcheck
 from aotcheck.check.corpus import THEMES, all_cases
-from aotcheck.check.harness import check_case
+from aotcheck.check.harness import call_mode, check_case
 
 CASES = all_cases()
 MIN_CASES, MIN_PER_THEME = 130, 6
@@ -28,23 +26,6 @@ def _param(c):
 
 
 PARAMS = [_param(c) for c in CASES]
-
-
-def call_mode(c):
-    """The grad mode a case is called in (a fresh context manager)."""
-    if "inference_mode_call" in c.tags:
-        return torch.inference_mode()
-    if "no_grad_call" in c.tags:
-        return torch.no_grad()
-    return contextlib.nullcontext()
-
-
-def in_call_mode(c, fn):
-    @functools.wraps(fn)
-    def wrapped(*args, **kwargs):
-        with call_mode(c):
-            return fn(*args, **kwargs)
-    return wrapped
 
 
 @pytest.mark.parametrize("c", PARAMS)

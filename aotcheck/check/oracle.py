@@ -15,7 +15,8 @@ Both runs get identical fresh inputs from ``make_inputs``. Compared:
 - with ``backward``: leaf gradients after backpropagating seeded random
   cotangents from every output and every mutated argument that requires
   grad; None versus zeros must match exactly; so must the ``.grad`` of
-  outputs that are leaves requiring grad (made inside the function);
+  outputs that are leaves requiring grad (made inside the function), and of
+  outputs and arguments that retain their grad (``retain_grad()``);
 - mutating each output in place afterwards (floating, complex, integer or
   bool) changes the arguments and other outputs as in eager (or raises in both).
 
@@ -174,6 +175,11 @@ def check(fn: Callable, compiled_fn: Callable, make_inputs: Callable[[], Inputs]
     if str(e_spec) != str(c_spec):
         d.append(f"output structure: eager {e_spec} vs compiled {c_spec}")
         return Report(d, _signature(d))
+    for k, b in enumerate(c_flat):
+        if isinstance(b, torch.Tensor) and (why := _unreadable(b)):
+            d.append(f"output {k}: compiled returned a tensor whose storage cannot be read ({why})")
+    if d:       # a fake or functional tensor escaped: nothing more can be compared
+        return Report(d, _signature(d))
     for k, (a, b) in enumerate(zip(e_flat, c_flat)):
         _compare_value(d, f"output {k}", a, b, rtol, atol, grads=True)
     e_args = pytree.tree_leaves((e_in.args, e_in.kwargs))
@@ -206,6 +212,11 @@ def check(fn: Callable, compiled_fn: Callable, make_inputs: Callable[[], Inputs]
                 msg = _close(ga, gb, rtol, atol)
                 if msg:
                     d.append(f"grad of leaf {j}: {msg}")
+        # outputs and arguments that retain their grad (retain_grad() inside the function)
+        for where, ea, ca in (("output", e_flat, c_flat), ("argument", e_args, c_args)):
+            for k, (a, b) in enumerate(zip(ea, ca)):
+                if isinstance(a, torch.Tensor) and _autograd_attr(a, "retains_grad") is True:
+                    _compare_retained(d, f"{where} {k}", a, b, rtol, atol)
         # outputs that are leaves requiring grad (made inside the function) accumulate .grad too
         for k, (a, b) in enumerate(zip(e_flat, c_flat)):
             if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) \
@@ -222,6 +233,30 @@ def check(fn: Callable, compiled_fn: Callable, make_inputs: Callable[[], Inputs]
     if mutate_outputs and not d:
         _check_output_mutation(d, e_flat, c_flat, e_args, c_args)
     return Report(d, _signature(d))
+
+
+def _compare_retained(d, where, a, b, rtol, atol):
+    """The ``.grad`` of a non-leaf that retains its grad in eager must be there, equal, in the
+    compiled run too (a compiled function that drops ``retain_grad()`` leaves it None)."""
+    if not isinstance(b, torch.Tensor) or _autograd_attr(b, "retains_grad") is not True:
+        d.append(f"{where} retains_grad: eager True, compiled False")
+        return
+    ga, gb = a.grad, b.grad
+    if (ga is None) != (gb is None):
+        d.append(f"retained grad of {where}: eager {'None' if ga is None else 'a tensor'}, "
+                 f"compiled {'None' if gb is None else 'a tensor'}")
+    elif ga is not None and (msg := _close(ga, gb, rtol, atol)):
+        d.append(f"retained grad of {where}: {msg}")
+
+
+def _unreadable(t: torch.Tensor) -> str | None:
+    """Why a returned tensor's storage cannot be read (a FakeTensor or FunctionalTensor that
+    escaped tracing), or None."""
+    try:
+        _storage(t)
+    except (RuntimeError, NotImplementedError) as e:
+        return f"{type(t).__name__}: {_first_line(e)[:80]}"
+    return None
 
 
 def _first_line(e: BaseException) -> str:
