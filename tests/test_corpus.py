@@ -34,12 +34,19 @@ def test_matches_eager(c):
     assert report.ok, f"{c.id} differs from eager:\n  " + "\n  ".join(report.divergences)
 
 
-@pytest.mark.parametrize("c", PARAMS)
+@pytest.mark.parametrize("c", [pytest.param(c, id=c.id) for c in CASES])
 def test_decision(c):
+    """The expected mode. A case that aotcheck's engine is known to get wrong (``xfail``) may
+    fail before it decides (explain raises): that is the known failure, not a wrong mode."""
     torch.manual_seed(0)
     inputs = c.make_inputs()
-    with call_mode(c):
-        ex = aotcheck.explain(c.fn, *inputs.args, print_result=False, **inputs.kwargs)
+    try:
+        with call_mode(c):
+            ex = aotcheck.explain(c.fn, *inputs.args, print_result=False, **inputs.kwargs)
+    except Exception as e:  # noqa: BLE001 - only a known failure may raise here
+        if not c.xfail:
+            raise
+        pytest.xfail(f"{c.xfail} (explain raised {type(e).__name__})")
     decision = ex.stages.decision
     assert decision.mode == c.mode, f"{c.id}: decided {decision.mode} ({decision.reason})"
 
