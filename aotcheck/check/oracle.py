@@ -183,6 +183,11 @@ def check(fn: Callable, compiled_fn: Callable, make_inputs: Callable[[], Inputs]
     if str(e_spec) != str(c_spec):
         d.append(f"output structure: eager {e_spec} vs compiled {c_spec}")
         return Report(d, _signature(d))
+    for k, b in enumerate(c_flat):
+        if isinstance(b, torch.Tensor) and (why := _unreadable(b)):
+            d.append(f"output {k}: compiled returned a tensor whose storage cannot be read ({why})")
+    if d:       # a fake or functional tensor escaped: nothing more can be compared
+        return Report(d, _signature(d))
     for k, (a, b) in enumerate(zip(e_flat, c_flat)):
         _compare_value(d, f"output {k}", a, b, rtol, atol, grads=True)
     e_args = pytree.tree_leaves((e_in.args, e_in.kwargs))
@@ -253,6 +258,16 @@ def _compare_retained(d, what, eager, compiled, rtol, atol):
                      f"compiled {'None' if gb is None else 'a tensor'}")
         elif ga is not None and (msg := _close(ga, gb, rtol, atol)):
             d.append(f"retained grad of {what} {k}: {msg}")
+
+
+def _unreadable(t: torch.Tensor) -> str | None:
+    """Why a returned tensor's storage cannot be read (a FakeTensor or FunctionalTensor that
+    escaped tracing), or None."""
+    try:
+        _storage(t)
+    except (RuntimeError, NotImplementedError) as e:
+        return f"{type(t).__name__}: {_first_line(e)[:80]}"
+    return None
 
 
 def _first_line(e: BaseException) -> str:
