@@ -1,0 +1,750 @@
+"""variations: cache-key variation, one thing at a time, against an engine's persistent cache.
+
+A cache key is only tested by a lookup for a call that is *different* from the one that
+wrote the entry. For one subject (a corpus case, or a fuzz program), the pass:
+
+1. compiles under condition A (the subject as written) into a fresh cache directory, and runs
+   it forward and backward (so every entry, the backward included, is saved);
+2. for each variation B: copies that directory, compiles afresh through the copy in a state
+   where the cache is what decides (a new ``AotFunction`` for aotcheck; ``torch._dynamo.reset()``
+   and cleared in-memory caches for the torch engines, so no Dynamo guard answers first), calls
+   it under B, and compares with eager under B through the oracle;
+3. gives each variation a verdict, with its reason::
+
+       ok-hit       a hit, and the result equals eager under B
+       ok-miss      a miss where B changes something the graph depends on
+       STALE HIT    a hit whose result differs from eager under B (the worst finding)
+       LOST HIT     a miss where nothing relevant changed (B changes only tensor values)
+       FAILS UNDER B  no hit, and the engine differs from eager under B (a cold failure of B)
+
+Variations are plain frozen data (:class:`Variation`), derived from the subject's inputs and
+the Python state its function reads (:func:`derive`), never listed by hand per case:
+
+    grad_mode        enabled / no_grad / inference_mode (the two the subject is not called in)
+    requires_grad    one floating input's requires_grad flipped
+    dtype            one floating input float32 <-> float64
+    shape            the inputs of one shape grow by one along the last dimension
+    strides          one input laid out transposed (2-D and up) or every other element (1-D)
+    memory_format    one 4-D input channels_last
+    storage_offset   one input placed one element into a larger storage
+    aliasing         two inputs of one shape and dtype passed as one tensor, or two aliased
+                     inputs given storages of their own
+    scalar           a Python int or float argument changed
+    closure          a number the function closes over changed
+    global           a number the function reads from its globals changed
+    training         a module the function reads switched between train() and eval()
+    state            the subject's own Python states (``Case.states``), state 0 -> k
+    default_dtype    torch.set_default_dtype(float64) around the call
+    autocast         torch.autocast("cpu", bfloat16) around the call
+    deterministic    torch.use_deterministic_algorithms(True) around the call
+    config           one engine config flag that changes a graph (``CONFIG_FLAGS``)
+    values           every floating input's values changed, nothing else: a hit is expected,
+                     and a miss is a LOST HIT
+
+# NOTE [what a variation run shares]
+The pass compiles A once per subject and reuses its cache directory for every B (copied, so
+each B sees exactly A's entries); ``pick`` chooses, per subject, the variations that apply to
+its inputs, and with ``per_case`` rotates the kinds over the corpus so that every kind runs
+many times while each subject costs a few compiles. ``run_corpus`` splits the cases over a
+pool of fresh processes (spawned: torch's thread pools do not survive a fork).
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+import types
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+import torch
+from torch.utils import _pytree as pytree
+
+SCHEMA = 1
+
+OK_HIT, OK_MISS, STALE_HIT, LOST_HIT, FAILS_UNDER_B = "ok-hit", "ok-miss", "STALE HIT", "LOST HIT", \
+    "FAILS UNDER B"
+VERDICTS = (OK_HIT, OK_MISS, STALE_HIT, LOST_HIT, FAILS_UNDER_B)
+BAD = (STALE_HIT, LOST_HIT, FAILS_UNDER_B)
+
+GRAD_MODES = ("enabled", "no_grad", "inference_mode")
+
+# One flag per engine family that changes the graph it compiles: (owner, name, value under B).
+CONFIG_FLAGS: dict[str, tuple[str, str, object]] = {
+    "aotcheck": ("aotcheck", "AOTCHECK_PARTITIONER", "mincut"),
+    "torch": ("functorch", "view_replay_for_aliased_outputs", "flip"),
+    "torch-inductor": ("inductor", "fallback_random", "flip"),
+}
+
+
+# ---------------------------------------------------------------- the data
+
+
+@dataclass(frozen=True)
+class Variation:
+    """One change from condition A to condition B.
+
+    ``kind`` is one of the kinds in the module docstring; ``target`` says what it changes
+    (``"input 2"``, ``"inputs 0,1"``, a closure or global name, a config flag); ``b`` is the
+    new value, as text; ``relevant`` is False only where nothing the graph depends on changes
+    (a miss is then a LOST HIT)."""
+    kind: str
+    target: str = ""
+    b: str = ""
+    relevant: bool = True
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}[{self.target}]={self.b}" if self.target else f"{self.kind}={self.b}"
+
+    def to_json(self) -> str:
+        return json.dumps({"schema": SCHEMA, **asdict(self)}, sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str) -> "Variation":
+        d = json.loads(text)
+        if d.pop("schema", None) != SCHEMA:
+            raise ValueError("variation: unknown schema")
+        return Variation(**d)
+
+
+@dataclass(frozen=True)
+class Result:
+    """One variation's verdict on one subject, with the reason and the cache events seen."""
+    subject: str
+    engine: str
+    variation: Variation
+    verdict: str
+    reason: str
+    hits: int = 0
+    misses: int = 0
+    bypasses: int = 0
+    divergences: tuple[str, ...] = ()
+    repro: str = ""             # the reproducer written for a bad verdict (a path), if any
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        d["variation"] = json.loads(self.variation.to_json())
+        return json.dumps({"schema": SCHEMA, **d}, sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str) -> "Result":
+        d = json.loads(text)
+        if d.pop("schema", None) != SCHEMA:
+            raise ValueError("variation result: unknown schema")
+        d["variation"] = Variation.from_json(json.dumps(d["variation"]))
+        d["divergences"] = tuple(d["divergences"])
+        return Result(**d)
+
+    def __str__(self) -> str:
+        return f"{self.verdict:13} {self.subject} {self.variation.label}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What the pass runs: a function, its input maker, the grad mode it is called in, whether
+    backward runs, and its Python states (a corpus case's ``states``)."""
+    name: str
+    fn: Callable
+    make_inputs: Callable
+    grad_mode: str = "enabled"
+    backward: bool = True
+    states: tuple = ()
+    source: str = ""        # a generated program's source (defines f and make_inputs), for reproducers
+
+    @staticmethod
+    def of_case(case) -> "Subject":
+        mode = "inference_mode" if "inference_mode_call" in case.tags else \
+            "no_grad" if "no_grad_call" in case.tags else "enabled"
+        return Subject(case.id, case.fn, case.make_inputs, mode, case.backward, tuple(case.states))
+
+
+# ---------------------------------------------------------------- deriving variations
+
+
+def _flat(inputs) -> list:
+    return pytree.tree_leaves((inputs.args, inputs.kwargs))
+
+
+def _floating(t) -> bool:
+    return isinstance(t, torch.Tensor) and type(t) in (torch.Tensor, torch.nn.Parameter) \
+        and t.layout == torch.strided and (t.is_floating_point() or t.is_complex()) \
+        and not t.is_inference()
+
+
+def _plain(t) -> bool:
+    return isinstance(t, torch.Tensor) and type(t) in (torch.Tensor, torch.nn.Parameter) \
+        and t.layout == torch.strided and not t.is_inference() and t.untyped_storage().nbytes() > 0
+
+
+def _storage(t) -> int:
+    return t.untyped_storage().data_ptr()
+
+
+def _aliased(flat: list) -> set[int]:
+    """Indices of tensor inputs that share a storage with another input."""
+    seen: dict[int, list[int]] = {}
+    for i, t in enumerate(flat):
+        if isinstance(t, torch.Tensor) and _plain(t):
+            seen.setdefault(_storage(t), []).append(i)
+    return {i for group in seen.values() if len(group) > 1 for i in group}
+
+
+def _python_reads(fn) -> tuple[list[tuple[str, object]], list[tuple[str, object]]]:
+    """(closure cells, globals) the function reads: (name, value)."""
+    fn = getattr(fn, "__wrapped__", fn)
+    if not isinstance(fn, types.FunctionType):
+        return [], []
+    cells = [(name, c.cell_contents) for name, c in zip(fn.__code__.co_freevars, fn.__closure__ or ())
+             if _cell_ok(c)]
+    gl = [(n, fn.__globals__[n]) for n in fn.__code__.co_names if n in fn.__globals__]
+    return cells, gl
+
+
+def _cell_ok(c) -> bool:
+    try:
+        c.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+def _number(v) -> bool:
+    return type(v) in (int, float)
+
+
+def _new_number(v):
+    return v + 1 if type(v) is int else v * 1.5 + 0.5
+
+
+def derive(subject: Subject, engine: str = "aotcheck") -> list[Variation]:
+    """Every variation that applies to this subject, from its inputs (made once) and the
+    Python state its function reads; in a fixed order."""
+    torch.manual_seed(0)
+    inputs = subject.make_inputs()
+    flat = _flat(inputs)
+    aliased = _aliased(flat)
+    out = [Variation("grad_mode", "", m) for m in GRAD_MODES if m != subject.grad_mode]
+    free = [i for i, t in enumerate(flat) if _plain(t) and i not in aliased]
+    for i in free:
+        t = flat[i]
+        if _floating(t):
+            out.append(Variation("requires_grad", f"input {i}", str(not t.requires_grad)))
+            if t.dtype in (torch.float32, torch.float64):
+                out.append(Variation("dtype", f"input {i}",
+                                     "float64" if t.dtype == torch.float32 else "float32"))
+    shapes: dict[tuple, list[int]] = {}
+    for i in free:
+        if flat[i].dim() >= 1 and flat[i].numel() >= 1:
+            shapes.setdefault(tuple(flat[i].shape), []).append(i)
+    for shape, idx in shapes.items():
+        out.append(Variation("shape", "inputs " + ",".join(map(str, idx)), str(list(shape[:-1]) + [shape[-1] + 1])))
+    for i in free:
+        t = flat[i]
+        if t.dim() == 4 and t.numel() > 1:
+            out.append(Variation("memory_format", f"input {i}", "channels_last"))
+        if t.numel() > 1 and (t.dim() >= 2 or t.dim() == 1):
+            out.append(Variation("strides", f"input {i}", "transposed" if t.dim() >= 2 else "every other"))
+        if t.numel() >= 1:
+            out.append(Variation("storage_offset", f"input {i}", "1"))
+    pairs = [(i, j) for k, i in enumerate(free) for j in free[k + 1:]
+             if flat[i].shape == flat[j].shape and flat[i].dtype == flat[j].dtype
+             and flat[i].requires_grad == flat[j].requires_grad and flat[i].is_leaf == flat[j].is_leaf]
+    if pairs:
+        i, j = pairs[0]
+        out.append(Variation("aliasing", f"inputs {i},{j}", "same tensor"))
+    if aliased:
+        out.append(Variation("aliasing", "inputs " + ",".join(map(str, sorted(aliased))), "own storages"))
+    for i, v in enumerate(flat):
+        if _number(v):
+            out.append(Variation("scalar", f"input {i}", repr(_new_number(v))))
+    cells, gl = _python_reads(subject.fn)
+    for name, v in cells:
+        if _number(v):
+            out.append(Variation("closure", name, repr(_new_number(v))))
+    for name, v in gl:
+        if _number(v):
+            out.append(Variation("global", name, repr(_new_number(v))))
+    for name, v in cells + gl:
+        if isinstance(v, torch.nn.Module):
+            out.append(Variation("training", name, str(not v.training)))
+    for k in range(1, len(subject.states)):
+        out.append(Variation("state", "", str(k)))
+    out += [Variation("default_dtype", "", "float64"), Variation("autocast", "", "cpu:bfloat16"),
+            Variation("deterministic", "", "True")]
+    flag = CONFIG_FLAGS.get(engine)
+    if flag is not None:
+        out.append(Variation("config", f"{flag[0]}.{flag[1]}", str(flag[2])))
+    if any(_floating(flat[i]) for i in free):
+        out.append(Variation("values", "", "changed", relevant=False))
+    return out
+
+
+def pick(variations: list[Variation], subject_name: str, per_case: int | None) -> list[Variation]:
+    """At most ``per_case`` variations of distinct kinds, chosen by a rotation that depends on
+    the subject's name (so a corpus covers every kind, ``values`` included). None: all."""
+    if per_case is None or len(variations) <= per_case:
+        return list(variations)
+    by_kind: dict[str, list[Variation]] = {}
+    for v in variations:
+        by_kind.setdefault(v.kind, []).append(v)
+    h = int(hashlib.sha256(subject_name.encode()).hexdigest(), 16)
+    kinds = sorted(by_kind)
+    start = h % len(kinds) if kinds else 0
+    chosen = [by_kind[k][(h >> 8) % len(by_kind[k])] for k in (kinds[start:] + kinds[:start])][:per_case]
+    return chosen
+
+
+# ---------------------------------------------------------------- applying one
+
+
+def _target_indices(v: Variation) -> list[int]:
+    t = v.target.split(" ", 1)[1] if v.target.startswith("input") else ""
+    return [int(x) for x in t.split(",") if x]
+
+
+def _relayout(t: torch.Tensor, data: torch.Tensor, leaves_map: dict) -> torch.Tensor:
+    """An argument like ``t`` (leaf or not, requires_grad as ``t``) over ``data`` (a new tensor
+    with the layout, dtype or values wanted); a replaced leaf is recorded in ``leaves_map``."""
+    data = data.detach()
+    if t.is_leaf or not t.requires_grad:
+        new = data.requires_grad_(t.requires_grad) if (data.is_floating_point() or data.is_complex()) else data
+        leaves_map[id(t)] = new
+        return new
+    leaf = data.clone().requires_grad_(True)
+    leaves_map[id(t)] = leaf
+    with torch.enable_grad():
+        return data.copy_(leaf)
+
+
+def _transposed_like(t: torch.Tensor) -> torch.Tensor:
+    perm = list(range(t.dim()))
+    perm[-1], perm[-2] = perm[-2], perm[-1]
+    return t.detach().permute(perm).contiguous().permute(perm)
+
+
+def _every_other(t: torch.Tensor) -> torch.Tensor:
+    """A 1-D tensor's values at stride 2."""
+    return torch.zeros(t.numel() * 2, dtype=t.dtype)[::2].copy_(t.detach())
+
+
+def _offset(t: torch.Tensor) -> torch.Tensor:
+    buf = torch.zeros(t.numel() + 1, dtype=t.dtype)
+    return buf[1:].view(t.shape).copy_(t.detach())
+
+
+def _grown(t: torch.Tensor) -> torch.Tensor:
+    pad = torch.zeros(*t.shape[:-1], 1, dtype=t.dtype)
+    return torch.cat([t.detach(), pad], dim=-1)
+
+
+def _changed_values(t: torch.Tensor) -> torch.Tensor:
+    return t.detach() * 0.5 + 0.25
+
+
+def _vary_inputs(v: Variation, make: Callable) -> Callable:
+    """The input maker of condition B: A's inputs with the variation applied."""
+    if v.kind not in ("requires_grad", "dtype", "shape", "strides", "memory_format", "storage_offset",
+                      "aliasing", "scalar", "values"):
+        return make
+
+    def make_b():
+        inp = make()
+        flat, spec = pytree.tree_flatten((inp.args, inp.kwargs))
+        idx = _target_indices(v)
+        leaves_map: dict[int, torch.Tensor] = {}
+        with torch.no_grad():
+            if v.kind == "values":
+                idx = [i for i, t in enumerate(flat) if _floating(t) and i not in _aliased(flat)]
+            for i in idx:
+                t = flat[i]
+                if v.kind == "requires_grad":
+                    data = t.detach().clone()
+                    flat[i] = data.requires_grad_(v.b == "True")
+                    leaves_map[id(t)] = flat[i]
+                elif v.kind == "dtype":
+                    flat[i] = _relayout(t, t.detach().to(getattr(torch, v.b)), leaves_map)
+                elif v.kind == "shape":
+                    flat[i] = _relayout(t, _grown(t), leaves_map)
+                elif v.kind == "strides":
+                    flat[i] = _relayout(t, _transposed_like(t) if t.dim() >= 2 else _every_other(t), leaves_map)
+                elif v.kind == "memory_format":
+                    flat[i] = _relayout(t, t.detach().contiguous(memory_format=torch.channels_last),
+                                        leaves_map)
+                elif v.kind == "storage_offset":
+                    flat[i] = _relayout(t, _offset(t), leaves_map)
+                elif v.kind == "scalar":
+                    flat[i] = type(flat[i])(float(v.b)) if type(flat[i]) is int else float(v.b)
+                elif v.kind == "values":
+                    flat[i] = _relayout(t, _changed_values(t), leaves_map)
+            if v.kind == "aliasing" and v.b == "same tensor":
+                i, j = idx
+                flat[j] = flat[i]
+            elif v.kind == "aliasing":
+                for i in idx:
+                    flat[i] = _relayout(flat[i], flat[i].detach().clone(), leaves_map)
+        args, kwargs = pytree.tree_unflatten(flat, spec)
+        leaves = tuple(leaves_map.get(id(x), x) for x in inp.leaves)
+        extra = tuple(x for k, x in leaves_map.items() if x is not None and x.is_leaf and x.requires_grad
+                      and not any(x is y for y in leaves))
+        return replace(inp, args=args, kwargs=kwargs, leaves=leaves + extra)
+    return make_b
+
+
+def _grad_mode(mode: str):
+    return torch.inference_mode() if mode == "inference_mode" else \
+        torch.no_grad() if mode == "no_grad" else contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _default_dtype(dtype):
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(old)
+
+
+@contextlib.contextmanager
+def _deterministic():
+    old, warn = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(old, warn_only=warn)
+
+
+def call_context(subject: Subject, v: Variation | None) -> Callable:
+    """A fresh context manager for one call under condition B (A when ``v`` is None): the
+    grad mode, and the default dtype, autocast and deterministic setting of a variation."""
+    def ctx():
+        stack = contextlib.ExitStack()
+        mode = v.b if v is not None and v.kind == "grad_mode" else subject.grad_mode
+        stack.enter_context(_grad_mode(mode))
+        if v is not None and v.kind == "default_dtype":
+            stack.enter_context(_default_dtype(getattr(torch, v.b)))
+        if v is not None and v.kind == "autocast":
+            stack.enter_context(torch.autocast("cpu", dtype=torch.bfloat16))
+        if v is not None and v.kind == "deterministic":
+            stack.enter_context(_deterministic())
+        return stack
+    return ctx
+
+
+@contextlib.contextmanager
+def state_context(subject: Subject, v: Variation | None):
+    """The Python state and config of condition B around the whole run (compile, eager and
+    compiled calls, backward), restored afterwards."""
+    restore: list[Callable] = []
+    try:
+        if subject.states:
+            subject.states[int(v.b) if v is not None and v.kind == "state" else 0]()
+            restore.append(subject.states[0])
+        if v is not None and v.kind in ("closure", "global", "training"):
+            cells, gl = _python_reads(subject.fn)
+            fn = getattr(subject.fn, "__wrapped__", subject.fn)
+            if v.kind == "closure":
+                cell = fn.__closure__[fn.__code__.co_freevars.index(v.target)]
+                old = cell.cell_contents
+                cell.cell_contents = type(old)(float(v.b)) if type(old) is int else float(v.b)
+                restore.append(lambda: setattr(cell, "cell_contents", old))
+            elif v.kind == "global":
+                g, old = fn.__globals__, fn.__globals__[v.target]
+                g[v.target] = type(old)(float(v.b)) if type(old) is int else float(v.b)
+                restore.append(lambda: g.__setitem__(v.target, old))
+            else:
+                m = dict(cells + gl)[v.target]
+                was = m.training
+                m.train(v.b == "True")
+                restore.append(lambda: m.train(was))
+        if v is not None and v.kind == "config":
+            restore.append(_apply_config(v))
+        yield
+    finally:
+        for r in reversed(restore):
+            r()
+
+
+def _apply_config(v: Variation) -> Callable:
+    """Set one config flag of condition B; returns the undo."""
+    owner, name = v.target.split(".", 1)
+    if owner == "aotcheck":
+        from .. import flags
+        flag = next(f for f in flags.ALL if f.name == name)
+        cm = flags.overridden(flag, v.b)
+        cm.__enter__()
+        return lambda: cm.__exit__(None, None, None)
+    if owner == "functorch":
+        import torch._functorch.config as module
+    else:
+        import torch._inductor.config as module
+    old = getattr(module, name)
+    setattr(module, name, (not old) if v.b == "flip" else v.b)
+    return lambda: setattr(module, name, old)
+
+
+def _wrap(fn: Callable, ctx: Callable) -> Callable:
+    def called(*args, **kwargs):
+        with ctx():
+            return fn(*args, **kwargs)
+    return called
+
+
+# ---------------------------------------------------------------- observing the cache
+
+
+@dataclass(frozen=True)
+class CacheEvents:
+    hits: int = 0
+    misses: int = 0
+    bypasses: int = 0
+    saves: int = 0
+
+
+@contextlib.contextmanager
+def observe(engine):
+    """The cache events of the block: the engine's ``measure()`` (aotcheck's counters, or
+    AOTAutogradCache's), plus the FX graph cache's for Inductor. Yields a dict, filled at the end."""
+    from torch._dynamo.utils import counters
+    before = dict(counters["inductor"])
+    box: dict = {}
+    with engine.measure() as stats:
+        yield box
+    fx = {k: counters["inductor"][k] - before.get(k, 0)
+          for k in ("fxgraph_cache_hit", "fxgraph_cache_miss", "fxgraph_cache_bypass")}
+    inductor = engine.name == "torch-inductor"
+    box["events"] = CacheEvents(
+        hits=stats.hits + (fx["fxgraph_cache_hit"] if inductor else 0),
+        misses=stats.misses + (fx["fxgraph_cache_miss"] if inductor else 0),
+        bypasses=stats.bypasses, saves=stats.saves)
+    box["fx"] = fx
+
+
+# ---------------------------------------------------------------- running
+
+
+def supports(engine) -> bool:
+    """Whether the pass applies: the engine has a persistent cache."""
+    return bool(getattr(engine, "supports_cache", False))
+
+
+def _check(subject: Subject, compiled: Callable, v: Variation | None):
+    from ..check.oracle import check
+    ctx = call_context(subject, v)
+    make = subject.make_inputs if v is None else _vary_inputs(v, subject.make_inputs)
+    return check(_wrap(subject.fn, ctx), _wrap(compiled, ctx), make, backward=subject.backward)
+
+
+@dataclass(frozen=True)
+class SubjectRun:
+    """A subject's variation pass: A's outcome and one Result per variation run."""
+    subject: str
+    engine: str
+    a: str                         # "ok", or why the variations were not run
+    results: tuple[Result, ...] = ()
+    seconds: float = 0.0
+
+
+def run_subject(engine, subject: Subject, variations: list[Variation] | None = None, *,
+                per_case: int | None = None, repro_dir: str | os.PathLike | None = None,
+                workdir: str | os.PathLike | None = None) -> SubjectRun:
+    """Compile ``subject`` under A into a fresh cache directory, then run each variation under
+    B from a copy of it (module docstring). ``variations``: default ``pick(derive(...))``."""
+    t0 = time.perf_counter()
+    if not supports(engine):
+        return SubjectRun(subject.name, engine.name, f"engine {engine.name} has no persistent cache")
+    if variations is None:
+        variations = pick(derive(subject, engine.name), subject.name, per_case)
+    with tempfile.TemporaryDirectory(prefix="aotcheck-var-", dir=workdir) as tmp:
+        dir_a = Path(tmp) / "A"
+        try:
+            with state_context(subject, None), observe(engine) as box:
+                compiled = engine.compile_cached(subject.fn, str(dir_a))
+                report = _check(subject, compiled, None)
+        except Exception as e:  # noqa: BLE001 - recorded, not hidden
+            return SubjectRun(subject.name, engine.name, f"A raised {type(e).__name__}: {e}"[:300],
+                              seconds=time.perf_counter() - t0)
+        ev = box["events"]
+        if not report.ok:
+            return SubjectRun(subject.name, engine.name, "A differs from eager: " + report.divergences[0],
+                              seconds=time.perf_counter() - t0)
+        if ev.saves == 0:
+            return SubjectRun(subject.name, engine.name,
+                              f"A wrote no cache entry (bypasses={ev.bypasses})",
+                              seconds=time.perf_counter() - t0)
+        results = []
+        for k, v in enumerate(variations):
+            dir_b = Path(tmp) / f"B{k}"
+            shutil.copytree(dir_a, dir_b)
+            r = _run_b(engine, subject, v, dir_b)
+            if r.verdict in BAD and repro_dir is not None:
+                r = replace(r, repro=str(write_repro(r, subject, repro_dir)))
+            results.append(r)
+    return SubjectRun(subject.name, engine.name, "ok", tuple(results), time.perf_counter() - t0)
+
+
+def _run_b(engine, subject: Subject, v: Variation, dir_b: Path) -> Result:
+    try:
+        with state_context(subject, v), observe(engine) as box:
+            compiled = engine.compile_cached(subject.fn, str(dir_b))
+            report = _check(subject, compiled, v)
+    except Exception as e:  # noqa: BLE001 - the engine or the variation itself failed: recorded
+        return Result(subject.name, engine.name, v, FAILS_UNDER_B,
+                      f"the run under B raised {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+    return judge(subject.name, engine.name, v, box["events"], list(report.divergences))
+
+
+def judge(subject: str, engine: str, v: Variation, ev: CacheEvents, divergences: list[str]) -> Result:
+    """The verdict of one B run from its cache events and the oracle's divergences."""
+    counts = dict(hits=ev.hits, misses=ev.misses, bypasses=ev.bypasses, divergences=tuple(divergences))
+    seen = f"hits={ev.hits} misses={ev.misses} bypasses={ev.bypasses}"
+    if divergences:
+        if ev.hits:
+            return Result(subject, engine, v, STALE_HIT,
+                          f"an entry written under A was served under B ({seen}) and differs from "
+                          f"eager: {divergences[0]}", **counts)
+        return Result(subject, engine, v, FAILS_UNDER_B,
+                      f"no hit ({seen}); compiled under B differs from eager: {divergences[0]}", **counts)
+    if ev.hits and not ev.misses:
+        return Result(subject, engine, v, OK_HIT, f"{seen}; equals eager under B", **counts)
+    if v.relevant:
+        return Result(subject, engine, v, OK_MISS, f"{seen}; B changes what the graph depends on",
+                      **counts)
+    return Result(subject, engine, v, LOST_HIT, f"{seen}; B changes nothing the graph depends on "
+                  f"({v.label}), so every graph should have hit", **counts)
+
+
+# ---------------------------------------------------------------- the corpus, in a pool
+
+
+def run_cases(engine_name: str, case_ids: list[str], per_case: int | None = None,
+              repro_dir: str | None = None) -> list[SubjectRun]:
+    """The pass over these corpus cases in this process (a pool worker's task). Cases an engine
+    is known to get wrong cold, or to crash on, are run under A and skipped there."""
+    from ..check.corpus import all_cases
+    from .engines import get_engine
+    from .known_failures import crashes, known_failure
+    engine = get_engine(engine_name)
+    cases = {c.id: c for c in all_cases()}
+    out = []
+    for cid in case_ids:
+        c = cases[cid]
+        reason = known_failure(engine_name, cid) or (c.xfail if engine_name == "aotcheck" else None)
+        if crashes(reason) or reason:
+            out.append(SubjectRun(cid, engine_name, f"known failure, not varied: {reason}"))
+            continue
+        out.append(run_subject(engine, Subject.of_case(c), per_case=per_case, repro_dir=repro_dir))
+    return out
+
+
+def _worker_init() -> None:
+    torch.set_num_threads(1)
+    from .engines import TorchEngine
+    TorchEngine.retrace_cached = False
+
+
+def run_corpus(engine_name: str, case_ids: list[str] | None = None, *, per_case: int | None = 3,
+               jobs: int = 1, repro_dir: str | None = None, chunk: int = 12) -> list[SubjectRun]:
+    """The pass over the corpus (or ``case_ids``), split over ``jobs`` spawned processes."""
+    from ..check.corpus import all_cases
+    ids = case_ids if case_ids is not None else [c.id for c in all_cases()]
+    if jobs <= 1:
+        return run_cases(engine_name, ids, per_case, repro_dir)
+    import concurrent.futures as cf
+    import multiprocessing as mp
+    chunks = [ids[k:k + chunk] for k in range(0, len(ids), chunk)]
+    out: list[SubjectRun] = []
+    with cf.ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"), initializer=_worker_init) as pool:
+        for part in pool.map(run_cases, [engine_name] * len(chunks), chunks, [per_case] * len(chunks),
+                             [repro_dir] * len(chunks)):
+            out += part
+    return out
+
+
+def tally(runs: list[SubjectRun]) -> dict[str, int]:
+    """Verdict counts over a pass, plus ``not varied`` (subjects whose A did not run clean)."""
+    counts = {v: 0 for v in VERDICTS}
+    counts["not varied"] = 0
+    for r in runs:
+        if r.a != "ok":
+            counts["not varied"] += 1
+        for x in r.results:
+            counts[x.verdict] += 1
+    return counts
+
+
+def format_results(runs: list[SubjectRun], verbose: bool = False) -> str:
+    lines = []
+    for r in runs:
+        for x in r.results:
+            if verbose or x.verdict in BAD:
+                lines.append(str(x) + (f"\n    reproducer: {x.repro}" if x.repro else ""))
+    c = tally(runs)
+    lines.append(", ".join(f"{k}: {n}" for k, n in c.items()))
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- reproducers
+
+
+REPRO_MARK = "# aotcheck key-variation reproducer"
+
+
+def write_repro(r: Result, subject: Subject, out_dir) -> Path:
+    """A runnable .py for one bad verdict: it names the engine, the subject (a corpus case id, or
+    the program's source) and the variation, and replays A then B (``replay``)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    slug = "".join(ch if ch.isalnum() else "_" for ch in f"{r.engine}_{r.subject}_{r.variation.label}")[:120]
+    path = out / f"keyvar_{slug}.py"
+    source = getattr(subject, "source", "")
+    body = [REPRO_MARK,
+            f"# verdict: {r.verdict}: {r.reason}",
+            "from aotcheck.targets.variations import replay_file",
+            f"ENGINE = {r.engine!r}",
+            f"CASE = {r.subject!r}" if not source else "CASE = None",
+            f"VARIATION = {r.variation.to_json()!r}",
+            ""]
+    if source:
+        body += [source, ""]
+    body += ["if __name__ == '__main__':", "    raise SystemExit(replay_file(__file__))", ""]
+    path.write_text("\n".join(body))
+    return path
+
+
+def load_repro(path) -> tuple[str, Subject, Variation]:
+    """(engine name, subject, variation) of a reproducer written by ``write_repro``."""
+    import runpy
+    ns = runpy.run_path(str(path), run_name="aotcheck_keyvar_repro")
+    v = Variation.from_json(ns["VARIATION"])
+    if ns.get("CASE"):
+        from ..check.corpus import all_cases
+        case = {c.id: c for c in all_cases()}[ns["CASE"]]
+        return ns["ENGINE"], Subject.of_case(case), v
+    return ns["ENGINE"], Subject(Path(path).stem, ns["f"], ns["make_inputs"]), v
+
+
+def is_repro(path) -> bool:
+    try:
+        return Path(path).read_text().startswith(REPRO_MARK)
+    except OSError:
+        return False
+
+
+def replay_file(path) -> int:
+    """Run a reproducer: A then B; print the verdict; 1 when it is bad."""
+    from .engines import get_engine
+    engine, subject, v = load_repro(path)
+    run = run_subject(get_engine(engine), subject, [v])
+    for r in run.results:
+        print(r)
+    if run.a != "ok":
+        print(f"A: {run.a}")
+    return 1 if any(r.verdict in BAD for r in run.results) else 0
