@@ -158,6 +158,13 @@ class Subject:
     source: str = ""        # a generated program's source (defines f and make_inputs), for reproducers
 
     @staticmethod
+    def from_source(name: str, source: str, grad_mode: str = "enabled", backward: bool = True) -> "Subject":
+        """A subject from a program's source, which defines ``f`` and ``make_inputs``."""
+        ns: dict = {"__name__": f"aotcheck_subject_{abs(hash(name))}"}
+        exec(compile(source, f"<{name}>", "exec"), ns)
+        return Subject(name, ns["f"], ns["make_inputs"], grad_mode, backward, (), source)
+
+    @staticmethod
     def of_case(case) -> "Subject":
         mode = "inference_mode" if "inference_mode_call" in case.tags else \
             "no_grad" if "no_grad_call" in case.tags else "enabled"
@@ -695,6 +702,7 @@ def format_results(runs: list[SubjectRun], verbose: bool = False) -> str:
 
 
 REPRO_MARK = "# aotcheck key-variation reproducer"
+_BEGIN, _END = "# --- program: defines f and make_inputs ---", "# --- end of program ---"
 
 
 def write_repro(r: Result, subject: Subject, out_dir) -> Path:
@@ -710,10 +718,13 @@ def write_repro(r: Result, subject: Subject, out_dir) -> Path:
             "from aotcheck.targets.variations import replay_file",
             f"ENGINE = {r.engine!r}",
             f"CASE = {r.subject!r}" if not source else "CASE = None",
+            f"SUBJECT = {r.subject!r}",
+            f"GRAD_MODE = {subject.grad_mode!r}",
+            f"BACKWARD = {subject.backward!r}",
             f"VARIATION = {r.variation.to_json()!r}",
             ""]
     if source:
-        body += [source, ""]
+        body += [_BEGIN, source.strip("\n"), _END, ""]
     body += ["if __name__ == '__main__':", "    raise SystemExit(replay_file(__file__))", ""]
     path.write_text("\n".join(body))
     return path
@@ -728,7 +739,10 @@ def load_repro(path) -> tuple[str, Subject, Variation]:
         from ..check.corpus import all_cases
         case = {c.id: c for c in all_cases()}[ns["CASE"]]
         return ns["ENGINE"], Subject.of_case(case), v
-    return ns["ENGINE"], Subject(Path(path).stem, ns["f"], ns["make_inputs"]), v
+    text = Path(path).read_text()
+    source = text.split(_BEGIN, 1)[1].split(_END, 1)[0] if _BEGIN in text else ""
+    return ns["ENGINE"], Subject(ns.get("SUBJECT", Path(path).stem), ns["f"], ns["make_inputs"],
+                                 ns.get("GRAD_MODE", "enabled"), ns.get("BACKWARD", True), (), source), v
 
 
 def is_repro(path) -> bool:

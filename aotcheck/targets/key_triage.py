@@ -1,0 +1,263 @@
+"""key_triage: which key component a stale hit (or a lost hit) comes from.
+
+A variation reproducer (``variations.write_repro``) names an engine, a subject and one
+variation. ``triage_variation`` replays it, compile under A then call under B from A's cache
+directory, and reads two things on each side:
+
+- the **call's facts**, independent of any cache key: aotcheck's input signature field by
+  field (``signature.grad_enabled``, ``signature.leaves[0].requires_grad``, ...), the torch
+  state (default dtype, autocast, deterministic algorithms), the fingerprint of the Python
+  state the function reads (``function.*``: closures, globals, module ``training``) and the
+  config flags a variation may set (``config.*``);
+- the **key as the engine computed it**: for aotcheck, the named components of its key
+  (what ``aotcheck cache explain KEY_A KEY_B`` compares); for torch, the AOTAutogradCache
+  key's details (``autograd_cache_key``'s debug lines, one per detail, with its hash),
+  recorded at each lookup.
+
+For a stale hit the keys are equal (that is why it hit) while the facts differ: the facts
+that differ are what the key failed to carry, and the first one is named as **the
+component**, with the key component that should have carried it. For a lost hit the facts
+agree where it matters and the key differs: the key components that differ are named::
+
+    STALE HIT aotcheck test.no_grad_entry grad_mode=enabled
+      component: signature.grad_enabled (False -> True)
+      key: equal under A and B (aotcheck components: none differ); the component that
+           should carry it: signature
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from torch.utils import _pytree as pytree
+
+from . import variations as V
+
+
+@dataclass(frozen=True)
+class KeyTriage:
+    engine: str
+    subject: str
+    variation: V.Variation
+    verdict: str
+    reason: str
+    differed: tuple[str, ...]        # "path: A -> B" for each call fact that differs
+    component: str                   # the first differing fact's path ("" when none differs)
+    key_equal: bool | None           # the keys under A and B were equal (None: not recorded)
+    key_diff: tuple[str, ...]        # the key components (aotcheck) or details (torch) that differ
+    carrier: str = ""                # the key component that should carry ``component``
+
+    def __str__(self) -> str:
+        lines = [f"{self.verdict} {self.engine} {self.subject} {self.variation.label}",
+                 f"  {self.reason}"]
+        if self.component:
+            first = next(d for d in self.differed if d.startswith(self.component + ":"))
+            lines.append(f"  component: {first}")
+            more = [d for d in self.differed if d != first]
+            if more:
+                lines.append(f"  also differ: {'; '.join(more[:6])}" + (" ..." if len(more) > 6 else ""))
+        else:
+            lines.append("  component: none of the call's facts differ (only values changed)")
+        if self.key_equal is None:
+            lines.append("  key: not recorded")
+        elif self.key_equal:
+            what = "components" if self.engine == "aotcheck" else "AOTAutogradCache key details"
+            lines.append(f"  key: equal under A and B ({self.engine} {what}: none differ)"
+                         + (f"; the component that should carry it: {self.carrier}" if self.carrier else ""))
+        else:
+            lines.append(f"  key: differs under A and B in {', '.join(self.key_diff[:8])}")
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the call's facts
+
+
+def _paths(x, prefix: str, out: dict) -> dict:
+    if isinstance(x, dict):
+        for k in sorted(x, key=str):
+            _paths(x[k], f"{prefix}.{k}", out)
+    elif isinstance(x, (list, tuple)):
+        for i, v in enumerate(x):
+            _paths(v, f"{prefix}[{i}]", out)
+    else:
+        out[prefix] = x
+    return out
+
+
+def call_facts(subject: V.Subject, v: V.Variation | None) -> dict[str, object]:
+    """The facts of calling the subject under A (``v`` None) or B, by dotted path."""
+    from .. import flags
+    from ..cache.fingerprint import fingerprint_data, torch_state
+    from ..engine.signature import flatten_inputs, signature
+    facts: dict[str, object] = {}
+    with V.state_context(subject, v):
+        make = subject.make_inputs if v is None else V._vary_inputs(v, subject.make_inputs)
+        torch.manual_seed(0)
+        inp = make()
+        with V.call_context(subject, v)():
+            leaves, spec = flatten_inputs(tuple(inp.args), dict(inp.kwargs))
+            sig = signature(leaves, spec)
+            _paths(asdict(sig), "signature", facts)
+            _paths(torch_state(), "torch_state", facts)
+            facts["torch_state.default_dtype"] = str(torch.get_default_dtype())
+            facts["torch_state.autocast_cpu"] = (torch.is_autocast_enabled("cpu"),
+                                                 str(torch.get_autocast_dtype("cpu")))
+            facts["torch_state.deterministic"] = torch.are_deterministic_algorithms_enabled()
+        try:
+            _paths(fingerprint_data(subject.fn, identity_fallback=True), "function", facts)
+        except Exception as e:  # noqa: BLE001 - a fact we cannot read is named as such
+            facts["function"] = f"unreadable: {type(e).__name__}"
+        for f in flags.ALL:
+            if f not in flags.NOT_IN_KEY or f is flags.PARTITIONER:
+                facts[f"config.aotcheck.{f.name}"] = flags.get(f)
+        import torch._functorch.config as fconfig
+        import torch._inductor.config as iconfig
+        for owner, name, _ in V.CONFIG_FLAGS.values():
+            if owner != "aotcheck":
+                mod = fconfig if owner == "functorch" else iconfig
+                facts[f"config.{owner}.{name}"] = getattr(mod, name)
+    return facts
+
+
+def diff_facts(a: dict, b: dict) -> list[tuple[str, object, object]]:
+    return [(k, a.get(k, "(absent)"), b.get(k, "(absent)")) for k in sorted(set(a) | set(b), key=_order)
+            if a.get(k, "(absent)") != b.get(k, "(absent)")]
+
+
+def _order(path: str):
+    """Grad mode and input flags before geometry, so the most telling fact is named first."""
+    rank = 0 if "grad_enabled" in path or "inference_mode" in path else \
+        1 if "requires_grad" in path else 2 if "dtype" in path else 3
+    return rank, path
+
+
+# the key component that should carry a fact, by the fact's path prefix
+_AOTCHECK_CARRIER = {"signature": "signature", "torch_state": "torch_state", "function": "function",
+                     "config.aotcheck.AOTCHECK_PARTITIONER": "engine", "config.aotcheck": "flags"}
+_TORCH_CARRIER = [("signature.grad_enabled", "grad_enabled"), ("signature.inference_mode", "grad_enabled"),
+                  ("signature.leaves", "example_inputs / the graph's placeholder metadata"),
+                  ("signature.groups", "example_inputs (aliasing)"),
+                  ("torch_state.autocast", "autocast_state"), ("torch_state.deterministic",
+                                                               "deterministic_algorithms"),
+                  ("torch_state.default_dtype", "default_dtype"), ("config.functorch", "autograd_config"),
+                  ("config.inductor", "inductor_config"), ("function", "gm (the Dynamo graph)")]
+
+
+def carrier(engine: str, path: str) -> str:
+    if engine == "aotcheck":
+        best = max((p for p in _AOTCHECK_CARRIER if path.startswith(p)), key=len, default="")
+        return _AOTCHECK_CARRIER.get(best, "")
+    return next((c for p, c in _TORCH_CARRIER if path.startswith(p)), "")
+
+
+# ---------------------------------------------------------------- the key, as the engine computed it
+
+
+def _aotcheck_components(subject: V.Subject, v: V.Variation | None) -> dict[str, str] | None:
+    """aotcheck's key components for the call under A or B (the key builder as it stands)."""
+    from ..cache import compute_key
+    with V.state_context(subject, v):
+        make = subject.make_inputs if v is None else V._vary_inputs(v, subject.make_inputs)
+        torch.manual_seed(0)
+        inp = make()
+        with V.call_context(subject, v)():
+            try:
+                return compute_key(subject.fn, inp.args, inp.kwargs)[1]
+            except Exception:  # noqa: BLE001 - an uncacheable call has no key
+                return None
+
+
+@contextlib.contextmanager
+def record_torch_keys(into: list):
+    """Record every AOTAutogradCache key computed in the block: (key, {detail: line})."""
+    import torch._functorch._aot_autograd.autograd_cache as ac
+    original = ac.autograd_cache_key
+    log = logging.getLogger(ac.__name__)
+
+    def recording(*args, **kwargs):
+        level, propagate = log.level, log.propagate
+        handler = logging.NullHandler()
+        log.setLevel(logging.DEBUG)
+        log.propagate = False
+        log.addHandler(handler)
+        try:
+            key, lines = original(*args, **kwargs)
+        finally:
+            log.setLevel(level)
+            log.propagate = propagate
+            log.removeHandler(handler)
+        into.append((key, _details(lines)))
+        return key, lines
+    ac.autograd_cache_key = recording
+    try:
+        yield into
+    finally:
+        ac.autograd_cache_key = original
+
+
+def _details(lines: list[str]) -> dict[str, str]:
+    """``[hash] name: value`` debug lines as {name: hash}."""
+    out = {}
+    for line in lines:
+        m = re.match(r"\[(\w+)\] ([^:]+):", line)
+        if m:
+            out[m.group(2)] = m.group(1)
+    return out
+
+
+# ---------------------------------------------------------------- replay and triage
+
+
+def triage_variation(engine_name: str, subject: V.Subject, v: V.Variation) -> KeyTriage:
+    """Replay A then B (a fresh cache directory), and name the component."""
+    from .engines import get_engine
+    engine = get_engine(engine_name)
+    torch_keys: dict[str, list] = {"A": [], "B": []}
+    torch_engine = engine_name != "aotcheck" and engine_name != "dynamo-aotcheck"
+    with tempfile.TemporaryDirectory(prefix="aotcheck-keytriage-") as tmp:
+        a_dir = Path(tmp) / "A"
+        rec = record_torch_keys(torch_keys["A"]) if torch_engine else contextlib.nullcontext()
+        with rec, V.state_context(subject, None):
+            compiled = engine.compile_cached(subject.fn, str(a_dir))
+            a_report = V._check(subject, compiled, None)
+        if not a_report.ok:
+            return KeyTriage(engine_name, subject.name, v, "not reproduced",
+                             "A differs from eager: " + a_report.divergences[0], (), "", None, ())
+        rec = record_torch_keys(torch_keys["B"]) if torch_engine else contextlib.nullcontext()
+        with rec:
+            result = V._run_b(engine, subject, v, a_dir)
+    fa, fb = call_facts(subject, None), call_facts(subject, v)
+    differed = diff_facts(fa, fb)
+    text = tuple(f"{k}: {a!r} -> {b!r}" for k, a, b in differed)
+    component = differed[0][0] if differed else ""
+    if torch_engine:
+        ka, kb = torch_keys["A"], torch_keys["B"]
+        if ka and kb:
+            keys_a = dict(ka)
+            key_equal = any(k in keys_a for k, _ in kb)
+            da, db = ka[0][1], kb[0][1]
+            key_diff = () if key_equal else \
+                tuple(n for n in sorted(set(da) | set(db)) if da.get(n) != db.get(n))
+        else:
+            key_equal, key_diff = None, ()
+    else:
+        ca, cb = _aotcheck_components(subject, None), _aotcheck_components(subject, v)
+        if ca is None or cb is None:
+            key_equal, key_diff = None, ()
+        else:
+            key_diff = tuple(n for n in sorted(set(ca) | set(cb)) if ca.get(n) != cb.get(n))
+            key_equal = not key_diff
+    return KeyTriage(engine_name, subject.name, v, result.verdict, result.reason, text, component,
+                     key_equal, key_diff, carrier(engine_name, component) if component else "")
+
+
+def triage_repro(path) -> KeyTriage:
+    """``aotcheck triage REPRO.py`` on a variation reproducer."""
+    engine, subject, v = V.load_repro(path)
+    return triage_variation(engine, subject, v)
