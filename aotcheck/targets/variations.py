@@ -320,13 +320,20 @@ def _relayout(t: torch.Tensor, data: torch.Tensor, leaves_map: dict) -> torch.Te
     with the layout, dtype or values wanted); a replaced leaf is recorded in ``leaves_map``."""
     data = data.detach()
     if t.is_leaf or not t.requires_grad:
-        new = data.requires_grad_(t.requires_grad) if (data.is_floating_point() or data.is_complex()) else data
+        new = _leaf(t, data, t.requires_grad)
         leaves_map[id(t)] = new
         return new
     leaf = data.clone().requires_grad_(True)
     leaves_map[id(t)] = leaf
     with torch.enable_grad():
         return data.copy_(leaf)
+
+
+def _leaf(t: torch.Tensor, data: torch.Tensor, requires_grad: bool) -> torch.Tensor:
+    """A leaf over ``data`` of ``t``'s type (an ``nn.Parameter`` stays one)."""
+    if type(t) is torch.nn.Parameter:
+        return torch.nn.Parameter(data, requires_grad=requires_grad)
+    return data.requires_grad_(requires_grad) if (data.is_floating_point() or data.is_complex()) else data
 
 
 def _transposed_like(t: torch.Tensor) -> torch.Tensor:
@@ -371,8 +378,7 @@ def _vary_inputs(v: Variation, make: Callable) -> Callable:
             for i in idx:
                 t = flat[i]
                 if v.kind == "requires_grad":
-                    data = t.detach().clone()
-                    flat[i] = data.requires_grad_(v.b == "True")
+                    flat[i] = _leaf(t, t.detach().clone(), v.b == "True")
                     leaves_map[id(t)] = flat[i]
                 elif v.kind == "dtype":
                     flat[i] = _relayout(t, t.detach().to(getattr(torch, v.b)), leaves_map)
@@ -558,36 +564,67 @@ class SubjectRun:
     results: tuple[Result, ...] = ()
     seconds: float = 0.0
 
+    def to_json(self) -> str:
+        return json.dumps({"schema": SCHEMA, "subject": self.subject, "engine": self.engine, "a": self.a,
+                           "results": [json.loads(r.to_json()) for r in self.results],
+                           "seconds": self.seconds}, sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str) -> "SubjectRun":
+        d = json.loads(text)
+        if d.pop("schema", None) != SCHEMA:
+            raise ValueError("variation run: unknown schema")
+        return SubjectRun(d["subject"], d["engine"], d["a"],
+                          tuple(Result.from_json(json.dumps(r)) for r in d["results"]), d["seconds"])
+
+
+@contextlib.contextmanager
+def quiet_torch_logs():
+    """Fake-tensor and Dynamo error logs of a B whose eager run raises too (a shape that no
+    longer broadcasts) are expected: silenced for the block."""
+    import logging
+    names = ("torch._subclasses.fake_tensor", "torch._dynamo", "torch._inductor")
+    old = [(logging.getLogger(n), logging.getLogger(n).level) for n in names]
+    for log, _ in old:
+        log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for log, level in old:
+            log.setLevel(level)
+
 
 def run_subject(engine, subject: Subject, variations: list[Variation] | None = None, *,
                 per_case: int | None = None, repro_dir: str | os.PathLike | None = None,
-                workdir: str | os.PathLike | None = None) -> SubjectRun:
+                workdir: str | os.PathLike | None = None, a_dir: str | os.PathLike | None = None
+                ) -> SubjectRun:
     """Compile ``subject`` under A into a fresh cache directory, then run each variation under
-    B from a copy of it (module docstring). ``variations``: default ``pick(derive(...))``."""
+    B from a copy of it (module docstring). ``variations``: default ``pick(derive(...))``.
+    ``a_dir``: a cache directory that a clean run of the subject under A has already filled
+    (the regression command's cold run): it is not compiled again, only copied for each B."""
     t0 = time.perf_counter()
     if not supports(engine):
         return SubjectRun(subject.name, engine.name, f"engine {engine.name} has no persistent cache")
     if variations is None:
         variations = pick(derive(subject, engine.name), subject.name, per_case)
+    with quiet_torch_logs():
+        return _run_subject(engine, subject, variations, repro_dir, workdir, a_dir, t0)
+
+
+def _run_subject(engine, subject, variations, repro_dir, workdir, a_dir, t0) -> SubjectRun:
     with tempfile.TemporaryDirectory(prefix="aotcheck-var-", dir=workdir) as tmp:
         dir_a = Path(tmp) / "A"
-        try:
-            with state_context(subject, None), observe(engine) as box:
-                compiled = engine.compile_cached(subject.fn, str(dir_a))
-                report = _check(subject, compiled, None)
-        except Exception as e:  # noqa: BLE001 - recorded, not hidden
-            return SubjectRun(subject.name, engine.name, f"A raised {type(e).__name__}: {e}"[:300],
-                              seconds=time.perf_counter() - t0)
-        ev = box["events"]
-        if not report.ok:
-            return SubjectRun(subject.name, engine.name, "A differs from eager: " + report.divergences[0],
-                              seconds=time.perf_counter() - t0)
-        if ev.saves == 0:
-            return SubjectRun(subject.name, engine.name,
-                              f"A wrote no cache entry (bypasses={ev.bypasses})",
-                              seconds=time.perf_counter() - t0)
+        _mark(f"A\t{subject.name}\t")
+        if a_dir is not None:
+            shutil.copytree(a_dir, dir_a)
+            why = "ok"
+        else:
+            why = _compile_a(engine, subject, dir_a)
+        if why != "ok":
+            return SubjectRun(subject.name, engine.name, why, seconds=time.perf_counter() - t0)
         results = []
         for k, v in enumerate(variations):
+            _mark(f"B\t{subject.name}\t{v.to_json()}")
             dir_b = Path(tmp) / f"B{k}"
             shutil.copytree(dir_a, dir_b)
             r = _run_b(engine, subject, v, dir_b)
@@ -595,6 +632,21 @@ def run_subject(engine, subject: Subject, variations: list[Variation] | None = N
                 r = replace(r, repro=str(write_repro(r, subject, repro_dir)))
             results.append(r)
     return SubjectRun(subject.name, engine.name, "ok", tuple(results), time.perf_counter() - t0)
+
+
+def _compile_a(engine, subject: Subject, dir_a: Path) -> str:
+    """Compile and run the subject under A into ``dir_a``: "ok", or why no B can be run."""
+    try:
+        with state_context(subject, None), observe(engine) as box:
+            compiled = engine.compile_cached(subject.fn, str(dir_a))
+            report = _check(subject, compiled, None)
+    except Exception as e:  # noqa: BLE001 - recorded, not hidden
+        return f"A raised {type(e).__name__}: {e}"[:300]
+    if not report.ok:
+        return "A differs from eager: " + report.divergences[0]
+    if box["events"].saves == 0:
+        return f"A wrote no cache entry (bypasses={box['events'].bypasses})"
+    return "ok"
 
 
 def _run_b(engine, subject: Subject, v: Variation, dir_b: Path) -> Result:
@@ -631,48 +683,103 @@ def judge(subject: str, engine: str, v: Variation, ev: CacheEvents, divergences:
 # ---------------------------------------------------------------- the corpus, in a pool
 
 
+_PROGRESS: list = []       # a pool worker's progress file (``run_cases``), one line per step
+
+
+def _mark(line: str) -> None:
+    """Record a step before taking it, so that a crash of the process names the step."""
+    if _PROGRESS:
+        _PROGRESS[0].write(line.replace("\n", " ") + "\n")
+        _PROGRESS[0].flush()
+
+
 def run_cases(engine_name: str, case_ids: list[str], per_case: int | None = None,
-              repro_dir: str | None = None) -> list[SubjectRun]:
+              repro_dir: str | None = None, progress: str | None = None) -> list[SubjectRun]:
     """The pass over these corpus cases in this process (a pool worker's task). Cases an engine
-    is known to get wrong cold, or to crash on, are run under A and skipped there."""
+    is known to get wrong cold, or to crash on, are not varied. ``progress``: a file that gets
+    a line before A, before each B and after each case (``run_corpus`` reads it after a crash)."""
     from ..check.corpus import all_cases
     from .engines import get_engine
     from .known_failures import crashes, known_failure
     engine = get_engine(engine_name)
     cases = {c.id: c for c in all_cases()}
     out = []
-    for cid in case_ids:
-        c = cases[cid]
-        reason = known_failure(engine_name, cid) or (c.xfail if engine_name == "aotcheck" else None)
-        if crashes(reason) or reason:
-            out.append(SubjectRun(cid, engine_name, f"known failure, not varied: {reason}"))
-            continue
-        out.append(run_subject(engine, Subject.of_case(c), per_case=per_case, repro_dir=repro_dir))
+    with contextlib.ExitStack() as stack:
+        if progress is not None:
+            _PROGRESS[:] = [stack.enter_context(open(progress, "a"))]
+            stack.callback(_PROGRESS.clear)
+        for cid in case_ids:
+            c = cases[cid]
+            reason = known_failure(engine_name, cid) or (c.xfail if engine_name == "aotcheck" else None)
+            if crashes(reason) or reason:
+                run = SubjectRun(cid, engine_name, f"known failure, not varied: {reason}")
+            else:
+                run = run_subject(engine, Subject.of_case(c), per_case=per_case, repro_dir=repro_dir)
+            _mark("DONE\t" + run.to_json())
+            out.append(run)
     return out
 
 
 def _worker_init() -> None:
     torch.set_num_threads(1)
-    from .engines import TorchEngine
-    TorchEngine.retrace_cached = False
 
 
 def run_corpus(engine_name: str, case_ids: list[str] | None = None, *, per_case: int | None = 3,
-               jobs: int = 1, repro_dir: str | None = None, chunk: int = 12) -> list[SubjectRun]:
-    """The pass over the corpus (or ``case_ids``), split over ``jobs`` spawned processes."""
+               jobs: int = 1, repro_dir: str | None = None, chunk: int = 8) -> list[SubjectRun]:
+    """The pass over the corpus (or ``case_ids``), split over ``jobs`` spawned processes.
+
+    A case that kills its process (a crash inside torch) is found from the worker's progress
+    file: the chunk is run again with that case alone, and where it kills the process alone,
+    the step it was taking is recorded as FAILS UNDER B ("the process died"), and the pass
+    goes on with the next case."""
     from ..check.corpus import all_cases
     ids = case_ids if case_ids is not None else [c.id for c in all_cases()]
     if jobs <= 1:
         return run_cases(engine_name, ids, per_case, repro_dir)
     import concurrent.futures as cf
     import multiprocessing as mp
-    chunks = [ids[k:k + chunk] for k in range(0, len(ids), chunk)]
-    out: list[SubjectRun] = []
-    with cf.ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"), initializer=_worker_init) as pool:
-        for part in pool.map(run_cases, [engine_name] * len(chunks), chunks, [per_case] * len(chunks),
-                             [repro_dir] * len(chunks)):
-            out += part
-    return out
+    done: dict[str, SubjectRun] = {}
+    todo = [ids[k:k + chunk] for k in range(0, len(ids), chunk)]
+    with tempfile.TemporaryDirectory(prefix="aotcheck-var-progress-") as tmp:
+        for attempt in range(len(ids) + 1):
+            if not todo:
+                break
+            files = [str(Path(tmp) / f"{attempt}-{k}.txt") for k in range(len(todo))]
+            broken = []
+            with cf.ProcessPoolExecutor(min(jobs, len(todo)), mp_context=mp.get_context("spawn"),
+                                        initializer=_worker_init) as pool:
+                futures = [pool.submit(run_cases, engine_name, part, per_case, repro_dir, f)
+                           for part, f in zip(todo, files)]
+                for part, f, fut in zip(todo, files, futures):
+                    try:
+                        for run in fut.result():
+                            done[run.subject] = run
+                    except cf.process.BrokenProcessPool:
+                        broken.append((part, f))
+            todo = []
+            for part, f in broken:
+                started = None
+                for line in Path(f).read_text().splitlines() if Path(f).exists() else []:
+                    kind, _, rest = line.partition("\t")
+                    if kind == "DONE":
+                        run = SubjectRun.from_json(rest)
+                        done[run.subject] = run
+                        started = None
+                    else:
+                        started = rest
+                left = [c for c in part if c not in done]
+                if started is None or not left:
+                    todo += [left] if left else []
+                    continue
+                name, _, v = started.partition("\t")
+                if len(part) == 1:          # it died alone: that case, that step
+                    crash = Result(name, engine_name, Variation.from_json(v) if v else Variation("A"),
+                                   FAILS_UNDER_B, "the process died (a crash inside the engine or torch)")
+                    done[name] = SubjectRun(name, engine_name, "ok" if v else "A killed the process",
+                                            (crash,) if v else ())
+                    continue
+                todo += [[name]] + ([[c for c in left if c != name]] if len(left) > 1 else [])
+    return [done[c] for c in ids if c in done]
 
 
 def tally(runs: list[SubjectRun]) -> dict[str, int]:
