@@ -188,3 +188,23 @@ def test_torch_autograd_cache_has_no_stale_hit_on_a_small_case():
     run = V.run_subject(get_engine("torch"), subject, vs)
     assert run.a == "ok", run.a
     assert [r.verdict for r in run.results] == [V.OK_MISS, V.OK_MISS, V.OK_HIT], run.results
+
+
+def test_planted_torch_key_bug_is_a_stale_hit_and_triage_names_it(monkeypatch):
+    """Grad mode dropped from torch's AOTAutogradCache key (its details record grad mode as
+    always enabled): the no_grad entry is served to a grad call, and the triage names grad
+    mode, with the key details equal under A and B."""
+    import torch._functorch._aot_autograd.autograd_cache as ac
+    original = ac.AOTAutogradCacheDetails._record_runtime_state
+
+    def without_grad_mode(self, gm):
+        original(self, gm)
+        self.grad_enabled = True
+    monkeypatch.setattr(ac.AOTAutogradCacheDetails, "_record_runtime_state", without_grad_mode)
+    subject = V.Subject.from_source("planted.torch_no_grad_entry", PROGRAM, grad_mode="no_grad")
+    v = V.Variation("grad_mode", "", "enabled")
+    (r,) = V.run_subject(get_engine("torch"), subject, [v]).results
+    assert r.verdict == V.STALE_HIT, r
+    t = key_triage.triage_variation("torch", subject, v)
+    assert t.verdict == V.STALE_HIT and t.component == "signature.grad_enabled"
+    assert t.key_equal is True and t.carrier == "grad_enabled", t
