@@ -208,3 +208,23 @@ def test_planted_torch_key_bug_is_a_stale_hit_and_triage_names_it(monkeypatch):
     t = key_triage.triage_variation("torch", subject, v)
     assert t.verdict == V.STALE_HIT and t.component == "signature.grad_enabled"
     assert t.key_equal is True and t.carrier == "grad_enabled", t
+
+
+def test_fuzz_key_variations_find_a_planted_key_bug(monkeypatch, tmp_path):
+    """``aotcheck fuzz`` draws key variations for generated programs: with the signature
+    dropped from aotcheck's key, a program's entry is served under another grad mode or
+    inputs, and the run reports a stage-"variation" STALE HIT with a key-variation reproducer
+    that the triage replays."""
+    from aotcheck.fuzz.runner import format_summary, fuzz
+    original = key_module._common
+    monkeypatch.setattr(key_module, "_common",
+                        lambda sig, partitioner: {**original(sig, partitioner), "signature": "dropped"})
+    r = fuzz("aotcheck", examples=4, seed=5, cached=True, shrink=False, out=tmp_path,
+             key_variations=3)
+    stale = [f for sig, f in r.findings.items() if sig.startswith("variation") and "STALE HIT" in sig]
+    assert stale and r.variations >= 4, format_summary(r)
+    repro = r.reproducers[next(s for s, f in r.findings.items() if f is stale[0])]
+    assert V.is_repro(repro)
+    t = key_triage.triage_repro(repro)
+    assert t.verdict == V.STALE_HIT and t.component.startswith("signature."), t
+    assert t.key_equal is True and t.carrier == "signature"
