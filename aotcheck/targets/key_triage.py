@@ -9,10 +9,10 @@ directory, and reads two things on each side:
   state (default dtype, autocast, deterministic algorithms), the fingerprint of the Python
   state the function reads (``function.*``: closures, globals, module ``training``) and the
   config flags a variation may set (``config.*``);
-- the **key as the engine computed it**: for aotcheck, the named components of its key
-  (what ``aotcheck cache explain KEY_A KEY_B`` compares); for torch, the AOTAutogradCache
-  key's details (``autograd_cache_key``'s debug lines, one per detail, with its hash),
-  recorded at each lookup.
+- the **key as the engine computed it**, recorded at each lookup: for aotcheck, the named
+  components of its key (what ``aotcheck cache explain KEY_A KEY_B`` compares), as the key
+  builder hands them to ``key.key_of``; for torch, the AOTAutogradCache key's details
+  (``autograd_cache_key``'s debug lines, one per detail, with its hash).
 
 For a stale hit the keys are equal (that is why it hit) while the facts differ: the facts
 that differ are what the key failed to carry, and the first one is named as **the
@@ -101,9 +101,11 @@ def call_facts(subject: V.Subject, v: V.Variation | None) -> dict[str, object]:
         torch.manual_seed(0)
         inp = make()
         with V.call_context(subject, v)():
-            leaves, spec = flatten_inputs(tuple(inp.args), dict(inp.kwargs))
-            sig = signature(leaves, spec)
-            _paths(asdict(sig), "signature", facts)
+            try:
+                leaves, spec = flatten_inputs(tuple(inp.args), dict(inp.kwargs))
+                _paths(asdict(signature(leaves, spec)), "signature", facts)
+            except Exception:  # noqa: BLE001 - a subclass leaf: described here, by the same names
+                _paths(_plain_signature(inp), "signature", facts)
             _paths(torch_state(), "torch_state", facts)
             facts["torch_state.default_dtype"] = str(torch.get_default_dtype())
             facts["torch_state.autocast_cpu"] = (torch.is_autocast_enabled("cpu"),
@@ -123,6 +125,21 @@ def call_facts(subject: V.Subject, v: V.Variation | None) -> dict[str, object]:
                 mod = fconfig if owner == "functorch" else iconfig
                 facts[f"config.{owner}.{name}"] = getattr(mod, name)
     return facts
+
+
+def _plain_signature(inp) -> dict:
+    """The signature's main facts for inputs aotcheck's ``signature`` does not take (a tensor
+    subclass leaf): per leaf its type, dtype, geometry and autograd flags, and the grad mode."""
+    leaves = []
+    for x in pytree.tree_leaves((inp.args, inp.kwargs)):
+        if isinstance(x, torch.Tensor):
+            leaves.append({"type": type(x).__name__, "dtype": str(x.dtype), "shape": list(x.shape),
+                           "stride": list(x.stride()), "offset": x.storage_offset(),
+                           "requires_grad": x.requires_grad, "is_leaf": x.is_leaf})
+        else:
+            leaves.append({"value": repr(x)})
+    return {"leaves": leaves, "grad_enabled": torch.is_grad_enabled(),
+            "inference_mode": torch.is_inference_mode_enabled()}
 
 
 def diff_facts(a: dict, b: dict) -> list[tuple[str, object, object]]:
@@ -159,18 +176,22 @@ def carrier(engine: str, path: str) -> str:
 # ---------------------------------------------------------------- the key, as the engine computed it
 
 
-def _aotcheck_components(subject: V.Subject, v: V.Variation | None) -> dict[str, str] | None:
-    """aotcheck's key components for the call under A or B (the key builder as it stands)."""
-    from ..cache import compute_key
-    with V.state_context(subject, v):
-        make = subject.make_inputs if v is None else V._vary_inputs(v, subject.make_inputs)
-        torch.manual_seed(0)
-        inp = make()
-        with V.call_context(subject, v)():
-            try:
-                return compute_key(subject.fn, inp.args, inp.kwargs)[1]
-            except Exception:  # noqa: BLE001 - an uncacheable call has no key
-                return None
+@contextlib.contextmanager
+def record_aotcheck_keys(into: list):
+    """Record every aotcheck cache key computed in the block: (digest, components). The key
+    builder hashes its components with ``key.key_of``, which is wrapped here."""
+    from ..cache import key as key_module
+    original = key_module.key_of
+
+    def recording(components):
+        digest = original(components)
+        into.append((digest, dict(components)))
+        return digest
+    key_module.key_of = recording
+    try:
+        yield into
+    finally:
+        key_module.key_of = original
 
 
 @contextlib.contextmanager
@@ -218,41 +239,34 @@ def triage_variation(engine_name: str, subject: V.Subject, v: V.Variation) -> Ke
     """Replay A then B (a fresh cache directory), and name the component."""
     from .engines import get_engine
     engine = get_engine(engine_name)
-    torch_keys: dict[str, list] = {"A": [], "B": []}
+    keys: dict[str, list] = {"A": [], "B": []}     # (key, {component or detail: value}) per lookup
     torch_engine = engine_name != "aotcheck" and engine_name != "dynamo-aotcheck"
+    record = record_torch_keys if torch_engine else record_aotcheck_keys
     with tempfile.TemporaryDirectory(prefix="aotcheck-keytriage-") as tmp:
         a_dir = Path(tmp) / "A"
-        rec = record_torch_keys(torch_keys["A"]) if torch_engine else contextlib.nullcontext()
+        rec = record(keys["A"])
         with rec, V.state_context(subject, None):
             compiled = engine.compile_cached(subject.fn, str(a_dir))
             a_report = V._check(subject, compiled, None)
         if not a_report.ok:
             return KeyTriage(engine_name, subject.name, v, "not reproduced",
                              "A differs from eager: " + a_report.divergences[0], (), "", None, ())
-        rec = record_torch_keys(torch_keys["B"]) if torch_engine else contextlib.nullcontext()
+        rec = record(keys["B"])
         with rec:
             result = V._run_b(engine, subject, v, a_dir)
     fa, fb = call_facts(subject, None), call_facts(subject, v)
     differed = diff_facts(fa, fb)
     text = tuple(f"{k}: {a!r} -> {b!r}" for k, a, b in differed)
     component = differed[0][0] if differed else ""
-    if torch_engine:
-        ka, kb = torch_keys["A"], torch_keys["B"]
-        if ka and kb:
-            keys_a = dict(ka)
-            key_equal = any(k in keys_a for k, _ in kb)
-            da, db = ka[0][1], kb[0][1]
-            key_diff = () if key_equal else \
-                tuple(n for n in sorted(set(da) | set(db)) if da.get(n) != db.get(n))
-        else:
-            key_equal, key_diff = None, ()
+    ka, kb = keys["A"], keys["B"]
+    if ka and kb:
+        keys_a = dict(ka)
+        key_equal = any(k in keys_a for k, _ in kb)
+        da, db = ka[0][1], kb[0][1]
+        key_diff = () if key_equal else \
+            tuple(n for n in sorted(set(da) | set(db)) if da.get(n) != db.get(n))
     else:
-        ca, cb = _aotcheck_components(subject, None), _aotcheck_components(subject, v)
-        if ca is None or cb is None:
-            key_equal, key_diff = None, ()
-        else:
-            key_diff = tuple(n for n in sorted(set(ca) | set(cb)) if ca.get(n) != cb.get(n))
-            key_equal = not key_diff
+        key_equal, key_diff = None, ()
     return KeyTriage(engine_name, subject.name, v, result.verdict, result.reason, text, component,
                      key_equal, key_diff, carrier(engine_name, component) if component else "")
 

@@ -16,6 +16,8 @@ wrote the entry. For one subject (a corpus case, or a fuzz program), the pass:
        STALE HIT    a hit whose result differs from eager under B (the worst finding)
        LOST HIT     a miss where nothing relevant changed (B changes only tensor values)
        FAILS UNDER B  no hit, and the engine differs from eager under B (a cold failure of B)
+       refused under B  no hit, and the engine refused B with a documented limit
+                    (``aotcheck.errors.DOCUMENTED_LIMITS``: a named error, not a wrong result)
 
 Variations are plain frozen data (:class:`Variation`), derived from the subject's inputs and
 the Python state its function reads (:func:`derive`), never listed by hand per case:
@@ -69,7 +71,8 @@ SCHEMA = 1
 
 OK_HIT, OK_MISS, STALE_HIT, LOST_HIT, FAILS_UNDER_B = "ok-hit", "ok-miss", "STALE HIT", "LOST HIT", \
     "FAILS UNDER B"
-VERDICTS = (OK_HIT, OK_MISS, STALE_HIT, LOST_HIT, FAILS_UNDER_B)
+REFUSED = "refused under B"
+VERDICTS = (OK_HIT, OK_MISS, REFUSED, STALE_HIT, LOST_HIT, FAILS_UNDER_B)
 BAD = (STALE_HIT, LOST_HIT, FAILS_UNDER_B)
 
 GRAD_MODES = ("enabled", "no_grad", "inference_mode")
@@ -358,7 +361,13 @@ def _grown(t: torch.Tensor) -> torch.Tensor:
 
 
 def _changed_values(t: torch.Tensor) -> torch.Tensor:
-    return t.detach() * 0.5 + 0.25
+    """New values in exactly ``t``'s layout (size, strides, offset, storage size)."""
+    values = t.detach() * 0.5 + 0.25
+    n = t.untyped_storage().nbytes() // t.element_size()
+    if t.is_contiguous() and t.storage_offset() == 0 and n == t.numel():
+        return values
+    new = torch.zeros(n, dtype=t.dtype).as_strided(t.size(), t.stride(), t.storage_offset())
+    return new.copy_(values)
 
 
 def _vary_inputs(v: Variation, make: Callable) -> Callable:
@@ -669,6 +678,10 @@ def judge(subject: str, engine: str, v: Variation, ev: CacheEvents, divergences:
             return Result(subject, engine, v, STALE_HIT,
                           f"an entry written under A was served under B ({seen}) and differs from "
                           f"eager: {divergences[0]}", **counts)
+        from ..errors import DOCUMENTED_LIMITS
+        if all(any(lim in d for lim in DOCUMENTED_LIMITS) for d in divergences):
+            return Result(subject, engine, v, REFUSED,
+                          f"no hit ({seen}); refused with a documented limit: {divergences[0]}", **counts)
         return Result(subject, engine, v, FAILS_UNDER_B,
                       f"no hit ({seen}); compiled under B differs from eager: {divergences[0]}", **counts)
     if ev.hits and not ev.misses:
