@@ -85,6 +85,15 @@ CONFIG_FLAGS: dict[str, tuple[str, str, object]] = {
 }
 
 
+# NOTE [which engines have a cache to vary]
+# aotcheck (its own cache), torch (torch.compile aot_eager with AOTAutogradCache forced and
+# bundled) and torch-inductor (AOTAutogradCache, and on its misses Inductor's FX graph cache,
+# whose hits and misses ``observe`` adds). torch-aot-function has none: in torch 2.13
+# ``functorch.compile.aot_function`` never calls ``AOTAutogradCache.try_load`` (only
+# ``aot_module_simplified`` does, torch/_functorch/aot_autograd.py), so the pass reports it as
+# not applicable instead of inventing a cache to test.
+
+
 # ---------------------------------------------------------------- the data
 
 
@@ -613,7 +622,10 @@ def run_subject(engine, subject: Subject, variations: list[Variation] | None = N
     (the regression command's cold run): it is not compiled again, only copied for each B."""
     t0 = time.perf_counter()
     if not supports(engine):
-        return SubjectRun(subject.name, engine.name, f"engine {engine.name} has no persistent cache")
+        return SubjectRun(subject.name, engine.name, f"engine {engine.name} has no persistent cache"
+                          + (" (functorch.compile.aot_function never consults AOTAutogradCache; only "
+                             "aot_module_simplified, under torch.compile, does)"
+                             if engine.name == "torch-aot-function" else ""))
     if variations is None:
         variations = pick(derive(subject, engine.name), subject.name, per_case)
     with quiet_torch_logs():
