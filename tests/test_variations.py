@@ -228,3 +228,20 @@ def test_fuzz_key_variations_find_a_planted_key_bug(monkeypatch, tmp_path):
     t = key_triage.triage_repro(repro)
     assert t.verdict == V.STALE_HIT and t.component.startswith("signature."), t
     assert t.key_equal is True and t.carrier == "signature"
+
+
+def test_torch_serves_an_entry_compiled_for_aliased_inputs_to_disjoint_ones():
+    """A torch 2.13 AOTAutogradCache bug the variation pass found on the corpus: the key has no
+    component for argument aliasing (its tensor metadata even zeroes the storage offset), so an
+    entry compiled for ``(a, a[1:])`` is served to disjoint inputs of the same shapes and gives
+    wrong values. Triage names the aliasing groups. (When torch fixes it, this fails: move it
+    to the fixed findings.)"""
+    from aotcheck.check.corpus import all_cases
+    case = {c.id: c for c in all_cases()}["aliased_inputs.base_and_offset_slice_mutate_base"]
+    subject = V.Subject.of_case(case)
+    (v,) = [v for v in V.derive(subject, "torch") if v.kind == "aliasing"]
+    assert v.b == "own storages"
+    (r,) = V.run_subject(get_engine("torch"), subject, [v]).results
+    assert r.verdict == V.STALE_HIT and "values" in r.divergences[0], r
+    t = key_triage.triage_variation("torch", subject, v)
+    assert t.component == "signature.groups" and t.key_equal is True, t

@@ -57,9 +57,11 @@ class KeyTriage:
         lines = [f"{self.verdict} {self.engine} {self.subject} {self.variation.label}",
                  f"  {self.reason}"]
         if self.component:
-            first = next(d for d in self.differed if d.startswith(self.component + ":"))
-            lines.append(f"  component: {first}")
+            first = next(d for d in self.differed if d.startswith(self.component))
             more = [d for d in self.differed if d != first]
+            if self.component == "signature.groups":
+                first = "signature.groups (which arguments share a storage): " + first
+            lines.append(f"  component: {first}")
             if more:
                 lines.append(f"  also differ: {'; '.join(more[:6])}" + (" ..." if len(more) > 6 else ""))
         else:
@@ -142,6 +144,12 @@ def _plain_signature(inp) -> dict:
             "inference_mode": torch.is_inference_mode_enabled()}
 
 
+def _component(path: str) -> str:
+    """The name a fact is reported under: the aliasing groups as one component
+    (``signature.groups``), anything else by its own path."""
+    return "signature.groups" if path.startswith("signature.groups") else path
+
+
 def diff_facts(a: dict, b: dict) -> list[tuple[str, object, object]]:
     return [(k, a.get(k, "(absent)"), b.get(k, "(absent)")) for k in sorted(set(a) | set(b), key=_order)
             if a.get(k, "(absent)") != b.get(k, "(absent)")]
@@ -150,7 +158,8 @@ def diff_facts(a: dict, b: dict) -> list[tuple[str, object, object]]:
 def _order(path: str):
     """Grad mode and input flags before geometry, so the most telling fact is named first."""
     rank = 0 if "grad_enabled" in path or "inference_mode" in path else \
-        1 if "requires_grad" in path else 2 if "dtype" in path else 3
+        1 if "requires_grad" in path and "groups" not in path else 2 if "groups" in path else \
+        3 if "dtype" in path else 4
     return rank, path
 
 
@@ -257,7 +266,7 @@ def triage_variation(engine_name: str, subject: V.Subject, v: V.Variation) -> Ke
     fa, fb = call_facts(subject, None), call_facts(subject, v)
     differed = diff_facts(fa, fb)
     text = tuple(f"{k}: {a!r} -> {b!r}" for k, a, b in differed)
-    component = differed[0][0] if differed else ""
+    component = _component(differed[0][0]) if differed else ""
     ka, kb = keys["A"], keys["B"]
     if ka and kb:
         keys_a = dict(ka)
