@@ -27,7 +27,6 @@ agree where it matters and the key differs: the key components that differ are n
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import re
 import tempfile

@@ -60,7 +60,7 @@ import shutil
 import tempfile
 import time
 import types
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -262,7 +262,8 @@ def derive(subject: Subject, engine: str = "aotcheck") -> list[Variation]:
         if flat[i].dim() >= 1 and flat[i].numel() >= 1:
             shapes.setdefault(tuple(flat[i].shape), []).append(i)
     for shape, idx in shapes.items():
-        out.append(Variation("shape", "inputs " + ",".join(map(str, idx)), str(list(shape[:-1]) + [shape[-1] + 1])))
+        grown = list(shape[:-1]) + [shape[-1] + 1]
+        out.append(Variation("shape", "inputs " + ",".join(map(str, idx)), str(grown)))
     for i in free:
         t = flat[i]
         if t.dim() == 4 and t.numel() > 1:
@@ -403,7 +404,8 @@ def _vary_inputs(v: Variation, make: Callable) -> Callable:
                 elif v.kind == "shape":
                     flat[i] = _relayout(t, _grown(t), leaves_map)
                 elif v.kind == "strides":
-                    flat[i] = _relayout(t, _transposed_like(t) if t.dim() >= 2 else _every_other(t), leaves_map)
+                    data = _transposed_like(t) if t.dim() >= 2 else _every_other(t)
+                    flat[i] = _relayout(t, data, leaves_map)
                 elif v.kind == "memory_format":
                     flat[i] = _relayout(t, t.detach().contiguous(memory_format=torch.channels_last),
                                         leaves_map)
@@ -444,7 +446,8 @@ def _default_dtype(dtype):
 
 @contextlib.contextmanager
 def _deterministic():
-    old, warn = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    old = torch.are_deterministic_algorithms_enabled()
+    warn = torch.is_deterministic_algorithms_warn_only_enabled()
     torch.use_deterministic_algorithms(True)
     try:
         yield
@@ -676,8 +679,9 @@ def _run_b(engine, subject: Subject, v: Variation, dir_b: Path) -> Result:
             compiled = engine.compile_cached(subject.fn, str(dir_b))
             report = _check(subject, compiled, v)
     except Exception as e:  # noqa: BLE001 - the engine or the variation itself failed: recorded
+        first = str(e).splitlines()[0][:200] if str(e) else ""
         return Result(subject.name, engine.name, v, FAILS_UNDER_B,
-                      f"the run under B raised {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+                      f"the run under B raised {type(e).__name__}: {first}")
     return judge(subject.name, engine.name, v, box["events"], list(report.divergences))
 
 
