@@ -18,6 +18,8 @@ wrote the entry. For one subject (a corpus case, or a fuzz program), the pass:
        FAILS UNDER B  no hit, and the engine differs from eager under B (a cold failure of B)
        refused under B  no hit, and the engine refused B with a documented limit
                     (``aotcheck.errors.DOCUMENTED_LIMITS``: a named error, not a wrong result)
+       eager died under B  eager itself killed the process under B (the variation made the
+                    function invalid: two arguments made one tensor whose storage it frees)
 
 Variations are plain frozen data (:class:`Variation`), derived from the subject's inputs and
 the Python state its function reads (:func:`derive`), never listed by hand per case:
@@ -72,7 +74,8 @@ SCHEMA = 1
 OK_HIT, OK_MISS, STALE_HIT, LOST_HIT, FAILS_UNDER_B = "ok-hit", "ok-miss", "STALE HIT", "LOST HIT", \
     "FAILS UNDER B"
 REFUSED = "refused under B"
-VERDICTS = (OK_HIT, OK_MISS, REFUSED, STALE_HIT, LOST_HIT, FAILS_UNDER_B)
+EAGER_DIED = "eager died under B"
+VERDICTS = (OK_HIT, OK_MISS, REFUSED, EAGER_DIED, STALE_HIT, LOST_HIT, FAILS_UNDER_B)
 BAD = (STALE_HIT, LOST_HIT, FAILS_UNDER_B)
 
 GRAD_MODES = ("enabled", "no_grad", "inference_mode")
@@ -524,8 +527,9 @@ def _apply_config(v: Variation) -> Callable:
     return lambda: setattr(module, name, old)
 
 
-def _wrap(fn: Callable, ctx: Callable) -> Callable:
+def _wrap(fn: Callable, ctx: Callable, which: str = "") -> Callable:
     def called(*args, **kwargs):
+        _mark(f"CALL\t{which}")
         with ctx():
             return fn(*args, **kwargs)
     return called
@@ -573,7 +577,8 @@ def _check(subject: Subject, compiled: Callable, v: Variation | None):
     from ..check.oracle import check
     ctx = call_context(subject, v)
     make = subject.make_inputs if v is None else _vary_inputs(v, subject.make_inputs)
-    return check(_wrap(subject.fn, ctx), _wrap(compiled, ctx), make, backward=subject.backward)
+    return check(_wrap(subject.fn, ctx, "eager"), _wrap(compiled, ctx, "compiled"), make,
+                 backward=subject.backward)
 
 
 @dataclass(frozen=True)
@@ -787,15 +792,17 @@ def run_corpus(engine_name: str, case_ids: list[str] | None = None, *, per_case:
                         broken.append((part, f))
             todo = []
             for part, f in broken:
-                started = None
+                started, calling = None, ""
                 for line in Path(f).read_text().splitlines() if Path(f).exists() else []:
                     kind, _, rest = line.partition("\t")
                     if kind == "DONE":
                         run = SubjectRun.from_json(rest)
                         done[run.subject] = run
                         started = None
+                    elif kind == "CALL":
+                        calling = rest
                     else:
-                        started = rest
+                        started, calling = rest, ""
                 left = [c for c in part if c not in done]
                 if started is None or not left:
                     todo += [left] if left else []
@@ -803,7 +810,10 @@ def run_corpus(engine_name: str, case_ids: list[str] | None = None, *, per_case:
                 name, _, v = started.partition("\t")
                 if len(part) == 1:          # it died alone: that case, that step
                     crash = Result(name, engine_name, Variation.from_json(v) if v else Variation("A"),
-                                   FAILS_UNDER_B, "the process died (a crash inside the engine or torch)")
+                                   EAGER_DIED if calling == "eager" else FAILS_UNDER_B,
+                                   f"the process died in the {calling or 'compile'} call under B"
+                                   + (": the variation makes the function invalid" if calling == "eager"
+                                      else " (a crash inside the engine or torch)"))
                     done[name] = SubjectRun(name, engine_name, "ok" if v else "A killed the process",
                                             (crash,) if v else ())
                     continue
