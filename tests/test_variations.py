@@ -15,6 +15,7 @@ import torch
 from aotcheck.cache import key as key_module
 from aotcheck.targets import key_triage
 from aotcheck.targets import variations as V
+from aotcheck.targets.conditions import vary_inputs
 from aotcheck.targets.engines import get_engine
 
 # A program as text, as the fuzzer's reproducers are: an inference graph compiled under
@@ -145,7 +146,7 @@ def test_input_variation_kinds_against_aotchecks_cache(kind):
 
 
 def PROGRAM_INPUTS(subject, v):
-    make = subject.make_inputs if v is None else V._vary_inputs(v, subject.make_inputs)
+    make = subject.make_inputs if v is None else vary_inputs(v, subject.make_inputs)
     return make().args
 
 
@@ -219,8 +220,9 @@ def test_fuzz_key_variations_find_a_planted_key_bug(monkeypatch, tmp_path):
     original = key_module._common
     monkeypatch.setattr(key_module, "_common",
                         lambda sig, partitioner: {**original(sig, partitioner), "signature": "dropped"})
+    from aotcheck.fuzz.strategies import ISSUE13_EXTENSIONS
     r = fuzz("aotcheck", examples=4, seed=5, cached=True, shrink=False, out=tmp_path,
-             key_variations=3)
+             key_variations=3, strategy_options={"extensions": ISSUE13_EXTENSIONS})
     stale = [f for sig, f in r.findings.items() if sig.startswith("variation") and "STALE HIT" in sig]
     assert stale and r.variations >= 4, format_summary(r)
     repro = r.reproducers[next(s for s, f in r.findings.items() if f is stale[0])]

@@ -2,7 +2,7 @@
 
 Usage: python tools/bench_variations.py [ENGINE ...] [--per-case K|all] [--jobs N] [--cases N]
        [--repros DIR] [--json OUT]
-Runs ``aotcheck.targets.variations.run_corpus`` for each engine (default: aotcheck torch):
+Runs ``aotcheck.targets.variation_corpus.run_corpus`` for each engine (default: aotcheck torch):
 each corpus case compiled under A once, then K variations of it (``pick``; ``all``: every one
 ``derive`` finds) each under B from a copy of A's cache directory, in N spawned processes.
 Prints, per engine, the verdict counts, the cases not varied (known failures, A failing,
@@ -24,6 +24,7 @@ def _arg(name: str, default):
 
 def main() -> None:
     from aotcheck.check.corpus import all_cases
+    from aotcheck.targets import variation_corpus as VC
     from aotcheck.targets import variations as V
     flags_with_value = {"--per-case", "--jobs", "--cases", "--repros", "--json"}
     skip = {i + 1 for i, a in enumerate(sys.argv) if a in flags_with_value}
@@ -41,10 +42,10 @@ def main() -> None:
     for engine in engines:
         load0 = os.getloadavg()
         t0 = time.perf_counter()
-        runs = V.run_corpus(engine, ids, per_case=per_case, jobs=jobs, repro_dir=repros)
+        runs = VC.run_corpus(engine, ids, per_case=per_case, jobs=jobs, repro_dir=repros)
         wall = time.perf_counter() - t0
         load1 = os.getloadavg()
-        counts = V.tally(runs)
+        counts = VC.tally(runs)
         b_runs = sum(len(r.results) for r in runs)
         print(f"== {engine}: {len(ids)} cases, {b_runs} variations run, per case {per}, "
               f"{jobs} processes: {wall:.1f} s wall ({wall / max(b_runs, 1) * jobs:.2f} s per "

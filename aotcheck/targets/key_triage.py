@@ -36,6 +36,7 @@ from pathlib import Path
 import torch
 from torch.utils import _pytree as pytree
 
+from . import conditions as C
 from . import variations as V
 
 
@@ -97,11 +98,11 @@ def call_facts(subject: V.Subject, v: V.Variation | None) -> dict[str, object]:
     from ..cache.fingerprint import fingerprint_data, torch_state
     from ..engine.signature import flatten_inputs, signature
     facts: dict[str, object] = {}
-    with V.state_context(subject, v):
-        make = subject.make_inputs if v is None else V._vary_inputs(v, subject.make_inputs)
+    with C.state_context(subject, v):
+        make = subject.make_inputs if v is None else C.vary_inputs(v, subject.make_inputs)
         torch.manual_seed(0)
         inp = make()
-        with V.call_context(subject, v)():
+        with C.call_context(subject, v)():
             try:
                 leaves, spec = flatten_inputs(tuple(inp.args), dict(inp.kwargs))
                 _paths(asdict(signature(leaves, spec)), "signature", facts)
@@ -253,15 +254,15 @@ def triage_variation(engine_name: str, subject: V.Subject, v: V.Variation) -> Ke
     with tempfile.TemporaryDirectory(prefix="aotcheck-keytriage-") as tmp:
         a_dir = Path(tmp) / "A"
         rec = record(keys["A"])
-        with rec, V.state_context(subject, None):
+        with rec, C.state_context(subject, None):
             compiled = engine.compile_cached(subject.fn, str(a_dir))
-            a_report = V._check(subject, compiled, None)
+            a_report = V.check_under(subject, compiled, None)
         if not a_report.ok:
             return KeyTriage(engine_name, subject.name, v, "not reproduced",
                              "A differs from eager: " + a_report.divergences[0], (), "", None, ())
         rec = record(keys["B"])
         with rec:
-            result = V._run_b(engine, subject, v, a_dir)
+            result = V.run_variation(engine, subject, v, a_dir)
     fa, fb = call_facts(subject, None), call_facts(subject, v)
     differed = diff_facts(fa, fb)
     text = tuple(f"{k}: {a!r} -> {b!r}" for k, a, b in differed)

@@ -49,8 +49,15 @@ the Python state its function reads (:func:`derive`), never listed by hand per c
 The pass compiles A once per subject and reuses its cache directory for every B (copied, so
 each B sees exactly A's entries); ``pick`` chooses, per subject, the variations that apply to
 its inputs, and with ``per_case`` rotates the kinds over the corpus so that every kind runs
-many times while each subject costs a few compiles. ``run_corpus`` splits the cases over a
-pool of fresh processes (spawned: torch's thread pools do not survive a fork).
+many times while each subject costs a few compiles. ``variation_corpus.run_corpus`` splits the
+cases over a pool of fresh processes (spawned: torch's thread pools do not survive a fork).
+``run_subject(..., a_dir=DIR)`` takes a cache directory that an earlier clean run under A
+filled (the regression command's cold run), so A is not compiled again.
+
+Modules: ``variations.py`` (the data, ``derive``, ``pick``, ``run_subject``, ``judge``,
+reproducers), ``conditions.py`` (B applied: inputs, call context, Python state),
+``variation_corpus.py`` (the corpus in a pool), ``key_triage.py`` (the component a stale hit
+comes from).
 """
 from __future__ import annotations
 
@@ -61,13 +68,11 @@ import os
 import shutil
 import tempfile
 import time
-import types
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 import torch
-from torch.utils import _pytree as pytree
 
 SCHEMA = 1
 
@@ -95,6 +100,9 @@ CONFIG_FLAGS: dict[str, tuple[str, str, object]] = {
 # ``functorch.compile.aot_function`` never calls ``AOTAutogradCache.try_load`` (only
 # ``aot_module_simplified`` does, torch/_functorch/aot_autograd.py), so the pass reports it as
 # not applicable instead of inventing a cache to test.
+
+from .conditions import (_aliased, _flat, _floating, _number, _new_number, _plain, _python_reads,
+                         call_context, mark, state_context, vary_inputs, wrapped)
 
 
 # ---------------------------------------------------------------- the data
@@ -188,62 +196,6 @@ class Subject:
 
 # ---------------------------------------------------------------- deriving variations
 
-
-def _flat(inputs) -> list:
-    return pytree.tree_leaves((inputs.args, inputs.kwargs))
-
-
-def _floating(t) -> bool:
-    return isinstance(t, torch.Tensor) and type(t) in (torch.Tensor, torch.nn.Parameter) \
-        and t.layout == torch.strided and (t.is_floating_point() or t.is_complex()) \
-        and not t.is_inference()
-
-
-def _plain(t) -> bool:
-    return isinstance(t, torch.Tensor) and type(t) in (torch.Tensor, torch.nn.Parameter) \
-        and t.layout == torch.strided and not t.is_inference() and t.untyped_storage().nbytes() > 0
-
-
-def _storage(t) -> int:
-    return t.untyped_storage().data_ptr()
-
-
-def _aliased(flat: list) -> set[int]:
-    """Indices of tensor inputs that share a storage with another input."""
-    seen: dict[int, list[int]] = {}
-    for i, t in enumerate(flat):
-        if isinstance(t, torch.Tensor) and _plain(t):
-            seen.setdefault(_storage(t), []).append(i)
-    return {i for group in seen.values() if len(group) > 1 for i in group}
-
-
-def _python_reads(fn) -> tuple[list[tuple[str, object]], list[tuple[str, object]]]:
-    """(closure cells, globals) the function reads: (name, value)."""
-    fn = getattr(fn, "__wrapped__", fn)
-    if not isinstance(fn, types.FunctionType):
-        return [], []
-    cells = [(name, c.cell_contents) for name, c in zip(fn.__code__.co_freevars, fn.__closure__ or ())
-             if _cell_ok(c)]
-    gl = [(n, fn.__globals__[n]) for n in fn.__code__.co_names if n in fn.__globals__]
-    return cells, gl
-
-
-def _cell_ok(c) -> bool:
-    try:
-        c.cell_contents
-    except ValueError:
-        return False
-    return True
-
-
-def _number(v) -> bool:
-    return type(v) in (int, float)
-
-
-def _new_number(v):
-    return v + 1 if type(v) is int else v * 1.5 + 0.5
-
-
 def derive(subject: Subject, engine: str = "aotcheck") -> list[Variation]:
     """Every variation that applies to this subject, from its inputs (made once) and the
     Python state its function reads; in a fixed order."""
@@ -323,218 +275,6 @@ def pick(variations: list[Variation], subject_name: str, per_case: int | None) -
     return chosen
 
 
-# ---------------------------------------------------------------- applying one
-
-
-def _target_indices(v: Variation) -> list[int]:
-    t = v.target.split(" ", 1)[1] if v.target.startswith("input") else ""
-    return [int(x) for x in t.split(",") if x]
-
-
-def _relayout(t: torch.Tensor, data: torch.Tensor, leaves_map: dict) -> torch.Tensor:
-    """An argument like ``t`` (leaf or not, requires_grad as ``t``) over ``data`` (a new tensor
-    with the layout, dtype or values wanted); a replaced leaf is recorded in ``leaves_map``."""
-    data = data.detach()
-    if t.is_leaf or not t.requires_grad:
-        new = _leaf(t, data, t.requires_grad)
-        leaves_map[id(t)] = new
-        return new
-    leaf = data.clone().requires_grad_(True)
-    leaves_map[id(t)] = leaf
-    with torch.enable_grad():
-        return data.copy_(leaf)
-
-
-def _leaf(t: torch.Tensor, data: torch.Tensor, requires_grad: bool) -> torch.Tensor:
-    """A leaf over ``data`` of ``t``'s type (an ``nn.Parameter`` stays one)."""
-    if type(t) is torch.nn.Parameter:
-        return torch.nn.Parameter(data, requires_grad=requires_grad)
-    return data.requires_grad_(requires_grad) if (data.is_floating_point() or data.is_complex()) else data
-
-
-def _transposed_like(t: torch.Tensor) -> torch.Tensor:
-    perm = list(range(t.dim()))
-    perm[-1], perm[-2] = perm[-2], perm[-1]
-    return t.detach().permute(perm).contiguous().permute(perm)
-
-
-def _every_other(t: torch.Tensor) -> torch.Tensor:
-    """A 1-D tensor's values at stride 2."""
-    return torch.zeros(t.numel() * 2, dtype=t.dtype)[::2].copy_(t.detach())
-
-
-def _offset(t: torch.Tensor) -> torch.Tensor:
-    buf = torch.zeros(t.numel() + 1, dtype=t.dtype)
-    return buf[1:].view(t.shape).copy_(t.detach())
-
-
-def _grown(t: torch.Tensor) -> torch.Tensor:
-    pad = torch.zeros(*t.shape[:-1], 1, dtype=t.dtype)
-    return torch.cat([t.detach(), pad], dim=-1)
-
-
-def _changed_values(t: torch.Tensor) -> torch.Tensor:
-    """New values in exactly ``t``'s layout (size, strides, offset, storage size)."""
-    values = t.detach() * 0.5 + 0.25
-    n = t.untyped_storage().nbytes() // t.element_size()
-    if t.is_contiguous() and t.storage_offset() == 0 and n == t.numel():
-        return values
-    new = torch.zeros(n, dtype=t.dtype).as_strided(t.size(), t.stride(), t.storage_offset())
-    return new.copy_(values)
-
-
-def _vary_inputs(v: Variation, make: Callable) -> Callable:
-    """The input maker of condition B: A's inputs with the variation applied."""
-    if v.kind not in ("requires_grad", "dtype", "shape", "strides", "memory_format", "storage_offset",
-                      "aliasing", "scalar", "values"):
-        return make
-
-    def make_b():
-        inp = make()
-        flat, spec = pytree.tree_flatten((inp.args, inp.kwargs))
-        idx = _target_indices(v)
-        leaves_map: dict[int, torch.Tensor] = {}
-        with torch.no_grad():
-            if v.kind == "values":
-                idx = [i for i, t in enumerate(flat) if _floating(t) and i not in _aliased(flat)]
-            for i in idx:
-                t = flat[i]
-                if v.kind == "requires_grad":
-                    flat[i] = _leaf(t, t.detach().clone(), v.b == "True")
-                    leaves_map[id(t)] = flat[i]
-                elif v.kind == "dtype":
-                    flat[i] = _relayout(t, t.detach().to(getattr(torch, v.b)), leaves_map)
-                elif v.kind == "shape":
-                    flat[i] = _relayout(t, _grown(t), leaves_map)
-                elif v.kind == "strides":
-                    data = _transposed_like(t) if t.dim() >= 2 else _every_other(t)
-                    flat[i] = _relayout(t, data, leaves_map)
-                elif v.kind == "memory_format":
-                    flat[i] = _relayout(t, t.detach().contiguous(memory_format=torch.channels_last),
-                                        leaves_map)
-                elif v.kind == "storage_offset":
-                    flat[i] = _relayout(t, _offset(t), leaves_map)
-                elif v.kind == "scalar":
-                    flat[i] = type(flat[i])(float(v.b)) if type(flat[i]) is int else float(v.b)
-                elif v.kind == "values":
-                    flat[i] = _relayout(t, _changed_values(t), leaves_map)
-            if v.kind == "aliasing" and v.b == "same tensor":
-                i, j = idx
-                flat[j] = flat[i]
-            elif v.kind == "aliasing":
-                for i in idx:
-                    flat[i] = _relayout(flat[i], flat[i].detach().clone(), leaves_map)
-        args, kwargs = pytree.tree_unflatten(flat, spec)
-        leaves = tuple(leaves_map.get(id(x), x) for x in inp.leaves)
-        extra = tuple(x for k, x in leaves_map.items() if x is not None and x.is_leaf and x.requires_grad
-                      and not any(x is y for y in leaves))
-        return replace(inp, args=args, kwargs=kwargs, leaves=leaves + extra)
-    return make_b
-
-
-def _grad_mode(mode: str):
-    return torch.inference_mode() if mode == "inference_mode" else \
-        torch.no_grad() if mode == "no_grad" else contextlib.nullcontext()
-
-
-@contextlib.contextmanager
-def _default_dtype(dtype):
-    old = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)
-    try:
-        yield
-    finally:
-        torch.set_default_dtype(old)
-
-
-@contextlib.contextmanager
-def _deterministic():
-    old = torch.are_deterministic_algorithms_enabled()
-    warn = torch.is_deterministic_algorithms_warn_only_enabled()
-    torch.use_deterministic_algorithms(True)
-    try:
-        yield
-    finally:
-        torch.use_deterministic_algorithms(old, warn_only=warn)
-
-
-def call_context(subject: Subject, v: Variation | None) -> Callable:
-    """A fresh context manager for one call under condition B (A when ``v`` is None): the
-    grad mode, and the default dtype, autocast and deterministic setting of a variation."""
-    def ctx():
-        stack = contextlib.ExitStack()
-        mode = v.b if v is not None and v.kind == "grad_mode" else subject.grad_mode
-        stack.enter_context(_grad_mode(mode))
-        if v is not None and v.kind == "default_dtype":
-            stack.enter_context(_default_dtype(getattr(torch, v.b)))
-        if v is not None and v.kind == "autocast":
-            stack.enter_context(torch.autocast("cpu", dtype=torch.bfloat16))
-        if v is not None and v.kind == "deterministic":
-            stack.enter_context(_deterministic())
-        return stack
-    return ctx
-
-
-@contextlib.contextmanager
-def state_context(subject: Subject, v: Variation | None):
-    """The Python state and config of condition B around the whole run (compile, eager and
-    compiled calls, backward), restored afterwards."""
-    restore: list[Callable] = []
-    try:
-        if subject.states:
-            subject.states[int(v.b) if v is not None and v.kind == "state" else 0]()
-            restore.append(subject.states[0])
-        if v is not None and v.kind in ("closure", "global", "training"):
-            cells, gl = _python_reads(subject.fn)
-            fn = getattr(subject.fn, "__wrapped__", subject.fn)
-            if v.kind == "closure":
-                cell = fn.__closure__[fn.__code__.co_freevars.index(v.target)]
-                old = cell.cell_contents
-                cell.cell_contents = type(old)(float(v.b)) if type(old) is int else float(v.b)
-                restore.append(lambda: setattr(cell, "cell_contents", old))
-            elif v.kind == "global":
-                g, old = fn.__globals__, fn.__globals__[v.target]
-                g[v.target] = type(old)(float(v.b)) if type(old) is int else float(v.b)
-                restore.append(lambda: g.__setitem__(v.target, old))
-            else:
-                m = dict(cells + gl)[v.target]
-                was = m.training
-                m.train(v.b == "True")
-                restore.append(lambda: m.train(was))
-        if v is not None and v.kind == "config":
-            restore.append(_apply_config(v))
-        yield
-    finally:
-        for r in reversed(restore):
-            r()
-
-
-def _apply_config(v: Variation) -> Callable:
-    """Set one config flag of condition B; returns the undo."""
-    owner, name = v.target.split(".", 1)
-    if owner == "aotcheck":
-        from .. import flags
-        flag = next(f for f in flags.ALL if f.name == name)
-        cm = flags.overridden(flag, v.b)
-        cm.__enter__()
-        return lambda: cm.__exit__(None, None, None)
-    if owner == "functorch":
-        import torch._functorch.config as module
-    else:
-        import torch._inductor.config as module
-    old = getattr(module, name)
-    setattr(module, name, (not old) if v.b == "flip" else v.b)
-    return lambda: setattr(module, name, old)
-
-
-def _wrap(fn: Callable, ctx: Callable, which: str = "") -> Callable:
-    def called(*args, **kwargs):
-        _mark(f"CALL\t{which}")
-        with ctx():
-            return fn(*args, **kwargs)
-    return called
-
-
 # ---------------------------------------------------------------- observing the cache
 
 
@@ -573,11 +313,11 @@ def supports(engine) -> bool:
     return bool(getattr(engine, "supports_cache", False))
 
 
-def _check(subject: Subject, compiled: Callable, v: Variation | None):
+def check_under(subject: Subject, compiled: Callable, v: Variation | None):
     from ..check.oracle import check
     ctx = call_context(subject, v)
-    make = subject.make_inputs if v is None else _vary_inputs(v, subject.make_inputs)
-    return check(_wrap(subject.fn, ctx, "eager"), _wrap(compiled, ctx, "compiled"), make,
+    make = subject.make_inputs if v is None else vary_inputs(v, subject.make_inputs)
+    return check(wrapped(subject.fn, ctx, "eager"), wrapped(compiled, ctx, "compiled"), make,
                  backward=subject.backward)
 
 
@@ -643,7 +383,7 @@ def run_subject(engine, subject: Subject, variations: list[Variation] | None = N
 def _run_subject(engine, subject, variations, repro_dir, workdir, a_dir, t0) -> SubjectRun:
     with tempfile.TemporaryDirectory(prefix="aotcheck-var-", dir=workdir) as tmp:
         dir_a = Path(tmp) / "A"
-        _mark(f"A\t{subject.name}\t")
+        mark(f"A\t{subject.name}\t")
         if a_dir is not None:
             shutil.copytree(a_dir, dir_a)
             why = "ok"
@@ -653,10 +393,10 @@ def _run_subject(engine, subject, variations, repro_dir, workdir, a_dir, t0) -> 
             return SubjectRun(subject.name, engine.name, why, seconds=time.perf_counter() - t0)
         results = []
         for k, v in enumerate(variations):
-            _mark(f"B\t{subject.name}\t{v.to_json()}")
+            mark(f"B\t{subject.name}\t{v.to_json()}")
             dir_b = Path(tmp) / f"B{k}"
             shutil.copytree(dir_a, dir_b)
-            r = _run_b(engine, subject, v, dir_b)
+            r = run_variation(engine, subject, v, dir_b)
             if r.verdict in BAD and repro_dir is not None:
                 r = replace(r, repro=str(write_repro(r, subject, repro_dir)))
             results.append(r)
@@ -668,7 +408,7 @@ def _compile_a(engine, subject: Subject, dir_a: Path) -> str:
     try:
         with state_context(subject, None), observe(engine) as box:
             compiled = engine.compile_cached(subject.fn, str(dir_a))
-            report = _check(subject, compiled, None)
+            report = check_under(subject, compiled, None)
     except Exception as e:  # noqa: BLE001 - recorded, not hidden
         return f"A raised {type(e).__name__}: {e}"[:300]
     if not report.ok:
@@ -678,11 +418,11 @@ def _compile_a(engine, subject: Subject, dir_a: Path) -> str:
     return "ok"
 
 
-def _run_b(engine, subject: Subject, v: Variation, dir_b: Path) -> Result:
+def run_variation(engine, subject: Subject, v: Variation, dir_b: Path) -> Result:
     try:
         with state_context(subject, v), observe(engine) as box:
             compiled = engine.compile_cached(subject.fn, str(dir_b))
-            report = _check(subject, compiled, v)
+            report = check_under(subject, compiled, v)
     except Exception as e:  # noqa: BLE001 - the engine or the variation itself failed: recorded
         first = str(e).splitlines()[0][:200] if str(e) else ""
         return Result(subject.name, engine.name, v, FAILS_UNDER_B,
@@ -712,136 +452,6 @@ def judge(subject: str, engine: str, v: Variation, ev: CacheEvents, divergences:
                       **counts)
     return Result(subject, engine, v, LOST_HIT, f"{seen}; B changes nothing the graph depends on "
                   f"({v.label}), so every graph should have hit", **counts)
-
-
-# ---------------------------------------------------------------- the corpus, in a pool
-
-
-_PROGRESS: list = []       # a pool worker's progress file (``run_cases``), one line per step
-
-
-def _mark(line: str) -> None:
-    """Record a step before taking it, so that a crash of the process names the step."""
-    if _PROGRESS:
-        _PROGRESS[0].write(line.replace("\n", " ") + "\n")
-        _PROGRESS[0].flush()
-
-
-def run_cases(engine_name: str, case_ids: list[str], per_case: int | None = None,
-              repro_dir: str | None = None, progress: str | None = None) -> list[SubjectRun]:
-    """The pass over these corpus cases in this process (a pool worker's task). Cases an engine
-    is known to get wrong cold, or to crash on, are not varied. ``progress``: a file that gets
-    a line before A, before each B and after each case (``run_corpus`` reads it after a crash)."""
-    from ..check.corpus import all_cases
-    from .engines import get_engine
-    from .known_failures import crashes, known_failure
-    engine = get_engine(engine_name)
-    cases = {c.id: c for c in all_cases()}
-    out = []
-    with contextlib.ExitStack() as stack:
-        if progress is not None:
-            _PROGRESS[:] = [stack.enter_context(open(progress, "a"))]
-            stack.callback(_PROGRESS.clear)
-        for cid in case_ids:
-            c = cases[cid]
-            reason = known_failure(engine_name, cid) or (c.xfail if engine_name == "aotcheck" else None)
-            if crashes(reason) or reason:
-                run = SubjectRun(cid, engine_name, f"known failure, not varied: {reason}")
-            else:
-                run = run_subject(engine, Subject.of_case(c), per_case=per_case, repro_dir=repro_dir)
-            _mark("DONE\t" + run.to_json())
-            out.append(run)
-    return out
-
-
-def _worker_init() -> None:
-    torch.set_num_threads(1)
-
-
-def run_corpus(engine_name: str, case_ids: list[str] | None = None, *, per_case: int | None = 3,
-               jobs: int = 1, repro_dir: str | None = None, chunk: int = 8) -> list[SubjectRun]:
-    """The pass over the corpus (or ``case_ids``), split over ``jobs`` spawned processes.
-
-    A case that kills its process (a crash inside torch) is found from the worker's progress
-    file: the chunk is run again with that case alone, and where it kills the process alone,
-    the step it was taking is recorded as FAILS UNDER B ("the process died"), and the pass
-    goes on with the next case."""
-    from ..check.corpus import all_cases
-    ids = case_ids if case_ids is not None else [c.id for c in all_cases()]
-    if jobs <= 1:
-        return run_cases(engine_name, ids, per_case, repro_dir)
-    import concurrent.futures as cf
-    import multiprocessing as mp
-    done: dict[str, SubjectRun] = {}
-    todo = [ids[k:k + chunk] for k in range(0, len(ids), chunk)]
-    with tempfile.TemporaryDirectory(prefix="aotcheck-var-progress-") as tmp:
-        for attempt in range(len(ids) + 1):
-            if not todo:
-                break
-            files = [str(Path(tmp) / f"{attempt}-{k}.txt") for k in range(len(todo))]
-            broken = []
-            with cf.ProcessPoolExecutor(min(jobs, len(todo)), mp_context=mp.get_context("spawn"),
-                                        initializer=_worker_init) as pool:
-                futures = [pool.submit(run_cases, engine_name, part, per_case, repro_dir, f)
-                           for part, f in zip(todo, files)]
-                for part, f, fut in zip(todo, files, futures):
-                    try:
-                        for run in fut.result():
-                            done[run.subject] = run
-                    except cf.process.BrokenProcessPool:
-                        broken.append((part, f))
-            todo = []
-            for part, f in broken:
-                started, calling = None, ""
-                for line in Path(f).read_text().splitlines() if Path(f).exists() else []:
-                    kind, _, rest = line.partition("\t")
-                    if kind == "DONE":
-                        run = SubjectRun.from_json(rest)
-                        done[run.subject] = run
-                        started = None
-                    elif kind == "CALL":
-                        calling = rest
-                    else:
-                        started, calling = rest, ""
-                left = [c for c in part if c not in done]
-                if started is None or not left:
-                    todo += [left] if left else []
-                    continue
-                name, _, v = started.partition("\t")
-                if len(part) == 1:          # it died alone: that case, that step
-                    crash = Result(name, engine_name, Variation.from_json(v) if v else Variation("A"),
-                                   EAGER_DIED if calling == "eager" else FAILS_UNDER_B,
-                                   f"the process died in the {calling or 'compile'} call under B"
-                                   + (": the variation makes the function invalid" if calling == "eager"
-                                      else " (a crash inside the engine or torch)"))
-                    done[name] = SubjectRun(name, engine_name, "ok" if v else "A killed the process",
-                                            (crash,) if v else ())
-                    continue
-                todo += [[name]] + ([[c for c in left if c != name]] if len(left) > 1 else [])
-    return [done[c] for c in ids if c in done]
-
-
-def tally(runs: list[SubjectRun]) -> dict[str, int]:
-    """Verdict counts over a pass, plus ``not varied`` (subjects whose A did not run clean)."""
-    counts = {v: 0 for v in VERDICTS}
-    counts["not varied"] = 0
-    for r in runs:
-        if r.a != "ok":
-            counts["not varied"] += 1
-        for x in r.results:
-            counts[x.verdict] += 1
-    return counts
-
-
-def format_results(runs: list[SubjectRun], verbose: bool = False) -> str:
-    lines = []
-    for r in runs:
-        for x in r.results:
-            if verbose or x.verdict in BAD:
-                lines.append(str(x) + (f"\n    reproducer: {x.repro}" if x.repro else ""))
-    c = tally(runs)
-    lines.append(", ".join(f"{k}: {n}" for k, n in c.items()))
-    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- reproducers
