@@ -60,64 +60,77 @@ def _worker_init() -> None:
 def run_corpus(engine_name: str, case_ids: list[str] | None = None, *, per_case: int | None = 3,
                jobs: int = 1, repro_dir: str | None = None, chunk: int = 8) -> list[SubjectRun]:
     """The pass over the corpus (or ``case_ids``), split over ``jobs`` spawned processes.
-
-    A case that kills its process (a crash inside torch) is found from the worker's progress
-    file: the chunk is run again with that case alone, and where it kills the process alone,
-    the step it was taking is recorded as FAILS UNDER B ("the process died"), and the pass
-    goes on with the next case."""
+    A case that kills its process is run again alone (NOTE [a worker that dies])."""
     from ..check.corpus import all_cases
     ids = case_ids if case_ids is not None else [c.id for c in all_cases()]
     if jobs <= 1:
         return run_cases(engine_name, ids, per_case, repro_dir)
-    import concurrent.futures as cf
-    import multiprocessing as mp
     done: dict[str, SubjectRun] = {}
-    todo = [ids[k:k + chunk] for k in range(0, len(ids), chunk)]
+    todo = [(ids[k:k + chunk], False) for k in range(0, len(ids), chunk)]   # (cases, alone?)
     with tempfile.TemporaryDirectory(prefix="aotcheck-var-progress-") as tmp:
-        for attempt in range(len(ids) + 1):
+        for attempt in range(2 * len(ids) + 1):
             if not todo:
                 break
-            files = [str(Path(tmp) / f"{attempt}-{k}.txt") for k in range(len(todo))]
-            broken = []
-            with cf.ProcessPoolExecutor(min(jobs, len(todo)), mp_context=mp.get_context("spawn"),
-                                        initializer=_worker_init) as pool:
-                futures = [pool.submit(run_cases, engine_name, part, per_case, repro_dir, f)
-                           for part, f in zip(todo, files)]
-                for part, f, fut in zip(todo, files, futures):
-                    try:
-                        for run in fut.result():
-                            done[run.subject] = run
-                    except cf.process.BrokenProcessPool:
-                        broken.append((part, f))
+            shared = [part for part, alone in todo if not alone]
+            batches = ([shared] if shared else []) + [[part] for part, alone in todo if alone]
             todo = []
-            for part, f in broken:
-                started, calling = None, ""
-                for line in Path(f).read_text().splitlines() if Path(f).exists() else []:
-                    kind, _, rest = line.partition("\t")
-                    if kind == "DONE":
-                        run = SubjectRun.from_json(rest)
-                        done[run.subject] = run
-                        started = None
-                    elif kind == "CALL":
-                        calling = rest
-                    else:
-                        started, calling = rest, ""
-                left = [c for c in part if c not in done]
-                if started is None or not left:
-                    todo += [left] if left else []
-                    continue
-                name, _, v = started.partition("\t")
-                if len(part) == 1:          # it died alone: that case, that step
-                    crash = Result(name, engine_name, Variation.from_json(v) if v else Variation("A"),
-                                   EAGER_DIED if calling == "eager" else FAILS_UNDER_B,
-                                   f"the process died in the {calling or 'compile'} call under B"
-                                   + (": the variation makes the function invalid" if calling == "eager"
-                                      else " (a crash inside the engine or torch)"))
-                    done[name] = SubjectRun(name, engine_name, "ok" if v else "A killed the process",
-                                            (crash,) if v else ())
-                    continue
-                todo += [[name]] + ([[c for c in left if c != name]] if len(left) > 1 else [])
+            for b, batch in enumerate(batches):
+                files = [str(Path(tmp) / f"{attempt}-{b}-{k}.txt") for k in range(len(batch))]
+                alone = len(batch) == 1 and b >= (1 if shared else 0)
+                for part, f in _run_batch(engine_name, batch, files, per_case, repro_dir,
+                                          1 if alone else jobs, done):
+                    todo += _after_crash(engine_name, part, f, alone, done)
     return [done[c] for c in ids if c in done]
+
+
+def _run_batch(engine_name, batch, files, per_case, repro_dir, jobs, done) -> list:
+    """Run the chunks of ``batch`` in one pool; fill ``done``; return the (chunk, progress
+    file) of each chunk whose pool broke."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+    broken = []
+    with cf.ProcessPoolExecutor(min(jobs, len(batch)), mp_context=mp.get_context("spawn"),
+                                initializer=_worker_init) as pool:
+        futures = [pool.submit(run_cases, engine_name, part, per_case, repro_dir, f)
+                   for part, f in zip(batch, files)]
+        for part, f, fut in zip(batch, files, futures):
+            try:
+                for run in fut.result():
+                    done[run.subject] = run
+            except cf.process.BrokenProcessPool:
+                broken.append((part, f))
+    return broken
+
+
+def _after_crash(engine_name: str, part: list, progress: str, alone: bool, done: dict) -> list:
+    """Read a broken chunk's progress file: keep its finished cases; the case that was running
+    is blamed where it ran ``alone`` (its own pool), else queued to run alone; the rest of the
+    chunk is queued again. Returns the new (cases, alone?) entries."""
+    started, calling = None, ""
+    for line in Path(progress).read_text().splitlines() if Path(progress).exists() else []:
+        kind, _, rest = line.partition("\t")
+        if kind == "DONE":
+            run = SubjectRun.from_json(rest)
+            done[run.subject] = run
+            started = None
+        elif kind == "CALL":
+            calling = rest
+        else:
+            started, calling = rest, ""
+    left = [c for c in part if c not in done]
+    if started is None:
+        return [(left, False)] if left else []
+    name, _, v = started.partition("\t")
+    rest = [(([c for c in left if c != name]), False)] if len(left) > 1 else []
+    if not alone:
+        return [([name], True)] + rest
+    crash = Result(name, engine_name, Variation.from_json(v) if v else Variation("A"),
+                   EAGER_DIED if calling == "eager" else FAILS_UNDER_B,
+                   f"the process died in the {calling or 'compile'} call under B"
+                   + (": the variation makes the function invalid" if calling == "eager"
+                      else " (a crash inside the engine or torch)"))
+    done[name] = SubjectRun(name, engine_name, "ok" if v else "A killed the process", (crash,) if v else ())
+    return rest
 
 
 def tally(runs: list[SubjectRun]) -> dict[str, int]:
