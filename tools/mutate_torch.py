@@ -68,7 +68,8 @@ from torch_mutants import (  # noqa: E402
 )
 
 # The judges, cheapest first. Placeholders: {python} (this interpreter), {pytest}
-# ({python} -m pytest), {aotcheck} (the CLI), {tmp} (a fresh directory per run).
+# ({python} -m pytest), {aotcheck} (the CLI), {tmp} (a fresh directory per run), {baselines}
+# (a directory emptied at the start of a harness run: what a judge records on stock torch).
 # When `aotcheck check --engine all-torch` is on main, make it the first default judge:
 #   DEFAULT_JUDGES = (REGRESSION_JUDGE,) + DEFAULT_JUDGES[-1:]
 REGRESSION_JUDGE = "check={aotcheck} check --engine all-torch"
@@ -77,7 +78,10 @@ DEFAULT_JUDGES: tuple[str, ...] = (
     "-k TestTorchAotFunction -x -q -p no:cacheprovider",
     "corpus-torch={pytest} tests/test_engines.py --engine torch --with-cache "
     "-k 'TestTorch and not AotFunction' -x -q -p no:cacheprovider",
-    "fuzz={aotcheck} fuzz --engine torch --examples 40 --seed 0 --no-shrink --out {tmp}/fuzz-out",
+    # `aotcheck fuzz` exits 1 on known findings too (stock torch has some): tools/fuzz_judge.py
+    # records stock's fingerprints in the baseline run and fails only on a new one
+    "fuzz={python} tools/fuzz_judge.py {baselines}/fuzz-torch.json -- --engine torch "
+    "--examples 15 --seed 0 --no-shrink",
 )
 
 
@@ -182,10 +186,11 @@ def run_command(cmd: str, env: dict, timeout: float, cwd: str = REPO) -> Run:
     return Run(rc, round(time.monotonic() - t0, 1), text[-3000:])
 
 
-def expand(cmd: str, tmp: str) -> str:
+def expand(cmd: str, tmp: str, baselines: str) -> str:
     py = shlex.quote(sys.executable)
     cli = f"{py} -c 'import sys; from aotcheck.cli import main; sys.exit(main())'"
-    return cmd.format(python=py, pytest=f"{py} -m pytest", aotcheck=cli, tmp=shlex.quote(tmp))
+    return cmd.format(python=py, pytest=f"{py} -m pytest", aotcheck=cli, tmp=shlex.quote(tmp),
+                      baselines=shlex.quote(baselines))
 
 
 def parse_judge(text: str, i: int) -> tuple[str, str]:
@@ -238,7 +243,7 @@ def probe(scratch: Scratch, timeout: float) -> tuple[dict | None, Run]:
 def probe_diff(stock: dict, mutated: dict) -> tuple[list[str], bool]:
     """The probe programs whose fingerprint differs; and whether every difference is only in
     the cache's hit/miss counts."""
-    keys = sorted(set(stock) | set(mutated))
+    keys = sorted(stock)                  # programs unstable on stock were dropped from it
     diff = [k for k in keys if stock.get(k) != mutated.get(k)]
 
     def strip(v):
@@ -294,6 +299,8 @@ class Options:
     baseline: bool = True
     stop_at_first: bool = False
     log: object = None
+    partial: str | None = None        # JSON lines, appended as each mutant finishes
+    baselines: str = ""               # set by run_all: {baselines}, for judges that record stock
 
 
 def judge_mutant(m: Mutant, scratch: Scratch, stock_probe: dict | None, stock_digest: dict,
@@ -321,7 +328,7 @@ def judge_mutant(m: Mutant, scratch: Scratch, stock_probe: dict | None, stock_di
                 continue
             tmp = tempfile.mkdtemp(prefix="judge-", dir=scratch.root)
             try:
-                run = run_command(expand(cmd, tmp), scratch.env(tmp), opts.timeout)
+                run = run_command(expand(cmd, tmp, opts.baselines), scratch.env(tmp), opts.timeout)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
             judges.append(JudgeResult(name, judge_verdict(run), run.rc, run.seconds,
@@ -375,6 +382,9 @@ def run_all(mutants: list[Mutant], opts: Options, jobs: int = 1, workdir: str | 
         check_snippet(real_ft, m)
     root = workdir or os.path.join(tempfile.gettempdir(), f"aotcheck-mutate-torch-{os.getuid()}")
     os.makedirs(root, exist_ok=True)
+    opts.baselines = os.path.join(root, "baselines")
+    shutil.rmtree(opts.baselines, ignore_errors=True)   # recorded afresh by the stock runs
+    os.makedirs(opts.baselines)
     t0 = time.monotonic()
     scratches = [Scratch.create(os.path.join(root, f"scratch{i}"), real) for i in range(jobs)]
     for s in scratches:
@@ -383,20 +393,30 @@ def run_all(mutants: list[Mutant], opts: Options, jobs: int = 1, workdir: str | 
     log = opts.log or (lambda s: None)
     stock = None
     stock_seconds = None
+    unstable: list[str] = []
     try:
         if opts.use_probe:
-            log("probe on stock torch (through the scratch copy)")
-            stock, srun = probe(scratches[0], opts.probe_timeout)
-            stock_seconds = srun.seconds
-            if stock is None:
-                raise HarnessError(f"the probe fails on stock torch: {srun.tail[-1500:]}")
+            log("probe on stock torch, twice (through the scratch copy)")
+            with concurrent.futures.ThreadPoolExecutor(max_workers=min(2, jobs)) as pool:
+                runs = list(pool.map(lambda s: probe(s, opts.probe_timeout),
+                                     [scratches[0], scratches[-1]]))
+            for got, srun in runs:
+                if got is None:
+                    raise HarnessError(f"the probe fails on stock torch: {srun.tail[-1500:]}")
+            stock_seconds = runs[0][1].seconds
+            stock, again = runs[0][0], runs[1][0]
+            unstable = sorted(k for k in set(stock) | set(again) if stock.get(k) != again.get(k))
+            for k in unstable:                # a program that differs from itself proves nothing
+                stock.pop(k, None)
+            if unstable:
+                log(f"probe programs left out (differ between two stock runs): {unstable}")
         baseline = []
         if opts.baseline:
             for name, cmd in opts.judges:
                 log(f"judge {name} on stock torch")
                 tmp = tempfile.mkdtemp(prefix="judge-", dir=scratches[0].root)
                 try:
-                    run = run_command(expand(cmd, tmp), scratches[0].env(tmp), opts.timeout)
+                    run = run_command(expand(cmd, tmp, opts.baselines), scratches[0].env(tmp), opts.timeout)
                 finally:
                     shutil.rmtree(tmp, ignore_errors=True)
                 baseline.append({"judge": name, "rc": run.rc, "seconds": run.seconds})
@@ -413,6 +433,9 @@ def run_all(mutants: list[Mutant], opts: Options, jobs: int = 1, workdir: str | 
                 log(f"{m.id}: start")
                 r = judge_mutant(m, s, stock, before, opts)
                 log(f"{m.id}: {r.status} (probe {r.probe}, {r.seconds}s)")
+                if opts.partial:                  # one JSON line per mutant, as each finishes
+                    with lock, open(opts.partial, "a") as f:
+                        f.write(json.dumps(r.to_json()) + "\n")
                 if tree_digest(real_ft) != before:
                     raise HarnessError(f"the real torch/_functorch changed while judging {m.id}")
                 return r
@@ -432,7 +455,8 @@ def run_all(mutants: list[Mutant], opts: Options, jobs: int = 1, workdir: str | 
     return {
         "torch": real, "judges": [f"{n}={c}" for n, c in opts.judges],
         "timeout": opts.timeout, "jobs": jobs, "seconds": round(time.monotonic() - t0, 1),
-        "stock_probe_seconds": stock_seconds, "stock_judges": baseline,
+        "stock_probe_seconds": stock_seconds, "probe_unstable": unstable,
+        "stock_judges": baseline,
         "user_torch_unchanged": True,
         "functorch_sha256_files": len(before),
         "score": score(results), "score_cache": score(results, "cache"),
@@ -471,7 +495,7 @@ def main(argv=None) -> int:
     p.add_argument("--area", action="append", default=[], help="cache|metadata|functional|"
                    "runtime|partition (repeatable)")
     p.add_argument("--judge", action="append", default=[], help="NAME=COMMAND, repeatable; "
-                   "placeholders {python} {pytest} {aotcheck} {tmp}; default: "
+                   "placeholders {python} {pytest} {aotcheck} {tmp} {baselines}; default: "
                    + " ; ".join(DEFAULT_JUDGES))
     p.add_argument("--jobs", type=int, default=1, help="mutants judged at once (one scratch each)")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per judge run")
@@ -502,7 +526,10 @@ def main(argv=None) -> int:
     judges = [parse_judge(j, i) for i, j in enumerate(args.judge or DEFAULT_JUDGES)]
     opts = Options(judges, timeout=args.timeout, use_probe=not args.no_probe,
                    probe_all=args.probe_all, baseline=not args.no_baseline, stop_at_first=args.stop_at_first,
-                   log=lambda s: print(time.strftime("%H:%M:%S"), s, file=sys.stderr, flush=True))
+                   log=lambda s: print(time.strftime("%H:%M:%S"), s, file=sys.stderr, flush=True),
+                   partial=args.out + ".partial.jsonl" if args.out else None)
+    if opts.partial and os.path.exists(opts.partial):
+        os.remove(opts.partial)
     try:
         report = run_all(mutants, opts, jobs=max(1, args.jobs), workdir=args.workdir,
                          keep=args.keep)
