@@ -472,19 +472,49 @@ def print_table(report: dict) -> None:
     judges = [j.split("=", 1)[0] for j in report["judges"]]
     t = Table(title="mutants of torch/_functorch")
     for col in ("mutant", "area", "probe", *judges, "status", "s"):
-        t.add_column(col)
+        t.add_column(col, no_wrap=col == "mutant")
     for r in results:
         by = {j.judge: j.verdict for j in r.judges}
         t.add_row(r.id, r.area, r.probe, *[by.get(j, "-") for j in judges],
                   r.status, f"{r.seconds:.0f}")
-    con = Console()
+    con = Console(width=max(Console().width, 110))
     con.print(t)
     for label, s in (("all", report["score"]), ("cache key/lookup", report["score_cache"])):
         con.print(f"score ({label}): {s['caught']}/{s['non_equivalent']} caught = {s['score']}"
                   f"  (equivalent {s['equivalent']}, crash {s['crash']}, survived: "
                   f"{', '.join(s['survived']) or 'none'})")
-    con.print(f"run time {report['seconds']:.0f}s, jobs {report['jobs']}; "
-              f"user's torch/_functorch unchanged ({report['functorch_sha256_files']} files, sha256)")
+    if report["jobs"] != "-":
+        con.print(f"run time {report['seconds']:.0f}s, jobs {report['jobs']}; user's "
+                  f"torch/_functorch unchanged ({report['functorch_sha256_files']} files, sha256)")
+
+
+def load_results(paths: list[str]) -> dict:
+    """A report (for ``print_table``) from result files: ``--out`` JSON or ``.partial.jsonl``."""
+    rows, judges, seconds = [], [], 0.0
+    for path in paths:
+        with open(path) as f:
+            if path.endswith(".jsonl"):
+                found = [json.loads(line) for line in f if line.strip()]
+            else:
+                data = json.load(f)
+                found = data["results"]
+                judges += [j for j in data["judges"] if j not in judges]
+                seconds += data["seconds"]
+        rows += found
+    results = []
+    for r in rows:
+        for j in r["judges"]:
+            if j["judge"] not in [x.split("=", 1)[0] for x in judges]:
+                judges.append(j["judge"])
+        results.append(MutantResult(
+            r["id"], r["area"], r["file"], r["description"], r["status"], r["imports"],
+            r["probe"], tuple(r["probe_diff"]), tuple(JudgeResult(**j) for j in r["judges"]),
+            r["seconds"], r.get("restored", True)))
+    order = {m.id: i for i, m in enumerate(MUTANTS)}
+    results.sort(key=lambda r: order.get(r.id, len(order)))
+    return {"judges": judges, "_results": results, "seconds": seconds, "jobs": "-",
+            "functorch_sha256_files": "-", "score": score(results),
+            "score_cache": score(results, "cache")}
 
 
 def main(argv=None) -> int:
@@ -510,7 +540,13 @@ def main(argv=None) -> int:
     p.add_argument("--workdir", default=None, help="scratch directory (default: "
                    "$TMPDIR/aotcheck-mutate-torch-UID; its pycache/ is reused between runs)")
     p.add_argument("--keep", action="store_true", help="keep the scratch torch after the run")
+    p.add_argument("--show", nargs="+", default=None, metavar="FILE",
+                   help="print the table and scores of earlier result files (--out JSON or its "
+                   ".partial.jsonl) and exit")
     args = p.parse_args(argv)
+    if args.show:
+        print_table(load_results(args.show))
+        return 0
 
     from torch_mutants import BY_ID
     unknown = [i for i in args.only if i not in BY_ID]
