@@ -2,7 +2,8 @@
 
 The order is the data flow (see ``aotcheck/__init__.py``)::
 
-    base (errors, flags, version) < engine < cache < api < check < targets < {fuzz, grad} < cli
+    base (errors, flags, version) < engine < cache < api < check < targets < {fuzz, grad}
+        < regress (the regression command) < cli
 
 Every import in every module is read from the source (module-level and inside
 functions alike), resolved to an ``aotcheck`` module, and checked against the
@@ -27,7 +28,8 @@ ALLOWED: dict[str, set[str]] = {
     "targets": BASE | {"engine", "cache", "api", "check"},
     "fuzz": BASE | {"engine", "cache", "api", "check", "targets"},
     "grad": BASE | {"engine", "cache", "api", "targets"},
-    "cli": BASE | {"engine", "cache", "api", "check", "targets", "fuzz", "grad"},
+    "regress": BASE | {"engine", "cache", "api", "check", "targets", "fuzz"},
+    "cli": BASE | {"engine", "cache", "api", "check", "targets", "fuzz", "grad", "regress"},
 }
 _TOP = {"errors": "base", "flags": "base", "version": "base", "api": "api", "__init__": "api",
         "lift": "api",             # aotcheck.lift: tensors the function reads become arguments

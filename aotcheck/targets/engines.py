@@ -416,6 +416,26 @@ class TorchInductorEngine(TorchEngine):
                    "cache in a private TORCHINDUCTOR_CACHE_DIR")
 
 
+def _inductor_lite(gm, example_inputs):
+    """``torch.compile(mode="lite")``'s backend: Inductor with every op a fallback to aten."""
+    from torch._inductor import lite_mode_options
+    from torch._inductor.compile_fx import compile_fx
+    return compile_fx(gm, example_inputs, config_patches=dict(lite_mode_options))
+
+
+class TorchInductorLiteEngine(TorchEngine):
+    """Inductor in its ``lite`` mode (``torch._inductor.lite_mode_options``): every op falls
+    back to aten, so no C++ kernel is built, while AOT autograd, Inductor's lowering and
+    wrapper codegen, its FX graph cache and AOTAutogradCache (with Inductor's key) run as
+    under full Inductor. A full Inductor compile on CPU builds C++ kernels (about 17 s a case
+    on this project's shared 2-core machine): the corpus regression command
+    (``aotcheck check --engine all-torch``) runs this engine instead."""
+    name = "torch-inductor-lite"
+    backend = staticmethod(_inductor_lite)
+    description = ('torch.compile(fn, backend="inductor", mode="lite") on CPU: ops fall back to aten; '
+                   "AOTAutogradCache and FX graph cache in a private TORCHINDUCTOR_CACHE_DIR")
+
+
 # ---------------------------------------------------------------- functorch.compile.aot_function
 
 
@@ -470,7 +490,8 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (AotcheckEngine(), TorchEngine(
 
 
 # Engines for fuzz runs only (too slow for the corpus reports).
-EXTRA_ENGINES: dict[str, Engine] = {e.name: e for e in (TorchInductorEngine(),)}
+EXTRA_ENGINES: dict[str, Engine] = {e.name: e for e in (TorchInductorEngine(),
+                                                          TorchInductorLiteEngine())}
 
 
 def get_engine(name: str) -> Engine:
