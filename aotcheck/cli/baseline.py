@@ -45,7 +45,8 @@ def save(args) -> int:
         print(f"aotcheck baseline save: {e}", file=sys.stderr)
         return 2
     _, result = execute(args, previous)
-    rec = records.from_outcomes(result.outcomes, torch.__version__.split("+")[0], engines, previous)
+    rec = records.from_outcomes(result.outcomes, torch.__version__.split("+")[0], engines, previous,
+                                keep_unrun=args.builtin)
     if args.builtin:
         rec = _with_reasons(rec, engines)
     path = records.BUILTIN if args.builtin else args.file

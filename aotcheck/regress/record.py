@@ -154,14 +154,16 @@ def load(path=None) -> Record:
 
 
 def from_outcomes(outcomes: Iterable, torch_version: str, engines: Iterable[str],
-                  previous: Record | None = None) -> Record:
-    """The record of this run: every failing outcome, pinned by its fingerprint. For the
-    ``engines`` run, entries are replaced; other engines' tables are kept from ``previous``, as
-    are the reasons of entries that still fail and every entry that was not run (a recorded
-    crash, or a stage this run skipped)."""
+                  previous: Record | None = None, *, keep_unrun: bool = True) -> Record:
+    """The record of this run: every failing outcome, pinned by its fingerprint, with the
+    reason ``previous`` gave it, if any; an entry of a recorded crash (never run) is kept. With
+    ``keep_unrun`` (regenerating the built-in record) the result is ``previous`` updated: other
+    engines' tables are kept, and so is every entry of a case or stage this run did not reach
+    (``-k``, ``--theme``); without it (a baseline) it holds only the engines and cases run."""
     engines = set(engines)
     prev = previous.engines if previous is not None else {}
-    tables: dict[str, dict[str, Entry]] = {n: dict(t) for n, t in prev.items() if n not in engines}
+    tables: dict[str, dict[str, Entry]] = {n: dict(t) for n, t in prev.items()
+                                           if n not in engines and keep_unrun}
     ran: dict[str, set[str]] = {n: set() for n in engines}
     for n in engines:
         tables[n] = {}
@@ -181,8 +183,10 @@ def from_outcomes(outcomes: Iterable, torch_version: str, engines: Iterable[str]
                 continue
         fallback = prev.get(o.engine, {}).get(o.case_id) if o.stage == "cached" else None
         reason = (old or fallback).reason if (old or fallback) else ""
+        if o.fingerprint.check == "crash in process" and not reason.startswith(CRASH):
+            reason = f"{CRASH} (found by a run that lost its worker process): {o.problems[0]}"
         tables[o.engine][key] = Entry(reason, o.fingerprint)
-    for n in engines:               # entries for stages or cases this run did not reach
+    for n in engines if keep_unrun else ():     # entries for stages or cases not reached
         for key, e in prev.get(n, {}).items():
             if key not in ran[n] and key not in tables[n]:
                 tables[n][key] = e

@@ -156,7 +156,7 @@ def not_run(engine: str, case, plan: Plan, reason: str, has_cache: bool) -> list
 _STATE: dict = {}
 
 
-def _init_worker(plan: Plan, crashing: dict, flag_values: dict) -> None:
+def _init_worker(plan: Plan, crashing: dict, flag_values: dict, beacon_dir: str | None = None) -> None:
     import torch
 
     from .. import flags
@@ -169,9 +169,14 @@ def _init_worker(plan: Plan, crashing: dict, flag_values: dict) -> None:
 
     from ..check.corpus import all_cases
     from ..targets.engines import get_engine
-    _STATE.update(plan=plan, crashing=crashing, cases={c.id: c for c in all_cases()},
+    _STATE.update(plan=plan, crashing=crashing, cases={c.id: c for c in all_cases()}, beacon=(
+                  os.path.join(beacon_dir, f"{os.getpid()}.case") if beacon_dir else None),
                   engines=[get_engine(n) for n in plan.engines],
                   variations=variation_runner() if plan.variations else None)
+
+
+CRASHED_NOW = ("compiled raised WorkerCrash: crashed the worker process in this run (a signal such "
+               "as SIGSEGV while this case ran; confirmed alone in a fresh worker)")
 
 
 def _work(case_ids: list[str]) -> tuple[list[Outcome], dict[str, float]]:
@@ -180,9 +185,15 @@ def _work(case_ids: list[str]) -> tuple[list[Outcome], dict[str, float]]:
     for cid in case_ids:
         case = _STATE["cases"][cid]
         for eng in _STATE["engines"]:
+            if _STATE.get("beacon"):        # NOTE [a case that kills its worker]
+                with open(_STATE["beacon"], "w") as f:
+                    f.write(f"{cid}\t{eng.name}")
             t0 = time.process_time()
             reason = crashing.get((eng.name, cid))
-            if reason:
+            if reason == CRASHED_NOW:
+                outcomes.append(Outcome(eng.name, "cold", cid, case.theme, "fail", (CRASHED_NOW,),
+                                        FailurePrint("crash in process", "", "the worker process died")))
+            elif reason:
                 outcomes += not_run(eng.name, case, plan, reason, eng.supports_cache)
             else:
                 outcomes += run_engine_case(eng, case, plan, _STATE["variations"])
@@ -214,14 +225,7 @@ def run(cases, plan: Plan, record, jobs: int = 2, progress=None, chunk: int = 3)
         for ch in chunks:
             take(_work(ch), len(ch))
     else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-        ctx = multiprocessing.get_context("spawn")   # no fork of a process with torch's threads
-        with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init_worker,
-                                 initargs=(plan, crashing, flags.overrides())) as pool:
-            futures = {pool.submit(_work, ch): len(ch) for ch in chunks}
-            for f in as_completed(futures):
-                take(f.result(), futures[f])
+        _run_pool(chunks, plan, crashing, jobs, take, {c.id: c for c in cases})
     result.wall_s = time.perf_counter() - t0
     order = {cid: i for i, cid in enumerate(ids)}
     eorder = {e: i for i, e in enumerate(plan.engines)}
@@ -231,3 +235,65 @@ def run(cases, plan: Plan, record, jobs: int = 2, progress=None, chunk: int = 3)
 
 def default_jobs() -> int:
     return max(1, min(2, os.cpu_count() or 1))
+
+
+# NOTE [a case that kills its worker]
+# A case may crash the process (a SIGSEGV inside torch) without being recorded as doing so; the
+# pool then breaks and every unfinished chunk fails with it. Each worker writes the (case,
+# engine) it is about to run to a file of its own (its beacon); after a break, each beaconed pair
+# runs again alone in a fresh one-worker pool. A pair that breaks that pool too is a crash: it is
+# reported as a failure (check "crash in process") and not run again; every unfinished chunk then
+# runs in a new pool.
+
+
+def _spawn(jobs, plan, crashing, beacons):
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from .. import flags
+    ctx = multiprocessing.get_context("spawn")   # no fork of a process with torch's threads
+    return ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init_worker,
+                               initargs=(plan, dict(crashing), flags.overrides(), beacons))
+
+
+def _run_pool(chunks, plan, crashing, jobs, take, cases) -> None:
+    from concurrent.futures import as_completed
+    from concurrent.futures.process import BrokenProcessPool
+    crashing = dict(crashing)
+    pending = [list(ch) for ch in chunks]
+    while pending:
+        with tempfile.TemporaryDirectory(prefix="aotcheck-beacons-") as beacons:
+            pool = _spawn(jobs, plan, crashing, beacons)
+            futures = {pool.submit(_work, ch): ch for ch in pending}
+            pending = []
+            for f in as_completed(futures):
+                try:
+                    res = f.result()
+                except BrokenProcessPool:
+                    pending.append(futures[f])
+                    continue
+                take(res, len(futures[f]))
+            pool.shutdown(wait=True, cancel_futures=True)
+            if not pending:
+                return
+            suspects = set()
+            for name in os.listdir(beacons):
+                with open(os.path.join(beacons, name)) as fh:
+                    cid, _, eng = fh.read().partition("\t")
+                if (eng, cid) not in crashing:
+                    suspects.add((cid, eng))
+        if not suspects:
+            raise RuntimeError("the worker pool broke with no case running to blame")
+        confirmed = 0
+        for cid, eng in sorted(suspects):
+            alone = Plan((eng,), plan.cached, plan.variations, plan.backward)
+            pool = _spawn(1, alone, crashing, None)
+            try:
+                pool.submit(_work, [cid]).result()
+            except BrokenProcessPool:
+                crashing[(eng, cid)] = CRASHED_NOW
+                confirmed += 1
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
+        if not confirmed:      # a crash that does not repeat alone: blame every suspect, not loop
+            crashing.update({(eng, cid): CRASHED_NOW for cid, eng in suspects})
