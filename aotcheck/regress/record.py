@@ -182,7 +182,9 @@ def from_outcomes(outcomes: Iterable, torch_version: str, engines: Iterable[str]
             if cold is not None and cold.fingerprint == o.fingerprint:
                 continue
         fallback = prev.get(o.engine, {}).get(o.case_id) if o.stage == "cached" else None
-        reason = (old or fallback).reason if (old or fallback) else ""
+        was = old or fallback
+        # a reason written for another way of failing no longer says why: dropped
+        reason = was.reason if was and (was.fingerprint in (None, o.fingerprint)) else ""
         if o.fingerprint.check == "crash in process" and not reason.startswith(CRASH):
             reason = f"{CRASH} (found by a run that lost its worker process): {o.problems[0]}"
         tables[o.engine][key] = Entry(reason, o.fingerprint)
