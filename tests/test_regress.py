@@ -106,16 +106,22 @@ def _o(case, status, fp=None, stage="cold", engine="torch"):
 def test_from_outcomes_pins_failures_and_keeps_reasons_and_unrun_entries():
     prev = _record()
     outs = [_o("a", "fail", R), _o("a", "skipped", stage="cached"), _o("b", "fail", V),
+            _o("f", "fail", FailurePrint("crash in process", "", "the worker process died")),
             _o("c", "pass"), _o("c", "fail", V, stage="cached"), _o("d", "not run"),
             _o("e", "fail", V), _o("e", "fail", V, stage="cached")]
     new = record.from_outcomes(outs, "2.14.0", ["torch"], prev)
     t = new.engines["torch"]
     assert new.torch == "2.14.0"
-    assert t["a"] == Entry("a fails in values", R)            # re-pinned, reason kept
+    assert t["a"] == Entry("", R)            # fails another way: re-pinned, its reason dropped
     assert t["b"] == Entry("b fails, unpinned", V)            # pinned
-    assert t["cached:c"] == Entry("only c's cached run fails", V)
+    assert t["cached:c"] == Entry("", V)                     # another way again: reason dropped
     assert t["d"] == prev.engines["torch"]["d"]               # a recorded crash, not run: kept
     assert t["e"] == Entry("", V) and "cached:e" not in t     # the cached twin of a cold failure
+    assert t["f"].crashes                                     # a crash found now: never run again
+    assert record.from_outcomes([_o("a", "fail", V)], "2.13.0", ["torch"], prev).engines["torch"]["a"] \
+        == prev.engines["torch"]["a"]                         # same way: reason kept
+    assert set(record.from_outcomes(outs, "2.14.0", ["torch"], prev, keep_unrun=False)
+               .engines["torch"]) == {"a", "b", "cached:c", "d", "e", "f"}
 
 
 # ---------------------------------------------------------------- verdicts and exit codes
@@ -214,3 +220,48 @@ def test_bad_arguments_exit_2_with_a_named_error(tmp_path, capsys):
     assert "unknown engine 'nope'" in capsys.readouterr().err
     assert main(["check", "--engine", "torch", "--baseline", str(tmp_path / "missing.json")]) == 2
     assert "cannot read the record" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- the key-variation phase's interface
+
+
+def test_variation_results_become_judged_stages(monkeypatch):
+    """The phase behind ``run.variation_runner`` (NOTE [the key-variation phase]): each result is
+    a stage ``variation.<label>``; a STALE HIT is a failure pinned as such (NEW unless recorded,
+    known when recorded), an ok verdict a pass; A's cache is the cold run's directory."""
+    import types
+
+    from aotcheck.check.corpus import all_cases
+    from aotcheck.regress import run as regress_run
+    from aotcheck.regress.plan import Plan
+    from aotcheck.targets.engines import get_engine
+    seen = []
+
+    class Var:
+        def __init__(self, label):
+            self.label = label
+
+    def run_subject(engine, subject, per_case=None, a_dir=None):
+        import os
+        seen.append((subject, per_case, sorted(os.listdir(a_dir))))
+        return types.SimpleNamespace(results=(
+            types.SimpleNamespace(variation=Var("grad_mode=no_grad"), verdict="STALE HIT",
+                                  reason="a hit under no_grad", divergences=(
+                                      "output 0 requires_grad: eager True, compiled False",)),
+            types.SimpleNamespace(variation=Var("values"), verdict="ok-hit", reason="", divergences=())))
+    fake = types.SimpleNamespace(run_subject=run_subject, Subject=types.SimpleNamespace(of_case=lambda c: c.id))
+    monkeypatch.setitem(__import__("sys").modules, regress_run.VARIATIONS_MODULE, fake)
+    case = next(c for c in all_cases() if c.id == "basics.scalar_args")
+    outs = regress_run.run_engine_case(get_engine("aotcheck"), case, Plan(("aotcheck",)),
+                                       regress_run.variation_runner())
+    assert [o.stage for o in outs] == ["cold", "cached", "variation.grad_mode=no_grad", "variation.values"]
+    assert seen[0][0] == case.id and seen[0][1] == regress_run.VARIATIONS_PER_CASE and seen[0][2]
+    stale = outs[2]
+    assert stale.status == "fail" and stale.fingerprint == FailurePrint(
+        "stale hit", "grad_mode=no_grad", "requires_grad, output 0")
+    assert outs[3].status == "pass"
+    empty = Record("2.13.0", {})
+    assert [v.kind for v in judge.judge(outs, empty)] == ["pass", "pass", "NEW", "pass"]
+    rec = record.from_outcomes(outs, "2.13.0", ["aotcheck"], None, keep_unrun=False)
+    assert list(rec.engines["aotcheck"]) == ["variation.grad_mode=no_grad:basics.scalar_args"]
+    assert [v.kind for v in judge.judge(outs, rec)] == ["pass", "pass", "known", "pass"]

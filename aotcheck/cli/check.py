@@ -124,6 +124,9 @@ def print_report(plan, result, verdicts, record, *, verbose: bool = False, strea
     if unpinned:
         print(f"{unpinned} known failure(s) matched an unpinned entry (reason only; pin them with "
               f"tools/known_failures_migrate.py)", file=out)
+    n = Counter(v.kind for v in verdicts)
+    print(f"runs: {n['pass']} passed, {n['known']} known failures, {n['NEW'] + n['CHANGED']} failing "
+          f"against the record, {n['FIXED']} fixed, {n['skipped']} skipped", file=out)
     for kind in ("NEW", "CHANGED", "FIXED"):
         vs = [v for v in verdicts if v.kind == kind]
         print(f"{kind}: {len(vs)}", file=out)

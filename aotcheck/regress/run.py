@@ -31,22 +31,50 @@ from dataclasses import dataclass, field
 from .fingerprint import FailurePrint, fingerprint
 from .plan import SHARES_FILL, Plan
 
-# keyvar's key-variation phase: ``run_variations(engine, case, cache_dir)`` -> a list of results,
-# each with ``variation`` (a stable name), ``verdict`` ("ok", "STALE HIT" or "LOST HIT"),
-# ``detail`` (one line) and ``fingerprint`` (a FailurePrint, or None to derive one from the
-# verdict and detail). Until that module exists, the phase is off and says so.
-VARIATIONS_MODULE = "aotcheck.targets.key_variations"
+# NOTE [the key-variation phase]
+# The phase is ``aotcheck.targets.variations`` (branch keyvar): ``run_subject(engine, subject,
+# per_case=N, a_dir=DIR)`` compiles nothing under A when ``a_dir`` is a cache directory a clean
+# run under A already filled -- here, the case's cold run, so A costs nothing extra -- and runs
+# each variation B from a copy of it. This module sees it through one interface,
+# ``run_variations(engine, case, cache_dir) -> list[VariationOutcome]``; each outcome becomes a
+# stage ``variation.<label>`` of the case, judged like the others (a recorded STALE HIT is a
+# known failure; a new one is NEW). Where the module is missing, the phase is off and says so.
+VARIATIONS_MODULE = "aotcheck.targets.variations"
+VARIATIONS_PER_CASE = 1      # variations per case and engine; ``pick`` rotates the kinds over cases
+_OK_VERDICTS = ("ok-hit", "ok-miss", "refused under B")
+
+
+@dataclass(frozen=True)
+class VariationOutcome:
+    variation: str                    # a stable label: kind[target]=b
+    verdict: str                      # "ok" or the bad verdict (STALE HIT, LOST HIT, FAILS UNDER B)
+    detail: str = ""
+    fingerprint: FailurePrint | None = None
 
 
 def variation_runner():
-    """keyvar's ``run_variations``, or None while it is not installed."""
+    """``run_variations`` over keyvar's module, or None while it is not installed."""
     try:
         mod = importlib.import_module(VARIATIONS_MODULE)
     except ModuleNotFoundError as e:
         if e.name != VARIATIONS_MODULE:
             raise
         return None
-    return mod.run_variations
+
+    def run_variations(engine, case, cache_dir) -> list[VariationOutcome]:
+        sub = mod.run_subject(engine, mod.Subject.of_case(case), per_case=VARIATIONS_PER_CASE,
+                              a_dir=cache_dir)
+        out = []
+        for r in sub.results:
+            label = r.variation.label.replace(":", ";")     # a record key is STAGE:CASE
+            if r.verdict in _OK_VERDICTS:
+                out.append(VariationOutcome(label, "ok"))
+                continue
+            check = fingerprint(list(r.divergences))
+            out.append(VariationOutcome(label, r.verdict, r.reason, FailurePrint(
+                r.verdict.lower(), label, str(check) if check else "")))
+        return out
+    return run_variations
 
 
 @dataclass(frozen=True)
@@ -126,11 +154,10 @@ def run_engine_case(engine, case, plan: Plan, variations=None) -> list[Outcome]:
                 t1 = time.process_time()
                 _, p = _guarded(lambda: outcome(engine, case, d))
                 out.append(_outcome(name, "cached", case, p, t1))
-    if variations is not None and plan.variations and engine.supports_cache and not cold:
-        with tempfile.TemporaryDirectory(prefix="aotcheck-keyvar-") as d:
+        if variations is not None and plan.variations and engine.supports_cache and not cold:
             t1 = time.process_time()
             try:
-                results = variations(engine, case, d)
+                results = variations(engine, case, d)   # d: the cold run's cache, A's entries
             except Exception as e:  # noqa: BLE001
                 p = [f"harness raised {type(e).__name__} in the key-variation phase: {e}"]
                 out.append(_outcome(name, "variation", case, p, t1))
