@@ -25,26 +25,26 @@ def register(sub) -> None:
     p.add_argument("--retrace-cached", action="store_true", help="torch engines: the cached run "
                    "traces with Dynamo again, as a second process does (default: it compiles the "
                    "graphs of the cold run's trace again from the cache; --warm always retraces)")
+    p.add_argument("--key-variations", dest="key_variations", type=int, default=None, nargs="?",
+                   const=1, metavar="N", help="after a program's cached run hits, call it under N "
+                   "changed conditions (grad mode, an input's requires_grad, dtype, layout, ...) from "
+                   "the cold run's cache: a stale hit, lost hit or failure under B is a finding "
+                   "(default: on, 1 per program, against an engine with a cache)")
+    p.add_argument("--no-key-variations", dest="key_variations", action="store_const", const=0,
+                   help="no key variations")
     p.add_argument("--no-shrink", action="store_true", help="keep the first failing programs")
     p.add_argument("--no-known", action="store_true", help="do not match findings against the "
                    "engine's known failing corpus cases")
     p.add_argument("--max-statements", type=int, default=8)
     p.add_argument("--extensions", default=None, help="the wider grammar to draw, comma-separated "
-                   "(regions, casts, integer, multi_output, non_tensor, parameter, custom_function, "
-                   "random, set_, requires_grad_, subclass), 'all' or 'none'; default: all for the "
-                   "torch engines, all but subclass for aotcheck's")
+                   "(issue 13's: regions, casts, integer, multi_output, non_tensor, parameter, "
+                   "custom_function, random, set_, requires_grad_, subclass, seeding; issue 27's: "
+                   "retain_grad, hooks, data, inner_leaves, func, library, out_variants), 'all' or "
+                   "'none'; default: all for aotcheck's engine, issue 13's for the torch engines")
     p.add_argument("--progress", action="store_true", help="draw the progress bar even when "
                    "stderr is not a terminal (e.g. a log file)")
     add_partitioner_option(p)
     p.set_defaults(func=run)
-
-
-def _extensions(text: str | None) -> dict:
-    if text is None:
-        return {}
-    if text in ("all", "none"):
-        return {"extensions": "all" if text == "all" else ()}
-    return {"extensions": tuple(x.strip() for x in text.split(",") if x.strip())}
 
 
 def run(args) -> int:
@@ -57,7 +57,7 @@ def run(args) -> int:
         if sys.__stderr__ is not None:
             faulthandler.enable(file=sys.__stderr__)
     from ..fuzz.database import open_database
-    from ..fuzz.runner import format_summary, fuzz, parse_shard
+    from ..fuzz.runner import format_summary, fuzz, parse_extensions, parse_shard
     from ..targets.engines import get_engine
     from .progress import Progress
     shard = parse_shard(args.shard)
@@ -72,6 +72,7 @@ def run(args) -> int:
                       shrink_seconds=args.shrink_seconds, shard=shard,
                       database=open_database(args.database), warm=args.warm,
                       match_known=not args.no_known and args.engine != "aotcheck",
-                      strategy_options=_extensions(args.extensions))
+                      strategy_options=parse_extensions(args.extensions),
+                      key_variations=args.key_variations)
     print(format_summary(result))
     return 1 if result.findings else 0
