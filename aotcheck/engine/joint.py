@@ -31,6 +31,7 @@ from .capture.functional import (backward_phase, from_fun, geometry_of, to_fun, 
                          trace_grad_mode)
 from .capture.functional_run import FunctionalRun
 from .capture.view_flags import argument_views
+from .graph_walk import grad_nodes
 from .rng.seeding import watch_generators
 from ..errors import TraceError, UnsupportedInputError
 from .signature import Signature
@@ -314,15 +315,9 @@ def _reach(outs: list, diff: tuple, targets: list) -> list[tuple]:
     target = {id(node): j for j, node in enumerate(nodes)}   # nodes kept alive: ids stay unique
     per_input: list[set] = [set() for _ in targets]
     for pos, k in enumerate(diff):
-        stack, seen = [outs[k].grad_fn], {}
-        while stack:
-            fn = stack.pop()
-            if fn is None or id(fn) in seen:
-                continue
-            seen[id(fn)] = fn                              # kept alive, as above
+        for fn in grad_nodes([outs[k].grad_fn]):
             if id(fn) in target:
                 per_input[target[id(fn)]].add(pos)
-            stack.extend(f for f, _ in fn.next_functions)
     return [tuple(sorted(r)) if r else everything[j] for j, r in enumerate(per_input)]
 
 

@@ -12,6 +12,7 @@ import types
 import torch
 
 from .functional import geometry_of, storage_ref
+from ..graph_walk import grad_nodes
 from ..signature import Signature
 
 
@@ -69,18 +70,11 @@ def custom_function_digests(tensors: list) -> tuple[str, ...]:
     """
     from torch.autograd.function import BackwardCFunction
     found: dict[str, str] = {}
-    seen: dict = {}
-    stack = [t.grad_fn for t in tensors if isinstance(t, torch.Tensor)]
-    while stack:
-        fn = stack.pop()
-        if fn is None or id(fn) in seen:
-            continue
-        seen[id(fn)] = fn                       # kept alive: ids stay unique
+    for fn in grad_nodes(t.grad_fn for t in tensors if isinstance(t, torch.Tensor)):
         if isinstance(fn, BackwardCFunction):
             cls = getattr(fn, "_forward_cls", type(fn))
             name = f"{cls.__module__}.{cls.__qualname__}"
             found.setdefault(name, _function_digest(cls.backward))
-        stack.extend(f for f, _ in fn.next_functions)
     return tuple(f"{n}:{d}" for n, d in sorted(found.items()))
 
 

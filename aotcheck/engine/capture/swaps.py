@@ -14,6 +14,7 @@ from .facts import MemberFacts
 from .functional import geometry_of, storage_ref
 from .plan import InputPlan
 from .recorder import MetadataRecorder
+from ..graph_walk import grad_nodes
 from ..signature import whole_storage
 
 
@@ -189,13 +190,4 @@ def grad_written_after_swap(w: torch.Tensor, before: tuple) -> bool:
 
 def _reaches_not_implemented(fn) -> bool:
     """Does the autograd graph from ``fn`` reach a NotImplemented node (a recorded set_())?"""
-    stack, seen = [fn], {}
-    while stack:
-        f = stack.pop()
-        if f is None or id(f) in seen:
-            continue
-        seen[id(f)] = f                 # kept alive: ids stay unique
-        if type(f).__name__ == "NotImplemented":
-            return True
-        stack.extend(g for g, _ in f.next_functions)
-    return False
+    return any(type(f).__name__ == "NotImplemented" for f in grad_nodes([fn]))
