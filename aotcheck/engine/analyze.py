@@ -21,10 +21,12 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
+from .capture.facts import Candidate, record_from_data
 from .capture.trace import Captured
 from .signature import Signature, TensorSpec
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2     # 2: candidates, member metadata, metadata ops, new leaves, storage
+                       # sources and the trace mode are records
 
 # Output kinds.
 FRESH = "fresh"                          # a new tensor computed by the graph
@@ -112,7 +114,7 @@ class ViewMutationMeta:
     # (leaf, shape, stride, offset, storage_source, value_output): NOTE [member storage swaps]
     member_metadata: tuple[tuple[int, tuple, tuple, int, int, int], ...]
     intermediate_bases: tuple[int, ...]      # graph candidate index of each intermediate base
-    candidates: tuple[tuple, ...]    # per graph candidate: (shape, dtype, requires_grad, stride, offset)
+    candidates: tuple[Candidate, ...]        # per graph candidate
     out_tree: str
     metadata_ops: tuple = ()   # (kind, index, method, args, kwargs, grad_enabled), replayed in order
     new_leaves: tuple = ()     # (kind, source, shape, stride, offset, dtype): NOTE [new grad leaves]
@@ -129,16 +131,7 @@ class ViewMutationMeta:
         d = json.loads(text)
         if d.get("schema") != SCHEMA_VERSION:
             raise ValueError(f"metadata schema {d.get('schema')} != {SCHEMA_VERSION}")
-        return ViewMutationMeta(
-            inputs=tuple(InputInfo(**i) for i in d["inputs"]),
-            outputs=tuple(OutputInfo(**_tup(o)) for o in d["outputs"]),
-            mutations=tuple(MutationInfo(**_tup(m)) for m in d["mutations"]),
-            member_metadata=tuple((m[0], tuple(m[1]), tuple(m[2]), *m[3:]) for m in d["member_metadata"]),
-            intermediate_bases=tuple(d["intermediate_bases"]),
-            candidates=tuple((tuple(c[0]), c[1], c[2], tuple(c[3]), c[4]) for c in d["candidates"]),
-            out_tree=d["out_tree"], metadata_ops=_deep_tuple(d.get("metadata_ops", [])),
-            new_leaves=_deep_tuple(d.get("new_leaves", [])),
-            schema=d["schema"], backward_error=d.get("backward_error", ""))
+        return record_from_data(ViewMutationMeta, d)
 
     def format(self) -> str:
         """A readable, deterministic printout (used by explain and golden tests)."""
@@ -188,15 +181,6 @@ class ViewMutationMeta:
                 desc += ", requires_grad" if o.requires_grad else ", no grad"
             lines.append(f"output {o.index}: {desc}")
         return "\n".join(lines)
-
-
-def _deep_tuple(v):
-    return tuple(_deep_tuple(x) for x in v) if isinstance(v, list) else v
-
-
-def _tup(d: dict) -> dict:
-    return {k: (_deep_tuple(v) if k == "clips" else tuple(v)) if isinstance(v, list) else v
-            for k, v in d.items()}
 
 
 def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:

@@ -128,7 +128,7 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     # a bool or integer value can require grad in eager (a grad value copied into a slice of a
     # bool tensor: CopySlices), but no gradient flows through it: it gets no tangent
     diff = tuple(k for k, c in enumerate(fw)
-                 if meta.candidates[c][2] and _differentiable(meta.candidates[c][1])
+                 if meta.candidates[c].requires_grad and _differentiable(meta.candidates[c].dtype)
                  and c not in replayed_without_grad and c not in gradless)
     # an argument whose requires_grad_() the function called gets a gradient too (the runtime
     # sets the caller's flag before the compiled function runs)
@@ -222,7 +222,7 @@ def _forward_again(run, prim: list, captured: Captured, fw, diff, grad_inputs, r
 def _tangents(meta: ViewMutationMeta, fw, diff, primals) -> list[torch.Tensor]:
     tangents = []
     for k in diff:
-        shape, dtype = meta.candidates[fw[k]][0], getattr(torch, meta.candidates[fw[k]][1])
+        shape, dtype = meta.candidates[fw[k]].shape, getattr(torch, meta.candidates[fw[k]].dtype)
         tangents.append(torch.empty(shape, dtype=dtype, device=primals[0].device))
     return tangents
 

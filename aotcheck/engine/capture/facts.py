@@ -6,7 +6,20 @@ go into the cache key as JSON.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import typing
+from dataclasses import dataclass, fields, is_dataclass
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One graph output a later stage may read: a new input value, a fresh output, an
+    intermediate base. Its layout is eager's (stride, storage offset), which the graph's
+    value may lack."""
+    shape: tuple[int, ...]
+    dtype: str                      # "float32", without "torch."
+    requires_grad: bool
+    stride: tuple[int, ...]
+    offset: int
 
 
 @dataclass(frozen=True)
@@ -90,7 +103,7 @@ class RawFacts:
     outputs: tuple[OutputFacts, ...]
     out_tree: str
     intermediate_outputs: tuple[int, ...]     # graph-output index of each intermediate base
-    candidates: tuple[tuple, ...]   # per graph output: (shape, dtype, requires_grad, stride, offset)
+    candidates: tuple[Candidate, ...]         # per graph output
     new_leaf_outputs: tuple[int, ...]         # outputs that are fresh leaves requiring grad
     metadata_ops: tuple = ()                  # (kind, index, method, args, kwargs, grad_enabled)
     view_replay_hazard: bool = False          # see recorder.MetadataRecorder.view_replay_hazard
@@ -99,3 +112,25 @@ class RawFacts:
     custom_functions: tuple = ()              # "name:digest" per custom Function backward reached
                                               # (NOTE [custom Function backward in the key])
 
+
+
+def record_from_data(cls, data: dict):
+    """A frozen record from its ``asdict`` JSON form: nested records (a field typed as a
+    record, or a tuple of them) are rebuilt by their field types, lists become tuples, and
+    missing fields take their defaults."""
+    hints = typing.get_type_hints(cls)
+    return cls(**{f.name: _field_from_data(hints[f.name], data[f.name])
+                  for f in fields(cls) if f.name in data})
+
+
+def _field_from_data(hint, v):
+    if is_dataclass(hint):
+        return record_from_data(hint, v)
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) is tuple and args and is_dataclass(args[0]):
+        return tuple(record_from_data(args[0], x) for x in v)
+    return deep_tuple(v)
+
+
+def deep_tuple(v):
+    return tuple(deep_tuple(x) for x in v) if isinstance(v, list) else v

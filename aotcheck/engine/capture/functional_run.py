@@ -15,7 +15,7 @@ from torch.utils import _pytree as pytree
 
 from ...errors import AotcheckError, UnsupportedInputError
 from .autograd_facts import custom_function_digests, new_leaf_facts
-from .facts import InputFacts, MemberFacts, RawFacts
+from .facts import Candidate, InputFacts, MemberFacts, RawFacts
 from .functional import dense_layout, geometry_of, storage_ref, to_fun
 from .outputs import classify_outputs, holds
 from .plan import InputPlan, groups_needing_synthetic_base
@@ -458,8 +458,8 @@ class FunctionalRun:
                 "on that argument, and returns values that require grad; eager regenerates the "
                 "view's grad_fn onto its old base, which aotcheck does not replay (NOTE [views "
                 "of an argument given requires_grad_])")
-        cands = tuple((tuple(c.shape), str(c.dtype).replace("torch.", ""), c.requires_grad,
-                       *self.base_geometry.get(id(c), recorder.geometry.get(id(c), geometry_of(c)))[1:])
+        cands = tuple(Candidate(tuple(c.shape), str(c.dtype).replace("torch.", ""), c.requires_grad,
+                                *self.base_geometry.get(id(c), recorder.geometry.get(id(c), geometry_of(c)))[1:])
                       for c in candidates)
         return RawFacts(tuple(inputs), tuple(members), tuple(outputs), str(out_spec),
                         tuple(intermediates), cands, tuple(new_leaves),

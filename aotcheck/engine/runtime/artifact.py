@@ -334,7 +334,8 @@ class CompiledArtifact:
                     # (a size-1 dimension's stride addresses nothing); a copy per output
                     # would leave the others stale after one is mutated.
                     base = values[self._slot[c]]
-                    shape, _, _, stride, offset = meta.candidates[c]
+                    cand = meta.candidates[c]
+                    shape, stride, offset = cand.shape, cand.stride, cand.offset
                     if base.storage_offset() != offset or \
                             addressing(base.shape, base.stride()) != addressing(shape, stride):
                         base = restride(base, shape, stride, offset)
@@ -455,7 +456,7 @@ def _make_function(art: CompiledArtifact):
     n_grads = len(grad_inputs)
     n_new = len(art.meta.new_leaves)
     reach = [frozenset(r) for r in art.grad_reach] if len(art.grad_reach) == n_grads else None
-    diff_like = [art.meta.candidates[art.fw_candidates[k]][:2] for k in diff]
+    diff_like = [(c.shape, c.dtype) for c in (art.meta.candidates[art.fw_candidates[k]] for k in diff)]
 
     class CompiledFunction(torch.autograd.Function):
         @staticmethod
