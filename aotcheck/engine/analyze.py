@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
-from .capture.facts import Candidate, record_from_data
+from .capture.facts import Candidate, MemberFacts, record_from_data
 from .capture.trace import Captured
 from .signature import Signature, TensorSpec
 
@@ -111,8 +111,7 @@ class ViewMutationMeta:
     inputs: tuple[InputInfo, ...]
     outputs: tuple[OutputInfo, ...]
     mutations: tuple[MutationInfo, ...]
-    # (leaf, shape, stride, offset, storage_source, value_output): NOTE [member storage swaps]
-    member_metadata: tuple[tuple[int, tuple, tuple, int, int, int], ...]
+    member_metadata: tuple[MemberFacts, ...]  # NOTE [member storage swaps] in swaps.py
     intermediate_bases: tuple[int, ...]      # graph candidate index of each intermediate base
     candidates: tuple[Candidate, ...]        # per graph candidate
     out_tree: str
@@ -219,8 +218,7 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
     outputs = tuple(_classify(k, o) for k, o in enumerate(facts.outputs))
     return ViewMutationMeta(
         tuple(inputs), outputs, mutations,
-        tuple((m.leaf, m.final_shape, m.final_stride, m.final_offset, m.storage_source,
-               m.value_output) for m in facts.members),
+        facts.members,
         facts.intermediate_outputs, facts.candidates, facts.out_tree, facts.metadata_ops,
         facts.new_leaves)
 

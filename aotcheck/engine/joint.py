@@ -101,7 +101,8 @@ def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
     for o in meta.outputs:
         if o.kind == FRESH or o.graph_output >= 0:
             order.append(o.graph_output)
-    order.extend(m[5] for m in meta.member_metadata if m[4] == -2)   # a member's new storage
+    # a member's new storage
+    order.extend(m.value_output for m in meta.member_metadata if m.storage_source == -2)
     order.extend(meta.intermediate_bases)
     seen: set[int] = set()
     return tuple(c for c in order if not (c in seen or seen.add(c)))

@@ -41,15 +41,16 @@ def restore_member_geometry(leaves: list, members, storages_at_call, value) -> N
     ``a0, a1 = b[0], b[1]``) changes it without a swap of storage, and set_ reaches no
     TorchFunctionMode. It is set to eager's final geometry on the storage it shares, or on
     the storage set_() moved it to (NOTE [member storage swaps] in swaps.py)."""
-    for leaf, shape, stride, offset, source, value_output in members:
-        t = leaves[leaf]
+    for m in members:
+        t, source = leaves[m.leaf], m.storage_source
+        shape, stride, offset = m.final_shape, m.final_stride, m.final_offset
         if source == -1:
             if (tuple(t.shape), tuple(t.stride()), t.storage_offset()) == \
                     (tuple(shape), tuple(stride), offset):
                 continue
             storage = t.untyped_storage()
         else:
-            storage = storages_at_call[source] if source >= 0 else value(value_output).untyped_storage()
+            storage = storages_at_call[source] if source >= 0 else value(m.value_output).untyped_storage()
         with torch.no_grad():
             t.set_(storage, offset, shape, stride)
 
