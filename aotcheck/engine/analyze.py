@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
-from .capture.facts import Candidate, MemberFacts, record_from_data
+from .capture.facts import Candidate, MemberFacts, StorageSource, record_from_data
 from .capture.trace import Captured
 from .signature import Signature, TensorSpec
 
@@ -98,10 +98,10 @@ class MutationInfo:
     final_stride: tuple[int, ...]
     final_offset: int
     storage_bytes: int = -1         # resize the storage to this many bytes first, or -1
-    storage_source: int = -1        # set_() it onto: -2 the storage of storage_output, p >= 0
-                                    # placeholder p's storage (as it was at the call), or -1;
-                                    # a data write (value_output) comes first, into the old one
-    storage_output: int = -1        # storage_source -2: the candidate holding that storage
+    storage_source: StorageSource = StorageSource()   # set_() it onto: a new storage (that of
+                                    # storage_output), or a placeholder's (as it was at the
+                                    # call); a data write (value_output) comes first, into the old
+    storage_output: int = -1        # a new storage_source: the candidate holding that storage
     grad_value_output: int = -1     # after the swap, copy_() this candidate into it under grad
                                     # mode (NOTE [grad writes after a swap] in swap_grad.py)
 
@@ -214,7 +214,7 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
                      f.value_output, f.final_shape, f.final_stride, f.final_offset,
                      f.storage_bytes, f.storage_source, f.storage_output, f.grad_value_output)
         for f in facts.inputs
-        if f.data_mutated or f.metadata_mutated or f.storage_bytes >= 0 or f.storage_source != -1)
+        if f.data_mutated or f.metadata_mutated or f.storage_bytes >= 0 or f.storage_source.swapped)
     outputs = tuple(_classify(k, o) for k, o in enumerate(facts.outputs))
     return ViewMutationMeta(
         tuple(inputs), outputs, mutations,

@@ -94,7 +94,7 @@ def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
     for m in meta.mutations:
         if m.data:                                  # a new value
             order.append(m.value_output)
-        if m.storage_source == -2:                  # a new storage (set_)
+        if m.storage_source.new:                    # a new storage (set_)
             order.append(m.storage_output)
         if m.grad_value_output >= 0:                # written with grad after a swap
             order.append(m.grad_value_output)
@@ -102,7 +102,7 @@ def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
         if o.kind == FRESH or o.graph_output >= 0:
             order.append(o.graph_output)
     # a member's new storage
-    order.extend(m.value_output for m in meta.member_metadata if m.storage_source == -2)
+    order.extend(m.value_output for m in meta.member_metadata if m.storage_source.new)
     order.extend(meta.intermediate_bases)
     seen: set[int] = set()
     return tuple(c for c in order if not (c in seen or seen.add(c)))
@@ -284,7 +284,7 @@ def _check_swapped_grads(captured: Captured, grad_inputs: tuple, grads, primals:
     [storage swaps] in swaps.py) gets its gradient through the compiled function's
     input, which has the argument's shape at the call; a gradient of its new shape cannot
     pass there."""
-    swapped = {f.placeholder for f in captured.facts.inputs if f.storage_source != -1}
+    swapped = {f.placeholder for f in captured.facts.inputs if f.storage_source.swapped}
     for p, g in zip(grad_inputs, grads):
         if p in swapped and p < len(primals) and g is not None and \
                 tuple(g.shape) != tuple(primals[p].shape):     # the caller's, at the call

@@ -22,6 +22,42 @@ class Candidate:
     offset: int
 
 
+KEPT, NEW_STORAGE, PLACEHOLDER_STORAGE = "kept", "new", "placeholder"
+
+
+@dataclass(frozen=True)
+class StorageSource:
+    """Where ``set_()`` left a tensor's storage (NOTE [storage swaps] in swaps.py): ``kept``
+    (no swap; for an alias-group member, the storage the group shares), ``new`` (a storage
+    made inside the function, whose whole value the graph returns), or ``placeholder``
+    (placeholder ``placeholder``'s storage as it was at the call, its own included)."""
+    kind: str = KEPT
+    placeholder: int = -1           # kind "placeholder" only
+
+    @staticmethod
+    def of(q: int) -> "StorageSource":
+        """From swaps.py's answer: q >= 0 a placeholder's storage, -2 a new one, -1 none."""
+        if q >= 0:
+            return StorageSource(PLACEHOLDER_STORAGE, q)
+        return StorageSource(NEW_STORAGE) if q == -2 else StorageSource()
+
+    @property
+    def swapped(self) -> bool:
+        return self.kind != KEPT
+
+    @property
+    def new(self) -> bool:
+        return self.kind == NEW_STORAGE
+
+    @property
+    def from_placeholder(self) -> bool:
+        return self.kind == PLACEHOLDER_STORAGE
+
+    def onto(self, p: int) -> bool:
+        """Swapped onto placeholder ``p``'s storage at the call."""
+        return self.kind == PLACEHOLDER_STORAGE and self.placeholder == p
+
+
 @dataclass(frozen=True)
 class InputFacts:
     """What running the function did to one placeholder's tensor (or a member's metadata)."""
@@ -36,13 +72,13 @@ class InputFacts:
     value_output: int               # graph-output index of the new value, or -1
     storage_bytes: int = -1         # its storage's size after the call when the function
                                     # resized it (inductor.resize_storage_bytes_), else -1
-    storage_source: int = -1        # set_(): -1 none, -2 a fresh storage (all of it in
-                                    # storage_output), p >= 0 placeholder p's storage
+    storage_source: StorageSource = StorageSource()   # set_(): a new storage's value is
+                                    # storage_output
     requires_grad_set: bool = False  # a leaf whose requires_grad_() the function called
                                      # (NOTE [requires_grad_ on an argument])
     writes_outside: bool = False    # a write through a view reaching storage elements the
                                     # argument does not (NOTE [writes outside an argument])
-    storage_output: int = -1        # storage_source -2: the candidate holding all of the
+    storage_output: int = -1        # a new storage_source: the candidate holding all of the
                                     # storage made inside (value_output, when data_mutated,
                                     # is what was written to the old one: NOTE [writes before a
                                     # storage swap] in swaps.py)
@@ -58,9 +94,8 @@ class MemberFacts:
     final_shape: tuple[int, ...]
     final_stride: tuple[int, ...]
     final_offset: int
-    storage_source: int = -1        # -1 the storage it shares; p >= 0 placeholder p's storage
-                                    # at the call; -2 one made inside the function
-    value_output: int = -1          # -2: the candidate holding that storage's final value
+    storage_source: StorageSource = StorageSource()
+    value_output: int = -1          # a new storage_source: the candidate holding its final value
 
 
 @dataclass(frozen=True)

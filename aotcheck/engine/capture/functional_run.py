@@ -15,7 +15,7 @@ from torch.utils import _pytree as pytree
 
 from ...errors import AotcheckError, UnsupportedInputError
 from .autograd_facts import custom_function_digests, new_leaf_facts
-from .facts import Candidate, InputFacts, MemberFacts, RawFacts
+from .facts import Candidate, InputFacts, MemberFacts, RawFacts, StorageSource
 from .functional import dense_layout, geometry_of, storage_ref, to_fun
 from .outputs import classify_outputs, holds
 from .plan import InputPlan, groups_needing_synthetic_base
@@ -400,7 +400,7 @@ class FunctionalRun:
         return InputFacts(
             p, data, meta, saw, flag if p in st.own_at_call else w.requires_grad,
             *(final or geometry_of(w)), value_output, storage_bytes=storage_bytes,
-            storage_source=storage_source, requires_grad_set=rg_set,
+            storage_source=StorageSource.of(storage_source), requires_grad_set=rg_set,
             writes_outside=outside, storage_output=storage_output,
             grad_value_output=grad_value_output)
 

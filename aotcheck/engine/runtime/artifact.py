@@ -136,9 +136,10 @@ class CompiledArtifact:
             and any(op[0] == "placeholder" and op[1] == p for op in meta.metadata_ops))
         self._inference_outputs = [o.index for o in meta.outputs if o.inference]
         self._written_then_moved = [m.placeholder for m in meta.mutations
-                                    if m.data and m.storage_source not in (-1, m.placeholder)]
+                                    if m.data and m.storage_source.swapped
+                                    and not m.storage_source.onto(m.placeholder)]
         # a member set_() onto an argument's storage (NOTE [member storage swaps])
-        self._member_swaps = any(m.storage_source >= 0 for m in meta.member_metadata)
+        self._member_swaps = any(m.storage_source.from_placeholder for m in meta.member_metadata)
         self._fresh_slots = None
         if all(o.kind == FRESH for o in meta.outputs) and not self._restride and not meta.mutations \
                 and not meta.metadata_ops and not self._rg_on and not self._rg_off \
