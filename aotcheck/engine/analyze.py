@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
-from .capture.facts import Candidate, MemberFacts, StorageSource, record_from_data
+from .capture.facts import Candidate, MemberFacts, MetadataOp, NewLeaf, StorageSource, record_from_data
 from .capture.trace import Captured
 from .signature import Signature, TensorSpec
 
@@ -115,8 +115,8 @@ class ViewMutationMeta:
     intermediate_bases: tuple[int, ...]      # graph candidate index of each intermediate base
     candidates: tuple[Candidate, ...]        # per graph candidate
     out_tree: str
-    metadata_ops: tuple = ()   # (kind, index, method, args, kwargs, grad_enabled), replayed in order
-    new_leaves: tuple = ()     # (kind, source, shape, stride, offset, dtype): NOTE [new grad leaves]
+    metadata_ops: tuple[MetadataOp, ...] = ()   # replayed in order
+    new_leaves: tuple[NewLeaf, ...] = ()     # NOTE [new grad leaves] in capture/autograd_facts.py
     schema: int = SCHEMA_VERSION
     # eager's error at .backward() when a derivative on the path is not implemented (e.g. an
     # in-place acosh_): the compiled function raises it there too, never at compile time
@@ -199,12 +199,12 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
         member = src[0] == "member"
         meta_mut = f.metadata_mutated if not member else any(m.leaf == i for m in facts.members)
         # an aliased argument given requires_grad_(): NOTE [new grad leaves]
-        made_leaf = member and ("argument", i) in {tuple(nl[:2]) for nl in facts.new_leaves}
+        made_leaf = member and any(nl.kind == "argument" and nl.source == i for nl in facts.new_leaves)
         mutated = f.data_mutated or meta_mut
         rg_after = f.requires_grad_after if not member else spec.requires_grad or f.requires_grad_after
-        for kind, leaf, op, args, *_ in facts.metadata_ops:
-            if member and kind == "leaf" and leaf == i and op == "requires_grad_":
-                rg_after = args[0]     # NOTE [requires_grad_ on an aliased argument]
+        for op in facts.metadata_ops:
+            if member and op.kind == "leaf" and op.index == i and op.method == "requires_grad_":
+                rg_after = op.args[0]     # NOTE [requires_grad_ on an aliased argument]
         inputs.append(InputInfo(
             i, True, spec.requires_grad, spec.is_leaf, f.data_mutated, meta_mut,
             mutated and not f.autograd_saw_mutation,

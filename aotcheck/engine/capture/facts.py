@@ -22,6 +22,33 @@ class Candidate:
     offset: int
 
 
+@dataclass(frozen=True)
+class MetadataOp:
+    """One in-place metadata call on an argument (``a.t_()``, ``a.resize_(4)``, a member's
+    ``requires_grad_()``), which the runtime replays on the caller's tensor, in order."""
+    kind: str                       # "placeholder" (index: a placeholder) or "leaf" (an
+                                    # argument leaf: a member of an alias group)
+    index: int
+    method: str                     # the Tensor method's name
+    args: tuple                     # plain data (recorder.plain_args)
+    kwargs: tuple                   # ((name, value), ...), sorted by name
+    grad_enabled: bool              # autograd recorded it: replayed with grad on
+
+
+@dataclass(frozen=True)
+class NewLeaf:
+    """A tensor that became a leaf requiring grad inside the function (NOTE [new grad leaves]
+    in autograd_facts.py), which the runtime makes before the graph runs: ``kind`` "view" (a
+    detached view of argument leaf ``source``), "fresh" (an empty tensor, filled from its
+    graph value when returned) or "argument" (the caller's argument leaf ``source`` itself)."""
+    kind: str
+    source: int                     # argument leaf index, or -1 (fresh)
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    offset: int
+    dtype: str                      # "float32", without "torch."
+
+
 KEPT, NEW_STORAGE, PLACEHOLDER_STORAGE = "kept", "new", "placeholder"
 
 
@@ -140,10 +167,9 @@ class RawFacts:
     intermediate_outputs: tuple[int, ...]     # graph-output index of each intermediate base
     candidates: tuple[Candidate, ...]         # per graph output
     new_leaf_outputs: tuple[int, ...]         # outputs that are fresh leaves requiring grad
-    metadata_ops: tuple = ()                  # (kind, index, method, args, kwargs, grad_enabled)
+    metadata_ops: tuple[MetadataOp, ...] = ()
     view_replay_hazard: bool = False          # see recorder.MetadataRecorder.view_replay_hazard
-    new_leaves: tuple = ()                    # (kind, source, shape, stride, offset, dtype) per
-                                              # leaf made inside (NOTE [new grad leaves])
+    new_leaves: tuple[NewLeaf, ...] = ()      # per leaf made inside (NOTE [new grad leaves])
     custom_functions: tuple = ()              # "name:digest" per custom Function backward reached
                                               # (NOTE [custom Function backward in the key])
 

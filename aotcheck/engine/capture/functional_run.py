@@ -15,7 +15,7 @@ from torch.utils import _pytree as pytree
 
 from ...errors import AotcheckError, UnsupportedInputError
 from .autograd_facts import custom_function_digests, new_leaf_facts
-from .facts import Candidate, InputFacts, MemberFacts, RawFacts, StorageSource
+from .facts import Candidate, InputFacts, MemberFacts, MetadataOp, RawFacts, StorageSource
 from .functional import dense_layout, geometry_of, storage_ref, to_fun
 from .outputs import classify_outputs, holds
 from .plan import InputPlan, groups_needing_synthetic_base
@@ -463,7 +463,8 @@ class FunctionalRun:
                       for c in candidates)
         return RawFacts(tuple(inputs), tuple(members), tuple(outputs), str(out_spec),
                         tuple(intermediates), cands, tuple(new_leaves),
-                        tuple(_freeze(op) for op in recorder.log), recorder.view_replay_hazard(),
+                        tuple(MetadataOp(*_freeze(op)) for op in recorder.log),
+                        recorder.view_replay_hazard(),
                         grad_leaves, custom_function_digests(candidates))
 
 

@@ -79,8 +79,8 @@ def check_member_flags(graph, facts: RawFacts, plan: InputPlan) -> None:
     (and, through eager's view rules, from the other members viewing it), which the joint
     does not model: refused, rather than returned without a gradient. Values computed from
     other arguments only are unaffected."""
-    flipped = {plan.sources[leaf][1] for kind, leaf, op, args, *_ in facts.metadata_ops
-               if kind == "leaf" and op == "requires_grad_" and args[0]}
+    flipped = {plan.sources[op.index][1] for op in facts.metadata_ops
+               if op.kind == "leaf" and op.method == "requires_grad_" and op.args[0]}
     if not flipped:
         return
     nodes = list(graph.nodes)
