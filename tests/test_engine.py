@@ -8,7 +8,8 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 import aotcheck
-from aotcheck.engine.analyze import InputInfo, OutputInfo, ViewMutationMeta, OUTPUT_KINDS
+from aotcheck.engine.analyze import InputInfo, MutationInfo, OutputInfo, ViewMutationMeta, OUTPUT_KINDS
+from aotcheck.engine.capture.facts import Candidate, MemberFacts, MetadataOp, NewLeaf, StorageSource
 from aotcheck.engine.printer import format_graph
 
 
@@ -368,16 +369,37 @@ def test_backward_graph_is_built_lazily():
 
 
 _names = st.sampled_from(OUTPUT_KINDS)
+_ints = st.integers(-1, 5)
+_dims = st.lists(st.integers(0, 9), max_size=3).map(tuple)
+_dtypes = st.sampled_from(["float32", "float64", "int64", "bool"])
+_sources = st.one_of(st.just(StorageSource()), st.just(StorageSource.of(-2)),
+                     st.integers(0, 5).map(StorageSource.of))
+_plain = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-9, 9), st.text(max_size=3)),
+                      lambda inner: st.lists(inner, max_size=3).map(tuple), max_leaves=6)
+_candidates = st.builds(Candidate, _dims, _dtypes, st.booleans(), _dims, st.integers(0, 9))
+_members = st.builds(MemberFacts, st.integers(0, 5), _dims, _dims, st.integers(0, 9), _sources, _ints)
+_ops = st.builds(MetadataOp, st.sampled_from(["placeholder", "leaf"]), st.integers(0, 5),
+                 st.sampled_from(["t_", "squeeze_", "resize_", "requires_grad_"]),
+                 st.lists(_plain, max_size=3).map(tuple),
+                 st.lists(st.tuples(st.text(max_size=3), _plain), max_size=2).map(tuple), st.booleans())
+_new_leaves = st.builds(NewLeaf, st.sampled_from(["view", "fresh", "argument"]), _ints, _dims, _dims,
+                        st.integers(0, 9), _dtypes)
+_mutations = st.builds(MutationInfo, st.integers(0, 5), st.booleans(), st.booleans(), st.booleans(),
+                       _ints, _dims, _dims, st.integers(0, 9), _ints, _sources, _ints, _ints)
 
 
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.tuples(st.booleans(), st.booleans(), st.booleans()), max_size=4),
-       st.lists(st.tuples(_names, st.integers(-1, 5), st.lists(st.integers(0, 9), max_size=3)), max_size=4))
-def test_metadata_round_trips_through_json(ins, outs):
+       st.lists(st.tuples(_names, _ints, st.lists(st.integers(0, 9), max_size=3)), max_size=4),
+       st.lists(_mutations, max_size=3).map(tuple), st.lists(_members, max_size=3).map(tuple),
+       st.lists(_candidates, max_size=3).map(tuple), st.lists(_ops, max_size=3).map(tuple),
+       st.lists(_new_leaves, max_size=3).map(tuple))
+def test_metadata_round_trips_through_json(ins, outs, mutations, members, candidates, ops, new_leaves):
     meta = ViewMutationMeta(
         inputs=tuple(InputInfo(i, True, a, b, c) for i, (a, b, c) in enumerate(ins)),
         outputs=tuple(OutputInfo(k, kind, src, shape=tuple(shape)) for k, (kind, src, shape) in enumerate(outs)),
-        mutations=(), member_metadata=(), intermediate_bases=(), candidates=(), out_tree="*")
+        mutations=mutations, member_metadata=members, intermediate_bases=(), candidates=candidates,
+        out_tree="*", metadata_ops=ops, new_leaves=new_leaves)
     text = meta.to_json()
     json.loads(text)
     assert ViewMutationMeta.from_json(text) == meta
