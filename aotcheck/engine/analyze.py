@@ -22,6 +22,7 @@ import json
 from dataclasses import asdict, dataclass
 
 from .capture.facts import Candidate, MemberFacts, MetadataOp, NewLeaf, StorageSource, record_from_data
+from .capture.mode import TraceMode
 from .capture.trace import Captured
 from .signature import Signature, TensorSpec
 
@@ -121,6 +122,7 @@ class ViewMutationMeta:
     # eager's error at .backward() when a derivative on the path is not implemented (e.g. an
     # in-place acosh_): the compiled function raises it there too, never at compile time
     backward_error: str = ""
+    trace_mode: TraceMode = TraceMode()     # which way capture traced it, and why
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -220,7 +222,7 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
         tuple(inputs), outputs, mutations,
         facts.members,
         facts.intermediate_outputs, facts.candidates, facts.out_tree, facts.metadata_ops,
-        facts.new_leaves)
+        facts.new_leaves, trace_mode=captured.mode)
 
 
 def _classify(k, o) -> OutputInfo:

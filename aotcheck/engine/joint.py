@@ -151,8 +151,7 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     if captured.plain:
         return _trace_joint_plain(fn, captured, meta, sig, leaves, in_spec, primals,
                                   fw, diff, grad_inputs)
-    run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry,
-                        captured.nonleaf_views, argument_views=captured.argument_views)
+    run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry, captured.mode)
     n = len(primals)
     box: dict = {}
 
@@ -234,10 +233,9 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
     eager autograd on plain copies, then the whole joint functionalized. Same outputs as the
     first way: forward values, gradients, then the values the user's backward wrote."""
     from .capture.storage_views import StorageTagger, functionalize_plain, trace_plain
-    run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry,
+    run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry, captured.mode,
                         tagger=StorageTagger(),
-                        nonleaf=tuple(t.requires_grad and not t.is_leaf for t in primals),
-                        argument_views=captured.argument_views)
+                        nonleaf=tuple(t.requires_grad and not t.is_leaf for t in primals))
     n = len(primals)
     box: dict = {}
     found: list[tuple] = []

@@ -17,6 +17,7 @@ from ...errors import AotcheckError, UnsupportedInputError
 from .autograd_facts import custom_function_digests, new_leaf_facts
 from .facts import Candidate, InputFacts, MemberFacts, MetadataOp, RawFacts, StorageSource
 from .functional import dense_layout, geometry_of, storage_ref, to_fun
+from .mode import TraceMode
 from .outputs import classify_outputs, holds
 from .plan import InputPlan, groups_needing_synthetic_base
 from .recorder import MetadataRecorder, replayed_geometry
@@ -69,20 +70,19 @@ class FunctionalRun:
     """
 
     def __init__(self, fn, plan: InputPlan, sig: Signature, leaves: list, in_spec, geometry=None,
-                 nonleaf_views: bool = False, tagger=None, nonleaf: tuple = (),
-                 argument_views: bool = False):
+                 mode: TraceMode = TraceMode(), tagger=None, nonleaf: tuple = ()):
         self.fn, self.plan, self.sig, self.leaves, self.in_spec = fn, plan, sig, leaves, in_spec
         # capture.EagerGeometry (NOTE [eager geometry]): per output leaf, per argument leaf
         self.eager_geometry, self.eager_arguments = \
             (geometry.outputs, geometry.arguments) if geometry is not None else (None, None)
-        self.nonleaf_views = nonleaf_views
+        self.nonleaf_views = mode.nonleaf_views    # the capture's way (mode.py)
         # a StorageTagger when the run is on plain fake tensors (storage_views.py): eager's
         # own autograd, mutations read from the tagger's write log instead of functionalization
         self.tagger = tagger
         self.nonleaf = nonleaf      # plain runs: which placeholders are non-leaves (copies are leaves)
         # NOTE [views of an argument given requires_grad_]: argument views made views in the
         # trace (a capture that saw their base's flag set runs again so)
-        self.argument_views = argument_views
+        self.argument_views = mode.argument_views
         self.flips_viewed_base = False
 
     def run(self, placeholders: list[torch.Tensor]):
