@@ -8,15 +8,13 @@ and compiled alike, inside ``torch.no_grad()`` or ``torch.inference_mode()``.
 from __future__ import annotations
 
 import collections
-import contextlib
-import functools
 
 import pytest
 import torch
 
 import aotcheck
 from aotcheck.check.corpus import THEMES, all_cases
-from aotcheck.check.harness import check_case
+from aotcheck.check.harness import call_mode, check_case
 
 CASES = all_cases()
 MIN_CASES, MIN_PER_THEME = 130, 6
@@ -30,35 +28,25 @@ def _param(c):
 PARAMS = [_param(c) for c in CASES]
 
 
-def call_mode(c):
-    """The grad mode a case is called in (a fresh context manager)."""
-    if "inference_mode_call" in c.tags:
-        return torch.inference_mode()
-    if "no_grad_call" in c.tags:
-        return torch.no_grad()
-    return contextlib.nullcontext()
-
-
-def in_call_mode(c, fn):
-    @functools.wraps(fn)
-    def wrapped(*args, **kwargs):
-        with call_mode(c):
-            return fn(*args, **kwargs)
-    return wrapped
-
-
 @pytest.mark.parametrize("c", PARAMS)
 def test_matches_eager(c):
     report = check_case(c, aotcheck.aot_function(c.fn))
     assert report.ok, f"{c.id} differs from eager:\n  " + "\n  ".join(report.divergences)
 
 
-@pytest.mark.parametrize("c", PARAMS)
+@pytest.mark.parametrize("c", [pytest.param(c, id=c.id) for c in CASES])
 def test_decision(c):
+    """The expected mode. A case that aotcheck's engine is known to get wrong (``xfail``) may
+    fail before it decides (explain raises): that is the known failure, not a wrong mode."""
     torch.manual_seed(0)
     inputs = c.make_inputs()
-    with call_mode(c):
-        ex = aotcheck.explain(c.fn, *inputs.args, print_result=False, **inputs.kwargs)
+    try:
+        with call_mode(c):
+            ex = aotcheck.explain(c.fn, *inputs.args, print_result=False, **inputs.kwargs)
+    except Exception as e:  # noqa: BLE001 - only a known failure may raise here
+        if not c.xfail:
+            raise
+        pytest.xfail(f"{c.xfail} (explain raised {type(e).__name__})")
     decision = ex.stages.decision
     assert decision.mode == c.mode, f"{c.id}: decided {decision.mode} ({decision.reason})"
 

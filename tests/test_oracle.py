@@ -62,3 +62,44 @@ def test_integer_outputs_are_mutated_too():
 def test_matching_program_passes():
     r = check(_two_views, _two_views, _make, backward=False)
     assert r.ok, r.divergences
+
+
+def _retains(x):
+    y = x.clone()
+    y.retain_grad()
+    z = y.clone()
+    z.retain_grad()
+    return z, y
+
+
+def _make_scalar():
+    return Inputs((torch.tensor(0.5, requires_grad=True),))
+
+
+def test_retained_grads_of_outputs_and_arguments_are_compared():
+    """Issue 27: ``retain_grad()`` on returned intermediates (and on a non-leaf argument) makes
+    their ``.grad`` part of eager's result; a 'compiled' function that drops the flag, or
+    retains a wrong gradient, is caught."""
+    def forgets(x):
+        return x.clone(), x.clone()
+
+    def wrong_grad(x):
+        z, y = _retains(x)
+        y.register_hook(lambda g: g * 3)     # the retained grad of y is eager's, times 3
+        return z, y
+    assert check(_retains, _retains, _make_scalar).ok
+    r = check(_retains, forgets, _make_scalar)
+    assert r.divergences[:2] == ["retained grad of output 0: eager retains_grad True, compiled False",
+                                 "retained grad of output 1: eager retains_grad True, compiled False"]
+    r = check(_retains, wrong_grad, _make_scalar)
+    assert r.divergences and r.divergences[0].startswith("retained grad of output 1: "), r.divergences
+
+    def arg_retains(a):
+        a.retain_grad()
+        return a * 2
+
+    def make_nonleaf():
+        leaf = torch.ones(3, requires_grad=True)
+        return Inputs((leaf * 1,), leaves=(leaf,))
+    r = check(arg_retains, lambda a: a * 2, make_nonleaf)
+    assert r.divergences == ["retained grad of argument 0: eager retains_grad True, compiled False"]

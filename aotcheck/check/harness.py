@@ -77,7 +77,16 @@ def call_mode(case):
         return torch.inference_mode()
     if "no_grad_call" in case.tags:
         return torch.no_grad()
+    if "saved_tensors_hooks_call" in case.tags:
+        return saved_tensors_doubled()
     return contextlib.nullcontext()
+
+
+def saved_tensors_doubled():
+    """``saved_tensors_hooks`` whose unpack doubles every saved tensor (the call mode
+    ``saved_tensors_hooks_call``): a compiled function that saves around the hooks, or
+    unpacks before them, gets other gradients than eager's."""
+    return torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t * 2)
 
 
 def in_call_mode(case, fn):

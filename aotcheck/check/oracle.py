@@ -15,7 +15,9 @@ Both runs get identical fresh inputs from ``make_inputs``. Compared:
 - with ``backward``: leaf gradients after backpropagating seeded random
   cotangents from every output and every mutated argument that requires
   grad; None versus zeros must match exactly; so must the ``.grad`` of
-  outputs that are leaves requiring grad (made inside the function);
+  outputs that are leaves requiring grad (made inside the function), and of
+  outputs and arguments that retain their grad (``retain_grad()``, in or
+  before the function), whose ``retains_grad`` flag must match too;
 - mutating each output in place afterwards (floating, complex, integer or
   bool) changes the arguments and other outputs as in eager (or raises in both).
 
@@ -157,6 +159,13 @@ def _run(fn, make_inputs, backward: bool):
     return inp, out, None, bw_err
 
 
+def raised(fn: Callable, make_inputs: Callable[[], Inputs]) -> tuple:
+    """What ``fn`` raises on fresh inputs, as ``check`` runs it: ``(call error, backward
+    error)``, each an exception or None (the backward runs only after a call that returned)."""
+    _, _, err, bw_err = _run(fn, make_inputs, backward=True)
+    return err, bw_err
+
+
 def check(fn: Callable, compiled_fn: Callable, make_inputs: Callable[[], Inputs], *,
           backward: bool = True, mutate_outputs: bool = True, rtol=None, atol=None) -> Report:
     """Compare ``compiled_fn`` against eager ``fn`` on identical inputs."""
@@ -173,6 +182,11 @@ def check(fn: Callable, compiled_fn: Callable, make_inputs: Callable[[], Inputs]
     c_flat, c_spec = pytree.tree_flatten(c_out)
     if str(e_spec) != str(c_spec):
         d.append(f"output structure: eager {e_spec} vs compiled {c_spec}")
+        return Report(d, _signature(d))
+    for k, b in enumerate(c_flat):
+        if isinstance(b, torch.Tensor) and (why := _unreadable(b)):
+            d.append(f"output {k}: compiled returned a tensor whose storage cannot be read ({why})")
+    if d:       # a fake or functional tensor escaped: nothing more can be compared
         return Report(d, _signature(d))
     for k, (a, b) in enumerate(zip(e_flat, c_flat)):
         _compare_value(d, f"output {k}", a, b, rtol, atol, grads=True)
@@ -219,9 +233,41 @@ def check(fn: Callable, compiled_fn: Callable, make_inputs: Callable[[], Inputs]
                              f"{'None' if gb is None else 'a tensor'}")
                 elif a.grad is not None and (msg := _close(a.grad, gb, rtol, atol)):
                     d.append(f"grad of output {k} (a leaf): {msg}")
+        _compare_retained(d, "output", e_flat, c_flat, rtol, atol)
+        _compare_retained(d, "argument", e_args, c_args, rtol, atol)
     if mutate_outputs and not d:
         _check_output_mutation(d, e_flat, c_flat, e_args, c_args)
     return Report(d, _signature(d))
+
+
+def _compare_retained(d, what, eager, compiled, rtol, atol):
+    """The ``.grad`` of non-leaf tensors that retain it (``retain_grad()``): eager's ``retains_grad``
+    flag and, where set, the gradient itself, for each output or argument (by flat position)."""
+    for k, (a, b) in enumerate(zip(eager, compiled)):
+        if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+            continue
+        ra, rb = _autograd_attr(a, "retains_grad"), _autograd_attr(b, "retains_grad")
+        if ra is not True and rb is not True:
+            continue
+        if ra != rb:
+            d.append(f"retained grad of {what} {k}: eager retains_grad {ra}, compiled {rb}")
+            continue
+        ga, gb = a.grad, b.grad
+        if (ga is None) != (gb is None):
+            d.append(f"retained grad of {what} {k}: eager {'None' if ga is None else 'a tensor'}, "
+                     f"compiled {'None' if gb is None else 'a tensor'}")
+        elif ga is not None and (msg := _close(ga, gb, rtol, atol)):
+            d.append(f"retained grad of {what} {k}: {msg}")
+
+
+def _unreadable(t: torch.Tensor) -> str | None:
+    """Why a returned tensor's storage cannot be read (a FakeTensor or FunctionalTensor that
+    escaped tracing), or None."""
+    try:
+        _storage(t)
+    except (RuntimeError, NotImplementedError) as e:
+        return f"{type(t).__name__}: {_first_line(e)[:80]}"
+    return None
 
 
 def _first_line(e: BaseException) -> str:

@@ -25,6 +25,8 @@ def pytest_addoption(parser):
     fuzz.addoption("--fuzz-seed", type=int, default=0)
     fuzz.addoption("--fuzz-database", default=None, help="redis://HOST:PORT[/DB] or a directory")
     fuzz.addoption("--fuzz-out", default=None, help="folder for the shards' reproducers")
+    fuzz.addoption("--fuzz-extensions", default=None, help="the grammar to draw, as aotcheck "
+                   "fuzz --extensions takes it (default: the engine's)")
     group.addoption("--remote-cache", default=None, metavar="URL",
                     help="a Redis URL (redis://host:port/db) that every persistent cache in the run "
                          "shares (sets AOTCHECK_REMOTE_CACHE for this process)")

@@ -30,21 +30,14 @@ def register(sub) -> None:
                    "engine's known failing corpus cases")
     p.add_argument("--max-statements", type=int, default=8)
     p.add_argument("--extensions", default=None, help="the wider grammar to draw, comma-separated "
-                   "(regions, casts, integer, multi_output, non_tensor, parameter, custom_function, "
-                   "random, set_, requires_grad_, subclass), 'all' or 'none'; default: all for the "
-                   "torch engines, all but subclass for aotcheck's")
+                   "(issue 13's: regions, casts, integer, multi_output, non_tensor, parameter, "
+                   "custom_function, random, set_, requires_grad_, subclass, seeding; issue 27's: "
+                   "retain_grad, hooks, data, inner_leaves, func, library, out_variants), 'all' or "
+                   "'none'; default: all for aotcheck's engine, issue 13's for the torch engines")
     p.add_argument("--progress", action="store_true", help="draw the progress bar even when "
                    "stderr is not a terminal (e.g. a log file)")
     add_partitioner_option(p)
     p.set_defaults(func=run)
-
-
-def _extensions(text: str | None) -> dict:
-    if text is None:
-        return {}
-    if text in ("all", "none"):
-        return {"extensions": "all" if text == "all" else ()}
-    return {"extensions": tuple(x.strip() for x in text.split(",") if x.strip())}
 
 
 def run(args) -> int:
@@ -57,7 +50,7 @@ def run(args) -> int:
         if sys.__stderr__ is not None:
             faulthandler.enable(file=sys.__stderr__)
     from ..fuzz.database import open_database
-    from ..fuzz.runner import format_summary, fuzz, parse_shard
+    from ..fuzz.runner import format_summary, fuzz, parse_extensions, parse_shard
     from ..targets.engines import get_engine
     from .progress import Progress
     shard = parse_shard(args.shard)
@@ -72,6 +65,6 @@ def run(args) -> int:
                       shrink_seconds=args.shrink_seconds, shard=shard,
                       database=open_database(args.database), warm=args.warm,
                       match_known=not args.no_known and args.engine != "aotcheck",
-                      strategy_options=_extensions(args.extensions))
+                      strategy_options=parse_extensions(args.extensions))
     print(format_summary(result))
     return 1 if result.findings else 0

@@ -256,7 +256,87 @@ APPLIES = {
     "unbind_all": _ndim_at_least(1),
     "chunk": lambda x, facts, state: x.ndim >= 1 and max(x.shape) >= 2,
     "size": _always,
+    # issue 27's classes; see the NOTE [issue 27's ops] below
+    "retain_grad": lambda x, facts, state: _records_grad(x),
+    "hook": lambda x, facts, state: _records_grad(x) and not x.t._is_view(),
+    "data_set": lambda x, facts, state: bool(_data_sources(x, facts)),
+    "data_swap": lambda x, facts, state: bool(_data_swaps(x, facts)),
+    "data_mul_": lambda x, facts, state: (x.floating and x.plain and not x.saved
+                                          and len(set(x.offsets)) == x.numel),
+    "func_grad": lambda x, facts, state: x.floating and x.plain,
+    "func_vjp": lambda x, facts, state: x.floating and x.plain,
+    "func_grad_index": lambda x, facts, state: x.floating and x.plain and x.ndim >= 1,
+    "lib_mul2_": lambda x, facts, state: _library_target(x),
+    "lib_add_first_": lambda x, facts, state: _library_target(x),
+    "sin_out": lambda x, facts, state: bool(_out_sources(x, facts)),
+    "sin_out_fresh": lambda x, facts, state: x.floating and x.plain and (
+        x.no_grad or not x.t.requires_grad),
 }
+
+# NOTE [issue 27's ops]
+# Each is offered only where eager PyTorch runs it and gives a result that does not depend on
+# autograd's blind spots:
+# - ``retain_grad()`` and ``register_hook`` act on a tensor that requires grad and whose grad_fn
+#   is built (never on a view that NOTE [views that gain requires_grad] keeps unlinked: reading
+#   its grad_fn would link it, changing what later in-place ops may do). The hook doubles the
+#   gradient, so its effect shows in every gradient upstream of it. Hooks go on non-views only:
+#   eager PyTorch 2.13 crashes (SIGSEGV) in ``register_hook`` on a view of a leaf after ``set_()``
+#   on a detached alias of that leaf (``b.detach().set_(t); b[0].register_hook(h)``).
+# - ``x.data = y`` and the swap act on plain tensors that are not views, of one dtype, whose
+#   storages autograd saved nothing from (a saved tensor would see the new data unversioned); a
+#   non-leaf that requires grad keeps its shape (its grad_fn would hand back another shape).
+#   ``x.data.mul_(2.0)`` writes memory autograd saved nothing from and that has no overlap.
+# - the ``torch.library`` ops have no autograd formula, so they are called where autograd
+#   records nothing: under no_grad, or on a tensor that requires no grad.
+# - ``out=`` ops are not differentiable: with grad mode on, neither the out tensor nor the input
+#   may require grad. An out tensor of another shape is resized, so it must be resizable: not a
+#   view, not saved for backward, and not a tensor that requires grad under no_grad.
+
+
+def _records_grad(x) -> bool:
+    return x.floating and x.plain and x.t.requires_grad and not x.unlinked
+
+
+def _data_target(x) -> bool:
+    return x.plain and not x.t._is_view() and not x.saved
+
+
+def _keeps_shape(x) -> bool:
+    """Must ``x`` keep its shape when its data is replaced? (a non-leaf with a grad_fn)"""
+    return x.t.requires_grad and x.t.grad_fn is not None
+
+
+def _data_sources(x, facts):
+    if not _data_target(x):
+        return []
+    return [n for n, f in facts.items() if f.t is not x.t and f.plain and f.t.dtype == x.t.dtype
+            and not f.saved and (f.shape == x.shape or not _keeps_shape(x))]
+
+
+def _data_swaps(x, facts):
+    return [n for n in _data_sources(x, facts)
+            if _data_target(facts[n]) and (facts[n].shape == x.shape or not _keeps_shape(facts[n]))]
+
+
+def _library_target(x) -> bool:
+    return x.floating and x.plain and x.writable and (x.no_grad or not x.t.requires_grad)
+
+
+def _out_sources(o, facts):
+    """Inputs ``x`` of ``torch.sin(x, out=o)``, where ``o`` may be written (and resized)."""
+    if not (o.floating and o.plain and o.writable and (o.no_grad or not o.t.requires_grad)):
+        return []
+    resizable = not o.t._is_view() and not o.saved and o.reshapable
+    return [n for n, f in facts.items()
+            if f.plain and f.t.dtype == o.t.dtype and (o.no_grad or not f.t.requires_grad)
+            and not f.shares_elements(o) and (f.shape == o.shape or resizable)]
+
+
+def _new_leaf(draw, x, facts, state):
+    """The shape and dtype of a leaf made inside the function."""
+    ndim = _pick(draw, [1, 2, 0])
+    shape = tuple(draw(st.integers(1, 4)) for _ in range(ndim))
+    return (shape, DType("float64" if draw(st.integers(0, 4)) == 4 else "float32"))
 
 def _set_sources(x, facts):
     return [n for n, f in facts.items() if f.t.dtype == x.t.dtype and f.t is not x.t
@@ -312,4 +392,10 @@ ARGS = {
     "set_": lambda draw, x, facts, state: (_pick(draw, _set_sources(x, facts)),),
     "unbind_all": lambda draw, x, facts, state: (_dim(draw, x),),
     "chunk": _chunk,
+    "data_set": lambda draw, x, facts, state: (_pick(draw, _data_sources(x, facts)),),
+    "data_swap": lambda draw, x, facts, state: (_pick(draw, _data_swaps(x, facts)),),
+    "data_mul_": lambda draw, x, facts, state: (2.0,),
+    "randn_leaf": _new_leaf, "new_parameter": _new_leaf,
+    "lib_add_first_": lambda draw, x, facts, state: (_pick(draw, SCALARS),),
+    "sin_out": lambda draw, x, facts, state: (_pick(draw, _out_sources(x, facts)),),
 }

@@ -6,7 +6,7 @@ stem. A fingerprint has two parts:
 
 - ``check``: which check failed, from the first divergence: ``values``, ``aliasing``,
   ``mutation`` (an argument after the call), ``grad values``, ``grad presence`` (None against a
-  tensor), ``requires_grad``, ``autograd metadata`` (is_leaf, grad_fn), ``layout`` (shape,
+  tensor), ``retained grad values``/``presence`` (``retain_grad()``), ``requires_grad``, ``autograd metadata`` (is_leaf, grad_fn), ``layout`` (shape,
   stride, dtype), ``output mutation`` (mutating an output in place), ``structure``,
   ``random state`` (the default generator after the call), ``cache miss``, or
   ``crash in <component>: <error stem>`` where the component is dynamo, aot_autograd, inductor,
@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-VERSION = 4     # bump when check_kind changes: cached fingerprints of known cases are redone
+VERSION = 5     # bump when check_kind changes: cached fingerprints of known cases are redone
 
 _FIELDS = (  # (pattern in the first divergence, check kind); the first match wins
     (r"^output structure", "structure"),
@@ -40,6 +40,8 @@ _FIELDS = (  # (pattern in the first divergence, check kind); the first match wi
     (r"^argument \d+ after the call requires_grad", "requires_grad"),
     (r"^grad of leaf \d+: eager (None|a tensor), compiled", "grad presence"),
     (r"^grad of leaf", "grad values"),
+    (r"^retained grad of (output|argument) \d+: eager (None|a tensor|retains_grad)", "retained grad presence"),
+    (r"^retained grad of", "retained grad values"),
     (r"^output \d+ requires_grad", "requires_grad"),
     (r"^output \d+ (is_leaf|grad_fn)", "autograd metadata"),
     (r"^output \d+ (dtype|shape|stride)", "layout"),

@@ -74,10 +74,27 @@ OP_KINDS: dict[str, tuple[str, ...]] = {
     "state": ("requires_grad_", "set_"),            # autograd state and storage swaps
     "multi": ("unbind_all", "chunk"),               # multi-output views, returned as a tuple
     "scalar": ("size",),                            # a non-tensor value, returned
+    # imperative autograd and the rest of issue 27's classes, drawn only when asked for too
+    "autograd": ("retain_grad", "hook"),            # retain_grad(); a hook that doubles the grad
+    "data": ("data_set", "data_swap", "data_mul_"),  # x.data = y; a swap; x.data.mul_(2)
+    "new_leaf": ("randn_leaf", "new_parameter"),    # leaves made inside (no operand)
+    "func": ("func_grad", "func_vjp", "func_grad_index"),   # torch.func transforms inside
+    "library": ("lib_mul2_", "lib_add_first_"),     # torch.library ops that mutate their argument
+    "out": ("sin_out", "sin_out_fresh"),            # out= variants, into a tensor of any shape
 }
 KIND_OF_OP = {op: kind for kind, ops in OP_KINDS.items() for op in ops}
 # Ops that change an existing tensor and bind no new name.
-MUTATING_KINDS = ("inplace", "metadata", "state", "custom_inplace")
+MUTATING_KINDS = ("inplace", "metadata", "state", "custom_inplace", "autograd", "data", "library")
+# Ops that change the tensor named by their first argument although their kind is not mutating
+# (``torch.sin(x, out=o)`` writes ``o``, its first argument, and binds no name).
+MUTATING_OPS = ("sin_out",)
+# Ops with no tensor operand: their first argument is a shape, not a name.
+NULLARY_OPS = ("randn_leaf", "new_parameter")
+
+
+def is_mutating(op: str) -> bool:
+    """Does ``op`` change its first argument and bind no name?"""
+    return KIND_OF_OP[op] in MUTATING_KINDS or op in MUTATING_OPS
 # Ops whose value is not a tensor (a tuple of views, a torch.Size): only ever returned.
 RETURN_ONLY_KINDS = ("multi", "scalar")
 # Grad-mode regions a statement can run in, besides plain grad mode and ``no_grad``: an
@@ -157,6 +174,34 @@ def render_expr(op: str, args: tuple) -> str:
         return f"{a[0]}.unbind({a[1]})"
     if op == "size":
         return f"{a[0]}.shape"
+    if op == "retain_grad":
+        return f"{a[0]}.retain_grad()"
+    if op == "hook":
+        return f"{a[0]}.register_hook(_double_grad)"
+    if op == "data_set":
+        return f"{a[0]}.data = {a[1]}"
+    if op == "data_swap":
+        return f"{a[0]}.data, {a[1]}.data = {a[1]}.data, {a[0]}.data"
+    if op == "data_mul_":
+        return f"{a[0]}.data.mul_({a[1]})"
+    if op == "randn_leaf":
+        return f"torch.randn({a[0]}, dtype={a[1]}, requires_grad=True)"
+    if op == "new_parameter":
+        return f"torch.nn.Parameter(torch.randn({a[0]}, dtype={a[1]}))"
+    if op == "func_grad":
+        return f"torch.func.grad(_sin_sum)({a[0]})"
+    if op == "func_vjp":
+        return f"torch.func.vjp(torch.sin, {a[0]})[1](torch.ones_like({a[0]}))[0]"
+    if op == "func_grad_index":
+        return f"torch.func.grad(_first_row_tripled_square_sum)({a[0]})"
+    if op == "lib_mul2_":
+        return f"torch.ops.aotcheck_fuzz.mul2_({a[0]})"
+    if op == "lib_add_first_":
+        return f"torch.ops.aotcheck_fuzz.add_first_({a[0]}, {a[1]})"
+    if op == "sin_out":                 # writes (and, for another shape, resizes) args[0]
+        return f"torch.sin({a[1]}, out={a[0]})"
+    if op == "sin_out_fresh":           # an empty out tensor, resized by the op
+        return f"torch.sin({a[0]}, out=torch.empty(0, dtype={a[0]}.dtype))"
     if op == "matmul":
         return f"torch.matmul({a[0]}, {a[1]}{'.mT' if args[2] else ''})"
     if op in OP_KINDS["reduction"] and len(args) == 3:
@@ -281,7 +326,7 @@ class Program:
                 raise ValueError(f"{stmt.line()}: region {stmt.region!r} is not one of {REGIONS}")
             if stmt.op not in KIND_OF_OP:
                 raise ValueError(f"{stmt.line()}: unknown op {stmt.op!r}")
-            mutating = KIND_OF_OP[stmt.op] in MUTATING_KINDS
+            mutating = is_mutating(stmt.op)
             if mutating != (stmt.out is None):
                 raise ValueError(f"{stmt.line()}: in-place and metadata ops bind no name; "
                                  "every other op must")
@@ -305,6 +350,10 @@ class Program:
         ops = {stmt.op for stmt in self.statements}
         if ops & {"double_fn", "mul2_fn_"}:
             text += _CUSTOM_FUNCTIONS
+        if ops & _IMPERATIVE_HELPER_OPS:
+            text += _IMPERATIVE_HELPERS
+        if ops & {"lib_mul2_", "lib_add_first_"}:
+            text += _LIBRARY_OPS
         return text
 
     def function_source(self) -> str:
@@ -420,7 +469,7 @@ class Program:
     def features(self) -> frozenset[str]:
         """Tags for coverage counts: ``op:<op>``, ``input:<kind>``, ``inplace:<origin>``, ..."""
         origin = self.origins()
-        tags = {f"input:{spec.kind}" for spec in self.inputs}
+        tags = {f"input:{spec.kind}" for spec in self.inputs} or {"input:none"}
         tags |= {f"input:{'float64' if b.dtype == 'float64' else 'float32'}" for b in self.bases}
         for stmt in self.statements:
             tags.add(f"op:{stmt.op}")
@@ -428,7 +477,7 @@ class Program:
                 tags.add("no_grad")
             if stmt.region:
                 tags.add(stmt.region)
-            if KIND_OF_OP[stmt.op] in MUTATING_KINDS:
+            if is_mutating(stmt.op):
                 tags.add(f"{KIND_OF_OP[stmt.op]}:{origin[stmt.args[0]]}")
             if stmt.op == "slice" and any(not isinstance(i, int) and i[2] not in (None, 1)
                                           for i in stmt.args[1].items):
@@ -560,6 +609,31 @@ class _MulTwoInPlace(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         return g * 2
+'''
+
+# the helpers of issue 27's ops: a hook whose effect the gradients show, and the functions the
+# torch.func transforms differentiate (one writes a row of an intermediate in place)
+_IMPERATIVE_HELPER_OPS = frozenset({"hook", "func_grad", "func_grad_index"})
+_IMPERATIVE_HELPERS = '''
+
+def _double_grad(g):
+    return g * 2
+
+
+def _sin_sum(t):
+    return t.sin().sum()
+
+
+def _first_row_tripled_square_sum(t):
+    u = t * 1.0
+    u[0] *= 3.0
+    return (u * u).sum()
+'''
+
+# ops from torch.library, registered once per process by importing the module
+_LIBRARY_OPS = '''
+
+import aotcheck.fuzz.library_ops  # noqa: F401  (torch.ops.aotcheck_fuzz.mul2_, add_first_)
 '''
 
 

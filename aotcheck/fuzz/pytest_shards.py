@@ -1,7 +1,8 @@
 """``aotcheck fuzz`` under pytest (and pytest-xdist): one test per shard of one seeded stream.
 
     pytest --pyargs aotcheck.fuzz.pytest_shards -n 4 --fuzz-engine torch --fuzz-minutes 10 \\
-        --fuzz-seed 7 [--fuzz-database redis://127.0.0.1:6379/0] [--fuzz-out DIR]
+        --fuzz-seed 7 [--fuzz-database redis://127.0.0.1:6379/0] [--fuzz-out DIR] \\
+        [--fuzz-extensions all|none|NAME,NAME]
 
 There is one test, ``test_fuzz_shard[K/N]``, per shard K of N, where N is ``--fuzz-shards``
 (default: the number of pytest-xdist workers given by ``-n``, else 1). xdist hands each worker
@@ -45,7 +46,7 @@ def pytest_generate_tests(metafunc):
 
 def test_fuzz_shard(fuzz_shard, request):
     from .database import open_database
-    from .runner import format_summary, fuzz
+    from .runner import format_summary, fuzz, parse_extensions
     config = request.config
     engine = config.getoption("--fuzz-engine", default=None)
     if not engine:
@@ -57,7 +58,9 @@ def test_fuzz_shard(fuzz_shard, request):
     result = fuzz(engine, examples, int(config.getoption("--fuzz-seed", default=0) or 0),
                   out=out, minutes=float(minutes) if minutes else None, shard=(k, n),
                   database=open_database(config.getoption("--fuzz-database", default=None)),
-                  match_known=engine != "aotcheck")
+                  match_known=engine != "aotcheck",
+                  strategy_options=parse_extensions(config.getoption("--fuzz-extensions",
+                                                                     default=None)))
     out.mkdir(parents=True, exist_ok=True)
     (out / "digests.json").write_text(json.dumps(result.digests))
     new = result.new if engine != "aotcheck" else result.findings

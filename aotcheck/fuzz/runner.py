@@ -47,13 +47,27 @@ from .fingerprint import Fingerprint, check_kind, skeleton
 from .inflight import InFlight
 from .process_state import _global_state, _leak, quiet_gc  # noqa: F401 - also used by tools/
 from .programs import Program
-from .strategies import AOTCHECK_EXTENSIONS, EXTENSIONS, programs
+from .strategies import AOTCHECK_EXTENSIONS, EXTENSIONS, ISSUE13_EXTENSIONS, programs
 
 
 def default_extensions(engine_name: str) -> tuple[str, ...]:
-    """The wider grammar an engine is fuzzed with by default: all of it for PyTorch's engines,
-    and ``AOTCHECK_EXTENSIONS`` (all of it too, now) for aotcheck's own."""
-    return EXTENSIONS if engine_name.startswith("torch") else AOTCHECK_EXTENSIONS
+    """The wider grammar an engine is fuzzed with by default: ``AOTCHECK_EXTENSIONS`` (all of it)
+    for aotcheck's own; issue 13's for PyTorch's engines, whose findings issue 27's classes
+    (imperative autograd, ``.data``, torch.func, custom ops, ``out=``) would crowd out; they
+    draw those with ``--extensions all``."""
+    return ISSUE13_EXTENSIONS if engine_name.startswith("torch") else AOTCHECK_EXTENSIONS
+
+
+
+def parse_extensions(text: str | None) -> dict:
+    """``--extensions`` as strategy options: None (the engine's default), ``all``, ``none``, or
+    names separated by commas."""
+    if text is None:
+        return {}
+    if text in ("all", "none"):
+        return {"extensions": "all" if text == "all" else ()}
+    return {"extensions": tuple(x.strip() for x in text.split(",") if x.strip())}
+
 
 _DYNAMO_ENGINES = ("torch", "torch-inductor", "dynamo-aotcheck")
 

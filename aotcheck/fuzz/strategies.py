@@ -26,8 +26,9 @@ from torch._C._autograd import CreationMeta, _get_creation_meta
 
 from .choosers import APPLIES as _APPLIES, ARGS as _ARGS, MAX_NDIM, _no_args, _pick  # noqa: F401
 from .choosers import storage_of as _storage
-from .programs import (_CUSTOM_FUNCTIONS, _PRELUDE, _RANDINT, _TWO_TENSOR, KIND_OF_OP, MUTATING_KINDS,
-                       OP_KINDS, Base, Index, InputSpec, Program, Statement, run_eager)
+from .programs import (_CUSTOM_FUNCTIONS, _IMPERATIVE_HELPERS, _LIBRARY_OPS, _PRELUDE, _RANDINT,
+                       _TWO_TENSOR, KIND_OF_OP, NULLARY_OPS, OP_KINDS, Base, Index, InputSpec,
+                       Program, Statement, is_mutating, run_eager)
 
 # NOTE [stop inside each statement]
 # Each statement is one nested draw whose first choice is "go on or stop" (stop is the value
@@ -68,7 +69,9 @@ KIND_WEIGHTS = {"pointwise": 2, "view": 4, "inplace": 4, "reduction": 1, "metada
                 "matmul": 1, "detach": 1,
                 # the wider grammar's kinds come last, so that without them draws are as before
                 "cast": 1, "random": 1, "custom": 1, "custom_inplace": 1, "state": 1, "multi": 1,
-                "scalar": 1}
+                "scalar": 1,
+                # issue 27's kinds after those, for the same reason
+                "autograd": 2, "data": 2, "new_leaf": 1, "func": 1, "library": 2, "out": 2}
 _KIND_DRAWS = [kind for kind, weight in KIND_WEIGHTS.items() for _ in range(weight)]
 # Counts kept across draws: "programs" drawn, and "rejected: <first line of the error>".
 STATS: Counter = Counter()
@@ -77,21 +80,36 @@ STATS: Counter = Counter()
 # The wider grammar (issue 13), by name. None is drawn unless asked for: the CI property test
 # (tests/test_fuzz.py, against aotcheck's engine) runs ``programs()`` as it was, and runs the
 # extensions aotcheck's engine passes through ``AOTCHECK_EXTENSIONS``.
-EXTENSIONS = ("regions", "casts", "integer", "multi_output", "non_tensor", "parameter",
-              "custom_function", "random", "set_", "requires_grad_", "subclass", "seeding")
+ISSUE13_EXTENSIONS = ("regions", "casts", "integer", "multi_output", "non_tensor", "parameter",
+                      "custom_function", "random", "set_", "requires_grad_", "subclass", "seeding")
+# Issue 27's classes, the programs people report: imperative autograd (``retain_grad()`` and
+# tensor hooks on arguments and intermediates), ``.data`` assignment (swaps between arguments
+# too), leaves made inside (``torch.randn(..., requires_grad=True)``, ``nn.Parameter``; a
+# function may then take no tensor at all), ``torch.func`` transforms inside, ``torch.library``
+# ops that mutate their argument, and ``out=`` variants (resizing their out tensor).
+IMPERATIVE_EXTENSIONS = ("retain_grad", "hooks", "data", "inner_leaves", "func", "library",
+                         "out_variants")
+EXTENSIONS = ISSUE13_EXTENSIONS + IMPERATIVE_EXTENSIONS
 _EXTENSION_OPS = {"casts": ("to", "gt"), "multi_output": ("unbind_all", "chunk"),
                   "non_tensor": ("size",), "custom_function": ("double_fn", "mul2_fn_"),
                   "random": ("rand_like", "dropout"), "set_": ("set_",),
                   # seeding inside the function: the default generator, or a torch.Generator
                   # made there (issue 11's rng class)
                   "seeding": ("reseeded_rand_like", "generator_rand"),
-                  "requires_grad_": ("requires_grad_",)}
+                  "requires_grad_": ("requires_grad_",),
+                  "retain_grad": ("retain_grad",), "hooks": ("hook",),
+                  "data": ("data_set", "data_swap", "data_mul_"),
+                  "inner_leaves": ("randn_leaf", "new_parameter"),
+                  "func": ("func_grad", "func_vjp", "func_grad_index"),
+                  "library": ("lib_mul2_", "lib_add_first_"),
+                  "out_variants": ("sin_out", "sin_out_fresh")}
 _BASE_OPS = frozenset(op for op in KIND_OF_OP if not any(op in ops for ops in _EXTENSION_OPS.values()))
-# Extensions drawn against aotcheck's own engine by default (the slow test in tests/test_fuzz.py
-# runs them; a failure there is an engine bug to fix, issue 11): all of them, subclass
-# arguments included (`--extensions all --seed 7`: 1000 programs pass; `--seed 1`, 10,000
-# programs: 53 fail in 14 fingerprints, 11 of them with subclass arguments). The torch
-# engines draw every extension too.
+# Extensions drawn against aotcheck's own engine by default: all of them, subclass arguments and
+# issue 27's classes included (issue 13's alone: `--extensions all --seed 7`, 1000 programs
+# pass; `--seed 1`, 10,000 programs: 53 fail in 14 fingerprints, 11 of them with subclass
+# arguments). The slow test in tests/test_fuzz.py runs issue 13's; tests/test_fuzz_escapes.py
+# runs issue 27's (a failure there is an engine bug to fix). The torch engines draw issue 13's
+# by default and issue 27's with ``--extensions all`` (``runner.default_extensions``).
 AOTCHECK_EXTENSIONS = EXTENSIONS
 # Ops offered on integer and bool tensors (the others would mostly be rejected by torch).
 _INTEGER_OPS = frozenset(OP_KINDS["view"]) | {"to", "gt", "sum", "clone", "add", "mul", "detach",
@@ -174,8 +192,9 @@ def _statement_step(draw, state: "_State", room: bool) -> Statement | None:
 
 @st.composite
 def _return_step(draw, state: "_State", room: bool) -> str | None:
-    """Another returned value, or stop."""
-    return _pick(draw, state.usable(no_grad=False) + state.extras) if _go_on(draw, 3) and room else None
+    """Another returned value, or stop (always, where no value was made: no input, no statement)."""
+    options = state.usable(no_grad=False) + state.extras
+    return _pick(draw, options) if _go_on(draw, 3) and room and options else None
 
 
 # -- inputs -----------------------------------------------------------------------------------
@@ -198,8 +217,11 @@ class _Inputs:
 
 @st.composite
 def _input_step(draw, made: _Inputs) -> bool:
-    """Add an input (two for a disjoint pair) to ``made``, or say stop (never before the first)."""
+    """Add an input (two for a disjoint pair) to ``made``, or say stop (before the first only where
+    the function can make its own leaves: a function of no tensor at all)."""
     if made.inputs and not _go_on(draw, 2) or len(made.inputs) >= made.max_inputs:
+        return False
+    if not made.inputs and "inner_leaves" in made.extensions and not _go_on(draw, 9):
         return False
     shapes, max_numel = made.shapes, made.max_numel
 
@@ -307,7 +329,11 @@ class _State:
             self.unlinked_views -= {id(self.env[a]) for a in stmt.args
                                     if isinstance(a, str) and self.env[a].requires_grad}
         try:
-            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            # torch.func transforms refuse to run under saved-tensor hooks: what they save goes
+            # unrecorded, and a later write that breaks their backward is caught by the fresh run
+            recording = (nullcontext() if KIND_OF_OP[stmt.op] == "func"
+                         else torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t))
+            with recording:
                 with _region(stmt):
                     exec(_compiled(stmt.line()), _GLOBALS, self.env)
         except RuntimeError as e:  # a legality rule the choosers do not know yet
@@ -350,8 +376,8 @@ def _region(stmt: Statement):
 
 
 _GLOBALS: dict = {}
-exec(compile(_PRELUDE + _RANDINT + _TWO_TENSOR + _CUSTOM_FUNCTIONS, "<aotcheck prelude>", "exec"),
-     _GLOBALS)
+exec(compile(_PRELUDE + _RANDINT + _TWO_TENSOR + _CUSTOM_FUNCTIONS + _IMPERATIVE_HELPERS + _LIBRARY_OPS,
+             "<aotcheck prelude>", "exec"), _GLOBALS)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -364,6 +390,10 @@ class _Facts:
 
     def __init__(self, t: torch.Tensor, no_grad: bool, saved_storages: set[int], unlinked: bool):
         self.t = t
+        self.no_grad = no_grad           # the statement runs with grad mode off
+        self.unlinked = unlinked         # NOTE [views that gain requires_grad]
+        self.saved = _storage(t).data_ptr() in saved_storages
+        self.plain = type(t) in (torch.Tensor, torch.nn.Parameter)
         self.shape = tuple(t.shape)
         self.ndim = t.ndim
         self.numel = t.numel()
@@ -426,12 +456,17 @@ def _draw_statement(draw, state: _State) -> Statement:
     facts = state.facts(no_grad or region == "inference_mode")
     targets = {op: [n for n, f in facts.items() if _APPLIES[op](f, facts, state)
                     and (f.floating or op in _INTEGER_OPS)] if op in state.ops else []
-               for op in KIND_OF_OP}
+               for op in KIND_OF_OP if op not in NULLARY_OPS}
+    for op in NULLARY_OPS:              # no operand: a leaf made inside, from a drawn shape
+        targets[op] = [None] if op in state.ops else []
     kind = _pick(draw, [k for k in _KIND_DRAWS if any(targets[o] for o in OP_KINDS[k])])
     op = _pick(draw, [o for o in OP_KINDS[kind] if targets[o]])
     x = _pick(draw, targets[op][::-1])  # newest first: ops chain on recent results
-    args = (x,) + _ARGS.get(op, _no_args)(draw, facts[x], facts, state)
-    out = None if KIND_OF_OP[op] in MUTATING_KINDS else state.fresh_name()
+    if x is None:
+        args = _ARGS[op](draw, None, facts, state)
+    else:
+        args = (x,) + _ARGS.get(op, _no_args)(draw, facts[x], facts, state)
+    out = None if is_mutating(op) else state.fresh_name()
     return Statement(op, args, out, no_grad, region)
 
 

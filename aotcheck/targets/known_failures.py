@@ -81,8 +81,24 @@ def crashes(reason: str | None) -> bool:
 
 
 def known_failure(engine_name: str, case_id: str, cached: bool = False) -> str | None:
-    """The recorded reason ``case_id`` fails on this engine (cold or cached), or None."""
+    """The recorded reason ``case_id`` fails on this engine (cold or cached), or None. For
+    aotcheck's own engine the corpus case's ``xfail`` counts too (the corpus tests mark it
+    there), so that the engine tests and ``aotcheck report`` agree with them."""
     table = KNOWN_FAILURES.get(engine_name, {})
     if cached and f"cached:{case_id}" in table:
         return table[f"cached:{case_id}"]
+    if engine_name == "aotcheck" and case_id not in table:
+        return _corpus_xfails().get(case_id)
     return table.get(case_id)
+
+
+_XFAILS: dict[str, str] = {}
+
+
+def _corpus_xfails() -> dict[str, str]:
+    """Case id -> the corpus case's ``xfail`` reason (a known failure of aotcheck's engine)."""
+    if not _XFAILS:
+        from ..check.corpus import all_cases
+        _XFAILS.update({c.id: c.xfail for c in all_cases() if c.xfail})
+        _XFAILS.setdefault("", "")      # built (even when no case has an xfail)
+    return _XFAILS
