@@ -194,11 +194,11 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
             inputs.append(InputInfo(i, False))
             continue
         src = plan.sources[i]
-        while src[0] == "same":
-            src = plan.sources[src[1]]
-        p = src[1]
+        while src.kind == "same":
+            src = plan.sources[src.index]
+        p = src.index
         f = by_placeholder[p]
-        member = src[0] == "member"
+        member = src.kind == "member"
         meta_mut = f.metadata_mutated if not member else any(m.leaf == i for m in facts.members)
         # an aliased argument given requires_grad_(): NOTE [new grad leaves]
         made_leaf = member and any(nl.kind == "argument" and nl.source == i for nl in facts.new_leaves)

@@ -133,11 +133,11 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
                  and c not in replayed_without_grad and c not in gradless)
     # an argument whose requires_grad_() the function called gets a gradient too (the runtime
     # sets the caller's flag before the compiled function runs)
-    set_rg = {captured.plan.sources[i.index][1] for i in meta.inputs
+    set_rg = {captured.plan.sources[i.index].index for i in meta.inputs
               if i.requires_grad_set and i.requires_grad_after}
     # and one whose requires_grad_(False) it called gets none: eager's AccumulateGrad skips a
     # leaf that no longer requires grad, even where outputs were computed from it before
-    unset_rg = {captured.plan.sources[i.index][1] for i in meta.inputs
+    unset_rg = {captured.plan.sources[i.index].index for i in meta.inputs
                 if i.requires_grad_set and not i.requires_grad_after}
     # and an argument view that reads its flag through its base without its own gets none:
     # eager's has no gradient edge (NOTE [views of an argument given requires_grad_])

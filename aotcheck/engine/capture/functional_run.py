@@ -132,16 +132,15 @@ class FunctionalRun:
     def _user_arguments(self, st: _RunState) -> None:
         """Step 2: the user's argument leaves, built from the works as the plan says."""
         for i, src in enumerate(self.plan.sources):
-            if src[0] == "value":
+            if src.kind == "value":
                 st.user.append(self.leaves[i])
-            elif src[0] == "same":
-                st.user.append(st.user[src[1]])
-            elif src[0] == "placeholder":
-                st.user.append(st.works[src[1]])
+            elif src.kind == "same":
+                st.user.append(st.user[src.index])
+            elif src.kind == "placeholder":
+                st.user.append(st.works[src.index])
             else:
-                _, p, shape, stride, offset, detached = src
-                view = st.works[p].as_strided(shape, stride, offset)
-                st.user.append(view.detach() if detached else view)
+                view = st.works[src.index].as_strided(src.shape, src.stride, src.offset)
+                st.user.append(view.detach() if src.detached else view)
 
     def _snapshot(self, st: _RunState) -> None:
         """Step 3: each work's storage, geometry, writes and autograd state at the call, which
@@ -174,7 +173,7 @@ class FunctionalRun:
         for q, own in st.own_at_call.items():      # an argument view: its own flag
             st.before[q] = (None, own)
         st.member_meta = {i: geometry_of(st.user[i]) for i, s in enumerate(self.plan.sources)
-                          if s[0] == "member"}
+                          if s.kind == "member"}
         st.member_refs = {i: storage_ref(st.user[i]) for i in st.member_meta}
 
     def _recorder(self, st: _RunState) -> MetadataRecorder:

@@ -99,7 +99,7 @@ class CompiledArtifact:
         self.out_spec = out_spec
         self.training = decision.mode == TRAINING
         self._simple_plan = all(k == "leaf" for k, _ in plan.placeholders) and \
-            all(s[0] in ("placeholder", "value") for s in plan.sources)
+            all(s.kind in ("placeholder", "value") for s in plan.sources)
         self._leaf_of_placeholder = [ref for _, ref in plan.placeholders]
         self._slot = {c: k for k, c in enumerate(fw_candidates)}
         self._constants = {o.index: _constant(o.value) for o in meta.outputs if o.kind == CONSTANT}
@@ -379,9 +379,9 @@ class CompiledArtifact:
 def _placeholder_of(plan: InputPlan, i: int):
     """The placeholder argument leaf ``i`` is (following ``same``), or None for a member."""
     src = plan.sources[i]
-    while src[0] == "same":
-        src = plan.sources[src[1]]
-    return src[1] if src[0] == "placeholder" else None
+    while src.kind == "same":
+        src = plan.sources[src.index]
+    return src.index if src.kind == "placeholder" else None
 
 
 def _constant(text: str):
