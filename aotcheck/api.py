@@ -76,7 +76,8 @@ class Explanation:
         s = self.stages
         parts = [
             "== signature ==", _format_signature(s.signature),
-            "== captured graph ==", format_graph(s.captured.graph, "captured"),
+            "== captured graph ==", s.meta.trace_mode.format(),
+            format_graph(s.captured.graph, "captured"),
             "== view/mutation metadata ==", s.meta.format(),
             "== decision ==", f"{s.decision.mode}: {s.decision.reason}",
             "== forward graph ==", format_graph(s.partitioned.forward, "forward"),

@@ -11,6 +11,7 @@ import types
 
 import torch
 
+from .facts import NewLeaf
 from .functional import geometry_of, storage_ref
 from ..graph_walk import grad_nodes
 from ..signature import Signature
@@ -19,7 +20,7 @@ from ..signature import Signature
 def new_leaf_facts(tensors: list, user: list, sig: Signature, geometry: dict,
                    members: dict | None = None) -> tuple:
     """Per tensor that became a leaf requiring grad inside the function:
-    ``(kind, source, shape, stride, offset, dtype)``.
+    a :class:`~.facts.NewLeaf`.
 
     # NOTE [new grad leaves]
     ``v = x.view(-1); v.requires_grad_()`` (x an argument that does not require grad), or
@@ -51,8 +52,8 @@ def new_leaf_facts(tensors: list, user: list, sig: Signature, geometry: dict,
         if id(t) in members:
             kind, src = "argument", members[id(t)]
             shape, stride, offset = geometry_of(t)
-        out.append((kind, src, tuple(shape), tuple(stride), offset,
-                    str(t.dtype).replace("torch.", "")))
+        out.append(NewLeaf(kind, src, tuple(shape), tuple(stride), offset,
+                           str(t.dtype).replace("torch.", "")))
     return tuple(out)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from ...errors import UnsupportedInputError
-from .facts import MemberFacts
+from .facts import MemberFacts, StorageSource
 from .functional import geometry_of, storage_ref
 from .plan import InputPlan
 from .recorder import MetadataRecorder
@@ -49,7 +49,7 @@ def member_swap(i: int, t: torch.Tensor, ref, start_refs, candidates: list,
         value_output = len(candidates)
         # its data only: the member's gradient goes through the group's base, as in eager
         candidates.append(whole_storage(t).detach() if view_of_group else whole_storage(t))
-    return MemberFacts(i, *geometry_of(t), source, value_output)
+    return MemberFacts(i, *geometry_of(t), StorageSource.of(source), value_output)
 
 
 def old_storage_written(old, written: set | None) -> bool:
