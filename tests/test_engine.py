@@ -614,3 +614,25 @@ def test_trace_mode_says_which_way_and_why_and_is_kept_in_the_cache(tmp_path):
     assert hit_art.meta.trace_mode == cold_art.meta.trace_mode
     assert hit_art.meta.trace_mode.format() == \
         "way: plain; the trace_plain flag asks for the plain way"
+
+
+# Corpus cases called under a changed condition (the key-variation pass's B), compared with
+# eager under the same condition: each pair was a divergence that pass found.
+_VARIATION_FIXES = [
+    # a non-leaf argument's views under no_grad/inference_mode require grad, as their base does
+    ("mutation_autograd.mutate_nonleaf_return_view", ("grad_mode", "", "no_grad")),
+    ("mutation_autograd.mutate_nonleaf_return_view", ("grad_mode", "", "inference_mode")),
+    ("alias_of_input.views_of_transposed_grad_input", ("grad_mode", "", "inference_mode")),
+    ("alias_of_input.views_of_transposed_grad_input", ("grad_mode", "", "no_grad")),
+]
+
+
+@pytest.mark.parametrize("case_id,variation", _VARIATION_FIXES,
+                         ids=[f"{c}-{v[0]}={v[2]}" for c, v in _VARIATION_FIXES])
+def test_a_corpus_case_under_a_variation_matches_eager(case_id, variation):
+    from aotcheck.check.corpus import all_cases
+    from aotcheck.targets.variations import Subject, Variation, check_under
+    case = next(c for c in all_cases() if c.id == case_id)
+    subject = Subject.of_case(case)
+    r = check_under(subject, aotcheck.aot_function(subject.fn), Variation(*variation))
+    assert r.ok, r.divergences

@@ -118,7 +118,15 @@ class FunctionalRun:
             nonleaf = self.nonleaf[k] if plain else not p.is_leaf
             copy = (p.requires_grad and nonleaf) or (
                 plain and not p.requires_grad and not _fills_storage(p))
-            works.append(_nonleaf_copy(p, w, self.nonleaf_views) if copy else w)
+            if copy:
+                # NOTE [non-leaf copies under no_grad]: the copy stands for a tensor that
+                # requires grad whatever mode the function is called in (the caller made it
+                # with grad on): made under no_grad or inference_mode it would not, and views
+                # of it would not either, where eager's views of the argument do
+                with torch.inference_mode(False), torch.enable_grad():
+                    works.append(_nonleaf_copy(p, w, self.nonleaf_views))
+            else:
+                works.append(w)
         st = _RunState(placeholders, plain, wrappers, nbytes, works)
         # NOTE [views of an argument given requires_grad_]
         st.all_views, own_at_call = argument_views(self.sig, self.plan)
