@@ -454,7 +454,7 @@ class FunctionalRun:
             out_leaves, st.user, candidates, sig=sig, geometry=recorder.geometry,
             eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids,
             plain=st.plain, new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)},
-            clips_of=recorder.clips_of, old_bases=st.old_bases)
+            clips_of=recorder.clips_of, old_bases=st.old_bases, made_in_call=recorder.made_in_call)
         if st.swapped_views and any(c.requires_grad for c in candidates):
             # eager's set_() moved the view's version, so autograd regenerates its grad_fn as
             # a view of its base, over memory it no longer has: values computed from it get a

@@ -21,7 +21,8 @@ from ..signature import Signature
 
 def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Signature, geometry: dict,
                      eager_geometry, owners: dict, work_ids: set, new_leaf_ids: dict | None = None,
-                     plain: bool = False, clips_of=None, old_bases: dict | None = None):
+                     plain: bool = False, clips_of=None, old_bases: dict | None = None,
+                     made_in_call: set | None = None):
     """Classify each returned leaf (fresh, an input, a view of an input, of an intermediate,
     of another output, ...) and append to ``candidates`` every graph value a later stage
     needs. Returns (output facts, intermediate-base candidate indices, new-leaf outputs,
@@ -70,7 +71,12 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
         rg = o._base.requires_grad if poisoned else o.requires_grad
         common = dict(shape=shape, stride=stride, offset=offset,
                       dtype=str(o.dtype).replace("torch.", ""), requires_grad=rg,
-                      inference=o.is_inference(), poisoned=poisoned)
+                      # NOTE [inference tensors made in the call] in recorder.py: over an
+                      # argument's storage the graph's value cannot say it (the rest are made
+                      # by the graph, inside the caller's inference mode, as eager's are)
+                      inference=o.is_inference() or (sig.inference_mode and id(o) in (made_in_call or ())
+                                                     and storage_ref(o) in input_storages),
+                      poisoned=poisoned)
         if poisoned:
             common["is_leaf"] = False
         else:

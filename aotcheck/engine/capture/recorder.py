@@ -104,6 +104,12 @@ class MetadataRecorder(TorchFunctionMode):
         self.storage_nbytes: dict[int, int] = {}
         self.grown: set[int] = set()
         self.grow = None
+        # NOTE [inference tensors made in the call]: the tensors (by id) that eager, called
+        # inside inference_mode, makes as inference tensors: every tensor an op makes, except
+        # a view (or detach) of a tensor that is not one (a view of an argument is an ordinary
+        # tensor that only remembers it was made in inference mode). The trace runs outside
+        # inference mode, so its tensors do not say it themselves.
+        self.made_in_call: set[int] = set()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -189,6 +195,11 @@ class MetadataRecorder(TorchFunctionMode):
                 self._note_view(name, target, t)
             if isinstance(t, torch.Tensor) and not t._is_view() and t.layout == torch.strided:
                 self.owners.setdefault(storage_ref(t), t)
+            if isinstance(t, torch.Tensor) and not any(t is a for a in pytree.tree_leaves((args, kwargs))):
+                viewed = t._is_view() or name in ("detach", "alias")
+                if not viewed or (target is not None and id(target) in self.made_in_call):
+                    self.made_in_call.add(id(t))
+                    self._alive.append(t)
             if isinstance(t, torch.Tensor) and id(t) not in self.geometry and t.layout == torch.strided:
                 # an argument an in-place data op returned: its geometry at the call is eager's
                 # (the wrapper's may have drifted with the write)

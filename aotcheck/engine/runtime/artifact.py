@@ -135,6 +135,8 @@ class CompiledArtifact:
             p for p in rg_on_placeholders if p is not None and plan.placeholders[p][0] == "leaf"
             and any(op.kind == "placeholder" and op.index == p for op in meta.metadata_ops))
         self._inference_outputs = [o.index for o in meta.outputs if o.inference]
+        self._inference_shared = frozenset(o.index for o in meta.outputs
+                                           if o.inference and o.kind == ALIAS_OF_INPUT)
         self._written_then_moved = [m.placeholder for m in meta.mutations
                                     if m.data and m.storage_source.swapped
                                     and not m.storage_source.onto(m.placeholder)]
@@ -372,7 +374,7 @@ class CompiledArtifact:
             pending = waiting
         self._share_with_detached_leaves(out)
         if self._inference_outputs:
-            as_inference_tensors(out, self._inference_outputs)
+            as_inference_tensors(out, self._inference_outputs, self._inference_shared)
         return out
 
 

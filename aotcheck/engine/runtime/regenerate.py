@@ -167,10 +167,13 @@ def restride(t: torch.Tensor, shape, stride, offset, fill: bool = True) -> torch
 # writing it in place raises, and so does using it in autograd. The graph computes ordinary
 # tensors, so the runtime copies each such output, with the storage it shares with the other
 # such outputs, into inference tensors (under inference_mode), in the same geometry: outputs
-# that were views of one another in eager still share one storage.
+# that were views of one another in eager still share one storage. An output over an
+# argument's storage (eager: an intermediate set_() onto it, made in the caller's inference
+# mode) is an inference tensor over that same storage, not a copy: writes to the argument
+# show through it as in eager.
 
 
-def as_inference_tensors(out: list, indices) -> None:
+def as_inference_tensors(out: list, indices, shared=frozenset()) -> None:
     copies: dict[int, torch.Tensor] = {}      # storage address -> its copy, as bytes
     made: dict[int, torch.Tensor] = {}        # id of an output -> its inference tensor
     with torch.inference_mode():
@@ -180,6 +183,10 @@ def as_inference_tensors(out: list, indices) -> None:
                 continue
             if id(t) in made:       # ``return v, v``: one tensor twice stays one tensor
                 out[k] = made[id(t)]
+                continue
+            if k in shared:
+                out[k] = made[id(t)] = torch.empty(0, dtype=t.dtype, device=t.device).set_(
+                    t.untyped_storage(), t.storage_offset(), t.shape, t.stride())
                 continue
             storage = t.untyped_storage()
             raw = copies.get(storage.data_ptr())
