@@ -51,6 +51,61 @@ def call_name(func) -> str:
     return getattr(func, "__name__", "")
 
 
+# NOTE [view strides on fake tensors]
+# Eager's ``view`` refuses sizes that its strides cannot give without a copy (ATen's
+# computeStride). A fake tensor's ``view`` (torch 2.13) can accept them: a [2, 1, 4] tensor
+# with strides [1, 8, 2] (a size-one dimension between two that are not adjacent in memory)
+# views as [8] with stride [1], where eager (and the meta device) raises. The trace would then
+# run a function that eager refuses, so each ``view`` is checked against eager's rule, on the
+# geometry eager's tensor has, and refused with eager's message.
+
+_VIEW_ERROR = ("view size is not compatible with input tensor's size and stride (at least one "
+               "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
+
+
+def view_sizes(shape, args) -> list | None:
+    """The sizes ``Tensor.view(*args)`` asks for, with a -1 resolved (None: a dtype view, or
+    sizes that are not plain ints)."""
+    sizes = list(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list, torch.Size)) \
+        else list(args)
+    if not sizes and args:
+        return None
+    if not all(type(s) is int for s in sizes):
+        return None
+    numel = math.prod(shape)
+    if sizes.count(-1) == 1:
+        rest = math.prod(s for s in sizes if s != -1)
+        if rest == 0 or numel % rest:
+            return None
+        sizes[sizes.index(-1)] = numel // rest
+    return sizes if math.prod(sizes) == numel else None
+
+
+def viewable(shape, stride, sizes) -> bool:
+    """Whether eager's ``view`` gives ``sizes`` from a tensor of ``shape`` and ``stride``
+    without a copy: ATen's computeStride, which walks the tensor's dimensions from the last,
+    in chunks of dimensions that are contiguous with one another (a size-one dimension joins
+    any chunk), and requires the new sizes to split along those chunks."""
+    shape, stride = list(shape), list(stride)
+    if not shape or math.prod(shape) == 0:
+        return True
+    view_d = len(sizes) - 1
+    base = stride[-1]
+    tensor_numel = view_numel = 1
+    for d in range(len(shape) - 1, -1, -1):
+        tensor_numel *= shape[d]
+        if d == 0 or (shape[d - 1] != 1 and stride[d - 1] != tensor_numel * base):
+            while view_d >= 0 and (view_numel < tensor_numel or sizes[view_d] == 1):
+                view_numel *= sizes[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return False
+            if d > 0:
+                base = stride[d - 1]
+                tensor_numel = view_numel = 1
+    return view_d == -1
+
+
 def _mutating(name: str) -> bool:
     """Does a method of this name change its tensor's data in place?"""
     return name in _INPLACE_DUNDERS or (name.endswith("_") and not name.startswith("_")
@@ -140,6 +195,12 @@ class MetadataRecorder(TorchFunctionMode):
         sets_flag = target is not None and (name == "requires_grad_" or (
             name == "__set__" and getattr(func, "__self__", None) is _REQUIRES_GRAD_ATTR))
         flag_before = target.requires_grad if sets_flag else None
+        if name == "view" and target is not None and target.layout == torch.strided and not kwargs:
+            # NOTE [view strides on fake tensors]
+            shape, stride, _ = self.geometry.get(id(target)) or geometry_of(target)
+            sizes = view_sizes(shape, args[1:])
+            if sizes is not None and not viewable(shape, stride, sizes):
+                raise RuntimeError(_VIEW_ERROR)
         resized, grow = _resize_geometry(self, target, args, kwargs) if name == "resize_" \
             else (None, False)
         if grow and self.grow is not None:
