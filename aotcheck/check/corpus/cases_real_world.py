@@ -76,10 +76,6 @@ AOTCHECK_FAILURES = {
         "refusal: TraceError (RuntimeError 'Found a custom (non-ATen) operator whose output has alias annotations'): a custom op with a mutable Tensor(a!)[]? argument",
     'i139257_custom_op_that_calls_set_on_a_parameter':
         "refusal: TraceError (RuntimeError 'Found a custom (non-ATen) operator whose output has alias annotations'): a custom op whose body calls set_() on its argument",
-    'i98835_out_argument_resized_from_empty':
-        "refusal: AotcheckError at the call ('input placeholder 1 is written back ... with a value of shape (8, 8), but ... it has shape (0,)'): an out= argument of size 0 that the op resizes",
-    'i122386_histogram_into_empty_out_tensors':
-        "refusal: AotcheckError at the call ('input placeholder 1 is written back ... with a value of shape (4,), but ... it has shape (0,)'): histogram's out= tensors of size 0",
     'i98143_abs_in_place_on_an_overlapping_unfold':
         "refusal: TraceError (RuntimeError 'functionalization encountered a tensor being mutated that has internal overlap'): abs_ on an overlapping unfold, which eager runs",
     'i165409_overlapping_unfold_written_under_no_grad':

@@ -1,0 +1,85 @@
+"""Corpus cases: memory as eager sees it (issue 27): ``out=`` arguments the op resizes,
+in-place ops on overlapping memory, storage changes on views, and output strides.
+
+Variations of the real_world theme's programs on these classes: arguments that are views
+or aliases, writes under no_grad, ops called twice, tuples of out tensors.
+"""
+from __future__ import annotations
+
+import torch
+
+from .registry import Inputs, case
+from .cases_basic import leaf, rand, seeded
+
+# ---------------------------------------------------------------- out= that resizes
+
+
+@case("input_mutation", mode="inference", tags=("out", "out_resize"))
+def out_argument_grown_from_a_nonempty_tensor():
+    """An out tensor of 2 elements resized to (3, 4): its storage grows (with eager's
+    deprecation warning), then the result is written."""
+    def f(x, y):
+        torch.mul(x, 2, out=y)
+        return y + 1
+    return f, seeded(lambda: Inputs((rand(3, 4), rand(2))))
+
+
+@case("input_mutation", mode="inference", tags=("out", "out_resize", "noncontiguous"))
+def out_argument_restrided_to_the_same_numel():
+    """A (3, 2) out tensor resized to (2, 3): no growth, its strides change to contiguous."""
+    def f(x, y):
+        torch.sin(x, out=y)
+        return y.stride(), y * 1
+    return f, seeded(lambda: Inputs((rand(2, 3), rand(3, 2))))
+
+
+@case("aliased_inputs", mode="inference", tags=("out", "out_resize", "no_grad_call"))
+def out_argument_aliased_with_its_transpose_resized_under_no_grad():
+    """f(a, a.t(), w): under no_grad, sin(w) written into a through a resize from (3, 2) to
+    (2, 1, 3); the transposed alias sees the new values in memory order."""
+    def f(a, at, w):
+        with torch.no_grad():
+            torch.sin(w, out=a)
+        return at * 1
+    def make():
+        base = rand(3, 2)
+        w = leaf(2, 1, 3)
+        return Inputs((base, base.t(), w), leaves=(w,))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="inference", tags=("out", "out_resize"))
+def out_tuple_of_empty_tensors_for_max_along_a_dim():
+    """torch.max(x, 0, out=(values, indices)) with both out tensors empty: both resized."""
+    def f(x, values, indices):
+        torch.max(x, 0, out=(values, indices))
+        return values * 2, indices + 1
+    return f, seeded(lambda: Inputs((rand(4, 3), torch.empty(0),
+                                     torch.empty(0, dtype=torch.long))))
+
+
+@case("input_mutation", mode="inference", tags=("out", "out_resize"))
+def out_argument_resized_then_written_again():
+    """cat into an empty out tensor, then an in-place op on the resized argument and a second
+    out= call of the same shape (no second resize)."""
+    def f(a, b, out):
+        torch.cat([a, b], out=out)
+        out.mul_(3)
+        torch.add(out, 1, out=out)
+        return out.sum()
+    return f, seeded(lambda: Inputs((rand(2, 3), rand(1, 3), torch.empty(0))))
+
+
+@case("alias_of_intermediate", mode="training", tags=("out", "out_resize"))
+def out_intermediate_resized_then_used_in_grad():
+    """An empty tensor made inside is the out tensor of a no-grad op, then used with an
+    argument that requires grad."""
+    def f(x, w):
+        buf = torch.empty(0)
+        with torch.no_grad():
+            torch.exp(x, out=buf)
+        return (buf * w).sum()
+    def make():
+        w = leaf(2, 3)
+        return Inputs((rand(2, 3), w), leaves=(w,))
+    return f, seeded(make)
