@@ -83,3 +83,46 @@ def out_intermediate_resized_then_used_in_grad():
         w = leaf(2, 3)
         return Inputs((rand(2, 3), w), leaves=(w,))
     return f, seeded(make)
+
+
+# ---------------------------------------------------------------- output strides
+
+
+@case("basics", mode="inference", tags=("strides", "noncontiguous"))
+def unary_and_scalar_ops_of_a_transposed_argument_with_a_size_one_dim():
+    """A (2, 1, 4) argument of strides (4, 8, 1): eager keeps them for ``x * 2`` and
+    lays ``sin(x)`` out contiguously; each stride tuple is returned so the oracle sees the
+    size-1 dimension's stride."""
+    def f(x):
+        a, b, c = x * 2, torch.sin(x), x + x
+        return a, b, c, tuple(a.stride()), tuple(b.stride()), tuple(c.stride())
+    return f, seeded(lambda: Inputs((rand(1, 2, 4).transpose(1, 0),)))
+
+
+@case("basics", mode="training", tags=("strides", "broadcast", "noncontiguous"))
+def broadcast_where_of_permuted_arguments_keeps_eager_strides():
+    """where(c, a, b) with a permuted 3-d argument and a broadcast one: eager's
+    TensorIterator order, returned as a stride tuple, and the gradients."""
+    def f(a, b):
+        out = torch.where(a > 0, a, b * 3)
+        return out, tuple(out.stride()), tuple(torch.atan2(a, b).stride())
+    def make():
+        a = torch.randn(3, 1, 4).permute(2, 1, 0).requires_grad_()
+        b = leaf(1, 1, 3)
+        return Inputs((a, b), leaves=(a, b))
+    return f, seeded(make)
+
+
+@case("alias_of_intermediate", mode="training", tags=("strides", "noncontiguous"))
+def view_of_a_pointwise_result_of_a_transposed_argument():
+    """A view of the product of a transposed argument is returned: the runtime rebuilds it
+    from its base with eager's geometry (strides (8, 4, 1) over a (4, 1, 2) transposed
+    product), and its stride tuple."""
+    def f(x):
+        y = x.mul(2).add(1)
+        v = y.transpose(1, 0)
+        return v, tuple(v.stride()), y.unsqueeze(0)
+    def make():
+        x = leaf(1, 2, 4)
+        return Inputs((x.transpose(1, 0),), leaves=(x,))
+    return f, seeded(make)

@@ -84,12 +84,8 @@ AOTCHECK_FAILURES = {
         "refusal: TraceError (RuntimeError 'functionalization encountered a tensor being mutated that has internal overlap'): abs_ on an overlapping unfold",
     'i77714_resize_of_a_view_of_an_intermediate':
         "refusal: UnsupportedInputError ('the function grows a tensor with resize_() beyond its storage while another tensor views that storage'): resize_ of a view of an intermediate, which eager runs",
-    'i157854_broadcast_add_of_a_transposed_argument':
-        "silently wrong: the output's stride on its size-1 dimension is 2 where eager's is 4 (returned as a tuple)",
     'i122981_set_under_no_grad_onto_another_shape_of_a_grad_parameter':
         "refusal: UnsupportedInputError ('set_() on input placeholder 0, which requires grad, under no_grad, onto a tensor of another shape'), which eager runs",
-    'transposed_argument_times_two_strides_of_size_one_dims':
-        "silently wrong: the stride of the transposed product on its size-1 dimension is 4 where eager's is 8 (test_output_all_alias_types)",
 }
 
 
