@@ -126,3 +126,52 @@ def view_of_a_pointwise_result_of_a_transposed_argument():
         x = leaf(1, 2, 4)
         return Inputs((x.transpose(1, 0),), leaves=(x,))
     return f, seeded(make)
+
+
+# ---------------------------------------------------------------- overlapping writes
+
+
+@case("alias_of_intermediate", mode="inference", tags=("overlap", "unfold"))
+def add_in_place_on_an_overlapping_unfold_of_an_intermediate():
+    """add_(1) on unfold(0, 4, 2) of a (10,) intermediate: eager adds once per visit, so the
+    locations two windows share get 2 (not idempotent, unlike abs_)."""
+    def f(x):
+        t = x * 1
+        t.unfold(0, 4, 2).add_(1)
+        return t
+    return f, seeded(lambda: Inputs((rand(10),)))
+
+
+@case("input_mutation", mode="inference", tags=("overlap", "unfold"))
+def mul_in_place_by_a_tensor_on_an_overlapping_unfold_of_an_argument():
+    """x.unfold(1, 3, 1).mul_(w): each window multiplies its elements by w in eager's
+    order, the argument written back; a location is multiplied by a different w[k] per visit."""
+    def f(x, w):
+        x.unfold(1, 3, 1).mul_(w)
+        return x + 0
+    return f, seeded(lambda: Inputs((rand(2, 6), rand(3))))
+
+
+@case("alias_of_intermediate", mode="inference", tags=("overlap", "unfold", "no_grad_call"))
+def overlapping_iadd_of_an_unfold_returned_with_its_base():
+    """v += 1 on an overlapping unfold under no_grad; v and its base both returned."""
+    def f(x):
+        t = x.clone()
+        v = t.unfold(0, 3, 1)
+        with torch.no_grad():
+            v += 1
+        return t, v
+    return f, seeded(lambda: Inputs((rand(6),)))
+
+
+@case("alias_of_intermediate", mode="inference", tags=("overlap", "expand"))
+def fill_of_an_expanded_overlapping_unfold_and_clamp_of_its_slice():
+    """fill_ through a stride-0 dimension runs in eager (each location gets one value), and
+    clamp_ of a slice of an overlapping unfold of another clone."""
+    def f(x):
+        t = x.clone()
+        t.unfold(0, 2, 1).expand(2, 5, 2).fill_(3.0)
+        u = x.clone()
+        u.unfold(0, 2, 1)[1:].clamp_(0, 0.5)
+        return t, u
+    return f, seeded(lambda: Inputs((rand(6),)))

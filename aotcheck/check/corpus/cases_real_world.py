@@ -76,12 +76,6 @@ AOTCHECK_FAILURES = {
         "refusal: TraceError (RuntimeError 'Found a custom (non-ATen) operator whose output has alias annotations'): a custom op with a mutable Tensor(a!)[]? argument",
     'i139257_custom_op_that_calls_set_on_a_parameter':
         "refusal: TraceError (RuntimeError 'Found a custom (non-ATen) operator whose output has alias annotations'): a custom op whose body calls set_() on its argument",
-    'i98143_abs_in_place_on_an_overlapping_unfold':
-        "refusal: TraceError (RuntimeError 'functionalization encountered a tensor being mutated that has internal overlap'): abs_ on an overlapping unfold, which eager runs",
-    'i165409_overlapping_unfold_written_under_no_grad':
-        "refusal: TraceError (RuntimeError 'functionalization encountered a tensor being mutated that has internal overlap'): abs_ on an overlapping unfold under no_grad",
-    'i183888_wider_overlapping_unfold_abs_':
-        "refusal: TraceError (RuntimeError 'functionalization encountered a tensor being mutated that has internal overlap'): abs_ on an overlapping unfold",
     'i77714_resize_of_a_view_of_an_intermediate':
         "refusal: UnsupportedInputError ('the function grows a tensor with resize_() beyond its storage while another tensor views that storage'): resize_ of a view of an intermediate, which eager runs",
     'i122981_set_under_no_grad_onto_another_shape_of_a_grad_parameter':

@@ -19,6 +19,7 @@ from torch.utils import _pytree as pytree
 
 from ...errors import UnsupportedInputError
 from .functional import dense_layout, geometry_of, storage_ref
+from .overlap import outer_dims, piecewise
 
 
 # In-place ops that change a tensor's size, stride or offset (not its data).
@@ -111,6 +112,10 @@ class MetadataRecorder(TorchFunctionMode):
         if kwargs.get("out") is not None and name not in METADATA_METHODS:
             self._resize_outs(func, args, kwargs)
         target = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if target is not None and _mutating(name) and name != "__setitem__":
+            dims = outer_dims(target, name)     # NOTE [overlapping writes] in overlap.py
+            if dims is not None:
+                return piecewise(self.__torch_function__, func, args, kwargs, dims)
         if name in METADATA_METHODS and target is not None:
             # A view's own squeeze_/unsqueeze_ keeps its elements in order: a replay without
             # it gives the gradient right or fails loudly. Reorderings do not; nor does any
