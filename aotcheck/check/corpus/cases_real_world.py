@@ -76,24 +76,10 @@ AOTCHECK_FAILURES = {
         "refusal: TraceError (RuntimeError 'Found a custom (non-ATen) operator whose output has alias annotations'): a custom op with a mutable Tensor(a!)[]? argument",
     'i139257_custom_op_that_calls_set_on_a_parameter':
         "refusal: TraceError (RuntimeError 'Found a custom (non-ATen) operator whose output has alias annotations'): a custom op whose body calls set_() on its argument",
-    'i98835_out_argument_resized_from_empty':
-        "refusal: AotcheckError at the call ('input placeholder 1 is written back ... with a value of shape (8, 8), but ... it has shape (0,)'): an out= argument of size 0 that the op resizes",
-    'i122386_histogram_into_empty_out_tensors':
-        "refusal: AotcheckError at the call ('input placeholder 1 is written back ... with a value of shape (4,), but ... it has shape (0,)'): histogram's out= tensors of size 0",
-    'i98143_abs_in_place_on_an_overlapping_unfold':
-        "refusal: TraceError (RuntimeError 'functionalization encountered a tensor being mutated that has internal overlap'): abs_ on an overlapping unfold, which eager runs",
-    'i165409_overlapping_unfold_written_under_no_grad':
-        "refusal: TraceError (RuntimeError 'functionalization encountered a tensor being mutated that has internal overlap'): abs_ on an overlapping unfold under no_grad",
-    'i183888_wider_overlapping_unfold_abs_':
-        "refusal: TraceError (RuntimeError 'functionalization encountered a tensor being mutated that has internal overlap'): abs_ on an overlapping unfold",
     'i77714_resize_of_a_view_of_an_intermediate':
         "refusal: UnsupportedInputError ('the function grows a tensor with resize_() beyond its storage while another tensor views that storage'): resize_ of a view of an intermediate, which eager runs",
-    'i157854_broadcast_add_of_a_transposed_argument':
-        "silently wrong: the output's stride on its size-1 dimension is 2 where eager's is 4 (returned as a tuple)",
     'i122981_set_under_no_grad_onto_another_shape_of_a_grad_parameter':
         "refusal: UnsupportedInputError ('set_() on input placeholder 0, which requires grad, under no_grad, onto a tensor of another shape'), which eager runs",
-    'transposed_argument_times_two_strides_of_size_one_dims':
-        "silently wrong: the stride of the transposed product on its size-1 dimension is 4 where eager's is 8 (test_output_all_alias_types)",
 }
 
 

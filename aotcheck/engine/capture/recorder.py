@@ -19,6 +19,7 @@ from torch.utils import _pytree as pytree
 
 from ...errors import UnsupportedInputError
 from .functional import dense_layout, geometry_of, storage_ref
+from .overlap import outer_dims, piecewise
 
 
 # In-place ops that change a tensor's size, stride or offset (not its data).
@@ -108,7 +109,13 @@ class MetadataRecorder(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = call_name(func)
+        if kwargs.get("out") is not None and name not in METADATA_METHODS:
+            self._resize_outs(func, args, kwargs)
         target = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if target is not None and _mutating(name) and name != "__setitem__":
+            dims = outer_dims(target, name)     # NOTE [overlapping writes] in overlap.py
+            if dims is not None:
+                return piecewise(self.__torch_function__, func, args, kwargs, dims)
         if name in METADATA_METHODS and target is not None:
             # A view's own squeeze_/unsqueeze_ keeps its elements in order: a replay without
             # it gives the gradient right or fails loudly. Reorderings do not; nor does any
@@ -195,6 +202,33 @@ class MetadataRecorder(TorchFunctionMode):
                 self.geometry[id(t)] = self.start_geometry.get(id(t)) or geometry_of(t)
                 self._alive.append(t)
         return out
+
+    def _resize_outs(self, func, args: tuple, kwargs: dict) -> None:
+        """NOTE [out= resizes]
+        Eager's ``out=`` variants resize an out tensor whose shape is not the result's
+        (``at::native::resize_output``: a ``resize_`` of the argument, with a deprecation
+        warning when it had elements), then write it. Functionalization resizes its
+        functional value inside the op, where neither this recorder nor the runtime sees it:
+        the caller's tensor would keep its old shape, or a view of an aliased argument would
+        not take the new one. So the resize is made a call of its own, here, before the op:
+        ``out.resize_(shape)`` through this recorder, which logs it for the runtime to replay
+        on the caller's tensor and grows a storage as NOTE [resize_ of an argument] says; the
+        op then finds its out tensor of the right shape and writes it as eager does. The
+        result's shapes come from the op without ``out=`` on meta copies of the arguments, or,
+        for an op without a meta kernel, on the traced values (outside the graph); where
+        neither runs, the op resizes its out tensor itself, as before."""
+        outs = kwargs["out"]
+        outs = [outs] if isinstance(outs, torch.Tensor) else list(outs) \
+            if isinstance(outs, (list, tuple)) else []
+        if not outs or not all(isinstance(t, torch.Tensor) and t.layout == torch.strided
+                               for t in outs):
+            return
+        shapes = _result_shapes(func, args, {k: v for k, v in kwargs.items() if k != "out"})
+        if shapes is None or len(shapes) != len(outs):
+            return
+        for t, shape in zip(outs, shapes):
+            if shape is not None and tuple(t.shape) != shape:
+                self.__torch_function__(torch.Tensor.resize_, (torch.Tensor,), (t, shape), {})
 
     def watch_argument_views(self, views: dict[int, list[int]], bases: dict, works: list,
                              own: dict) -> None:
@@ -318,6 +352,39 @@ class MetadataRecorder(TorchFunctionMode):
             elif st in changed:
                 return True
         return False
+
+
+def _result_shapes(func, args: tuple, kwargs: dict) -> list | None:
+    """The shapes of ``func``'s results without ``out=`` (NOTE [out= resizes]), or None."""
+    tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+    if not tensors or any(t.layout != torch.strided for t in tensors):
+        return None
+
+    def meta(t):
+        if not isinstance(t, torch.Tensor):
+            return t
+        return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+
+    def inner(t):
+        if isinstance(t, torch.Tensor) and torch._is_functional_tensor(t):
+            return torch._from_functional_tensor(t)
+        return t
+
+    from torch.fx.experimental.proxy_tensor import disable_proxy_modes_tracing
+    for convert in (meta, inner):
+        try:
+            with disable_proxy_modes_tracing(), torch.no_grad(), torch._C._ExcludeDispatchKeyGuard(
+                    torch._C.DispatchKeySet(torch._C.DispatchKey.Functionalize)):
+                a, k = pytree.tree_map(convert, (args, kwargs))
+                out = func(*a, **k)
+        except Exception:       # no kernel for these tensors: the op resizes as before
+            continue
+        results = [out] if isinstance(out, torch.Tensor) else list(out) \
+            if isinstance(out, (list, tuple)) else None
+        if results is None or not all(isinstance(r, torch.Tensor) for r in results):
+            return None
+        return [tuple(r.shape) for r in results]
+    return None
 
 
 def _resize_geometry(rec: MetadataRecorder, target, args, kwargs) -> tuple:
