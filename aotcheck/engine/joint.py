@@ -221,9 +221,11 @@ def _forward_again(run, prim: list, captured: Captured, fw, diff, grad_inputs, r
 
 def _tangents(meta: ViewMutationMeta, fw, diff, primals) -> list[torch.Tensor]:
     tangents = []
+    # a function with no tensor arguments (its leaves made inside) traces on the default device
+    device = primals[0].device if primals else torch.get_default_device()
     for k in diff:
         shape, dtype = meta.candidates[fw[k]][0], getattr(torch, meta.candidates[fw[k]][1])
-        tangents.append(torch.empty(shape, dtype=dtype, device=primals[0].device))
+        tangents.append(torch.empty(shape, dtype=dtype, device=device))
     return tangents
 
 

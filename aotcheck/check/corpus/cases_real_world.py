@@ -52,10 +52,6 @@ AOTCHECK_FAILURES = {
         'silently wrong: x.data = x.to(bfloat16) is dropped: the argument stays float32',
     'i191337_data_assignment_to_a_transposed_argument_beside_normal_':
         "silently wrong: .data of a transposed argument replaced: the argument and the returned tensor keep the old strides and values, not sharing the replacement's storage",
-    'i99455_leaf_made_inside_with_no_arguments':
-        "internal error (IndexError 'list index out of range'): a function with no arguments that makes a leaf with requires_grad=True",
-    'i125284_parameter_made_inside_then_mutated':
-        "silently wrong: an nn.Parameter made inside and mutated under no_grad: the compiled function returns a FakeTensor (cold); from the cache the first run raises TypeError 'Object of type SymFloat is not JSON serializable' (an internal error)",
     'i94851_torch_func_grad_of_a_quadratic':
         "refusal: TraceError (NotImplementedError 'Cannot access storage of TensorWrapper'): torch.func.grad inside the function",
     'i136662_torch_func_grad_over_in_place_index_adds':

@@ -105,6 +105,25 @@ class MetadataRecorder(TorchFunctionMode):
         self.grown: set[int] = set()
         self.grow = None
 
+    def __enter__(self):
+        # NOTE [parameters made inside]
+        # ``nn.Parameter(y)`` on a plain tensor calls ``Tensor._make_subclass``, which detaches
+        # ``y`` with every dispatch mode switched off and reaches no TorchFunctionMode: on a
+        # functional wrapper the Parameter's inner value is a fake tensor no tracer saw, so
+        # ops on it trace as a constant (a FakeTensor left in the graph, returned at run
+        # time). While the function runs under the recorder, a Parameter is made the traced
+        # way instead: a detached alias of ``y`` given requires_grad_() (a new grad leaf,
+        # NOTE [new grad leaves] in autograd_facts.py) and the Parameter class: eager's
+        # leaf, sharing ``y``'s storage, with eager's flag.
+        self._parameter_new = _patch_parameter_new()
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        try:
+            return super().__exit__(*exc)
+        finally:
+            torch.nn.Parameter.__new__ = self._parameter_new
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = call_name(func)
@@ -318,6 +337,22 @@ class MetadataRecorder(TorchFunctionMode):
             elif st in changed:
                 return True
         return False
+
+
+def _patch_parameter_new():
+    """Make ``nn.Parameter`` traceable (NOTE [parameters made inside]); returns the original
+    ``__new__`` for the caller to restore."""
+    original = torch.nn.Parameter.__dict__["__new__"]
+
+    def traced_new(cls, data=None, requires_grad=True):
+        if data is None or type(data) not in (torch.Tensor, torch.nn.Parameter):
+            return original(cls, data, requires_grad)     # its own path (detach, flag)
+        t = data.detach()
+        t.requires_grad_(requires_grad)
+        t.__class__ = cls
+        return t
+    torch.nn.Parameter.__new__ = traced_new
+    return original
 
 
 def _resize_geometry(rec: MetadataRecorder, target, args, kwargs) -> tuple:
