@@ -60,10 +60,6 @@ AOTCHECK_FAILURES = {
         "refusal: TraceError (NotImplementedError 'Cannot access storage of TensorWrapper'): torch.func.grad over a custom Function",
     'i192985_torch_func_jvp_over_a_custom_function':
         "refusal: TraceError (NotImplementedError 'Cannot access storage of TensorWrapper'): torch.func.jvp over a custom Function",
-    'i172956_backward_mutates_a_saved_intermediate_that_is_returned':
-        "internal error (KeyError 'arg1_1'): a custom Function whose backward mutates a saved intermediate that the function returns",
-    'i154820_forward_and_backward_each_add_into_an_argument':
-        "internal error (KeyError 'arg2_1'): a custom Function that mutates an argument in its forward and again (through ctx) in its backward",
     'i153389_custom_ops_mutating_rows_of_one_base':
         "refusal: TraceError (RuntimeError 'Found a custom (non-ATen) operator whose output has alias annotations'): torch.library custom ops that mutate their arguments",
     'i186807_custom_op_adds_into_an_argument':
