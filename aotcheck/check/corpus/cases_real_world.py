@@ -42,16 +42,6 @@ AOTCHECK_FAILURES = {
         "silently wrong: saved_tensors_hooks active around the call are not applied to what the compiled function saves: the gradients miss the unpack hook's doubling",
     'i133230_autograd_grad_of_a_polynomial_inside':
         "refusal: TraceError (RuntimeError 'Trying to backward through the graph a second time'): torch.autograd.grad inside the function, which eager runs",
-    'i113030_data_swap_between_arguments':
-        'silently wrong: x.data = y; y.data = empty: the output and both arguments after the call differ from eager (y keeps its shape, x its old values)',
-    'i94773_view_taken_before_data_assignment':
-        'silently wrong: x.data = another tensor is dropped: the argument keeps its old shape and the earlier view x[:] is returned as a view of it (eager: fresh storage, argument (3, 4))',
-    'i139152_parameter_data_replaced_after_its_use':
-        "silently wrong: p.data = r under no_grad is not replayed on the parameter: its values after the call differ from eager's",
-    'i152162_data_assignment_changes_dtype':
-        'silently wrong: x.data = x.to(bfloat16) is dropped: the argument stays float32',
-    'i191337_data_assignment_to_a_transposed_argument_beside_normal_':
-        "silently wrong: .data of a transposed argument replaced: the argument and the returned tensor keep the old strides and values, not sharing the replacement's storage",
     'i94851_torch_func_grad_of_a_quadratic':
         "refusal: TraceError (NotImplementedError 'Cannot access storage of TensorWrapper'): torch.func.grad inside the function",
     'i136662_torch_func_grad_over_in_place_index_adds':

@@ -23,6 +23,7 @@ from .functional import dense_layout, geometry_of, storage_ref
 
 # In-place ops that change a tensor's size, stride or offset (not its data).
 _REQUIRES_GRAD_ATTR = torch._C.TensorBase.requires_grad
+_DATA_ATTR = torch._C.TensorBase.data
 METADATA_METHODS = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_",
                               "squeeze_", "as_strided_", "resize_"})
 
@@ -104,6 +105,8 @@ class MetadataRecorder(TorchFunctionMode):
         self.storage_nbytes: dict[int, int] = {}
         self.grown: set[int] = set()
         self.grow = None
+        # NOTE [.data assignment]: the placeholders given ``x.data = y``, in order
+        self.data_sets: list[int] = []
 
     def __enter__(self):
         # NOTE [parameters made inside]
@@ -148,6 +151,9 @@ class MetadataRecorder(TorchFunctionMode):
             # NOTE [writes outside an argument] in plan.py
             self.writes.append((storage_ref(target),
                                 self.geometry.get(id(target)) or geometry_of(target)))
+        if name == "__set__" and target is not None and getattr(func, "__self__", None) is _DATA_ATTR \
+                and self.watched.get(id(target), ("",))[0] == "placeholder":
+            self.data_sets.append(self.watched[id(target)][1])
         if name == "resize_storage_bytes_" and target is not None:
             self._record_resize(target, args[1] if len(args) > 1 else kwargs.get("new_size"))
         sets_flag = target is not None and (name == "requires_grad_" or (
@@ -192,6 +198,14 @@ class MetadataRecorder(TorchFunctionMode):
             # only a mutation that autograd records can go wrong through view replay
             if target.requires_grad:
                 self.hazard_events.append(("data", storage_ref(target), False))
+        if name == "__set__" and target is not None and getattr(func, "__self__", None) is _DATA_ATTR \
+                and len(args) > 1 and isinstance(args[1], torch.Tensor):
+            # NOTE [.data assignment] in runtime/writeback.py: the tensor now has its source's
+            # eager geometry (a leaf made inside is rebuilt in it: NOTE [new grad leaves])
+            src = args[1]
+            self.geometry[id(target)] = self.geometry.get(id(src)) or \
+                self.start_geometry.get(id(src)) or geometry_of(src)
+            self._alive.append(target)
         if name in METADATA_METHODS and target is not None:
             # eager's resize_ keeps the offset; a grown functional value starts at 0
             self.geometry[id(target)] = resized or geometry_of(target)
