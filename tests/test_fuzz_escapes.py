@@ -9,7 +9,6 @@ nothing breaks inside.
 """
 import doctest
 
-import pytest
 import torch
 from hypothesis import HealthCheck, given, seed, settings
 
