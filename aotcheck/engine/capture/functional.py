@@ -183,6 +183,7 @@ def trace_functional(body, example_placeholders: list[torch.Tensor], *,
         return trace_functional(body, example_placeholders, functionalize=functionalize,
                                 guard=guard, mode="values", constants=constants)
     fresh_generators(gm, generators)
+    _refuse_fake_constants(gm)
     for n in list(gm.graph.nodes):
         if n.target is _RESIZE and not n.users:
             gm.graph.erase_node(n)      # the runtime replays it (NOTE [storage resizes])
@@ -190,6 +191,22 @@ def trace_functional(body, example_placeholders: list[torch.Tensor], *,
 
 
 _RESIZE = torch.ops.inductor.resize_storage_bytes_.default
+
+
+def _refuse_fake_constants(gm: fx.GraphModule) -> None:
+    """A tensor constant of the graph that is a fake (or functional) tensor is one the tracer
+    never saw made (a C++ call that switched the dispatch modes off): run, it would hand a
+    FakeTensor to the caller, and the cache could not store it. Refused by name, never run."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    for n in gm.graph.nodes:
+        if n.op != "get_attr":
+            continue
+        c = getattr(gm, n.target, None)
+        if isinstance(c, FakeTensor) or (isinstance(c, torch.Tensor) and torch._is_functional_tensor(c)):
+            raise TraceError(
+                f"the function makes a tensor through a call the tracer cannot follow (graph "
+                f"constant {n.target} is a traced stand-in, not a value); aotcheck cannot "
+                "compile it. Make the tensor with ordinary torch ops")
 
 
 class eager_view_strides:

@@ -24,6 +24,7 @@ from .overlap import outer_dims, piecewise
 
 # In-place ops that change a tensor's size, stride or offset (not its data).
 _REQUIRES_GRAD_ATTR = torch._C.TensorBase.requires_grad
+_DATA_ATTR = torch._C.TensorBase.data
 METADATA_METHODS = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_",
                               "squeeze_", "as_strided_", "resize_"})
 
@@ -105,6 +106,27 @@ class MetadataRecorder(TorchFunctionMode):
         self.storage_nbytes: dict[int, int] = {}
         self.grown: set[int] = set()
         self.grow = None
+        # NOTE [.data assignment]: the placeholders given ``x.data = y``, in order
+        self.data_sets: list[int] = []
+
+    def __enter__(self):
+        # NOTE [parameters made inside]
+        # ``nn.Parameter(y)`` on a plain tensor calls ``Tensor._make_subclass``, which detaches
+        # ``y`` with every dispatch mode switched off and reaches no TorchFunctionMode: on a
+        # functional wrapper the Parameter's inner value is a fake tensor no tracer saw, so
+        # ops on it trace as a constant (a FakeTensor left in the graph, returned at run
+        # time). While the function runs under the recorder, a Parameter is made the traced
+        # way instead: a detached alias of ``y`` given requires_grad_() (a new grad leaf,
+        # NOTE [new grad leaves] in autograd_facts.py) and the Parameter class: eager's
+        # leaf, sharing ``y``'s storage, with eager's flag.
+        self._parameter_new = _patch_parameter_new()
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        try:
+            return super().__exit__(*exc)
+        finally:
+            torch.nn.Parameter.__new__ = self._parameter_new
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -136,6 +158,9 @@ class MetadataRecorder(TorchFunctionMode):
             # NOTE [writes outside an argument] in plan.py
             self.writes.append((storage_ref(target),
                                 self.geometry.get(id(target)) or geometry_of(target)))
+        if name == "__set__" and target is not None and getattr(func, "__self__", None) is _DATA_ATTR \
+                and self.watched.get(id(target), ("",))[0] == "placeholder":
+            self.data_sets.append(self.watched[id(target)][1])
         if name == "resize_storage_bytes_" and target is not None:
             self._record_resize(target, args[1] if len(args) > 1 else kwargs.get("new_size"))
         sets_flag = target is not None and (name == "requires_grad_" or (
@@ -180,6 +205,14 @@ class MetadataRecorder(TorchFunctionMode):
             # only a mutation that autograd records can go wrong through view replay
             if target.requires_grad:
                 self.hazard_events.append(("data", storage_ref(target), False))
+        if name == "__set__" and target is not None and getattr(func, "__self__", None) is _DATA_ATTR \
+                and len(args) > 1 and isinstance(args[1], torch.Tensor):
+            # NOTE [.data assignment] in runtime/writeback.py: the tensor now has its source's
+            # eager geometry (a leaf made inside is rebuilt in it: NOTE [new grad leaves])
+            src = args[1]
+            self.geometry[id(target)] = self.geometry.get(id(src)) or \
+                self.start_geometry.get(id(src)) or geometry_of(src)
+            self._alive.append(target)
         if name in METADATA_METHODS and target is not None:
             # eager's resize_ keeps the offset; a grown functional value starts at 0
             self.geometry[id(target)] = resized or geometry_of(target)
@@ -385,6 +418,22 @@ def _result_shapes(func, args: tuple, kwargs: dict) -> list | None:
             return None
         return [tuple(r.shape) for r in results]
     return None
+
+
+def _patch_parameter_new():
+    """Make ``nn.Parameter`` traceable (NOTE [parameters made inside]); returns the original
+    ``__new__`` for the caller to restore."""
+    original = torch.nn.Parameter.__dict__["__new__"]
+
+    def traced_new(cls, data=None, requires_grad=True):
+        if data is None or type(data) not in (torch.Tensor, torch.nn.Parameter):
+            return original(cls, data, requires_grad)     # its own path (detach, flag)
+        t = data.detach()
+        t.requires_grad_(requires_grad)
+        t.__class__ = cls
+        return t
+    torch.nn.Parameter.__new__ = traced_new
+    return original
 
 
 def _resize_geometry(rec: MetadataRecorder, target, args, kwargs) -> tuple:
