@@ -20,6 +20,7 @@ from . import flags
 from . import lift as _lift
 from .cache import bypass, cache_key, lookup, resolve, save
 from .cache.fingerprint import Unfingerprintable, fingerprint_of, fingerprint_walk
+from .engine.capture.functional import outside_saved_tensors_hooks
 from .engine.partition.cut import STRATEGIES
 from .engine.pipeline import build_artifact, run_stages
 from .engine.signature import call_key, fast_call_key, flatten_inputs, signature
@@ -137,7 +138,12 @@ class CompiledFunction:
 
     def _compile(self, leaves: list, spec, fp=None, fresh: bool = False):
         """``fresh``: a stored entry was specialized on other tensor values (its guard failed
-        at this call): trace again, and store the new specialization in its place."""
+        at this call): trace again, and store the new specialization in its place. Traced
+        without the caller's saved_tensors_hooks (NOTE [saved tensors hooks around the call])."""
+        with outside_saved_tensors_hooks():
+            return self._compile_outside_hooks(leaves, spec, fp, fresh)
+
+    def _compile_outside_hooks(self, leaves: list, spec, fp=None, fresh: bool = False):
         sig = signature(leaves, spec)
         if self.cache is None and not self.remote:
             return build_artifact(run_stages(self.call_fn, leaves, spec, sig, self.partitioner))

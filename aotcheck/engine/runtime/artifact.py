@@ -38,6 +38,7 @@ from torch.utils import _pytree as pytree
 
 from ..analyze import (ALIAS_OF_INPUT, ALIAS_OF_INTERMEDIATE, ALIAS_OF_OUTPUT, CONSTANT, FRESH,
                       IS_INPUT, SAME_AS_OUTPUT, ViewMutationMeta)
+from ..capture.functional import outside_saved_tensors_hooks
 from ..capture.plan import InputPlan, placeholder_tensors
 from ..capture.values import is_guarded
 from .regenerate import (addressing, alias, as_inference_tensors, detached_alias, restride,
@@ -166,7 +167,8 @@ class CompiledArtifact:
     def backward_module(self):
         if self._backward is None:
             if self.backward_graph is None:
-                self.backward_graph = self.backward_source()
+                with outside_saved_tensors_hooks():   # NOTE [saved tensors hooks around the call]
+                    self.backward_graph = self.backward_source()
             self._backward = to_callable(self.backward_graph, "backward", self.constants)
             if self.on_backward is not None:
                 self.on_backward(self.backward_graph)
