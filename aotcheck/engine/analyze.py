@@ -120,6 +120,9 @@ class ViewMutationMeta:
     # eager's error at .backward() when a derivative on the path is not implemented (e.g. an
     # in-place acosh_): the compiled function raises it there too, never at compile time
     backward_error: str = ""
+    # NOTE [imperative autograd on arguments and outputs] (runtime/artifact.py)
+    retained: tuple = ()       # ("argument", leaf) | ("output", k): retain_grad() on the caller's
+    hooks: tuple = ()          # (argument leaf, written before) per hook registered on an argument
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -138,7 +141,8 @@ class ViewMutationMeta:
             candidates=tuple((tuple(c[0]), c[1], c[2], tuple(c[3]), c[4]) for c in d["candidates"]),
             out_tree=d["out_tree"], metadata_ops=_deep_tuple(d.get("metadata_ops", [])),
             new_leaves=_deep_tuple(d.get("new_leaves", [])),
-            schema=d["schema"], backward_error=d.get("backward_error", ""))
+            schema=d["schema"], backward_error=d.get("backward_error", ""),
+            retained=_deep_tuple(d.get("retained", [])), hooks=_deep_tuple(d.get("hooks", [])))
 
     def format(self) -> str:
         """A readable, deterministic printout (used by explain and golden tests)."""
@@ -238,7 +242,7 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
         tuple((m.leaf, m.final_shape, m.final_stride, m.final_offset, m.storage_source,
                m.value_output) for m in facts.members),
         facts.intermediate_outputs, facts.candidates, facts.out_tree, facts.metadata_ops,
-        facts.new_leaves)
+        facts.new_leaves, retained=facts.retained, hooks=facts.hooks)
 
 
 def _classify(k, o) -> OutputInfo:

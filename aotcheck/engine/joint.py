@@ -107,6 +107,31 @@ def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
     return tuple(c for c in order if not (c in seen or seen.add(c)))
 
 
+def retained_outputs(meta: ViewMutationMeta, fw, diff) -> tuple[tuple[int, int], ...]:
+    """(output, position in ``diff``) per returned tensor that the function called
+    retain_grad() on and that gets a tangent.
+
+    # NOTE [retained outputs]
+    Eager's ``y.retain_grad(); z = y * 3; return z, y`` gives ``y.grad`` the whole gradient
+    that reaches y: the caller's (through the returned y) and the function's own uses of it
+    (through z). The runtime calls retain_grad() on the output the caller gets (NOTE
+    [imperative autograd on arguments and outputs], runtime/artifact.py), so autograd adds the
+    caller's part; the rest is traced into the joint: y is one more gradient target, whose
+    captured gradient is the total, and the joint returns the total less y's own tangent
+    (after the input gradients, before the values the user's backward wrote). The runtime's
+    backward adds it to the output's ``.grad``, where a live output reaches y (its reach is
+    kept after the inputs' in ``grad_reach``)."""
+    out = []
+    for kind, k in meta.retained:
+        o = meta.outputs[k] if kind == "output" else None
+        if o is None or o.kind != FRESH or o.graph_output < 0 or o.graph_output not in fw:
+            continue
+        pos = fw.index(o.graph_output)
+        if pos in diff:
+            out.append((k, diff.index(pos)))
+    return tuple(out)
+
+
 def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
                 leaves: list, in_spec, primals: list[torch.Tensor]) -> Joint:
     with watch_generators(fn, leaves):      # rng/seeding.py: generators it seeds before drawing
@@ -158,19 +183,21 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     def body(*flat):
         prim, tangents = list(flat[:n]), flat[n:]
         outs, targets = _forward_again(run, prim, captured, fw, diff, grad_inputs, reach)
+        kept = _retained_targets(outs, diff, retained, reach)      # NOTE [retained outputs]
         works = run.works
         before = [(torch._functionalize_mutation_counter(w), geometry_of(w)) for w in works]
+        tangents = [to_fun(t) for t in tangents]
         try:
             with backward_phase():
                 grads = torch.autograd.grad(
-                    [outs[k] for k in diff], targets,
-                    [to_fun(t) for t in tangents], allow_unused=True)
+                    [outs[k] for k in diff], targets + kept, tangents, allow_unused=True)
         except RuntimeError as e:       # NotImplementedError included
             if _missing_derivative(e):
                 box["backward_error"] = _missing_derivative(e)
-                grads = [None] * len(targets)
+                grads = [None] * (len(targets) + len(kept))
             else:
                 _replay_limit(run, e)
+        grads, own = _retained_parts(grads, len(targets), retained, tangents)
         _check_swapped_grads(captured, grad_inputs, grads, primals)
         bw_values = []
         found.clear()
@@ -183,10 +210,11 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
                 if data:
                     bw_values.append(w)
         return [from_fun(o) for o in outs] + [None if g is None else from_fun(g) for g in grads] + \
-            [from_fun(v) for v in bw_values]
+            [None if g is None else from_fun(g) for g in own] + [from_fun(v) for v in bw_values]
 
     found: list[tuple] = []
     reach: list[tuple] = []
+    retained = retained_outputs(meta, fw, diff)
     tangents = _tangents(meta, fw, diff, primals)
     try:
         with trace_grad_mode(sig):
@@ -219,6 +247,24 @@ def _forward_again(run, prim: list, captured: Captured, fw, diff, grad_inputs, r
     return outs, targets
 
 
+def _retained_targets(outs: list, diff: tuple, retained: tuple, reach: list) -> list:
+    """The retained outputs as gradient targets, their reach after the inputs' (NOTE
+    [retained outputs])."""
+    kept = [outs[diff[pos]] for _, pos in retained]
+    if kept:
+        reach.extend(_reach(outs, diff, kept))
+    return kept
+
+
+def _retained_parts(grads, n: int, retained: tuple, tangents: list) -> tuple[list, list]:
+    """The input gradients, and per retained output the part of its gradient that the
+    function's own uses of it give (its total less its own tangent)."""
+    grads = list(grads)
+    own = [None if g is None else g - tangents[pos]
+           for g, (_, pos) in zip(grads[n:], retained)]
+    return grads[:n], own
+
+
 def _tangents(meta: ViewMutationMeta, fw, diff, primals) -> list[torch.Tensor]:
     tangents = []
     for k in diff:
@@ -243,20 +289,22 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
     reach: list[tuple] = []
 
     def body(*flat):
-        prim, tangents = list(flat[:n]), flat[n:]
+        prim, tangents = list(flat[:n]), list(flat[n:])
         outs, targets = _forward_again(run, prim, captured, fw, diff, grad_inputs, reach)
+        kept = _retained_targets(outs, diff, retained, reach)      # NOTE [retained outputs]
         works = run.works
         before = [geometry_of(w) for w in works]
         written_from = len(run.tagger.writes)
         try:
             with backward_phase():
-                grads = torch.autograd.grad([outs[k] for k in diff], targets, list(tangents),
+                grads = torch.autograd.grad([outs[k] for k in diff], targets + kept, tangents,
                                             allow_unused=True)
         except RuntimeError as e:       # NotImplementedError included
             if not _missing_derivative(e):
                 raise
             box["backward_error"] = _missing_derivative(e)
-            grads = [None] * len(targets)
+            grads = [None] * (len(targets) + len(kept))
+        grads, own = _retained_parts(grads, len(targets), retained, tangents)
         _check_swapped_grads(captured, grad_inputs, grads, primals)
         written = set(run.tagger.writes[written_from:])
         bw_values = []
@@ -268,8 +316,9 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
                 found.append((p, data, *geometry))
                 if data:
                     bw_values.append(w)
-        return list(outs) + list(grads) + bw_values
+        return list(outs) + list(grads) + list(own) + bw_values
 
+    retained = retained_outputs(meta, fw, diff)
     examples = list(primals) + _tangents(meta, fw, diff, primals)
     with trace_grad_mode(sig):
         plain_gm = trace_plain(body, examples, run.tagger)

@@ -32,14 +32,8 @@ THEME = "real_world"
 # runs). Each is a strict xfail in every test that runs the engine on the case, so a fix
 # shows up as an unexpected pass: remove the entry then.
 AOTCHECK_FAILURES = {
-    'i91468_retain_grad_on_returned_intermediates':
-        'silently wrong: retain_grad() on intermediates is dropped: the returned outputs do not retain their grad and their .grad stays None',
-    'i146212_retain_grad_on_a_nonleaf_argument':
-        "silently wrong: retain_grad() on a non-leaf argument inside the function is dropped: the argument's .grad stays None after backward",
     'i117758_forward_hook_records_the_output':
         "refusal: TraceError (AotcheckError 'the function reaches 2 tensors that are not its arguments, where the call lifted 3'): a module forward hook writes a tensor into a dict the function then reads",
-    'i116221_saved_tensors_hooks_around_the_call':
-        "silently wrong: saved_tensors_hooks active around the call are not applied to what the compiled function saves: the gradients miss the unpack hook's doubling",
     'i133230_autograd_grad_of_a_polynomial_inside':
         "refusal: TraceError (RuntimeError 'Trying to backward through the graph a second time'): torch.autograd.grad inside the function, which eager runs",
     'i113030_data_swap_between_arguments':

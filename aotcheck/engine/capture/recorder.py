@@ -104,11 +104,26 @@ class MetadataRecorder(TorchFunctionMode):
         self.storage_nbytes: dict[int, int] = {}
         self.grown: set[int] = set()
         self.grow = None
+        # NOTE [imperative autograd on arguments and outputs]: retain_grad() calls (watched
+        # kind and index, or the tensor for any other), and hooks registered on arguments:
+        # (watched kind and index, hook, its handle's dict, handle id, written before)
+        self.retained: list[tuple] = []
+        self.retained_tensors: dict[int, torch.Tensor] = {}
+        self.argument_hooks: list[tuple] = []
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = call_name(func)
         target = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if name == "retain_grad" and target is not None:
+            if id(target) in self.watched:
+                self.retained.append(self.watched[id(target)])
+            else:
+                self.retained_tensors[id(target)] = target
+                self._alive.append(target)
+        if name == "register_hook" and target is not None and id(target) in self.watched \
+                and target.requires_grad and len(args) == 2 and not kwargs:
+            return self._argument_hook(target, args[1])
         if name in METADATA_METHODS and target is not None:
             # A view's own squeeze_/unsqueeze_ keeps its elements in order: a replay without
             # it gives the gradient right or fails loudly. Reorderings do not; nor does any
@@ -263,6 +278,22 @@ class MetadataRecorder(TorchFunctionMode):
         except RuntimeError:
             return (), False
         return (() if regenerated else self.clips.get(id(t), ())), regenerated
+
+    def _argument_hook(self, target: torch.Tensor, hook):
+        """``register_hook`` on an argument: recorded for the runtime, which registers it on
+        the caller's tensor (NOTE [imperative autograd on arguments and outputs]); not
+        registered on the trace's tensor, where the joint would apply it a second time. The
+        handle is a real one, on a dict of the recorder's: ``remove()`` inside the function
+        takes the hook off the record."""
+        from collections import OrderedDict
+        from torch.utils.hooks import RemovableHandle
+        hooks: OrderedDict = OrderedDict()      # weakly referenced by the handle
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        ref = storage_ref(target)
+        written = any(kind == "data" and r == ref for kind, r in self.events)
+        self.argument_hooks.append((self.watched[id(target)], hook, hooks, handle.id, written))
+        return handle
 
     def _record_resize(self, target: torch.Tensor, size) -> None:
         """NOTE [storage resizes] in functional_run.py: a resize of an argument is replayed."""

@@ -64,6 +64,8 @@ class Captured:
     nonleaf_views: bool = False     # non-leaf argument copies are views of fresh storage (_nonleaf_copy)
     plain: bool = False             # traced on plain fake tensors, then functionalized (storage_views)
     argument_views: bool = False    # NOTE [views of an argument given requires_grad_]
+    hook_fns: tuple = field(repr=False, default=())   # per facts.hooks, the hook (NOTE [imperative
+                                    # autograd on arguments and outputs]); not data: never cached
 
 
 @dataclass(frozen=True)
@@ -195,7 +197,7 @@ def _capture_plain(fn, leaves: list, in_spec, sig: Signature, synthetic: frozens
     gm.graph.eliminate_dead_code()
     gm.recompile()
     captured = Captured(gm, plan, box["facts"], box["out_spec"], geometry=geometry, plain=True,
-                        argument_views=argument_views)
+                        argument_views=argument_views, hook_fns=tuple(run.hook_fns))
     needs = groups_needing_synthetic_base(sig, plan, captured.facts.inputs) - synthetic
     if needs:
         return _capture_plain(fn, leaves, in_spec, sig, synthetic | needs, argument_views)
@@ -246,7 +248,8 @@ def _capture(fn, leaves: list, in_spec, sig: Signature,
     gm.graph.eliminate_dead_code()
     gm.recompile()
     captured = Captured(gm, plan, box["facts"], box["out_spec"], geometry=geometry,
-                        nonleaf_views=nonleaf_views, argument_views=argument_views)
+                        nonleaf_views=nonleaf_views, argument_views=argument_views,
+                        hook_fns=tuple(run.hook_fns))
     needs = groups_needing_synthetic_base(sig, plan, captured.facts.inputs) - synthetic
     if needs:
         return _capture(fn, leaves, in_spec, sig, synthetic | needs, nonleaf_views, argument_views)

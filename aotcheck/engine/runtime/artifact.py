@@ -29,6 +29,7 @@ artifact loaded from the cache may have no backward at all; it then asks its
 from __future__ import annotations
 
 import ast
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -47,7 +48,8 @@ from .codegen import compile_graph
 from .writeback import (apply_backward_mutations, apply_mutations, as_at_call, fits, geometry,
                         restore_member_geometry)
 from ..decide import TRAINING, Decision
-from ...errors import DoubleBackwardError
+from ..joint import retained_outputs
+from ...errors import AotcheckError, DoubleBackwardError
 
 
 def to_callable(graph: fx.Graph, name: str, constants: dict | None = None):
@@ -74,6 +76,8 @@ class ArtifactParts:
     constants: dict = field(default_factory=dict)   # get_attr target -> tensor, for both graphs
     backward_mutations: tuple = ()          # NOTE [backward mutations], joint.py
     grad_reach: tuple = ()                  # NOTE [per-output reach], joint.py
+    hook_fns: tuple = ()                    # per meta.hooks (NOTE [imperative autograd on
+                                            # arguments and outputs]); never stored in the cache
 
 
 class CompiledArtifact:
@@ -106,6 +110,8 @@ class CompiledArtifact:
         self._constants = {o.index: _constant(o.value) for o in meta.outputs if o.kind == CONSTANT}
         nondiff = tuple(k for k in range(num_fw_outputs) if k not in set(diff_outputs))
         self._nondiff = nondiff
+        self.retained_diff = retained_outputs(meta, fw_candidates, diff_outputs) if self.training \
+            else ()
         self._function = _make_function(self) if self.training else None
         # Decided once per artifact rather than on every call:
         # - whether the inference graph must run under no_grad (only if something requires grad);
@@ -140,8 +146,17 @@ class CompiledArtifact:
                                     if m.data and m.storage_source not in (-1, m.placeholder)]
         # a member set_() onto an argument's storage (NOTE [member storage swaps])
         self._member_swaps = any(m[4] >= 0 for m in meta.member_metadata)
+        # NOTE [imperative autograd on arguments and outputs]
+        if len(parts.hook_fns) != len(meta.hooks):
+            raise AotcheckError("a compiled entry registers tensor hooks on its arguments but has "
+                                "no hook functions (hooks are never cached); clear the cache entry "
+                                "and report this")
+        self._hooks_before = [(i, fn) for (i, written), fn in zip(meta.hooks, parts.hook_fns)
+                              if not written]
+        self._hooks_after = [(i, fn) for (i, written), fn in zip(meta.hooks, parts.hook_fns) if written]
         self._fresh_slots = None
         if all(o.kind == FRESH for o in meta.outputs) and not self._restride and not meta.mutations \
+                and not meta.retained and not meta.hooks \
                 and not meta.metadata_ops and not self._rg_on and not self._rg_off \
                 and not meta.new_leaves and not meta.member_metadata \
                 and not self._inference_outputs:
@@ -184,6 +199,8 @@ class CompiledArtifact:
             self._replay_metadata(None, leaves, "placeholder", self._early_meta)
         for i in self._rg_on:
             leaves[i].requires_grad_(True)
+        for i, fn in self._hooks_before:
+            leaves[i].register_hook(fn)
         if self._simple_plan:
             primals = [leaves[i] for i in self._leaf_of_placeholder]
         else:
@@ -224,7 +241,54 @@ class CompiledArtifact:
         if meta.member_metadata:
             restore_member_geometry(leaves, meta.member_metadata, storages_at_call,
                                      lambda c: values[self._slot[c]])
-        return self._outputs(leaves, values, grad_leaves)
+        out = self._outputs(leaves, values, grad_leaves)
+        if meta.retained or self._hooks_after:
+            self._imperative_autograd(leaves, out)
+        return out
+
+    def _imperative_autograd(self, leaves: list, out: list) -> None:
+        """NOTE [imperative autograd on arguments and outputs]
+        ``retain_grad()`` and ``register_hook`` act on a tensor's autograd identity, which
+        the trace's tensors do not share with the caller's: capture records them (recorder.py)
+        and the runtime makes the same calls on the caller's tensors. An argument's hook is
+        registered on the caller's tensor, persisting after the call as eager's does, and is
+        never traced into the joint (it would apply twice); before the call when the function
+        registered it before writing the argument in place (it then belongs to the gradient of
+        the argument as it was, as eager's), after the write-back otherwise. retain_grad() on an
+        argument is made on the caller's tensor and on a returned tensor on the output the
+        caller gets, after the call (retains_grad follows in-place writes in eager too)."""
+        for i, fn in self._hooks_after:
+            leaves[i].register_hook(fn)
+        own = {k: j for j, (k, _) in enumerate(self.retained_diff)}   # NOTE [retained outputs]
+        for kind, index in self.meta.retained:
+            t = leaves[index] if kind == "argument" else out[index]
+            if not isinstance(t, torch.Tensor) or not t.requires_grad:
+                continue
+            node = t.grad_fn if kind == "output" else None
+            if node is not None and hasattr(node, "retained_refs"):
+                t = self._own_node(out, index, t)
+                if index in own:
+                    node.retained_refs[own[index]] = weakref.ref(t)
+            t.retain_grad()
+
+    def _own_node(self, out: list, k: int, t: torch.Tensor) -> torch.Tensor:
+        """A retained output of the compiled function, on an autograd node of its own.
+
+        PyTorch (2.13) raises an internal assert (``out != nullptr``, variable.cpp) when an
+        output of a multi-output node that retains its grad is written in place after a
+        sibling output was (eager's ``s, m = torch.std_mean(x); m.retain_grad(); s.add_(1);
+        m.add_(1)`` raises too). Eager's retained tensors are usually the single output of
+        their op, so a retained output of the compiled function (one node for all its outputs)
+        is handed out as a clone, whose node is its own, where no other output aliases it."""
+        if self.num_fw_outputs < 2 or any(
+                o.kind in (ALIAS_OF_OUTPUT, SAME_AS_OUTPUT) and o.source == k and out[o.index] is not t
+                for o in self.meta.outputs):
+            return t
+        c = t.clone()
+        for j, x in enumerate(out):
+            if x is t:
+                out[j] = c
+        return c
 
     def _replay_metadata(self, primals, leaves, which: str, early: frozenset | None = None):
         """Replay the logged calls of one kind; ``early``: only (placeholder kind) those of
@@ -447,6 +511,18 @@ class _DoubleBackwardGuard(torch.autograd.Function):
             "aotcheck compiles first-order gradients only (its backward graph is not differentiable)")
 
 
+def _add_retained(refs: dict, own: list, live: set, reach) -> None:
+    """NOTE [retained outputs] (joint.py): each retained output's ``.grad`` gets the part
+    of its gradient that the function's own uses of it give; autograd's retain_grad() hook
+    has added the caller's part before this backward ran."""
+    for j, g in enumerate(own):
+        ref = refs.get(j)
+        t = ref() if ref is not None else None
+        if t is None or g is None or (reach is not None and not reach[j] & live):
+            continue
+        t.grad = g.detach().clone() if t.grad is None else t.grad + g
+
+
 def _make_function(art: CompiledArtifact):
     n_fw = art.num_fw_outputs
     nondiff = art._nondiff
@@ -456,7 +532,10 @@ def _make_function(art: CompiledArtifact):
     bw_mutations = art.backward_mutations
     n_grads = len(grad_inputs)
     n_new = len(art.meta.new_leaves)
-    reach = [frozenset(r) for r in art.grad_reach] if len(art.grad_reach) == n_grads else None
+    retained = art.retained_diff            # NOTE [retained outputs] in joint.py
+    n_ret = len(retained)
+    reach = [frozenset(r) for r in art.grad_reach] if len(art.grad_reach) == n_grads + n_ret else None
+    reach, ret_reach = (reach[:n_grads], reach[n_grads:]) if reach is not None else (None, None)
     diff_like = [art.meta.candidates[art.fw_candidates[k]][:2] for k in diff]
 
     class CompiledFunction(torch.autograd.Function):
@@ -478,6 +557,7 @@ def _make_function(art: CompiledArtifact):
                 ctx.mark_non_differentiable(*[fw[k] for k in nondiff])
             if bw_mutations:
                 ctx.mutated_in_backward = [primals[m[0]] for m in bw_mutations]
+            ctx.retained_refs = {}      # filled by the runtime (NOTE [retained outputs])
             return tuple(fw)
 
         @staticmethod
@@ -495,8 +575,11 @@ def _make_function(art: CompiledArtifact):
                             for pos, k in enumerate(diff)]
                 gin = bw(*ctx.saved_tensors, *tangents)
                 if bw_mutations:
-                    apply_backward_mutations(ctx.mutated_in_backward, bw_mutations, gin[n_grads:])
-                    gin = gin[:n_grads]
+                    apply_backward_mutations(ctx.mutated_in_backward, bw_mutations,
+                                             gin[n_grads + n_ret:])
+                if n_ret:
+                    _add_retained(ctx.retained_refs, gin[n_grads:n_grads + n_ret], live, ret_reach)
+                gin = gin[:n_grads]
             if create_graph and ctx.anchor is not None:
                 # first-order gradients are fine; differentiating them again is not
                 gin = _DoubleBackwardGuard.apply(ctx.anchor, *gin)
