@@ -67,11 +67,23 @@ class Joint:
     backward_error: str = ""          # eager's "derivative ... not implemented", for .backward()
 
 
+# NOTE [graph freed inside the function]
+# ``torch.autograd.grad(F, x)`` inside the function, without retain_graph, frees the saved
+# values of F's graph; eager's ``.backward()`` through an output on that graph then raises
+# "Trying to backward through the graph a second time". The joint's own autograd.grad meets
+# the same error at compile time; like a missing derivative, it is kept and raised by the
+# compiled backward (a RuntimeError, as eager's), and the forward runs as eager's does.
+FREED_GRAPH = "Trying to backward through the graph a second time"
+
+
 def _missing_derivative(e: Exception) -> str:
-    """Eager's message when autograd meets a derivative that is not implemented, else ''."""
+    """Eager's message when autograd meets a derivative that is not implemented, or a graph
+    the function freed (NOTE [graph freed inside the function]), else ''."""
     msg = str(e).split("\n")[0]
     if isinstance(e, NotImplementedError) and "derivative for" in msg:
         return msg
+    if isinstance(e, RuntimeError) and msg.startswith(FREED_GRAPH):
+        return str(e)
     # set_() recorded by autograd (NOTE [set_ recorded by autograd] in swap_grad.py): eager's
     # NotImplemented node raises a RuntimeError
     return msg if msg.startswith("derivative for") and msg.endswith("is not implemented") else ""

@@ -34,8 +34,6 @@ THEME = "real_world"
 AOTCHECK_FAILURES = {
     'i117758_forward_hook_records_the_output':
         "refusal: TraceError (AotcheckError 'the function reaches 2 tensors that are not its arguments, where the call lifted 3'): a module forward hook writes a tensor into a dict the function then reads",
-    'i133230_autograd_grad_of_a_polynomial_inside':
-        "refusal: TraceError (RuntimeError 'Trying to backward through the graph a second time'): torch.autograd.grad inside the function, which eager runs",
     'i113030_data_swap_between_arguments':
         'silently wrong: x.data = y; y.data = empty: the output and both arguments after the call differ from eager (y keeps its shape, x its old values)',
     'i94773_view_taken_before_data_assignment':

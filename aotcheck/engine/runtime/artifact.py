@@ -48,7 +48,7 @@ from .codegen import compile_graph
 from .writeback import (apply_backward_mutations, apply_mutations, as_at_call, fits, geometry,
                         restore_member_geometry)
 from ..decide import TRAINING, Decision
-from ..joint import retained_outputs
+from ..joint import FREED_GRAPH, retained_outputs
 from ...errors import AotcheckError, DoubleBackwardError
 
 
@@ -563,7 +563,8 @@ def _make_function(art: CompiledArtifact):
         @staticmethod
         def backward(ctx, *grads):
             if art.meta.backward_error:
-                raise NotImplementedError(art.meta.backward_error)   # where eager raises it
+                err = art.meta.backward_error                        # where eager raises it
+                raise (RuntimeError if err.startswith(FREED_GRAPH) else NotImplementedError)(err)
             create_graph = torch.is_grad_enabled()
             bw = art.backward_module()
             with torch.no_grad():
