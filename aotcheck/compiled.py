@@ -79,6 +79,7 @@ class CompiledFunction:
         model.eval() after a train-mode compile compiles again (torch's guards do the same)."""
         state, fp, lifted = self._state()
         lifted = _lift.liftable(lifted)
+        self._lifted_now = lifted       # the traces of this call's compile read them (lift.wrap)
         if lifted:                      # NOTE [lifted tensors] (lift.py)
             kwargs = {**kwargs, _lift.LIFTED: lifted}
         return state, fp, kwargs
@@ -141,8 +142,12 @@ class CompiledFunction:
         """``fresh``: a stored entry was specialized on other tensor values (its guard failed
         at this call): trace again, and store the new specialization in its place. Traced
         without the caller's saved_tensors_hooks (NOTE [saved tensors hooks around the call])."""
-        with outside_saved_tensors_hooks():
-            return self._compile_outside_hooks(leaves, spec, fp, fresh)
+        self.call_fn.reals = getattr(self, "_lifted_now", None)
+        try:
+            with outside_saved_tensors_hooks():
+                return self._compile_outside_hooks(leaves, spec, fp, fresh)
+        finally:
+            self.call_fn.reals = None
 
     def _compile_outside_hooks(self, leaves: list, spec, fp=None, fresh: bool = False):
         sig = signature(leaves, spec)

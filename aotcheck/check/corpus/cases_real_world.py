@@ -32,8 +32,6 @@ THEME = "real_world"
 # runs). Each is a strict xfail in every test that runs the engine on the case, so a fix
 # shows up as an unexpected pass: remove the entry then.
 AOTCHECK_FAILURES = {
-    'i117758_forward_hook_records_the_output':
-        "refusal: TraceError (AotcheckError 'the function reaches 2 tensors that are not its arguments, where the call lifted 3'): a module forward hook writes a tensor into a dict the function then reads",
     'i113030_data_swap_between_arguments':
         'silently wrong: x.data = y; y.data = empty: the output and both arguments after the call differ from eager (y keeps its shape, x its old values)',
     'i94773_view_taken_before_data_assignment':

@@ -112,6 +112,13 @@ class CompiledArtifact:
         self._nondiff = nondiff
         self.retained_diff = retained_outputs(meta, fw_candidates, diff_outputs) if self.training \
             else ()
+        # NOTE [unread placeholders]: a placeholder the forward graph never reads (a lifted
+        # tensor the function overwrote in its Python state before reading it) gets no gradient
+        # edge, as eager's function has none to it: autograd's engine runs every node that an
+        # edge reaches, even with no gradient, and one on a graph already freed would raise
+        fw_placeholders = [n for n in forward.nodes if n.op == "placeholder"]
+        self._unread = frozenset(k for k, n in enumerate(fw_placeholders[:len(plan.placeholders)])
+                                 if not n.users) if self.training else frozenset()
         self._function = _make_function(self) if self.training else None
         # Decided once per artifact rather than on every call:
         # - whether the inference graph must run under no_grad (only if something requires grad);
@@ -207,13 +214,16 @@ class CompiledArtifact:
             primals = placeholder_tensors(self.plan, leaves)
         grad_leaves = _make_grad_leaves(self.meta.new_leaves, leaves) if self.meta.new_leaves else ()
         if self.training:
+            inputs = primals if not self._unread else [
+                t.detach() if k in self._unread and t.requires_grad else t
+                for k, t in enumerate(primals)]
             if self._grad_region_only:
                 # grad mode is off at the call, but an enable_grad region inside the
                 # function records autograd: so does the compiled function
                 with torch.enable_grad():
-                    values = self._function.apply(*primals, *grad_leaves, early)
+                    values = self._function.apply(*inputs, *grad_leaves, early)
             else:
-                values = self._function.apply(*primals, *grad_leaves, early)
+                values = self._function.apply(*inputs, *grad_leaves, early)
         elif self._needs_no_grad:
             with torch.no_grad():
                 values = self.forward(*as_at_call(primals, early))
