@@ -20,7 +20,6 @@ from . import flags
 from . import lift as _lift
 from .cache import bypass, cache_key, lookup, resolve, save
 from .cache.fingerprint import Unfingerprintable, fingerprint_of, fingerprint_walk
-from .cache.serialize import Uncacheable
 from .engine.capture.functional import outside_saved_tensors_hooks
 from .engine.partition.cut import STRATEGIES
 from .engine.pipeline import build_artifact, run_stages
@@ -163,12 +162,7 @@ class CompiledFunction:
                 return art
         stages = run_stages(self.call_fn, leaves, spec, sig, self.partitioner, captured=key.captured)
         art = build_artifact(stages)
-        if key.uncacheable is None and stages.meta.hooks:
-            # NOTE [imperative autograd on arguments and outputs]: a hook is a Python callable
-            # the function made, which an entry cannot hold
-            bypass(cache, Uncacheable("tensor_hook_on_argument", "the function registers a tensor "
-                                      "hook on an argument"))
-        elif key.uncacheable is None:
+        if key.uncacheable is None:
             save(cache, key, stages, art)
         return art
 

@@ -77,7 +77,8 @@ class ArtifactParts:
     backward_mutations: tuple = ()          # NOTE [backward mutations], joint.py
     grad_reach: tuple = ()                  # NOTE [per-output reach], joint.py
     hook_fns: tuple = ()                    # per meta.hooks (NOTE [imperative autograd on
-                                            # arguments and outputs]); never stored in the cache
+                                            # arguments and outputs]); an entry's come from a run
+                                            # on fakes (capture.trace.argument_hooks)
 
 
 class CompiledArtifact:
@@ -156,7 +157,7 @@ class CompiledArtifact:
         # NOTE [imperative autograd on arguments and outputs]
         if len(parts.hook_fns) != len(meta.hooks):
             raise AotcheckError("a compiled entry registers tensor hooks on its arguments but has "
-                                "no hook functions (hooks are never cached); clear the cache entry "
+                                "no hook functions for them; clear the cache entry "
                                 "and report this")
         self._hooks_before = [(i, fn) for (i, written), fn in zip(meta.hooks, parts.hook_fns)
                               if not written]
@@ -266,7 +267,10 @@ class CompiledArtifact:
         registered it before writing the argument in place (it then belongs to the gradient of
         the argument as it was, as eager's), after the write-back otherwise. retain_grad() on an
         argument is made on the caller's tensor and on a returned tensor on the output the
-        caller gets, after the call (retains_grad follows in-place writes in eager too)."""
+        caller gets, after the call (retains_grad follows in-place writes in eager too).
+        Hooks are Python callables: a cache entry records where they go (meta.hooks), and a
+        hit collects them from a run of the function on fake arguments, as eager runs it
+        (capture.trace.argument_hooks)."""
         for i, fn in self._hooks_after:
             leaves[i].register_hook(fn)
         own = {k: j for j, (k, _) in enumerate(self.retained_diff)}   # NOTE [retained outputs]
