@@ -25,6 +25,13 @@ def register(sub) -> None:
     p.add_argument("--retrace-cached", action="store_true", help="torch engines: the cached run "
                    "traces with Dynamo again, as a second process does (default: it compiles the "
                    "graphs of the cold run's trace again from the cache; --warm always retraces)")
+    p.add_argument("--key-variations", dest="key_variations", type=int, default=None, nargs="?",
+                   const=1, metavar="N", help="after a program's cached run hits, call it under N "
+                   "changed conditions (grad mode, an input's requires_grad, dtype, layout, ...) from "
+                   "the cold run's cache: a stale hit, lost hit or failure under B is a finding "
+                   "(default: on, 1 per program, against an engine with a cache)")
+    p.add_argument("--no-key-variations", dest="key_variations", action="store_const", const=0,
+                   help="no key variations")
     p.add_argument("--no-shrink", action="store_true", help="keep the first failing programs")
     p.add_argument("--no-known", action="store_true", help="do not match findings against the "
                    "engine's known failing corpus cases")
@@ -65,6 +72,7 @@ def run(args) -> int:
                       shrink_seconds=args.shrink_seconds, shard=shard,
                       database=open_database(args.database), warm=args.warm,
                       match_known=not args.no_known and args.engine != "aotcheck",
-                      strategy_options=parse_extensions(args.extensions))
+                      strategy_options=parse_extensions(args.extensions),
+                      key_variations=args.key_variations)
     print(format_summary(result))
     return 1 if result.findings else 0

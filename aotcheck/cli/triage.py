@@ -1,5 +1,10 @@
 """``aotcheck triage REPRO.py``: a reproducer eager, compiled cold and compiled cached; the first
-divergence; with ``--miss``, why the cache lookup missed; with ``--report``, a markdown report."""
+divergence; with ``--miss``, why the cache lookup missed; with ``--report``, a markdown report.
+
+A key-variation reproducer (written by the variation pass for a STALE HIT, a LOST HIT or a
+failure under B) is replayed, A then B, and the triage names the key component that differed
+between the compile that wrote the entry and the call that read it
+(``aotcheck/targets/key_triage.py``)."""
 from __future__ import annotations
 
 
@@ -23,6 +28,12 @@ def run(args) -> int:
     import sys
     from pathlib import Path
 
+    from ..targets.variations import BAD, is_repro
+    if is_repro(args.repro):
+        from ..targets.key_triage import triage_repro
+        t = triage_repro(args.repro)
+        print(t)
+        return 1 if t.verdict in BAD else 0
     from ..fuzz.triage import explain_miss, triage, write_report
     if not Path(args.repro).is_file():
         print(f"aotcheck triage: no reproducer file {args.repro!r}; give a .py file that defines "

@@ -1,6 +1,7 @@
 """aotcheck.fuzz: generated mutation and alias programs, shrunk to runnable reproducers.
 
     programs.py    a program as plain data; running it eagerly; writing it as a script
+    prelude.py     the source text a program's script starts with (imports, helpers, library ops)
     strategies.py  the hypothesis strategy that draws programs statement by statement
                    (public as ``aotcheck.strategies``)
     runner.py      ``fuzz()``: explore a seeded stream, then shrink one reproducer per

@@ -51,6 +51,8 @@ import torch
 
 from .. import flags
 from ..check.oracle import Inputs
+from .prelude import (_CUSTOM_FUNCTIONS, _IMPERATIVE_HELPER_OPS, _IMPERATIVE_HELPERS, _LIBRARY_OPS,
+                      _PRELUDE, _RANDINT, _TWO_TENSOR)
 
 SCHEMA_VERSION = 1
 
@@ -562,79 +564,6 @@ def _inputs_maker(source: str):
     namespace: dict = {"__name__": "aotcheck_program"}
     exec(compile(source, "<aotcheck program inputs>", "exec"), namespace)
     return namespace["make_inputs"]
-
-
-_PRELUDE = '''import sys
-
-import torch
-
-from aotcheck.check.oracle import Inputs, check
-
-
-def _randn(shape, dtype, seed):
-    return torch.randn(shape, dtype=dtype, generator=torch.Generator().manual_seed(seed))
-'''
-
-
-_RANDINT = '''
-
-def _randint(shape, seed):
-    return torch.randint(-3, 4, shape, generator=torch.Generator().manual_seed(seed))
-'''
-
-_TWO_TENSOR = '''
-
-from torch.testing._internal.two_tensor import TwoTensor
-'''
-
-_CUSTOM_FUNCTIONS = '''
-
-class _Double(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * 2
-
-
-class _MulTwoInPlace(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        x.mul_(2)
-        ctx.mark_dirty(x)
-        return x
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * 2
-'''
-
-# the helpers of issue 27's ops: a hook whose effect the gradients show, and the functions the
-# torch.func transforms differentiate (one writes a row of an intermediate in place)
-_IMPERATIVE_HELPER_OPS = frozenset({"hook", "func_grad", "func_grad_index"})
-_IMPERATIVE_HELPERS = '''
-
-def _double_grad(g):
-    return g * 2
-
-
-def _sin_sum(t):
-    return t.sin().sum()
-
-
-def _first_row_tripled_square_sum(t):
-    u = t * 1.0
-    u[0] *= 3.0
-    return (u * u).sum()
-'''
-
-# ops from torch.library, registered once per process by importing the module
-_LIBRARY_OPS = '''
-
-import aotcheck.fuzz.library_ops  # noqa: F401  (torch.ops.aotcheck_fuzz.mul2_, add_first_)
-'''
 
 
 # -- the eager run the strategy uses to vouch for a program ---------------------------------

@@ -5,7 +5,12 @@ Passes over one seeded stream of programs from ``aotcheck.fuzz.strategies.progra
 1. **explore**: run programs until ``examples`` or the time budget (``minutes``) runs out. Each
    is compared with eager by the oracle, compiled cold into a fresh cache directory, then
    compiled again from it in this process (``cached``) and, with ``warm=True``, in a second
-   process (``warm``, see ``warm.py``), as a real warm start does. A failure is recorded under
+   process (``warm``, see ``warm.py``), as a real warm start does. With ``key_variations``
+   (on by default against an engine with a cache), a program whose cached run hit is then
+   called under changed conditions from the cold run's cache directory
+   (``aotcheck.targets.variations``: a grad mode, an input's requires_grad, dtype or layout,
+   ...), stage ``variation``: a STALE HIT, a LOST HIT or a failure under B is a failure. A
+   failure is recorded under
    its *group*: the stage that failed and the check that failed (``fingerprint.py``); nothing
    is raised, so the whole budget is explored. Programs Dynamo never hands to AOT autograd
    (no graph captured) are counted apart as artefacts, never as failures.
@@ -80,6 +85,8 @@ class Outcome:
     hit: bool = False        # the in-process cached run hit every graph
     artefact: str = ""       # why this program does not test AOT autograd at all
     pending: object = None   # the warm run's future, while it runs
+    variation: str = ""      # stage "variation": the Variation (JSON) that failed
+    variations: int = 0      # key variations run
 
     @property
     def group(self) -> str:
@@ -96,6 +103,7 @@ class Finding:
     fingerprint: Fingerprint | None = None
     known: str = ""                  # the matching known corpus case, if any
     shrink_seconds: float = 0.0
+    variation: str = ""              # stage "variation": the Variation (JSON) that failed
 
     @property
     def size(self) -> int:
@@ -113,6 +121,7 @@ class FuzzResult:
     artefacts: dict[str, int] = field(default_factory=dict)    # reason -> programs (not failures)
     passed: int = 0                  # programs that matched eager (cold and, if cached, cached)
     cached_hits: int = 0             # programs whose cached run hit every graph
+    variations: int = 0              # key variations run (``key_variations``)
     other_shard: int = 0             # programs drawn but left to another shard
     digests: list = field(default_factory=list)   # content hash of each program run, in order
     findings: dict[str, Finding] = field(default_factory=dict)
@@ -128,10 +137,11 @@ class FuzzResult:
 
 # ------------------------------------------------------------------------ one program
 
-def run_outcome(program: Program, engine, cached: bool, warm=None) -> Outcome:
-    """Run ``program`` cold, then (``cached``) from the cache in this process, and (``warm``: a
-    ``WarmWorker``) from the cache in another process; the warm result arrives later, in
-    ``Outcome.pending`` (``finish`` waits for it)."""
+def run_outcome(program: Program, engine, cached: bool, warm=None, key_variations: int = 0) -> Outcome:
+    """Run ``program`` cold, then (``cached``) from the cache in this process, then
+    (``key_variations``: how many) under changed conditions from the cold run's cache, and
+    (``warm``: a ``WarmWorker``) from the cache in another process; the warm result arrives
+    later, in ``Outcome.pending`` (``finish`` waits for it)."""
     fn, make = program.to_function(), program.make_inputs
     use_cache = cached and engine.supports_cache
     d = tempfile.mkdtemp(prefix="aotcheck-fuzz-")
@@ -176,6 +186,10 @@ def run_outcome(program: Program, engine, cached: bool, warm=None) -> Outcome:
             return Outcome([f"cached run did not hit: hits={stats.hits} misses={stats.misses} "
                             f"bypasses={stats.bypasses}"], "cached")
         out = Outcome(hit=True)
+        if key_variations:
+            out = _key_variations(program, engine, d, key_variations)
+            if out.problems:
+                return out
         if warm is not None:
             out.pending = (warm.submit(program, d), d)
             keep = True
@@ -183,6 +197,28 @@ def run_outcome(program: Program, engine, cached: bool, warm=None) -> Outcome:
     finally:
         if not keep:
             shutil.rmtree(d, ignore_errors=True)
+
+
+def _key_variations(program: Program, engine, cache_dir: str, n: int) -> Outcome:
+    """``n`` key variations of ``program`` (drawn by its content hash from those that apply to
+    its inputs), each called under B from a copy of the cold run's cache directory."""
+    from ..targets import variations as V
+    name = hashlib.sha1(program.to_json().encode()).hexdigest()[:12]
+    subject = V.Subject(f"program {name}", program.to_function(), program.make_inputs,
+                        source=_program_source(program))
+    run = V.run_subject(engine, subject, per_case=n, a_dir=cache_dir)
+    bad = [r for r in run.results if r.verdict in V.BAD]
+    if not bad:
+        return Outcome(hit=True, variations=len(run.results))
+    r = bad[0]
+    detail = list(r.divergences) or [r.reason]
+    return Outcome([f"key variation {r.variation.label}: {r.verdict}: {detail[0]}", *detail[1:]],
+                   "variation", hit=True, variation=r.variation.to_json(), variations=len(run.results))
+
+
+def _program_source(program: Program) -> str:
+    """The program as a module that defines ``f`` and ``make_inputs`` (and runs nothing)."""
+    return "\n".join([program.prelude(), "", program.function_source(), "", program.inputs_source(), ""])
 
 
 def finish(out: Outcome) -> Outcome:
@@ -267,12 +303,16 @@ def fuzz(engine_name: str = "aotcheck", examples: int = 200, seed: int = 0, cach
          out: str | Path | None = None, progress=None, max_statements: int = 8,
          shrink: bool = True, minutes: float | None = None, shrink_seconds: float = 60.0,
          shard: tuple[int, int] = (0, 1), database=None, warm: bool = False,
-         match_known: bool = False, strategy_options: dict | None = None) -> FuzzResult:
+         match_known: bool = False, strategy_options: dict | None = None,
+         key_variations: int | None = None) -> FuzzResult:
     """Explore, shrink and match (see the module docstring). ``minutes`` bounds the whole run
     (explore gets 60% of it unless ``examples`` ends it first); ``shrink_seconds`` bounds each
-    group's shrink."""
+    group's shrink. ``key_variations``: key variations per program whose cached run hit
+    (None: 1 against an engine with a cache, when ``cached``; 0: none)."""
     from ..targets.engines import get_engine
     engine = get_engine(engine_name)
+    if key_variations is None:
+        key_variations = 1 if cached and engine.supports_cache else 0
     result = FuzzResult(engine_name, seed, shard=shard)
     t0 = time.perf_counter()
     end = None if minutes is None else t0 + 60 * minutes
@@ -296,6 +336,7 @@ def fuzz(engine_name: str = "aotcheck", examples: int = 200, seed: int = 0, cach
 
     def record(index: int, program: Program, o: Outcome) -> None:
         result.cached_hits += o.hit
+        result.variations += o.variations
         if o.artefact:
             result.artefacts[o.artefact] = result.artefacts.get(o.artefact, 0) + 1
         elif is_refusal(o.problems):
@@ -310,11 +351,12 @@ def fuzz(engine_name: str = "aotcheck", examples: int = 200, seed: int = 0, cach
         else:
             f = result.findings.get(o.group)
             if f is None:
-                result.findings[o.group] = Finding(o.group, 1, program, o.problems, index)
+                result.findings[o.group] = Finding(o.group, 1, program, o.problems, index,
+                                                   variation=o.variation)
             else:
                 f.count += 1
                 if len(program.statements) < f.size:
-                    f.program, f.divergences = program, o.problems
+                    f.program, f.divergences, f.variation = program, o.problems, o.variation
 
     def drain(all_of_them: bool) -> None:
         while pending and (all_of_them or pending[0][2].pending[0].done()):
@@ -335,7 +377,7 @@ def fuzz(engine_name: str = "aotcheck", examples: int = 200, seed: int = 0, cach
         result.examples += 1
         result.digests.append(hashlib.sha1(program.to_json().encode()).hexdigest()[:16])
         inflight.write(program, engine_name)
-        o = run_outcome(program, engine, cached, worker)
+        o = run_outcome(program, engine, cached, worker, key_variations)
         if o.pending is not None:
             pending.append((index, program, o))
         else:
@@ -369,7 +411,8 @@ def fuzz(engine_name: str = "aotcheck", examples: int = 200, seed: int = 0, cach
             if left is not None and left <= 1:
                 break
             seconds = shrink_seconds if left is None else min(shrink_seconds, left)
-            _shrink(finding, strategy, engine, cached, seed, digest, seconds, database, worker)
+            _shrink(finding, strategy, engine, cached, seed, digest, seconds, database, worker,
+                    key_variations)
     if worker is not None:
         worker.close()
     _merge(result)
@@ -387,7 +430,7 @@ def fuzz(engine_name: str = "aotcheck", examples: int = 200, seed: int = 0, cach
 
 
 def _shrink(finding: Finding, strategy, engine, cached: bool, seed: int, digest: str,
-            seconds: float, database, worker) -> None:
+            seconds: float, database, worker, key_variations: int = 0) -> None:
     """Reduce the group's smallest program by deleting items (``reduce.py``) within ``seconds``.
     With a shared ``database``, first replay the stream to the group's first program under
     hypothesis, which saves that failing example in the database for every other machine."""
@@ -399,9 +442,10 @@ def _shrink(finding: Finding, strategy, engine, cached: bool, seed: int, digest:
     # process; a warm one the second process too
     run_cached = cached and stage != "cold"
     run_warm = worker if stage == "warm" else None
+    run_variations = key_variations if stage == "variation" else 0
 
     def group_of(program) -> str:
-        return finish(run_outcome(program, engine, run_cached, run_warm)).group
+        return finish(run_outcome(program, engine, run_cached, run_warm, run_variations)).group
 
     if database is not None:
         seen = {"n": 0}
@@ -422,9 +466,9 @@ def _shrink(finding: Finding, strategy, engine, cached: bool, seed: int, digest:
             pass
 
     def still_fails(program) -> bool:
-        out = finish(run_outcome(program, engine, run_cached, run_warm))
+        out = finish(run_outcome(program, engine, run_cached, run_warm, run_variations))
         if out.group == finding.signature:
-            finding.divergences = out.problems
+            finding.divergences, finding.variation = out.problems, out.variation
             return True
         return False
 
@@ -476,7 +520,15 @@ def write_reproducers(result: FuzzResult, out: Path) -> dict[str, Path]:
                   f"# {'known: ' + f.known if f.known else 'NEW'}; seen {f.count} time(s); "
                   f"first divergence: {_one_line(first)}\n"
                   f"# program: {f.program.to_json()}\n")
-        path.write_text(header + f.program.to_source(engine=result.engine))
+        if f.variation:          # a key-variation finding: a reproducer that replays A then B
+            from ..targets import variations as V
+            v = V.Variation.from_json(f.variation)
+            subject = V.Subject(f"fuzz {i:02d}", f.program.to_function(), f.program.make_inputs,
+                                source=_program_source(f.program))
+            r = V.Result(subject.name, result.engine, v, (first.split(": ") + ["", ""])[1], first)
+            path = V.write_repro(r, subject, out)
+        else:
+            path.write_text(header + f.program.to_source(engine=result.engine))
         paths[sig] = path
         summary.append({"fingerprint": f.fingerprint.to_dict() if f.fingerprint else sig,
                         "count": f.count, "statements": f.size, "known": f.known,
@@ -512,7 +564,8 @@ def format_summary(result: FuzzResult) -> str:
              + (f", shard {result.shard[0] + 1}/{result.shard[1]}" if result.shard[1] > 1 else "")
              + f": {result.examples} programs in {result.seconds:.1f}s (explore "
              f"{result.explore_seconds:.1f}s, {rate:.1f}/s), "
-             f"{result.cached_hits} went through the cache and hit",
+             f"{result.cached_hits} went through the cache and hit"
+             + (f", {result.variations} key variations run" if result.variations else ""),
              f"{result.passed} passed, {result.refused} refused with a documented limit (see "
              f"aotcheck.errors.DOCUMENTED_LIMITS), "
              f"{sum(result.artefacts.values())} artefacts (not tests of AOT autograd), "

@@ -26,9 +26,9 @@ from torch._C._autograd import CreationMeta, _get_creation_meta
 
 from .choosers import APPLIES as _APPLIES, ARGS as _ARGS, MAX_NDIM, _no_args, _pick  # noqa: F401
 from .choosers import storage_of as _storage
-from .programs import (_CUSTOM_FUNCTIONS, _IMPERATIVE_HELPERS, _LIBRARY_OPS, _PRELUDE, _RANDINT,
-                       _TWO_TENSOR, KIND_OF_OP, NULLARY_OPS, OP_KINDS, Base, Index, InputSpec,
-                       Program, Statement, is_mutating, run_eager)
+from .prelude import _CUSTOM_FUNCTIONS, _IMPERATIVE_HELPERS, _LIBRARY_OPS, _PRELUDE, _RANDINT, _TWO_TENSOR
+from .programs import (KIND_OF_OP, NULLARY_OPS, OP_KINDS, Base, Index, InputSpec, Program, Statement,
+                       is_mutating, run_eager)
 
 # NOTE [stop inside each statement]
 # Each statement is one nested draw whose first choice is "go on or stop" (stop is the value

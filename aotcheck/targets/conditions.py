@@ -1,0 +1,305 @@
+"""conditions: condition B of one variation, applied to a call (``variations.py`` says which).
+
+Three parts, each from a :class:`~aotcheck.targets.variations.Variation` (plain data):
+
+    vary_inputs(v, make)       the input maker of B: A's inputs with one input's requires_grad,
+                               dtype, shape, layout, storage offset, aliasing or a scalar changed
+                               (an input stays a leaf or not, an ``nn.Parameter`` stays one)
+    call_context(subject, v)   around each call: grad mode, default dtype, autocast,
+                               deterministic algorithms
+    state_context(subject, v)  around the whole run: the Python state the function reads (a
+                               closure value, a global, a module's ``training``, the subject's
+                               own states) and config flags; restored afterwards
+
+``mark`` writes a pool worker's progress line (``variation_corpus.py``), so that a process
+that dies names the step it was taking.
+"""
+from __future__ import annotations
+
+import contextlib
+import types
+from dataclasses import replace
+from typing import Callable
+
+import torch
+from torch.utils import _pytree as pytree
+
+
+# ---------------------------------------------------------------- reading the inputs
+
+
+def _flat(inputs) -> list:
+    return pytree.tree_leaves((inputs.args, inputs.kwargs))
+
+
+def _floating(t) -> bool:
+    return isinstance(t, torch.Tensor) and type(t) in (torch.Tensor, torch.nn.Parameter) \
+        and t.layout == torch.strided and (t.is_floating_point() or t.is_complex()) \
+        and not t.is_inference()
+
+
+def _plain(t) -> bool:
+    return isinstance(t, torch.Tensor) and type(t) in (torch.Tensor, torch.nn.Parameter) \
+        and t.layout == torch.strided and not t.is_inference() and t.untyped_storage().nbytes() > 0
+
+
+def _storage(t) -> int:
+    return t.untyped_storage().data_ptr()
+
+
+def _aliased(flat: list) -> set[int]:
+    """Indices of tensor inputs that share a storage with another input."""
+    seen: dict[int, list[int]] = {}
+    for i, t in enumerate(flat):
+        if isinstance(t, torch.Tensor) and _plain(t):
+            seen.setdefault(_storage(t), []).append(i)
+    return {i for group in seen.values() if len(group) > 1 for i in group}
+
+
+def _python_reads(fn) -> tuple[list[tuple[str, object]], list[tuple[str, object]]]:
+    """(closure cells, globals) the function reads: (name, value)."""
+    fn = getattr(fn, "__wrapped__", fn)
+    if not isinstance(fn, types.FunctionType):
+        return [], []
+    cells = [(name, c.cell_contents) for name, c in zip(fn.__code__.co_freevars, fn.__closure__ or ())
+             if _cell_ok(c)]
+    gl = [(n, fn.__globals__[n]) for n in fn.__code__.co_names if n in fn.__globals__]
+    return cells, gl
+
+
+def _cell_ok(c) -> bool:
+    try:
+        c.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+def _number(v) -> bool:
+    return type(v) in (int, float)
+
+
+def _new_number(v):
+    return v + 1 if type(v) is int else v * 1.5 + 0.5
+
+
+# ---------------------------------------------------------------- applying one
+
+
+def _target_indices(v) -> list[int]:
+    t = v.target.split(" ", 1)[1] if v.target.startswith("input") else ""
+    return [int(x) for x in t.split(",") if x]
+
+
+def _relayout(t: torch.Tensor, data: torch.Tensor, leaves_map: dict) -> torch.Tensor:
+    """An argument like ``t`` (leaf or not, requires_grad as ``t``) over ``data`` (a new tensor
+    with the layout, dtype or values wanted); a replaced leaf is recorded in ``leaves_map``."""
+    data = data.detach()
+    if t.is_leaf or not t.requires_grad:
+        new = _leaf(t, data, t.requires_grad)
+        leaves_map[id(t)] = new
+        return new
+    leaf = data.clone().requires_grad_(True)
+    leaves_map[id(t)] = leaf
+    with torch.enable_grad():
+        return data.copy_(leaf)
+
+
+def _leaf(t: torch.Tensor, data: torch.Tensor, requires_grad: bool) -> torch.Tensor:
+    """A leaf over ``data`` of ``t``'s type (an ``nn.Parameter`` stays one)."""
+    if type(t) is torch.nn.Parameter:
+        return torch.nn.Parameter(data, requires_grad=requires_grad)
+    return data.requires_grad_(requires_grad) if (data.is_floating_point() or data.is_complex()) else data
+
+
+def _transposed_like(t: torch.Tensor) -> torch.Tensor:
+    perm = list(range(t.dim()))
+    perm[-1], perm[-2] = perm[-2], perm[-1]
+    return t.detach().permute(perm).contiguous().permute(perm)
+
+
+def _every_other(t: torch.Tensor) -> torch.Tensor:
+    """A 1-D tensor's values at stride 2."""
+    return torch.zeros(t.numel() * 2, dtype=t.dtype)[::2].copy_(t.detach())
+
+
+def _offset(t: torch.Tensor) -> torch.Tensor:
+    buf = torch.zeros(t.numel() + 1, dtype=t.dtype)
+    return buf[1:].view(t.shape).copy_(t.detach())
+
+
+def _grown(t: torch.Tensor) -> torch.Tensor:
+    pad = torch.zeros(*t.shape[:-1], 1, dtype=t.dtype)
+    return torch.cat([t.detach(), pad], dim=-1)
+
+
+def _changed_values(t: torch.Tensor) -> torch.Tensor:
+    """New values in exactly ``t``'s layout (size, strides, offset, storage size)."""
+    values = t.detach() * 0.5 + 0.25
+    n = t.untyped_storage().nbytes() // t.element_size()
+    if t.is_contiguous() and t.storage_offset() == 0 and n == t.numel():
+        return values
+    new = torch.zeros(n, dtype=t.dtype).as_strided(t.size(), t.stride(), t.storage_offset())
+    return new.copy_(values)
+
+
+def vary_inputs(v, make: Callable) -> Callable:
+    """The input maker of condition B: A's inputs with the variation applied."""
+    if v.kind not in ("requires_grad", "dtype", "shape", "strides", "memory_format", "storage_offset",
+                      "aliasing", "scalar", "values"):
+        return make
+
+    def make_b():
+        inp = make()
+        flat, spec = pytree.tree_flatten((inp.args, inp.kwargs))
+        idx = _target_indices(v)
+        leaves_map: dict[int, torch.Tensor] = {}
+        with torch.no_grad():
+            if v.kind == "values":
+                idx = [i for i, t in enumerate(flat) if _floating(t) and i not in _aliased(flat)]
+            for i in idx:
+                t = flat[i]
+                if v.kind == "requires_grad":
+                    flat[i] = _leaf(t, t.detach().clone(), v.b == "True")
+                    leaves_map[id(t)] = flat[i]
+                elif v.kind == "dtype":
+                    flat[i] = _relayout(t, t.detach().to(getattr(torch, v.b)), leaves_map)
+                elif v.kind == "shape":
+                    flat[i] = _relayout(t, _grown(t), leaves_map)
+                elif v.kind == "strides":
+                    data = _transposed_like(t) if t.dim() >= 2 else _every_other(t)
+                    flat[i] = _relayout(t, data, leaves_map)
+                elif v.kind == "memory_format":
+                    flat[i] = _relayout(t, t.detach().contiguous(memory_format=torch.channels_last),
+                                        leaves_map)
+                elif v.kind == "storage_offset":
+                    flat[i] = _relayout(t, _offset(t), leaves_map)
+                elif v.kind == "scalar":
+                    flat[i] = type(flat[i])(float(v.b)) if type(flat[i]) is int else float(v.b)
+                elif v.kind == "values":
+                    flat[i] = _relayout(t, _changed_values(t), leaves_map)
+            if v.kind == "aliasing" and v.b == "same tensor":
+                i, j = idx
+                flat[j] = flat[i]
+            elif v.kind == "aliasing":
+                for i in idx:
+                    flat[i] = _relayout(flat[i], flat[i].detach().clone(), leaves_map)
+        args, kwargs = pytree.tree_unflatten(flat, spec)
+        leaves = tuple(leaves_map.get(id(x), x) for x in inp.leaves)
+        extra = tuple(x for k, x in leaves_map.items() if x is not None and x.is_leaf and x.requires_grad
+                      and not any(x is y for y in leaves))
+        return replace(inp, args=args, kwargs=kwargs, leaves=leaves + extra)
+    return make_b
+
+
+def _grad_mode(mode: str):
+    return torch.inference_mode() if mode == "inference_mode" else \
+        torch.no_grad() if mode == "no_grad" else contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _default_dtype(dtype):
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(old)
+
+
+@contextlib.contextmanager
+def _deterministic():
+    old = torch.are_deterministic_algorithms_enabled()
+    warn = torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(old, warn_only=warn)
+
+
+def call_context(subject, v) -> Callable:
+    """A fresh context manager for one call under condition B (A when ``v`` is None): the
+    grad mode, and the default dtype, autocast and deterministic setting of a variation."""
+    def ctx():
+        stack = contextlib.ExitStack()
+        mode = v.b if v is not None and v.kind == "grad_mode" else subject.grad_mode
+        stack.enter_context(_grad_mode(mode))
+        if v is not None and v.kind == "default_dtype":
+            stack.enter_context(_default_dtype(getattr(torch, v.b)))
+        if v is not None and v.kind == "autocast":
+            stack.enter_context(torch.autocast("cpu", dtype=torch.bfloat16))
+        if v is not None and v.kind == "deterministic":
+            stack.enter_context(_deterministic())
+        return stack
+    return ctx
+
+
+@contextlib.contextmanager
+def state_context(subject, v):
+    """The Python state and config of condition B around the whole run (compile, eager and
+    compiled calls, backward), restored afterwards."""
+    restore: list[Callable] = []
+    try:
+        if subject.states:
+            subject.states[int(v.b) if v is not None and v.kind == "state" else 0]()
+            restore.append(subject.states[0])
+        if v is not None and v.kind in ("closure", "global", "training"):
+            cells, gl = _python_reads(subject.fn)
+            fn = getattr(subject.fn, "__wrapped__", subject.fn)
+            if v.kind == "closure":
+                cell = fn.__closure__[fn.__code__.co_freevars.index(v.target)]
+                old = cell.cell_contents
+                cell.cell_contents = type(old)(float(v.b)) if type(old) is int else float(v.b)
+                restore.append(lambda: setattr(cell, "cell_contents", old))
+            elif v.kind == "global":
+                g, old = fn.__globals__, fn.__globals__[v.target]
+                g[v.target] = type(old)(float(v.b)) if type(old) is int else float(v.b)
+                restore.append(lambda: g.__setitem__(v.target, old))
+            else:
+                m = dict(cells + gl)[v.target]
+                was = m.training
+                m.train(v.b == "True")
+                restore.append(lambda: m.train(was))
+        if v is not None and v.kind == "config":
+            restore.append(_apply_config(v))
+        yield
+    finally:
+        for r in reversed(restore):
+            r()
+
+
+def _apply_config(v) -> Callable:
+    """Set one config flag of condition B; returns the undo."""
+    owner, name = v.target.split(".", 1)
+    if owner == "aotcheck":
+        from .. import flags
+        flag = next(f for f in flags.ALL if f.name == name)
+        cm = flags.overridden(flag, v.b)
+        cm.__enter__()
+        return lambda: cm.__exit__(None, None, None)
+    if owner == "functorch":
+        import torch._functorch.config as module
+    else:
+        import torch._inductor.config as module
+    old = getattr(module, name)
+    setattr(module, name, (not old) if v.b == "flip" else v.b)
+    return lambda: setattr(module, name, old)
+
+
+def wrapped(fn: Callable, ctx: Callable, which: str = "") -> Callable:
+    def called(*args, **kwargs):
+        mark(f"CALL\t{which}")
+        with ctx():
+            return fn(*args, **kwargs)
+    return called
+
+
+_PROGRESS: list = []       # a pool worker's progress file (``variation_corpus.run_cases``), one line per step
+
+
+def mark(line: str) -> None:
+    """Record a step before taking it, so that a crash of the process names the step."""
+    if _PROGRESS:
+        _PROGRESS[0].write(line.replace("\n", " ") + "\n")
+        _PROGRESS[0].flush()

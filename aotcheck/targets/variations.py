@@ -1,0 +1,520 @@
+"""variations: cache-key variation, one thing at a time, against an engine's persistent cache.
+
+A cache key is only tested by a lookup for a call that is *different* from the one that
+wrote the entry. For one subject (a corpus case, or a fuzz program), the pass:
+
+1. compiles under condition A (the subject as written) into a fresh cache directory, and runs
+   it forward and backward (so every entry, the backward included, is saved);
+2. for each variation B: copies that directory, compiles afresh through the copy in a state
+   where the cache is what decides (a new ``AotFunction`` for aotcheck; ``torch._dynamo.reset()``
+   and cleared in-memory caches for the torch engines, so no Dynamo guard answers first), calls
+   it under B, and compares with eager under B through the oracle;
+3. gives each variation a verdict, with its reason::
+
+       ok-hit       a hit, and the result equals eager under B
+       ok-miss      a miss where B changes something the graph depends on
+       STALE HIT    a hit whose result differs from eager under B (the worst finding)
+       LOST HIT     a miss where nothing relevant changed (B changes only tensor values)
+       FAILS UNDER B  no hit, and the engine differs from eager under B (a cold failure of B)
+       refused under B  no hit, and the engine refused B with a documented limit
+                    (``aotcheck.errors.DOCUMENTED_LIMITS``: a named error, not a wrong result)
+       eager died under B  eager itself killed the process under B (the variation made the
+                    function invalid: two arguments made one tensor whose storage it frees)
+
+Variations are plain frozen data (:class:`Variation`), derived from the subject's inputs and
+the Python state its function reads (:func:`derive`), never listed by hand per case:
+
+    grad_mode        enabled / no_grad / inference_mode (the two the subject is not called in)
+    requires_grad    one floating input's requires_grad flipped
+    dtype            one floating input float32 <-> float64
+    shape            the inputs of one shape grow by one along the last dimension
+    strides          one input laid out transposed (2-D and up) or every other element (1-D)
+    memory_format    one 4-D input channels_last
+    storage_offset   one input placed one element into a larger storage
+    aliasing         two inputs of one shape and dtype passed as one tensor, or two aliased
+                     inputs given storages of their own
+    scalar           a Python int or float argument changed
+    closure          a number the function closes over changed
+    global           a number the function reads from its globals changed
+    training         a module the function reads switched between train() and eval()
+    state            the subject's own Python states (``Case.states``), state 0 -> k
+    default_dtype    torch.set_default_dtype(float64) around the call
+    autocast         torch.autocast("cpu", bfloat16) around the call
+    deterministic    torch.use_deterministic_algorithms(True) around the call
+    config           one engine config flag that changes a graph (``CONFIG_FLAGS``)
+    values           every floating input's values changed, nothing else: a hit is expected,
+                     and a miss is a LOST HIT
+
+# NOTE [what a variation run shares]
+The pass compiles A once per subject and reuses its cache directory for every B (copied, so
+each B sees exactly A's entries); ``pick`` chooses, per subject, the variations that apply to
+its inputs, and with ``per_case`` rotates the kinds over the corpus so that every kind runs
+many times while each subject costs a few compiles. ``variation_corpus.run_corpus`` splits the
+cases over a pool of fresh processes (spawned: torch's thread pools do not survive a fork).
+``run_subject(..., a_dir=DIR)`` takes a cache directory that an earlier clean run under A
+filled (the regression command's cold run), so A is not compiled again.
+
+Modules: ``variations.py`` (the data, ``derive``, ``pick``, ``run_subject``, ``judge``,
+reproducers), ``conditions.py`` (B applied: inputs, call context, Python state),
+``variation_corpus.py`` (the corpus in a pool), ``key_triage.py`` (the component a stale hit
+comes from).
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+SCHEMA = 1
+
+OK_HIT, OK_MISS, STALE_HIT, LOST_HIT, FAILS_UNDER_B = "ok-hit", "ok-miss", "STALE HIT", "LOST HIT", \
+    "FAILS UNDER B"
+REFUSED = "refused under B"
+EAGER_DIED = "eager died under B"
+VERDICTS = (OK_HIT, OK_MISS, REFUSED, EAGER_DIED, STALE_HIT, LOST_HIT, FAILS_UNDER_B)
+BAD = (STALE_HIT, LOST_HIT, FAILS_UNDER_B)
+
+GRAD_MODES = ("enabled", "no_grad", "inference_mode")
+
+# One flag per engine family that changes the graph it compiles: (owner, name, value under B).
+CONFIG_FLAGS: dict[str, tuple[str, str, object]] = {
+    "aotcheck": ("aotcheck", "AOTCHECK_PARTITIONER", "mincut"),
+    "torch": ("functorch", "view_replay_for_aliased_outputs", "flip"),
+    "torch-inductor": ("inductor", "fallback_random", "flip"),
+}
+
+
+# NOTE [which engines have a cache to vary]
+# aotcheck (its own cache), torch (torch.compile aot_eager with AOTAutogradCache forced and
+# bundled) and torch-inductor (AOTAutogradCache, and on its misses Inductor's FX graph cache,
+# whose hits and misses ``observe`` adds). torch-aot-function has none: in torch 2.13
+# ``functorch.compile.aot_function`` never calls ``AOTAutogradCache.try_load`` (only
+# ``aot_module_simplified`` does, torch/_functorch/aot_autograd.py), so the pass reports it as
+# not applicable instead of inventing a cache to test.
+
+from .conditions import (_aliased, _flat, _floating, _number, _new_number, _plain, _python_reads,
+                         call_context, mark, state_context, vary_inputs, wrapped)
+
+
+# ---------------------------------------------------------------- the data
+
+
+@dataclass(frozen=True)
+class Variation:
+    """One change from condition A to condition B.
+
+    ``kind`` is one of the kinds in the module docstring; ``target`` says what it changes
+    (``"input 2"``, ``"inputs 0,1"``, a closure or global name, a config flag); ``b`` is the
+    new value, as text; ``relevant`` is False only where nothing the graph depends on changes
+    (a miss is then a LOST HIT)."""
+    kind: str
+    target: str = ""
+    b: str = ""
+    relevant: bool = True
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}[{self.target}]={self.b}" if self.target else f"{self.kind}={self.b}"
+
+    def to_json(self) -> str:
+        return json.dumps({"schema": SCHEMA, **asdict(self)}, sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str) -> "Variation":
+        d = json.loads(text)
+        if d.pop("schema", None) != SCHEMA:
+            raise ValueError("variation: unknown schema")
+        return Variation(**d)
+
+
+@dataclass(frozen=True)
+class Result:
+    """One variation's verdict on one subject, with the reason and the cache events seen."""
+    subject: str
+    engine: str
+    variation: Variation
+    verdict: str
+    reason: str
+    hits: int = 0
+    misses: int = 0
+    bypasses: int = 0
+    divergences: tuple[str, ...] = ()
+    repro: str = ""             # the reproducer written for a bad verdict (a path), if any
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        d["variation"] = json.loads(self.variation.to_json())
+        return json.dumps({"schema": SCHEMA, **d}, sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str) -> "Result":
+        d = json.loads(text)
+        if d.pop("schema", None) != SCHEMA:
+            raise ValueError("variation result: unknown schema")
+        d["variation"] = Variation.from_json(json.dumps(d["variation"]))
+        d["divergences"] = tuple(d["divergences"])
+        return Result(**d)
+
+    def __str__(self) -> str:
+        return f"{self.verdict:13} {self.subject} {self.variation.label}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What the pass runs: a function, its input maker, the grad mode it is called in, whether
+    backward runs, and its Python states (a corpus case's ``states``)."""
+    name: str
+    fn: Callable
+    make_inputs: Callable
+    grad_mode: str = "enabled"
+    backward: bool = True
+    states: tuple = ()
+    source: str = ""        # a generated program's source (defines f and make_inputs), for reproducers
+
+    @staticmethod
+    def from_source(name: str, source: str, grad_mode: str = "enabled", backward: bool = True) -> "Subject":
+        """A subject from a program's source, which defines ``f`` and ``make_inputs``."""
+        ns: dict = {"__name__": f"aotcheck_subject_{abs(hash(name))}"}
+        exec(compile(source, f"<{name}>", "exec"), ns)
+        return Subject(name, ns["f"], ns["make_inputs"], grad_mode, backward, (), source)
+
+    @staticmethod
+    def of_case(case) -> "Subject":
+        mode = "inference_mode" if "inference_mode_call" in case.tags else \
+            "no_grad" if "no_grad_call" in case.tags else "enabled"
+        return Subject(case.id, case.fn, case.make_inputs, mode, case.backward, tuple(case.states))
+
+
+# ---------------------------------------------------------------- deriving variations
+
+def derive(subject: Subject, engine: str = "aotcheck") -> list[Variation]:
+    """Every variation that applies to this subject, from its inputs (made once) and the
+    Python state its function reads; in a fixed order."""
+    torch.manual_seed(0)
+    inputs = subject.make_inputs()
+    flat = _flat(inputs)
+    aliased = _aliased(flat)
+    out = [Variation("grad_mode", "", m) for m in GRAD_MODES if m != subject.grad_mode]
+    free = [i for i, t in enumerate(flat) if _plain(t) and i not in aliased]
+    for i in free:
+        t = flat[i]
+        if _floating(t):
+            out.append(Variation("requires_grad", f"input {i}", str(not t.requires_grad)))
+            if t.dtype in (torch.float32, torch.float64):
+                out.append(Variation("dtype", f"input {i}",
+                                     "float64" if t.dtype == torch.float32 else "float32"))
+    shapes: dict[tuple, list[int]] = {}
+    for i in free:
+        if flat[i].dim() >= 1 and flat[i].numel() >= 1:
+            shapes.setdefault(tuple(flat[i].shape), []).append(i)
+    for shape, idx in shapes.items():
+        grown = list(shape[:-1]) + [shape[-1] + 1]
+        out.append(Variation("shape", "inputs " + ",".join(map(str, idx)), str(grown)))
+    for i in free:
+        t = flat[i]
+        if t.dim() == 4 and t.numel() > 1:
+            out.append(Variation("memory_format", f"input {i}", "channels_last"))
+        if t.numel() > 1 and (t.dim() >= 2 or t.dim() == 1):
+            out.append(Variation("strides", f"input {i}", "transposed" if t.dim() >= 2 else "every other"))
+        if t.numel() >= 1:
+            out.append(Variation("storage_offset", f"input {i}", "1"))
+    pairs = [(i, j) for k, i in enumerate(free) for j in free[k + 1:]
+             if flat[i].shape == flat[j].shape and flat[i].dtype == flat[j].dtype
+             and flat[i].requires_grad == flat[j].requires_grad and flat[i].is_leaf == flat[j].is_leaf]
+    if pairs:
+        i, j = pairs[0]
+        out.append(Variation("aliasing", f"inputs {i},{j}", "same tensor"))
+    if aliased:
+        out.append(Variation("aliasing", "inputs " + ",".join(map(str, sorted(aliased))), "own storages"))
+    for i, v in enumerate(flat):
+        if _number(v):
+            out.append(Variation("scalar", f"input {i}", repr(_new_number(v))))
+    cells, gl = _python_reads(subject.fn)
+    for name, v in cells:
+        if _number(v):
+            out.append(Variation("closure", name, repr(_new_number(v))))
+    for name, v in gl:
+        if _number(v):
+            out.append(Variation("global", name, repr(_new_number(v))))
+    for name, v in cells + gl:
+        if isinstance(v, torch.nn.Module):
+            out.append(Variation("training", name, str(not v.training)))
+    for k in range(1, len(subject.states)):
+        out.append(Variation("state", "", str(k)))
+    out += [Variation("default_dtype", "", "float64"), Variation("autocast", "", "cpu:bfloat16"),
+            Variation("deterministic", "", "True")]
+    flag = CONFIG_FLAGS.get(engine)
+    if flag is not None:
+        out.append(Variation("config", f"{flag[0]}.{flag[1]}", str(flag[2])))
+    if any(_floating(flat[i]) for i in free):
+        out.append(Variation("values", "", "changed", relevant=False))
+    return out
+
+
+def pick(variations: list[Variation], subject_name: str, per_case: int | None) -> list[Variation]:
+    """At most ``per_case`` variations of distinct kinds, chosen by a rotation that depends on
+    the subject's name (so a corpus covers every kind, ``values`` included). None: all."""
+    if per_case is None or len(variations) <= per_case:
+        return list(variations)
+    by_kind: dict[str, list[Variation]] = {}
+    for v in variations:
+        by_kind.setdefault(v.kind, []).append(v)
+    h = int(hashlib.sha256(subject_name.encode()).hexdigest(), 16)
+    kinds = sorted(by_kind)
+    start = h % len(kinds) if kinds else 0
+    chosen = [by_kind[k][(h >> 8) % len(by_kind[k])] for k in (kinds[start:] + kinds[:start])][:per_case]
+    return chosen
+
+
+# ---------------------------------------------------------------- observing the cache
+
+
+@dataclass(frozen=True)
+class CacheEvents:
+    hits: int = 0
+    misses: int = 0
+    bypasses: int = 0
+    saves: int = 0
+
+
+@contextlib.contextmanager
+def observe(engine):
+    """The cache events of the block: the engine's ``measure()`` (aotcheck's counters, or
+    AOTAutogradCache's), plus the FX graph cache's for Inductor. Yields a dict, filled at the end."""
+    from torch._dynamo.utils import counters
+    before = dict(counters["inductor"])
+    box: dict = {}
+    with engine.measure() as stats:
+        yield box
+    fx = {k: counters["inductor"][k] - before.get(k, 0)
+          for k in ("fxgraph_cache_hit", "fxgraph_cache_miss", "fxgraph_cache_bypass")}
+    inductor = engine.name == "torch-inductor"
+    box["events"] = CacheEvents(
+        hits=stats.hits + (fx["fxgraph_cache_hit"] if inductor else 0),
+        misses=stats.misses + (fx["fxgraph_cache_miss"] if inductor else 0),
+        bypasses=stats.bypasses, saves=stats.saves)
+    box["fx"] = fx
+
+
+# ---------------------------------------------------------------- running
+
+
+def supports(engine) -> bool:
+    """Whether the pass applies: the engine has a persistent cache."""
+    return bool(getattr(engine, "supports_cache", False))
+
+
+def check_under(subject: Subject, compiled: Callable, v: Variation | None):
+    from ..check.oracle import check
+    ctx = call_context(subject, v)
+    make = subject.make_inputs if v is None else vary_inputs(v, subject.make_inputs)
+    return check(wrapped(subject.fn, ctx, "eager"), wrapped(compiled, ctx, "compiled"), make,
+                 backward=subject.backward)
+
+
+@dataclass(frozen=True)
+class SubjectRun:
+    """A subject's variation pass: A's outcome and one Result per variation run."""
+    subject: str
+    engine: str
+    a: str                         # "ok", or why the variations were not run
+    results: tuple[Result, ...] = ()
+    seconds: float = 0.0
+
+    def to_json(self) -> str:
+        return json.dumps({"schema": SCHEMA, "subject": self.subject, "engine": self.engine, "a": self.a,
+                           "results": [json.loads(r.to_json()) for r in self.results],
+                           "seconds": self.seconds}, sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str) -> "SubjectRun":
+        d = json.loads(text)
+        if d.pop("schema", None) != SCHEMA:
+            raise ValueError("variation run: unknown schema")
+        return SubjectRun(d["subject"], d["engine"], d["a"],
+                          tuple(Result.from_json(json.dumps(r)) for r in d["results"]), d["seconds"])
+
+
+@contextlib.contextmanager
+def quiet_torch_logs():
+    """Fake-tensor and Dynamo error logs of a B whose eager run raises too (a shape that no
+    longer broadcasts) are expected: silenced for the block."""
+    import logging
+    names = ("torch._subclasses.fake_tensor", "torch._dynamo", "torch._inductor")
+    old = [(logging.getLogger(n), logging.getLogger(n).level) for n in names]
+    for log, _ in old:
+        log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for log, level in old:
+            log.setLevel(level)
+
+
+def run_subject(engine, subject: Subject, variations: list[Variation] | None = None, *,
+                per_case: int | None = None, repro_dir: str | os.PathLike | None = None,
+                workdir: str | os.PathLike | None = None, a_dir: str | os.PathLike | None = None
+                ) -> SubjectRun:
+    """Compile ``subject`` under A into a fresh cache directory, then run each variation under
+    B from a copy of it (module docstring). ``variations``: default ``pick(derive(...))``.
+    ``a_dir``: a cache directory that a clean run of the subject under A has already filled
+    (the regression command's cold run): it is not compiled again, only copied for each B."""
+    t0 = time.perf_counter()
+    if not supports(engine):
+        return SubjectRun(subject.name, engine.name, f"engine {engine.name} has no persistent cache"
+                          + (" (functorch.compile.aot_function never consults AOTAutogradCache; only "
+                             "aot_module_simplified, under torch.compile, does)"
+                             if engine.name == "torch-aot-function" else ""))
+    if variations is None:
+        variations = pick(derive(subject, engine.name), subject.name, per_case)
+    with quiet_torch_logs():
+        return _run_subject(engine, subject, variations, repro_dir, workdir, a_dir, t0)
+
+
+def _run_subject(engine, subject, variations, repro_dir, workdir, a_dir, t0) -> SubjectRun:
+    with tempfile.TemporaryDirectory(prefix="aotcheck-var-", dir=workdir) as tmp:
+        dir_a = Path(tmp) / "A"
+        mark(f"A\t{subject.name}\t")
+        if a_dir is not None:
+            shutil.copytree(a_dir, dir_a)
+            why = "ok"
+        else:
+            why = _compile_a(engine, subject, dir_a)
+        if why != "ok":
+            return SubjectRun(subject.name, engine.name, why, seconds=time.perf_counter() - t0)
+        results = []
+        for k, v in enumerate(variations):
+            mark(f"B\t{subject.name}\t{v.to_json()}")
+            dir_b = Path(tmp) / f"B{k}"
+            shutil.copytree(dir_a, dir_b)
+            r = run_variation(engine, subject, v, dir_b)
+            if r.verdict in BAD and repro_dir is not None:
+                r = replace(r, repro=str(write_repro(r, subject, repro_dir)))
+            results.append(r)
+    return SubjectRun(subject.name, engine.name, "ok", tuple(results), time.perf_counter() - t0)
+
+
+def _compile_a(engine, subject: Subject, dir_a: Path) -> str:
+    """Compile and run the subject under A into ``dir_a``: "ok", or why no B can be run."""
+    try:
+        with state_context(subject, None), observe(engine) as box:
+            compiled = engine.compile_cached(subject.fn, str(dir_a))
+            report = check_under(subject, compiled, None)
+    except Exception as e:  # noqa: BLE001 - recorded, not hidden
+        return f"A raised {type(e).__name__}: {e}"[:300]
+    if not report.ok:
+        return "A differs from eager: " + report.divergences[0]
+    if box["events"].saves == 0:
+        return f"A wrote no cache entry (bypasses={box['events'].bypasses})"
+    return "ok"
+
+
+def run_variation(engine, subject: Subject, v: Variation, dir_b: Path) -> Result:
+    try:
+        with state_context(subject, v), observe(engine) as box:
+            compiled = engine.compile_cached(subject.fn, str(dir_b))
+            report = check_under(subject, compiled, v)
+    except Exception as e:  # noqa: BLE001 - the engine or the variation itself failed: recorded
+        first = str(e).splitlines()[0][:200] if str(e) else ""
+        return Result(subject.name, engine.name, v, FAILS_UNDER_B,
+                      f"the run under B raised {type(e).__name__}: {first}")
+    return judge(subject.name, engine.name, v, box["events"], list(report.divergences))
+
+
+def judge(subject: str, engine: str, v: Variation, ev: CacheEvents, divergences: list[str]) -> Result:
+    """The verdict of one B run from its cache events and the oracle's divergences."""
+    counts = dict(hits=ev.hits, misses=ev.misses, bypasses=ev.bypasses, divergences=tuple(divergences))
+    seen = f"hits={ev.hits} misses={ev.misses} bypasses={ev.bypasses}"
+    if divergences:
+        if ev.hits:
+            return Result(subject, engine, v, STALE_HIT,
+                          f"an entry written under A was served under B ({seen}) and differs from "
+                          f"eager: {divergences[0]}", **counts)
+        from ..errors import DOCUMENTED_LIMITS
+        if all(any(lim in d for lim in DOCUMENTED_LIMITS) for d in divergences):
+            return Result(subject, engine, v, REFUSED,
+                          f"no hit ({seen}); refused with a documented limit: {divergences[0]}", **counts)
+        return Result(subject, engine, v, FAILS_UNDER_B,
+                      f"no hit ({seen}); compiled under B differs from eager: {divergences[0]}", **counts)
+    if ev.hits and not ev.misses:
+        return Result(subject, engine, v, OK_HIT, f"{seen}; equals eager under B", **counts)
+    if v.relevant:
+        return Result(subject, engine, v, OK_MISS, f"{seen}; B changes what the graph depends on",
+                      **counts)
+    return Result(subject, engine, v, LOST_HIT, f"{seen}; B changes nothing the graph depends on "
+                  f"({v.label}), so every graph should have hit", **counts)
+
+
+# ---------------------------------------------------------------- reproducers
+
+
+REPRO_MARK = "# aotcheck key-variation reproducer"
+_BEGIN, _END = "# --- program: defines f and make_inputs ---", "# --- end of program ---"
+
+
+def write_repro(r: Result, subject: Subject, out_dir) -> Path:
+    """A runnable .py for one bad verdict: it names the engine, the subject (a corpus case id, or
+    the program's source) and the variation, and replays A then B (``replay``)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    slug = "".join(ch if ch.isalnum() else "_" for ch in f"{r.engine}_{r.subject}_{r.variation.label}")[:120]
+    path = out / f"keyvar_{slug}.py"
+    source = getattr(subject, "source", "")
+    body = [REPRO_MARK,
+            f"# verdict: {r.verdict}: {r.reason}",
+            "from aotcheck.targets.variations import replay_file",
+            f"ENGINE = {r.engine!r}",
+            f"CASE = {r.subject!r}" if not source else "CASE = None",
+            f"SUBJECT = {r.subject!r}",
+            f"GRAD_MODE = {subject.grad_mode!r}",
+            f"BACKWARD = {subject.backward!r}",
+            f"VARIATION = {r.variation.to_json()!r}",
+            ""]
+    if source:
+        body += [_BEGIN, source.strip("\n"), _END, ""]
+    body += ["if __name__ == '__main__':", "    raise SystemExit(replay_file(__file__))", ""]
+    path.write_text("\n".join(body))
+    return path
+
+
+def load_repro(path) -> tuple[str, Subject, Variation]:
+    """(engine name, subject, variation) of a reproducer written by ``write_repro``."""
+    import runpy
+    ns = runpy.run_path(str(path), run_name="aotcheck_keyvar_repro")
+    v = Variation.from_json(ns["VARIATION"])
+    if ns.get("CASE"):
+        from ..check.corpus import all_cases
+        case = {c.id: c for c in all_cases()}[ns["CASE"]]
+        return ns["ENGINE"], Subject.of_case(case), v
+    text = Path(path).read_text()
+    source = text.split(_BEGIN, 1)[1].split(_END, 1)[0] if _BEGIN in text else ""
+    return ns["ENGINE"], Subject(ns.get("SUBJECT", Path(path).stem), ns["f"], ns["make_inputs"],
+                                 ns.get("GRAD_MODE", "enabled"), ns.get("BACKWARD", True), (), source), v
+
+
+def is_repro(path) -> bool:
+    try:
+        return Path(path).read_text().startswith(REPRO_MARK)
+    except OSError:
+        return False
+
+
+def replay_file(path) -> int:
+    """Run a reproducer: A then B; print the verdict; 1 when it is bad."""
+    from .engines import get_engine
+    engine, subject, v = load_repro(path)
+    run = run_subject(get_engine(engine), subject, [v])
+    for r in run.results:
+        print(r)
+    if run.a != "ok":
+        print(f"A: {run.a}")
+    return 1 if any(r.verdict in BAD for r in run.results) else 0
