@@ -211,6 +211,7 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
             else:
                 _replay_limit(run, e)
         grads, own = _retained_parts(grads, len(targets), retained, tangents)
+        _no_reach_without_gradient(reach, grads)
         _check_swapped_grads(captured, grad_inputs, grads, primals)
         bw_values = []
         found.clear()
@@ -269,6 +270,14 @@ def _retained_targets(outs: list, diff: tuple, retained: tuple, reach: list) -> 
     return kept
 
 
+def _no_reach_without_gradient(reach: list, grads: list) -> None:
+    """An input whose gradient the joint finds None is reached by no output (NOTE [unread
+    placeholders], runtime/artifact.py)."""
+    for j, g in enumerate(grads):
+        if g is None and j < len(reach):
+            reach[j] = ()
+
+
 def _retained_parts(grads, n: int, retained: tuple, tangents: list) -> tuple[list, list]:
     """The input gradients, and per retained output the part of its gradient that the
     function's own uses of it give (its total less its own tangent)."""
@@ -317,6 +326,7 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
             box["backward_error"] = _missing_derivative(e)
             grads = [None] * (len(targets) + len(kept))
         grads, own = _retained_parts(grads, len(targets), retained, tangents)
+        _no_reach_without_gradient(reach, grads)
         _check_swapped_grads(captured, grad_inputs, grads, primals)
         written = set(run.tagger.writes[written_from:])
         bw_values = []

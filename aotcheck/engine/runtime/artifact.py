@@ -113,13 +113,16 @@ class CompiledArtifact:
         self._nondiff = nondiff
         self.retained_diff = retained_outputs(meta, fw_candidates, diff_outputs) if self.training \
             else ()
-        # NOTE [unread placeholders]: a placeholder the forward graph never reads (a lifted
-        # tensor the function overwrote in its Python state before reading it) gets no gradient
-        # edge, as eager's function has none to it: autograd's engine runs every node that an
-        # edge reaches, even with no gradient, and one on a graph already freed would raise
+        # NOTE [unread placeholders]: a placeholder the forward graph never reads and whose
+        # gradient the joint found None (a lifted tensor the function overwrote in its Python
+        # state before reading it) gets no gradient edge, as eager's function has none to it:
+        # autograd's engine runs every node that an edge reaches, even with no gradient, and
+        # one on a graph already freed would raise
         fw_placeholders = [n for n in forward.nodes if n.op == "placeholder"]
+        no_grad = {p for p, r in zip(parts.grad_inputs, parts.grad_reach) if not r} \
+            if len(parts.grad_reach) >= len(parts.grad_inputs) else set()
         self._unread = frozenset(k for k, n in enumerate(fw_placeholders[:len(plan.placeholders)])
-                                 if not n.users) if self.training else frozenset()
+                                 if not n.users and k in no_grad) if self.training else frozenset()
         self._function = _make_function(self) if self.training else None
         # Decided once per artifact rather than on every call:
         # - whether the inference graph must run under no_grad (only if something requires grad);
