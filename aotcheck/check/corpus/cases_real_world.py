@@ -56,14 +56,6 @@ AOTCHECK_FAILURES = {
         "internal error (IndexError 'list index out of range'): a function with no arguments that makes a leaf with requires_grad=True",
     'i125284_parameter_made_inside_then_mutated':
         "silently wrong: an nn.Parameter made inside and mutated under no_grad: the compiled function returns a FakeTensor (cold); from the cache the first run raises TypeError 'Object of type SymFloat is not JSON serializable' (an internal error)",
-    'i94851_torch_func_grad_of_a_quadratic':
-        "refusal: TraceError (NotImplementedError 'Cannot access storage of TensorWrapper'): torch.func.grad inside the function",
-    'i136662_torch_func_grad_over_in_place_index_adds':
-        "refusal: TraceError (NotImplementedError 'Cannot access storage of TensorWrapper'): torch.func.grad over in-place index adds",
-    'i193279_torch_func_grad_over_a_custom_function':
-        "refusal: TraceError (NotImplementedError 'Cannot access storage of TensorWrapper'): torch.func.grad over a custom Function",
-    'i192985_torch_func_jvp_over_a_custom_function':
-        "refusal: TraceError (NotImplementedError 'Cannot access storage of TensorWrapper'): torch.func.jvp over a custom Function",
     'i172956_backward_mutates_a_saved_intermediate_that_is_returned':
         "internal error (KeyError 'arg1_1'): a custom Function whose backward mutates a saved intermediate that the function returns",
     'i154820_forward_and_backward_each_add_into_an_argument':

@@ -18,7 +18,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
 from ...errors import UnsupportedInputError
-from .functional import dense_layout, geometry_of, storage_ref
+from .functional import dense_layout, geometry_of, storage_ref, unwrap_functorch
 
 
 # In-place ops that change a tensor's size, stride or offset (not its data).
@@ -109,6 +109,8 @@ class MetadataRecorder(TorchFunctionMode):
         kwargs = kwargs or {}
         name = call_name(func)
         target = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if target is not None and _wrapped(target):
+            return self._inside_transform(func, name, target, args, kwargs)
         if name in METADATA_METHODS and target is not None:
             # A view's own squeeze_/unsqueeze_ keeps its elements in order: a replay without
             # it gives the gradient right or fails loudly. Reorderings do not; nor does any
@@ -183,6 +185,8 @@ class MetadataRecorder(TorchFunctionMode):
                 self.geometry[id(out)] = eager        # eager's, not a drifted wrapper's
                 self._alive.append(out)
         for t in pytree.tree_leaves(out):
+            if isinstance(t, torch.Tensor) and _wrapped(t):
+                continue                # a transform's own (NOTE [calls inside a torch.func transform])
             if isinstance(t, torch.Tensor) and t._is_view() and name not in METADATA_METHODS \
                     and target is not None and t is not target:
                 self.has_views.add(id(target))
@@ -195,6 +199,24 @@ class MetadataRecorder(TorchFunctionMode):
                 self.geometry[id(t)] = self.start_geometry.get(id(t)) or geometry_of(t)
                 self._alive.append(t)
         return out
+
+    def _inside_transform(self, func, name, target, args, kwargs):
+        """NOTE [calls inside a torch.func transform]
+        Inside ``torch.func.grad`` / ``jvp`` / ``vjp`` / ``vmap`` the function's tensors are
+        functorch's wrappers (NOTE [functorch wrappers] in functional.py): the transform's
+        own levels, which it unwraps before it returns. Its leaves (``requires_grad_()`` on
+        its inputs), views and geometry are the transform's, never the caller's, so none of
+        them is recorded as the function's; only a write is, against the storage at the bottom
+        that it reaches (a write to an argument, or to a tensor the function made outside
+        the transform, is the function's too). Metadata calls on wrappers are the
+        transform's: an argument itself is never a wrapper."""
+        bottom = unwrap_functorch(target) if target is not None else None
+        if bottom is not None and _mutating(name) and bottom.layout == torch.strided:
+            self.events.append(("data", storage_ref(bottom)))
+            self.writes.append((storage_ref(bottom), geometry_of(bottom)))
+            if bottom.requires_grad:
+                self.hazard_events.append(("data", storage_ref(bottom), False))
+        return func(*args, **kwargs)
 
     def watch_argument_views(self, views: dict[int, list[int]], bases: dict, works: list,
                              own: dict) -> None:
@@ -282,7 +304,7 @@ class MetadataRecorder(TorchFunctionMode):
     start_geometry: dict = {}       # id -> the argument's geometry at the call (set by the run)
 
     def _note_leaf(self, t) -> None:
-        if isinstance(t, torch.Tensor) and t.requires_grad and t.is_leaf \
+        if isinstance(t, torch.Tensor) and not _wrapped(t) and t.requires_grad and t.is_leaf \
                 and self.watched.get(id(t), ("",))[0] != "placeholder" \
                 and all(t is not n for n in self.new_leaves):
             self.new_leaves.append(t)
@@ -318,6 +340,11 @@ class MetadataRecorder(TorchFunctionMode):
             elif st in changed:
                 return True
         return False
+
+
+def _wrapped(t: torch.Tensor) -> bool:
+    """Is ``t`` a torch.func transform's wrapper (NOTE [functorch wrappers] in functional.py)?"""
+    return torch._C._functorch.is_functorch_wrapped_tensor(t)
 
 
 def _resize_geometry(rec: MetadataRecorder, target, args, kwargs) -> tuple:
