@@ -60,14 +60,8 @@ AOTCHECK_FAILURES = {
         "internal error (KeyError 'arg1_1'): a custom Function whose backward mutates a saved intermediate that the function returns",
     'i154820_forward_and_backward_each_add_into_an_argument':
         "internal error (KeyError 'arg2_1'): a custom Function that mutates an argument in its forward and again (through ctx) in its backward",
-    'i153389_custom_ops_mutating_rows_of_one_base':
-        "refusal: TraceError (RuntimeError 'Found a custom (non-ATen) operator whose output has alias annotations'): torch.library custom ops that mutate their arguments",
-    'i186807_custom_op_adds_into_an_argument':
-        "refusal: TraceError (RuntimeError 'Found a custom (non-ATen) operator whose output has alias annotations'): a torch.library custom op that mutates an argument",
-    'i144072_custom_op_with_an_optional_mutable_tensor_list':
-        "refusal: TraceError (RuntimeError 'Found a custom (non-ATen) operator whose output has alias annotations'): a custom op with a mutable Tensor(a!)[]? argument",
     'i139257_custom_op_that_calls_set_on_a_parameter':
-        "refusal: TraceError (RuntimeError 'Found a custom (non-ATen) operator whose output has alias annotations'): a custom op whose body calls set_() on its argument",
+        "refusal: UnsupportedInputError ('set_() on input placeholder 0, which requires grad, under no_grad, onto a tensor of another shape'): the custom op's kernel now runs in the trace; its set_() is the class of i122981, which eager runs",
     'i98835_out_argument_resized_from_empty':
         "refusal: AotcheckError at the call ('input placeholder 1 is written back ... with a value of shape (8, 8), but ... it has shape (0,)'): an out= argument of size 0 that the op resizes",
     'i122386_histogram_into_empty_out_tensors':

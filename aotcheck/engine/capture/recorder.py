@@ -18,6 +18,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
 from ...errors import UnsupportedInputError
+from .custom_ops import mutating_kernel
 from .functional import dense_layout, geometry_of, storage_ref, unwrap_functorch
 
 
@@ -111,6 +112,10 @@ class MetadataRecorder(TorchFunctionMode):
         target = args[0] if args and isinstance(args[0], torch.Tensor) else None
         if target is not None and _wrapped(target):
             return self._inside_transform(func, name, target, args, kwargs)
+        kernel = mutating_kernel(func, args, kwargs)
+        if kernel is not None:
+            with self:          # the kernel's own calls are recorded (NOTE [mutating custom ops])
+                return kernel()
         if name in METADATA_METHODS and target is not None:
             # A view's own squeeze_/unsqueeze_ keeps its elements in order: a replay without
             # it gives the gradient right or fails loudly. Reorderings do not; nor does any
