@@ -19,8 +19,15 @@ eager's, and the graph is aten only. Where autograd would record the call, eager
 op's registered backward, which a traced kernel would replace with the kernel's own
 derivative: that call keeps the refusal. Ops that are not ``custom_op``s (a kernel the
 dispatcher holds, out of reach from Python) keep it too.
+
+Inside a ``torch.func`` transform eager's dispatcher runs the kernel below the transform's
+levels: on tensors the transform does not wrap (a buffer the transformed function closes
+over) the kernel runs with functorch's interpreter stack cleared, as there. A call on a
+transform's wrapper keeps the refusal.
 """
 from __future__ import annotations
+
+import contextlib
 
 import torch
 from torch.utils import _pytree as pytree
@@ -43,12 +50,17 @@ def mutating_kernel(func, args: tuple, kwargs: dict):
     tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return None
+    if any(torch._C._functorch.is_functorch_wrapped_tensor(t) for t in tensors):
+        return None
     device = tensors[0].device.type if tensors else None
     kernel = opdef._backend_fns.get(device) or opdef._backend_fns.get(None)
     if kernel is None:
         return None
 
     def run():
-        with torch._C._AutoDispatchBelowAutograd():
+        from torch._functorch.pyfunctorch import temporarily_clear_interpreter_stack
+        below = temporarily_clear_interpreter_stack() \
+            if torch._C._functorch.maybe_current_level() is not None else contextlib.nullcontext()
+        with below, torch._C._AutoDispatchBelowAutograd():
             return kernel(*args, **kwargs)
     return run
