@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from . import lift as _lift
 from . import subclass as _subclass
-from .compiled import CompiledFunction, resolve_partitioner
+from .compiled import CompiledFunction, flat_key, resolve_partitioner
 from .engine.decide import Decision
 from .engine.pipeline import Stages, run_stages
 from .engine.printer import format_graph
@@ -39,12 +39,14 @@ class AotFunction(CompiledFunction):
 
     def __call__(self, *args, **kwargs):
         state, fp, kwargs = self.state_and_lift(kwargs)   # NOTE [python state], [lifted tensors]
-        art = self.fast_artifact(state, args, kwargs)
-        if art is not None:
-            return art.call(list(args))
-        if _subclass.has_subclass(args, kwargs):
+        key = flat_key(state, args, kwargs)               # NOTE [one read of the inputs]
+        if key is not None:
+            art = self.hit(key)
+            if art is not None:
+                return art.call(list(args))
+        elif _subclass.has_subclass(args, kwargs):
             return _subclass.call(self, state, self._subclass, args, kwargs)
-        return self.call_plain(state, fp, args, kwargs)
+        return self.call_record(self.record(state, fp, args, kwargs, key))
 
 
 def aot_function(fn, *, partitioner: str | None = None, cache=None, remote=None) -> AotFunction:
@@ -74,7 +76,8 @@ class Explanation:
         s = self.stages
         parts = [
             "== signature ==", _format_signature(s.signature),
-            "== captured graph ==", format_graph(s.captured.graph, "captured"),
+            "== captured graph ==", s.meta.trace_mode.format(),
+            format_graph(s.captured.graph, "captured"),
             "== view/mutation metadata ==", s.meta.format(),
             "== decision ==", f"{s.decision.mode}: {s.decision.reason}",
             "== forward graph ==", format_graph(s.partitioned.forward, "forward"),

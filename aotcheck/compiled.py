@@ -2,8 +2,9 @@
 
 One call's path, on one screen (:class:`CompiledFunction`)::
 
-    arguments -> Python state (fingerprint) -> lifted tensors -> signature (once)
-              -> [cache key -> lookup] -> on a miss: the pipeline -> artifact -> [save]
+    arguments -> Python state (fingerprint, or its guard) -> lifted tensors
+              -> call record (inputs read once) -> in-memory key -> hit: run the artifact
+              miss: signature -> [cache key -> lookup] -> the pipeline -> artifact -> [save]
 
 Both the plain path (:class:`aotcheck.api.AotFunction`, which adds only the dispatch of
 tensor-subclass calls) and the subclass path (one ``CompiledFunction`` per desugared plain
@@ -13,6 +14,8 @@ the engine and the cache.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -20,10 +23,40 @@ from . import flags
 from . import lift as _lift
 from .cache import bypass, cache_key, lookup, resolve, save
 from .cache.fingerprint import Unfingerprintable, fingerprint_of, fingerprint_walk
+from .cache.guard import state_guard
 from .engine.partition.cut import STRATEGIES
 from .engine.pipeline import build_artifact, run_stages
 from .engine.signature import call_key, fast_call_key, flatten_inputs, signature
 from .errors import AotcheckError, GuardFailed
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One call's inputs, read once (NOTE [one read of the inputs]): what the in-memory key,
+    the persistent key, the lookup and the pipeline share."""
+    state: str                  # digest of the Python state (NOTE [python state])
+    fp: tuple | Unfingerprintable   # its (text, digest), or why it has none
+    leaves: list                # the flattened arguments, lifted tensors included
+    spec: Any                   # their tree spec (an int: a flat tuple)
+    key: tuple                  # the in-memory key: (state, "flat" | "tree", call key)
+
+
+# NOTE [one read of the inputs]
+# A call reads its inputs once. A flat tuple of plain strided tensors over distinct
+# storages (the common call) is read by ``fast_call_key``, whose key decides equal
+# signatures alone; any other call is flattened and read by ``call_key``. Either key, with
+# the state digest and a tag that keeps the two kinds apart, indexes one table of
+# artifacts; a hit runs the artifact on the arguments read. The full ``signature`` (a
+# third encoding, JSON-able) is built only on a miss, once, for the pipeline and the
+# persistent key.
+
+
+def flat_key(state, args: tuple, kwargs: dict):
+    """The in-memory key of a call of plain tensors (see the NOTE), or None."""
+    if kwargs:
+        return None
+    key = fast_call_key(args)
+    return None if key is None else (state, "flat", key)
 
 
 class CompiledFunction:
@@ -41,9 +74,9 @@ class CompiledFunction:
         self.partitioner = partitioner
         self.cache = cache
         self.remote = remote
-        self._artifacts: dict = {}
-        self._fast: dict = {}        # fast_call_key -> artifact, for flat non-aliased tensors
-        self._last_state = None      # (fingerprint data, _state()) of the last call
+        self._artifacts: dict = {}   # CallRecord.key -> artifact
+        self._last_state = None      # (fingerprint data, (digest, fp), lifted) of the last walk
+        self._guard = None           # StateGuard of the last walk, or None (NOTE [skipping the state walk])
         functools.update_wrapper(self, fn)
 
     def derived(self, fn) -> CompiledFunction:
@@ -54,95 +87,100 @@ class CompiledFunction:
     def _state(self):
         """The fingerprint of the Python state ``fn`` reads (NOTE [python state]): the digest
         that keys the in-memory reuse, and what the persistent key is built from. The walk
-        runs on every call; its canonical text and digest only when the walked data differs
-        from the last call's (equal data gives equal text)."""
+        is skipped while the last walk's guard holds (NOTE [skipping the state walk] in
+        cache/guard.py); its canonical text and digest are computed only when the walked
+        data differs from the last walk's (equal data gives equal text)."""
+        guard = self._guard
+        if guard is not None and guard.holds():
+            return self._last_state[1]
+        guard = state_guard(self.fn)
         try:
             (data, lifted), err = fingerprint_walk(self.fn), None
         except Unfingerprintable as u:
             (data, lifted), err = fingerprint_walk(self.fn, identity_fallback=True), u
         last = self._last_state
-        if last is not None and last[0] == data:
-            return (*last[1], lifted)
-        fp = fingerprint_of(data)
-        state = (fp[1], fp if err is None else err)
+        if last is not None and last[0] == data:     # equal data; the tensors may be others
+            state = (*last[1][:2], lifted)
+        else:
+            fp = fingerprint_of(data)
+            state = (fp[1], fp if err is None else err, lifted)
         self._last_state = (data, state)
-        return (*state, lifted)
+        self._guard = guard if err is None and guard is not None and guard.holds() else None
+        return state
 
     def state_and_lift(self, kwargs: dict):
         """(state digest, fingerprint, kwargs with the lifted tensors) for one call.
 
         NOTE [python state]: a compiled graph depends on more than the tensors: closure and
         global values, defaults, helpers, module.training. Every call fingerprints that
-        state (no trace), and artifacts are reused only under an equal fingerprint, so
-        model.eval() after a train-mode compile compiles again (torch's guards do the same)."""
+        state (no trace; or checks the last fingerprint's guard), and artifacts are reused
+        only under an equal fingerprint, so model.eval() after a train-mode compile compiles
+        again (torch's guards do the same)."""
         state, fp, lifted = self._state()
         lifted = _lift.liftable(lifted)
         if lifted:                      # NOTE [lifted tensors] (lift.py)
             kwargs = {**kwargs, _lift.LIFTED: lifted}
         return state, fp, kwargs
 
-    def fast_artifact(self, state, args: tuple, kwargs: dict):
-        """The artifact of an earlier call with flat, non-aliased plain tensors and an equal
-        fast key (no guard to run), or None."""
-        if kwargs:
-            return None
-        key = fast_call_key(args)
-        if key is None:
-            return None
-        art = self._fast.get((state, key))
+    def hit(self, key):
+        """The artifact under a flat key that runs without a guard, or None."""
+        art = self._artifacts.get(key)
         return art if art is not None and not art.guarded else None
 
     def __call__(self, *args, **kwargs):
         state, fp, kwargs = self.state_and_lift(kwargs)
-        art = self.fast_artifact(state, args, kwargs)
-        if art is not None:
-            return art.call(list(args))
-        return self.call_plain(state, fp, args, kwargs)
+        key = flat_key(state, args, kwargs)
+        if key is not None:
+            art = self.hit(key)
+            if art is not None:
+                return art.call(list(args))
+        return self.call_record(self.record(state, fp, args, kwargs, key))
 
-    def call_plain(self, state, fp, args: tuple, kwargs: dict):
-        """The call through the general key: signature -> artifact (compiled on a miss)."""
+    def record(self, state, fp, args: tuple, kwargs: dict, key=None) -> CallRecord:
+        """The call's record; ``key``: its flat key, when :func:`flat_key` gave one."""
+        if key is not None:
+            return CallRecord(state, fp, list(args), len(args), key)
         leaves, spec = flatten_inputs(args, kwargs)
-        key = (state, call_key(leaves, spec))
-        art = self._artifacts.get(key)
-        if art is None:
-            art = self._new_artifact(key, leaves, spec, fp)
-        if not kwargs:
-            fast = fast_call_key(args)
-            if fast is not None:
-                self._fast[(state, fast)] = art
-        if not art.guarded:
-            return art.call(leaves)
-        return self._call_guarded(art, key, leaves, spec, fp)
+        return CallRecord(state, fp, leaves, spec, (state, "tree", call_key(leaves, spec)))
 
-    def _new_artifact(self, key, leaves: list, spec, fp, fresh: bool = False):
-        art = self._compile(leaves, spec, fp, fresh=fresh)
-        art.set_grad_facts(any(isinstance(t, torch.Tensor) and t.requires_grad for t in leaves),
+    def call_record(self, rec: CallRecord):
+        """The call through its record: the artifact under its key, compiled on a miss."""
+        art = self._artifacts.get(rec.key)
+        if art is None:
+            art = self._new_artifact(rec)
+        if not art.guarded:
+            return art.call(rec.leaves)
+        return self._call_guarded(art, rec)
+
+    def _new_artifact(self, rec: CallRecord, fresh: bool = False):
+        art = self._compile(rec, fresh=fresh)
+        art.set_grad_facts(any(isinstance(t, torch.Tensor) and t.requires_grad for t in rec.leaves),
                            torch.is_grad_enabled() and not torch.is_inference_mode_enabled())
-        self._artifacts[key] = art
+        self._artifacts[rec.key] = art
         return art
 
-    def _call_guarded(self, art, key, leaves: list, spec, fp):
+    def _call_guarded(self, art, rec: CallRecord):
         """NOTE [value specialization] (engine/capture/values.py): a graph specialized on tensor values
         whose guard fails at this call is compiled again for this call's values (the generator
         is put back first: draws before the guard ran for nothing)."""
         rng = torch.random.get_rng_state()
         try:
-            return art.call(leaves)
+            return art.call(rec.leaves)
         except GuardFailed:
             if not art.retryable:
                 raise
         torch.random.set_rng_state(rng)
-        self._fast = {k: a for k, a in self._fast.items() if a is not art}
-        return self._new_artifact(key, leaves, spec, fp, fresh=True).call(leaves)
+        return self._new_artifact(rec, fresh=True).call(rec.leaves)
 
-    def _compile(self, leaves: list, spec, fp=None, fresh: bool = False):
+    def _compile(self, rec: CallRecord, fresh: bool = False):
         """``fresh``: a stored entry was specialized on other tensor values (its guard failed
         at this call): trace again, and store the new specialization in its place."""
+        leaves, spec = rec.leaves, rec.spec
         sig = signature(leaves, spec)
         if self.cache is None and not self.remote:
             return build_artifact(run_stages(self.call_fn, leaves, spec, sig, self.partitioner))
         cache = resolve(True if self.cache is None else self.cache, remote=self.remote)
-        key = cache_key(self.call_fn, leaves, spec, sig, self.partitioner, fn_print=fp)
+        key = cache_key(self.call_fn, leaves, spec, sig, self.partitioner, fn_print=rec.fp)
         if key.uncacheable is not None:
             bypass(cache, key.uncacheable)
         elif not fresh:

@@ -8,7 +8,9 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 import aotcheck
-from aotcheck.engine.analyze import InputInfo, OutputInfo, ViewMutationMeta, OUTPUT_KINDS
+from aotcheck.engine.analyze import InputInfo, MutationInfo, OutputInfo, ViewMutationMeta, OUTPUT_KINDS
+from aotcheck.engine.capture.facts import Candidate, MemberFacts, MetadataOp, NewLeaf, StorageSource
+from aotcheck.engine.capture.mode import TraceMode
 from aotcheck.engine.printer import format_graph
 
 
@@ -47,7 +49,7 @@ output 0: alias_of_input 0 (custom Function view; gradient through graph output 
 output 1: fresh (graph output 0), requires_grad
 output 2: fresh (graph output 1), requires_grad""")
         self.assertExpectedInline(repr((s.meta.new_leaves, s.joint.backward_mutations, s.joint.grad_inputs,
-                                        s.joint.grad_reach)), """((('view', 1, (6,), (1,), 0, 'float32'),), ((1, True, (2, 3), (3, 1), 0),), (0, 2, 3), ((0, 1), (2,), (2,)))""")
+                                        s.joint.grad_reach)), """((NewLeaf(kind='view', source=1, shape=(6,), stride=(1,), offset=0, dtype='float32'),), ((1, True, (2, 3), (3, 1), 0),), (0, 2, 3), ((0, 1), (2,), (2,)))""")
 
     def test_training_mutation_only(self):
         def f(a):
@@ -368,16 +370,40 @@ def test_backward_graph_is_built_lazily():
 
 
 _names = st.sampled_from(OUTPUT_KINDS)
+_ints = st.integers(-1, 5)
+_dims = st.lists(st.integers(0, 9), max_size=3).map(tuple)
+_dtypes = st.sampled_from(["float32", "float64", "int64", "bool"])
+_sources = st.one_of(st.just(StorageSource()), st.just(StorageSource.of(-2)),
+                     st.integers(0, 5).map(StorageSource.of))
+_plain = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-9, 9), st.text(max_size=3)),
+                      lambda inner: st.lists(inner, max_size=3).map(tuple), max_leaves=6)
+_candidates = st.builds(Candidate, _dims, _dtypes, st.booleans(), _dims, st.integers(0, 9))
+_members = st.builds(MemberFacts, st.integers(0, 5), _dims, _dims, st.integers(0, 9), _sources, _ints)
+_ops = st.builds(MetadataOp, st.sampled_from(["placeholder", "leaf"]), st.integers(0, 5),
+                 st.sampled_from(["t_", "squeeze_", "resize_", "requires_grad_"]),
+                 st.lists(_plain, max_size=3).map(tuple),
+                 st.lists(st.tuples(st.text(max_size=3), _plain), max_size=2).map(tuple), st.booleans())
+_new_leaves = st.builds(NewLeaf, st.sampled_from(["view", "fresh", "argument"]), _ints, _dims, _dims,
+                        st.integers(0, 9), _dtypes)
+_modes = st.builds(TraceMode, st.sampled_from(["functional", "plain"]), st.booleans(), st.booleans(),
+                   st.lists(st.integers(0, 5), max_size=3).map(tuple), st.text(max_size=20))
+_mutations = st.builds(MutationInfo, st.integers(0, 5), st.booleans(), st.booleans(), st.booleans(),
+                       _ints, _dims, _dims, st.integers(0, 9), _ints, _sources, _ints, _ints)
 
 
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.tuples(st.booleans(), st.booleans(), st.booleans()), max_size=4),
-       st.lists(st.tuples(_names, st.integers(-1, 5), st.lists(st.integers(0, 9), max_size=3)), max_size=4))
-def test_metadata_round_trips_through_json(ins, outs):
+       st.lists(st.tuples(_names, _ints, st.lists(st.integers(0, 9), max_size=3)), max_size=4),
+       st.lists(_mutations, max_size=3).map(tuple), st.lists(_members, max_size=3).map(tuple),
+       st.lists(_candidates, max_size=3).map(tuple), st.lists(_ops, max_size=3).map(tuple),
+       st.lists(_new_leaves, max_size=3).map(tuple), _modes)
+def test_metadata_round_trips_through_json(ins, outs, mutations, members, candidates, ops, new_leaves,
+                                           mode):
     meta = ViewMutationMeta(
         inputs=tuple(InputInfo(i, True, a, b, c) for i, (a, b, c) in enumerate(ins)),
         outputs=tuple(OutputInfo(k, kind, src, shape=tuple(shape)) for k, (kind, src, shape) in enumerate(outs)),
-        mutations=(), member_metadata=(), intermediate_bases=(), candidates=(), out_tree="*")
+        mutations=mutations, member_metadata=members, intermediate_bases=(), candidates=candidates,
+        out_tree="*", metadata_ops=ops, new_leaves=new_leaves, trace_mode=mode)
     text = meta.to_json()
     json.loads(text)
     assert ViewMutationMeta.from_json(text) == meta
@@ -561,3 +587,30 @@ def test_a_sparse_intermediate_in_a_training_graph():
     gw = torch.autograd.grad(want.sum(), (x, w))
     gg = torch.autograd.grad(got.sum(), (x, w))
     assert all(torch.allclose(a, b) for a, b in zip(gw, gg))
+
+
+def test_trace_mode_says_which_way_and_why_and_is_kept_in_the_cache(tmp_path):
+    """The capture's way is one record with its reason (capture/mode.py): the first way by
+    default; the plain way when the flag asks for it; a synthetic base when aliased arguments
+    are mutated. It is in the metadata, so a cache hit gives it back."""
+    from aotcheck import flags
+
+    def f(a, b):
+        a.add_(1)
+        return a * b
+    base = torch.randn(4)
+    first = aotcheck.explain(f, base[:2], base[1:3], print_result=False).stages.meta.trace_mode
+    assert (first.way, first.synthetic) == ("functional", (0,)), first
+    assert "synthetic base" in first.format()
+    with flags.overridden(flags.TRACE_PLAIN, True):
+        x = torch.randn(3, requires_grad=True)
+        cold = aotcheck.aot_function(lambda x: x.sin() * 2, cache=str(tmp_path))
+        cold(x)
+        before = dict(aotcheck.counters)
+        hit = aotcheck.aot_function(lambda x: x.sin() * 2, cache=str(tmp_path))
+        hit(x)
+        assert aotcheck.counters["hits"] == before["hits"] + 1
+    (cold_art,), (hit_art,) = cold._artifacts.values(), hit._artifacts.values()
+    assert hit_art.meta.trace_mode == cold_art.meta.trace_mode
+    assert hit_art.meta.trace_mode.format() == \
+        "way: plain; the trace_plain flag asks for the plain way"

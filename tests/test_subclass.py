@@ -234,3 +234,31 @@ def test_a_view_of_a_detach_of_an_argument_requires_no_grad():
     out = aotcheck.aot_function(f)(x)
     assert not out.requires_grad and out._is_view()
     assert out.a.untyped_storage().data_ptr() == x.a.untyped_storage().data_ptr()
+
+
+def _matmul_sin(x, w):
+    return (x @ w).sin()
+
+
+def _autocast_run(fn, autocast: bool):
+    g = torch.Generator().manual_seed(0)
+    a, b, w = (torch.randn(3, 3, generator=g) for _ in range(3))
+    x, w = TwoTensor(a, b).requires_grad_(), w.requires_grad_()
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        out = fn(x, w)
+    out.sum().backward()     # after the autocast block, as users write it
+    return out, x.grad, w.grad
+
+
+@pytest.mark.parametrize("written_without_autocast", [False, True], ids=["cold", "cached_without"])
+def test_the_joint_runs_in_the_autocast_state_of_the_forward(tmp_path, written_without_autocast):
+    """NOTE [subclass joint in the forward's state]: the outer-level joint is traced at the first
+    backward, outside the call's autocast; its gradients are eager's, cold and when a joint
+    compiled without autocast sits in the cache (that one must not be served: a stale hit)."""
+    if written_without_autocast:
+        _autocast_run(aotcheck.aot_function(_matmul_sin, cache=str(tmp_path)), False)
+    expected = _autocast_run(_matmul_sin, True)
+    got = _autocast_run(aotcheck.aot_function(_matmul_sin, cache=str(tmp_path)), True)
+    for e, c in zip(expected, got):
+        assert e.dtype == c.dtype and _close(e, c) is None
+    assert not torch.is_autocast_enabled("cpu") and torch.get_default_dtype() == torch.float32

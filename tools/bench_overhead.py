@@ -1,7 +1,11 @@
 """Per-call overhead and cold compile time of aotcheck against eager and torch's aot_function.
 
 Prints figures and ratios; it is a benchmark, not a test (timings on shared machines are
-noisy, so nothing here asserts). Usage: python tools/bench_overhead.py [--quick]
+noisy, so nothing here asserts). Usage: python tools/bench_overhead.py [--quick] [--batches K]
+
+``--batches K`` (for a loaded machine): the per-call figures are each the best of K batches
+of n/K calls, the batches of eager, aotcheck and aot_function interleaved, so a burst of
+load from other processes lands on all three alike and the best batch shows the cost.
 
 - per-call cost, forward and forward+backward, of a 3-op function on 8 elements;
 - cold compile time of a small MLP and a 200-op pointwise chain.
@@ -45,6 +49,23 @@ def per_call(fn, args, backward: bool, n: int) -> float:
     return (time.perf_counter() - t0) / n * 1e6
 
 
+def side_by_side(fns, args, backward: bool, n: int, batches: int) -> list[float]:
+    """Per-call microseconds of each of ``fns``: the best of ``batches`` interleaved batches."""
+    per = max(1, n // batches)
+    best = [float("inf")] * len(fns)
+    for f in fns:
+        per_call(f, args, backward, 1)         # warm
+    for _ in range(batches):
+        for i, f in enumerate(fns):
+            t0 = time.perf_counter()
+            for _ in range(per):
+                out = f(*args)
+                if backward:
+                    out.sum().backward()
+            best[i] = min(best[i], (time.perf_counter() - t0) / per * 1e6)
+    return best
+
+
 def noop_aot(fn):
     from functorch.compile import aot_function, nop
     return aot_function(fn, fw_compiler=nop, bw_compiler=nop)
@@ -64,18 +85,24 @@ def cold(make, args, repeat: int) -> float:
 def main() -> None:
     quick = "--quick" in sys.argv
     n = 2000 if quick else 20000
+    batches = int(sys.argv[sys.argv.index("--batches") + 1]) if "--batches" in sys.argv else 1
     torch.manual_seed(0)
     x = torch.randn(8, requires_grad=True)
     y = torch.randn(8, requires_grad=True)
     xs, ys = x.detach(), y.detach()
-    print(f"per-call overhead, 3-op function on 8 elements ({n} calls, microseconds)")
+    how = f", best of {batches} interleaved batches" if batches > 1 else ""
+    print(f"per-call overhead, 3-op function on 8 elements ({n} calls{how}, microseconds)")
     print(f"{'':<28}{'eager':>10}{'aotcheck':>10}{'ratio':>8}{'aot_function':>14}{'ratio':>8}")
     for label, args, bw in (("forward (no grad inputs)", (xs, ys), False),
                             ("forward (grad inputs)", (x, y), False),
                             ("forward + backward", (x, y), True)):
-        e = per_call(small, args, bw, n)
-        a = per_call(aotcheck.aot_function(small), args, bw, n)
-        t = per_call(noop_aot(small), args, bw, n)
+        if batches > 1:
+            e, a, t = side_by_side([small, aotcheck.aot_function(small), noop_aot(small)], args, bw, n,
+                                   batches)
+        else:
+            e = per_call(small, args, bw, n)
+            a = per_call(aotcheck.aot_function(small), args, bw, n)
+            t = per_call(noop_aot(small), args, bw, n)
         print(f"{label:<28}{e:>10.1f}{a:>10.1f}{a / e:>7.1f}x{t:>14.1f}{t / e:>7.1f}x")
     print("\ncold compile + first forward and backward (best of 3, milliseconds)")
     mlp_args = (torch.randn(16, 32), torch.randn(64, 32, requires_grad=True), torch.randn(64, requires_grad=True),

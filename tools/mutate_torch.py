@@ -70,19 +70,20 @@ from torch_mutants import (  # noqa: E402
 # The judges, cheapest first. Placeholders: {python} (this interpreter), {pytest}
 # ({python} -m pytest), {aotcheck} (the CLI), {tmp} (a fresh directory per run), {baselines}
 # (a directory emptied at the start of a harness run: what a judge records on stock torch).
-# When `aotcheck check --engine all-torch` is on main, make it the first default judge:
-#   DEFAULT_JUDGES = (REGRESSION_JUDGE,) + DEFAULT_JUDGES[-1:]
+# The regression command is the first judge (the corpus cold, cached and under key variations,
+# judged against the record: a mutant is found when it exits 1, NEW or CHANGED); a short fuzz
+# run against torch is the second.
 REGRESSION_JUDGE = "check={aotcheck} check --engine all-torch"
-DEFAULT_JUDGES: tuple[str, ...] = (
+FUZZ_JUDGE = ("fuzz={python} tools/fuzz_judge.py {baselines}/fuzz-torch.json -- --engine torch "
+              "--examples 15 --seed 0 --no-shrink")
+# the corpus through pytest, one torch engine each (cheaper per mutant, no key variations)
+CORPUS_JUDGES = (
     "corpus-aotf={pytest} tests/test_engines.py --engine torch-aot-function "
     "-k TestTorchAotFunction -x -q -p no:cacheprovider",
     "corpus-torch={pytest} tests/test_engines.py --engine torch --with-cache "
     "-k 'TestTorch and not AotFunction' -x -q -p no:cacheprovider",
-    # `aotcheck fuzz` exits 1 on known findings too (stock torch has some): tools/fuzz_judge.py
-    # records stock's fingerprints in the baseline run and fails only on a new one
-    "fuzz={python} tools/fuzz_judge.py {baselines}/fuzz-torch.json -- --engine torch "
-    "--examples 15 --seed 0 --no-shrink",
 )
+DEFAULT_JUDGES: tuple[str, ...] = (REGRESSION_JUDGE, FUZZ_JUDGE)
 
 
 class HarnessError(RuntimeError):

@@ -218,7 +218,7 @@ def _save_backward(cache: Cache, key: str, fw_sha: str, graph, constants: dict) 
 def _artifact_from_entry(cache: Cache, key: str, entry: dict, fn, partitioner: str, leaves: list, spec,
                          sig, captured) -> CompiledArtifact:
     meta = ViewMutationMeta.from_json(json.dumps(entry["meta"]))
-    plan = InputPlan(_deep_tuple(entry["plan"]["placeholders"]), _deep_tuple(entry["plan"]["sources"]))
+    plan = InputPlan.from_data(entry["plan"])
     if captured is not None and plan != captured.plan:       # a traced (fallback) key
         raise ValueError("stored input plan differs from this capture's")
     forward = graph_from_data(entry["forward"])

@@ -8,7 +8,9 @@ def pytest_addoption(parser):
     group.addoption("--with-cache", action="store_true", default=False,
                     help="run every corpus case twice: cold, then from the persistent cache")
     group.addoption("--engine", default="aotcheck",
-                    help="engine under test: aotcheck (default), torch, torch-aot-function")
+                    help="engine under test: aotcheck (default), torch, torch-aot-function, "
+                         "torch-inductor-lite, dynamo-aotcheck; a comma-separated list, all, or "
+                         "all-torch (as aotcheck check --engine all-torch)")
     group.addoption("--partitioner", default=None,
                     help="the partitioner aotcheck's engine uses: default or mincut "
                          "(sets AOTCHECK_PARTITIONER for the run)")

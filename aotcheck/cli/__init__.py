@@ -1,6 +1,6 @@
-"""The ``aotcheck`` command line: check, cache, fuzz, ops, report and triage.
+"""The ``aotcheck`` command line: check, baseline, cache, fuzz, ops, report and triage.
 
-Each subcommand lives in its own module (``check.py``, ``cache.py``, ``fuzz.py``,
+Each subcommand lives in its own module (``check.py``, ``baseline.py``, ``cache.py``, ``fuzz.py``,
 ``ops.py``, ``report.py``, ``triage.py``), which defines ``register(subparsers)``; this file only
 lists them. ``progress.py`` draws progress bars and tables (rich) for all of them.
 
@@ -14,6 +14,7 @@ import sys
 
 SUBCOMMANDS = (
     "aotcheck.cli.check",      # aotcheck check
+    "aotcheck.cli.baseline",   # aotcheck baseline save FILE
     "aotcheck.cli.cache",      # aotcheck cache ...
     "aotcheck.cli.fuzz",       # aotcheck fuzz
     "aotcheck.cli.ops",        # aotcheck ops
@@ -44,7 +45,7 @@ def add_partitioner_option(p) -> None:
 
 
 # The subcommands whose verdicts lean on the torch engines' recorded known failures.
-_USES_KNOWN_FAILURES = {"check", "fuzz", "report", "triage"}
+_USES_KNOWN_FAILURES = {"check", "baseline", "fuzz", "report", "triage"}
 
 
 def main(argv=None) -> int:

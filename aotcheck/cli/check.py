@@ -1,63 +1,148 @@
-"""``aotcheck check``: run the corpus through an engine and print a pass table per theme."""
+"""``aotcheck check``: the corpus through one engine or every torch engine, judged against the
+recorded failures: a pass table per theme, then NEW, CHANGED and FIXED.
+
+    aotcheck check                                   # aotcheck's engine, cold and cached
+    aotcheck check --engine all-torch                # torch, torch-aot-function, torch-inductor-lite
+    aotcheck check --engine all-torch --baseline main.json   # against a saved baseline
+
+Exit status: 1 on a NEW failure (not recorded) or a CHANGED one (recorded, failing differently);
+with ``--strict`` a FIXED one (recorded, now passing) fails too; else 0. The stages are
+``aotcheck.regress`` (plan, run, fingerprint, record, judge)."""
 from __future__ import annotations
 
-import time
+import sys
 from collections import Counter
 
 from . import add_partitioner_option
 
 
-def register(sub) -> None:
-    p = sub.add_parser("check", help="run the corpus against eager and print a pass table per theme")
+def add_run_options(p) -> None:
+    """The options ``check`` and ``baseline save`` share: which engines and cases, how to run."""
+    from ..regress.plan import CHOICES
+    p.add_argument("--engine", default="aotcheck", metavar="ENGINE",
+                   help=f"{', '.join(CHOICES)} (or a comma-separated list); default aotcheck")
     p.add_argument("--theme", action="append", help="only these themes (repeatable)")
     p.add_argument("-k", dest="pattern", default="", help="only cases whose id contains this text")
     p.add_argument("--forward-only", action="store_true", help="skip backward")
-    p.add_argument("--verbose", "-v", action="store_true", help="print every failure's divergences")
+    p.add_argument("--no-cached", action="store_true", help="only the cold run (no cache round trip, "
+                   "no key variations)")
+    p.add_argument("--no-variations", action="store_true", help="skip the key-variation phase")
+    p.add_argument("--jobs", "-j", type=int, default=None,
+                   help="worker processes (default: 2, or 1 on a one-core machine); 1 runs in this process")
     add_partitioner_option(p)
+
+
+def register(sub) -> None:
+    p = sub.add_parser("check", help="run the corpus through an engine against eager; report NEW, "
+                       "CHANGED and FIXED failures against the record")
+    add_run_options(p)
+    p.add_argument("--baseline", metavar="FILE", default=None,
+                   help="compare with this saved baseline (aotcheck baseline save) instead of the "
+                        "built-in record (aotcheck/targets/known_failures.json)")
+    p.add_argument("--strict", action="store_true", help="a FIXED failure (recorded, now passing) "
+                   "fails the run too")
+    p.add_argument("--verbose", "-v", action="store_true", help="print every problem of each "
+                   "NEW and CHANGED failure")
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
-    from .. import aot_function
+def selected_cases(args):
     from ..check.corpus import all_cases
-    from ..check.harness import check_case
-    from .progress import Progress
+    return [c for c in all_cases() if (not args.theme or c.theme in args.theme) and args.pattern in c.id]
 
-    cases = [c for c in all_cases() if (not args.theme or c.theme in args.theme)
-             and args.pattern in c.id]
-    bar = Progress(len(cases), "check")
-    rows: dict[str, Counter] = {}
-    failures = []
-    t0 = time.perf_counter()
-    for c in cases:
-        # in the case's call mode (no_grad, inference_mode), through each of its states
-        r = check_case(c, aot_function(c.fn), backward=c.backward and not args.forward_only)
-        row = rows.setdefault(c.theme, Counter())
-        if r.ok and c.xfail:
-            row["xpass"] += 1
-            failures.append((c, ["unexpectedly passed; remove its xfail"]))
-        elif r.ok:
-            row["pass"] += 1
-        elif c.xfail:
-            row["xfail"] += 1
-        else:
-            row["fail"] += 1
-            failures.append((c, r.divergences))
-        bar.advance(c.id)
+
+def execute(args, record):
+    """Plan and run: (plan, RunResult)."""
+    from ..regress import run as regress_run
+    from ..regress.plan import Plan, engines_of
+    from .progress import Progress
+    plan = Plan(engines_of(args.engine), cached=not args.no_cached,
+                variations=not (args.no_cached or args.no_variations), backward=not args.forward_only)
+    cases = selected_cases(args)
+    jobs = args.jobs if args.jobs is not None else regress_run.default_jobs()
+    with Progress(len(cases), f"check {args.engine}") as bar:
+        result = regress_run.run(cases, plan, record, jobs=min(jobs, max(1, len(cases))), progress=bar)
+    return plan, result
+
+
+def run(args) -> int:
+    from ..errors import AotcheckError
+    from ..regress import judge, record as records
+    try:
+        record = records.load(args.baseline)
+        from ..regress.plan import engines_of
+        engines_of(args.engine)
+    except (records.RecordError, AotcheckError) as e:
+        print(f"aotcheck check: {e}", file=sys.stderr)
+        return 2
+    if args.baseline:
+        _note_baseline_version(record)
+    plan, result = execute(args, record)
+    verdicts = judge.judge(result.outcomes, record)
+    print_report(plan, result, verdicts, record, verbose=args.verbose)
+    return judge.exit_code(verdicts, strict=args.strict)
+
+
+def _note_baseline_version(record) -> None:
+    import torch
+    if record.torch.split("+")[0] != torch.__version__.split("+")[0]:
+        print(f"aotcheck: the baseline {record.source} was recorded on torch {record.torch}; this is "
+              f"torch {torch.__version__}: NEW, CHANGED and FIXED compare the two builds.", file=sys.stderr)
+
+
+def _columns(plan, result) -> list[tuple[str, str]]:
+    seen = dict.fromkeys((o.engine, o.stage if not o.stage.startswith("variation.") else "variations")
+                         for o in result.outcomes)
+    return [c for c in seen]
+
+
+def print_report(plan, result, verdicts, record, *, verbose: bool = False, stream=None) -> None:
     from .. import flags
-    print(f"partitioner: {flags.get(flags.PARTITIONER)}")
-    print(f"{'theme':<24}{'cases':>6}{'pass':>6}{'fail':>6}{'xfail':>6}")
-    total = Counter()
-    for theme, row in rows.items():
-        n = sum(row.values())
-        total.update(row)
-        print(f"{theme:<24}{n:>6}{row['pass']:>6}{row['fail'] + row['xpass']:>6}{row['xfail']:>6}")
-    print(f"{'total':<24}{sum(total.values()):>6}{total['pass']:>6}"
-          f"{total['fail'] + total['xpass']:>6}{total['xfail']:>6}")
-    print(f"wall time {time.perf_counter() - t0:.1f}s")
-    for c, divs in failures:
-        print(f"FAIL {c.id}: {divs[0]}")
-        if args.verbose:
-            for d in divs[1:]:
-                print(f"     {d}")
-    return 1 if failures else 0
+    from .progress import print_table
+    out = stream or sys.stdout
+    print(f"partitioner: {flags.get(flags.PARTITIONER)}", file=out)
+    print(f"record: {record.source} (torch {record.torch})", file=out)
+    cols = _columns(plan, result)
+    cells: dict[tuple, Counter] = {}
+    themes: dict[str, None] = {}
+    for o, v in zip(result.outcomes, verdicts):
+        col = (o.engine, o.stage if not o.stage.startswith("variation.") else "variations")
+        themes.setdefault(o.theme)
+        for t in (o.theme, "total"):
+            cells.setdefault((t, col), Counter())[v.kind] += 1
+    rows = [(t, *(_cell(cells.get((t, c), Counter())) for c in cols)) for t in [*themes, "total"]]
+    print_table("passed/judged per theme; k known, f FIXED, n NEW, c CHANGED, s skipped",
+                ["theme"] + [f"{e} {s}" for e, s in cols], rows, stream=out)
+    if not result.variations_available and plan.variations:
+        print("key variations: not run (the key-variation phase is not installed: "
+              "aotcheck.regress.run.VARIATIONS_MODULE)", file=out)
+    secs = ", ".join(f"{e} {s:.0f}s" for e, s in result.engine_seconds.items())
+    print(f"wall time {result.wall_s:.1f}s with {result.workers} worker(s); worker CPU per engine: {secs}",
+          file=out)
+    unpinned = sum(1 for v in verdicts if v.kind == "known" and v.was is not None and v.was.fingerprint is None
+                   and v.now is not None)
+    if unpinned:
+        print(f"{unpinned} known failure(s) matched an unpinned entry (reason only; pin them with "
+              f"tools/known_failures_migrate.py)", file=out)
+    n = Counter(v.kind for v in verdicts)
+    print(f"runs: {n['pass']} passed, {n['known']} known failures, {n['NEW'] + n['CHANGED']} failing "
+          f"against the record, {n['FIXED']} fixed, {n['skipped']} skipped", file=out)
+    for kind in ("NEW", "CHANGED", "FIXED"):
+        vs = [v for v in verdicts if v.kind == kind]
+        print(f"{kind}: {len(vs)}", file=out)
+        for v in vs:
+            print(f"  {v.sentence}", file=out)
+            if verbose and kind != "FIXED":
+                o = next(o for o in result.outcomes if (o.engine, o.stage, o.case_id) == (v.engine, v.stage, v.case_id))
+                for p in o.problems[1:]:
+                    print(f"      {p}", file=out)
+
+
+def _cell(c: Counter) -> str:
+    n = sum(v for k, v in c.items() if k != "skipped")
+    if not n and not c:
+        return ""
+    ok = c["pass"]
+    extra = [f"{c[k]}{s}" for k, s in (("known", "k"), ("FIXED", "f"), ("NEW", "n"), ("CHANGED", "c"),
+                                        ("skipped", "s")) if c[k]]
+    return f"{ok}/{n}" + (f" ({', '.join(extra)})" if extra else "")

@@ -21,10 +21,13 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
+from .capture.facts import Candidate, MemberFacts, MetadataOp, NewLeaf, StorageSource, record_from_data
+from .capture.mode import TraceMode
 from .capture.trace import Captured
 from .signature import Signature, TensorSpec
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2     # 2: candidates, member metadata, metadata ops, new leaves, storage
+                       # sources and the trace mode are records
 
 # Output kinds.
 FRESH = "fresh"                          # a new tensor computed by the graph
@@ -96,10 +99,10 @@ class MutationInfo:
     final_stride: tuple[int, ...]
     final_offset: int
     storage_bytes: int = -1         # resize the storage to this many bytes first, or -1
-    storage_source: int = -1        # set_() it onto: -2 the storage of storage_output, p >= 0
-                                    # placeholder p's storage (as it was at the call), or -1;
-                                    # a data write (value_output) comes first, into the old one
-    storage_output: int = -1        # storage_source -2: the candidate holding that storage
+    storage_source: StorageSource = StorageSource()   # set_() it onto: a new storage (that of
+                                    # storage_output), or a placeholder's (as it was at the
+                                    # call); a data write (value_output) comes first, into the old
+    storage_output: int = -1        # a new storage_source: the candidate holding that storage
     grad_value_output: int = -1     # after the swap, copy_() this candidate into it under grad
                                     # mode (NOTE [grad writes after a swap] in swap_grad.py)
 
@@ -109,17 +112,17 @@ class ViewMutationMeta:
     inputs: tuple[InputInfo, ...]
     outputs: tuple[OutputInfo, ...]
     mutations: tuple[MutationInfo, ...]
-    # (leaf, shape, stride, offset, storage_source, value_output): NOTE [member storage swaps]
-    member_metadata: tuple[tuple[int, tuple, tuple, int, int, int], ...]
+    member_metadata: tuple[MemberFacts, ...]  # NOTE [member storage swaps] in swaps.py
     intermediate_bases: tuple[int, ...]      # graph candidate index of each intermediate base
-    candidates: tuple[tuple, ...]    # per graph candidate: (shape, dtype, requires_grad, stride, offset)
+    candidates: tuple[Candidate, ...]        # per graph candidate
     out_tree: str
-    metadata_ops: tuple = ()   # (kind, index, method, args, kwargs, grad_enabled), replayed in order
-    new_leaves: tuple = ()     # (kind, source, shape, stride, offset, dtype): NOTE [new grad leaves]
+    metadata_ops: tuple[MetadataOp, ...] = ()   # replayed in order
+    new_leaves: tuple[NewLeaf, ...] = ()     # NOTE [new grad leaves] in capture/autograd_facts.py
     schema: int = SCHEMA_VERSION
     # eager's error at .backward() when a derivative on the path is not implemented (e.g. an
     # in-place acosh_): the compiled function raises it there too, never at compile time
     backward_error: str = ""
+    trace_mode: TraceMode = TraceMode()     # which way capture traced it, and why
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -129,16 +132,7 @@ class ViewMutationMeta:
         d = json.loads(text)
         if d.get("schema") != SCHEMA_VERSION:
             raise ValueError(f"metadata schema {d.get('schema')} != {SCHEMA_VERSION}")
-        return ViewMutationMeta(
-            inputs=tuple(InputInfo(**i) for i in d["inputs"]),
-            outputs=tuple(OutputInfo(**_tup(o)) for o in d["outputs"]),
-            mutations=tuple(MutationInfo(**_tup(m)) for m in d["mutations"]),
-            member_metadata=tuple((m[0], tuple(m[1]), tuple(m[2]), *m[3:]) for m in d["member_metadata"]),
-            intermediate_bases=tuple(d["intermediate_bases"]),
-            candidates=tuple((tuple(c[0]), c[1], c[2], tuple(c[3]), c[4]) for c in d["candidates"]),
-            out_tree=d["out_tree"], metadata_ops=_deep_tuple(d.get("metadata_ops", [])),
-            new_leaves=_deep_tuple(d.get("new_leaves", [])),
-            schema=d["schema"], backward_error=d.get("backward_error", ""))
+        return record_from_data(ViewMutationMeta, d)
 
     def format(self) -> str:
         """A readable, deterministic printout (used by explain and golden tests)."""
@@ -190,15 +184,6 @@ class ViewMutationMeta:
         return "\n".join(lines)
 
 
-def _deep_tuple(v):
-    return tuple(_deep_tuple(x) for x in v) if isinstance(v, list) else v
-
-
-def _tup(d: dict) -> dict:
-    return {k: (_deep_tuple(v) if k == "clips" else tuple(v)) if isinstance(v, list) else v
-            for k, v in d.items()}
-
-
 def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
     """Classify every argument and output of a captured function."""
     facts, plan = captured.facts, captured.plan
@@ -209,19 +194,19 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
             inputs.append(InputInfo(i, False))
             continue
         src = plan.sources[i]
-        while src[0] == "same":
-            src = plan.sources[src[1]]
-        p = src[1]
+        while src.kind == "same":
+            src = plan.sources[src.index]
+        p = src.index
         f = by_placeholder[p]
-        member = src[0] == "member"
+        member = src.kind == "member"
         meta_mut = f.metadata_mutated if not member else any(m.leaf == i for m in facts.members)
         # an aliased argument given requires_grad_(): NOTE [new grad leaves]
-        made_leaf = member and ("argument", i) in {tuple(nl[:2]) for nl in facts.new_leaves}
+        made_leaf = member and any(nl.kind == "argument" and nl.source == i for nl in facts.new_leaves)
         mutated = f.data_mutated or meta_mut
         rg_after = f.requires_grad_after if not member else spec.requires_grad or f.requires_grad_after
-        for kind, leaf, op, args, *_ in facts.metadata_ops:
-            if member and kind == "leaf" and leaf == i and op == "requires_grad_":
-                rg_after = args[0]     # NOTE [requires_grad_ on an aliased argument]
+        for op in facts.metadata_ops:
+            if member and op.kind == "leaf" and op.index == i and op.method == "requires_grad_":
+                rg_after = op.args[0]     # NOTE [requires_grad_ on an aliased argument]
         inputs.append(InputInfo(
             i, True, spec.requires_grad, spec.is_leaf, f.data_mutated, meta_mut,
             mutated and not f.autograd_saw_mutation,
@@ -231,14 +216,13 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
                      f.value_output, f.final_shape, f.final_stride, f.final_offset,
                      f.storage_bytes, f.storage_source, f.storage_output, f.grad_value_output)
         for f in facts.inputs
-        if f.data_mutated or f.metadata_mutated or f.storage_bytes >= 0 or f.storage_source != -1)
+        if f.data_mutated or f.metadata_mutated or f.storage_bytes >= 0 or f.storage_source.swapped)
     outputs = tuple(_classify(k, o) for k, o in enumerate(facts.outputs))
     return ViewMutationMeta(
         tuple(inputs), outputs, mutations,
-        tuple((m.leaf, m.final_shape, m.final_stride, m.final_offset, m.storage_source,
-               m.value_output) for m in facts.members),
+        facts.members,
         facts.intermediate_outputs, facts.candidates, facts.out_tree, facts.metadata_ops,
-        facts.new_leaves)
+        facts.new_leaves, trace_mode=captured.mode)
 
 
 def _classify(k, o) -> OutputInfo:

@@ -31,6 +31,7 @@ from .capture.functional import (backward_phase, from_fun, geometry_of, to_fun, 
                          trace_grad_mode)
 from .capture.functional_run import FunctionalRun
 from .capture.view_flags import argument_views
+from .graph_walk import grad_nodes
 from .rng.seeding import watch_generators
 from ..errors import TraceError, UnsupportedInputError
 from .signature import Signature
@@ -94,14 +95,15 @@ def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
     for m in meta.mutations:
         if m.data:                                  # a new value
             order.append(m.value_output)
-        if m.storage_source == -2:                  # a new storage (set_)
+        if m.storage_source.new:                    # a new storage (set_)
             order.append(m.storage_output)
         if m.grad_value_output >= 0:                # written with grad after a swap
             order.append(m.grad_value_output)
     for o in meta.outputs:
         if o.kind == FRESH or o.graph_output >= 0:
             order.append(o.graph_output)
-    order.extend(m[5] for m in meta.member_metadata if m[4] == -2)   # a member's new storage
+    # a member's new storage
+    order.extend(m.value_output for m in meta.member_metadata if m.storage_source.new)
     order.extend(meta.intermediate_bases)
     seen: set[int] = set()
     return tuple(c for c in order if not (c in seen or seen.add(c)))
@@ -128,15 +130,15 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     # a bool or integer value can require grad in eager (a grad value copied into a slice of a
     # bool tensor: CopySlices), but no gradient flows through it: it gets no tangent
     diff = tuple(k for k, c in enumerate(fw)
-                 if meta.candidates[c][2] and _differentiable(meta.candidates[c][1])
+                 if meta.candidates[c].requires_grad and _differentiable(meta.candidates[c].dtype)
                  and c not in replayed_without_grad and c not in gradless)
     # an argument whose requires_grad_() the function called gets a gradient too (the runtime
     # sets the caller's flag before the compiled function runs)
-    set_rg = {captured.plan.sources[i.index][1] for i in meta.inputs
+    set_rg = {captured.plan.sources[i.index].index for i in meta.inputs
               if i.requires_grad_set and i.requires_grad_after}
     # and one whose requires_grad_(False) it called gets none: eager's AccumulateGrad skips a
     # leaf that no longer requires grad, even where outputs were computed from it before
-    unset_rg = {captured.plan.sources[i.index][1] for i in meta.inputs
+    unset_rg = {captured.plan.sources[i.index].index for i in meta.inputs
                 if i.requires_grad_set and not i.requires_grad_after}
     # and an argument view that reads its flag through its base without its own gets none:
     # eager's has no gradient edge (NOTE [views of an argument given requires_grad_])
@@ -150,8 +152,7 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     if captured.plain:
         return _trace_joint_plain(fn, captured, meta, sig, leaves, in_spec, primals,
                                   fw, diff, grad_inputs)
-    run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry,
-                        captured.nonleaf_views, argument_views=captured.argument_views)
+    run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry, captured.mode)
     n = len(primals)
     box: dict = {}
 
@@ -222,7 +223,7 @@ def _forward_again(run, prim: list, captured: Captured, fw, diff, grad_inputs, r
 def _tangents(meta: ViewMutationMeta, fw, diff, primals) -> list[torch.Tensor]:
     tangents = []
     for k in diff:
-        shape, dtype = meta.candidates[fw[k]][0], getattr(torch, meta.candidates[fw[k]][1])
+        shape, dtype = meta.candidates[fw[k]].shape, getattr(torch, meta.candidates[fw[k]].dtype)
         tangents.append(torch.empty(shape, dtype=dtype, device=primals[0].device))
     return tangents
 
@@ -233,10 +234,9 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
     eager autograd on plain copies, then the whole joint functionalized. Same outputs as the
     first way: forward values, gradients, then the values the user's backward wrote."""
     from .capture.storage_views import StorageTagger, functionalize_plain, trace_plain
-    run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry,
+    run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry, captured.mode,
                         tagger=StorageTagger(),
-                        nonleaf=tuple(t.requires_grad and not t.is_leaf for t in primals),
-                        argument_views=captured.argument_views)
+                        nonleaf=tuple(t.requires_grad and not t.is_leaf for t in primals))
     n = len(primals)
     box: dict = {}
     found: list[tuple] = []
@@ -283,7 +283,7 @@ def _check_swapped_grads(captured: Captured, grad_inputs: tuple, grads, primals:
     [storage swaps] in swaps.py) gets its gradient through the compiled function's
     input, which has the argument's shape at the call; a gradient of its new shape cannot
     pass there."""
-    swapped = {f.placeholder for f in captured.facts.inputs if f.storage_source != -1}
+    swapped = {f.placeholder for f in captured.facts.inputs if f.storage_source.swapped}
     for p, g in zip(grad_inputs, grads):
         if p in swapped and p < len(primals) and g is not None and \
                 tuple(g.shape) != tuple(primals[p].shape):     # the caller's, at the call
@@ -314,15 +314,9 @@ def _reach(outs: list, diff: tuple, targets: list) -> list[tuple]:
     target = {id(node): j for j, node in enumerate(nodes)}   # nodes kept alive: ids stay unique
     per_input: list[set] = [set() for _ in targets]
     for pos, k in enumerate(diff):
-        stack, seen = [outs[k].grad_fn], {}
-        while stack:
-            fn = stack.pop()
-            if fn is None or id(fn) in seen:
-                continue
-            seen[id(fn)] = fn                              # kept alive, as above
+        for fn in grad_nodes([outs[k].grad_fn]):
             if id(fn) in target:
                 per_input[target[id(fn)]].add(pos)
-            stack.extend(f for f, _ in fn.next_functions)
     return [tuple(sorted(r)) if r else everything[j] for j, r in enumerate(per_input)]
 
 

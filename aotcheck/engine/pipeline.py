@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from .. import flags
 from .analyze import ViewMutationMeta, analyze
-from .capture.trace import Captured, capture, view_replay_refusal
+from .capture.trace import Captured, capture, joint_retry_modes, view_replay_refusal
 from .capture.plan import placeholder_tensors
 from .decide import TRAINING, Decision, decide
 from .joint import Joint, ViewReplayError, forward_candidates, trace_joint
@@ -52,33 +52,7 @@ def run_stages(fn, leaves: list, in_spec, sig: Signature, partitioner: str = "de
         raise view_replay_refusal("an in-place metadata change on a tensor that has views, "
                                    "then a mutation of its storage")
     if decision.mode == TRAINING:
-        primals = placeholder_tensors(captured.plan, leaves)
-        try:
-            joint = trace_joint(fn, captured, meta, sig, leaves, in_spec, primals)
-        except ViewReplayError as e:
-            # see NOTE [non-leaf copies] in capture/functional_run.py: the other kind of copy of non-leaf
-            # arguments, once, when autograd's view replay failed on this one
-            # (and then the second way: NOTE [plain trace, then functionalize])
-            joint = None
-            if not captured.nonleaf_views and any(t.requires_grad and not t.is_leaf for t in primals):
-                retry = capture(fn, leaves, in_spec, sig, nonleaf_views=True)
-                if not retry.plain:
-                    captured, meta = retry, analyze(retry, sig)
-                    decision = decide(meta, sig)
-                    primals = placeholder_tensors(captured.plan, leaves)
-                    try:
-                        joint = trace_joint(fn, captured, meta, sig, leaves, in_spec, primals) \
-                            if decision.mode == TRAINING else None
-                    except ViewReplayError:
-                        joint = None
-            if joint is None:
-                captured = capture(fn, leaves, in_spec, sig, plain=True)
-                meta, decision = analyze(captured, sig), None
-                decision = decide(meta, sig)
-                if decision.mode != TRAINING:
-                    raise view_replay_refusal(e) from None
-                primals = placeholder_tensors(captured.plan, leaves)
-                joint = trace_joint(fn, captured, meta, sig, leaves, in_spec, primals)
+        captured, meta, decision, joint = _joint(fn, leaves, in_spec, sig, captured, meta, decision)
         if joint.backward_error:
             meta = replace(meta, backward_error=joint.backward_error)
         mutated = frozenset(m.placeholder for m in meta.mutations)
@@ -92,6 +66,36 @@ def run_stages(fn, leaves: list, in_spec, sig: Signature, partitioner: str = "de
         if parts.backward is not None:
             check_graph(parts.backward, "backward", functional=True)
     return Stages(sig, captured, meta, decision, joint, parts)
+
+
+def _joint(fn, leaves: list, in_spec, sig: Signature, captured: Captured, meta: ViewMutationMeta,
+           decision: Decision):
+    """The joint graph, and the capture, metadata and decision it was traced from. Where
+    autograd's view replay fails (NOTE [non-leaf copies] in capture/functional_run.py), the
+    function is captured again each way capture gives (``joint_retry_modes``), the last one
+    plain (NOTE [plain trace, then functionalize]); each capture's mode says why."""
+    primals = placeholder_tensors(captured.plan, leaves)
+    try:
+        return captured, meta, decision, trace_joint(fn, captured, meta, sig, leaves, in_spec, primals)
+    except ViewReplayError as e:
+        error = e
+    for mode in joint_retry_modes(captured.mode, primals):
+        retry = capture(fn, leaves, in_spec, sig, mode)
+        if retry.plain and not mode.plain:
+            continue        # it went the plain way by itself: the plain way comes next, afresh
+        meta = analyze(retry, sig)
+        decision = decide(meta, sig)
+        if decision.mode != TRAINING:
+            if mode.plain:
+                raise view_replay_refusal(error) from None
+            continue
+        primals = placeholder_tensors(retry.plan, leaves)
+        try:
+            return retry, meta, decision, trace_joint(fn, retry, meta, sig, leaves, in_spec, primals)
+        except ViewReplayError:
+            if mode.plain:
+                raise
+    raise AssertionError("joint_retry_modes ends with the plain way")
 
 
 def build_artifact(stages: Stages) -> CompiledArtifact:

@@ -23,6 +23,7 @@ from torch.fx.experimental.proxy_tensor import disable_proxy_modes_tracing
 from torch.overrides import TorchFunctionMode
 
 from ..engine.capture.recorder import _REQUIRES_GRAD_ATTR, call_name
+from ..engine.graph_walk import grad_nodes
 from ..engine.signature import storage_extent
 
 STALE = object()
@@ -58,16 +59,7 @@ def has_history(node, hidden: dict = {}) -> bool:
 
 
 def _walk(node, hit) -> bool:
-    seen, todo = set(), [node]
-    while todo:
-        n = todo.pop()
-        if n is None or n is STALE or n in seen:
-            continue
-        seen.add(n)
-        if hit(n):
-            return True
-        todo += [f for f, _ in n.next_functions]
-    return False
+    return any(hit(n) for n in grad_nodes([node], stop=STALE))
 
 
 def view_home(o, outer: list, keys: list, key, plain, hidden: dict = {}) -> int | None:

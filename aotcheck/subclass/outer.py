@@ -4,6 +4,7 @@ outer-level facts applied to the call's outputs, and :class:`Outer`, whose backw
 outer-level joint graph on the primals as they were before the forward."""
 from __future__ import annotations
 
+import contextlib
 import json
 
 import torch
@@ -46,11 +47,20 @@ def call(owner, state, memo: dict, args: tuple, kwargs: dict):
     groups, extra = alias_groups(outer, requires, box["facts"]["written"])
     extra += [] if any(requires) else [torch.zeros((), requires_grad=True)]   # needs_history
 
+    at_forward = forward_state()
+
     def joint(tangent_descs, ins, dirty):
-        return cached(base_key + ("joint", json.dumps([tangent_descs, dirty, groups])),
-                      lambda: joint_graph(owner, meta, descs, values, ins, requires, tangent_descs,
-                                     len(tensors), dirty, groups, box["facts"]["replay"],
-                                     box["views"]))
+        # NOTE [subclass joint in the forward's state]
+        with restored(at_forward):
+            compiled, jbox = cached(base_key + ("joint", json.dumps([tangent_descs, dirty, groups])),
+                                    lambda: joint_graph(owner, meta, descs, values, ins, requires,
+                                                        tangent_descs, len(tensors), dirty, groups,
+                                                        box["facts"]["replay"], box["views"]))
+
+        def run(*ts):
+            with restored(at_forward):
+                return compiled(*ts)
+        return run, jbox
 
     res = {}
     slots = grad_slots(requires, groups)
@@ -164,4 +174,36 @@ class Outer(torch.autograd.Function):
         for i, d in zip(ctx.slots, box["descs"]):
             out[i] = None if d == "none" else unflatten(d, got)
         return (None, None, None, None, None, None, None, *out)
+
+
+# NOTE [subclass joint in the forward's state]: the outer-level joint is traced, and run, at
+# the first backward, after the call's autocast, default dtype and deterministic settings may
+# be gone; eager's backward replays what its forward recorded under them. So the joint (its
+# trace, its cache key and its call) runs under the torch state the forward call saw. Without
+# it a call under autocast got the gradients of the fp32 forward (silently wrong), and a joint
+# cached without autocast was served to a call under it (a stale hit).
+
+def forward_state() -> tuple:
+    """The global torch settings a trace depends on, as the forward call saw them."""
+    autocast = tuple((d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d))
+                     for d in ("cpu", "cuda") if d == "cpu" or torch.cuda.is_available())
+    return (autocast, torch.get_default_dtype(), torch.are_deterministic_algorithms_enabled(),
+            torch.is_deterministic_algorithms_warn_only_enabled())
+
+
+@contextlib.contextmanager
+def restored(state: tuple):
+    """Run under ``state`` (from :func:`forward_state`), then put back the current settings."""
+    autocast, dtype, deterministic, warn_only = state
+    before = forward_state()
+    torch.set_default_dtype(dtype)
+    torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+    try:
+        with contextlib.ExitStack() as stack:
+            for device, enabled, adtype in autocast:
+                stack.enter_context(torch.autocast(device, dtype=adtype, enabled=enabled))
+            yield
+    finally:
+        torch.set_default_dtype(before[1])
+        torch.use_deterministic_algorithms(before[2], warn_only=before[3])
 

@@ -1,7 +1,8 @@
 """aotcheck.targets: the engines the corpus and the fuzzer run against.
 
     engines.py           adapters: aotcheck, torch (torch.compile aot_eager with
-                         AOTAutogradCache), torch-aot-function, dynamo-aotcheck
+                         AOTAutogradCache), torch-aot-function, dynamo-aotcheck,
+                         torch-inductor and torch-inductor-lite (Inductor, ops as aten fallbacks)
     known_failures.py    per engine, the cases expected to differ from eager, and why;
                          the table itself is data (known_failures.json)
     backend.py           ``torch.compile(fn, backend="aotcheck")`` (torch_dynamo_backends)

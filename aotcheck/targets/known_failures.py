@@ -2,22 +2,30 @@
 
 The table is data, in ``known_failures.json`` beside this file::
 
-    {"recorded_on": {"torch": "2.13.0"},
+    {"format": 2,
+     "recorded_on": {"torch": "2.13.0"},
      "reasons": {"NO_GRAPH": "Dynamo captured no graph: ...", ...},
-     "engines": {"torch": {"basics.returns_none": "NO_GRAPH",
+     "engines": {"torch": {"basics.returns_none": {"reason": "NO_GRAPH", "fingerprint": {...}},
                            "cached:alias_of_input.x": "a sentence of its own", ...}, ...}}
 
-A value is a name in ``reasons`` (a reason shared by many cases) or a sentence of
-its own. ``"cached:<id>"``: only the cached run fails (or fails differently). A reason
-that starts with "crashes the process" (:func:`crashes`) is never run, only recorded.
-Regenerate the evidence with ``aotcheck report ENGINE -v`` (each failure's
-divergences); the tests (tests/test_engines.py) keep the table exact: every entry
-must fail, and nothing else may.
+A value is an object with the reason and the failure's fingerprint (how it fails:
+``aotcheck.regress.fingerprint``), or (format 1, *unpinned*) the reason alone; a reason
+is a name in ``reasons`` (a reason shared by many cases) or a sentence of its own.
+``"cached:<id>"``: only the cached run fails (or fails differently). A reason that
+starts with "crashes the process" (:func:`crashes`) is never run, only recorded.
+This module reads the reasons; ``aotcheck.regress.record`` reads the whole format.
+Regenerate the table with ``aotcheck baseline save --builtin --engine all-torch``;
+pin unpinned entries (added by hand, reason only) with
+``tools/known_failures_migrate.py``. ``aotcheck check --engine all-torch`` and the tests
+(tests/test_engines.py) keep the table exact: every entry must fail, the same way, and
+nothing else may.
 
 The table holds what the torch engines did on one torch build, ``recorded_on``. On any
 other torch (a nightly, a local build, a later release) :func:`version_note` says so once:
 the strict xfails then compare that build's behaviour with the recorded one, so an XPASS or
-a new failure may be a difference between torch versions rather than a regression.
+a new failure may be a difference between torch versions rather than a regression. The
+note points at the baseline workflow: record main's build with ``aotcheck baseline save``
+and compare a branch's build with ``aotcheck check --baseline``.
 """
 from __future__ import annotations
 
@@ -27,11 +35,17 @@ from pathlib import Path
 _PATH = Path(__file__).with_name("known_failures.json")
 
 
+def _reason(entry) -> str:
+    """An entry's reason: format 2's ``{"reason": ..., "fingerprint": ...}`` or format 1's string."""
+    return entry if isinstance(entry, str) else entry.get("reason", "")
+
+
 def _load() -> tuple[str, dict[str, dict[str, str]]]:
     data = json.loads(_PATH.read_text())
     reasons = data["reasons"]
-    return data["recorded_on"]["torch"], {engine: {case: reasons.get(r, r) for case, r in table.items()}
-                                          for engine, table in data["engines"].items()}
+    return data["recorded_on"]["torch"], {
+        engine: {case: reasons.get(_reason(r), _reason(r)) for case, r in table.items()}
+        for engine, table in data["engines"].items()}
 
 
 RECORDED_ON_TORCH, KNOWN_FAILURES = _load()   # the torch build the table was recorded on, and the table
@@ -55,7 +69,10 @@ def version_note(torch_version: str | None = None) -> str | None:
             f"recorded failure that now passes is reported as XPASS (a failure of the run), and a "
             f"failure that torch {RECORDED_ON_TORCH} did not have is reported as a failure. Either may "
             f"be a difference between the two torch versions rather than a regression of this build; "
-            f"the aotcheck engine's own verdicts do not depend on the torch version's record.")
+            f"the aotcheck engine's own verdicts do not depend on the torch version's record. To "
+            f"compare two builds, record the reference one with `aotcheck baseline save FILE "
+            f"--engine all-torch` and run `aotcheck check --engine all-torch --baseline FILE` "
+            f"on the other (README: the regression workflow).")
 
 
 _NOTED: list[bool] = []

@@ -4,6 +4,7 @@ Its modules, in the order a capture uses them::
 
     trace           -> ``capture()``: the stage's entry; traces on fake tensors, retries the
                        other ways, returns a ``Captured`` (NOTE [synthetic bases])
+    mode            -> ``TraceMode``: which way it traced, and why (kept in the metadata)
     plan            -> placeholders <- argument leaves (synthetic bases)
     functional      -> make_fx + functionalization, named errors, grad mode
     functional_run  -> one run of the function on functional wrappers -> raw facts, in

@@ -11,14 +11,16 @@ import types
 
 import torch
 
+from .facts import NewLeaf
 from .functional import geometry_of, storage_ref
+from ..graph_walk import grad_nodes
 from ..signature import Signature
 
 
 def new_leaf_facts(tensors: list, user: list, sig: Signature, geometry: dict,
                    members: dict | None = None) -> tuple:
     """Per tensor that became a leaf requiring grad inside the function:
-    ``(kind, source, shape, stride, offset, dtype)``.
+    a :class:`~.facts.NewLeaf`.
 
     # NOTE [new grad leaves]
     ``v = x.view(-1); v.requires_grad_()`` (x an argument that does not require grad), or
@@ -50,8 +52,8 @@ def new_leaf_facts(tensors: list, user: list, sig: Signature, geometry: dict,
         if id(t) in members:
             kind, src = "argument", members[id(t)]
             shape, stride, offset = geometry_of(t)
-        out.append((kind, src, tuple(shape), tuple(stride), offset,
-                    str(t.dtype).replace("torch.", "")))
+        out.append(NewLeaf(kind, src, tuple(shape), tuple(stride), offset,
+                           str(t.dtype).replace("torch.", "")))
     return tuple(out)
 
 
@@ -69,18 +71,11 @@ def custom_function_digests(tensors: list) -> tuple[str, ...]:
     """
     from torch.autograd.function import BackwardCFunction
     found: dict[str, str] = {}
-    seen: dict = {}
-    stack = [t.grad_fn for t in tensors if isinstance(t, torch.Tensor)]
-    while stack:
-        fn = stack.pop()
-        if fn is None or id(fn) in seen:
-            continue
-        seen[id(fn)] = fn                       # kept alive: ids stay unique
+    for fn in grad_nodes(t.grad_fn for t in tensors if isinstance(t, torch.Tensor)):
         if isinstance(fn, BackwardCFunction):
             cls = getattr(fn, "_forward_cls", type(fn))
             name = f"{cls.__module__}.{cls.__qualname__}"
             found.setdefault(name, _function_digest(cls.backward))
-        stack.extend(f for f, _ in fn.next_functions)
     return tuple(f"{n}:{d}" for n, d in sorted(found.items()))
 
 

@@ -6,7 +6,83 @@ go into the cache key as JSON.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import typing
+from dataclasses import dataclass, fields, is_dataclass
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One graph output a later stage may read: a new input value, a fresh output, an
+    intermediate base. Its layout is eager's (stride, storage offset), which the graph's
+    value may lack."""
+    shape: tuple[int, ...]
+    dtype: str                      # "float32", without "torch."
+    requires_grad: bool
+    stride: tuple[int, ...]
+    offset: int
+
+
+@dataclass(frozen=True)
+class MetadataOp:
+    """One in-place metadata call on an argument (``a.t_()``, ``a.resize_(4)``, a member's
+    ``requires_grad_()``), which the runtime replays on the caller's tensor, in order."""
+    kind: str                       # "placeholder" (index: a placeholder) or "leaf" (an
+                                    # argument leaf: a member of an alias group)
+    index: int
+    method: str                     # the Tensor method's name
+    args: tuple                     # plain data (recorder.plain_args)
+    kwargs: tuple                   # ((name, value), ...), sorted by name
+    grad_enabled: bool              # autograd recorded it: replayed with grad on
+
+
+@dataclass(frozen=True)
+class NewLeaf:
+    """A tensor that became a leaf requiring grad inside the function (NOTE [new grad leaves]
+    in autograd_facts.py), which the runtime makes before the graph runs: ``kind`` "view" (a
+    detached view of argument leaf ``source``), "fresh" (an empty tensor, filled from its
+    graph value when returned) or "argument" (the caller's argument leaf ``source`` itself)."""
+    kind: str
+    source: int                     # argument leaf index, or -1 (fresh)
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    offset: int
+    dtype: str                      # "float32", without "torch."
+
+
+KEPT, NEW_STORAGE, PLACEHOLDER_STORAGE = "kept", "new", "placeholder"
+
+
+@dataclass(frozen=True)
+class StorageSource:
+    """Where ``set_()`` left a tensor's storage (NOTE [storage swaps] in swaps.py): ``kept``
+    (no swap; for an alias-group member, the storage the group shares), ``new`` (a storage
+    made inside the function, whose whole value the graph returns), or ``placeholder``
+    (placeholder ``placeholder``'s storage as it was at the call, its own included)."""
+    kind: str = KEPT
+    placeholder: int = -1           # kind "placeholder" only
+
+    @staticmethod
+    def of(q: int) -> "StorageSource":
+        """From swaps.py's answer: q >= 0 a placeholder's storage, -2 a new one, -1 none."""
+        if q >= 0:
+            return StorageSource(PLACEHOLDER_STORAGE, q)
+        return StorageSource(NEW_STORAGE) if q == -2 else StorageSource()
+
+    @property
+    def swapped(self) -> bool:
+        return self.kind != KEPT
+
+    @property
+    def new(self) -> bool:
+        return self.kind == NEW_STORAGE
+
+    @property
+    def from_placeholder(self) -> bool:
+        return self.kind == PLACEHOLDER_STORAGE
+
+    def onto(self, p: int) -> bool:
+        """Swapped onto placeholder ``p``'s storage at the call."""
+        return self.kind == PLACEHOLDER_STORAGE and self.placeholder == p
 
 
 @dataclass(frozen=True)
@@ -23,13 +99,13 @@ class InputFacts:
     value_output: int               # graph-output index of the new value, or -1
     storage_bytes: int = -1         # its storage's size after the call when the function
                                     # resized it (inductor.resize_storage_bytes_), else -1
-    storage_source: int = -1        # set_(): -1 none, -2 a fresh storage (all of it in
-                                    # storage_output), p >= 0 placeholder p's storage
+    storage_source: StorageSource = StorageSource()   # set_(): a new storage's value is
+                                    # storage_output
     requires_grad_set: bool = False  # a leaf whose requires_grad_() the function called
                                      # (NOTE [requires_grad_ on an argument])
     writes_outside: bool = False    # a write through a view reaching storage elements the
                                     # argument does not (NOTE [writes outside an argument])
-    storage_output: int = -1        # storage_source -2: the candidate holding all of the
+    storage_output: int = -1        # a new storage_source: the candidate holding all of the
                                     # storage made inside (value_output, when data_mutated,
                                     # is what was written to the old one: NOTE [writes before a
                                     # storage swap] in swaps.py)
@@ -45,9 +121,8 @@ class MemberFacts:
     final_shape: tuple[int, ...]
     final_stride: tuple[int, ...]
     final_offset: int
-    storage_source: int = -1        # -1 the storage it shares; p >= 0 placeholder p's storage
-                                    # at the call; -2 one made inside the function
-    value_output: int = -1          # -2: the candidate holding that storage's final value
+    storage_source: StorageSource = StorageSource()
+    value_output: int = -1          # a new storage_source: the candidate holding its final value
 
 
 @dataclass(frozen=True)
@@ -90,12 +165,33 @@ class RawFacts:
     outputs: tuple[OutputFacts, ...]
     out_tree: str
     intermediate_outputs: tuple[int, ...]     # graph-output index of each intermediate base
-    candidates: tuple[tuple, ...]   # per graph output: (shape, dtype, requires_grad, stride, offset)
+    candidates: tuple[Candidate, ...]         # per graph output
     new_leaf_outputs: tuple[int, ...]         # outputs that are fresh leaves requiring grad
-    metadata_ops: tuple = ()                  # (kind, index, method, args, kwargs, grad_enabled)
+    metadata_ops: tuple[MetadataOp, ...] = ()
     view_replay_hazard: bool = False          # see recorder.MetadataRecorder.view_replay_hazard
-    new_leaves: tuple = ()                    # (kind, source, shape, stride, offset, dtype) per
-                                              # leaf made inside (NOTE [new grad leaves])
+    new_leaves: tuple[NewLeaf, ...] = ()      # per leaf made inside (NOTE [new grad leaves])
     custom_functions: tuple = ()              # "name:digest" per custom Function backward reached
                                               # (NOTE [custom Function backward in the key])
 
+
+
+def record_from_data(cls, data: dict):
+    """A frozen record from its ``asdict`` JSON form: nested records (a field typed as a
+    record, or a tuple of them) are rebuilt by their field types, lists become tuples, and
+    missing fields take their defaults."""
+    hints = typing.get_type_hints(cls)
+    return cls(**{f.name: _field_from_data(hints[f.name], data[f.name])
+                  for f in fields(cls) if f.name in data})
+
+
+def _field_from_data(hint, v):
+    if is_dataclass(hint):
+        return record_from_data(hint, v)
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) is tuple and args and is_dataclass(args[0]):
+        return tuple(record_from_data(args[0], x) for x in v)
+    return deep_tuple(v)
+
+
+def deep_tuple(v):
+    return tuple(deep_tuple(x) for x in v) if isinstance(v, list) else v

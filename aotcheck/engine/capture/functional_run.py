@@ -15,8 +15,9 @@ from torch.utils import _pytree as pytree
 
 from ...errors import AotcheckError, UnsupportedInputError
 from .autograd_facts import custom_function_digests, new_leaf_facts
-from .facts import InputFacts, MemberFacts, RawFacts
+from .facts import Candidate, InputFacts, MemberFacts, MetadataOp, RawFacts, StorageSource
 from .functional import dense_layout, geometry_of, storage_ref, to_fun
+from .mode import TraceMode
 from .outputs import classify_outputs, holds
 from .plan import InputPlan, groups_needing_synthetic_base
 from .recorder import MetadataRecorder, replayed_geometry
@@ -69,20 +70,19 @@ class FunctionalRun:
     """
 
     def __init__(self, fn, plan: InputPlan, sig: Signature, leaves: list, in_spec, geometry=None,
-                 nonleaf_views: bool = False, tagger=None, nonleaf: tuple = (),
-                 argument_views: bool = False):
+                 mode: TraceMode = TraceMode(), tagger=None, nonleaf: tuple = ()):
         self.fn, self.plan, self.sig, self.leaves, self.in_spec = fn, plan, sig, leaves, in_spec
         # capture.EagerGeometry (NOTE [eager geometry]): per output leaf, per argument leaf
         self.eager_geometry, self.eager_arguments = \
             (geometry.outputs, geometry.arguments) if geometry is not None else (None, None)
-        self.nonleaf_views = nonleaf_views
+        self.nonleaf_views = mode.nonleaf_views    # the capture's way (mode.py)
         # a StorageTagger when the run is on plain fake tensors (storage_views.py): eager's
         # own autograd, mutations read from the tagger's write log instead of functionalization
         self.tagger = tagger
         self.nonleaf = nonleaf      # plain runs: which placeholders are non-leaves (copies are leaves)
         # NOTE [views of an argument given requires_grad_]: argument views made views in the
         # trace (a capture that saw their base's flag set runs again so)
-        self.argument_views = argument_views
+        self.argument_views = mode.argument_views
         self.flips_viewed_base = False
 
     def run(self, placeholders: list[torch.Tensor]):
@@ -132,16 +132,15 @@ class FunctionalRun:
     def _user_arguments(self, st: _RunState) -> None:
         """Step 2: the user's argument leaves, built from the works as the plan says."""
         for i, src in enumerate(self.plan.sources):
-            if src[0] == "value":
+            if src.kind == "value":
                 st.user.append(self.leaves[i])
-            elif src[0] == "same":
-                st.user.append(st.user[src[1]])
-            elif src[0] == "placeholder":
-                st.user.append(st.works[src[1]])
+            elif src.kind == "same":
+                st.user.append(st.user[src.index])
+            elif src.kind == "placeholder":
+                st.user.append(st.works[src.index])
             else:
-                _, p, shape, stride, offset, detached = src
-                view = st.works[p].as_strided(shape, stride, offset)
-                st.user.append(view.detach() if detached else view)
+                view = st.works[src.index].as_strided(src.shape, src.stride, src.offset)
+                st.user.append(view.detach() if src.detached else view)
 
     def _snapshot(self, st: _RunState) -> None:
         """Step 3: each work's storage, geometry, writes and autograd state at the call, which
@@ -174,7 +173,7 @@ class FunctionalRun:
         for q, own in st.own_at_call.items():      # an argument view: its own flag
             st.before[q] = (None, own)
         st.member_meta = {i: geometry_of(st.user[i]) for i, s in enumerate(self.plan.sources)
-                          if s[0] == "member"}
+                          if s.kind == "member"}
         st.member_refs = {i: storage_ref(st.user[i]) for i in st.member_meta}
 
     def _recorder(self, st: _RunState) -> MetadataRecorder:
@@ -400,7 +399,7 @@ class FunctionalRun:
         return InputFacts(
             p, data, meta, saw, flag if p in st.own_at_call else w.requires_grad,
             *(final or geometry_of(w)), value_output, storage_bytes=storage_bytes,
-            storage_source=storage_source, requires_grad_set=rg_set,
+            storage_source=StorageSource.of(storage_source), requires_grad_set=rg_set,
             writes_outside=outside, storage_output=storage_output,
             grad_value_output=grad_value_output)
 
@@ -458,12 +457,13 @@ class FunctionalRun:
                 "on that argument, and returns values that require grad; eager regenerates the "
                 "view's grad_fn onto its old base, which aotcheck does not replay (NOTE [views "
                 "of an argument given requires_grad_])")
-        cands = tuple((tuple(c.shape), str(c.dtype).replace("torch.", ""), c.requires_grad,
-                       *self.base_geometry.get(id(c), recorder.geometry.get(id(c), geometry_of(c)))[1:])
+        cands = tuple(Candidate(tuple(c.shape), str(c.dtype).replace("torch.", ""), c.requires_grad,
+                                *self.base_geometry.get(id(c), recorder.geometry.get(id(c), geometry_of(c)))[1:])
                       for c in candidates)
         return RawFacts(tuple(inputs), tuple(members), tuple(outputs), str(out_spec),
                         tuple(intermediates), cands, tuple(new_leaves),
-                        tuple(_freeze(op) for op in recorder.log), recorder.view_replay_hazard(),
+                        tuple(MetadataOp(*_freeze(op)) for op in recorder.log),
+                        recorder.view_replay_hazard(),
                         grad_leaves, custom_function_digests(candidates))
 
 

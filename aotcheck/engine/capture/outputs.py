@@ -15,6 +15,7 @@ import torch
 from ...errors import UnsupportedInputError
 from .facts import OutputFacts
 from .functional import geometry_of, storage_ref
+from ..graph_walk import grad_nodes
 from ..signature import Signature
 
 
@@ -345,18 +346,7 @@ def _through_custom_function(o: torch.Tensor) -> bool:
     from torch.autograd.function import BackwardCFunction
     base = o._base
     stop = base.grad_fn if base is not None else None
-    stack, seen = [o.grad_fn], set()
-    while stack and len(seen) < 256:
-        fn = stack.pop()
-        if fn is None or fn is stop or id(fn) in seen:
-            continue
-        seen.add(id(fn))
-        if isinstance(fn, BackwardCFunction):
-            return True
-        if type(fn).__name__ == "AccumulateGrad":
-            continue
-        stack.extend(f for f, _ in fn.next_functions)
-    return False
+    return any(isinstance(fn, BackwardCFunction) for fn in grad_nodes([o.grad_fn], stop, 256))
 
 
 def _base_is_dead_end(o: torch.Tensor) -> bool:

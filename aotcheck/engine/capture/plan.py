@@ -8,7 +8,7 @@ inside the graph with ``as_strided``.
 Example: ``f(a, a[1:])`` where ``a[1:]`` is mutated, planned with a synthetic base::
 
     placeholders = (("root", 0),)
-    sources      = (("member", 0, (4,), (1,), 0, False), ("member", 0, (3,), (1,), 1, False))
+    sources      = (LeafSource("member", 0, (4,), (1,), 0), LeafSource("member", 0, (3,), (1,), 1))
 """
 from __future__ import annotations
 
@@ -17,7 +17,22 @@ from dataclasses import dataclass
 import torch
 
 from ...errors import UnsupportedInputError
+from .facts import record_from_data
 from ..signature import GroupSpec, Signature, TensorSpec, root_of, whole_storage
+
+
+@dataclass(frozen=True)
+class LeafSource:
+    """How one argument leaf is rebuilt inside the graph: ``kind`` "placeholder" (it is
+    placeholder ``index``), "same" (the very tensor of leaf ``index``), "member" (a view of
+    root placeholder ``index`` in this geometry, of its detached alias when the member does
+    not require grad but the root does), or "value" (a non-tensor)."""
+    kind: str
+    index: int = -1
+    shape: tuple[int, ...] = ()     # member only
+    stride: tuple[int, ...] = ()
+    offset: int = 0
+    detached: bool = False
 
 
 @dataclass(frozen=True)
@@ -28,30 +43,32 @@ class InputPlan:
     tensor of leaf i's alias group) or ``("storage", i)`` (leaf i's whole storage, flat: a
     group whose members lie in no one member's root, or one argument written outside its
     own elements, NOTE [writes outside an argument]). ``sources[i]`` says how leaf i is
-    rebuilt inside the graph: ``("placeholder", p)``, ``("same", j)`` (the very
-    tensor of leaf j), ``("member", p, shape, stride, offset, detached)`` (a view
-    of root placeholder p, of its detached alias when the member does not require
-    grad but the root does), or ``("value",)`` for non-tensors.
+    rebuilt inside the graph (:class:`LeafSource`).
     """
     placeholders: tuple[tuple, ...]
-    sources: tuple[tuple, ...]
+    sources: tuple[LeafSource, ...]
+
+    @staticmethod
+    def from_data(data: dict) -> "InputPlan":
+        """From its ``asdict`` JSON form (the cache entry)."""
+        return record_from_data(InputPlan, data)
 
 
 def plan_inputs(sig: Signature, synthetic: frozenset[int] = frozenset()) -> InputPlan:
     groups = {g.storage: g for g in sig.groups}
     placeholders: list[tuple] = []
-    sources: list[tuple] = []
+    sources: list[LeafSource] = []
     root_slot: dict[int, int] = {}
     for i, spec in enumerate(sig.leaves):
         if not isinstance(spec, TensorSpec):
-            sources.append(("value",))
+            sources.append(LeafSource("value"))
         elif spec.same_as >= 0:
-            sources.append(("same", spec.same_as))
+            sources.append(LeafSource("same", spec.same_as))
         elif spec.storage in synthetic and spec.storage not in groups:
             # NOTE [writes outside an argument]: an argument alone on its storage, written
             # through a view reaching outside it: the graph takes the whole storage
-            sources.append(("member", len(placeholders), spec.shape, spec.stride, spec.offset,
-                            False))
+            sources.append(LeafSource("member", len(placeholders), spec.shape, spec.stride,
+                                      spec.offset))
             placeholders.append(("storage", i))
         elif spec.storage in synthetic:
             g = groups[spec.storage]
@@ -60,10 +77,10 @@ def plan_inputs(sig: Signature, synthetic: frozenset[int] = frozenset()) -> Inpu
                 root_slot[g.storage] = len(placeholders)
                 placeholders.append(("storage" if g.root_whole else "root", g.root_member))
             detached = g.root_requires_grad and not spec.requires_grad
-            sources.append(("member", root_slot[g.storage], spec.shape, spec.stride, spec.offset,
-                            detached))
+            sources.append(LeafSource("member", root_slot[g.storage], spec.shape, spec.stride,
+                                      spec.offset, detached))
         else:
-            sources.append(("placeholder", len(placeholders)))
+            sources.append(LeafSource("placeholder", len(placeholders)))
             placeholders.append(("leaf", i))
     return InputPlan(tuple(placeholders), tuple(sources))
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 import torch
 
 from ...errors import UnsupportedInputError
-from .facts import MemberFacts
+from .facts import MemberFacts, StorageSource
 from .functional import geometry_of, storage_ref
 from .plan import InputPlan
 from .recorder import MetadataRecorder
+from ..graph_walk import grad_nodes
 from ..signature import whole_storage
 
 
@@ -48,7 +49,7 @@ def member_swap(i: int, t: torch.Tensor, ref, start_refs, candidates: list,
         value_output = len(candidates)
         # its data only: the member's gradient goes through the group's base, as in eager
         candidates.append(whole_storage(t).detach() if view_of_group else whole_storage(t))
-    return MemberFacts(i, *geometry_of(t), source, value_output)
+    return MemberFacts(i, *geometry_of(t), StorageSource.of(source), value_output)
 
 
 def old_storage_written(old, written: set | None) -> bool:
@@ -189,13 +190,4 @@ def grad_written_after_swap(w: torch.Tensor, before: tuple) -> bool:
 
 def _reaches_not_implemented(fn) -> bool:
     """Does the autograd graph from ``fn`` reach a NotImplemented node (a recorded set_())?"""
-    stack, seen = [fn], {}
-    while stack:
-        f = stack.pop()
-        if f is None or id(f) in seen:
-            continue
-        seen[id(f)] = f                 # kept alive: ids stay unique
-        if type(f).__name__ == "NotImplemented":
-            return True
-        stack.extend(g for g, _ in f.next_functions)
-    return False
+    return any(type(f).__name__ == "NotImplemented" for f in grad_nodes([fn]))

@@ -46,6 +46,7 @@ from .facts import RawFacts
 from .functional import (compiling, eager_view_strides, from_fun, geometry_of,
                          quiet_fake_tensor_log, stand_in, trace_functional, trace_grad_mode)
 from .functional_run import FunctionalRun
+from .mode import PLAIN, TraceMode
 from .view_flags import check_member_flags
 from ..rng.layout import DrawLikeEager
 from ..rng.seeding import GlobalGeneratorGuard, watch_generators
@@ -61,9 +62,19 @@ class Captured:
     facts: RawFacts
     out_spec: object = field(repr=False, default=None)
     geometry: object = field(repr=False, default=None)   # EagerGeometry or None (joint reuses it)
-    nonleaf_views: bool = False     # non-leaf argument copies are views of fresh storage (_nonleaf_copy)
-    plain: bool = False             # traced on plain fake tensors, then functionalized (storage_views)
-    argument_views: bool = False    # NOTE [views of an argument given requires_grad_]
+    mode: TraceMode = TraceMode()   # which way it was traced, and why (mode.py)
+
+    @property
+    def plain(self) -> bool:        # traced on plain fake tensors, then functionalized
+        return self.mode.plain
+
+    @property
+    def nonleaf_views(self) -> bool:
+        return self.mode.nonleaf_views
+
+    @property
+    def argument_views(self) -> bool:
+        return self.mode.argument_views
 
 
 @dataclass(frozen=True)
@@ -119,30 +130,50 @@ def eager_geometry(fn, leaves: list, in_spec, sig: Signature) -> EagerGeometry |
         for t in fakes))
 
 
-def capture(fn, leaves: list, in_spec, sig: Signature,
-            synthetic: frozenset[int] = frozenset(), nonleaf_views: bool = False,
-            plain: bool = False) -> Captured:
-    """Trace ``fn`` for this signature. Re-captures with synthetic bases when needed, and
-    the second way (storage_views.py) where functionalization meets one of its limits."""
+def capture(fn, leaves: list, in_spec, sig: Signature, mode: TraceMode = TraceMode()) -> Captured:
+    """Trace ``fn`` for this signature, starting ``mode``'s way. Re-captures with synthetic
+    bases when needed, and the second way (storage_views.py) where functionalization meets
+    one of its limits; ``Captured.mode`` says which way, and why."""
     with watch_generators(fn, leaves):
-        return _capture_either(fn, leaves, in_spec, sig, synthetic, nonleaf_views, plain)
+        return _capture_either(fn, leaves, in_spec, sig, mode)
 
 
-def _capture_either(fn, leaves: list, in_spec, sig: Signature, synthetic: frozenset[int],
-                    nonleaf_views: bool, plain: bool) -> Captured:
-    if plain or flags.get(flags.TRACE_PLAIN):
-        return _capture_plain(fn, leaves, in_spec, sig, synthetic)
+def plain_way(mode: TraceMode, why: str) -> TraceMode:
+    """The second way (NOTE [plain trace, then functionalize]), for the reason ``why``."""
+    return mode.then(why, way=PLAIN, nonleaf_views=False, argument_views=False)
+
+
+def _capture_either(fn, leaves: list, in_spec, sig: Signature, mode: TraceMode) -> Captured:
+    if mode.plain:
+        return _capture_plain(fn, leaves, in_spec, sig, mode)
+    if flags.get(flags.TRACE_PLAIN):
+        return _capture_plain(fn, leaves, in_spec, sig,
+                              plain_way(mode, "the trace_plain flag asks for the plain way"))
     try:
-        captured = _capture(fn, leaves, in_spec, sig, synthetic, nonleaf_views)
+        captured = _capture(fn, leaves, in_spec, sig, mode)
     except (UnsupportedInputError, TraceError) as e:
         if not is_view_limit(e):
             raise
-        return _capture_plain(fn, leaves, in_spec, sig, synthetic)
+        return _capture_plain(fn, leaves, in_spec, sig, plain_way(
+            mode, f"functionalization met one of its limits (\"{_limit_met(e)}\")"))
     if captured.facts.view_replay_hazard:
         # autograd over functional tensors would replay a view across an in-place metadata
         # change: silently wrong gradients (NOTE [plain trace, then functionalize])
-        return _capture_plain(fn, leaves, in_spec, sig, synthetic)
+        return _capture_plain(fn, leaves, in_spec, sig, plain_way(
+            mode, "an in-place metadata change on a tensor with views, then a mutation of its "
+            "storage: autograd over functional tensors would replay a view across it"))
     return captured
+
+
+def _with_synthetic(mode: TraceMode, needs: frozenset[int]) -> TraceMode:
+    storages = ", ".join(map(str, sorted(needs)))
+    return mode.then(f"arguments sharing storage {storages} are mutated: traced through a "
+                     "synthetic base", synthetic=tuple(sorted(set(mode.synthetic) | needs)))
+
+
+def _with_argument_views(mode: TraceMode) -> TraceMode:
+    return mode.then("the function sets requires_grad on an argument that another argument "
+                     "views: argument views are traced as views", argument_views=True)
 
 
 PLAIN_WAY_TRACE_ERRORS = (
@@ -173,15 +204,19 @@ def is_view_limit(e: Exception) -> bool:
     return isinstance(e, UnsupportedInputError) and any(p in str(e) for p in VIEW_LIMITS)
 
 
-def _capture_plain(fn, leaves: list, in_spec, sig: Signature, synthetic: frozenset[int],
-                   argument_views: bool = False) -> Captured:
+def _limit_met(e: Exception) -> str:
+    """The phrase of ``is_view_limit``'s lists that ``e`` matched (fixed text, no values)."""
+    return next(p for p in PLAIN_WAY_TRACE_ERRORS + VIEW_LIMITS if p in str(e))
+
+
+def _capture_plain(fn, leaves: list, in_spec, sig: Signature, mode: TraceMode) -> Captured:
     from .storage_views import StorageTagger, functionalize_plain, trace_plain
+    synthetic = frozenset(mode.synthetic)
     plan = plan_inputs(sig, synthetic)
     geometry = eager_geometry(fn, leaves, in_spec, sig)
     placeholders = placeholder_tensors(plan, leaves)
-    run = FunctionalRun(fn, plan, sig, leaves, in_spec, geometry, tagger=StorageTagger(),
-                        nonleaf=tuple(t.requires_grad and not t.is_leaf for t in placeholders),
-                        argument_views=argument_views)
+    run = FunctionalRun(fn, plan, sig, leaves, in_spec, geometry, mode, tagger=StorageTagger(),
+                        nonleaf=tuple(t.requires_grad and not t.is_leaf for t in placeholders))
     box: dict = {}
 
     def body(*placeholders):
@@ -194,24 +229,21 @@ def _capture_plain(fn, leaves: list, in_spec, sig: Signature, synthetic: frozens
         gm = functionalize_plain(plain_gm, placeholders)
     gm.graph.eliminate_dead_code()
     gm.recompile()
-    captured = Captured(gm, plan, box["facts"], box["out_spec"], geometry=geometry, plain=True,
-                        argument_views=argument_views)
+    captured = Captured(gm, plan, box["facts"], box["out_spec"], geometry=geometry, mode=mode)
     needs = groups_needing_synthetic_base(sig, plan, captured.facts.inputs) - synthetic
     if needs:
-        return _capture_plain(fn, leaves, in_spec, sig, synthetic | needs, argument_views)
-    if run.flips_viewed_base and not argument_views:
-        return _capture_plain(fn, leaves, in_spec, sig, synthetic, argument_views=True)
+        return _capture_plain(fn, leaves, in_spec, sig, _with_synthetic(mode, needs))
+    if run.flips_viewed_base and not mode.argument_views:
+        return _capture_plain(fn, leaves, in_spec, sig, _with_argument_views(mode))
     check_member_flags(gm.graph, captured.facts, plan)
     return captured
 
 
-def _capture(fn, leaves: list, in_spec, sig: Signature,
-             synthetic: frozenset[int] = frozenset(), nonleaf_views: bool = False,
-             argument_views: bool = False) -> Captured:
+def _capture(fn, leaves: list, in_spec, sig: Signature, mode: TraceMode) -> Captured:
+    synthetic = frozenset(mode.synthetic)
     plan = plan_inputs(sig, synthetic)
     geometry = eager_geometry(fn, leaves, in_spec, sig)
-    run = FunctionalRun(fn, plan, sig, leaves, in_spec, geometry, nonleaf_views,
-                        argument_views=argument_views)
+    run = FunctionalRun(fn, plan, sig, leaves, in_spec, geometry, mode)
     box: dict = {}
 
     def body(*placeholders):
@@ -231,11 +263,11 @@ def _capture(fn, leaves: list, in_spec, sig: Signature,
         recorder = getattr(run, "recorder", None)
         if recorder is None or not recorder.inplace_metadata:
             raise
-        retried = not nonleaf_views and any(t.requires_grad and not t.is_leaf for t in placeholders)
+        retried = not mode.nonleaf_views and any(t.requires_grad and not t.is_leaf for t in placeholders)
         if retried:
             try:
-                return _capture(fn, leaves, in_spec, sig, synthetic, nonleaf_views=True,
-                                argument_views=argument_views)
+                return _capture(fn, leaves, in_spec, sig, mode.then(
+                    NONLEAF_RETRY.format(where="the forward trace"), nonleaf_views=True))
             except TraceError:
                 pass
         # in-place metadata changes were seen, so the failure is (or may be) the replay limit:
@@ -245,16 +277,33 @@ def _capture(fn, leaves: list, in_spec, sig: Signature,
         raise view_replay_refusal(first) from None
     gm.graph.eliminate_dead_code()
     gm.recompile()
-    captured = Captured(gm, plan, box["facts"], box["out_spec"], geometry=geometry,
-                        nonleaf_views=nonleaf_views, argument_views=argument_views)
+    captured = Captured(gm, plan, box["facts"], box["out_spec"], geometry=geometry, mode=mode)
     needs = groups_needing_synthetic_base(sig, plan, captured.facts.inputs) - synthetic
     if needs:
-        return _capture(fn, leaves, in_spec, sig, synthetic | needs, nonleaf_views, argument_views)
-    if run.flips_viewed_base and not argument_views:
+        return _capture(fn, leaves, in_spec, sig, _with_synthetic(mode, needs))
+    if run.flips_viewed_base and not mode.argument_views:
         # NOTE [views of an argument given requires_grad_] in view_flags.py
-        return _capture(fn, leaves, in_spec, sig, synthetic, nonleaf_views, argument_views=True)
+        return _capture(fn, leaves, in_spec, sig, _with_argument_views(mode))
     check_member_flags(gm.graph, captured.facts, plan)
     return captured
+
+
+NONLEAF_RETRY = ("autograd's view replay failed in {where}: non-leaf arguments are copied as "
+                 "views of fresh storage (NOTE [non-leaf copies])")
+
+
+def joint_retry_modes(mode: TraceMode, primals: list) -> list[TraceMode]:
+    """The ways to capture again, in order, after autograd's view replay failed in the joint
+    trace of a capture taken ``mode``'s way: the other kind of non-leaf copy (when non-leaf
+    arguments require grad and it was not tried), then the plain way. Each starts afresh."""
+    out = []
+    if not mode.nonleaf_views and any(t.requires_grad and not t.is_leaf for t in primals):
+        out.append(TraceMode().then(NONLEAF_RETRY.format(where="the joint trace"),
+                                    nonleaf_views=True))
+    why = "that gave no joint graph either" if out else \
+        "autograd's view replay failed in the joint trace"
+    out.append(plain_way(out[-1] if out else TraceMode(), f"{why}: the plain way"))
+    return out
 
 
 def view_replay_refusal(e: Exception) -> UnsupportedInputError:

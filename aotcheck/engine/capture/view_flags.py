@@ -44,10 +44,10 @@ def argument_views(sig: Signature, plan: InputPlan) -> tuple[dict[int, list[int]
     own: dict[int, bool] = {}
     for g in sig.groups:
         for j, i in zip(g.members, g.bases):
-            if i < 0 or not sig.leaves[j].is_leaf or plan.sources[j][0] != "placeholder" \
-                    or plan.sources[i][0] != "placeholder":
+            if i < 0 or not sig.leaves[j].is_leaf or plan.sources[j].kind != "placeholder" \
+                    or plan.sources[i].kind != "placeholder":
                 continue
-            q, p = plan.sources[j][1], plan.sources[i][1]
+            q, p = plan.sources[j].index, plan.sources[i].index
             views.setdefault(p, []).append(q)
             # a leaf view requiring grad while its base does not sets its own flag
             own[q] = sig.leaves[j].requires_grad and not sig.leaves[i].requires_grad
@@ -79,8 +79,8 @@ def check_member_flags(graph, facts: RawFacts, plan: InputPlan) -> None:
     (and, through eager's view rules, from the other members viewing it), which the joint
     does not model: refused, rather than returned without a gradient. Values computed from
     other arguments only are unaffected."""
-    flipped = {plan.sources[leaf][1] for kind, leaf, op, args, *_ in facts.metadata_ops
-               if kind == "leaf" and op == "requires_grad_" and args[0]}
+    flipped = {plan.sources[op.index].index for op in facts.metadata_ops
+               if op.kind == "leaf" and op.method == "requires_grad_" and op.args[0]}
     if not flipped:
         return
     nodes = list(graph.nodes)

@@ -42,6 +42,7 @@ import torch.fx as fx
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from ...errors import AotcheckError
+from ..graph_walk import ancestors as _ancestors
 from ..joint import Joint
 from .mincut import choose_saved
 from ..rng.draws import random_nodes, split_draws
@@ -54,19 +55,6 @@ class Partitioned:
     num_fw_outputs: int
     saved: tuple[str, ...]
     reasons: tuple[str, ...] = ()   # why each value was saved or recomputed (min-cut only)
-
-
-def _ancestors(roots, stop=frozenset()) -> set[fx.Node]:
-    seen: set[fx.Node] = set()
-    stack = [r for r in roots if isinstance(r, fx.Node)]
-    while stack:
-        n = stack.pop()
-        if n in seen:
-            continue
-        seen.add(n)
-        if n not in stop:
-            stack.extend(n.all_input_nodes)
-    return seen
 
 
 def _copy_nodes(nodes_in_order, inputs: list[fx.Node], names: list[str] | None = None):

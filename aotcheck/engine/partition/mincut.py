@@ -73,6 +73,7 @@ import torch.fx as fx
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from ...errors import AotcheckError
+from ..graph_walk import ancestors as _ancestors
 from ..joint import Joint
 from ..rng.draws import split_draws
 
@@ -123,19 +124,6 @@ class Choice:
     saved: tuple[fx.Node, ...]
     recomputed: tuple[fx.Node, ...]
     reasons: tuple[str, ...]
-
-
-def _ancestors(roots, stop=frozenset()) -> set[fx.Node]:
-    seen: set[fx.Node] = set()
-    stack = [r for r in roots if isinstance(r, fx.Node)]
-    while stack:
-        n = stack.pop()
-        if n in seen:
-            continue
-        seen.add(n)
-        if n not in stop:
-            stack.extend(n.all_input_nodes)
-    return seen
 
 
 def regions(joint: Joint) -> Regions:

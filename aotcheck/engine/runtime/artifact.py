@@ -99,7 +99,7 @@ class CompiledArtifact:
         self.out_spec = out_spec
         self.training = decision.mode == TRAINING
         self._simple_plan = all(k == "leaf" for k, _ in plan.placeholders) and \
-            all(s[0] in ("placeholder", "value") for s in plan.sources)
+            all(s.kind in ("placeholder", "value") for s in plan.sources)
         self._leaf_of_placeholder = [ref for _, ref in plan.placeholders]
         self._slot = {c: k for k, c in enumerate(fw_candidates)}
         self._constants = {o.index: _constant(o.value) for o in meta.outputs if o.kind == CONSTANT}
@@ -133,12 +133,13 @@ class CompiledArtifact:
         rg_on_placeholders = {_placeholder_of(plan, i) for i in self._rg_on}
         self._early_meta = frozenset(
             p for p in rg_on_placeholders if p is not None and plan.placeholders[p][0] == "leaf"
-            and any(op[0] == "placeholder" and op[1] == p for op in meta.metadata_ops))
+            and any(op.kind == "placeholder" and op.index == p for op in meta.metadata_ops))
         self._inference_outputs = [o.index for o in meta.outputs if o.inference]
         self._written_then_moved = [m.placeholder for m in meta.mutations
-                                    if m.data and m.storage_source not in (-1, m.placeholder)]
+                                    if m.data and m.storage_source.swapped
+                                    and not m.storage_source.onto(m.placeholder)]
         # a member set_() onto an argument's storage (NOTE [member storage swaps])
-        self._member_swaps = any(m[4] >= 0 for m in meta.member_metadata)
+        self._member_swaps = any(m.storage_source.from_placeholder for m in meta.member_metadata)
         self._fresh_slots = None
         if all(o.kind == FRESH for o in meta.outputs) and not self._restride and not meta.mutations \
                 and not meta.metadata_ops and not self._rg_on and not self._rg_off \
@@ -229,7 +230,8 @@ class CompiledArtifact:
         these placeholders, before the call, on the caller's tensors; otherwise all but
         those (NOTE [requires_grad_ on an argument])."""
         grad_on = torch.is_grad_enabled()
-        for kind, index, method, args, kwargs, grad in self.meta.metadata_ops:
+        for op in self.meta.metadata_ops:
+            kind, index = op.kind, op.index
             if kind != which:
                 continue
             if kind == "placeholder" and (index in self._early_meta) != (early is not None):
@@ -238,8 +240,8 @@ class CompiledArtifact:
                 target = primals[index] if early is None else leaves[self._leaf_of_placeholder[index]]
             else:
                 target = leaves[index]
-            with torch.set_grad_enabled(grad_on and grad):
-                getattr(target, method)(*args, **dict(kwargs))
+            with torch.set_grad_enabled(grad_on and op.grad_enabled):
+                getattr(target, op.method)(*op.args, **dict(op.kwargs))
 
     def _share_with_detached_leaves(self, out: list) -> None:
         """``v2 = v0.detach(); v2.requires_grad_()`` with both returned: eager's v0 owns the
@@ -249,7 +251,7 @@ class CompiledArtifact:
         meta = self.meta
         for o in meta.outputs:
             if o.new_leaf < 0 or o.kind != ALIAS_OF_OUTPUT or o.graph_output < 0 or \
-                    meta.new_leaves[o.new_leaf][0] != "fresh":
+                    meta.new_leaves[o.new_leaf].kind != "fresh":
                 continue
             src = meta.outputs[o.source]
             leaf, value = out[o.index], out[src.index]
@@ -271,7 +273,7 @@ class CompiledArtifact:
     def _grad_leaf(self, grad_leaves, j: int, value):
         """Grad leaf ``j`` made inside the function; a "fresh" one gets ``value``, the graph's."""
         leaf = grad_leaves[j]
-        if value is not None and self.meta.new_leaves[j][0] == "fresh":
+        if value is not None and self.meta.new_leaves[j].kind == "fresh":
             with torch.no_grad():
                 leaf.copy_(value)
         return leaf
@@ -293,10 +295,10 @@ class CompiledArtifact:
                 # intermediate) gets the value the graph computed for it
                 # (another output that *is* this leaf, or an alias of one, gets it as it is)
                 value = None
-                if meta.new_leaves[o.new_leaf][0] == "fresh" and k in (FRESH, ALIAS_OF_INTERMEDIATE):
+                if meta.new_leaves[o.new_leaf].kind == "fresh" and k in (FRESH, ALIAS_OF_INTERMEDIATE):
                     value = values[self._slot[o.graph_output]] if o.graph_output >= 0 else \
                         alias(values[self._slot[meta.intermediate_bases[o.source]]], o)
-                elif meta.new_leaves[o.new_leaf][0] == "fresh" and o.graph_output >= 0:
+                elif meta.new_leaves[o.new_leaf].kind == "fresh" and o.graph_output >= 0:
                     # a detach of another output made a leaf (``v2 = v0.detach()`` ... then
                     # ``v2.requires_grad_()``): its value is its own graph value
                     value = values[self._slot[o.graph_output]]
@@ -334,7 +336,8 @@ class CompiledArtifact:
                     # (a size-1 dimension's stride addresses nothing); a copy per output
                     # would leave the others stale after one is mutated.
                     base = values[self._slot[c]]
-                    shape, _, _, stride, offset = meta.candidates[c]
+                    cand = meta.candidates[c]
+                    shape, stride, offset = cand.shape, cand.stride, cand.offset
                     if base.storage_offset() != offset or \
                             addressing(base.shape, base.stride()) != addressing(shape, stride):
                         base = restride(base, shape, stride, offset)
@@ -376,9 +379,9 @@ class CompiledArtifact:
 def _placeholder_of(plan: InputPlan, i: int):
     """The placeholder argument leaf ``i`` is (following ``same``), or None for a member."""
     src = plan.sources[i]
-    while src[0] == "same":
-        src = plan.sources[src[1]]
-    return src[1] if src[0] == "placeholder" else None
+    while src.kind == "same":
+        src = plan.sources[src.index]
+    return src.index if src.kind == "placeholder" else None
 
 
 def _constant(text: str):
@@ -406,7 +409,8 @@ def _make_grad_leaves(specs, leaves: list) -> list:
     capture/autograd_facts.py), made before the graph runs."""
     device = next((t.device for t in leaves if isinstance(t, torch.Tensor)), torch.device("cpu"))
     out = []
-    for kind, src, shape, stride, offset, dtype in specs:
+    for spec in specs:
+        kind, src, shape, stride, offset = spec.kind, spec.source, spec.shape, spec.stride, spec.offset
         if kind == "argument":
             # an aliased argument given requires_grad_() (NOTE [new grad leaves]): the
             # caller's own tensor
@@ -420,7 +424,7 @@ def _make_grad_leaves(specs, leaves: list) -> list:
                     (tuple(shape), tuple(stride), offset):
                 t = t.as_strided(shape, stride, offset)
         else:
-            t = restride(torch.empty(0, dtype=getattr(torch, dtype), device=device), shape, stride,
+            t = restride(torch.empty(0, dtype=getattr(torch, spec.dtype), device=device), shape, stride,
                           offset, fill=False)
         # always: a no_grad view of an argument that requires grad reports requires_grad True
         # through its base, yet has no gradient edge until requires_grad_() gives it one
@@ -455,7 +459,7 @@ def _make_function(art: CompiledArtifact):
     n_grads = len(grad_inputs)
     n_new = len(art.meta.new_leaves)
     reach = [frozenset(r) for r in art.grad_reach] if len(art.grad_reach) == n_grads else None
-    diff_like = [art.meta.candidates[art.fw_candidates[k]][:2] for k in diff]
+    diff_like = [(c.shape, c.dtype) for c in (art.meta.candidates[art.fw_candidates[k]] for k in diff)]
 
     class CompiledFunction(torch.autograd.Function):
         @staticmethod

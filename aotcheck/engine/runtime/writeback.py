@@ -41,15 +41,17 @@ def restore_member_geometry(leaves: list, members, storages_at_call, value) -> N
     ``a0, a1 = b[0], b[1]``) changes it without a swap of storage, and set_ reaches no
     TorchFunctionMode. It is set to eager's final geometry on the storage it shares, or on
     the storage set_() moved it to (NOTE [member storage swaps] in swaps.py)."""
-    for leaf, shape, stride, offset, source, value_output in members:
-        t = leaves[leaf]
-        if source == -1:
+    for m in members:
+        t, source = leaves[m.leaf], m.storage_source
+        shape, stride, offset = m.final_shape, m.final_stride, m.final_offset
+        if not source.swapped:
             if (tuple(t.shape), tuple(t.stride()), t.storage_offset()) == \
                     (tuple(shape), tuple(stride), offset):
                 continue
             storage = t.untyped_storage()
         else:
-            storage = storages_at_call[source] if source >= 0 else value(value_output).untyped_storage()
+            storage = storages_at_call[source.placeholder] if source.from_placeholder \
+                else value(m.value_output).untyped_storage()
         with torch.no_grad():
             t.set_(storage, offset, shape, stride)
 
@@ -90,11 +92,11 @@ def apply_mutations(meta, slot: dict, primals, values, at_call: dict) -> None:
     grad_on = torch.is_grad_enabled()
     swaps = []
     for m in meta.mutations:
-        if m.storage_source != -1:
+        if m.storage_source.swapped:
             swaps.append(m)
         if m.storage_bytes >= 0:     # NOTE [storage resizes] in capture/functional_run.py
             torch.ops.inductor.resize_storage_bytes_(primals[m.placeholder], m.storage_bytes)
-        if m.data and m.storage_source != m.placeholder:
+        if m.data and not m.storage_source.onto(m.placeholder):
             target = primals[m.placeholder]
             if m.placeholder in at_call and geometry(target) != at_call[m.placeholder]:
                 target = target.as_strided(*at_call[m.placeholder])
@@ -108,15 +110,15 @@ def apply_mutations(meta, slot: dict, primals, values, at_call: dict) -> None:
         recorded = recorded_swaps(swaps)
         with torch.no_grad():
             for m in swaps:
-                if m.storage_source == -2:   # the whole of a storage made inside
+                if m.storage_source.new:     # the whole of a storage made inside
                     primals[m.placeholder].set_(
                         values[slot[m.storage_output]].untyped_storage(),
                         m.final_offset, m.final_shape, m.final_stride)
                     continue
                 target = primals[m.placeholder]
-                target.set_(storages[m.storage_source], m.final_offset, m.final_shape,
+                target.set_(storages[m.storage_source.placeholder], m.final_offset, m.final_shape,
                             m.final_stride)
-                if m.data and m.storage_source == m.placeholder:
+                if m.data and m.storage_source.onto(m.placeholder):
                     # its own storage, written: the whole of it comes back
                     whole = values[slot[m.value_output]]
                     if whole.numel() * whole.element_size() > target.untyped_storage().nbytes():

@@ -1,0 +1,93 @@
+"""Verdicts: each outcome judged against the record, and the exit code.
+
+    outcome         record entry                    verdict
+    pass            none                            pass
+    pass            any                             FIXED    (a recorded failure that passes)
+    fail            none                            NEW      (a failure not recorded)
+    fail            pinned, same fingerprint        known
+    fail            pinned, other fingerprint       CHANGED  (a recorded failure, failing differently)
+    fail            unpinned (reason only)          known    (counted as unpinned)
+    not run         a recorded crash                known    (never run: it takes the process down)
+    skipped         (cached run of a failing cold run: the same failure, judged once)
+
+``exit_code(verdicts, strict)``: 1 on any NEW or CHANGED, and under ``strict`` on FIXED too;
+else 0::
+
+    >>> from .fingerprint import FailurePrint as F
+    >>> from .record import Entry, Record
+    >>> rec = Record("2.13.0", {"torch": {"a": Entry("why", F("values", "output 0"))}})
+    >>> judge_one(rec, "torch", "cold", "a", F("values", "output 1")).kind
+    'CHANGED'
+    >>> judge_one(rec, "torch", "cold", "a", None).kind, judge_one(rec, "torch", "cold", "b", None).kind
+    ('FIXED', 'pass')
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .fingerprint import FailurePrint
+from .record import Entry, Record
+
+KINDS = ("pass", "known", "NEW", "CHANGED", "FIXED", "skipped")
+FAILING = ("NEW", "CHANGED")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: str                         # one of KINDS
+    engine: str
+    stage: str
+    case_id: str
+    now: FailurePrint | None = None   # how it fails now (None: it passes, or was not run)
+    was: Entry | None = None          # the record's entry, if any
+    detail: str = ""                  # the first problem, for the printout
+
+    @property
+    def sentence(self) -> str:
+        """One line saying what changed, for the NEW / CHANGED / FIXED lists."""
+        where = f"{self.case_id} [{self.engine}, {self.stage}]"
+        if self.kind == "NEW":
+            return f"{where}: {self.now} -- {self.detail}"
+        if self.kind == "CHANGED":
+            return f"{where}: was {self.was.fingerprint}; now {self.now} -- {self.detail}"
+        if self.kind == "FIXED":
+            was = self.was.fingerprint or self.was.reason
+            return f"{where}: recorded as failing ({_short(str(was))}), now passes"
+        return f"{where}: {self.kind}"
+
+
+def _short(s: str, n: int = 160) -> str:
+    s = " ".join(s.split())
+    return s if len(s) <= n else s[:n - 1] + "…"
+
+
+def judge_one(record: Record, engine: str, stage: str, case_id: str, now: FailurePrint | None,
+              *, status: str | None = None, detail: str = "") -> Verdict:
+    """The verdict on one (engine, stage, case). ``status`` defaults to pass/fail from ``now``;
+    "not run" and "skipped" are passed explicitly."""
+    status = status or ("fail" if now is not None else "pass")
+    entry = record.lookup(engine, stage, case_id)
+    if status == "skipped":
+        kind = "skipped"
+    elif status == "not run":
+        kind = "known" if entry is not None else "NEW"
+        detail = detail or "not run"
+    elif status == "pass":
+        kind = "FIXED" if entry is not None and not entry.crashes else "pass"
+    elif entry is None:
+        kind = "NEW"
+    elif entry.fingerprint is None or entry.fingerprint == now:
+        kind = "known"
+    else:
+        kind = "CHANGED"
+    return Verdict(kind, engine, stage, case_id, now, entry, detail)
+
+
+def judge(outcomes, record: Record) -> list[Verdict]:
+    return [judge_one(record, o.engine, o.stage, o.case_id, o.fingerprint, status=o.status,
+                      detail=o.problems[0] if o.problems else "") for o in outcomes]
+
+
+def exit_code(verdicts, strict: bool = False) -> int:
+    bad = FAILING + (("FIXED",) if strict else ())
+    return 1 if any(v.kind in bad for v in verdicts) else 0

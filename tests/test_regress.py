@@ -1,0 +1,272 @@
+"""The regression command's verdicts (aotcheck.regress): fingerprints, records, NEW / CHANGED /
+FIXED, exit codes and --strict, and a baseline saved and compared on a tiny subset of cases."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, strategies as st
+
+from aotcheck.regress import judge, record
+from aotcheck.regress.fingerprint import FailurePrint, fingerprint
+from aotcheck.regress.record import Entry, Record
+from aotcheck.regress.run import Outcome
+
+# ---------------------------------------------------------------- fingerprints
+
+
+@pytest.mark.parametrize("problems, expected", [
+    (["output 1 requires_grad: eager True, compiled False", "grad of leaf 0: x"],
+     FailurePrint("requires_grad", "output 1")),
+    (["grad of leaf 2: eager None, compiled a tensor"], FailurePrint("grad presence", "grad of leaf 2")),
+    (["compiled raised BackendCompilerFailed: backend='aot_eager' raised: AssertionError: "
+      "outs_to_grad length (1) != tangents length (2)"],
+     FailurePrint("crash in aot_autograd", "", "AssertionError: outs_to_grad length [...] != tangents "
+                                               "length [...]")),
+    (["run that fills the cache: in state 1: argument 0 after the call values: not close"],
+     FailurePrint("mutation", "state 1 / argument 0")),
+    (["Dynamo could not capture the whole function: graph_break: Unsupported Tensor.item() call 7"],
+     FailurePrint("graph break", "", "graph_break: Unsupported Tensor.item[...] call N")),
+    (["expected cache hits only, got hits=0 misses=1 bypasses=0"], FailurePrint("cache miss")),
+    (["STALE HIT: grad_mode no_grad -> enabled: output 0 requires_grad"], FailurePrint("stale hit")),
+    ([], None),
+])
+def test_fingerprint_of_the_first_problem(problems, expected):
+    assert fingerprint(problems) == expected
+
+
+def test_numbers_in_a_message_do_not_change_the_fingerprint():
+    a = fingerprint(["compiled raised RuntimeError: size (3, 4) at 0x7f00 differs from 12"])
+    b = fingerprint(["compiled raised RuntimeError: size (5, 6) at 0x7faa differs from 30"])
+    assert a == b and a.check == "crash in compiled forward"
+
+
+@given(st.builds(FailurePrint, st.text(min_size=1), st.text(), st.text()))
+def test_fingerprint_round_trips_through_json(fp):
+    assert FailurePrint.from_dict(json.loads(json.dumps(fp.to_dict()))) == fp
+
+
+def test_a_malformed_fingerprint_is_named():
+    with pytest.raises(ValueError, match="not a failure fingerprint"):
+        FailurePrint.from_dict({"kind": "values"})
+
+
+# ---------------------------------------------------------------- records
+
+V = FailurePrint("values", "output 0")
+R = FailurePrint("requires_grad", "output 1")
+
+
+def _record() -> Record:
+    return Record("2.13.0", {"torch": {
+        "a": Entry("a fails in values", V),
+        "b": Entry("b fails, unpinned"),                     # format 1: reason only
+        "cached:c": Entry("only c's cached run fails", R),
+        "d": Entry("crashes the process (SIGSEGV)"),
+    }}, reasons={"SHARED": "a fails in values"})
+
+
+def test_record_round_trips_through_json_and_keeps_shared_reasons(tmp_path):
+    rec = _record()
+    data = rec.to_json()
+    assert data["format"] == 2 and data["engines"]["torch"]["a"]["reason"] == "SHARED"
+    assert data["engines"]["torch"]["b"] == "b fails, unpinned"
+    rec.save(tmp_path / "r.json")
+    back = record.load(tmp_path / "r.json")
+    assert back.engines == rec.engines and back.torch == "2.13.0"
+
+
+def test_format_1_reads_as_unpinned():
+    rec = record.from_json({"recorded_on": {"torch": "2.13.0"}, "reasons": {"N": "a shared reason"},
+                            "engines": {"torch": {"x": "N", "y": "own"}}})
+    assert rec.engines["torch"] == {"x": Entry("a shared reason"), "y": Entry("own")}
+
+
+def test_the_cached_stage_falls_back_to_the_cases_entry():
+    rec = _record()
+    assert rec.lookup("torch", "cached", "a") == rec.engines["torch"]["a"]
+    assert rec.lookup("torch", "cold", "c") is None
+    assert rec.lookup("torch", "cached", "c").fingerprint == R
+    assert rec.lookup("torch", "variation.grad_mode", "a") is None
+
+
+def test_a_record_that_is_not_one_is_named(tmp_path):
+    p = tmp_path / "bad.json"
+    p.write_text('{"engines": {}}')
+    with pytest.raises(record.RecordError, match="not a known-failures record"):
+        record.load(p)
+    with pytest.raises(record.RecordError, match="cannot read the record"):
+        record.load(tmp_path / "missing.json")
+
+
+def _o(case, status, fp=None, stage="cold", engine="torch"):
+    return Outcome(engine, stage, case, "t", status, ("p",) if fp else (), fp)
+
+
+def test_from_outcomes_pins_failures_and_keeps_reasons_and_unrun_entries():
+    prev = _record()
+    outs = [_o("a", "fail", R), _o("a", "skipped", stage="cached"), _o("b", "fail", V),
+            _o("f", "fail", FailurePrint("crash in process", "", "the worker process died")),
+            _o("c", "pass"), _o("c", "fail", V, stage="cached"), _o("d", "not run"),
+            _o("e", "fail", V), _o("e", "fail", V, stage="cached")]
+    new = record.from_outcomes(outs, "2.14.0", ["torch"], prev)
+    t = new.engines["torch"]
+    assert new.torch == "2.14.0"
+    assert t["a"] == Entry("", R)            # fails another way: re-pinned, its reason dropped
+    assert t["b"] == Entry("b fails, unpinned", V)            # pinned
+    assert t["cached:c"] == Entry("", V)                     # another way again: reason dropped
+    assert t["d"] == prev.engines["torch"]["d"]               # a recorded crash, not run: kept
+    assert t["e"] == Entry("", V) and "cached:e" not in t     # the cached twin of a cold failure
+    assert t["f"].crashes                                     # a crash found now: never run again
+    assert record.from_outcomes([_o("a", "fail", V)], "2.13.0", ["torch"], prev).engines["torch"]["a"] \
+        == prev.engines["torch"]["a"]                         # same way: reason kept
+    assert set(record.from_outcomes(outs, "2.14.0", ["torch"], prev, keep_unrun=False)
+               .engines["torch"]) == {"a", "b", "cached:c", "d", "e", "f"}
+
+
+# ---------------------------------------------------------------- verdicts and exit codes
+
+
+@pytest.mark.parametrize("stage, case, now, status, kind", [
+    ("cold", "a", V, None, "known"),
+    ("cold", "a", R, None, "CHANGED"),
+    ("cold", "a", None, None, "FIXED"),
+    ("cold", "b", R, None, "known"),          # unpinned: any failure is the known one
+    ("cold", "b", None, None, "FIXED"),
+    ("cold", "z", V, None, "NEW"),
+    ("cold", "z", None, None, "pass"),
+    ("cached", "c", R, None, "known"),
+    ("cached", "c", V, None, "CHANGED"),
+    ("cold", "c", V, None, "NEW"),            # the cached entry says nothing of the cold run
+    ("cold", "d", None, "not run", "known"),
+    ("cached", "a", None, "skipped", "skipped"),
+])
+def test_verdicts_from_a_synthetic_record(stage, case, now, status, kind):
+    assert judge.judge_one(_record(), "torch", stage, case, now, status=status).kind == kind
+
+
+def test_exit_codes_and_strict():
+    rec = _record()
+
+    def code(outs, strict=False):
+        return judge.exit_code(judge.judge(outs, rec), strict=strict)
+    assert code([_o("a", "fail", V), _o("z", "pass")]) == 0
+    assert code([_o("a", "fail", V), _o("z", "pass")], strict=True) == 0
+    assert code([_o("z", "fail", V)]) == 1                    # NEW
+    assert code([_o("a", "fail", R)]) == 1                    # CHANGED
+    assert code([_o("a", "pass")]) == 0                       # FIXED
+    assert code([_o("a", "pass")], strict=True) == 1          # FIXED under --strict
+
+
+def test_sentences_say_what_changed():
+    v = judge.judge_one(_record(), "torch", "cold", "a", R, detail="output 1 requires_grad: ...")
+    assert v.sentence.startswith("a [torch, cold]: was values, output 0; now requires_grad, output 1")
+
+
+# ---------------------------------------------------------------- the commands, on a tiny subset
+
+
+def _cli(argv, capsys):
+    from aotcheck.cli import main
+    code = main(argv)
+    return code, capsys.readouterr().out
+
+
+def test_baseline_save_then_check_new_changed_fixed(tmp_path, capsys):
+    """A baseline of two cases on torch-aot-function (one passes, one fails as the built-in
+    record says, with the same fingerprint), compared with itself, then with the entry removed (NEW), re-pinned (CHANGED) and with a
+    passing case recorded (FIXED: exit 0, 1 under --strict). In-process (-j 1), no cache stage."""
+    builtin = record.load().engines["torch-aot-function"]
+    failing = next(k for k, e in builtin.items() if ":" not in k and e.fingerprint is not None
+                   and not e.crashes and k.split(".")[0] in ("basics", "dtypes", "layers", "alias_of_input"))
+    passing = "basics.scalar_args"
+    assert passing not in builtin
+    sel = ["--engine", "torch-aot-function", "-k", "", "-j", "1"]
+    base = tmp_path / "base.json"
+    subset = ["--theme", failing.split(".")[0], "--theme", "basics"]
+
+    def run(*extra):
+        return _cli(["check", *sel, *subset, *extra], capsys)
+
+    import aotcheck.cli.check as check_cli
+    orig = check_cli.selected_cases
+    try:
+        check_cli.selected_cases = lambda args: [c for c in orig(args) if c.id in (failing, passing)]
+        code, out = _cli(["baseline", "save", str(base), *sel], capsys)
+        assert code == 0 and "saved 1 recorded failure" in out
+        data = json.loads(base.read_text())
+        saved = data["engines"]["torch-aot-function"][failing]["fingerprint"]
+        assert FailurePrint.from_dict(saved) == builtin[failing].fingerprint   # as recorded built in
+        code, out = run("--baseline", str(base))
+        assert code == 0 and "NEW: 0" in out and "CHANGED: 0" in out and "FIXED: 0" in out
+
+        table = data["engines"]["torch-aot-function"]
+        table[failing]["fingerprint"] = {"check": "values", "subject": "output 0", "error": ""}
+        base.write_text(json.dumps(data))
+        code, out = run("--baseline", str(base))
+        assert code == 1 and "CHANGED: 1" in out and f"was values, output 0; now {builtin[failing].fingerprint}" in out
+
+        del table[failing]
+        table[passing] = {"reason": "", "fingerprint": {"check": "values"}}
+        base.write_text(json.dumps(data))
+        code, out = run("--baseline", str(base))
+        assert code == 1 and "NEW: 1" in out and "FIXED: 1" in out
+        table[failing] = {"reason": "", "fingerprint": saved}
+        base.write_text(json.dumps(data))
+        assert run("--baseline", str(base))[0] == 0
+        assert run("--baseline", str(base), "--strict")[0] == 1
+    finally:
+        check_cli.selected_cases = orig
+
+
+def test_bad_arguments_exit_2_with_a_named_error(tmp_path, capsys):
+    from aotcheck.cli import main
+    assert main(["check", "--engine", "nope"]) == 2
+    assert "unknown engine 'nope'" in capsys.readouterr().err
+    assert main(["check", "--engine", "torch", "--baseline", str(tmp_path / "missing.json")]) == 2
+    assert "cannot read the record" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- the key-variation phase's interface
+
+
+def test_variation_results_become_judged_stages(monkeypatch):
+    """The phase behind ``run.variation_runner`` (NOTE [the key-variation phase]): each result is
+    a stage ``variation.<label>``; a STALE HIT is a failure pinned as such (NEW unless recorded,
+    known when recorded), an ok verdict a pass; A's cache is the cold run's directory."""
+    import types
+
+    from aotcheck.check.corpus import all_cases
+    from aotcheck.regress import run as regress_run
+    from aotcheck.regress.plan import Plan
+    from aotcheck.targets.engines import get_engine
+    seen = []
+
+    class Var:
+        def __init__(self, label):
+            self.label = label
+
+    def run_subject(engine, subject, per_case=None, a_dir=None):
+        import os
+        seen.append((subject, per_case, sorted(os.listdir(a_dir))))
+        return types.SimpleNamespace(results=(
+            types.SimpleNamespace(variation=Var("grad_mode=no_grad"), verdict="STALE HIT",
+                                  reason="a hit under no_grad", divergences=(
+                                      "output 0 requires_grad: eager True, compiled False",)),
+            types.SimpleNamespace(variation=Var("values"), verdict="ok-hit", reason="", divergences=())))
+    fake = types.SimpleNamespace(run_subject=run_subject, Subject=types.SimpleNamespace(of_case=lambda c: c.id))
+    monkeypatch.setitem(__import__("sys").modules, regress_run.VARIATIONS_MODULE, fake)
+    case = next(c for c in all_cases() if c.id == "basics.scalar_args")
+    outs = regress_run.run_engine_case(get_engine("aotcheck"), case, Plan(("aotcheck",)),
+                                       regress_run.variation_runner())
+    assert [o.stage for o in outs] == ["cold", "cached", "variation.grad_mode=no_grad", "variation.values"]
+    assert seen[0][0] == case.id and seen[0][1] == regress_run.VARIATIONS_PER_CASE and seen[0][2]
+    stale = outs[2]
+    assert stale.status == "fail" and stale.fingerprint == FailurePrint(
+        "stale hit", "grad_mode=no_grad", "requires_grad, output 0")
+    assert outs[3].status == "pass"
+    empty = Record("2.13.0", {})
+    assert [v.kind for v in judge.judge(outs, empty)] == ["pass", "pass", "NEW", "pass"]
+    rec = record.from_outcomes(outs, "2.13.0", ["aotcheck"], None, keep_unrun=False)
+    assert list(rec.engines["aotcheck"]) == ["variation.grad_mode=no_grad:basics.scalar_args"]
+    assert [v.kind for v in judge.judge(outs, rec)] == ["pass", "pass", "known", "pass"]
