@@ -85,11 +85,7 @@ def _strict(request) -> bool:
 
 
 # Cases that pass cold but are expected to fail from the cache, with the reason.
-CACHED_XFAILS: dict[str, str] = {
-    "test_real_world__i198364_copysign_and_floor_divide_of_a_transposed_argument":
-        "silently wrong from the cache: copysign and floor_divide of a transposed argument come "
-        "back contiguous (stride (6, 1), eager (1, 5)); the cold run keeps eager's strides",
-}
+CACHED_XFAILS: dict[str, str] = {}
 
 
 @xfail_inherited(CACHED_XFAILS)

@@ -9,7 +9,6 @@ nothing breaks inside.
 """
 import doctest
 
-import pytest
 import torch
 from hypothesis import HealthCheck, given, seed, settings
 
@@ -76,16 +75,6 @@ def test_the_wider_grammar_is_on_by_default_against_aotcheck():
     assert not set(IMPERATIVE_EXTENSIONS) & set(default_extensions("torch"))
 
 
-# The engine lets internal errors escape on this grammar today (issue 27; other helpers fix the
-# engine). strict: the moment nothing escapes here, this XPASSes and the mark must go.
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 27: internal errors escape aot_function on the wider grammar. Here (seed 27, 40 "
-    "programs): AssertionError from FakeTensorMode ('Please convert all Tensors to FakeTensors "
-    "first', aten.copy) for `with no_grad(): p = nn.Parameter(torch.randn(())); a0[1] = p` on an "
-    "int64 argument. `aotcheck fuzz --engine aotcheck --examples 300 --seed 1` also: IndexError "
-    "'list index out of range' for a function of no argument that makes a leaf "
-    "(torch.randn(..., requires_grad=True)); TypeError 'Object of type SymFloat is not JSON "
-    "serializable' for nn.Parameter made inside then .data.mul_(2.0)"))
 def test_no_internal_error_escapes_aot_function_on_the_wider_grammar():
     found: dict[str, str] = {}
 

@@ -90,6 +90,22 @@ def test_the_cached_stage_falls_back_to_the_cases_entry():
     assert rec.lookup("torch", "variation.grad_mode", "a") is None
 
 
+def test_aotchecks_own_known_failures_are_the_corpus_cases_xfail(monkeypatch):
+    """A corpus case marked ``xfail`` (a known failure of aotcheck's engine) is known to the
+    regression command too, cold and cached; when it passes it is FIXED; other engines and the
+    variation stages do not read it."""
+    from aotcheck.targets import known_failures
+    monkeypatch.setattr(known_failures, "_XFAILS", {"t.broken": "silently wrong: planted", "": ""})
+    rec = Record("2.13.0", {})
+    fp = FailurePrint("values", "output 0", "")
+    for stage in ("cold", "cached"):
+        assert judge.judge_one(rec, "aotcheck", stage, "t.broken", fp).kind == "known"
+        assert judge.judge_one(rec, "aotcheck", stage, "t.broken", None).kind == "FIXED"
+        assert judge.judge_one(rec, "aotcheck", stage, "t.other", fp).kind == "NEW"
+    assert judge.judge_one(rec, "torch", "cold", "t.broken", fp).kind == "NEW"
+    assert judge.judge_one(rec, "aotcheck", "variation.grad_mode=no_grad", "t.broken", fp).kind == "NEW"
+
+
 def test_a_record_that_is_not_one_is_named(tmp_path):
     p = tmp_path / "bad.json"
     p.write_text('{"engines": {}}')

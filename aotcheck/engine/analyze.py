@@ -105,6 +105,8 @@ class MutationInfo:
     storage_output: int = -1        # a new storage_source: the candidate holding that storage
     grad_value_output: int = -1     # after the swap, copy_() this candidate into it under grad
                                     # mode (NOTE [grad writes after a swap] in swap_grad.py)
+    final_dtype: str = ""           # the swap is ``x.data = y`` onto another dtype: y's (NOTE
+                                    # [.data assignment] in runtime/writeback.py)
 
 
 @dataclass(frozen=True)
@@ -214,7 +216,8 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
     mutations = tuple(
         MutationInfo(f.placeholder, f.data_mutated, f.metadata_mutated, f.autograd_saw_mutation,
                      f.value_output, f.final_shape, f.final_stride, f.final_offset,
-                     f.storage_bytes, f.storage_source, f.storage_output, f.grad_value_output)
+                     f.storage_bytes, f.storage_source, f.storage_output, f.grad_value_output,
+                     f.final_dtype)
         for f in facts.inputs
         if f.data_mutated or f.metadata_mutated or f.storage_bytes >= 0 or f.storage_source.swapped)
     outputs = tuple(_classify(k, o) for k, o in enumerate(facts.outputs))

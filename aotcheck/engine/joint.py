@@ -27,8 +27,8 @@ import torch.fx as fx
 
 from .analyze import ALIAS_OF_INTERMEDIATE, FRESH, ViewMutationMeta
 from .capture.trace import Captured
-from .capture.functional import (backward_phase, from_fun, geometry_of, to_fun, trace_functional,
-                         trace_grad_mode)
+from .capture.functional import (backward_phase, from_fun, geometry_of, storage_ref, to_fun,
+                                  trace_functional, trace_grad_mode)
 from .capture.functional_run import FunctionalRun
 from .capture.view_flags import argument_views
 from .graph_walk import grad_nodes
@@ -159,8 +159,16 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     def body(*flat):
         prim, tangents = list(flat[:n]), flat[n:]
         outs, targets = _forward_again(run, prim, captured, fw, diff, grad_inputs, reach)
+        # NOTE [forward values before the backward]: a custom Function's backward may write a
+        # tensor the forward returned or wrote back (a saved intermediate, an argument kept on
+        # ctx); the forward's values are read here, before it runs, as eager's caller sees
+        # them when the forward returns (the backward's writes are the later bw_values)
+        fw_values = [from_fun(o) for o in outs]
         works = run.works
         before = [(torch._functionalize_mutation_counter(w), geometry_of(w)) for w in works]
+        fresh = _fresh_forward_outputs(outs, works)
+        before_out = {k: (torch._functionalize_mutation_counter(outs[k]), geometry_of(outs[k]))
+                      for k in fresh}
         try:
             with backward_phase():
                 grads = torch.autograd.grad(
@@ -183,7 +191,16 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
                 found.append((p, data, *geometry))
                 if data:
                     bw_values.append(w)
-        return [from_fun(o) for o in outs] + [None if g is None else from_fun(g) for g in grads] + \
+        for k in fresh:     # NOTE [backward mutations of returned values]
+            o = outs[k]
+            torch._sync(o)
+            data = torch._functionalize_mutation_counter(o) != before_out[k][0]
+            geometry = geometry_of(o)
+            if data or geometry != before_out[k][1]:
+                found.append((-k - 1, data, *geometry))
+                if data:
+                    bw_values.append(o)
+        return fw_values + [None if g is None else from_fun(g) for g in grads] + \
             [from_fun(v) for v in bw_values]
 
     found: list[tuple] = []
@@ -204,6 +221,32 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
                  box.get("backward_error", ""))
 
 
+def _fresh_forward_outputs(outs: list, works: list) -> list[int]:
+    """The forward outputs (positions) on a storage of their own: not an argument's, not an
+    earlier output's.
+
+    # NOTE [backward mutations of returned values]
+    A custom Function's backward may write a tensor it saved that the function also returned
+    (``offsets`` made inside, saved, returned, then ``offsets.add_(grad)`` in the backward):
+    eager's caller sees the write after ``.backward()``. An output on an argument's storage is
+    covered by the argument's backward mutation (NOTE [backward mutations]); one on a storage
+    of its own is found the same way (its wrapper's mutation counter and geometry, before
+    and after the backward) and recorded with placeholder ``-k - 1`` for forward output
+    ``k``: the runtime's backward applies it to the tensor that forward output was returned
+    as (``apply_backward_mutations``)."""
+    seen = {storage_ref(w) for w in works if isinstance(w, torch.Tensor)}
+    fresh = []
+    for k, o in enumerate(outs):
+        if not isinstance(o, torch.Tensor) or not torch._is_functional_tensor(o) \
+                or o.layout != torch.strided:
+            continue
+        ref = storage_ref(o)
+        if ref not in seen:
+            seen.add(ref)
+            fresh.append(k)
+    return fresh
+
+
 def _forward_again(run, prim: list, captured: Captured, fw, diff, grad_inputs, reach: list):
     """Run the function once more inside the joint (either way), checking that it traces as the
     capture did; returns the forward outputs and the gradient targets (the argument wrappers,
@@ -222,9 +265,11 @@ def _forward_again(run, prim: list, captured: Captured, fw, diff, grad_inputs, r
 
 def _tangents(meta: ViewMutationMeta, fw, diff, primals) -> list[torch.Tensor]:
     tangents = []
+    # a function with no tensor arguments (its leaves made inside) traces on the default device
+    device = primals[0].device if primals else torch.get_default_device()
     for k in diff:
         shape, dtype = meta.candidates[fw[k]].shape, getattr(torch, meta.candidates[fw[k]].dtype)
-        tangents.append(torch.empty(shape, dtype=dtype, device=primals[0].device))
+        tangents.append(torch.empty(shape, dtype=dtype, device=device))
     return tangents
 
 

@@ -112,6 +112,11 @@ def known_failure(engine_name: str, case_id: str, cached: bool = False) -> str |
 _XFAILS: dict[str, str] = {}
 
 
+def corpus_xfail(case_id: str) -> str | None:
+    """The corpus case's own ``xfail`` reason (a known failure of aotcheck's engine), or None."""
+    return _corpus_xfails().get(case_id) or None
+
+
 def _corpus_xfails() -> dict[str, str]:
     """Case id -> the corpus case's ``xfail`` reason (a known failure of aotcheck's engine)."""
     if not _XFAILS:

@@ -335,3 +335,40 @@ def identity_forward_under_no_grad():
     def f(x):
         return HalfGradIdentity.apply(x), SinOnce.apply(x)
     return f, one_leaf(2, 3)
+
+
+class _ScaleSavedInBackward(torch.autograd.Function):
+    """Saves a tensor made in the caller's function; its backward scales it in place."""
+    @staticmethod
+    def forward(ctx, x, buf):
+        ctx.save_for_backward(buf)
+        return x * 3
+
+    @staticmethod
+    def backward(ctx, g):
+        buf, = ctx.saved_tensors
+        buf.mul_(g.sum())
+        return g * 3, None
+
+
+@case("custom_function", mode="training", tags=("backward_mutation",))
+def backward_scales_a_returned_intermediate():
+    """buf is made inside, saved and returned; the backward scales it: the caller's
+    output changes when .backward() runs."""
+    def f(x):
+        buf = torch.ones(2, 2)
+        return _ScaleSavedInBackward.apply(x, buf), buf
+    return f, one_leaf(2, 2)
+
+
+@case("custom_function", mode="training", tags=("backward_mutation",))
+def backward_writes_an_argument_also_written_in_forward():
+    """The function adds into an argument, then a Function saves it and the backward
+    scales it: the argument carries the forward's write, then the backward's."""
+    def f(x, buf):
+        buf.add_(1)
+        return _ScaleSavedInBackward.apply(x, buf)
+    def make():
+        x = leaf(3)
+        return Inputs((x, rand(3)), leaves=(x,))
+    return f, seeded(make)

@@ -654,3 +654,34 @@ def fuzz_view_of_a_view_of_a_leaf_flagged_after_the_first_view():
         x = _two(1, 4, requires_grad=True)
         return Inputs((x,), leaves=(x,))
     return f, seeded(make)
+
+
+# ---------------------------------------------------------------- leaves made inside (issue 27)
+
+@case("requires_grad_modes", mode="training", tags=("leaf_inside", "no_tensor_args"))
+def leaf_made_inside_with_only_a_scalar_argument():
+    """A Python scalar argument only: a leaf made with requires_grad=True, scaled."""
+    def f(s):
+        w = torch.ones(3, requires_grad=True)
+        return w * s
+    return f, lambda: Inputs((2.5,))
+
+
+@case("requires_grad_modes", mode="training", tags=("leaf_inside", "parameter"))
+def parameter_made_inside_from_an_argument_and_returned():
+    """nn.Parameter(x) over an argument's storage, returned with a value computed from it."""
+    def f(x):
+        p = torch.nn.Parameter(x)
+        return p, (p * 2).sum()
+    return f, seeded(lambda: Inputs((rand(3),)))
+
+
+@case("requires_grad_modes", mode="training", tags=("leaf_inside", "parameter", "no_grad"))
+def parameter_made_under_no_grad_written_into_an_argument():
+    """A Parameter made under no_grad, copied into a slice of an int argument."""
+    def f(a):
+        with torch.no_grad():
+            v = torch.nn.Parameter(torch.full((), 2.0))
+        a[1] = v
+        return (v * 3,)
+    return f, lambda: Inputs((torch.arange(2),))

@@ -1271,3 +1271,54 @@ def tensor_made_inside_set_onto_a_slice_then_given_requires_grad():
         v1.requires_grad_()
         return v1, v1 * 3
     return f, seeded(lambda: Inputs((rand(3),)))
+
+
+# ---------------------------------------------------------------- .data assignment (issue 27)
+# ``x.data = y`` keeps x (its identity, flag, leafness) and gives it y's storage, geometry and
+# dtype; views of x taken before keep the old storage (NOTE [.data assignment]).
+
+@case("input_mutation", mode="inference", tags=("data_assign",))
+def data_assign_onto_a_slice_of_another_argument():
+    """x.data = y[1:] (a view): x shares y's storage from offset 1; a later write through y
+    shows in x."""
+    def f(x, y):
+        x.data = y[1:]
+        y.mul_(2)
+        return x + 1
+    return f, seeded(lambda: Inputs((rand(3), rand(4))))
+
+
+@case("input_mutation", mode="inference", tags=("data_assign", "dtypes"))
+def data_assign_to_float64_then_written():
+    """x.data = x.double(), then x.add_(1): the argument ends float64 and written."""
+    def f(x):
+        x.data = x.double()
+        x.add_(1)
+        return x * 2
+    return f, seeded(lambda: Inputs((rand(2, 3),)))
+
+
+@case("input_mutation", mode="inference", tags=("data_assign", "no_grad_call"))
+def data_assign_under_no_grad_call_keeps_an_earlier_view():
+    """Called under no_grad: a view taken before x.data = new keeps the old storage and
+    is written through after."""
+    def f(x):
+        v = x[0]
+        x.data = torch.zeros(5)
+        v.add_(3)
+        return v, x
+    return f, seeded(lambda: Inputs((rand(2, 2),)))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "parameter"))
+def data_assign_of_a_parameter_same_shape_used_after():
+    """A Parameter given .data of another tensor of its shape, then used: the output is
+    computed from the new data and the gradient reaches the Parameter."""
+    def f(p, x):
+        with torch.no_grad():
+            p.data = x * 0.5
+        return (p * x).sum()
+    def make():
+        p = torch.nn.Parameter(rand(3))
+        return Inputs((p, rand(3)), leaves=(p,))
+    return f, seeded(make)

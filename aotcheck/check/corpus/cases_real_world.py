@@ -32,6 +32,8 @@ THEME = "real_world"
 # runs). Each is a strict xfail in every test that runs the engine on the case, so a fix
 # shows up as an unexpected pass: remove the entry then.
 AOTCHECK_FAILURES = {
+    'i139257_custom_op_that_calls_set_on_a_parameter':
+        "refusal: UnsupportedInputError ('set_() on input placeholder 0, which requires grad, under no_grad, onto a tensor of another shape'): the custom op's kernel now runs in the trace; its set_() is the class of i122981, which eager runs",
     'i91468_retain_grad_on_returned_intermediates':
         'silently wrong: retain_grad() on intermediates is dropped: the returned outputs do not retain their grad and their .grad stays None',
     'i146212_retain_grad_on_a_nonleaf_argument':
@@ -42,44 +44,10 @@ AOTCHECK_FAILURES = {
         "silently wrong: saved_tensors_hooks active around the call are not applied to what the compiled function saves: the gradients miss the unpack hook's doubling",
     'i133230_autograd_grad_of_a_polynomial_inside':
         "refusal: TraceError (RuntimeError 'Trying to backward through the graph a second time'): torch.autograd.grad inside the function, which eager runs",
-    'i113030_data_swap_between_arguments':
-        'silently wrong: x.data = y; y.data = empty: the output and both arguments after the call differ from eager (y keeps its shape, x its old values)',
-    'i94773_view_taken_before_data_assignment':
-        'silently wrong: x.data = another tensor is dropped: the argument keeps its old shape and the earlier view x[:] is returned as a view of it (eager: fresh storage, argument (3, 4))',
-    'i139152_parameter_data_replaced_after_its_use':
-        "silently wrong: p.data = r under no_grad is not replayed on the parameter: its values after the call differ from eager's",
-    'i152162_data_assignment_changes_dtype':
-        'silently wrong: x.data = x.to(bfloat16) is dropped: the argument stays float32',
-    'i191337_data_assignment_to_a_transposed_argument_beside_normal_':
-        "silently wrong: .data of a transposed argument replaced: the argument and the returned tensor keep the old strides and values, not sharing the replacement's storage",
-    'i99455_leaf_made_inside_with_no_arguments':
-        "internal error (IndexError 'list index out of range'): a function with no arguments that makes a leaf with requires_grad=True",
-    'i125284_parameter_made_inside_then_mutated':
-        "silently wrong: an nn.Parameter made inside and mutated under no_grad: the compiled function returns a FakeTensor (cold); from the cache the first run raises TypeError 'Object of type SymFloat is not JSON serializable' (an internal error)",
-    'i172956_backward_mutates_a_saved_intermediate_that_is_returned':
-        "internal error (KeyError 'arg1_1'): a custom Function whose backward mutates a saved intermediate that the function returns",
-    'i154820_forward_and_backward_each_add_into_an_argument':
-        "internal error (KeyError 'arg2_1'): a custom Function that mutates an argument in its forward and again (through ctx) in its backward",
-    'i139257_custom_op_that_calls_set_on_a_parameter':
-        "refusal: UnsupportedInputError ('set_() on input placeholder 0, which requires grad, under no_grad, onto a tensor of another shape'): the custom op's kernel now runs in the trace; its set_() is the class of i122981, which eager runs",
-    'i98835_out_argument_resized_from_empty':
-        "refusal: AotcheckError at the call ('input placeholder 1 is written back ... with a value of shape (8, 8), but ... it has shape (0,)'): an out= argument of size 0 that the op resizes",
-    'i122386_histogram_into_empty_out_tensors':
-        "refusal: AotcheckError at the call ('input placeholder 1 is written back ... with a value of shape (4,), but ... it has shape (0,)'): histogram's out= tensors of size 0",
-    'i98143_abs_in_place_on_an_overlapping_unfold':
-        "refusal: TraceError (RuntimeError 'functionalization encountered a tensor being mutated that has internal overlap'): abs_ on an overlapping unfold, which eager runs",
-    'i165409_overlapping_unfold_written_under_no_grad':
-        "refusal: TraceError (RuntimeError 'functionalization encountered a tensor being mutated that has internal overlap'): abs_ on an overlapping unfold under no_grad",
-    'i183888_wider_overlapping_unfold_abs_':
-        "refusal: TraceError (RuntimeError 'functionalization encountered a tensor being mutated that has internal overlap'): abs_ on an overlapping unfold",
     'i77714_resize_of_a_view_of_an_intermediate':
         "refusal: UnsupportedInputError ('the function grows a tensor with resize_() beyond its storage while another tensor views that storage'): resize_ of a view of an intermediate, which eager runs",
-    'i157854_broadcast_add_of_a_transposed_argument':
-        "silently wrong: the output's stride on its size-1 dimension is 2 where eager's is 4 (returned as a tuple)",
     'i122981_set_under_no_grad_onto_another_shape_of_a_grad_parameter':
         "refusal: UnsupportedInputError ('set_() on input placeholder 0, which requires grad, under no_grad, onto a tensor of another shape'), which eager runs",
-    'transposed_argument_times_two_strides_of_size_one_dims':
-        "silently wrong: the stride of the transposed product on its size-1 dimension is 4 where eager's is 8 (test_output_all_alias_types)",
 }
 
 

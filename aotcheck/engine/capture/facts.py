@@ -111,6 +111,8 @@ class InputFacts:
                                     # storage swap] in swaps.py)
     grad_value_output: int = -1     # after a swap, written with grad: the candidate holding
                                     # its final value (NOTE [grad writes after a swap])
+    final_dtype: str = ""           # after ``x.data = y`` of another dtype: y's dtype (NOTE
+                                    # [.data assignment] in runtime/writeback.py), else ""
 
 
 @dataclass(frozen=True)

@@ -195,6 +195,7 @@ def trace_functional(body, example_placeholders: list[torch.Tensor], *,
         return trace_functional(body, example_placeholders, functionalize=functionalize,
                                 guard=guard, mode="values", constants=constants)
     fresh_generators(gm, generators)
+    _refuse_fake_constants(gm)
     for n in list(gm.graph.nodes):
         if n.target is _RESIZE and not n.users:
             gm.graph.erase_node(n)      # the runtime replays it (NOTE [storage resizes])
@@ -202,6 +203,22 @@ def trace_functional(body, example_placeholders: list[torch.Tensor], *,
 
 
 _RESIZE = torch.ops.inductor.resize_storage_bytes_.default
+
+
+def _refuse_fake_constants(gm: fx.GraphModule) -> None:
+    """A tensor constant of the graph that is a fake (or functional) tensor is one the tracer
+    never saw made (a C++ call that switched the dispatch modes off): run, it would hand a
+    FakeTensor to the caller, and the cache could not store it. Refused by name, never run."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    for n in gm.graph.nodes:
+        if n.op != "get_attr":
+            continue
+        c = getattr(gm, n.target, None)
+        if isinstance(c, FakeTensor) or (isinstance(c, torch.Tensor) and torch._is_functional_tensor(c)):
+            raise TraceError(
+                f"the function makes a tensor through a call the tracer cannot follow (graph "
+                f"constant {n.target} is a traced stand-in, not a value); aotcheck cannot "
+                "compile it. Make the tensor with ordinary torch ops")
 
 
 class eager_view_strides:
@@ -221,18 +238,115 @@ class eager_view_strides:
 
     def __enter__(self):
         from torch._subclasses import fake_impls
+        from torch._subclasses.fake_tensor import FakeTensorMode
         self.table = fake_impls.op_implementations_dict
         self.saved = {op: self.table.get(op) for op in self.OPS}
         for op, impl in self.saved.items():
             if impl is not None and not getattr(impl, "_eager_strides", False):
                 self.table[op] = _with_eager_strides(impl)
+        self.dispatch = FakeTensorMode.dispatch        # NOTE [fake pointwise strides]
+        if not getattr(self.dispatch, "_eager_strides", False):
+            FakeTensorMode.dispatch = _pointwise_eager_strides(self.dispatch)
         return self
 
     def __exit__(self, *exc):
+        from torch._subclasses.fake_tensor import FakeTensorMode
         for op, impl in self.saved.items():
             if impl is not None:
                 self.table[op] = impl
+        FakeTensorMode.dispatch = self.dispatch
         return False
+
+
+# Operands larger than this (elements, all together) keep the fake kernel's strides: the
+# eager run below allocates and computes them
+EAGER_STRIDES_MAX_NUMEL = 1 << 18
+
+
+def _pointwise_eager_strides(dispatch):
+    """NOTE [fake pointwise strides]
+    Eager lays out a pointwise op's result by TensorIterator's rules: the inputs' strides
+    kept as they are when they are all non-overlapping and dense alike (size-1 dimensions
+    included: ``a.transpose(1, 0)`` of a (1, 2, 4) tensor times 2 is (4, 8, 1)), else
+    dense in the order of the inputs' strides, broadcast dimensions placed by its own
+    permutation. The fake kernels differ (PyTorch's refs ``compute_elementwise_output_strides``
+    orders size-1 dimensions and ties otherwise; copysign's and floor_divide's decompositions
+    come out contiguous), and the traced strides reach the caller: a returned ``stride()``,
+    and the geometry the runtime rebuilds an aliased output with. So while tracing, a
+    functional pointwise op on fake tensors that are not all contiguous is also run eagerly,
+    on real CPU tensors of the same geometry (filled with ones), and the fake result is
+    restrided to the eager result's strides where they differ. Operands over
+    ``EAGER_STRIDES_MAX_NUMEL`` elements keep the fake strides (a known limit)."""
+    def patched(self, func, types, args=(), kwargs=None):
+        out = dispatch(self, func, types, args, kwargs)
+        try:
+            pointwise = torch.Tag.pointwise in func.tags and not func._schema.is_mutable \
+                and torch.Tag.nondeterministic_seeded not in func.tags     # draws: not rerun
+        except AttributeError:
+            return out
+        if not pointwise or not isinstance(out, torch.Tensor) or out.layout != torch.strided \
+                or out.dim() == 0:
+            return out
+        eager = _eager_pointwise_strides(func, args, kwargs or {})
+        if eager is None or eager == tuple(out.stride()):
+            return out
+        from torch._subclasses.fake_tensor import FakeTensor
+        from torch.utils._python_dispatch import _disable_current_modes
+        with _disable_current_modes():
+            meta = torch.empty_strided(tuple(out.shape), eager, dtype=out.dtype, device="meta")
+        return FakeTensor(self, meta, device=out.device)
+    patched._eager_strides = True
+    return patched
+
+
+def _canonical(t: torch.Tensor) -> bool:
+    """Contiguous with a contiguous tensor's strides on its size-1 dimensions too (which
+    ``is_contiguous`` ignores, and eager may keep)."""
+    try:
+        expected, n = [], 1
+        for k in reversed(t.shape):
+            expected.insert(0, n)
+            n *= max(int(k), 1)
+        return tuple(int(v) for v in t.stride()) == tuple(expected)
+    except (TypeError, RuntimeError):
+        return False
+
+
+def _eager_pointwise_strides(func, args, kwargs) -> tuple | None:
+    """The strides eager gives ``func``'s result on tensors of these geometries, or None
+    (all operands contiguous, a symbolic size, too large, or the eager run fails)."""
+    tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+    if not tensors or all(_canonical(t) for t in tensors):
+        return None
+    total = 0
+    for t in tensors:
+        if t.layout != torch.strided or not all(
+                isinstance(v, int) for v in (*t.shape, *t.stride(), t.storage_offset())):
+            return None
+        total += t.storage_offset() + sum((n - 1) * st for n, st in zip(t.shape, t.stride())
+                                          if n > 0) + 1
+    if total > EAGER_STRIDES_MAX_NUMEL:
+        return None
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    def real(t):
+        if not isinstance(t, torch.Tensor):
+            return t
+        n = t.storage_offset() + sum((k - 1) * st for k, st in zip(t.shape, t.stride()) if k > 0) + 1
+        return torch.ones(max(n, 1), dtype=t.dtype).as_strided(t.shape, t.stride(),
+                                                               t.storage_offset())
+    try:
+        with _disable_current_modes(), torch._C._ExcludeDispatchKeyGuard(
+                torch._C.DispatchKeySet(torch._C.DispatchKey.Functionalize)), torch.no_grad():
+            a, k = pytree.tree_map(real, (args, kwargs))
+            k = {n: (torch.device("cpu") if n == "device" else v) for n, v in k.items()}
+            out = func(*a, **k)
+    except Exception:       # noqa: BLE001 - keep the fake kernel's strides
+        return None
+    if not isinstance(out, torch.Tensor) or out.shape != torch.Size(
+            [int(n) for n in torch.broadcast_shapes(*(t.shape for t in tensors))]):
+        return None
+    return tuple(out.stride())
 
 
 def _with_eager_strides(impl):

@@ -242,7 +242,8 @@ class FunctionalRun:
             data = torch._functionalize_has_data_mutation(w) and \
                 torch._functionalize_mutation_counter(w) != st.start_writes[p]
             meta = torch._functionalize_has_metadata_mutation(w)
-            swapped = torch._functionalize_was_storage_changed(w)
+            # NOTE [.data assignment]: set_data moves the wrapper's storage without the flag
+            swapped = torch._functionalize_was_storage_changed(w) or p in recorder.data_sets
         # set_() onto a view of itself keeps the storage, so neither way sees a swap (and
         # set_ never reaches a TorchFunctionMode, so the recorder does not log it); what
         # shows it is a new geometry of an argument with no logged metadata call: replayed
@@ -401,7 +402,9 @@ class FunctionalRun:
             *(final or geometry_of(w)), value_output, storage_bytes=storage_bytes,
             storage_source=StorageSource.of(storage_source), requires_grad_set=rg_set,
             writes_outside=outside, storage_output=storage_output,
-            grad_value_output=grad_value_output)
+            grad_value_output=grad_value_output,
+            final_dtype=str(w.dtype).replace("torch.", "")
+            if swapped and w.dtype != st.placeholders[p].dtype else "")
 
     def _refuse_after_inputs(self, st: _RunState, inputs: list) -> None:
         """Step 8: the refusals that wait for every input's facts."""

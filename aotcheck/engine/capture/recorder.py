@@ -20,10 +20,12 @@ from torch.utils import _pytree as pytree
 from ...errors import UnsupportedInputError
 from .custom_ops import mutating_kernel
 from .functional import dense_layout, geometry_of, storage_ref, unwrap_functorch
+from .overlap import outer_dims, piecewise
 
 
 # In-place ops that change a tensor's size, stride or offset (not its data).
 _REQUIRES_GRAD_ATTR = torch._C.TensorBase.requires_grad
+_DATA_ATTR = torch._C.TensorBase.data
 METADATA_METHODS = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_",
                               "squeeze_", "as_strided_", "resize_"})
 
@@ -105,10 +107,33 @@ class MetadataRecorder(TorchFunctionMode):
         self.storage_nbytes: dict[int, int] = {}
         self.grown: set[int] = set()
         self.grow = None
+        # NOTE [.data assignment]: the placeholders given ``x.data = y``, in order
+        self.data_sets: list[int] = []
+
+    def __enter__(self):
+        # NOTE [parameters made inside]
+        # ``nn.Parameter(y)`` on a plain tensor calls ``Tensor._make_subclass``, which detaches
+        # ``y`` with every dispatch mode switched off and reaches no TorchFunctionMode: on a
+        # functional wrapper the Parameter's inner value is a fake tensor no tracer saw, so
+        # ops on it trace as a constant (a FakeTensor left in the graph, returned at run
+        # time). While the function runs under the recorder, a Parameter is made the traced
+        # way instead: a detached alias of ``y`` given requires_grad_() (a new grad leaf,
+        # NOTE [new grad leaves] in autograd_facts.py) and the Parameter class: eager's
+        # leaf, sharing ``y``'s storage, with eager's flag.
+        self._parameter_new = _patch_parameter_new()
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        try:
+            return super().__exit__(*exc)
+        finally:
+            torch.nn.Parameter.__new__ = self._parameter_new
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = call_name(func)
+        if kwargs.get("out") is not None and name not in METADATA_METHODS:
+            self._resize_outs(func, args, kwargs)
         target = args[0] if args and isinstance(args[0], torch.Tensor) else None
         if target is not None and _wrapped(target):
             return self._inside_transform(func, name, target, args, kwargs)
@@ -116,6 +141,10 @@ class MetadataRecorder(TorchFunctionMode):
         if kernel is not None:
             with self:          # the kernel's own calls are recorded (NOTE [mutating custom ops])
                 return kernel()
+        if target is not None and _mutating(name) and name != "__setitem__":
+            dims = outer_dims(target, name)     # NOTE [overlapping writes] in overlap.py
+            if dims is not None:
+                return piecewise(self.__torch_function__, func, args, kwargs, dims)
         if name in METADATA_METHODS and target is not None:
             # A view's own squeeze_/unsqueeze_ keeps its elements in order: a replay without
             # it gives the gradient right or fails loudly. Reorderings do not; nor does any
@@ -136,6 +165,9 @@ class MetadataRecorder(TorchFunctionMode):
             # NOTE [writes outside an argument] in plan.py
             self.writes.append((storage_ref(target),
                                 self.geometry.get(id(target)) or geometry_of(target)))
+        if name == "__set__" and target is not None and getattr(func, "__self__", None) is _DATA_ATTR \
+                and self.watched.get(id(target), ("",))[0] == "placeholder":
+            self.data_sets.append(self.watched[id(target)][1])
         if name == "resize_storage_bytes_" and target is not None:
             self._record_resize(target, args[1] if len(args) > 1 else kwargs.get("new_size"))
         sets_flag = target is not None and (name == "requires_grad_" or (
@@ -180,6 +212,14 @@ class MetadataRecorder(TorchFunctionMode):
             # only a mutation that autograd records can go wrong through view replay
             if target.requires_grad:
                 self.hazard_events.append(("data", storage_ref(target), False))
+        if name == "__set__" and target is not None and getattr(func, "__self__", None) is _DATA_ATTR \
+                and len(args) > 1 and isinstance(args[1], torch.Tensor):
+            # NOTE [.data assignment] in runtime/writeback.py: the tensor now has its source's
+            # eager geometry (a leaf made inside is rebuilt in it: NOTE [new grad leaves])
+            src = args[1]
+            self.geometry[id(target)] = self.geometry.get(id(src)) or \
+                self.start_geometry.get(id(src)) or geometry_of(src)
+            self._alive.append(target)
         if name in METADATA_METHODS and target is not None:
             # eager's resize_ keeps the offset; a grown functional value starts at 0
             self.geometry[id(target)] = resized or geometry_of(target)
@@ -222,6 +262,32 @@ class MetadataRecorder(TorchFunctionMode):
             if bottom.requires_grad:
                 self.hazard_events.append(("data", storage_ref(bottom), False))
         return func(*args, **kwargs)
+    def _resize_outs(self, func, args: tuple, kwargs: dict) -> None:
+        """NOTE [out= resizes]
+        Eager's ``out=`` variants resize an out tensor whose shape is not the result's
+        (``at::native::resize_output``: a ``resize_`` of the argument, with a deprecation
+        warning when it had elements), then write it. Functionalization resizes its
+        functional value inside the op, where neither this recorder nor the runtime sees it:
+        the caller's tensor would keep its old shape, or a view of an aliased argument would
+        not take the new one. So the resize is made a call of its own, here, before the op:
+        ``out.resize_(shape)`` through this recorder, which logs it for the runtime to replay
+        on the caller's tensor and grows a storage as NOTE [resize_ of an argument] says; the
+        op then finds its out tensor of the right shape and writes it as eager does. The
+        result's shapes come from the op without ``out=`` on meta copies of the arguments, or,
+        for an op without a meta kernel, on the traced values (outside the graph); where
+        neither runs, the op resizes its out tensor itself, as before."""
+        outs = kwargs["out"]
+        outs = [outs] if isinstance(outs, torch.Tensor) else list(outs) \
+            if isinstance(outs, (list, tuple)) else []
+        if not outs or not all(isinstance(t, torch.Tensor) and t.layout == torch.strided
+                               for t in outs):
+            return
+        shapes = _result_shapes(func, args, {k: v for k, v in kwargs.items() if k != "out"})
+        if shapes is None or len(shapes) != len(outs):
+            return
+        for t, shape in zip(outs, shapes):
+            if shape is not None and tuple(t.shape) != shape:
+                self.__torch_function__(torch.Tensor.resize_, (torch.Tensor,), (t, shape), {})
 
     def watch_argument_views(self, views: dict[int, list[int]], bases: dict, works: list,
                              own: dict) -> None:
@@ -350,6 +416,53 @@ class MetadataRecorder(TorchFunctionMode):
 def _wrapped(t: torch.Tensor) -> bool:
     """Is ``t`` a torch.func transform's wrapper (NOTE [functorch wrappers] in functional.py)?"""
     return torch._C._functorch.is_functorch_wrapped_tensor(t)
+def _result_shapes(func, args: tuple, kwargs: dict) -> list | None:
+    """The shapes of ``func``'s results without ``out=`` (NOTE [out= resizes]), or None."""
+    tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+    if not tensors or any(t.layout != torch.strided for t in tensors):
+        return None
+
+    def meta(t):
+        if not isinstance(t, torch.Tensor):
+            return t
+        return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+
+    def inner(t):
+        if isinstance(t, torch.Tensor) and torch._is_functional_tensor(t):
+            return torch._from_functional_tensor(t)
+        return t
+
+    from torch.fx.experimental.proxy_tensor import disable_proxy_modes_tracing
+    for convert in (meta, inner):
+        try:
+            with disable_proxy_modes_tracing(), torch.no_grad(), torch._C._ExcludeDispatchKeyGuard(
+                    torch._C.DispatchKeySet(torch._C.DispatchKey.Functionalize)):
+                a, k = pytree.tree_map(convert, (args, kwargs))
+                out = func(*a, **k)
+        except Exception:       # no kernel for these tensors: the op resizes as before
+            continue
+        results = [out] if isinstance(out, torch.Tensor) else list(out) \
+            if isinstance(out, (list, tuple)) else None
+        if results is None or not all(isinstance(r, torch.Tensor) for r in results):
+            return None
+        return [tuple(r.shape) for r in results]
+    return None
+
+
+def _patch_parameter_new():
+    """Make ``nn.Parameter`` traceable (NOTE [parameters made inside]); returns the original
+    ``__new__`` for the caller to restore."""
+    original = torch.nn.Parameter.__dict__["__new__"]
+
+    def traced_new(cls, data=None, requires_grad=True):
+        if data is None or type(data) not in (torch.Tensor, torch.nn.Parameter):
+            return original(cls, data, requires_grad)     # its own path (detach, flag)
+        t = data.detach()
+        t.requires_grad_(requires_grad)
+        t.__class__ = cls
+        return t
+    torch.nn.Parameter.__new__ = traced_new
+    return original
 
 
 def _resize_geometry(rec: MetadataRecorder, target, args, kwargs) -> tuple:

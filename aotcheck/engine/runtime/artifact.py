@@ -479,7 +479,10 @@ def _make_function(art: CompiledArtifact):
             if nondiff:
                 ctx.mark_non_differentiable(*[fw[k] for k in nondiff])
             if bw_mutations:
-                ctx.mutated_in_backward = [primals[m[0]] for m in bw_mutations]
+                # a negative index is forward output -index - 1 (NOTE [backward mutations of
+                # returned values] in joint.py): the very tensor the caller gets
+                ctx.mutated_in_backward = [primals[m[0]] if m[0] >= 0 else fw[-m[0] - 1]
+                                           for m in bw_mutations]
             return tuple(fw)
 
         @staticmethod

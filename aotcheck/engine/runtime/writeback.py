@@ -110,10 +110,14 @@ def apply_mutations(meta, slot: dict, primals, values, at_call: dict) -> None:
         recorded = recorded_swaps(swaps)
         with torch.no_grad():
             for m in swaps:
+                storage = values[slot[m.storage_output]].untyped_storage() \
+                    if m.storage_source.new else storages[m.storage_source.placeholder]
+                if m.final_dtype:
+                    _assign_data(primals[m.placeholder], storage, m)
+                    continue
                 if m.storage_source.new:     # the whole of a storage made inside
-                    primals[m.placeholder].set_(
-                        values[slot[m.storage_output]].untyped_storage(),
-                        m.final_offset, m.final_shape, m.final_stride)
+                    primals[m.placeholder].set_(storage, m.final_offset, m.final_shape,
+                                                m.final_stride)
                     continue
                 target = primals[m.placeholder]
                 target.set_(storages[m.storage_source.placeholder], m.final_offset, m.final_shape,
@@ -127,6 +131,19 @@ def apply_mutations(meta, slot: dict, primals, values, at_call: dict) -> None:
         if recorded:
             replay_recorded_swaps(primals, recorded)
         replay_grad_writes(swaps, primals, values, slot)
+
+
+def _assign_data(target: torch.Tensor, storage, m) -> None:
+    """NOTE [.data assignment]
+    ``x.data = y`` (``set_data``) keeps ``x``'s identity and autograd metadata and gives it
+    ``y``'s storage, geometry and dtype; views of ``x`` taken before keep the old storage.
+    Tracing sees it as a storage swap of the argument's wrapper (the recorder notes the
+    ``data`` setter, which functionalization does not flag as a swap), replayed as one; a
+    swap onto another dtype cannot be a ``set_()`` (which keeps the dtype), so it is
+    replayed as eager's: ``.data =`` a tensor of the new dtype over the storage."""
+    src = torch.empty(0, dtype=getattr(torch, m.final_dtype), device=target.device).set_(
+        storage, m.final_offset, m.final_shape, m.final_stride)
+    target.data = src
 
 
 def apply_backward_mutations(targets, mutations, values) -> None:

@@ -1,0 +1,177 @@
+"""Corpus cases: memory as eager sees it (issue 27): ``out=`` arguments the op resizes,
+in-place ops on overlapping memory, storage changes on views, and output strides.
+
+Variations of the real_world theme's programs on these classes: arguments that are views
+or aliases, writes under no_grad, ops called twice, tuples of out tensors.
+"""
+from __future__ import annotations
+
+import torch
+
+from .registry import Inputs, case
+from .cases_basic import leaf, rand, seeded
+
+# ---------------------------------------------------------------- out= that resizes
+
+
+@case("input_mutation", mode="inference", tags=("out", "out_resize"))
+def out_argument_grown_from_a_nonempty_tensor():
+    """An out tensor of 2 elements resized to (3, 4): its storage grows (with eager's
+    deprecation warning), then the result is written."""
+    def f(x, y):
+        torch.mul(x, 2, out=y)
+        return y + 1
+    return f, seeded(lambda: Inputs((rand(3, 4), rand(2))))
+
+
+@case("input_mutation", mode="inference", tags=("out", "out_resize", "noncontiguous"))
+def out_argument_restrided_to_the_same_numel():
+    """A (3, 2) out tensor resized to (2, 3): no growth, its strides change to contiguous."""
+    def f(x, y):
+        torch.sin(x, out=y)
+        return y.stride(), y * 1
+    return f, seeded(lambda: Inputs((rand(2, 3), rand(3, 2))))
+
+
+@case("aliased_inputs", mode="inference", tags=("out", "out_resize", "no_grad_call"))
+def out_argument_aliased_with_its_transpose_resized_under_no_grad():
+    """f(a, a.t(), w): under no_grad, sin(w) written into a through a resize from (3, 2) to
+    (2, 1, 3); the transposed alias sees the new values in memory order."""
+    def f(a, at, w):
+        with torch.no_grad():
+            torch.sin(w, out=a)
+        return at * 1
+    def make():
+        base = rand(3, 2)
+        w = leaf(2, 1, 3)
+        return Inputs((base, base.t(), w), leaves=(w,))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="inference", tags=("out", "out_resize"))
+def out_tuple_of_empty_tensors_for_max_along_a_dim():
+    """torch.max(x, 0, out=(values, indices)) with both out tensors empty: both resized."""
+    def f(x, values, indices):
+        torch.max(x, 0, out=(values, indices))
+        return values * 2, indices + 1
+    return f, seeded(lambda: Inputs((rand(4, 3), torch.empty(0),
+                                     torch.empty(0, dtype=torch.long))))
+
+
+@case("input_mutation", mode="inference", tags=("out", "out_resize"))
+def out_argument_resized_then_written_again():
+    """cat into an empty out tensor, then an in-place op on the resized argument and a second
+    out= call of the same shape (no second resize)."""
+    def f(a, b, out):
+        torch.cat([a, b], out=out)
+        out.mul_(3)
+        torch.add(out, 1, out=out)
+        return out.sum()
+    return f, seeded(lambda: Inputs((rand(2, 3), rand(1, 3), torch.empty(0))))
+
+
+@case("alias_of_intermediate", mode="training", tags=("out", "out_resize"))
+def out_intermediate_resized_then_used_in_grad():
+    """An empty tensor made inside is the out tensor of a no-grad op, then used with an
+    argument that requires grad."""
+    def f(x, w):
+        buf = torch.empty(0)
+        with torch.no_grad():
+            torch.exp(x, out=buf)
+        return (buf * w).sum()
+    def make():
+        w = leaf(2, 3)
+        return Inputs((rand(2, 3), w), leaves=(w,))
+    return f, seeded(make)
+
+
+# ---------------------------------------------------------------- output strides
+
+
+@case("basics", mode="inference", tags=("strides", "noncontiguous"))
+def unary_and_scalar_ops_of_a_transposed_argument_with_a_size_one_dim():
+    """A (2, 1, 4) argument of strides (4, 8, 1): eager keeps them for ``x * 2`` and
+    lays ``sin(x)`` out contiguously; each stride tuple is returned so the oracle sees the
+    size-1 dimension's stride."""
+    def f(x):
+        a, b, c = x * 2, torch.sin(x), x + x
+        return a, b, c, tuple(a.stride()), tuple(b.stride()), tuple(c.stride())
+    return f, seeded(lambda: Inputs((rand(1, 2, 4).transpose(1, 0),)))
+
+
+@case("basics", mode="training", tags=("strides", "broadcast", "noncontiguous"))
+def broadcast_where_of_permuted_arguments_keeps_eager_strides():
+    """where(c, a, b) with a permuted 3-d argument and a broadcast one: eager's
+    TensorIterator order, returned as a stride tuple, and the gradients."""
+    def f(a, b):
+        out = torch.where(a > 0, a, b * 3)
+        return out, tuple(out.stride()), tuple(torch.atan2(a, b).stride())
+    def make():
+        a = torch.randn(3, 1, 4).permute(2, 1, 0).requires_grad_()
+        b = leaf(1, 1, 3)
+        return Inputs((a, b), leaves=(a, b))
+    return f, seeded(make)
+
+
+@case("alias_of_intermediate", mode="training", tags=("strides", "noncontiguous"))
+def view_of_a_pointwise_result_of_a_transposed_argument():
+    """A view of the product of a transposed argument is returned: the runtime rebuilds it
+    from its base with eager's geometry (strides (8, 4, 1) over a (4, 1, 2) transposed
+    product), and its stride tuple."""
+    def f(x):
+        y = x.mul(2).add(1)
+        v = y.transpose(1, 0)
+        return v, tuple(v.stride()), y.unsqueeze(0)
+    def make():
+        x = leaf(1, 2, 4)
+        return Inputs((x.transpose(1, 0),), leaves=(x,))
+    return f, seeded(make)
+
+
+# ---------------------------------------------------------------- overlapping writes
+
+
+@case("alias_of_intermediate", mode="inference", tags=("overlap", "unfold"))
+def add_in_place_on_an_overlapping_unfold_of_an_intermediate():
+    """add_(1) on unfold(0, 4, 2) of a (10,) intermediate: eager adds once per visit, so the
+    locations two windows share get 2 (not idempotent, unlike abs_)."""
+    def f(x):
+        t = x * 1
+        t.unfold(0, 4, 2).add_(1)
+        return t
+    return f, seeded(lambda: Inputs((rand(10),)))
+
+
+@case("input_mutation", mode="inference", tags=("overlap", "unfold"))
+def mul_in_place_by_a_tensor_on_an_overlapping_unfold_of_an_argument():
+    """x.unfold(1, 3, 1).mul_(w): each window multiplies its elements by w in eager's
+    order, the argument written back; a location is multiplied by a different w[k] per visit."""
+    def f(x, w):
+        x.unfold(1, 3, 1).mul_(w)
+        return x + 0
+    return f, seeded(lambda: Inputs((rand(2, 6), rand(3))))
+
+
+@case("alias_of_intermediate", mode="inference", tags=("overlap", "unfold", "no_grad_call"))
+def overlapping_iadd_of_an_unfold_returned_with_its_base():
+    """v += 1 on an overlapping unfold under no_grad; v and its base both returned."""
+    def f(x):
+        t = x.clone()
+        v = t.unfold(0, 3, 1)
+        with torch.no_grad():
+            v += 1
+        return t, v
+    return f, seeded(lambda: Inputs((rand(6),)))
+
+
+@case("alias_of_intermediate", mode="inference", tags=("overlap", "expand"))
+def fill_of_an_expanded_overlapping_unfold_and_clamp_of_its_slice():
+    """fill_ through a stride-0 dimension runs in eager (each location gets one value), and
+    clamp_ of a slice of an overlapping unfold of another clone."""
+    def f(x):
+        t = x.clone()
+        t.unfold(0, 2, 1).expand(2, 5, 2).fill_(3.0)
+        u = x.clone()
+        u.unfold(0, 2, 1)[1:].clamp_(0, 0.5)
+        return t, u
+    return f, seeded(lambda: Inputs((rand(6),)))
