@@ -37,7 +37,19 @@ def from_fun(t: torch.Tensor) -> torch.Tensor:
 
 
 def storage_ref(t: torch.Tensor):
-    return StorageWeakRef(t.untyped_storage())
+    return StorageWeakRef(unwrap_functorch(t).untyped_storage())
+
+
+def unwrap_functorch(t: torch.Tensor) -> torch.Tensor:
+    """NOTE [functorch wrappers]
+    Inside a ``torch.func`` transform the function works on functorch's wrappers
+    (``TensorWrapper`` for grad/jvp/vjp, ``BatchedTensor`` for vmap), which have no storage of
+    their own: each wraps the tensor of the level below, and its ops reach that tensor (the
+    functional one, at the bottom) as aten ops. Where aotcheck asks a tensor for its storage,
+    it asks the tensor at the bottom, whose storage the wrapper's writes reach."""
+    while torch._C._functorch.is_functorch_wrapped_tensor(t):
+        t = torch._C._functorch.get_unwrapped(t)
+    return t
 
 
 class TraceGuard(TorchDispatchMode):

@@ -18,7 +18,8 @@ from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
 from ...errors import UnsupportedInputError
-from .functional import dense_layout, geometry_of, storage_ref
+from .custom_ops import mutating_kernel
+from .functional import dense_layout, geometry_of, storage_ref, unwrap_functorch
 from .overlap import outer_dims, piecewise
 
 
@@ -140,6 +141,8 @@ class MetadataRecorder(TorchFunctionMode):
         if kwargs.get("out") is not None and name not in METADATA_METHODS:
             self._resize_outs(func, args, kwargs)
         target = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if target is not None and _wrapped(target):
+            return self._inside_transform(func, name, target, args, kwargs)
         if name == "retain_grad" and target is not None:
             if id(target) in self.watched:
                 self.retained.append(self.watched[id(target)])
@@ -149,6 +152,10 @@ class MetadataRecorder(TorchFunctionMode):
         if name == "register_hook" and target is not None and id(target) in self.watched \
                 and target.requires_grad and len(args) == 2 and not kwargs:
             return self._argument_hook(target, args[1])
+        kernel = mutating_kernel(func, args, kwargs)
+        if kernel is not None:
+            with self:          # the kernel's own calls are recorded (NOTE [mutating custom ops])
+                return kernel()
         if target is not None and _mutating(name) and name != "__setitem__":
             dims = outer_dims(target, name)     # NOTE [overlapping writes] in overlap.py
             if dims is not None:
@@ -238,6 +245,8 @@ class MetadataRecorder(TorchFunctionMode):
                 self.geometry[id(out)] = eager        # eager's, not a drifted wrapper's
                 self._alive.append(out)
         for t in pytree.tree_leaves(out):
+            if isinstance(t, torch.Tensor) and _wrapped(t):
+                continue                # a transform's own (NOTE [calls inside a torch.func transform])
             if isinstance(t, torch.Tensor) and t._is_view() and name not in METADATA_METHODS \
                     and target is not None and t is not target:
                 self.has_views.add(id(target))
@@ -251,6 +260,23 @@ class MetadataRecorder(TorchFunctionMode):
                 self._alive.append(t)
         return out
 
+    def _inside_transform(self, func, name, target, args, kwargs):
+        """NOTE [calls inside a torch.func transform]
+        Inside ``torch.func.grad`` / ``jvp`` / ``vjp`` / ``vmap`` the function's tensors are
+        functorch's wrappers (NOTE [functorch wrappers] in functional.py): the transform's
+        own levels, which it unwraps before it returns. Its leaves (``requires_grad_()`` on
+        its inputs), views and geometry are the transform's, never the caller's, so none of
+        them is recorded as the function's; only a write is, against the storage at the bottom
+        that it reaches (a write to an argument, or to a tensor the function made outside
+        the transform, is the function's too). Metadata calls on wrappers are the
+        transform's: an argument itself is never a wrapper."""
+        bottom = unwrap_functorch(target) if target is not None else None
+        if bottom is not None and _mutating(name) and bottom.layout == torch.strided:
+            self.events.append(("data", storage_ref(bottom)))
+            self.writes.append((storage_ref(bottom), geometry_of(bottom)))
+            if bottom.requires_grad:
+                self.hazard_events.append(("data", storage_ref(bottom), False))
+        return func(*args, **kwargs)
     def _resize_outs(self, func, args: tuple, kwargs: dict) -> None:
         """NOTE [out= resizes]
         Eager's ``out=`` variants resize an out tensor whose shape is not the result's
@@ -380,7 +406,7 @@ class MetadataRecorder(TorchFunctionMode):
     start_geometry: dict = {}       # id -> the argument's geometry at the call (set by the run)
 
     def _note_leaf(self, t) -> None:
-        if isinstance(t, torch.Tensor) and t.requires_grad and t.is_leaf \
+        if isinstance(t, torch.Tensor) and not _wrapped(t) and t.requires_grad and t.is_leaf \
                 and self.watched.get(id(t), ("",))[0] != "placeholder" \
                 and all(t is not n for n in self.new_leaves):
             self.new_leaves.append(t)
@@ -418,6 +444,9 @@ class MetadataRecorder(TorchFunctionMode):
         return False
 
 
+def _wrapped(t: torch.Tensor) -> bool:
+    """Is ``t`` a torch.func transform's wrapper (NOTE [functorch wrappers] in functional.py)?"""
+    return torch._C._functorch.is_functorch_wrapped_tensor(t)
 def _result_shapes(func, args: tuple, kwargs: dict) -> list | None:
     """The shapes of ``func``'s results without ``out=`` (NOTE [out= resizes]), or None."""
     tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
