@@ -24,6 +24,7 @@ from . import lift as _lift
 from .cache import bypass, cache_key, lookup, resolve, save
 from .cache.fingerprint import Unfingerprintable, fingerprint_of, fingerprint_walk
 from .cache.guard import state_guard
+from .engine.capture.functional import outside_saved_tensors_hooks
 from .engine.partition.cut import STRATEGIES
 from .engine.pipeline import build_artifact, run_stages
 from .engine.signature import call_key, fast_call_key, flatten_inputs, signature
@@ -118,6 +119,7 @@ class CompiledFunction:
         again (torch's guards do the same)."""
         state, fp, lifted = self._state()
         lifted = _lift.liftable(lifted)
+        self._lifted_now = lifted       # the traces of this call's compile read them (lift.wrap)
         if lifted:                      # NOTE [lifted tensors] (lift.py)
             kwargs = {**kwargs, _lift.LIFTED: lifted}
         return state, fp, kwargs
@@ -174,7 +176,17 @@ class CompiledFunction:
 
     def _compile(self, rec: CallRecord, fresh: bool = False):
         """``fresh``: a stored entry was specialized on other tensor values (its guard failed
-        at this call): trace again, and store the new specialization in its place."""
+        at this call): trace again, and store the new specialization in its place. Traced
+        without the caller's saved_tensors_hooks (NOTE [saved tensors hooks around the call]),
+        reading the call's own lifted tensors (lift.wrap)."""
+        self.call_fn.reals = getattr(self, "_lifted_now", None)
+        try:
+            with outside_saved_tensors_hooks():
+                return self._compile_outside_hooks(rec, fresh)
+        finally:
+            self.call_fn.reals = None
+
+    def _compile_outside_hooks(self, rec: CallRecord, fresh: bool = False):
         leaves, spec = rec.leaves, rec.spec
         sig = signature(leaves, spec)
         if self.cache is None and not self.remote:

@@ -54,10 +54,22 @@ def wrap(fn):
     """``fn`` taking its lifted tensors as the keyword ``LIFTED`` (see the NOTE above)."""
     @functools.wraps(fn)
     def lifted(*args, **kwargs):
+        state = PythonState(fn)
+        try:
+            return traced_call(*args, **kwargs)
+        finally:
+            state.restore()
+
+    def traced_call(*args, **kwargs):
         placeholders = kwargs.pop(LIFTED, ())
         if not placeholders:
             return fn(*args, **kwargs)
-        reals = reachable_tensors(fn)
+        # the call's own lifted tensors, where the compile of that call set them: a walk now
+        # may find other tensors, where an earlier trace of the function wrote a traced value
+        # into its state (a module forward hook storing its output in a closed-over dict)
+        reals = lifted.reals
+        if reals is None or len(reals) != len(placeholders):
+            reals = reachable_tensors(fn)
         if len(reals) != len(placeholders):
             raise AotcheckError(
                 f"the function reaches {len(reals)} tensors that are not its arguments, where "
@@ -69,7 +81,56 @@ def wrap(fn):
         with Substitute(table, reals):
             out = fn(*args, **kwargs)
         return pytree.tree_map_only(torch.Tensor, lambda t: table.get(id(t), t), out)
+    lifted.reals = None        # set by CompiledFunction while it compiles a call
     return lifted
+
+
+class PythonState:
+    """The containers a function's state holds (the dicts, lists and module attributes the
+    fingerprint walk reaches), as they are before one traced run of it.
+
+    # NOTE [traced values left in Python state]
+    A traced run may store a value it computed into Python state: a module forward hook that
+    writes its output into a closed-over dict, ``self.last = out`` in a forward. Eager stores
+    a real tensor there; the trace stores a traced one (a functional or fake tensor), which
+    the next trace would read, or lift, as if it were a real tensor (PyTorch's functional
+    storage asserts), and the caller would find in its dict after the call. After each traced
+    run, every slot that now holds a traced tensor gets back what it held before the run
+    (or is removed, if it was not there). The compiled function does not run the hook again:
+    the slot keeps its value from before the call (eager's holds the call's value)."""
+
+    def __init__(self, fn):
+        from .cache.fingerprint import reachable_objects
+        self.saved = []
+        for obj in reachable_objects(fn):
+            if type(obj) in (dict, list):
+                self.saved.append((obj, obj.copy()))
+            elif isinstance(obj, torch.nn.Module):
+                self.saved.append((obj.__dict__, dict(obj.__dict__)))
+
+    def restore(self) -> None:
+        for box, before in self.saved:
+            if isinstance(box, list):
+                if len(box) == len(before):
+                    for k, v in enumerate(box):
+                        if _traced(v) and not _traced(before[k]):
+                            box[k] = before[k]
+                elif any(_traced(v) for v in box):
+                    box[:] = before
+                continue
+            for k in [k for k, v in box.items() if _traced(v)]:
+                if k in before and not _traced(before[k]):
+                    box[k] = before[k]
+                elif k not in before:
+                    del box[k]
+
+
+def _traced(v) -> bool:
+    """A tensor of a trace (functional or fake), never a real one."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    return isinstance(v, torch.Tensor) and (
+        isinstance(v, FakeTensor) or torch._is_functional_tensor(v)
+        or type(v).__name__ == "FunctionalTensor")
 
 
 class Substitute(TorchFunctionMode):

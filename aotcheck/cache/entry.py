@@ -35,6 +35,7 @@ from ..engine.decide import Decision
 from ..engine.joint import forward_candidates
 from ..engine.pipeline import Stages, graph_constants, run_stages
 from ..engine.capture.plan import InputPlan
+from ..engine.capture.trace import argument_hooks
 from ..engine.runtime.artifact import ArtifactParts, CompiledArtifact
 from ..errors import AotcheckError
 from .key import Key, key_of
@@ -230,7 +231,9 @@ def _artifact_from_entry(cache: Cache, key: str, entry: dict, fn, partitioner: s
         diff_outputs=tuple(entry["diff_outputs"]), grad_inputs=tuple(entry["grad_inputs"]),
         out_spec=out_spec, constants=stored_constants(forward),
         backward_mutations=_deep_tuple(entry.get("backward_mutations", [])),
-        grad_reach=_deep_tuple(entry.get("grad_reach", []))))
+        grad_reach=_deep_tuple(entry.get("grad_reach", [])),
+        # NOTE [imperative autograd on arguments and outputs]: hooks are Python callables
+        hook_fns=argument_hooks(fn, leaves, spec, sig, meta.hooks) if meta.hooks else ()))
     if art.training:
         # NOTE [a hit traces nothing]: with the backward stored, the hit loads it now and
         # needs nothing else; only an entry whose backward is not written yet snapshots the

@@ -81,6 +81,14 @@ def fingerprint_walk(fn, *, identity_fallback: bool = False) -> tuple:
     return data, tuple(walker.tensors)
 
 
+def reachable_objects(fn) -> list:
+    """Every object the fingerprint walk of ``fn`` reaches (containers included), in walk
+    order (NOTE [traced values left in Python state] in aotcheck/lift.py)."""
+    walker = _Walker(True)
+    walker.value(fn, _name_of(fn))
+    return walker.keep
+
+
 def fingerprint(fn, *, identity_fallback: bool = False) -> tuple[str, str]:
     """``(text, sha256)`` of the fingerprint; the text is canonical JSON."""
     return fingerprint_of(fingerprint_data(fn, identity_fallback=identity_fallback))

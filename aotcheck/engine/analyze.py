@@ -125,6 +125,9 @@ class ViewMutationMeta:
     # in-place acosh_): the compiled function raises it there too, never at compile time
     backward_error: str = ""
     trace_mode: TraceMode = TraceMode()     # which way capture traced it, and why
+    # NOTE [imperative autograd on arguments and outputs] (runtime/artifact.py)
+    retained: tuple = ()       # ("argument", leaf) | ("output", k): retain_grad() on the caller's
+    hooks: tuple = ()          # (argument leaf, written before) per hook registered on an argument
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -225,7 +228,7 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
         tuple(inputs), outputs, mutations,
         facts.members,
         facts.intermediate_outputs, facts.candidates, facts.out_tree, facts.metadata_ops,
-        facts.new_leaves, trace_mode=captured.mode)
+        facts.new_leaves, trace_mode=captured.mode, retained=facts.retained, hooks=facts.hooks)
 
 
 def _classify(k, o) -> OutputInfo:

@@ -68,11 +68,23 @@ class Joint:
     backward_error: str = ""          # eager's "derivative ... not implemented", for .backward()
 
 
+# NOTE [graph freed inside the function]
+# ``torch.autograd.grad(F, x)`` inside the function, without retain_graph, frees the saved
+# values of F's graph; eager's ``.backward()`` through an output on that graph then raises
+# "Trying to backward through the graph a second time". The joint's own autograd.grad meets
+# the same error at compile time; like a missing derivative, it is kept and raised by the
+# compiled backward (a RuntimeError, as eager's), and the forward runs as eager's does.
+FREED_GRAPH = "Trying to backward through the graph a second time"
+
+
 def _missing_derivative(e: Exception) -> str:
-    """Eager's message when autograd meets a derivative that is not implemented, else ''."""
+    """Eager's message when autograd meets a derivative that is not implemented, or a graph
+    the function freed (NOTE [graph freed inside the function]), else ''."""
     msg = str(e).split("\n")[0]
     if isinstance(e, NotImplementedError) and "derivative for" in msg:
         return msg
+    if isinstance(e, RuntimeError) and msg.startswith(FREED_GRAPH):
+        return str(e)
     # set_() recorded by autograd (NOTE [set_ recorded by autograd] in swap_grad.py): eager's
     # NotImplemented node raises a RuntimeError
     return msg if msg.startswith("derivative for") and msg.endswith("is not implemented") else ""
@@ -107,6 +119,31 @@ def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
     order.extend(meta.intermediate_bases)
     seen: set[int] = set()
     return tuple(c for c in order if not (c in seen or seen.add(c)))
+
+
+def retained_outputs(meta: ViewMutationMeta, fw, diff) -> tuple[tuple[int, int], ...]:
+    """(output, position in ``diff``) per returned tensor that the function called
+    retain_grad() on and that gets a tangent.
+
+    # NOTE [retained outputs]
+    Eager's ``y.retain_grad(); z = y * 3; return z, y`` gives ``y.grad`` the whole gradient
+    that reaches y: the caller's (through the returned y) and the function's own uses of it
+    (through z). The runtime calls retain_grad() on the output the caller gets (NOTE
+    [imperative autograd on arguments and outputs], runtime/artifact.py), so autograd adds the
+    caller's part; the rest is traced into the joint: y is one more gradient target, whose
+    captured gradient is the total, and the joint returns the total less y's own tangent
+    (after the input gradients, before the values the user's backward wrote). The runtime's
+    backward adds it to the output's ``.grad``, where a live output reaches y (its reach is
+    kept after the inputs' in ``grad_reach``)."""
+    out = []
+    for kind, k in meta.retained:
+        o = meta.outputs[k] if kind == "output" else None
+        if o is None or o.kind != FRESH or o.graph_output < 0 or o.graph_output not in fw:
+            continue
+        pos = fw.index(o.graph_output)
+        if pos in diff:
+            out.append((k, diff.index(pos)))
+    return tuple(out)
 
 
 def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
@@ -159,6 +196,7 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     def body(*flat):
         prim, tangents = list(flat[:n]), flat[n:]
         outs, targets = _forward_again(run, prim, captured, fw, diff, grad_inputs, reach)
+        kept = _retained_targets(outs, diff, retained, reach)      # NOTE [retained outputs]
         # NOTE [forward values before the backward]: a custom Function's backward may write a
         # tensor the forward returned or wrote back (a saved intermediate, an argument kept on
         # ctx); the forward's values are read here, before it runs, as eager's caller sees
@@ -169,17 +207,19 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
         fresh = _fresh_forward_outputs(outs, works)
         before_out = {k: (torch._functionalize_mutation_counter(outs[k]), geometry_of(outs[k]))
                       for k in fresh}
+        tangents = [to_fun(t) for t in tangents]
         try:
             with backward_phase():
                 grads = torch.autograd.grad(
-                    [outs[k] for k in diff], targets,
-                    [to_fun(t) for t in tangents], allow_unused=True)
+                    [outs[k] for k in diff], targets + kept, tangents, allow_unused=True)
         except RuntimeError as e:       # NotImplementedError included
             if _missing_derivative(e):
                 box["backward_error"] = _missing_derivative(e)
-                grads = [None] * len(targets)
+                grads = [None] * (len(targets) + len(kept))
             else:
                 _replay_limit(run, e)
+        grads, own = _retained_parts(grads, len(targets), retained, tangents)
+        _no_reach_without_gradient(reach, grads)
         _check_swapped_grads(captured, grad_inputs, grads, primals)
         bw_values = []
         found.clear()
@@ -201,10 +241,11 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
                 if data:
                     bw_values.append(o)
         return fw_values + [None if g is None else from_fun(g) for g in grads] + \
-            [from_fun(v) for v in bw_values]
+            [None if g is None else from_fun(g) for g in own] + [from_fun(v) for v in bw_values]
 
     found: list[tuple] = []
     reach: list[tuple] = []
+    retained = retained_outputs(meta, fw, diff)
     tangents = _tangents(meta, fw, diff, primals)
     try:
         with trace_grad_mode(sig):
@@ -263,6 +304,32 @@ def _forward_again(run, prim: list, captured: Captured, fw, diff, grad_inputs, r
     return outs, targets
 
 
+def _retained_targets(outs: list, diff: tuple, retained: tuple, reach: list) -> list:
+    """The retained outputs as gradient targets, their reach after the inputs' (NOTE
+    [retained outputs])."""
+    kept = [outs[diff[pos]] for _, pos in retained]
+    if kept:
+        reach.extend(_reach(outs, diff, kept))
+    return kept
+
+
+def _no_reach_without_gradient(reach: list, grads: list) -> None:
+    """An input whose gradient the joint finds None is reached by no output (NOTE [unread
+    placeholders], runtime/artifact.py)."""
+    for j, g in enumerate(grads):
+        if g is None and j < len(reach):
+            reach[j] = ()
+
+
+def _retained_parts(grads, n: int, retained: tuple, tangents: list) -> tuple[list, list]:
+    """The input gradients, and per retained output the part of its gradient that the
+    function's own uses of it give (its total less its own tangent)."""
+    grads = list(grads)
+    own = [None if g is None else g - tangents[pos]
+           for g, (_, pos) in zip(grads[n:], retained)]
+    return grads[:n], own
+
+
 def _tangents(meta: ViewMutationMeta, fw, diff, primals) -> list[torch.Tensor]:
     tangents = []
     # a function with no tensor arguments (its leaves made inside) traces on the default device
@@ -288,20 +355,23 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
     reach: list[tuple] = []
 
     def body(*flat):
-        prim, tangents = list(flat[:n]), flat[n:]
+        prim, tangents = list(flat[:n]), list(flat[n:])
         outs, targets = _forward_again(run, prim, captured, fw, diff, grad_inputs, reach)
+        kept = _retained_targets(outs, diff, retained, reach)      # NOTE [retained outputs]
         works = run.works
         before = [geometry_of(w) for w in works]
         written_from = len(run.tagger.writes)
         try:
             with backward_phase():
-                grads = torch.autograd.grad([outs[k] for k in diff], targets, list(tangents),
+                grads = torch.autograd.grad([outs[k] for k in diff], targets + kept, tangents,
                                             allow_unused=True)
         except RuntimeError as e:       # NotImplementedError included
             if not _missing_derivative(e):
                 raise
             box["backward_error"] = _missing_derivative(e)
-            grads = [None] * len(targets)
+            grads = [None] * (len(targets) + len(kept))
+        grads, own = _retained_parts(grads, len(targets), retained, tangents)
+        _no_reach_without_gradient(reach, grads)
         _check_swapped_grads(captured, grad_inputs, grads, primals)
         written = set(run.tagger.writes[written_from:])
         bw_values = []
@@ -313,8 +383,9 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
                 found.append((p, data, *geometry))
                 if data:
                     bw_values.append(w)
-        return list(outs) + list(grads) + bw_values
+        return list(outs) + list(grads) + list(own) + bw_values
 
+    retained = retained_outputs(meta, fw, diff)
     examples = list(primals) + _tangents(meta, fw, diff, primals)
     with trace_grad_mode(sig):
         plain_gm = trace_plain(body, examples, run.tagger)

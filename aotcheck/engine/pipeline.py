@@ -106,7 +106,8 @@ def build_artifact(stages: Stages) -> CompiledArtifact:
         fw_candidates=forward_candidates(stages.meta),
         diff_outputs=j.diff_outputs if j else (), grad_inputs=j.grad_inputs if j else (),
         backward=p.backward, out_spec=stages.captured.out_spec, constants=graph_constants(stages),
-        backward_mutations=j.backward_mutations if j else (), grad_reach=j.grad_reach if j else ()))
+        backward_mutations=j.backward_mutations if j else (), grad_reach=j.grad_reach if j else (),
+        hook_fns=stages.captured.hook_fns))
 
 
 def graph_constants(stages: Stages) -> dict:

@@ -26,5 +26,5 @@ def all_cases() -> list[Case]:
     from . import cases_basic, cases_mutation, cases_alias, cases_grad, cases_regressions  # noqa: F401
     from . import cases_torch_findings  # noqa: F401
     from . import cases_custom_function, cases_rng, cases_subclass, cases_python_state  # noqa: F401
-    from . import cases_real_world, cases_memory  # noqa: F401
+    from . import cases_real_world, cases_memory, cases_transforms  # noqa: F401
     return list(CASES)

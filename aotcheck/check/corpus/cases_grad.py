@@ -656,6 +656,92 @@ def fuzz_view_of_a_view_of_a_leaf_flagged_after_the_first_view():
     return f, seeded(make)
 
 
+# ---------------------------------------------------------------- imperative autograd
+# retain_grad() and tensor hooks act on a tensor's autograd identity: the compiled function
+# makes them on the caller's tensors (NOTE [imperative autograd on arguments and outputs]).
+
+@case("requires_grad_modes", mode="training", tags=("imperative_autograd", "retain_grad"))
+def imperative_retained_intermediate_used_twice_inside():
+    """A returned intermediate retains its grad; the function uses it twice more, so its
+    .grad holds the caller's part and both inner uses (NOTE [retained outputs])."""
+    def f(x):
+        y = x * 2
+        y.retain_grad()
+        return (y * 3).sin() + y.cos(), y
+    return f, _one_leaf(4)
+
+
+@case("requires_grad_modes", mode="training", tags=("imperative_autograd", "retain_grad"))
+def imperative_retain_grad_on_an_argument_that_views_an_intermediate():
+    """retain_grad() on a non-leaf argument that is a view of the caller's intermediate."""
+    def f(x):
+        x.retain_grad()
+        return x.exp() * 2
+    def make():
+        base = leaf(3, 4)
+        return Inputs(((base * 1.5)[1],), leaves=(base,))
+    return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="training", tags=("imperative_autograd", "retain_grad"))
+def imperative_retain_grad_on_a_returned_intermediate_and_an_argument():
+    """Both an argument and a returned intermediate retain their grads."""
+    def f(x, w):
+        x.retain_grad()
+        h = x @ w
+        h.retain_grad()
+        return h.tanh().sum(), h
+    def make():
+        a, w = leaf(2, 3), leaf(3, 3)
+        return Inputs((a * 1.0, w), leaves=(a, w))
+    return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="training", tags=("imperative_autograd", "tensor_hook"))
+def imperative_hook_on_a_leaf_argument_used_inside():
+    """A hook on a leaf argument scales its whole gradient, inside uses included."""
+    def f(a):
+        a.register_hook(lambda g: g * 3)
+        return a * a
+    return f, _one_leaf(3)
+
+
+@case("requires_grad_modes", mode="training", tags=("imperative_autograd", "tensor_hook"))
+def imperative_hook_on_a_parameter_argument_returned_as_it_is():
+    """A hook on a Parameter argument that the function returns as it is (fuzz seed 1)."""
+    def f(p, x):
+        p.register_hook(lambda g: g * 2 + 1)
+        return p, (p * x).sum()
+    def make():
+        p = torch.nn.Parameter(torch.randn(3))
+        return Inputs((p, rand(3)), leaves=(p,))
+    return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="training", tags=("imperative_autograd", "tensor_hook", "mutation"))
+def imperative_hook_on_a_nonleaf_argument_then_written_in_place():
+    """A hook on a non-leaf argument, which the function then multiplies in place: eager's
+    hook stays with the gradient of the argument as it was."""
+    def f(x):
+        x.register_hook(lambda g: g * 2)
+        x.mul_(3)
+        return x.sum()
+    def make():
+        a = leaf(4)
+        return Inputs((a * 1.0,), leaves=(a,))
+    return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="training", tags=("imperative_autograd", "tensor_hook"))
+def imperative_hook_registered_then_removed_inside():
+    """A hook whose handle the function removes before it returns never runs."""
+    def f(a):
+        h = a.register_hook(lambda g: g * 100)
+        h.remove()
+        return (a * 2).sum()
+    return f, _one_leaf(3)
+
+
 # ---------------------------------------------------------------- leaves made inside (issue 27)
 
 @case("requires_grad_modes", mode="training", tags=("leaf_inside", "no_tensor_args"))

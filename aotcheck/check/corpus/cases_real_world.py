@@ -32,32 +32,8 @@ THEME = "real_world"
 # runs). Each is a strict xfail in every test that runs the engine on the case, so a fix
 # shows up as an unexpected pass: remove the entry then.
 AOTCHECK_FAILURES = {
-    'i91468_retain_grad_on_returned_intermediates':
-        'silently wrong: retain_grad() on intermediates is dropped: the returned outputs do not retain their grad and their .grad stays None',
-    'i146212_retain_grad_on_a_nonleaf_argument':
-        "silently wrong: retain_grad() on a non-leaf argument inside the function is dropped: the argument's .grad stays None after backward",
-    'i117758_forward_hook_records_the_output':
-        "refusal: TraceError (AotcheckError 'the function reaches 2 tensors that are not its arguments, where the call lifted 3'): a module forward hook writes a tensor into a dict the function then reads",
-    'i116221_saved_tensors_hooks_around_the_call':
-        "silently wrong: saved_tensors_hooks active around the call are not applied to what the compiled function saves: the gradients miss the unpack hook's doubling",
-    'i133230_autograd_grad_of_a_polynomial_inside':
-        "refusal: TraceError (RuntimeError 'Trying to backward through the graph a second time'): torch.autograd.grad inside the function, which eager runs",
-    'i94851_torch_func_grad_of_a_quadratic':
-        "refusal: TraceError (NotImplementedError 'Cannot access storage of TensorWrapper'): torch.func.grad inside the function",
-    'i136662_torch_func_grad_over_in_place_index_adds':
-        "refusal: TraceError (NotImplementedError 'Cannot access storage of TensorWrapper'): torch.func.grad over in-place index adds",
-    'i193279_torch_func_grad_over_a_custom_function':
-        "refusal: TraceError (NotImplementedError 'Cannot access storage of TensorWrapper'): torch.func.grad over a custom Function",
-    'i192985_torch_func_jvp_over_a_custom_function':
-        "refusal: TraceError (NotImplementedError 'Cannot access storage of TensorWrapper'): torch.func.jvp over a custom Function",
-    'i153389_custom_ops_mutating_rows_of_one_base':
-        "refusal: TraceError (RuntimeError 'Found a custom (non-ATen) operator whose output has alias annotations'): torch.library custom ops that mutate their arguments",
-    'i186807_custom_op_adds_into_an_argument':
-        "refusal: TraceError (RuntimeError 'Found a custom (non-ATen) operator whose output has alias annotations'): a torch.library custom op that mutates an argument",
-    'i144072_custom_op_with_an_optional_mutable_tensor_list':
-        "refusal: TraceError (RuntimeError 'Found a custom (non-ATen) operator whose output has alias annotations'): a custom op with a mutable Tensor(a!)[]? argument",
     'i139257_custom_op_that_calls_set_on_a_parameter':
-        "refusal: TraceError (RuntimeError 'Found a custom (non-ATen) operator whose output has alias annotations'): a custom op whose body calls set_() on its argument",
+        "refusal: UnsupportedInputError ('set_() on input placeholder 0, which requires grad, under no_grad, onto a tensor of another shape'): the custom op's kernel now runs in the trace; its set_() is the class of i122981, which eager runs",
     'i77714_resize_of_a_view_of_an_intermediate':
         "refusal: UnsupportedInputError ('the function grows a tensor with resize_() beyond its storage while another tensor views that storage'): resize_ of a view of an intermediate, which eager runs",
     'i122981_set_under_no_grad_onto_another_shape_of_a_grad_parameter':

@@ -174,6 +174,9 @@ class RawFacts:
     new_leaves: tuple[NewLeaf, ...] = ()      # per leaf made inside (NOTE [new grad leaves])
     custom_functions: tuple = ()              # "name:digest" per custom Function backward reached
                                               # (NOTE [custom Function backward in the key])
+    # NOTE [imperative autograd on arguments and outputs] (runtime/artifact.py)
+    retained: tuple = ()                      # ("argument", leaf) | ("output", k) per retain_grad()
+    hooks: tuple = ()                         # (argument leaf, written before) per hook registered
 
 
 

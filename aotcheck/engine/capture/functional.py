@@ -37,7 +37,19 @@ def from_fun(t: torch.Tensor) -> torch.Tensor:
 
 
 def storage_ref(t: torch.Tensor):
-    return StorageWeakRef(t.untyped_storage())
+    return StorageWeakRef(unwrap_functorch(t).untyped_storage())
+
+
+def unwrap_functorch(t: torch.Tensor) -> torch.Tensor:
+    """NOTE [functorch wrappers]
+    Inside a ``torch.func`` transform the function works on functorch's wrappers
+    (``TensorWrapper`` for grad/jvp/vjp, ``BatchedTensor`` for vmap), which have no storage of
+    their own: each wraps the tensor of the level below, and its ops reach that tensor (the
+    functional one, at the bottom) as aten ops. Where aotcheck asks a tensor for its storage,
+    it asks the tensor at the bottom, whose storage the wrapper's writes reach."""
+    while torch._C._functorch.is_functorch_wrapped_tensor(t):
+        t = torch._C._functorch.get_unwrapped(t)
+    return t
 
 
 class TraceGuard(TorchDispatchMode):
@@ -383,6 +395,36 @@ def compiling():
     take. The compiled graph then runs that path for every call, as torch.compile's does.
     """
     return torch.compiler._compile_session_context()
+
+
+class outside_saved_tensors_hooks:
+    """Traces run without the ``saved_tensors_hooks`` the caller has active around the call.
+
+    # NOTE [saved tensors hooks around the call]
+    Hooks the caller entered before the call (``with saved_tensors_hooks(pack, unpack):
+    compiled(x)``) belong to the call, not to the graph: eager packs each tensor its ops save
+    at the call and unpacks it in the backward. The compiled function saves its values with
+    ``ctx.save_for_backward`` (runtime/artifact.py), which runs the hooks active at the call:
+    pack at forward time, unpack at backward time, and what unpack returns feeds the backward
+    graph, as in eager. So the traces (capture, joint, the lazy backward) must not run them as
+    well: on fake tensors, at compile time, that would bake a second application into the
+    graphs, and a compiled graph reused under other hooks (or none) would keep it. Hooks the
+    function enters itself are pushed while it is traced and are traced, as eager's run them.
+    The stack is popped whole for the trace and pushed back in its order afterwards."""
+
+    def __enter__(self):
+        autograd = torch._C._autograd
+        self._stack = []
+        while (top := autograd._top_saved_tensors_default_hooks(True)) is not None:
+            self._stack.append(top)
+            autograd._pop_saved_tensors_default_hooks()
+        return self
+
+    def __exit__(self, *exc):
+        autograd = torch._C._autograd
+        for pack, unpack in reversed(self._stack):
+            autograd._push_saved_tensors_default_hooks(pack, unpack)
+        return False
 
 
 def guard_trace(thunk):

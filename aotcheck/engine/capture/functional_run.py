@@ -471,11 +471,39 @@ class FunctionalRun:
         cands = tuple(Candidate(tuple(c.shape), str(c.dtype).replace("torch.", ""), c.requires_grad,
                                 *self.base_geometry.get(id(c), recorder.geometry.get(id(c), geometry_of(c)))[1:])
                       for c in candidates)
+        retained, hooks = self._imperative_autograd(recorder, out_leaves)
         return RawFacts(tuple(inputs), tuple(members), tuple(outputs), str(out_spec),
                         tuple(intermediates), cands, tuple(new_leaves),
                         tuple(MetadataOp(*_freeze(op)) for op in recorder.log),
                         recorder.view_replay_hazard(),
-                        grad_leaves, custom_function_digests(candidates))
+                        grad_leaves, custom_function_digests(candidates),
+                        retained=retained, hooks=hooks)
+
+    def _imperative_autograd(self, recorder: MetadataRecorder, out_leaves) -> tuple[tuple, tuple]:
+        """NOTE [imperative autograd on arguments and outputs]: the retain_grad() calls on
+        arguments and on returned tensors, and the hooks registered on arguments (and not
+        removed), as facts: ("argument", leaf) or ("output", k) per retained tensor, and
+        (leaf, written before) per hook; the hooks themselves go to ``self.hook_fns``."""
+        def argument(kind: str, index: int):
+            if kind == "leaf":
+                return index
+            return next((i for i, src in enumerate(self.plan.sources)
+                         if src.kind == "placeholder" and src.index == index), None)
+        retained: list[tuple] = []
+        for kind, index in recorder.retained:
+            i = argument(kind, index)
+            if i is not None and ("argument", i) not in retained:
+                retained.append(("argument", i))
+        for k, o in enumerate(out_leaves):
+            if isinstance(o, torch.Tensor) and id(o) in recorder.retained_tensors:
+                retained.append(("output", k))
+        hooks, self.hook_fns = [], []
+        for (kind, index), hook, live, hid, written in recorder.argument_hooks:
+            i = argument(kind, index)
+            if i is not None and hid in live:
+                hooks.append((i, written))
+                self.hook_fns.append(hook)
+        return tuple(retained), tuple(hooks)
 
 
 def _refuse_functionalization_error(e: Exception, recorder: MetadataRecorder) -> None:

@@ -18,7 +18,8 @@ from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
 from ...errors import UnsupportedInputError
-from .functional import dense_layout, geometry_of, storage_ref
+from .custom_ops import mutating_kernel
+from .functional import dense_layout, geometry_of, storage_ref, unwrap_functorch
 from .overlap import outer_dims, piecewise
 
 
@@ -167,6 +168,12 @@ class MetadataRecorder(TorchFunctionMode):
         # tensor that only remembers it was made in inference mode). The trace runs outside
         # inference mode, so its tensors do not say it themselves.
         self.made_in_call: set[int] = set()
+        # NOTE [imperative autograd on arguments and outputs]: retain_grad() calls (watched
+        # kind and index, or the tensor for any other), and hooks registered on arguments:
+        # (watched kind and index, hook, its handle's dict, handle id, written before)
+        self.retained: list[tuple] = []
+        self.retained_tensors: dict[int, torch.Tensor] = {}
+        self.argument_hooks: list[tuple] = []
         # NOTE [.data assignment]: the placeholders given ``x.data = y``, in order
         self.data_sets: list[int] = []
 
@@ -195,6 +202,21 @@ class MetadataRecorder(TorchFunctionMode):
         if kwargs.get("out") is not None and name not in METADATA_METHODS:
             self._resize_outs(func, args, kwargs)
         target = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if target is not None and _wrapped(target):
+            return self._inside_transform(func, name, target, args, kwargs)
+        if name == "retain_grad" and target is not None:
+            if id(target) in self.watched:
+                self.retained.append(self.watched[id(target)])
+            else:
+                self.retained_tensors[id(target)] = target
+                self._alive.append(target)
+        if name == "register_hook" and target is not None and id(target) in self.watched \
+                and target.requires_grad and len(args) == 2 and not kwargs:
+            return self._argument_hook(target, args[1])
+        kernel = mutating_kernel(func, args, kwargs)
+        if kernel is not None:
+            with self:          # the kernel's own calls are recorded (NOTE [mutating custom ops])
+                return kernel()
         if target is not None and _mutating(name) and name != "__setitem__":
             dims = outer_dims(target, name)     # NOTE [overlapping writes] in overlap.py
             if dims is not None:
@@ -290,6 +312,8 @@ class MetadataRecorder(TorchFunctionMode):
                 self.geometry[id(out)] = eager        # eager's, not a drifted wrapper's
                 self._alive.append(out)
         for t in pytree.tree_leaves(out):
+            if isinstance(t, torch.Tensor) and _wrapped(t):
+                continue                # a transform's own (NOTE [calls inside a torch.func transform])
             if isinstance(t, torch.Tensor) and t._is_view() and name not in METADATA_METHODS \
                     and target is not None and t is not target:
                 self.has_views.add(id(target))
@@ -308,6 +332,23 @@ class MetadataRecorder(TorchFunctionMode):
                 self._alive.append(t)
         return out
 
+    def _inside_transform(self, func, name, target, args, kwargs):
+        """NOTE [calls inside a torch.func transform]
+        Inside ``torch.func.grad`` / ``jvp`` / ``vjp`` / ``vmap`` the function's tensors are
+        functorch's wrappers (NOTE [functorch wrappers] in functional.py): the transform's
+        own levels, which it unwraps before it returns. Its leaves (``requires_grad_()`` on
+        its inputs), views and geometry are the transform's, never the caller's, so none of
+        them is recorded as the function's; only a write is, against the storage at the bottom
+        that it reaches (a write to an argument, or to a tensor the function made outside
+        the transform, is the function's too). Metadata calls on wrappers are the
+        transform's: an argument itself is never a wrapper."""
+        bottom = unwrap_functorch(target) if target is not None else None
+        if bottom is not None and _mutating(name) and bottom.layout == torch.strided:
+            self.events.append(("data", storage_ref(bottom)))
+            self.writes.append((storage_ref(bottom), geometry_of(bottom)))
+            if bottom.requires_grad:
+                self.hazard_events.append(("data", storage_ref(bottom), False))
+        return func(*args, **kwargs)
     def _resize_outs(self, func, args: tuple, kwargs: dict) -> None:
         """NOTE [out= resizes]
         Eager's ``out=`` variants resize an out tensor whose shape is not the result's
@@ -403,6 +444,22 @@ class MetadataRecorder(TorchFunctionMode):
             return (), False
         return (() if regenerated else self.clips.get(id(t), ())), regenerated
 
+    def _argument_hook(self, target: torch.Tensor, hook):
+        """``register_hook`` on an argument: recorded for the runtime, which registers it on
+        the caller's tensor (NOTE [imperative autograd on arguments and outputs]); not
+        registered on the trace's tensor, where the joint would apply it a second time. The
+        handle is a real one, on a dict of the recorder's: ``remove()`` inside the function
+        takes the hook off the record."""
+        from collections import OrderedDict
+        from torch.utils.hooks import RemovableHandle
+        hooks: OrderedDict = OrderedDict()      # weakly referenced by the handle
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        ref = storage_ref(target)
+        written = any(kind == "data" and r == ref for kind, r in self.events)
+        self.argument_hooks.append((self.watched[id(target)], hook, hooks, handle.id, written))
+        return handle
+
     def _record_resize(self, target: torch.Tensor, size) -> None:
         """NOTE [storage resizes] in functional_run.py: a resize of an argument is replayed."""
         kind, index = self.watched.get(id(target), (None, None))
@@ -421,7 +478,7 @@ class MetadataRecorder(TorchFunctionMode):
     start_geometry: dict = {}       # id -> the argument's geometry at the call (set by the run)
 
     def _note_leaf(self, t) -> None:
-        if isinstance(t, torch.Tensor) and t.requires_grad and t.is_leaf \
+        if isinstance(t, torch.Tensor) and not _wrapped(t) and t.requires_grad and t.is_leaf \
                 and self.watched.get(id(t), ("",))[0] != "placeholder" \
                 and all(t is not n for n in self.new_leaves):
             self.new_leaves.append(t)
@@ -459,6 +516,9 @@ class MetadataRecorder(TorchFunctionMode):
         return False
 
 
+def _wrapped(t: torch.Tensor) -> bool:
+    """Is ``t`` a torch.func transform's wrapper (NOTE [functorch wrappers] in functional.py)?"""
+    return torch._C._functorch.is_functorch_wrapped_tensor(t)
 def _result_shapes(func, args: tuple, kwargs: dict) -> list | None:
     """The shapes of ``func``'s results without ``out=`` (NOTE [out= resizes]), or None."""
     tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]

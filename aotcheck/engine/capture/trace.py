@@ -63,6 +63,9 @@ class Captured:
     out_spec: object = field(repr=False, default=None)
     geometry: object = field(repr=False, default=None)   # EagerGeometry or None (joint reuses it)
     mode: TraceMode = TraceMode()   # which way it was traced, and why (mode.py)
+    hook_fns: tuple = field(repr=False, default=())   # per facts.hooks, the hook (NOTE [imperative
+                                    # autograd on arguments and outputs]); not data: a cache hit
+                                    # collects them again (argument_hooks)
 
     @property
     def plain(self) -> bool:        # traced on plain fake tensors, then functionalized
@@ -128,6 +131,50 @@ def eager_geometry(fn, leaves: list, in_spec, sig: Signature) -> EagerGeometry |
     return EagerGeometry(tuple(result), tuple(
         geometry_of(t) if isinstance(t, torch.Tensor) and t.layout == torch.strided else None
         for t in fakes))
+
+
+def argument_hooks(fn, leaves: list, in_spec, sig: Signature, expected: tuple) -> tuple:
+    """The hooks ``fn`` registers on its arguments (NOTE [imperative autograd on arguments and
+    outputs], runtime/artifact.py), from a run of it on fake copies of the arguments, as
+    eager runs it: a cache hit has the graphs but not these Python callables. ``expected``
+    is the entry's ``meta.hooks``; a run that registers others raises ValueError (the entry
+    is then compiled again)."""
+    from collections import OrderedDict
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.overrides import TorchFunctionMode
+    from torch.utils.hooks import RemovableHandle
+
+    class Hooks(TorchFunctionMode):
+        def __init__(self, watched):
+            super().__init__()
+            self.watched, self.found = watched, []
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if getattr(func, "__name__", "") == "register_hook" and args and \
+                    id(args[0]) in self.watched and len(args) == 2 and not kwargs:
+                live: OrderedDict = OrderedDict()
+                handle = RemovableHandle(live)
+                live[handle.id] = args[1]
+                self.found.append((self.watched[id(args[0])], args[1], live, handle.id))
+                return handle
+            return func(*args, **kwargs)
+
+    mode = FakeTensorMode()
+    fakes = [mode.from_tensor(stand_in(t)) if isinstance(t, torch.Tensor) else t for t in leaves]
+    watched = {id(t): i for i, t in enumerate(fakes) if isinstance(t, torch.Tensor)}
+    args, kwargs = unflatten_inputs(fakes, in_spec)
+    recorder = Hooks(watched)
+    try:
+        with quiet_fake_tensor_log(), trace_grad_mode(sig), compiling(), \
+                GlobalGeneratorGuard(check=False), DrawLikeEager(), mode, recorder:
+            fn(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 - the entry is compiled again
+        raise ValueError(f"the run that collects argument hooks failed: {e}") from None
+    found = [(i, hook) for i, hook, live, hid in recorder.found if hid in live]
+    if tuple(i for i, _ in found) != tuple(h[0] for h in expected):
+        raise ValueError("the function registered other argument hooks than the entry records")
+    return tuple(hook for _, hook in found)
 
 
 def capture(fn, leaves: list, in_spec, sig: Signature, mode: TraceMode = TraceMode()) -> Captured:
@@ -229,7 +276,8 @@ def _capture_plain(fn, leaves: list, in_spec, sig: Signature, mode: TraceMode) -
         gm = functionalize_plain(plain_gm, placeholders)
     gm.graph.eliminate_dead_code()
     gm.recompile()
-    captured = Captured(gm, plan, box["facts"], box["out_spec"], geometry=geometry, mode=mode)
+    captured = Captured(gm, plan, box["facts"], box["out_spec"], geometry=geometry, mode=mode,
+                        hook_fns=tuple(run.hook_fns))
     needs = groups_needing_synthetic_base(sig, plan, captured.facts.inputs) - synthetic
     if needs:
         return _capture_plain(fn, leaves, in_spec, sig, _with_synthetic(mode, needs))
@@ -277,7 +325,8 @@ def _capture(fn, leaves: list, in_spec, sig: Signature, mode: TraceMode) -> Capt
         raise view_replay_refusal(first) from None
     gm.graph.eliminate_dead_code()
     gm.recompile()
-    captured = Captured(gm, plan, box["facts"], box["out_spec"], geometry=geometry, mode=mode)
+    captured = Captured(gm, plan, box["facts"], box["out_spec"], geometry=geometry, mode=mode,
+                        hook_fns=tuple(run.hook_fns))
     needs = groups_needing_synthetic_base(sig, plan, captured.facts.inputs) - synthetic
     if needs:
         return _capture(fn, leaves, in_spec, sig, _with_synthetic(mode, needs))

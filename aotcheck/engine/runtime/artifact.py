@@ -29,6 +29,7 @@ artifact loaded from the cache may have no backward at all; it then asks its
 from __future__ import annotations
 
 import ast
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -38,6 +39,7 @@ from torch.utils import _pytree as pytree
 
 from ..analyze import (ALIAS_OF_INPUT, ALIAS_OF_INTERMEDIATE, ALIAS_OF_OUTPUT, CONSTANT, FRESH,
                       IS_INPUT, SAME_AS_OUTPUT, ViewMutationMeta)
+from ..capture.functional import outside_saved_tensors_hooks
 from ..capture.plan import InputPlan, placeholder_tensors
 from ..capture.values import is_guarded
 from .regenerate import (addressing, alias, as_inference_tensors, detached_alias, restride,
@@ -46,7 +48,8 @@ from .codegen import compile_graph
 from .writeback import (apply_backward_mutations, apply_mutations, as_at_call, fits, geometry,
                         restore_member_geometry)
 from ..decide import TRAINING, Decision
-from ...errors import DoubleBackwardError
+from ..joint import FREED_GRAPH, retained_outputs
+from ...errors import AotcheckError, DoubleBackwardError
 
 
 def to_callable(graph: fx.Graph, name: str, constants: dict | None = None):
@@ -73,6 +76,9 @@ class ArtifactParts:
     constants: dict = field(default_factory=dict)   # get_attr target -> tensor, for both graphs
     backward_mutations: tuple = ()          # NOTE [backward mutations], joint.py
     grad_reach: tuple = ()                  # NOTE [per-output reach], joint.py
+    hook_fns: tuple = ()                    # per meta.hooks (NOTE [imperative autograd on
+                                            # arguments and outputs]); an entry's come from a run
+                                            # on fakes (capture.trace.argument_hooks)
 
 
 class CompiledArtifact:
@@ -105,6 +111,18 @@ class CompiledArtifact:
         self._constants = {o.index: _constant(o.value) for o in meta.outputs if o.kind == CONSTANT}
         nondiff = tuple(k for k in range(num_fw_outputs) if k not in set(diff_outputs))
         self._nondiff = nondiff
+        self.retained_diff = retained_outputs(meta, fw_candidates, diff_outputs) if self.training \
+            else ()
+        # NOTE [unread placeholders]: a placeholder the forward graph never reads and whose
+        # gradient the joint found None (a lifted tensor the function overwrote in its Python
+        # state before reading it) gets no gradient edge, as eager's function has none to it:
+        # autograd's engine runs every node that an edge reaches, even with no gradient, and
+        # one on a graph already freed would raise
+        fw_placeholders = [n for n in forward.nodes if n.op == "placeholder"]
+        no_grad = {p for p, r in zip(parts.grad_inputs, parts.grad_reach) if not r} \
+            if len(parts.grad_reach) >= len(parts.grad_inputs) else set()
+        self._unread = frozenset(k for k, n in enumerate(fw_placeholders[:len(plan.placeholders)])
+                                 if not n.users and k in no_grad) if self.training else frozenset()
         self._function = _make_function(self) if self.training else None
         # Decided once per artifact rather than on every call:
         # - whether the inference graph must run under no_grad (only if something requires grad);
@@ -142,8 +160,17 @@ class CompiledArtifact:
                                     and not m.storage_source.onto(m.placeholder)]
         # a member set_() onto an argument's storage (NOTE [member storage swaps])
         self._member_swaps = any(m.storage_source.from_placeholder for m in meta.member_metadata)
+        # NOTE [imperative autograd on arguments and outputs]
+        if len(parts.hook_fns) != len(meta.hooks):
+            raise AotcheckError("a compiled entry registers tensor hooks on its arguments but has "
+                                "no hook functions for them; clear the cache entry "
+                                "and report this")
+        self._hooks_before = [(i, fn) for (i, written), fn in zip(meta.hooks, parts.hook_fns)
+                              if not written]
+        self._hooks_after = [(i, fn) for (i, written), fn in zip(meta.hooks, parts.hook_fns) if written]
         self._fresh_slots = None
         if all(o.kind == FRESH for o in meta.outputs) and not self._restride and not meta.mutations \
+                and not meta.retained and not meta.hooks \
                 and not meta.metadata_ops and not self._rg_on and not self._rg_off \
                 and not meta.new_leaves and not meta.member_metadata \
                 and not self._inference_outputs:
@@ -169,7 +196,8 @@ class CompiledArtifact:
     def backward_module(self):
         if self._backward is None:
             if self.backward_graph is None:
-                self.backward_graph = self.backward_source()
+                with outside_saved_tensors_hooks():   # NOTE [saved tensors hooks around the call]
+                    self.backward_graph = self.backward_source()
             self._backward = to_callable(self.backward_graph, "backward", self.constants)
             if self.on_backward is not None:
                 self.on_backward(self.backward_graph)
@@ -185,19 +213,24 @@ class CompiledArtifact:
             self._replay_metadata(None, leaves, "placeholder", self._early_meta)
         for i in self._rg_on:
             leaves[i].requires_grad_(True)
+        for i, fn in self._hooks_before:
+            leaves[i].register_hook(fn)
         if self._simple_plan:
             primals = [leaves[i] for i in self._leaf_of_placeholder]
         else:
             primals = placeholder_tensors(self.plan, leaves)
         grad_leaves = _make_grad_leaves(self.meta.new_leaves, leaves) if self.meta.new_leaves else ()
         if self.training:
+            inputs = primals if not self._unread else [
+                t.detach() if k in self._unread and t.requires_grad else t
+                for k, t in enumerate(primals)]
             if self._grad_region_only:
                 # grad mode is off at the call, but an enable_grad region inside the
                 # function records autograd: so does the compiled function
                 with torch.enable_grad():
-                    values = self._function.apply(*primals, *grad_leaves, early)
+                    values = self._function.apply(*inputs, *grad_leaves, early)
             else:
-                values = self._function.apply(*primals, *grad_leaves, early)
+                values = self._function.apply(*inputs, *grad_leaves, early)
         elif self._needs_no_grad:
             with torch.no_grad():
                 values = self.forward(*as_at_call(primals, early))
@@ -225,7 +258,57 @@ class CompiledArtifact:
         if meta.member_metadata:
             restore_member_geometry(leaves, meta.member_metadata, storages_at_call,
                                      lambda c: values[self._slot[c]])
-        return self._outputs(leaves, values, grad_leaves)
+        out = self._outputs(leaves, values, grad_leaves)
+        if meta.retained or self._hooks_after:
+            self._imperative_autograd(leaves, out)
+        return out
+
+    def _imperative_autograd(self, leaves: list, out: list) -> None:
+        """NOTE [imperative autograd on arguments and outputs]
+        ``retain_grad()`` and ``register_hook`` act on a tensor's autograd identity, which
+        the trace's tensors do not share with the caller's: capture records them (recorder.py)
+        and the runtime makes the same calls on the caller's tensors. An argument's hook is
+        registered on the caller's tensor, persisting after the call as eager's does, and is
+        never traced into the joint (it would apply twice); before the call when the function
+        registered it before writing the argument in place (it then belongs to the gradient of
+        the argument as it was, as eager's), after the write-back otherwise. retain_grad() on an
+        argument is made on the caller's tensor and on a returned tensor on the output the
+        caller gets, after the call (retains_grad follows in-place writes in eager too).
+        Hooks are Python callables: a cache entry records where they go (meta.hooks), and a
+        hit collects them from a run of the function on fake arguments, as eager runs it
+        (capture.trace.argument_hooks)."""
+        for i, fn in self._hooks_after:
+            leaves[i].register_hook(fn)
+        own = {k: j for j, (k, _) in enumerate(self.retained_diff)}   # NOTE [retained outputs]
+        for kind, index in self.meta.retained:
+            t = leaves[index] if kind == "argument" else out[index]
+            if not isinstance(t, torch.Tensor) or not t.requires_grad:
+                continue
+            node = t.grad_fn if kind == "output" else None
+            if node is not None and hasattr(node, "retained_refs"):
+                t = self._own_node(out, index, t)
+                if index in own:
+                    node.retained_refs[own[index]] = weakref.ref(t)
+            t.retain_grad()
+
+    def _own_node(self, out: list, k: int, t: torch.Tensor) -> torch.Tensor:
+        """A retained output of the compiled function, on an autograd node of its own.
+
+        PyTorch (2.13) raises an internal assert (``out != nullptr``, variable.cpp) when an
+        output of a multi-output node that retains its grad is written in place after a
+        sibling output was (eager's ``s, m = torch.std_mean(x); m.retain_grad(); s.add_(1);
+        m.add_(1)`` raises too). Eager's retained tensors are usually the single output of
+        their op, so a retained output of the compiled function (one node for all its outputs)
+        is handed out as a clone, whose node is its own, where no other output aliases it."""
+        if self.num_fw_outputs < 2 or any(
+                o.kind in (ALIAS_OF_OUTPUT, SAME_AS_OUTPUT) and o.source == k and out[o.index] is not t
+                for o in self.meta.outputs):
+            return t
+        c = t.clone()
+        for j, x in enumerate(out):
+            if x is t:
+                out[j] = c
+        return c
 
     def _replay_metadata(self, primals, leaves, which: str, early: frozenset | None = None):
         """Replay the logged calls of one kind; ``early``: only (placeholder kind) those of
@@ -451,6 +534,18 @@ class _DoubleBackwardGuard(torch.autograd.Function):
             "aotcheck compiles first-order gradients only (its backward graph is not differentiable)")
 
 
+def _add_retained(refs: dict, own: list, live: set, reach) -> None:
+    """NOTE [retained outputs] (joint.py): each retained output's ``.grad`` gets the part
+    of its gradient that the function's own uses of it give; autograd's retain_grad() hook
+    has added the caller's part before this backward ran."""
+    for j, g in enumerate(own):
+        ref = refs.get(j)
+        t = ref() if ref is not None else None
+        if t is None or g is None or (reach is not None and not reach[j] & live):
+            continue
+        t.grad = g.detach().clone() if t.grad is None else t.grad + g
+
+
 def _make_function(art: CompiledArtifact):
     n_fw = art.num_fw_outputs
     nondiff = art._nondiff
@@ -460,7 +555,10 @@ def _make_function(art: CompiledArtifact):
     bw_mutations = art.backward_mutations
     n_grads = len(grad_inputs)
     n_new = len(art.meta.new_leaves)
-    reach = [frozenset(r) for r in art.grad_reach] if len(art.grad_reach) == n_grads else None
+    retained = art.retained_diff            # NOTE [retained outputs] in joint.py
+    n_ret = len(retained)
+    reach = [frozenset(r) for r in art.grad_reach] if len(art.grad_reach) == n_grads + n_ret else None
+    reach, ret_reach = (reach[:n_grads], reach[n_grads:]) if reach is not None else (None, None)
     diff_like = [(c.shape, c.dtype) for c in (art.meta.candidates[art.fw_candidates[k]] for k in diff)]
 
     class CompiledFunction(torch.autograd.Function):
@@ -485,12 +583,14 @@ def _make_function(art: CompiledArtifact):
                 # returned values] in joint.py): the very tensor the caller gets
                 ctx.mutated_in_backward = [primals[m[0]] if m[0] >= 0 else fw[-m[0] - 1]
                                            for m in bw_mutations]
+            ctx.retained_refs = {}      # filled by the runtime (NOTE [retained outputs])
             return tuple(fw)
 
         @staticmethod
         def backward(ctx, *grads):
             if art.meta.backward_error:
-                raise NotImplementedError(art.meta.backward_error)   # where eager raises it
+                err = art.meta.backward_error                        # where eager raises it
+                raise (RuntimeError if err.startswith(FREED_GRAPH) else NotImplementedError)(err)
             create_graph = torch.is_grad_enabled()
             bw = art.backward_module()
             with torch.no_grad():
@@ -502,8 +602,11 @@ def _make_function(art: CompiledArtifact):
                             for pos, k in enumerate(diff)]
                 gin = bw(*ctx.saved_tensors, *tangents)
                 if bw_mutations:
-                    apply_backward_mutations(ctx.mutated_in_backward, bw_mutations, gin[n_grads:])
-                    gin = gin[:n_grads]
+                    apply_backward_mutations(ctx.mutated_in_backward, bw_mutations,
+                                             gin[n_grads + n_ret:])
+                if n_ret:
+                    _add_retained(ctx.retained_refs, gin[n_grads:n_grads + n_ret], live, ret_reach)
+                gin = gin[:n_grads]
             if create_graph and ctx.anchor is not None:
                 # first-order gradients are fine; differentiating them again is not
                 gin = _DoubleBackwardGuard.apply(ctx.anchor, *gin)

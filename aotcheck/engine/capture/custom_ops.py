@@ -1,0 +1,66 @@
+"""custom_ops: the Python kernel eager runs for a ``torch.library`` custom op that mutates.
+
+NOTE [mutating custom ops]
+A custom op whose schema writes an argument (``Tensor(a!)``, as ``torch.library.custom_op``
+writes it from ``mutates_args``) is opaque to functionalization: aotcheck's trace uses the
+C++ functionalization pass, whose fallback refuses any non-ATen op with alias annotations
+("Found a custom (non-ATen) operator whose output has alias annotations"). Stock torch's
+answer, ``auto_functionalized`` (torch/_higher_order_ops/auto_functionalize.py), keeps the op
+as an opaque node that runs on clones of the mutated arguments, and needs the Python
+``FunctionalTensorMode``; the opaque node could not be stored in aotcheck's cache either
+(stored graphs hold aten and prims ops only, cache/serialize.py).
+
+Eager runs the op's kernel: for a ``custom_op``, a Python function (the one registered for
+the tensors' device type, else the default one). So where autograd records nothing of the
+call (grad mode off, or no tensor argument requires grad), the trace runs that kernel, as
+the dispatcher would below autograd, and its aten ops are functionalized and recorded like
+the function's own: the writes to the arguments (or to views of them, or a ``set_()``) are
+eager's, and the graph is aten only. Where autograd would record the call, eager runs the
+op's registered backward, which a traced kernel would replace with the kernel's own
+derivative: that call keeps the refusal. Ops that are not ``custom_op``s (a kernel the
+dispatcher holds, out of reach from Python) keep it too.
+
+Inside a ``torch.func`` transform eager's dispatcher runs the kernel below the transform's
+levels: on tensors the transform does not wrap (a buffer the transformed function closes
+over) the kernel runs with functorch's interpreter stack cleared, as there. A call on a
+transform's wrapper keeps the refusal.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import torch
+from torch.utils import _pytree as pytree
+
+_OWN_NAMESPACES = frozenset({"aten", "prims", "prim", "inductor", "aotcheck"})
+
+
+def mutating_kernel(func, args: tuple, kwargs: dict):
+    """The Python kernel eager would run for ``func(*args, **kwargs)``, when ``func`` is a
+    mutating ``custom_op`` the trace runs through (NOTE [mutating custom ops]); else None."""
+    if isinstance(func, torch._ops.OpOverloadPacket):
+        func = getattr(func, "default", None)
+    if not isinstance(func, torch._ops.OpOverload) or func.namespace in _OWN_NAMESPACES \
+            or not func._schema.is_mutable:
+        return None
+    from torch._library.custom_ops import OPDEFS
+    opdef = OPDEFS.get(f"{func.namespace}::{func._opname}")
+    if opdef is None:
+        return None
+    tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return None
+    if any(torch._C._functorch.is_functorch_wrapped_tensor(t) for t in tensors):
+        return None
+    device = tensors[0].device.type if tensors else None
+    kernel = opdef._backend_fns.get(device) or opdef._backend_fns.get(None)
+    if kernel is None:
+        return None
+
+    def run():
+        from torch._functorch.pyfunctorch import temporarily_clear_interpreter_stack
+        below = temporarily_clear_interpreter_stack() \
+            if torch._C._functorch.maybe_current_level() is not None else contextlib.nullcontext()
+        with below, torch._C._AutoDispatchBelowAutograd():
+            return kernel(*args, **kwargs)
+    return run
