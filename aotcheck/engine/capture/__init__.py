@@ -10,8 +10,10 @@ Its modules, in the order a capture uses them::
     functional_run  -> one run of the function on functional wrappers -> raw facts, in
                        named steps; with view_flags (requires_grad_() on an argument that
                        another views or aliases), recorder (the user's in-place metadata
-                       calls, geometry, hazards; out= resizes made calls of their own, and
-                       overlap: writes to overlapping memory split into pieces), swaps (where set_() moved an argument's
+                       calls, geometry, hazards; out= resizes made calls of their own, with
+                       resize: the geometry resize_ and out= leave; overlap: writes to
+                       overlapping memory split into pieces; custom_ops: a mutating
+                       torch.library op run through its own kernel), swaps (where set_() moved an argument's
                        storage, or why it is refused), outputs (what each returned tensor
                        aliases) and autograd_facts (new grad leaves, custom Function digests)
     facts           -> the raw facts, as frozen data (what analyze reads)

@@ -20,7 +20,8 @@ from .functional import dense_layout, geometry_of, storage_ref, to_fun
 from .mode import TraceMode
 from .outputs import classify_outputs, holds
 from .plan import InputPlan, groups_needing_synthetic_base
-from .recorder import MetadataRecorder, replayed_geometry
+from .recorder import MetadataRecorder
+from .resize import grow as _grow, replayed_geometry, resized_storage_bytes as _resized_storage_bytes
 from ..signature import Signature, unflatten_inputs, whole_storage
 from .swaps import (grad_written_after_swap, member_swap, old_storage_written,
                     recorded_by_autograd, storage_swap)
@@ -529,47 +530,6 @@ def _refuse_functionalization_error(e: Exception, recorder: MetadataRecorder) ->
             "and then mutates a view of it taken before; functionalization cannot "
             "replay that view (a PyTorch limit). Take the view after the metadata "
             f"change. ({type(e).__name__}: {str(e).splitlines()[0][:120]})") from None
-
-
-def _grow(t: torch.Tensor, size: tuple, watched: dict, old_storage: dict) -> None:
-    """Grow functional tensor ``t`` to ``size`` as eager's resize_ does (NOTE [resize_ of an
-    argument] in recorder.py): its value becomes ``aten.resize`` of it, set_() onto it."""
-    kind, p = watched.get(id(t), (None, None))
-    if kind == "placeholder":
-        old_storage.pop(p, None)        # aotcheck's own alias (NOTE [writes before a storage swap])
-    storage = t.untyped_storage()
-    # the tensor itself and the storage's Python object; any more is another tensor on it
-    shared = torch._C._storage_Use_Count(storage._cdata) > 2 or \
-        torch._C._functionalization.get_view_meta_sequence(t)
-    del storage
-    if shared:
-        raise UnsupportedInputError(
-            "the function grows a tensor with resize_() beyond its storage while another tensor "
-            "views that storage (or it is itself a view); functionalization cannot grow a tensor "
-            "that another one views (a PyTorch limit). Resize before taking views")
-    t.set_(torch.ops.aten.resize.default(t, list(size)))
-
-
-def _resized_storage_bytes(before: int, after: int | None, p: int) -> int:
-    """The size in bytes of placeholder ``p``'s storage after the call if the function resized
-    it (``torch.ops.inductor.resize_storage_bytes_``, FSDP's pattern), else -1.
-
-    # NOTE [storage resizes]
-    Functionalization does not put a resize in the graph (it resizes the fake storage and
-    moves on), so the recorder sees the user's call and the runtime replays it on the
-    argument before writing the argument's new value back (a write into a zero-byte storage
-    would corrupt memory). As in PyTorch's AOTAutograd, a resize must start or end at zero
-    bytes: from zero it is an allocation whose contents the function then writes, to zero it
-    frees the storage (and nothing is written back).
-    """
-    if after is None or (after == before and after != 0):
-        return -1
-    if before != 0 and after != 0:
-        raise UnsupportedInputError(
-            f"the function resizes the storage of input placeholder {p} from {before} to {after} "
-            "bytes; aotcheck (like PyTorch's AOTAutograd) replays storage resizes of arguments "
-            "that start or end at zero bytes only")
-    return after
 
 
 def _freeze(v):

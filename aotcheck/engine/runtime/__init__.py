@@ -5,6 +5,7 @@ Its modules, in the order a call meets them::
     artifact    -> ``CompiledArtifact`` (built from an ``ArtifactParts`` record): gathers the
                    placeholders, runs the forward graph inside an ``autograd.Function``
                    (training) or under no_grad (inference), builds the outputs
+    imperative  -> retain_grad() and hooks the function called, made on the caller's tensors
     codegen     -> each graph as straight-line Python over aten ops (the backward's at the
                    first ``.backward()``)
     writeback   -> the caller's tensors after the graph ran: mutations written back, storages

@@ -29,7 +29,6 @@ artifact loaded from the cache may have no backward at all; it then asks its
 from __future__ import annotations
 
 import ast
-import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -45,6 +44,7 @@ from ..capture.values import is_guarded
 from .regenerate import (addressing, alias, as_inference_tensors, detached_alias, restride,
                          view_in_custom_function)
 from .codegen import compile_graph
+from .imperative import add_retained, imperative_autograd
 from .writeback import (apply_backward_mutations, apply_mutations, as_at_call, fits, geometry,
                         restore_member_geometry)
 from ..decide import TRAINING, Decision
@@ -260,55 +260,8 @@ class CompiledArtifact:
                                      lambda c: values[self._slot[c]])
         out = self._outputs(leaves, values, grad_leaves)
         if meta.retained or self._hooks_after:
-            self._imperative_autograd(leaves, out)
+            imperative_autograd(self, leaves, out)
         return out
-
-    def _imperative_autograd(self, leaves: list, out: list) -> None:
-        """NOTE [imperative autograd on arguments and outputs]
-        ``retain_grad()`` and ``register_hook`` act on a tensor's autograd identity, which
-        the trace's tensors do not share with the caller's: capture records them (recorder.py)
-        and the runtime makes the same calls on the caller's tensors. An argument's hook is
-        registered on the caller's tensor, persisting after the call as eager's does, and is
-        never traced into the joint (it would apply twice); before the call when the function
-        registered it before writing the argument in place (it then belongs to the gradient of
-        the argument as it was, as eager's), after the write-back otherwise. retain_grad() on an
-        argument is made on the caller's tensor and on a returned tensor on the output the
-        caller gets, after the call (retains_grad follows in-place writes in eager too).
-        Hooks are Python callables: a cache entry records where they go (meta.hooks), and a
-        hit collects them from a run of the function on fake arguments, as eager runs it
-        (capture.trace.argument_hooks)."""
-        for i, fn in self._hooks_after:
-            leaves[i].register_hook(fn)
-        own = {k: j for j, (k, _) in enumerate(self.retained_diff)}   # NOTE [retained outputs]
-        for kind, index in self.meta.retained:
-            t = leaves[index] if kind == "argument" else out[index]
-            if not isinstance(t, torch.Tensor) or not t.requires_grad:
-                continue
-            node = t.grad_fn if kind == "output" else None
-            if node is not None and hasattr(node, "retained_refs"):
-                t = self._own_node(out, index, t)
-                if index in own:
-                    node.retained_refs[own[index]] = weakref.ref(t)
-            t.retain_grad()
-
-    def _own_node(self, out: list, k: int, t: torch.Tensor) -> torch.Tensor:
-        """A retained output of the compiled function, on an autograd node of its own.
-
-        PyTorch (2.13) raises an internal assert (``out != nullptr``, variable.cpp) when an
-        output of a multi-output node that retains its grad is written in place after a
-        sibling output was (eager's ``s, m = torch.std_mean(x); m.retain_grad(); s.add_(1);
-        m.add_(1)`` raises too). Eager's retained tensors are usually the single output of
-        their op, so a retained output of the compiled function (one node for all its outputs)
-        is handed out as a clone, whose node is its own, where no other output aliases it."""
-        if self.num_fw_outputs < 2 or any(
-                o.kind in (ALIAS_OF_OUTPUT, SAME_AS_OUTPUT) and o.source == k and out[o.index] is not t
-                for o in self.meta.outputs):
-            return t
-        c = t.clone()
-        for j, x in enumerate(out):
-            if x is t:
-                out[j] = c
-        return c
 
     def _replay_metadata(self, primals, leaves, which: str, early: frozenset | None = None):
         """Replay the logged calls of one kind; ``early``: only (placeholder kind) those of
@@ -534,18 +487,6 @@ class _DoubleBackwardGuard(torch.autograd.Function):
             "aotcheck compiles first-order gradients only (its backward graph is not differentiable)")
 
 
-def _add_retained(refs: dict, own: list, live: set, reach) -> None:
-    """NOTE [retained outputs] (joint.py): each retained output's ``.grad`` gets the part
-    of its gradient that the function's own uses of it give; autograd's retain_grad() hook
-    has added the caller's part before this backward ran."""
-    for j, g in enumerate(own):
-        ref = refs.get(j)
-        t = ref() if ref is not None else None
-        if t is None or g is None or (reach is not None and not reach[j] & live):
-            continue
-        t.grad = g.detach().clone() if t.grad is None else t.grad + g
-
-
 def _make_function(art: CompiledArtifact):
     n_fw = art.num_fw_outputs
     nondiff = art._nondiff
@@ -605,7 +546,7 @@ def _make_function(art: CompiledArtifact):
                     apply_backward_mutations(ctx.mutated_in_backward, bw_mutations,
                                              gin[n_grads + n_ret:])
                 if n_ret:
-                    _add_retained(ctx.retained_refs, gin[n_grads:n_grads + n_ret], live, ret_reach)
+                    add_retained(ctx.retained_refs, gin[n_grads:n_grads + n_ret], live, ret_reach)
                 gin = gin[:n_grads]
             if create_graph and ctx.anchor is not None:
                 # first-order gradients are fine; differentiating them again is not

@@ -1,0 +1,195 @@
+"""resize: what ``resize_`` and ``out=`` do to a tensor's geometry while it is traced.
+
+The recorder (``recorder.py``) asks these: the shapes an op gives without ``out=`` (NOTE
+[out= resizes]), the geometry a ``resize_`` leaves (NOTE [resize_ of an argument]), whether a
+view reaches outside its source, and the geometry a logged replay ends in.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch.utils import _pytree as pytree
+
+from ...errors import UnsupportedInputError
+from .functional import dense_layout, geometry_of
+
+
+def result_shapes(func, args: tuple, kwargs: dict) -> list | None:
+    """The shapes of ``func``'s results without ``out=`` (NOTE [out= resizes]), or None."""
+    tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+    if not tensors or any(t.layout != torch.strided for t in tensors):
+        return None
+
+    def meta(t):
+        if not isinstance(t, torch.Tensor):
+            return t
+        return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+
+    def inner(t):
+        if isinstance(t, torch.Tensor) and torch._is_functional_tensor(t):
+            return torch._from_functional_tensor(t)
+        return t
+
+    from torch.fx.experimental.proxy_tensor import disable_proxy_modes_tracing
+    for convert in (meta, inner):
+        try:
+            with disable_proxy_modes_tracing(), torch.no_grad(), torch._C._ExcludeDispatchKeyGuard(
+                    torch._C.DispatchKeySet(torch._C.DispatchKey.Functionalize)):
+                a, k = pytree.tree_map(convert, (args, kwargs))
+                out = func(*a, **k)
+        except Exception:       # no kernel for these tensors: the op resizes as before
+            continue
+        results = [out] if isinstance(out, torch.Tensor) else list(out) \
+            if isinstance(out, (list, tuple)) else None
+        if results is None or not all(isinstance(r, torch.Tensor) for r in results):
+            return None
+        return [tuple(r.shape) for r in results]
+    return None
+
+
+def resize_geometry(rec, target, args, kwargs) -> tuple:
+    """NOTE [resize_ of an argument]
+    Eager's ``t.resize_(size)`` keeps ``t``'s storage and offset: when ``size`` needs more
+    bytes than the storage has, the storage grows in place (its bytes kept, the new ones
+    uninitialised), and ``t`` becomes contiguous from its offset (a resize to the sizes it
+    already has changes nothing). A shrink is a view, which functionalization replays as
+    one. A growth it does only for a tensor whose storage nothing else holds, and aotcheck
+    itself holds the storages it watches (their Python objects), so a functional run grows
+    a tensor itself (``resize.grow``): its value becomes ``aten.resize`` of it (a
+    clone, grown), set_() onto the tensor; refused where another tensor views the storage
+    (eager's view would see the grown tensor's writes; the clone's would not).
+
+    The clone holds ``t``'s own elements only. That is eager's grown tensor when ``t`` is dense
+    and ends where its storage ends (``randn(0)``, ``randn(2)``, ``x[1:]`` of a 1-d ``x``): it
+    then holds ``t``'s elements, in memory order, and new ones. Otherwise eager's grown
+    tensor also reads the storage's other elements, which the graph does not hold: refused.
+    The runtime replays the user's resize_ on the caller's tensor (NOTE [mutation replay] in
+    runtime/artifact.py), which grows its storage as eager's does, and then writes the argument's
+    new value back.
+
+    Returns (eager's geometry after the call, whether it grows the storage), or (None,
+    False) when the call will raise as eager's does (a tensor that requires grad: "cannot
+    resize variables that require grad")."""
+    if target is None or target.requires_grad or target.layout != torch.strided:
+        return None, False
+    size = args[1] if len(args) == 2 and isinstance(args[1], (list, tuple, torch.Size)) else \
+        args[1:] if len(args) > 1 else kwargs.get("size", ())
+    try:
+        size = tuple(int(n) for n in size)
+    except (TypeError, ValueError):
+        return None, False
+    shape, stride, offset = rec.geometry.get(id(target)) or rec.start_geometry.get(id(target)) \
+        or geometry_of(target)
+    if size == tuple(shape):
+        return (tuple(shape), tuple(stride), offset), False
+    new_stride, n = [], 1
+    for sz in reversed(size):
+        new_stride.insert(0, n)
+        n *= max(sz, 1)
+    numel = math.prod(size)
+    kind, index = rec.watched.get(id(target), (None, None))
+    es = target.element_size()
+    if kind == "placeholder":
+        have = rec.storage_nbytes.get(index, target.untyped_storage().nbytes())
+        grows = (offset + numel) * es > have
+        if grows:
+            dense = 0 in shape or dense_layout(shape, stride)     # an empty tensor is dense
+            if not (dense and (offset + math.prod(shape)) * es == have):
+                raise UnsupportedInputError(
+                    f"the function grows input placeholder {index} with resize_() beyond its "
+                    f"storage ({have} bytes), and the argument is not a dense tensor ending where "
+                    "its storage ends (a slice, a strided view, or a view into a larger storage); "
+                    "eager's grown tensor then reads the storage's other elements, which the "
+                    "functional graph does not hold. Pass a contiguous tensor that owns its storage")
+            rec.grown.add(index)
+            rec.storage_nbytes[index] = (offset + numel) * es
+    else:
+        # an intermediate (or an aliased argument): its functional storage is eager's
+        grows = (target.storage_offset() + numel) * es > target.untyped_storage().nbytes()
+        if grows and kind == "leaf":
+            raise UnsupportedInputError(
+                f"the function grows argument leaf {index} with resize_() beyond its storage, "
+                "and the argument is traced as a view of its storage (it shares storage with "
+                "another argument, or is written outside its own elements); functionalization "
+                "cannot grow a view (a PyTorch limit). Pass the arguments without aliasing")
+    from .outputs import holds
+    if kind is not None and not grows and not holds((shape, stride, offset),
+                                                     (size, tuple(new_stride), offset)):
+        # ``b[:2]`` of a 4-element ``b``, resized to 4: eager's tensor now addresses storage
+        # elements the argument did not. Functionalization replays the resize as a view of
+        # the argument (its own elements), and writes through it scatter into those: wrong
+        raise UnsupportedInputError(
+            f"the function resizes an argument (input {kind} {index}) with resize_() onto "
+            "storage elements it did not address (a slice or strided view, resized over its "
+            "storage's other elements); aotcheck cannot replay that resize (functionalization's "
+            "view of the argument holds the argument's own elements only). Resize a tensor "
+            "that owns its storage, or take the view you need with as_strided")
+    return (size, tuple(new_stride), offset), grows
+
+
+def reaches_outside(view: tuple, source: tuple) -> bool:
+    """Does ``view`` (shape, stride, offset) address memory that ``source`` does not, or does
+    ``source`` overlap itself (as_strided's backward then divides)?"""
+    from .outputs import _footprint, holds
+    inside = _footprint(*source, 0)
+    n = 1
+    for sz in source[0]:
+        n *= sz
+    return not holds(source, view) or (inside is not None and len(inside) < n)
+
+
+def replayed_geometry(start: tuple, log: list, p: int) -> tuple | None:
+    """The geometry placeholder ``p``'s in-place metadata calls in ``log`` (a recorder's
+    ``log``) give, from ``start`` (on a meta tensor), or None when they cannot be replayed there."""
+    shape, stride, offset = start
+    n = offset + sum((sz - 1) * st for sz, st in zip(shape, stride) if sz > 0) + 1
+    try:
+        t = torch.empty(max(n, 0), device="meta").as_strided(shape, stride, offset)
+        for kind, index, method, args, kwargs, _ in log:
+            if (kind, index) == ("placeholder", p):
+                getattr(t, method)(*args, **dict(kwargs))
+    except (RuntimeError, TypeError, ValueError, IndexError):
+        return None
+    return geometry_of(t)
+
+
+def grow(t: torch.Tensor, size: tuple, watched: dict, old_storage: dict) -> None:
+    """Grow functional tensor ``t`` to ``size`` as eager's resize_ does (NOTE [resize_ of an
+    argument] in recorder.py): its value becomes ``aten.resize`` of it, set_() onto it."""
+    kind, p = watched.get(id(t), (None, None))
+    if kind == "placeholder":
+        old_storage.pop(p, None)        # aotcheck's own alias (NOTE [writes before a storage swap])
+    storage = t.untyped_storage()
+    # the tensor itself and the storage's Python object; any more is another tensor on it
+    shared = torch._C._storage_Use_Count(storage._cdata) > 2 or \
+        torch._C._functionalization.get_view_meta_sequence(t)
+    del storage
+    if shared:
+        raise UnsupportedInputError(
+            "the function grows a tensor with resize_() beyond its storage while another tensor "
+            "views that storage (or it is itself a view); functionalization cannot grow a tensor "
+            "that another one views (a PyTorch limit). Resize before taking views")
+    t.set_(torch.ops.aten.resize.default(t, list(size)))
+
+
+def resized_storage_bytes(before: int, after: int | None, p: int) -> int:
+    """The size in bytes of placeholder ``p``'s storage after the call if the function resized
+    it (``torch.ops.inductor.resize_storage_bytes_``, FSDP's pattern), else -1.
+
+    # NOTE [storage resizes]
+    Functionalization does not put a resize in the graph (it resizes the fake storage and
+    moves on), so the recorder sees the user's call and the runtime replays it on the
+    argument before writing the argument's new value back (a write into a zero-byte storage
+    would corrupt memory). As in PyTorch's AOTAutograd, a resize must start or end at zero
+    bytes: from zero it is an allocation whose contents the function then writes, to zero it
+    frees the storage (and nothing is written back).
+    """
+    if after is None or (after == before and after != 0):
+        return -1
+    if before != 0 and after != 0:
+        raise UnsupportedInputError(
+            f"the function resizes the storage of input placeholder {p} from {before} to {after} "
+            "bytes; aotcheck (like PyTorch's AOTAutograd) replays storage resizes of arguments "
+            "that start or end at zero bytes only")
+    return after

@@ -1,0 +1,75 @@
+"""imperative: the runtime's part of the user's imperative autograd calls.
+
+``retain_grad()`` and ``register_hook`` act on a tensor's autograd identity, which the traced
+tensors do not share with the caller's; capture records them (``capture/recorder.py``) and
+these functions make the same calls on the caller's tensors after a compiled call
+(:func:`imperative_autograd`), and give retained outputs the gradient of the function's own
+uses of them in the backward (:func:`add_retained`). ``art`` is the
+:class:`~aotcheck.engine.runtime.artifact.CompiledArtifact` being run.
+"""
+from __future__ import annotations
+
+import weakref
+
+import torch
+
+from ..analyze import ALIAS_OF_OUTPUT, SAME_AS_OUTPUT
+
+def imperative_autograd(art, leaves: list, out: list) -> None:
+    """NOTE [imperative autograd on arguments and outputs]
+    ``retain_grad()`` and ``register_hook`` act on a tensor's autograd identity, which
+    the trace's tensors do not share with the caller's: capture records them (recorder.py)
+    and the runtime makes the same calls on the caller's tensors. An argument's hook is
+    registered on the caller's tensor, persisting after the call as eager's does, and is
+    never traced into the joint (it would apply twice); before the call when the function
+    registered it before writing the argument in place (it then belongs to the gradient of
+    the argument as it was, as eager's), after the write-back otherwise. retain_grad() on an
+    argument is made on the caller's tensor and on a returned tensor on the output the
+    caller gets, after the call (retains_grad follows in-place writes in eager too).
+    Hooks are Python callables: a cache entry records where they go (meta.hooks), and a
+    hit collects them from a run of the function on fake arguments, as eager runs it
+    (capture.trace.argument_hooks)."""
+    for i, fn in art._hooks_after:
+        leaves[i].register_hook(fn)
+    own = {k: j for j, (k, _) in enumerate(art.retained_diff)}   # NOTE [retained outputs]
+    for kind, index in art.meta.retained:
+        t = leaves[index] if kind == "argument" else out[index]
+        if not isinstance(t, torch.Tensor) or not t.requires_grad:
+            continue
+        node = t.grad_fn if kind == "output" else None
+        if node is not None and hasattr(node, "retained_refs"):
+            t = own_node(art, out, index, t)
+            if index in own:
+                node.retained_refs[own[index]] = weakref.ref(t)
+        t.retain_grad()
+
+def own_node(art, out: list, k: int, t: torch.Tensor) -> torch.Tensor:
+    """A retained output of the compiled function, on an autograd node of its own.
+
+    PyTorch (2.13) raises an internal assert (``out != nullptr``, variable.cpp) when an
+    output of a multi-output node that retains its grad is written in place after a
+    sibling output was (eager's ``s, m = torch.std_mean(x); m.retain_grad(); s.add_(1);
+    m.add_(1)`` raises too). Eager's retained tensors are usually the single output of
+    their op, so a retained output of the compiled function (one node for all its outputs)
+    is handed out as a clone, whose node is its own, where no other output aliases it."""
+    if art.num_fw_outputs < 2 or any(
+            o.kind in (ALIAS_OF_OUTPUT, SAME_AS_OUTPUT) and o.source == k and out[o.index] is not t
+            for o in art.meta.outputs):
+        return t
+    c = t.clone()
+    for j, x in enumerate(out):
+        if x is t:
+            out[j] = c
+    return c
+
+
+def add_retained(refs: dict, own: list, live: set, reach) -> None:
+    """NOTE [retained outputs] (joint.py): each retained output's ``.grad`` gets the part
+    of its gradient that the function's own uses of it give; autograd's retain_grad() hook
+    has added the caller's part before this backward ran."""
+    for j, g in enumerate(own):
+        ref = refs.get(j)
+        t = ref() if ref is not None else None
+        if t is None or g is None or (reach is not None and not reach[j] & live):
+            continue
+        t.grad = g.detach().clone() if t.grad is None else t.grad + g
