@@ -11,6 +11,7 @@ aten ops), which functionalization hides. It records:
 """
 from __future__ import annotations
 
+import math
 
 import torch
 from torch.overrides import TorchFunctionMode
