@@ -21,8 +21,14 @@ ENGINE = "dynamo-aotcheck"
 CASES = all_cases()
 
 
+# A recorded failure whose reason starts so fails in some runs and passes in others (its verdict
+# depends on what Dynamo compiled before it in the same process): a non-strict xfail.
+ORDER_DEPENDENT = "order-dependent: "
+
+
 def _params(cached: bool):
-    return [pytest.param(c, id=c.id, marks=[pytest.mark.xfail(strict=True, reason=r)] if r else [])
+    return [pytest.param(c, id=c.id, marks=[pytest.mark.xfail(strict=not r.startswith(ORDER_DEPENDENT),
+                                                              reason=r)] if r else [])
             for c in CASES for r in [known_failure(ENGINE, c.id, cached)]]
 
 
