@@ -220,7 +220,7 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
                 _replay_limit(run, e)
         grads, own = _retained_parts(grads, len(targets), retained, tangents)
         _no_reach_without_gradient(reach, grads)
-        _check_swapped_grads(captured, grad_inputs, grads, primals)
+        _check_swapped_grads(captured, grad_inputs, grads, primals, run)
         bw_values = []
         found.clear()
         for p, w in enumerate(works):
@@ -372,7 +372,7 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
             grads = [None] * (len(targets) + len(kept))
         grads, own = _retained_parts(grads, len(targets), retained, tangents)
         _no_reach_without_gradient(reach, grads)
-        _check_swapped_grads(captured, grad_inputs, grads, primals)
+        _check_swapped_grads(captured, grad_inputs, grads, primals, run)
         written = set(run.tagger.writes[written_from:])
         bw_values = []
         found.clear()
@@ -394,12 +394,18 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
                  box.get("backward_error", ""))
 
 
-def _check_swapped_grads(captured: Captured, grad_inputs: tuple, grads, primals: list) -> None:
+def _check_swapped_grads(captured: Captured, grad_inputs: tuple, grads, primals: list,
+                         run) -> None:
     """An argument set_() onto another storage and then given requires_grad_() (NOTE
     [storage swaps] in swaps.py) gets its gradient through the compiled function's
     input, which has the argument's shape at the call; a gradient of its new shape cannot
-    pass there."""
-    swapped = {f.placeholder for f in captured.facts.inputs if f.storage_source.swapped}
+    pass there. A leaf that required grad at the call and was set_() under no_grad onto
+    another shape gets it through an input taken after the swap (NOTE [set_ under no_grad
+    onto another shape] in runtime/swap_grad.py)."""
+    recorder = getattr(run, "recorder", None)
+    reshaped = recorder.reshaped if recorder is not None else set()
+    swapped = {f.placeholder for f in captured.facts.inputs if f.storage_source.swapped} - \
+        {p for p in reshaped if primals[p].requires_grad}
     for p, g in zip(grad_inputs, grads):
         if p in swapped and p < len(primals) and g is not None and \
                 tuple(g.shape) != tuple(primals[p].shape):     # the caller's, at the call

@@ -282,7 +282,10 @@ class FunctionalRun:
         # an argument given requires_grad_])
         flags = [recorder.own_flags[q] if q in st.own_at_call else works[q].requires_grad
                  for q in range(len(works))]
-        unrecorded = (st.anchors[p].grad_fn, flags[p]) == st.before[p]
+        # a leaf's new gradient node after a swap onto another shape is no record of autograd
+        # (NOTE [set_ under no_grad onto another shape] in runtime/swap_grad.py)
+        unrecorded = (st.anchors[p].grad_fn, flags[p]) == st.before[p] or (
+            recorder.regraded(p, st.anchors[p]) and flags[p] == st.before[p][1])
         regrad = grad_written_after_swap(w, st.before[p])
         storage_source = storage_swap(plan, p, w, works, st.start_refs, st.start_geometry,
                                       recorder, st.before, flags,
@@ -381,7 +384,8 @@ class FunctionalRun:
         anchor, before = st.anchors[p], st.before[p]
         flag = recorder.own_flags[p] if p in st.own_at_call else anchor.requires_grad
         rg_set = anchor.is_leaf and before[0] is None and flag != before[1]
-        saw = (anchor.grad_fn, flag) != before and not rg_set
+        saw = (anchor.grad_fn, flag) != before and not rg_set and \
+            not (recorder.regraded(p, anchor) and flag == before[1])
         value_output = storage_output = -1
         if data:
             value_output = len(candidates)

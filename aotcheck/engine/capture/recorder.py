@@ -46,6 +46,14 @@ _INPLACE_DUNDERS = frozenset({"__setitem__", "__iadd__", "__isub__", "__imul__",
                               "__ifloordiv__", "__imod__", "__ipow__", "__iand__", "__ior__"})
 
 
+def _mirrored_leaf(t: torch.Tensor) -> bool:
+    """Is ``t`` the functional wrapper of a leaf that requires grad, whose autograd metadata
+    was mirrored onto it (its grad_fn an ``Error`` node with no edges)?"""
+    fn = t.grad_fn
+    return t.requires_grad and fn is not None and type(fn).__name__ == "Error" and \
+        not fn.next_functions and hasattr(fn, "_input_metadata")
+
+
 def call_name(func) -> str:
     """The method name of a call a ``TorchFunctionMode`` sees: an aten op called directly
     (``torch.ops.aten.t_.default(x)``, as the subclass path's desugared graph calls them) is
@@ -177,6 +185,13 @@ class MetadataRecorder(TorchFunctionMode):
         self.argument_hooks: list[tuple] = []
         # NOTE [.data assignment]: the placeholders given ``x.data = y``, in order
         self.data_sets: list[int] = []
+        # NOTE [set_ under no_grad onto another shape] in runtime/swap_grad.py: the wrappers
+        # of leaf arguments that require grad (by id: placeholder and storage at the call),
+        # those used under grad mode before a swap onto another shape, and those whose
+        # wrapper got a gradient node of its new shape
+        self.grad_wrappers: dict[int, tuple] = {}
+        self.grad_used: set[int] = set()
+        self.reshaped: set[int] = set()
 
     def __enter__(self):
         # NOTE [parameters made inside]
@@ -214,6 +229,8 @@ class MetadataRecorder(TorchFunctionMode):
         if name == "register_hook" and target is not None and id(target) in self.watched \
                 and target.requires_grad and len(args) == 2 and not kwargs:
             return self._argument_hook(target, args[1])
+        if self.grad_wrappers:
+            self._regrad_reshaped(args, kwargs)
         kernel = mutating_kernel(func, args, kwargs)
         if kernel is not None:
             with self:          # the kernel's own calls are recorded (NOTE [mutating custom ops])
@@ -267,6 +284,8 @@ class MetadataRecorder(TorchFunctionMode):
             out = target
         else:
             out = func(*args, **kwargs)
+        if self.grad_wrappers:
+            self._note_grad_use(args, kwargs, out)
         if sets_flag:
             if self.watched.get(id(target), ("",))[0] == "placeholder":
                 self.flags_set.add(self.watched[id(target)][1])
@@ -474,9 +493,48 @@ class MetadataRecorder(TorchFunctionMode):
 
     def watch_tensors(self, tensors) -> None:
         self._watched_tensors = list(tensors)
+        self.grad_wrappers = {id(t): (self.watched[id(t)][1], storage_ref(t)) for t in tensors
+                              if id(t) in self.watched and _mirrored_leaf(t)
+                              and self.watched[id(t)][0] == "placeholder"}
 
     _watched_tensors: list = []
     start_geometry: dict = {}       # id -> the argument's geometry at the call (set by the run)
+
+    def regraded(self, p: int, t: torch.Tensor) -> bool:
+        """Is placeholder ``p``'s grad_fn (its wrapper ``t``'s) the gradient node of its new
+        shape that ``_regrad_reshaped`` gave it, which autograd did not record?"""
+        return p in self.reshaped and _mirrored_leaf(t)
+
+    def _note_grad_use(self, args, kwargs, out) -> None:
+        """A call that autograd recorded on the wrapper of a leaf argument before any swap
+        moved it onto another shape (NOTE [set_ under no_grad onto another shape])."""
+        if not any(isinstance(o, torch.Tensor) and o.grad_fn is not None
+                   for o in pytree.tree_leaves(out)):
+            return
+        for t in pytree.tree_leaves((args, kwargs)):
+            if isinstance(t, torch.Tensor) and id(t) in self.grad_wrappers and t.requires_grad:
+                index = self.grad_wrappers[id(t)][0]
+                if index not in self.reshaped:
+                    self.grad_used.add(index)
+
+    def _regrad_reshaped(self, args, kwargs) -> None:
+        """Before a call that reads the wrapper of a leaf argument: if set_() (or ``.data =``)
+        under no_grad moved it onto another storage of another shape since (set_() reaches no
+        TorchFunctionMode, so it is seen here, at the next call), it gets a gradient node of
+        the new shape, as eager's leaf gets a new AccumulateGrad (NOTE [set_ under no_grad
+        onto another shape] in runtime/swap_grad.py). Once only, and not after a use under
+        grad mode: those are refused (swaps.py)."""
+        for t in pytree.tree_leaves((args, kwargs)):
+            if not isinstance(t, torch.Tensor) or id(t) not in self.grad_wrappers:
+                continue
+            index, start = self.grad_wrappers[id(t)]
+            fn = t.grad_fn
+            if index in self.grad_used or index in self.reshaped or not _mirrored_leaf(t) or \
+                    tuple(fn._input_metadata[0].shape) == tuple(t.shape) or \
+                    storage_ref(t) == start:
+                continue
+            torch._mirror_autograd_meta_to(t.detach().requires_grad_(), t)
+            self.reshaped.add(index)
 
     def _note_leaf(self, t) -> None:
         if isinstance(t, torch.Tensor) and not _wrapped(t) and t.requires_grad and t.is_leaf \

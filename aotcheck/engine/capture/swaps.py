@@ -135,10 +135,11 @@ def storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, st
         # its autograd identity (requiring grad or not), whatever its source requires; eager's
         # swap changes its data only
         kept = unrecorded and before[p][1]
-        if kept and tuple(w.shape) != tuple(start_geometry[p][0]):
-            # its gradient has the new shape: the compiled function's input keeps the old one
+        if kept and p in recorder.grad_used and tuple(w.shape) != tuple(start_geometry[p][0]):
+            # NOTE [set_ under no_grad onto another shape] in swap_grad.py
             raise swap_refusal(p, "which requires grad, under no_grad, onto a tensor of another "
-                                "shape (its gradient would have the new shape)")
+                                "shape after it was used under grad mode (eager's gradients "
+                                "then reach both its old and its new shape)")
         # set_() under grad mode with the argument or its source requiring grad: autograd
         # records it (NOTE [set_ recorded by autograd])
         if recorded_by_autograd(w):

@@ -46,7 +46,7 @@ from .regenerate import (addressing, alias, as_inference_tensors, detached_alias
 from .codegen import compile_graph
 from .imperative import add_retained, imperative_autograd
 from .writeback import (apply_backward_mutations, apply_mutations, as_at_call, fits, geometry,
-                        restore_member_geometry)
+                        replay_reshaping_swaps, reshaped_leaves, restore_member_geometry)
 from ..decide import TRAINING, Decision
 from ..joint import FREED_GRAPH, retained_outputs
 from ...errors import AotcheckError, DoubleBackwardError
@@ -160,6 +160,11 @@ class CompiledArtifact:
                                     and not m.storage_source.onto(m.placeholder)]
         # a member set_() onto an argument's storage (NOTE [member storage swaps])
         self._member_swaps = any(m.storage_source.from_placeholder for m in meta.member_metadata)
+        # NOTE [set_ under no_grad onto another shape] in swap_grad.py: swaps that may move a
+        # leaf that requires grad onto another shape (decided per call, on the caller's tensors)
+        self._reshaping = tuple(m for m in meta.mutations if m.storage_source.swapped
+                                and not m.grad_mode and m.grad_value_output < 0) \
+            if self.training else ()
         # NOTE [imperative autograd on arguments and outputs]
         if len(parts.hook_fns) != len(meta.hooks):
             raise AotcheckError("a compiled entry registers tensor hooks on its arguments but has "
@@ -220,7 +225,15 @@ class CompiledArtifact:
         else:
             primals = placeholder_tensors(self.plan, leaves)
         grad_leaves = _make_grad_leaves(self.meta.new_leaves, leaves) if self.meta.new_leaves else ()
+        late, pre = (), None
         if self.training:
+            late = reshaped_leaves(self._reshaping, primals) if self._reshaping else ()
+            if late:
+                # the graph runs first, the swaps follow, and only then the compiled function
+                # takes its inputs (NOTE [set_ under no_grad onto another shape])
+                with torch.no_grad():
+                    pre = self.forward(*as_at_call(primals, early))
+                replay_reshaping_swaps(late, primals, pre, self._slot)
             inputs = primals if not self._unread else [
                 t.detach() if k in self._unread and t.requires_grad else t
                 for k, t in enumerate(primals)]
@@ -228,9 +241,9 @@ class CompiledArtifact:
                 # grad mode is off at the call, but an enable_grad region inside the
                 # function records autograd: so does the compiled function
                 with torch.enable_grad():
-                    values = self._function.apply(*inputs, *grad_leaves, early)
+                    values = self._function.apply(*inputs, *grad_leaves, early, pre)
             else:
-                values = self._function.apply(*inputs, *grad_leaves, early)
+                values = self._function.apply(*inputs, *grad_leaves, early, pre)
         elif self._needs_no_grad:
             with torch.no_grad():
                 values = self.forward(*as_at_call(primals, early))
@@ -252,7 +265,8 @@ class CompiledArtifact:
         if meta.metadata_ops:
             self._replay_metadata(primals, leaves, "placeholder")
         if meta.mutations:
-            apply_mutations(meta, self._slot, primals, values, at_call)
+            apply_mutations(meta, self._slot, primals, values, at_call,
+                            frozenset(m.placeholder for m in late))
         if meta.metadata_ops:
             self._replay_metadata(primals, leaves, "leaf")
         if meta.member_metadata:
@@ -506,9 +520,12 @@ def _make_function(art: CompiledArtifact):
         @staticmethod
         def forward(ctx, *inputs):
             # then the grad leaves made inside (not read), then the geometry at the call of
-            # arguments whose metadata was replayed before it (see CompiledArtifact.__call__)
+            # arguments whose metadata was replayed before it (see CompiledArtifact.__call__),
+            # then the graph's values where it ran before the call (NOTE [set_ under no_grad
+            # onto another shape] in swap_grad.py)
             primals = inputs[:n_primals]
-            outs = art.forward(*as_at_call(primals, inputs[-1]))
+            outs = inputs[-1] if inputs[-1] is not None else \
+                art.forward(*as_at_call(primals, inputs[-2]))
             ctx.set_materialize_grads(False)     # NOTE [per-output reach] in joint.py
             fw, saved = list(outs[:n_fw]), outs[n_fw:]
             for k, t in enumerate(fw):
@@ -551,7 +568,7 @@ def _make_function(art: CompiledArtifact):
             if create_graph and ctx.anchor is not None:
                 # first-order gradients are fine; differentiating them again is not
                 gin = _DoubleBackwardGuard.apply(ctx.anchor, *gin)
-            result = [None] * (n_primals + n_new + 1)
+            result = [None] * (n_primals + n_new + 2)
             for j, (p, g) in enumerate(zip(grad_inputs, gin)):
                 if reach is None or reach[j] & live:
                     result[p] = g

@@ -25,8 +25,35 @@ backward reaches it.
 Under no_grad autograd records nothing: an argument that required grad keeps its
 grad_fn (a non-leaf) or stays a leaf, only its data moves. The swap is replayed under
 no_grad as any other; gradients of outputs computed from it after the swap reach it
-through the compiled function's input, which keeps the shape it had at the call, so a
-swap onto another shape stays refused.
+through the compiled function's input. A swap onto another shape: NOTE [set_ under
+no_grad onto another shape].
+
+# NOTE [set_ under no_grad onto another shape]
+FSDP's ``with no_grad(): p.set_(full.view(2, 2)); return p * inp`` with p a Parameter of
+shape (2,). Eager's set_() gives a leaf a new AccumulateGrad (``.data =`` does when none
+is alive), whose input metadata is the new shape: ``p * inp``'s gradient reaches p with
+shape (2, 2), and ``p.grad`` has it. A non-leaf keeps its grad_fn, whose input metadata is
+the old shape: autograd sums a gradient of the new shape down to it where it broadcasts,
+and raises "invalid gradient" where it does not.
+
+- The joint: an argument's functional wrapper mirrors the traced input's autograd
+  metadata (an ``Error`` node of the shape at the call), so every gradient reaching it
+  would be checked against the old shape. After a set_() (or ``.data =``) under no_grad
+  moves the wrapper of a leaf onto another shape, the recorder mirrors onto it a fresh
+  leaf of the new shape (``MetadataRecorder._regrad_reshaped``): uses after the swap
+  reach a node of the new shape, as eager's, and the joint's gradient for the argument
+  has that shape. A non-leaf's wrapper is a copy with a grad_fn of its own, which stays
+  (eager's sum).
+- The runtime: the compiled function's input edge is taken when it is applied, with the
+  shape the argument has then. Where the caller's argument is a leaf that requires grad
+  and a swap moves it onto another shape, the forward graph runs first (under no_grad),
+  the swap is replayed on the caller's tensor, and only then is the compiled function
+  applied, to the moved argument, with the graph's values (``pre``) instead of running
+  the graph again: its edge reaches the new AccumulateGrad with the new shape.
+- A leaf used under grad mode before the swap is refused (``reshaped_after_use``):
+  eager's gradients then reach both its old AccumulateGrad (of the old shape, broadcast
+  into ``.grad``) and its new one, and ``.data =``'s kept one checks every gradient
+  against the old shape.
 
 # NOTE [grad writes after a swap]
 ``x.set_(y); x.mul_(u)`` (x, y requiring no grad, u requiring grad): the swap is not

@@ -84,15 +84,17 @@ def too_small(p: int, t: torch.Tensor) -> str:
             "torch.ops.inductor.resize_storage_bytes_?")
 
 
-def apply_mutations(meta, slot: dict, primals, values, at_call: dict) -> None:
+def apply_mutations(meta, slot: dict, primals, values, at_call: dict,
+                    done: frozenset = frozenset()) -> None:
     """Write the graph's new values into the caller's tensors (NOTE [mutation replay] in
     artifact.py), resize their storages, and replay storage swaps; ``slot`` maps a candidate
     to its forward output, ``at_call`` gives an argument written before set_() moved it its
-    geometry at the call."""
+    geometry at the call; ``done``: placeholders whose swap was replayed before the call
+    (NOTE [set_ under no_grad onto another shape] in swap_grad.py)."""
     grad_on = torch.is_grad_enabled()
     swaps = []
     for m in meta.mutations:
-        if m.storage_source.swapped:
+        if m.storage_source.swapped and m.placeholder not in done:
             swaps.append(m)
         if m.storage_bytes >= 0:     # NOTE [storage resizes] in capture/functional_run.py
             torch.ops.inductor.resize_storage_bytes_(primals[m.placeholder], m.storage_bytes)
@@ -110,27 +112,60 @@ def apply_mutations(meta, slot: dict, primals, values, at_call: dict) -> None:
         recorded = recorded_swaps(swaps)
         with torch.no_grad():
             for m in swaps:
-                storage = values[slot[m.storage_output]].untyped_storage() \
-                    if m.storage_source.new else storages[m.storage_source.placeholder]
-                if m.final_dtype:
-                    _assign_data(primals[m.placeholder], storage, m)
-                    continue
-                if m.storage_source.new:     # the whole of a storage made inside
-                    primals[m.placeholder].set_(storage, m.final_offset, m.final_shape,
-                                                m.final_stride)
-                    continue
-                target = primals[m.placeholder]
-                target.set_(storages[m.storage_source.placeholder], m.final_offset, m.final_shape,
-                            m.final_stride)
-                if m.data and m.storage_source.onto(m.placeholder):
-                    # its own storage, written: the whole of it comes back
-                    whole = values[slot[m.value_output]]
-                    if whole.numel() * whole.element_size() > target.untyped_storage().nbytes():
-                        raise UnsupportedInputError(too_small(m.placeholder, target))
-                    target.as_strided(whole.shape, (1,), 0).copy_(whole)
+                replay_swap(m, primals, storages, values, slot)
         if recorded:
             replay_recorded_swaps(primals, recorded)
         replay_grad_writes(swaps, primals, values, slot)
+
+
+def replay_swap(m, primals, storages, values, slot) -> None:
+    """One storage swap (NOTE [storage swaps] in swaps.py), under no_grad; ``storages``: the
+    placeholders' storages at the call."""
+    storage = values[slot[m.storage_output]].untyped_storage() \
+        if m.storage_source.new else storages[m.storage_source.placeholder]
+    if m.final_dtype:
+        _assign_data(primals[m.placeholder], storage, m)
+        return
+    if m.storage_source.new:     # the whole of a storage made inside
+        primals[m.placeholder].set_(storage, m.final_offset, m.final_shape, m.final_stride)
+        return
+    target = primals[m.placeholder]
+    target.set_(storages[m.storage_source.placeholder], m.final_offset, m.final_shape,
+                m.final_stride)
+    if m.data and m.storage_source.onto(m.placeholder):
+        # its own storage, written: the whole of it comes back
+        whole = values[slot[m.value_output]]
+        if whole.numel() * whole.element_size() > target.untyped_storage().nbytes():
+            raise UnsupportedInputError(too_small(m.placeholder, target))
+        target.as_strided(whole.shape, (1,), 0).copy_(whole)
+
+
+def reshaped_leaves(swaps, primals) -> tuple:
+    """The swaps (under no_grad) that move a leaf requiring grad onto another shape: their
+    compiled function takes its inputs after them (NOTE [set_ under no_grad onto another
+    shape] in swap_grad.py)."""
+    out = []
+    for m in swaps:
+        t = primals[m.placeholder]
+        if t.requires_grad and t.is_leaf and tuple(t.shape) != tuple(m.final_shape):
+            if m.final_dtype or (m.data and not m.storage_source.onto(m.placeholder)):
+                raise UnsupportedInputError(
+                    f"the function moves input placeholder {m.placeholder}, which requires "
+                    "grad, onto another shape "
+                    + ("and dtype" if m.final_dtype else "after writing the memory it had")
+                    + " under no_grad; aotcheck replays such a swap of a leaf that requires "
+                    "grad only onto the same dtype, with no write before it")
+            out.append(m)
+    return tuple(out)
+
+
+def replay_reshaping_swaps(late, primals, values, slot) -> None:
+    """The swaps ``reshaped_leaves`` found, replayed under no_grad before the compiled function
+    takes its inputs; ``values``: the forward graph's outputs."""
+    storages = [p.untyped_storage() for p in primals]     # as they are at the call
+    with torch.no_grad():
+        for m in late:
+            replay_swap(m, primals, storages, values, slot)
 
 
 def _assign_data(target: torch.Tensor, storage, m) -> None:
