@@ -32,12 +32,8 @@ THEME = "real_world"
 # runs). Each is a strict xfail in every test that runs the engine on the case, so a fix
 # shows up as an unexpected pass: remove the entry then.
 AOTCHECK_FAILURES = {
-    'i139257_custom_op_that_calls_set_on_a_parameter':
-        "refusal: UnsupportedInputError ('set_() on input placeholder 0, which requires grad, under no_grad, onto a tensor of another shape'): the custom op's kernel now runs in the trace; its set_() is the class of i122981, which eager runs",
     'i77714_resize_of_a_view_of_an_intermediate':
         "refusal: UnsupportedInputError ('the function grows a tensor with resize_() beyond its storage while another tensor views that storage'): resize_ of a view of an intermediate, which eager runs",
-    'i122981_set_under_no_grad_onto_another_shape_of_a_grad_parameter':
-        "refusal: UnsupportedInputError ('set_() on input placeholder 0, which requires grad, under no_grad, onto a tensor of another shape'), which eager runs",
 }
 
 
@@ -846,4 +842,102 @@ def transposed_argument_times_two_strides_of_size_one_dims():
     def make():
         leaf = torch.ones(1, 2, 4, requires_grad=True)
         return Inputs((leaf.clone(),), leaves=(leaf,))
+    return f, make
+
+
+# ---------------------------------------------------------------- set_() under no_grad onto
+# another shape of an argument that requires grad (NOTE [set_ under no_grad onto another
+# shape] in engine/runtime/swap_grad.py; the class of i122981)
+
+@_case(mode="inference", tags=("real_world", "issue:none", "set_", "no_grad", "storage_resize"))
+def set_after_resizing_storage_to_zero_under_no_grad():
+    """(No upstream thread: TestAOTAutograd's test_input_mutation_storage_resize_before_set_,
+    issue 27.) Under no_grad, an argument that requires grad has its storage resized to zero
+    bytes and is then set_() onto a tensor of another shape: eager's argument ends as that
+    tensor's data, still a leaf that requires grad."""
+    def f(a):
+        with torch.no_grad():
+            torch.ops.inductor.resize_storage_bytes_(a, 0)
+            a.set_(torch.ones(2))
+        return ()
+    def make():
+        return Inputs((torch.zeros(8, requires_grad=True),))
+    return f, make
+
+
+@_case(mode="training", tags=("real_world", "issue:none", "set_", "no_grad"))
+def set_under_no_grad_onto_another_shape_of_a_grad_leaf():
+    """(No upstream thread: issue 27, the class of i122981 on a plain leaf.) A leaf that
+    requires grad is set_() under no_grad onto a (2, 3) value made inside, then used: eager's
+    set_() gives the leaf a new AccumulateGrad, and its .grad has the new shape."""
+    def f(w, x, y):
+        with torch.no_grad():
+            w.set_(torch.stack([x, x + 1]))
+        return (w * y).sum(1), y * 2
+    def make():
+        w = torch.zeros(5, requires_grad=True)
+        y = _randn((2, 3), 61).requires_grad_()
+        return Inputs((w, _randn((3,), 60), y), leaves=(w, y))
+    return f, make
+
+
+@_case(mode="training", tags=("real_world", "issue:none", "set_", "no_grad"))
+def set_under_no_grad_onto_another_shape_not_used_after():
+    """(No upstream thread: issue 27.) A parameter set_() under no_grad onto another shape
+    and not used afterwards: it gets no gradient; another argument's does."""
+    def f(p, shard):
+        with torch.no_grad():
+            p.set_(torch.cat([shard, shard]).view(2, -1))
+        return shard.sin()
+    def make():
+        p = torch.nn.Parameter(torch.zeros(3))
+        shard = _randn((3,), 62).requires_grad_()
+        return Inputs((p, shard), leaves=(p, shard))
+    return f, make
+
+
+@_case(mode="training", tags=("real_world", "issue:none", "set_", "no_grad", "aliased_inputs"))
+def set_under_no_grad_onto_a_view_of_another_argument_of_another_shape():
+    """(No upstream thread: issue 27.) A parameter set_() under no_grad onto a (2, 2) view of
+    another argument (that requires no grad), then used, and that argument written: the
+    parameter shares its memory and sees the write."""
+    def f(p, q, inp):
+        with torch.no_grad():
+            p.set_(q.view(2, 2))
+        out = p * inp
+        q.add_(1)
+        return out, p + 0
+    def make():
+        p = torch.nn.Parameter(torch.zeros(2))
+        return Inputs((p, _randn((4,), 63), _randn((2, 2), 64)), leaves=(p,))
+    return f, make
+
+
+@_case(mode="training", tags=("real_world", "issue:none", "data_assign", "no_grad"))
+def data_of_a_grad_parameter_assigned_another_shape():
+    """(No upstream thread: issue 27, fuzz class seed1 repro_05.) ``p.data =`` a tensor of
+    another shape on a parameter that requires grad, then p used: eager's AccumulateGrad is
+    made at the first use, after the assignment, so p.grad has the new shape."""
+    def f(p, x):
+        p.data = x.detach().t() * 2
+        return (p * x.t()).exp()
+    def make():
+        p = torch.nn.Parameter(torch.zeros(3))
+        return Inputs((p, _randn((3, 2), 65)), leaves=(p,))
+    return f, make
+
+
+@_case(mode="training", tags=("real_world", "issue:none", "set_", "no_grad", "non_leaf"))
+def set_under_no_grad_onto_another_shape_of_a_grad_nonleaf():
+    """(No upstream thread: issue 27.) A non-leaf argument that requires grad set_() under
+    no_grad onto a (3, 2) value, then used: it keeps its grad_fn, whose input is of the old
+    shape (2,), so eager sums the (3, 2) gradient down to it."""
+    def f(x, y):
+        with torch.no_grad():
+            x.set_(y.detach().repeat(3, 1))
+        return x * y
+    def make():
+        w = _randn((2,), 66).requires_grad_()
+        y = _randn((2,), 67).requires_grad_()
+        return Inputs((w * 3, y), leaves=(w, y))
     return f, make
