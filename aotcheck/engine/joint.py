@@ -186,6 +186,12 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
                         if (t.requires_grad or p in set_rg) and p not in unset_rg | edgeless)
     # leaves made inside the function come after the placeholders (NOTE [new grad leaves])
     grad_inputs += tuple(len(primals) + j for j in range(len(meta.new_leaves)))
+    # then, per leaf used under grad mode and then set_() under no_grad onto another shape, its
+    # gradient node at the call (NOTE [set_ under no_grad onto another shape] in
+    # runtime/swap_grad.py): the compiled function's inputs after the two that follow the
+    # leaves made inside
+    grad_inputs += tuple(len(primals) + len(meta.new_leaves) + 2 + k
+                         for k in range(sum(m.old_edge for m in meta.mutations)))
     if captured.plain:
         return _trace_joint_plain(fn, captured, meta, sig, leaves, in_spec, primals,
                                   fw, diff, grad_inputs)
@@ -297,8 +303,10 @@ def _forward_again(run, prim: list, captured: Captured, fw, diff, grad_inputs, r
         raise TraceError("the function traced differently the second time (is it "
                          "deterministic in Python? does it read global state?)")
     outs = [candidates[c] for c in fw]
-    n = len(prim)
-    targets = [wrappers[p] if p < n else run.new_leaf_tensors[p - n] for p in grad_inputs]
+    n, n_new = len(prim), len(captured.facts.new_leaves)
+    olds = [f.placeholder for f in facts.inputs if f.old_grad_edge]
+    targets = [wrappers[p] if p < n else run.new_leaf_tensors[p - n] if p < n + n_new
+               else run.recorder.old_edges[olds[p - n - n_new - 2]] for p in grad_inputs]
     reach.clear()
     reach.extend(_reach(outs, diff, targets))
     return outs, targets
@@ -427,10 +435,11 @@ def _reach(outs: list, diff: tuple, targets: list) -> list[tuple]:
     in its backward an input gets None when no output whose gradient arrived reaches it in
     the autograd graph traced here (eager's rule), and the unreached outputs' tangents are
     zeros for the graph. An input found by no walk keeps the graph's value (conservative)."""
-    from torch.autograd.graph import get_gradient_edge
+    from torch.autograd.graph import GradientEdge, get_gradient_edge
     everything = [tuple(range(len(diff)))] * len(targets)
     try:
-        nodes = [get_gradient_edge(t).node for t in targets]
+        nodes = [t.node if isinstance(t, GradientEdge) else get_gradient_edge(t).node
+                 for t in targets]
     except RuntimeError:
         return everything
     target = {id(node): j for j, node in enumerate(nodes)}   # nodes kept alive: ids stay unique

@@ -941,3 +941,36 @@ def set_under_no_grad_onto_another_shape_of_a_grad_nonleaf():
         y = _randn((2,), 67).requires_grad_()
         return Inputs((w * 3, y), leaves=(w, y))
     return f, make
+
+
+@_case(mode="training", tags=("real_world", "issue:none", "set_", "no_grad", "fsdp"))
+def set_under_no_grad_onto_another_shape_after_a_grad_use():
+    """(No upstream thread: issue 27, the class of i122981.) A parameter used under grad mode,
+    then set_() under no_grad onto another shape and used again: eager's uses before the swap
+    keep the old AccumulateGrad, whose (2,) gradient is broadcast into the (2, 2) .grad that
+    the new one's gradient is added to."""
+    def f(p, shard, inp):
+        y = (p * 2).sin()
+        with torch.no_grad():
+            p.set_(torch.cat([shard, shard]).view(2, 2))
+        return p * inp, y
+    def make():
+        p = torch.nn.Parameter(_randn((2,), 68))
+        return Inputs((p, _randn((2,), 69), _randn((2, 2), 70)), leaves=(p,))
+    return f, make
+
+
+@_case(mode="training", tags=("real_world", "issue:none", "set_", "no_grad"))
+def set_under_no_grad_onto_another_shape_after_its_only_grad_use():
+    """(No upstream thread: issue 27.) A leaf used under grad mode, then set_() under no_grad
+    onto a (3, 2) value and not used again: its gradient, of the old shape (2,), is broadcast
+    into a .grad of the new shape."""
+    def f(w, x):
+        y = w.exp() * x
+        with torch.no_grad():
+            w.set_(x.detach().expand(3, 2).clone())
+        return y
+    def make():
+        w = _randn((2,), 71).requires_grad_()
+        return Inputs((w, _randn((2,), 72)), leaves=(w,))
+    return f, make

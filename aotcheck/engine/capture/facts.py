@@ -113,6 +113,9 @@ class InputFacts:
                                     # its final value (NOTE [grad writes after a swap])
     final_dtype: str = ""           # after ``x.data = y`` of another dtype: y's dtype (NOTE
                                     # [.data assignment] in runtime/writeback.py), else ""
+    old_grad_edge: bool = False     # a leaf used under grad mode, then set_() under no_grad onto
+                                    # another shape: its gradient node at the call is a gradient
+                                    # target too (NOTE [set_ under no_grad onto another shape])
 
 
 @dataclass(frozen=True)

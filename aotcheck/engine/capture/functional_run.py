@@ -94,6 +94,9 @@ class FunctionalRun:
         args, kwargs = unflatten_inputs(list(st.user), self.in_spec)
         st.recorder = self._recorder(st)
         result = self._call(st, args, kwargs)
+        # a swap onto another shape that no later call read (NOTE [set_ under no_grad onto
+        # another shape] in runtime/swap_grad.py)
+        st.recorder.regrad_reshaped(st.works)
         out_leaves, out_spec = pytree.tree_flatten(result, is_leaf=lambda x: isinstance(x, torch.Size))
         self._settle(st)
         inputs = [self._input_facts(st, p, w) for p, w in enumerate(st.works)]
@@ -417,7 +420,8 @@ class FunctionalRun:
             writes_outside=outside, storage_output=storage_output,
             grad_value_output=grad_value_output,
             final_dtype=str(w.dtype).replace("torch.", "")
-            if swapped and w.dtype != st.placeholders[p].dtype else "")
+            if swapped and w.dtype != st.placeholders[p].dtype else "",
+            old_grad_edge=swapped and p in recorder.old_edges)
 
     def _refuse_after_inputs(self, st: _RunState, inputs: list) -> None:
         """Step 8: the refusals that wait for every input's facts."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 import torch
+from torch.autograd.graph import get_gradient_edge
 from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
@@ -192,6 +193,10 @@ class MetadataRecorder(TorchFunctionMode):
         self.grad_wrappers: dict[int, tuple] = {}
         self.grad_used: set[int] = set()
         self.reshaped: set[int] = set()
+        self.old_edges: dict = {}                       # placeholder -> its GradientEdge at the
+                                                        # call, where used before the swap
+        self.reshaped_after_use: set[int] = set()       # ``.data =``, after a use: refused
+        self.reshaped_twice: set[int] = set()           # onto two other shapes: refused
 
     def __enter__(self):
         # NOTE [parameters made inside]
@@ -230,7 +235,7 @@ class MetadataRecorder(TorchFunctionMode):
                 and target.requires_grad and len(args) == 2 and not kwargs:
             return self._argument_hook(target, args[1])
         if self.grad_wrappers:
-            self._regrad_reshaped(args, kwargs)
+            self.regrad_reshaped((args, kwargs))
         kernel = mutating_kernel(func, args, kwargs)
         if kernel is not None:
             with self:          # the kernel's own calls are recorded (NOTE [mutating custom ops])
@@ -493,8 +498,8 @@ class MetadataRecorder(TorchFunctionMode):
 
     def watch_tensors(self, tensors) -> None:
         self._watched_tensors = list(tensors)
-        self.grad_wrappers = {id(t): (self.watched[id(t)][1], storage_ref(t)) for t in tensors
-                              if id(t) in self.watched and _mirrored_leaf(t)
+        self.grad_wrappers = {id(t): (self.watched[id(t)][1], storage_ref(t), get_gradient_edge(t))
+                              for t in tensors if id(t) in self.watched and _mirrored_leaf(t)
                               and self.watched[id(t)][0] == "placeholder"}
 
     _watched_tensors: list = []
@@ -502,7 +507,7 @@ class MetadataRecorder(TorchFunctionMode):
 
     def regraded(self, p: int, t: torch.Tensor) -> bool:
         """Is placeholder ``p``'s grad_fn (its wrapper ``t``'s) the gradient node of its new
-        shape that ``_regrad_reshaped`` gave it, which autograd did not record?"""
+        shape that ``regrad_reshaped`` gave it, which autograd did not record?"""
         return p in self.reshaped and _mirrored_leaf(t)
 
     def _note_grad_use(self, args, kwargs, out) -> None:
@@ -517,22 +522,36 @@ class MetadataRecorder(TorchFunctionMode):
                 if index not in self.reshaped:
                     self.grad_used.add(index)
 
-    def _regrad_reshaped(self, args, kwargs) -> None:
-        """Before a call that reads the wrapper of a leaf argument: if set_() (or ``.data =``)
-        under no_grad moved it onto another storage of another shape since (set_() reaches no
-        TorchFunctionMode, so it is seen here, at the next call), it gets a gradient node of
-        the new shape, as eager's leaf gets a new AccumulateGrad (NOTE [set_ under no_grad
-        onto another shape] in runtime/swap_grad.py). Once only, and not after a use under
-        grad mode: those are refused (swaps.py)."""
-        for t in pytree.tree_leaves((args, kwargs)):
+    def regrad_reshaped(self, args) -> None:
+        """Before a call that reads the wrapper of a leaf argument (and once more on all of
+        them when the function returns): if set_() (or ``.data =``) under no_grad moved it
+        onto another storage of another shape since (set_() reaches no TorchFunctionMode, so
+        it is seen here, at the next call), it gets a gradient node of the new shape, as
+        eager's leaf gets a new AccumulateGrad (NOTE [set_ under no_grad onto another shape]
+        in runtime/swap_grad.py). Used under grad mode before, its gradient node at the call
+        is kept as a gradient target too (set_() left the uses before it there). Refused
+        (swaps.py): ``.data =`` after a use (eager's leaf keeps its AccumulateGrad while a
+        use holds it), and a second swap onto another shape."""
+        for t in pytree.tree_leaves(args):
             if not isinstance(t, torch.Tensor) or id(t) not in self.grad_wrappers:
                 continue
-            index, start = self.grad_wrappers[id(t)]
+            index, start, edge = self.grad_wrappers[id(t)]
             fn = t.grad_fn
-            if index in self.grad_used or index in self.reshaped or not _mirrored_leaf(t) or \
+            if index in self.reshaped_after_use or not _mirrored_leaf(t) or \
                     tuple(fn._input_metadata[0].shape) == tuple(t.shape) or \
-                    storage_ref(t) == start:
+                    (storage_ref(t) == start and index not in self.reshaped):
                 continue
+            if index in self.reshaped:
+                # a second swap onto another shape: refused (swaps.py); the wrapper gets a
+                # node of its shape so that the trace runs on
+                self.reshaped_twice.add(index)
+                torch._mirror_autograd_meta_to(t.detach().requires_grad_(), t)
+                continue
+            if index in self.grad_used:
+                if index in self.data_sets:
+                    self.reshaped_after_use.add(index)
+                    continue
+                self.old_edges[index] = edge
             torch._mirror_autograd_meta_to(t.detach().requires_grad_(), t)
             self.reshaped.add(index)
 

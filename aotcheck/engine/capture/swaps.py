@@ -135,11 +135,17 @@ def storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, st
         # its autograd identity (requiring grad or not), whatever its source requires; eager's
         # swap changes its data only
         kept = unrecorded and before[p][1]
-        if kept and p in recorder.grad_used and tuple(w.shape) != tuple(start_geometry[p][0]):
+        if p in recorder.reshaped_twice:
+            raise swap_refusal(p, "a leaf that requires grad, under no_grad onto tensors of two "
+                                "other shapes in turn (eager's leaf then has a gradient node "
+                                "per shape; aotcheck replays one swap onto another shape)")
+        if kept and p in recorder.reshaped_after_use:
             # NOTE [set_ under no_grad onto another shape] in swap_grad.py
-            raise swap_refusal(p, "which requires grad, under no_grad, onto a tensor of another "
-                                "shape after it was used under grad mode (eager's gradients "
-                                "then reach both its old and its new shape)")
+            raise UnsupportedInputError(
+                f"the function assigns .data of another shape to input placeholder {p}, which "
+                "requires grad, after using it under grad mode: eager's leaf then keeps its "
+                "gradient node of the old shape while a use holds it; aotcheck replays such "
+                "an assignment only before any use of the argument under grad mode")
         # set_() under grad mode with the argument or its source requiring grad: autograd
         # records it (NOTE [set_ recorded by autograd])
         if recorded_by_autograd(w):

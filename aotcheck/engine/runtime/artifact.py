@@ -47,6 +47,7 @@ from .codegen import compile_graph
 from .imperative import add_retained, imperative_autograd
 from .writeback import (apply_backward_mutations, apply_mutations, as_at_call, fits, geometry,
                         replay_reshaping_swaps, reshaped_leaves, restore_member_geometry)
+from .swap_grad import old_grad_edges
 from ..decide import TRAINING, Decision
 from ..joint import FREED_GRAPH, retained_outputs
 from ...errors import AotcheckError, DoubleBackwardError
@@ -123,6 +124,9 @@ class CompiledArtifact:
             if len(parts.grad_reach) >= len(parts.grad_inputs) else set()
         self._unread = frozenset(k for k, n in enumerate(fw_placeholders[:len(plan.placeholders)])
                                  if not n.users and k in no_grad) if self.training else frozenset()
+        # NOTE [set_ under no_grad onto another shape] (swap_grad.py): leaves whose gradient
+        # node of before their swap the compiled function takes too
+        self._olds = tuple(m.placeholder for m in meta.mutations if m.old_edge)
         self._function = _make_function(self) if self.training else None
         # Decided once per artifact rather than on every call:
         # - whether the inference graph must run under no_grad (only if something requires grad);
@@ -225,7 +229,7 @@ class CompiledArtifact:
         else:
             primals = placeholder_tensors(self.plan, leaves)
         grad_leaves = _make_grad_leaves(self.meta.new_leaves, leaves) if self.meta.new_leaves else ()
-        late, pre = (), None
+        late, pre, olds = (), None, ()
         if self.training:
             late = reshaped_leaves(self._reshaping, primals) if self._reshaping else ()
             if late:
@@ -233,6 +237,8 @@ class CompiledArtifact:
                 # takes its inputs (NOTE [set_ under no_grad onto another shape])
                 with torch.no_grad():
                     pre = self.forward(*as_at_call(primals, early))
+                if self._olds:
+                    olds = old_grad_edges(primals, self._olds, late, self._grad_region_only)
                 replay_reshaping_swaps(late, primals, pre, self._slot)
             inputs = primals if not self._unread else [
                 t.detach() if k in self._unread and t.requires_grad else t
@@ -241,9 +247,9 @@ class CompiledArtifact:
                 # grad mode is off at the call, but an enable_grad region inside the
                 # function records autograd: so does the compiled function
                 with torch.enable_grad():
-                    values = self._function.apply(*inputs, *grad_leaves, early, pre)
+                    values = self._function.apply(*inputs, *grad_leaves, early, pre, *olds)
             else:
-                values = self._function.apply(*inputs, *grad_leaves, early, pre)
+                values = self._function.apply(*inputs, *grad_leaves, early, pre, *olds)
         elif self._needs_no_grad:
             with torch.no_grad():
                 values = self.forward(*as_at_call(primals, early))
@@ -510,6 +516,7 @@ def _make_function(art: CompiledArtifact):
     bw_mutations = art.backward_mutations
     n_grads = len(grad_inputs)
     n_new = len(art.meta.new_leaves)
+    n_old = len(art._olds)
     retained = art.retained_diff            # NOTE [retained outputs] in joint.py
     n_ret = len(retained)
     reach = [frozenset(r) for r in art.grad_reach] if len(art.grad_reach) == n_grads + n_ret else None
@@ -521,11 +528,13 @@ def _make_function(art: CompiledArtifact):
         def forward(ctx, *inputs):
             # then the grad leaves made inside (not read), then the geometry at the call of
             # arguments whose metadata was replayed before it (see CompiledArtifact.__call__),
-            # then the graph's values where it ran before the call (NOTE [set_ under no_grad
-            # onto another shape] in swap_grad.py)
+            # then the graph's values where it ran before the call and the leaves' gradient
+            # nodes of before their swaps (NOTE [set_ under no_grad onto another shape] in
+            # swap_grad.py; not read)
             primals = inputs[:n_primals]
-            outs = inputs[-1] if inputs[-1] is not None else \
-                art.forward(*as_at_call(primals, inputs[-2]))
+            pre = inputs[n_primals + n_new + 1]
+            outs = pre if pre is not None else \
+                art.forward(*as_at_call(primals, inputs[n_primals + n_new]))
             ctx.set_materialize_grads(False)     # NOTE [per-output reach] in joint.py
             fw, saved = list(outs[:n_fw]), outs[n_fw:]
             for k, t in enumerate(fw):
@@ -568,7 +577,7 @@ def _make_function(art: CompiledArtifact):
             if create_graph and ctx.anchor is not None:
                 # first-order gradients are fine; differentiating them again is not
                 gin = _DoubleBackwardGuard.apply(ctx.anchor, *gin)
-            result = [None] * (n_primals + n_new + 2)
+            result = [None] * (n_primals + n_new + 2 + n_old)
             for j, (p, g) in enumerate(zip(grad_inputs, gin)):
                 if reach is None or reach[j] & live:
                     result[p] = g

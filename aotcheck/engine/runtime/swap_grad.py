@@ -30,30 +30,36 @@ no_grad onto another shape].
 
 # NOTE [set_ under no_grad onto another shape]
 FSDP's ``with no_grad(): p.set_(full.view(2, 2)); return p * inp`` with p a Parameter of
-shape (2,). Eager's set_() gives a leaf a new AccumulateGrad (``.data =`` does when none
-is alive), whose input metadata is the new shape: ``p * inp``'s gradient reaches p with
-shape (2, 2), and ``p.grad`` has it. A non-leaf keeps its grad_fn, whose input metadata is
-the old shape: autograd sums a gradient of the new shape down to it where it broadcasts,
-and raises "invalid gradient" where it does not.
+shape (2,). Eager's set_() gives a leaf a new AccumulateGrad, whose input metadata is the
+new shape (``.data =`` keeps the old one while a use holds it, else makes a new one at the
+next use): ``p * inp``'s gradient reaches p with shape (2, 2), and ``p.grad`` has it. Uses
+before the swap keep the old AccumulateGrad, of the old shape, which accumulates into the
+same ``.grad``: a gradient of the old shape is broadcast into it (or raises where it does
+not broadcast). A non-leaf keeps its grad_fn, whose input metadata is the old shape:
+autograd sums a gradient of the new shape down to it where it broadcasts, and raises
+"invalid gradient" where it does not.
 
 - The joint: an argument's functional wrapper mirrors the traced input's autograd
   metadata (an ``Error`` node of the shape at the call), so every gradient reaching it
-  would be checked against the old shape. After a set_() (or ``.data =``) under no_grad
-  moves the wrapper of a leaf onto another shape, the recorder mirrors onto it a fresh
-  leaf of the new shape (``MetadataRecorder._regrad_reshaped``): uses after the swap
-  reach a node of the new shape, as eager's, and the joint's gradient for the argument
-  has that shape. A non-leaf's wrapper is a copy with a grad_fn of its own, which stays
-  (eager's sum).
+  would be checked against the old shape. set_() reaches no TorchFunctionMode, so the
+  recorder sees the swap at the next call that reads the wrapper of a leaf (or when the
+  function returns: ``MetadataRecorder.regrad_reshaped``): on another storage and of
+  another shape, it mirrors onto the wrapper a fresh leaf of the new shape. Uses after
+  the swap reach a node of the new shape, as eager's, and the joint's gradient for the
+  argument has that shape. Where a call under grad mode used the wrapper before, its
+  node at the call (``old_edges``) is a gradient target too (``MutationInfo.old_edge``).
+  A non-leaf's wrapper is a copy with a grad_fn of its own, which stays (eager's sum).
 - The runtime: the compiled function's input edge is taken when it is applied, with the
   shape the argument has then. Where the caller's argument is a leaf that requires grad
   and a swap moves it onto another shape, the forward graph runs first (under no_grad),
   the swap is replayed on the caller's tensor, and only then is the compiled function
   applied, to the moved argument, with the graph's values (``pre``) instead of running
-  the graph again: its edge reaches the new AccumulateGrad with the new shape.
-- A leaf used under grad mode before the swap is refused (``reshaped_after_use``):
-  eager's gradients then reach both its old AccumulateGrad (of the old shape, broadcast
-  into ``.grad``) and its new one, and ``.data =``'s kept one checks every gradient
-  against the old shape.
+  the graph again: its edge reaches the new AccumulateGrad with the new shape. For an
+  old edge, a stand-in of the old shape (``_OldGradEdge``), made from the argument before
+  the swap, is an input too: its gradient reaches the old AccumulateGrad, which
+  accumulates as eager's does.
+- ``.data =`` onto another shape after a use under grad mode is refused: whether eager's
+  leaf keeps its old AccumulateGrad depends on whether a use still holds it.
 
 # NOTE [grad writes after a swap]
 ``x.set_(y); x.mul_(u)`` (x, y requiring no grad, u requiring grad): the swap is not
@@ -68,6 +74,8 @@ the swap stays refused.
 from __future__ import annotations
 
 import torch
+
+from ...errors import AotcheckError
 
 
 def recorded_swaps(swaps) -> list[int]:
@@ -96,3 +104,29 @@ def replay_grad_writes(swaps, primals: list, values: list, slot) -> None:
         for m in swaps:
             if m.grad_value_output >= 0:
                 primals[m.placeholder].copy_(values[slot[m.grad_value_output]])
+
+
+class _OldGradEdge(torch.autograd.Function):
+    """A stand-in of a leaf's shape at the call, whose gradient goes to the leaf's gradient
+    node of then (NOTE [set_ under no_grad onto another shape])."""
+
+    @staticmethod
+    def forward(ctx, t):
+        return t.new_empty(()).expand(t.shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+def old_grad_edges(primals: list, olds: tuple, late: tuple, grad_region: bool) -> list:
+    """Per leaf in ``olds`` (used under grad mode, then set_() under no_grad onto another
+    shape), taken before the runtime replays the swap: a tensor whose gradient reaches the
+    leaf's AccumulateGrad of the old shape, as the uses before eager's swap do."""
+    moved = {m.placeholder for m in late}
+    if not set(olds) <= moved:
+        raise AotcheckError("a compiled entry expects a swap onto another shape of a leaf that "
+                            "requires grad, which this call does not make; clear the cache "
+                            "entry and report this")
+    with torch.set_grad_enabled(torch.is_grad_enabled() or grad_region):
+        return [_OldGradEdge.apply(primals[p]) for p in olds]
