@@ -32,6 +32,8 @@ THEME = "real_world"
 # runs). Each is a strict xfail in every test that runs the engine on the case, so a fix
 # shows up as an unexpected pass: remove the entry then.
 AOTCHECK_FAILURES = {
+    'data_of_a_grad_parameter_assigned_another_shape_after_a_use':
+        "refusal: UnsupportedInputError ('assigns .data of another shape to input placeholder 0, which requires grad, after using it under grad mode'): whether eager's leaf keeps its AccumulateGrad of the old shape depends on whether a use still holds it, which eager runs",
     'i77714_resize_of_a_view_of_an_intermediate':
         "refusal: UnsupportedInputError ('the function grows a tensor with resize_() beyond its storage while another tensor views that storage'): resize_ of a view of an intermediate, which eager runs",
 }
@@ -973,4 +975,35 @@ def set_under_no_grad_onto_another_shape_after_its_only_grad_use():
     def make():
         w = _randn((2,), 71).requires_grad_()
         return Inputs((w, _randn((2,), 72)), leaves=(w,))
+    return f, make
+
+
+@_case(mode="training", tags=("real_world", "issue:none", "set_", "no_grad", "input_mutation"))
+def set_under_no_grad_onto_another_shape_after_writing_the_old_memory():
+    """(No upstream thread: issue 27.) A leaf that requires grad is zeroed under no_grad (its
+    memory at the call, which a view of the caller's sees), then set_() onto another shape and
+    used: the write reaches the old memory, the gradient the new shape."""
+    def f(p, shard, inp):
+        with torch.no_grad():
+            p.mul_(0.5)
+            p.set_(torch.cat([shard, shard]).view(2, 2))
+        return p * inp
+    def make():
+        base = torch.nn.Parameter(_randn((2,), 73))
+        return Inputs((base, _randn((2,), 74), _randn((2, 2), 75)), leaves=(base,))
+    return f, make
+
+
+@_case(mode="training", tags=("real_world", "issue:none", "data_assign", "no_grad"))
+def data_of_a_grad_parameter_assigned_another_shape_after_a_use():
+    """(No upstream thread: issue 27.) ``p.data =`` a tensor of another shape after p was used
+    under grad mode: eager's leaf keeps the AccumulateGrad the use holds, of the old shape,
+    so the later use's (2, 2) gradient is summed to (2,) and broadcast into .grad."""
+    def f(p, inp):
+        y = p * 2
+        p.data = inp.detach() + 1
+        return p * inp, y
+    def make():
+        p = torch.nn.Parameter(_randn((2,), 76))
+        return Inputs((p, _randn((2, 2), 77)), leaves=(p,))
     return f, make

@@ -234,7 +234,7 @@ class MetadataRecorder(TorchFunctionMode):
         if name == "register_hook" and target is not None and id(target) in self.watched \
                 and target.requires_grad and len(args) == 2 and not kwargs:
             return self._argument_hook(target, args[1])
-        if self.grad_wrappers:
+        if self.grad_wrappers and name != "__set__":
             self.regrad_reshaped((args, kwargs))
         kernel = mutating_kernel(func, args, kwargs)
         if kernel is not None:
@@ -289,7 +289,7 @@ class MetadataRecorder(TorchFunctionMode):
             out = target
         else:
             out = func(*args, **kwargs)
-        if self.grad_wrappers:
+        if self.grad_wrappers and name != "__set__":
             self._note_grad_use(args, kwargs, out)
         if sets_flag:
             if self.watched.get(id(target), ("",))[0] == "placeholder":
@@ -512,15 +512,14 @@ class MetadataRecorder(TorchFunctionMode):
 
     def _note_grad_use(self, args, kwargs, out) -> None:
         """A call that autograd recorded on the wrapper of a leaf argument before any swap
-        moved it onto another shape (NOTE [set_ under no_grad onto another shape])."""
-        if not any(isinstance(o, torch.Tensor) and o.grad_fn is not None
-                   for o in pytree.tree_leaves(out)):
+        moved it onto another shape (NOTE [set_ under no_grad onto another shape]). Attribute
+        setters are not looked at: autograd sets some while it holds a tensor's lock."""
+        used = [self.grad_wrappers[id(t)][0] for t in pytree.tree_leaves((args, kwargs))
+                if isinstance(t, torch.Tensor) and id(t) in self.grad_wrappers]
+        if not used or not any(isinstance(o, torch.Tensor) and o.grad_fn is not None
+                               for o in pytree.tree_leaves(out)):
             return
-        for t in pytree.tree_leaves((args, kwargs)):
-            if isinstance(t, torch.Tensor) and id(t) in self.grad_wrappers and t.requires_grad:
-                index = self.grad_wrappers[id(t)][0]
-                if index not in self.reshaped:
-                    self.grad_used.add(index)
+        self.grad_used.update(i for i in used if i not in self.reshaped)
 
     def regrad_reshaped(self, args) -> None:
         """Before a call that reads the wrapper of a leaf argument (and once more on all of

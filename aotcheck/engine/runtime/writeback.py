@@ -89,23 +89,16 @@ def apply_mutations(meta, slot: dict, primals, values, at_call: dict,
     """Write the graph's new values into the caller's tensors (NOTE [mutation replay] in
     artifact.py), resize their storages, and replay storage swaps; ``slot`` maps a candidate
     to its forward output, ``at_call`` gives an argument written before set_() moved it its
-    geometry at the call; ``done``: placeholders whose swap was replayed before the call
-    (NOTE [set_ under no_grad onto another shape] in swap_grad.py)."""
+    geometry at the call; ``done``: placeholders whose mutations were replayed before the
+    call (NOTE [set_ under no_grad onto another shape] in swap_grad.py)."""
     grad_on = torch.is_grad_enabled()
     swaps = []
     for m in meta.mutations:
-        if m.storage_source.swapped and m.placeholder not in done:
+        if m.placeholder in done:
+            continue
+        if m.storage_source.swapped:
             swaps.append(m)
-        if m.storage_bytes >= 0:     # NOTE [storage resizes] in capture/functional_run.py
-            torch.ops.inductor.resize_storage_bytes_(primals[m.placeholder], m.storage_bytes)
-        if m.data and not m.storage_source.onto(m.placeholder):
-            target = primals[m.placeholder]
-            if m.placeholder in at_call and geometry(target) != at_call[m.placeholder]:
-                target = target.as_strided(*at_call[m.placeholder])
-            value = values[slot[m.value_output]]
-            check_write(target, value, m.placeholder)
-            with torch.set_grad_enabled(grad_on and m.grad_mode):
-                target.copy_(value)
+        _before_swap(m, primals, values, slot, at_call, grad_on)
     if swaps:                        # NOTE [storage swaps] in swaps.py
         storages = [p.untyped_storage() for p in primals]     # as they were at the call
         # NOTE [set_ recorded by autograd] in swap_grad.py
@@ -116,6 +109,20 @@ def apply_mutations(meta, slot: dict, primals, values, at_call: dict,
         if recorded:
             replay_recorded_swaps(primals, recorded)
         replay_grad_writes(swaps, primals, values, slot)
+
+
+def _before_swap(m, primals, values, slot, at_call: dict, grad_on: bool) -> None:
+    """A placeholder's storage resize and data write-back, which come before any swap."""
+    if m.storage_bytes >= 0:     # NOTE [storage resizes] in capture/functional_run.py
+        torch.ops.inductor.resize_storage_bytes_(primals[m.placeholder], m.storage_bytes)
+    if m.data and not m.storage_source.onto(m.placeholder):
+        target = primals[m.placeholder]
+        if m.placeholder in at_call and geometry(target) != at_call[m.placeholder]:
+            target = target.as_strided(*at_call[m.placeholder])
+        value = values[slot[m.value_output]]
+        check_write(target, value, m.placeholder)
+        with torch.set_grad_enabled(grad_on and m.grad_mode):
+            target.copy_(value)
 
 
 def replay_swap(m, primals, storages, values, slot) -> None:
@@ -148,22 +155,24 @@ def reshaped_leaves(swaps, primals) -> tuple:
     for m in swaps:
         t = primals[m.placeholder]
         if t.requires_grad and t.is_leaf and tuple(t.shape) != tuple(m.final_shape):
-            if m.final_dtype or (m.data and not m.storage_source.onto(m.placeholder)):
+            if m.final_dtype:
                 raise UnsupportedInputError(
                     f"the function moves input placeholder {m.placeholder}, which requires "
-                    "grad, onto another shape "
-                    + ("and dtype" if m.final_dtype else "after writing the memory it had")
-                    + " under no_grad; aotcheck replays such a swap of a leaf that requires "
-                    "grad only onto the same dtype, with no write before it")
+                    "grad, onto another shape and dtype (.data =); aotcheck replays such a "
+                    "swap of a leaf that requires grad only onto its own dtype")
             out.append(m)
     return tuple(out)
 
 
 def replay_reshaping_swaps(late, primals, values, slot) -> None:
-    """The swaps ``reshaped_leaves`` found, replayed under no_grad before the compiled function
+    """The swaps ``reshaped_leaves`` found, replayed under no_grad (with the resize and the
+    write-back of the memory the argument had, which come first) before the compiled function
     takes its inputs; ``values``: the forward graph's outputs."""
     storages = [p.untyped_storage() for p in primals]     # as they are at the call
+    at_call = {m.placeholder: geometry(primals[m.placeholder]) for m in late}
     with torch.no_grad():
+        for m in late:
+            _before_swap(m, primals, values, slot, at_call, False)
         for m in late:
             replay_swap(m, primals, storages, values, slot)
 
