@@ -9,19 +9,34 @@ own key, and a call always traces at the outer level first: NOTE [subclass trace
 desugar.py), so no schema version; they still round-trip through JSON (``to_data`` /
 ``from_data``), which a test checks on the corpus's subclass calls.
 
-``f(a: TwoTensor)`` returning ``a[0], a.sin(), a``, ``a`` requiring grad (the argument is
-output 2, output 0 is a view of it with grad, output 1 is computed)::
+``f(a: TwoTensor)`` returning ``a[0], a.sin(), a``, ``a`` of shape (2, 3) requiring grad (output
+0 is a view of the argument with grad, remade from it; output 1 is the graph's value; output 2
+is the argument)::
 
-    OuterFacts(outs=(OutFact(home=0, geometry=((3,), (1,), 0), mode='grad'),
-                     OutFact(),
+    OuterFacts(outs=(OutFact(home=0, geometry=((3,), (1,), 0), mode='grad'), OutFact(),
                      OutFact(same_arg=0)))
+
+and ``g(a)`` doing ``a.transpose_(0, 1); return a * 2``, ``a`` a non-leaf of shape (2, 3) (its
+geometry moved; its ``transpose_`` is replayed on the caller's tensor, with grad)::
+
+    OuterFacts(outs=(OutFact(),), moved=(Moved(arg=0, geometry=((3, 2), (1, 3), 0)),),
+               written=(0,), replay=(Replay(arg=0, after=(OuterCall(method='transpose_',
+               args=(0, 1), kwargs=(), grad_enabled=True),)),))
 """
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import MISSING, asdict, dataclass, fields, replace
 
 from ..engine.capture.facts import record_from_data
+
+
+def _short_repr(record) -> str:
+    """The record's fields that differ from their defaults (all, where a field has none)."""
+    shown = [f"{f.name}={getattr(record, f.name)!r}" for f in fields(record)
+             if f.default is MISSING or getattr(record, f.name) != f.default]
+    return f"{type(record).__name__}({', '.join(shown)})"
+
 
 # OutFact.new_leaf: a leaf made inside with requires_grad_(), or a view of one whose flag was set
 # after the view was made (``autograd.new_leaf_kind``)
@@ -33,6 +48,8 @@ class OutFact:
     """One tensor output as the trace saw it at the outer level. At most one of
     ``same_out``, ``same_arg`` and ``home`` is set (>= 0); an output with none of them is
     the compiled graph's value."""
+    __repr__ = _short_repr       # the fields that differ from their defaults
+
     same_out: int = -1              # it is earlier output k (``return y, y``)
     same_arg: int = -1              # it is argument j
     home: int = -1                  # it is over argument j's memory, remade from it
@@ -69,6 +86,8 @@ class OutFact:
 @dataclass(frozen=True)
 class Moved:
     """An argument whose geometry the call changed in place, and its new one."""
+    __repr__ = _short_repr       # the fields that differ from their defaults
+
     arg: int
     geometry: tuple                 # (size, stride, offset)
 
@@ -77,6 +96,8 @@ class Moved:
 class OuterCall:
     """One in-place metadata call on an argument (``a.transpose_(0, 2)``), replayed on the
     caller's tensor (``replay.replay_calls``)."""
+    __repr__ = _short_repr       # the fields that differ from their defaults
+
     method: str
     args: tuple                     # plain data (``recorder.plain_args``)
     kwargs: tuple                   # ((name, value), ...), sorted by name
@@ -87,6 +108,8 @@ class OuterCall:
 class Replay:
     """An argument's in-place metadata calls, split at the last write to its storage (NOTE
     [subclass metadata replay])."""
+    __repr__ = _short_repr       # the fields that differ from their defaults
+
     arg: int
     before: tuple[OuterCall, ...] = ()     # the calls before its last write
     after: tuple[OuterCall, ...] = ()      # the calls after it
@@ -98,6 +121,8 @@ class Replay:
 class Covered:
     """Argument ``arg``, which no op wrote as its own target, takes its new value from the
     ``copy_`` of written argument ``by`` (NOTE [subclass writes through another argument])."""
+    __repr__ = _short_repr       # the fields that differ from their defaults
+
     arg: int
     by: int
 
@@ -106,6 +131,8 @@ class Covered:
 class OuterFacts:
     """The outer-level facts of one traced call: per tensor output, and per argument (by its
     index among the outer tensors)."""
+    __repr__ = _short_repr       # the fields that differ from their defaults
+
     outs: tuple[OutFact, ...]
     moved: tuple[Moved, ...] = ()   # arguments whose geometry changed
     grad_set: tuple[int, ...] = ()  # leaves given requires_grad_() inside: flagged after the call
