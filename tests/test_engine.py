@@ -506,6 +506,45 @@ def test_a_state_change_between_calls_is_seen_after_the_fingerprint_shortcut():
     assert torch.equal(g(x), x * 2.0)
 
 
+def test_data_of_another_shape_after_a_use_is_refused_through_dynamo_too():
+    """NOTE [set_ under no_grad onto another shape]: ``p.data =`` a tensor of another shape
+    after a use under grad mode is refused by name (eager's leaf keeps the AccumulateGrad
+    that use holds). Dynamo lowers ``.data =`` to set_() under no_grad, which would give the
+    leaf a new one, so in Dynamo's graph the same swap is refused too, not replayed as
+    set_()."""
+    from aotcheck.errors import UnsupportedInputError
+
+    def f(p, inp):
+        y = p * 2
+        p.data = inp.detach() + 1
+        return p * inp, y
+
+    for compile_ in (aotcheck.aot_function, lambda fn: torch.compile(fn, backend="aotcheck")):
+        torch._dynamo.reset()
+        p = torch.nn.Parameter(torch.ones(2))
+        with pytest.raises(UnsupportedInputError, match="assigns .data of another shape"):
+            compile_(f)(p, torch.arange(4.0).view(2, 2))
+
+
+def test_two_swaps_of_a_grad_leaf_onto_other_shapes_are_refused():
+    """A leaf that requires grad set_() under no_grad onto one shape, used, then onto another:
+    eager's leaf has an AccumulateGrad per shape; aotcheck replays one such swap and refuses
+    the second by name (not an invalid-gradient error from inside the trace)."""
+    from aotcheck.errors import UnsupportedInputError
+
+    def f(p, shard, inp):
+        with torch.no_grad():
+            p.set_(torch.cat([shard, shard]).view(2, 2))
+        z = p * inp
+        with torch.no_grad():
+            p.set_(shard.clone())
+        return z, p * 3
+
+    p = torch.nn.Parameter(torch.zeros(2))
+    with pytest.raises(UnsupportedInputError, match="two other shapes"):
+        aotcheck.aot_function(f)(p, torch.ones(2), torch.ones(2, 2))
+
+
 def test_set_of_an_aliased_argument_onto_another_storage_gives_eager_result():
     """Found by aotcheck fuzz --seed 22: two arguments that are rows of one base, one of them
     set_() onto a fresh tensor. The runtime restored the member's geometry on the storage the

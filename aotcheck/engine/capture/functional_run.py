@@ -20,7 +20,7 @@ from .functional import dense_layout, geometry_of, storage_ref, to_fun
 from .mode import TraceMode
 from .outputs import classify_outputs, holds
 from .plan import InputPlan, groups_needing_synthetic_base
-from .recorder import MetadataRecorder
+from .recorder import lowers_data_assignment, MetadataRecorder
 from .resize import grow as _grow, replayed_geometry, resized_storage_bytes as _resized_storage_bytes
 from ..signature import Signature, unflatten_inputs, whole_storage
 from .swaps import (grad_written_after_swap, member_swap, old_storage_written,
@@ -195,6 +195,7 @@ class FunctionalRun:
         watched.update({id(st.user[i]): ("leaf", i) for i in st.member_meta})
         recorder = MetadataRecorder(watched)
         recorder.watch_tensors(works)
+        recorder.data_lowered = lowers_data_assignment(self.fn)
         views = st.all_views if self.argument_views else {}
         recorder.watch_argument_views(views, st.view_bases, works, st.own_at_call)
         # NOTE [resize_ of an argument] in recorder.py: eager's storage sizes, and how a

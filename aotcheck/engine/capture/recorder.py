@@ -11,6 +11,7 @@ aten ops), which functionalization hides. It records:
 """
 from __future__ import annotations
 
+import inspect
 import math
 
 import torch
@@ -53,6 +54,19 @@ def _mirrored_leaf(t: torch.Tensor) -> bool:
     fn = t.grad_fn
     return t.requires_grad and fn is not None and type(fn).__name__ == "Error" and \
         not fn.next_functions and hasattr(fn, "_input_metadata")
+
+
+def lowers_data_assignment(fn) -> bool:
+    """Is ``fn`` Dynamo's graph (a GraphModule's forward) of a function that assigned
+    ``.data``? Dynamo lowers ``x.data = y`` to ``set_()`` under no_grad followed by a call of
+    its own that lowers the version counter: the graph's swaps may then be ``.data =``, whose
+    AccumulateGrad eager keeps (NOTE [set_ under no_grad onto another shape] in
+    runtime/swap_grad.py)."""
+    fn = inspect.unwrap(fn)                 # aotcheck's lifting wraps it (lift.py)
+    graph = getattr(getattr(fn, "__self__", fn), "graph", None)
+    return isinstance(graph, torch.fx.Graph) and any(
+        n.op == "call_function" and getattr(n.target, "__name__", "") == "_lower_version_count_by_1"
+        for n in graph.nodes)
 
 
 def call_name(func) -> str:
@@ -197,6 +211,7 @@ class MetadataRecorder(TorchFunctionMode):
                                                         # call, where used before the swap
         self.reshaped_after_use: set[int] = set()       # ``.data =``, after a use: refused
         self.reshaped_twice: set[int] = set()           # onto two other shapes: refused
+        self.data_lowered = False       # Dynamo's graph of a ``.data =`` (lowers_data_assignment)
 
     def __enter__(self):
         # NOTE [parameters made inside]
@@ -547,7 +562,7 @@ class MetadataRecorder(TorchFunctionMode):
                 torch._mirror_autograd_meta_to(t.detach().requires_grad_(), t)
                 continue
             if index in self.grad_used:
-                if index in self.data_sets:
+                if index in self.data_sets or self.data_lowered:
                     self.reshaped_after_use.add(index)
                     continue
                 self.old_edges[index] = edge

@@ -59,7 +59,10 @@ autograd sums a gradient of the new shape down to it where it broadcasts, and ra
   the swap, is an input too: its gradient reaches the old AccumulateGrad, which
   accumulates as eager's does.
 - ``.data =`` onto another shape after a use under grad mode is refused: whether eager's
-  leaf keeps its old AccumulateGrad depends on whether a use still holds it.
+  leaf keeps its old AccumulateGrad depends on whether a use still holds it. Dynamo
+  lowers ``.data =`` to set_() under no_grad (and a version-counter call of its own), so
+  in Dynamo's graph (``recorder.lowers_data_assignment``) every such swap is refused.
+  A second swap onto another shape is refused too.
 
 # NOTE [grad writes after a swap]
 ``x.set_(y); x.mul_(u)`` (x, y requiring no grad, u requiring grad): the swap is not
