@@ -577,6 +577,29 @@ def test_requires_grad_on_an_aliased_argument_is_replayed_or_refused_by_name():
         aotcheck.aot_function(computed)(*make().args)
 
 
+def test_resize_growing_an_arguments_storage_through_a_view_is_a_named_refusal():
+    # NOTE [a storage grown by resize_]: eager grows the caller's storage (every view of the
+    # argument then sits on it); the runtime replays resize_ on an argument itself only, so a
+    # growth through a view made inside is refused, never run with the caller's storage small
+    def f(x):
+        c = x[:]
+        c.resize_(6)
+        c[4:].fill_(7.0)
+        return c * 1
+    with pytest.raises(aotcheck.UnsupportedInputError, match="grows the storage of an argument"):
+        aotcheck.aot_function(f)(torch.randn(4))
+
+    def g(x):       # the argument itself grown: replayed on the caller's tensor, as eager's
+        x.resize_(6)
+        x[4:].fill_(7.0)
+        return x * 1
+    x = torch.randn(4)
+    y = x.clone()
+    want, got = g(x), aotcheck.aot_function(g)(y)
+    assert torch.equal(want, got) and torch.equal(x, y)
+    assert y.untyped_storage().nbytes() == x.untyped_storage().nbytes() == 24
+
+
 def test_a_sparse_intermediate_in_a_training_graph():
     # the partitioner asked every saved value for its storage; a sparse one has none
     def f(x, w):
