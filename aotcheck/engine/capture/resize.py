@@ -57,8 +57,10 @@ def resize_geometry(rec, target, args, kwargs) -> tuple:
     one. A growth it does only for a tensor whose storage nothing else holds, and aotcheck
     itself holds the storages it watches (their Python objects), so a functional run grows
     a tensor itself (``resize.grow``): its value becomes ``aten.resize`` of it (a
-    clone, grown), set_() onto the tensor; refused where another tensor views the storage
-    (eager's view would see the grown tensor's writes; the clone's would not).
+    clone, grown), set_() onto the tensor. Where another tensor views the storage (eager's
+    view sees the grown tensor's writes; the clone's would not) the first way refuses, and
+    capture takes the second, which grows the storage itself (NOTE [a storage grown by
+    resize_] in storage_views.py); a view of an argument grown inside is refused by name.
 
     The clone holds ``t``'s own elements only. That is eager's grown tensor when ``t`` is dense
     and ends where its storage ends (``randn(0)``, ``randn(2)``, ``x[1:]`` of a 1-d ``x``): it
