@@ -616,6 +616,62 @@ def test_requires_grad_on_an_aliased_argument_is_replayed_or_refused_by_name():
         aotcheck.aot_function(computed)(*make().args)
 
 
+def test_resize_growing_an_arguments_storage_through_a_view_is_a_named_refusal():
+    # NOTE [a storage grown by resize_]: eager grows the caller's storage (every view of the
+    # argument then sits on it); the runtime replays resize_ on an argument itself only, so a
+    # growth through a view made inside is refused, never run with the caller's storage small
+    def f(x):
+        c = x[:]
+        c.resize_(6)
+        c[4:].fill_(7.0)
+        return c * 1
+    with pytest.raises(aotcheck.UnsupportedInputError, match="grows the storage of an argument"):
+        aotcheck.aot_function(f)(torch.randn(4))
+
+    def g(x):       # the argument itself grown: replayed on the caller's tensor, as eager's
+        x.resize_(6)
+        x[4:].fill_(7.0)
+        return x * 1
+    x = torch.randn(4)
+    y = x.clone()
+    want, got = g(x), aotcheck.aot_function(g)(y)
+    assert torch.equal(want, got) and torch.equal(x, y)
+    assert y.untyped_storage().nbytes() == x.untyped_storage().nbytes() == 24
+
+
+def test_a_call_under_autocast_runs_its_graphs_with_autocast_off():
+    # NOTE [autocast at run time]: sdpa's decomposition holds float32 bmm ops, which the
+    # caller's autocast cast to bfloat16 again at run time; the backward then raised
+    # "expected scalar type Float but found BFloat16". The same function called outside
+    # autocast afterwards compiles its own graphs (the in-memory key holds the autocast state)
+    import torch.nn.functional as F
+
+    def f(x, w):
+        q, k, v = (x @ w).chunk(3, dim=-1)
+        return F.scaled_dot_product_attention(q, k, v).float().sum(-1)
+
+    def make():
+        g = torch.Generator().manual_seed(0)
+        return (torch.randn(2, 3, 4, generator=g, requires_grad=True),
+                torch.randn(4, 12, generator=g, requires_grad=True))
+
+    compiled = aotcheck.aot_function(f)
+    for on in (True, False):
+        runs = []
+        for fn in (f, compiled):
+            x, w = make()
+            with torch.autocast("cpu", torch.bfloat16, enabled=on):
+                out = fn(x, w)
+            out.sum().backward()
+            runs.append((out, x.grad, w.grad))
+        (eo, *eg), (co, *cg) = runs
+        assert torch.equal(eo, co)
+        for a, b in zip(eg, cg):     # eager's sdpa kernel and the traced math path round apart
+            torch.testing.assert_close(b, a, rtol=2e-2, atol=2e-2)
+            if not on:
+                torch.testing.assert_close(b, a)
+
+
 def test_a_sparse_intermediate_in_a_training_graph():
     # the partitioner asked every saved value for its storage; a sparse one has none
     def f(x, w):

@@ -147,10 +147,19 @@ def _storage_key(t: torch.Tensor) -> int:
     return st._cdata if st.nbytes() else -id(t)    # empty storages never alias
 
 
+def torch_mode() -> tuple:
+    """The global torch settings a trace records (the persistent key's ``torch_state``), for
+    the in-memory keys: a call under autocast compiles graphs holding its casts, which a later
+    call outside it must not reuse (it did: bfloat16-rounded values, silently)."""
+    autocast = torch.is_autocast_enabled("cpu")
+    return (autocast and torch.get_autocast_dtype("cpu"), torch.get_default_dtype(),
+            torch.are_deterministic_algorithms_enabled())
+
+
 def call_key(leaves: list, spec) -> tuple:
     """A cheap hashable key that is equal exactly when :func:`signature` would be equal."""
     parts: list = [spec if isinstance(spec, int) else str(spec),
-                   torch.is_grad_enabled(), torch.is_inference_mode_enabled()]
+                   torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch_mode()]
     storages: dict[int, int] = {}
     objects: dict[int, int] = {}
     shared = False
@@ -177,7 +186,7 @@ def call_key(leaves: list, spec) -> tuple:
 def fast_call_key(args: tuple):
     """The key of a call whose arguments are plain strided tensors over distinct storages,
     or None (then the general :func:`call_key` applies). Equal keys mean equal signatures."""
-    parts = [torch.is_grad_enabled(), torch.is_inference_mode_enabled()]
+    parts = [torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch_mode()]
     storages = set()
     for a in args:
         if type(a) is not torch.Tensor or a.layout is not torch.strided or a.is_conj() or a.is_neg():

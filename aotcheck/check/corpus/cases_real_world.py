@@ -34,8 +34,6 @@ THEME = "real_world"
 AOTCHECK_FAILURES = {
     'data_of_a_grad_parameter_assigned_another_shape_after_a_use':
         "refusal: UnsupportedInputError ('assigns .data of another shape to input placeholder 0, which requires grad, after using it under grad mode'): whether eager's leaf keeps its AccumulateGrad of the old shape depends on whether a use still holds it, which eager runs",
-    'i77714_resize_of_a_view_of_an_intermediate':
-        "refusal: UnsupportedInputError ('the function grows a tensor with resize_() beyond its storage while another tensor views that storage'): resize_ of a view of an intermediate, which eager runs",
 }
 
 
