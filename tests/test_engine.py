@@ -756,3 +756,108 @@ def test_a_corpus_case_under_a_variation_matches_eager(case_id, variation):
     subject = Subject.of_case(case)
     r = check_under(subject, aotcheck.aot_function(subject.fn), Variation(*variation))
     assert r.ok, r.divergences
+
+
+# NOTE [subclass imperative autograd] (aotcheck/subclass/imperative.py): the subclass path
+# traces aten ops only; programs from `aotcheck fuzz --engine aotcheck --seed 3` that lost a
+# hook on a non-leaf argument, retain_grad() on an argument or an output, or `x.data = y`
+# gave wrong results silently. They are refused by name; what the path keeps still matches.
+def _hook_double(g):
+    return g * 2
+
+
+def _sub_then_plain(nonleaf: bool):
+    from aotcheck.check.oracle import Inputs
+    from torch.testing._internal.two_tensor import TwoTensor
+    l0 = torch.arange(3.0, requires_grad=True)
+    l1 = TwoTensor(torch.ones(3), torch.full((3,), 2.0)).requires_grad_()
+    if nonleaf:
+        return Inputs((l0.clone(), l1.clone()), {}, (l0, l1))
+    return Inputs((l0, l1), {}, (l0, l1))
+
+
+def _hook_on_argument(a0, a1):
+    a0.register_hook(_hook_double)
+    return (a0.sin() * a1,)
+
+
+def _hook_on_subclass_argument(a0, a1):
+    a1.register_hook(_hook_double)
+    return (a1.sin() + a0,)
+
+
+def _retain_argument(a0, a1):
+    a0.retain_grad()
+    return (a0 * a1,)
+
+
+def _retain_output(a0, a1):
+    y = a1 * 3
+    y.retain_grad()
+    return (y, y * 2)
+
+
+def _data_set(a0, a1):
+    v = a0.add(a0)
+    v.data = a0
+    return (v * a1,)
+
+
+def _hook_on_intermediate(a0, a1):
+    y = a1 * 3
+    y.register_hook(_hook_double)
+    return (y.sin() * a0,)
+
+
+def _retain_intermediate(a0, a1):
+    y = a1 * 3
+    y.retain_grad()
+    return (y.sin() * a0,)
+
+
+@pytest.mark.parametrize("fn,nonleaf,grad", [
+    (_hook_on_argument, True, True), (_hook_on_subclass_argument, True, True),
+    (_hook_on_argument, False, False), (_retain_argument, True, True),
+    (_retain_output, False, True), (_data_set, False, True), (_data_set, False, False)])
+def test_subclass_call_refuses_imperative_autograd_it_would_lose(fn, nonleaf, grad):
+    from aotcheck.errors import UnsupportedInputError
+    inputs = _sub_then_plain(nonleaf)
+    with torch.set_grad_enabled(grad), pytest.raises(UnsupportedInputError,
+                                                      match="subclass imperative autograd"):
+        aotcheck.aot_function(fn)(*inputs.args)
+
+
+@pytest.mark.parametrize("fn,nonleaf", [
+    (_hook_on_argument, False), (_hook_on_subclass_argument, False), (_hook_on_intermediate, True),
+    (_retain_intermediate, True)])
+def test_subclass_call_keeps_imperative_autograd_it_can(fn, nonleaf):
+    from aotcheck.check.oracle import check
+    r = check(fn, aotcheck.aot_function(fn), lambda: _sub_then_plain(nonleaf))
+    assert r.ok, r.divergences
+
+
+def _hook_on_first(a1, a2):
+    a1.register_hook(_hook_double)
+    return (a1 * 3,)
+
+
+def _hook_on_second(a1, a2):
+    a2.register_hook(_hook_double)
+    return (a1 * 3,)
+
+
+@pytest.mark.parametrize("fn", [_hook_on_first, _hook_on_second])
+def test_a_hook_on_an_argument_passed_twice_hits_the_cache(tmp_path, fn):
+    """A cache hit collects argument hooks from a run on fake arguments (argument_hooks in
+    capture/trace.py); a tensor passed twice is one fake there, which was numbered by its last
+    place while the trace numbers it by its first: every later process missed (fuzz seed 3)."""
+    from aotcheck.cache.store import Cache
+    grads = []
+    for strict in (False, True):
+        p = torch.nn.Parameter(torch.ones(2))
+        compiled = aotcheck.aot_function(fn, cache=Cache(tmp_path, expect_hits=strict))
+        compiled(p, p)[0].sum().backward()
+        grads.append(p.grad)
+    p = torch.nn.Parameter(torch.ones(2))
+    fn(p, p)[0].sum().backward()
+    assert torch.equal(grads[0], p.grad) and torch.equal(grads[1], p.grad)

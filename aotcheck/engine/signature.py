@@ -151,9 +151,27 @@ def torch_mode() -> tuple:
     """The global torch settings a trace records (the persistent key's ``torch_state``), for
     the in-memory keys: a call under autocast compiles graphs holding its casts, which a later
     call outside it must not reuse (it did: bfloat16-rounded values, silently)."""
-    autocast = torch.is_autocast_enabled("cpu")
-    return (autocast and torch.get_autocast_dtype("cpu"), torch.get_default_dtype(),
-            torch.are_deterministic_algorithms_enabled())
+    return (autocast_state() if torch._C._is_any_autocast_enabled() else (),
+            torch.get_default_dtype(), torch.are_deterministic_algorithms_enabled())
+
+
+# the device types autocast has a state for (torch.amp's list; CPU and CUDA are the ones a
+# trace here meets, the rest cost one check each and only while some autocast is on)
+AUTOCAST_DEVICES = ("cpu", "cuda", "xpu", "mps", "hpu", "mtia")
+
+
+def autocast_state() -> tuple:
+    """Each device type whose autocast is on, with its dtype: ``(("cuda", torch.float16),)``.
+    Empty when none is. Part of both keys: a graph traced under one device's autocast holds
+    its casts, and must not serve a call under another state (nor under none)."""
+    on = []
+    for device in AUTOCAST_DEVICES:
+        try:
+            if torch.is_autocast_enabled(device):
+                on.append((device, torch.get_autocast_dtype(device)))
+        except RuntimeError:        # a device type this build does not know
+            continue
+    return tuple(on)
 
 
 def call_key(leaves: list, spec) -> tuple:
