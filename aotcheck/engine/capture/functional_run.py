@@ -20,7 +20,8 @@ from .functional import dense_layout, geometry_of, storage_ref, to_fun
 from .mode import TraceMode
 from .outputs import classify_outputs, holds
 from .plan import InputPlan, groups_needing_synthetic_base
-from .recorder import lowers_data_assignment, MetadataRecorder
+from .recorder import MetadataRecorder
+from .reshaped import lowers_data_assignment
 from .resize import grow as _grow, replayed_geometry, resized_storage_bytes as _resized_storage_bytes
 from ..signature import Signature, unflatten_inputs, whole_storage
 from .swaps import (grad_written_after_swap, member_swap, old_storage_written,

@@ -11,7 +11,6 @@ aten ops), which functionalization hides. It records:
 """
 from __future__ import annotations
 
-import inspect
 import math
 
 import torch
@@ -23,6 +22,7 @@ from ...errors import UnsupportedInputError
 from .custom_ops import mutating_kernel
 from .functional import geometry_of, storage_ref, unwrap_functorch
 from .overlap import outer_dims, piecewise
+from .reshaped import ReshapeWatch, _mirrored_leaf
 from .resize import reaches_outside, resize_geometry, result_shapes
 
 
@@ -46,27 +46,6 @@ def plain_args(v):
 
 _INPLACE_DUNDERS = frozenset({"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__",
                               "__ifloordiv__", "__imod__", "__ipow__", "__iand__", "__ior__"})
-
-
-def _mirrored_leaf(t: torch.Tensor) -> bool:
-    """Is ``t`` the functional wrapper of a leaf that requires grad, whose autograd metadata
-    was mirrored onto it (its grad_fn an ``Error`` node with no edges)?"""
-    fn = t.grad_fn
-    return t.requires_grad and fn is not None and type(fn).__name__ == "Error" and \
-        not fn.next_functions and hasattr(fn, "_input_metadata")
-
-
-def lowers_data_assignment(fn) -> bool:
-    """Is ``fn`` Dynamo's graph (a GraphModule's forward) of a function that assigned
-    ``.data``? Dynamo lowers ``x.data = y`` to ``set_()`` under no_grad followed by a call of
-    its own that lowers the version counter: the graph's swaps may then be ``.data =``, whose
-    AccumulateGrad eager keeps (NOTE [set_ under no_grad onto another shape] in
-    runtime/swap_grad.py)."""
-    fn = inspect.unwrap(fn)                 # aotcheck's lifting wraps it (lift.py)
-    graph = getattr(getattr(fn, "__self__", fn), "graph", None)
-    return isinstance(graph, torch.fx.Graph) and any(
-        n.op == "call_function" and getattr(n.target, "__name__", "") == "_lower_version_count_by_1"
-        for n in graph.nodes)
 
 
 def call_name(func) -> str:
@@ -139,7 +118,7 @@ def _mutating(name: str) -> bool:
                                         and name not in METADATA_METHODS and name != "requires_grad_")
 
 
-class MetadataRecorder(TorchFunctionMode):
+class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
     """Records in-place metadata calls (``t_``, ``transpose_``, ...) on arguments, as the
     user wrote them, so the runtime can replay exactly those calls (see NOTE [mutation
     replay] in runtime/artifact.py): eager's strides and grad_fns then come out as eager's."""
@@ -519,55 +498,6 @@ class MetadataRecorder(TorchFunctionMode):
 
     _watched_tensors: list = []
     start_geometry: dict = {}       # id -> the argument's geometry at the call (set by the run)
-
-    def regraded(self, p: int, t: torch.Tensor) -> bool:
-        """Is placeholder ``p``'s grad_fn (its wrapper ``t``'s) the gradient node of its new
-        shape that ``regrad_reshaped`` gave it, which autograd did not record?"""
-        return p in self.reshaped and _mirrored_leaf(t)
-
-    def _note_grad_use(self, args, kwargs, out) -> None:
-        """A call that autograd recorded on the wrapper of a leaf argument before any swap
-        moved it onto another shape (NOTE [set_ under no_grad onto another shape]). Attribute
-        setters are not looked at: autograd sets some while it holds a tensor's lock."""
-        used = [self.grad_wrappers[id(t)][0] for t in pytree.tree_leaves((args, kwargs))
-                if isinstance(t, torch.Tensor) and id(t) in self.grad_wrappers]
-        if not used or not any(isinstance(o, torch.Tensor) and o.grad_fn is not None
-                               for o in pytree.tree_leaves(out)):
-            return
-        self.grad_used.update(i for i in used if i not in self.reshaped)
-
-    def regrad_reshaped(self, args) -> None:
-        """Before a call that reads the wrapper of a leaf argument (and once more on all of
-        them when the function returns): if set_() (or ``.data =``) under no_grad moved it
-        onto another storage of another shape since (set_() reaches no TorchFunctionMode, so
-        it is seen here, at the next call), it gets a gradient node of the new shape, as
-        eager's leaf gets a new AccumulateGrad (NOTE [set_ under no_grad onto another shape]
-        in runtime/swap_grad.py). Used under grad mode before, its gradient node at the call
-        is kept as a gradient target too (set_() left the uses before it there). Refused
-        (swaps.py): ``.data =`` after a use (eager's leaf keeps its AccumulateGrad while a
-        use holds it), and a second swap onto another shape."""
-        for t in pytree.tree_leaves(args):
-            if not isinstance(t, torch.Tensor) or id(t) not in self.grad_wrappers:
-                continue
-            index, start, edge = self.grad_wrappers[id(t)]
-            fn = t.grad_fn
-            if index in self.reshaped_after_use or not _mirrored_leaf(t) or \
-                    tuple(fn._input_metadata[0].shape) == tuple(t.shape) or \
-                    (storage_ref(t) == start and index not in self.reshaped):
-                continue
-            if index in self.reshaped:
-                # a second swap onto another shape: refused (swaps.py); the wrapper gets a
-                # node of its shape so that the trace runs on
-                self.reshaped_twice.add(index)
-                torch._mirror_autograd_meta_to(t.detach().requires_grad_(), t)
-                continue
-            if index in self.grad_used:
-                if index in self.data_sets or self.data_lowered:
-                    self.reshaped_after_use.add(index)
-                    continue
-                self.old_edges[index] = edge
-            torch._mirror_autograd_meta_to(t.detach().requires_grad_(), t)
-            self.reshaped.add(index)
 
     def _note_leaf(self, t) -> None:
         if isinstance(t, torch.Tensor) and not _wrapped(t) and t.requires_grad and t.is_leaf \

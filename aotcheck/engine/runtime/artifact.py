@@ -43,7 +43,7 @@ from ..capture.plan import InputPlan, placeholder_tensors
 from ..capture.values import is_guarded
 from .regenerate import (addressing, alias, as_inference_tensors, detached_alias, restride,
                          view_in_custom_function)
-from .codegen import compile_graph
+from .codegen import to_callable
 from .imperative import add_retained, imperative_autograd
 from .writeback import (apply_backward_mutations, apply_mutations, as_at_call, fits, geometry,
                         replay_reshaping_swaps, reshaped_leaves, restore_member_geometry)
@@ -51,30 +51,6 @@ from .swap_grad import old_grad_edges
 from ..decide import TRAINING, Decision
 from ..joint import FREED_GRAPH, retained_outputs
 from ...errors import AotcheckError, DoubleBackwardError
-
-
-def to_callable(graph: fx.Graph, name: str, constants: dict | None = None):
-    """A runnable function for ``graph``; ``constants`` holds the tensors its get_attr nodes read.
-
-    # NOTE [autocast at run time]
-    A graph traced under autocast holds autocast's casts as ops of its own (``_to_copy`` to
-    bfloat16 before a matmul), and the ops inside an autocast op's own decomposition
-    (sdpa's math path, run with autocast off) as they ran: a float32 ``bmm`` there. Run
-    again under the caller's autocast, that op would be cast a second time (to bfloat16),
-    where eager's was not: values saved for the backward then have another dtype than the
-    backward graph was traced with ("expected scalar type Float but found BFloat16"). As
-    PyTorch's AOTAutograd does, the graphs run with autocast off; the autocast state is in
-    the cache key (a call under another state compiles its own graphs)."""
-    fn = compile_graph(graph, name, constants)
-    is_on, off = torch._C._is_any_autocast_enabled, torch._C._DisableAutocast
-
-    def run(*args):
-        if is_on():
-            with off():
-                return fn(*args)
-        return fn(*args)
-    run.__source__ = fn.__source__
-    return run
 
 
 @dataclass(frozen=True)

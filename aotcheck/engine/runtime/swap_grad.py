@@ -61,7 +61,7 @@ autograd sums a gradient of the new shape down to it where it broadcasts, and ra
 - ``.data =`` onto another shape after a use under grad mode is refused: whether eager's
   leaf keeps its old AccumulateGrad depends on whether a use still holds it. Dynamo
   lowers ``.data =`` to set_() under no_grad (and a version-counter call of its own), so
-  in Dynamo's graph (``recorder.lowers_data_assignment``) every such swap is refused.
+  in Dynamo's graph (``reshaped.lowers_data_assignment``) every such swap is refused.
   A second swap onto another shape is refused too.
 
 # NOTE [grad writes after a swap]
