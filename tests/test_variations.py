@@ -271,17 +271,28 @@ def test_a_subject_called_without_grad_always_gets_the_stale_direction():
 
 def test_judge_unkeyed_hit_only_for_call_state_and_only_where_every_graph_hit():
     ev = V.CacheEvents
+    enabled = V.Subject.from_source("keyed.enabled", PROGRAM)
+    no_grad = V.Subject.from_source("keyed.no_grad", PROGRAM, grad_mode="no_grad")
     for kind in ("grad_mode", "autocast", "deterministic", "default_dtype", "config"):
-        v = V.Variation(kind, "", "x")
-        assert V.judge("s", "torch", v, ev(hits=1), []).verdict == V.UNKEYED_HIT
-        assert V.judge("s", "torch", v, ev(hits=1, misses=1), []).verdict == V.OK_MISS
-        assert V.judge("s", "torch", v, ev(misses=1), []).verdict == V.OK_MISS
-        assert V.judge("s", "torch", v, ev(hits=1), ["output 0 values"]).verdict == V.STALE_HIT
-        assert V.judge("s", "aotcheck", v, ev(hits=1), []).verdict == V.OK_HIT
-        assert V.judge("s", "torch-inductor", v, ev(hits=1), []).verdict == V.OK_HIT
+        v = V.Variation(kind, "", "no_grad" if kind == "grad_mode" else "x")
+        for engine in ("torch", "torch-inductor-lite"):
+            assert V.changes_keyed_state(engine, enabled, v)
+        assert not V.changes_keyed_state("aotcheck", enabled, v)
+        assert not V.changes_keyed_state("torch-inductor", enabled, v)
+
+        def verdict(events, divergences=(), keyed=True):
+            return V.judge("s", "torch", v, events, list(divergences), keyed=keyed).verdict
+        assert verdict(ev(hits=1)) == V.UNKEYED_HIT
+        assert verdict(ev(hits=1), keyed=False) == V.OK_HIT
+        assert verdict(ev(hits=1, misses=1)) == V.OK_MISS
+        assert verdict(ev(misses=1)) == V.OK_MISS
+        assert verdict(ev(hits=1), ["output 0 values"]) == V.STALE_HIT
+    # grad mode: only where is_grad_enabled() differs (no_grad and inference_mode share a graph)
+    assert not V.changes_keyed_state("torch", no_grad, V.Variation("grad_mode", "", "inference_mode"))
+    assert V.changes_keyed_state("torch", no_grad, V.Variation("grad_mode", "", "enabled"))
     for v in (V.Variation("requires_grad", "input 0", "False"), V.Variation("storage_offset", "input 0", "1"),
               V.Variation("values", "", "changed", relevant=False)):
-        assert V.judge("s", "torch", v, ev(hits=1), []).verdict == V.OK_HIT
+        assert not V.changes_keyed_state("torch", enabled, v)
     assert V.UNKEYED_HIT in V.BAD
 
 

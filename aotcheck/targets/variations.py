@@ -107,7 +107,8 @@ BAD = (STALE_HIT, UNKEYED_HIT, LOST_HIT, FAILS_UNDER_B)
 # algorithms and the functorch config; FxGraphHashDetails: the default dtype, deterministic
 # settings and the Inductor config), so under a B that changes one of them a correct key misses
 # for every graph, and a B where every graph *hits* is reported as UNKEYED HIT, even where the
-# result equals eager. Only where every graph hit: a graph compiled after a graph break inside a
+# result equals eager. Grad mode counts only where ``torch.is_grad_enabled()`` differs between A
+# and B (the key holds that flag: no_grad and inference_mode compile one inference graph). Only where every graph hit: a graph compiled after a graph break inside a
 # ``no_grad`` (or autocast) region of the function was compiled in that region's state under A
 # and B alike and may hit rightly. Not for per-input kinds (an input Dynamo prunes from the
 # graph may change without a miss), nor for ``torch-inductor``, whose hit count adds the FX
@@ -468,11 +469,25 @@ def run_variation(engine, subject: Subject, v: Variation, dir_b: Path) -> Result
         first = str(e).splitlines()[0][:200] if str(e) else ""
         return Result(subject.name, engine.name, v, FAILS_UNDER_B,
                       f"the run under B raised {type(e).__name__}: {first}")
-    return judge(subject.name, engine.name, v, box["events"], list(report.divergences))
+    return judge(subject.name, engine.name, v, box["events"], list(report.divergences),
+                 keyed=changes_keyed_state(engine.name, subject, v))
 
 
-def judge(subject: str, engine: str, v: Variation, ev: CacheEvents, divergences: list[str]) -> Result:
-    """The verdict of one B run from its cache events and the oracle's divergences."""
+def changes_keyed_state(engine: str, subject: Subject, v: Variation) -> bool:
+    """Whether B changes call-wide state the engine's cache key holds (NOTE [an unkeyed hit]).
+    Grad mode only where ``torch.is_grad_enabled()`` differs: the key holds that, and no_grad
+    and inference_mode share one inference graph."""
+    if v.kind not in KEYED_STATE.get(engine, ()):
+        return False
+    if v.kind == "grad_mode":
+        return (subject.grad_mode == "enabled") != (v.b == "enabled")
+    return True
+
+
+def judge(subject: str, engine: str, v: Variation, ev: CacheEvents, divergences: list[str],
+          keyed: bool = False) -> Result:
+    """The verdict of one B run from its cache events and the oracle's divergences. ``keyed``:
+    B changes state the key holds (``changes_keyed_state``), so a hit is an UNKEYED HIT."""
     counts = dict(hits=ev.hits, misses=ev.misses, bypasses=ev.bypasses, divergences=tuple(divergences))
     seen = f"hits={ev.hits} misses={ev.misses} bypasses={ev.bypasses}"
     if divergences:
@@ -486,7 +501,7 @@ def judge(subject: str, engine: str, v: Variation, ev: CacheEvents, divergences:
                           f"no hit ({seen}); refused with a documented limit: {divergences[0]}", **counts)
         return Result(subject, engine, v, FAILS_UNDER_B,
                       f"no hit ({seen}); compiled under B differs from eager: {divergences[0]}", **counts)
-    if ev.hits and not ev.misses and v.kind in KEYED_STATE.get(engine, ()):
+    if ev.hits and not ev.misses and keyed:
         return Result(subject, engine, v, UNKEYED_HIT,      # NOTE [an unkeyed hit]
                       f"every graph hit ({seen}) although B changed {v.label}, which the cache "
                       f"key is built to hold; the result equals eager under B here", **counts)
