@@ -427,7 +427,7 @@ def score(results: list[MutantResult], area: str | None = None) -> dict:
 
 
 def run_all(mutants: list[Mutant], opts: Options, jobs: int = 1, workdir: str | None = None,
-            keep: bool = False) -> dict:
+            keep: bool = False, baselines: str | None = None) -> dict:
     real = real_torch_dir()
     real_ft = os.path.join(real, "_functorch")
     before = tree_digest(real_ft)
@@ -435,9 +435,12 @@ def run_all(mutants: list[Mutant], opts: Options, jobs: int = 1, workdir: str | 
         check_snippet(real_ft, m)
     root = workdir or os.path.join(tempfile.gettempdir(), f"aotcheck-mutate-torch-{os.getuid()}")
     os.makedirs(root, exist_ok=True)
-    opts.baselines = os.path.join(root, "baselines")
-    shutil.rmtree(opts.baselines, ignore_errors=True)   # recorded afresh by the stock runs
-    os.makedirs(opts.baselines)
+    if baselines:                              # recorded on stock torch by an earlier run
+        opts.baselines = os.path.abspath(baselines)
+    else:
+        opts.baselines = os.path.join(root, "baselines")
+        shutil.rmtree(opts.baselines, ignore_errors=True)   # recorded afresh by the stock runs
+        os.makedirs(opts.baselines)
     t0 = time.monotonic()
     scratches = [Scratch.create(os.path.join(root, f"scratch{i}"), real) for i in range(jobs)]
     for s in scratches:
@@ -600,6 +603,10 @@ def main(argv=None) -> int:
     p.add_argument("--workdir", default=None, help="scratch directory (default: "
                    "$TMPDIR/aotcheck-mutate-torch-UID; its pycache/ is reused between runs)")
     p.add_argument("--keep", action="store_true", help="keep the scratch torch after the run")
+    p.add_argument("--baselines", default=None, metavar="DIR",
+                   help="{baselines}: the stock recordings of an earlier run of the same judges "
+                   "(its WORKDIR/baselines), used as they are; with --no-baseline, the stock runs are "
+                   "not repeated (default: WORKDIR/baselines, emptied and recorded afresh)")
     p.add_argument("--show", nargs="+", default=None, metavar="FILE",
                    help="print the table and scores of earlier result files (--out JSON or its "
                    ".partial.jsonl) and exit")
@@ -631,7 +638,7 @@ def main(argv=None) -> int:
         os.remove(opts.partial)
     try:
         report = run_all(mutants, opts, jobs=max(1, args.jobs), workdir=args.workdir,
-                         keep=args.keep)
+                         keep=args.keep, baselines=args.baselines)
     except (HarnessError, MutantError) as e:
         print(f"mutate_torch: {e}", file=sys.stderr)
         return 2
