@@ -196,6 +196,14 @@ def main(out_path: str) -> int:
         lx = leaf(2, 3)
         return f, lambda: (lx,), (lx,)
 
+    @program("unbind_and_view_of_input")
+    def _():
+        def f(x):
+            a, b = x.unbind(0)
+            return a, b, x.view(-1)
+        lx = leaf(2, 3)
+        return f, lambda: (lx * 1,), (lx,)
+
     @program("unbind_only")
     def _():
         def f(x):
