@@ -36,7 +36,7 @@ the copy's bytecode is deleted after each mutant. Each judge run gets a fresh
 Every judge is first run on stock torch (through the scratch copy) and must pass there, so a
 mutant that a judge catches changes behaviour. A mutant no judge catches is probed:
 ``tools/mutant_probe.py`` (~35 small programs through torch.compile aot_eager and functorch's
-aot_function, and 7 AOTAutogradCache key variations: compile under A, ``dynamo.reset()``, call
+aot_function, and 8 AOTAutogradCache key variations: compile under A, ``dynamo.reset()``, call
 under B through the same cache) fingerprints values, dtypes, geometry, requires_grad, identity,
 the arguments after the call, gradients, exception types and cache hits/misses. If every
 fingerprint equals stock torch's, the mutant is ``equivalent`` and left out of the score: a
