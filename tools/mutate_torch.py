@@ -561,6 +561,7 @@ def load_results(paths: list[str]) -> dict:
                 judges += [j for j in data["judges"] if j not in judges]
                 seconds += data["seconds"]
         rows += found
+    rows = list({r["id"]: r for r in rows}.values())     # a mutant judged again: the last file's row
     results = []
     for r in rows:
         for j in r["judges"]:
@@ -609,7 +610,7 @@ def main(argv=None) -> int:
                    "not repeated (default: WORKDIR/baselines, emptied and recorded afresh)")
     p.add_argument("--show", nargs="+", default=None, metavar="FILE",
                    help="print the table and scores of earlier result files (--out JSON or its "
-                   ".partial.jsonl) and exit")
+                   ".partial.jsonl; a mutant in several: the last file's row) and exit")
     args = p.parse_args(argv)
     if args.show:
         print_table(load_results(args.show))
