@@ -143,3 +143,20 @@ def test_one_mutant_end_to_end_leaves_torch_untouched(tmp_path):
     assert tree_digest(str(scratch_ft)) == before
     assert tree_digest(real_ft) == before
     assert sha256_file(os.path.join(real_ft, m.file)) == before[m.file]
+
+
+def test_show_merges_result_files_the_last_row_of_a_mutant_wins(tmp_path):
+    import json
+    def row(i, status, judge):
+        return {"id": i, "area": "cache", "file": "f", "description": "d", "status": status,
+                "imports": True, "probe": "not-run", "probe_diff": [], "seconds": 1.0,
+                "judges": [{"judge": judge, "verdict": "found" if status == "caught" else "pass",
+                            "rc": 1, "seconds": 1.0, "tail": ""}]}
+    first, again = tmp_path / "a.partial.jsonl", tmp_path / "b.partial.jsonl"
+    first.write_text(json.dumps(row("key-grad-mode", "survived", "check")) + "\n"
+                     + json.dumps(row("key-strides", "caught", "check")) + "\n")
+    again.write_text(json.dumps(row("key-grad-mode", "caught", "fuzz")) + "\n")
+    report = mutate_torch.load_results([str(first), str(again)])
+    got = {r.id: (r.status, r.caught_by) for r in report["_results"]}
+    assert got == {"key-grad-mode": ("caught", ("fuzz",)), "key-strides": ("caught", ("check",))}
+    assert report["score"]["caught"] == 2 and sorted(report["judges"]) == ["check", "fuzz"]

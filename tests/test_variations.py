@@ -247,3 +247,70 @@ def test_torch_serves_an_entry_compiled_for_aliased_inputs_to_disjoint_ones():
     assert r.verdict == V.STALE_HIT and "values" in r.divergences[0], r
     t = key_triage.triage_variation("torch", subject, v)
     assert t.component == "signature.groups" and t.key_equal is True, t
+
+
+def test_a_subject_called_without_grad_always_gets_the_stale_direction():
+    """NOTE [the stale direction]: ``grad_mode=enabled`` is added to a no_grad subject's picks,
+    the rotation's own picks stay what they were, and a subject called with grad gets none."""
+    subject = V.Subject.from_source("direction.no_grad", PROGRAM, grad_mode="no_grad")
+    every = V.derive(subject, "torch")
+    for name in ("a", "b", "c", "d", "e", "f"):
+        got = V.pick(every, name, 1)
+        rotated = V._rotate(every, name, 1)
+        assert V.Variation("grad_mode", "", "enabled") in got, (name, got)
+        assert got[-len(rotated):] == rotated and len(got) <= 2
+    from aotcheck.check.corpus import all_cases
+    no_grad = [c for c in all_cases() if "no_grad_call" in c.tags or "inference_mode_call" in c.tags]
+    assert len(no_grad) >= 5
+    for c in no_grad:
+        s = V.Subject.of_case(c)
+        assert V.Variation("grad_mode", "", "enabled") in V.pick(V.derive(s, "torch"), s.name, 1), c.id
+    enabled = V.Subject.from_source("direction.enabled", PROGRAM)
+    assert all(v.b != "enabled" for v in V.pick(V.derive(enabled, "torch"), "x", 1))
+
+
+def test_judge_unkeyed_hit_only_for_call_state_and_only_where_every_graph_hit():
+    ev = V.CacheEvents
+    enabled = V.Subject.from_source("keyed.enabled", PROGRAM)
+    no_grad = V.Subject.from_source("keyed.no_grad", PROGRAM, grad_mode="no_grad")
+    for kind in ("grad_mode", "autocast", "deterministic", "default_dtype", "config"):
+        v = V.Variation(kind, "", "no_grad" if kind == "grad_mode" else "x")
+        for engine in ("torch", "torch-inductor-lite"):
+            assert V.changes_keyed_state(engine, enabled, v)
+        assert not V.changes_keyed_state("aotcheck", enabled, v)
+        assert not V.changes_keyed_state("torch-inductor", enabled, v)
+
+        def verdict(events, divergences=(), keyed=True):
+            return V.judge("s", "torch", v, events, list(divergences), keyed=keyed).verdict
+        assert verdict(ev(hits=1)) == V.UNKEYED_HIT
+        assert verdict(ev(hits=1), keyed=False) == V.OK_HIT
+        assert verdict(ev(hits=1, misses=1)) == V.OK_MISS
+        assert verdict(ev(misses=1)) == V.OK_MISS
+        assert verdict(ev(hits=1), ["output 0 values"]) == V.STALE_HIT
+    # grad mode: only where is_grad_enabled() differs (no_grad and inference_mode share a graph)
+    assert not V.changes_keyed_state("torch", no_grad, V.Variation("grad_mode", "", "inference_mode"))
+    assert V.changes_keyed_state("torch", no_grad, V.Variation("grad_mode", "", "enabled"))
+    for v in (V.Variation("requires_grad", "input 0", "False"), V.Variation("storage_offset", "input 0", "1"),
+              V.Variation("values", "", "changed", relevant=False)):
+        assert not V.changes_keyed_state("torch", enabled, v)
+    assert V.UNKEYED_HIT in V.BAD
+
+
+def test_planted_torch_autocast_bug_is_an_unkeyed_hit_where_no_op_autocasts(monkeypatch):
+    """Autocast dropped from torch's key: the entry written without autocast is served under
+    ``autocast(cpu, bfloat16)`` to a function with no autocast-eligible op, so it computes
+    eager's values (no stale hit), but every graph hit across a change of autocast: UNKEYED
+    HIT. Stock torch misses."""
+    subject = V.Subject.from_source("unkeyed.autocast_entry", PROGRAM)
+    v = V.Variation("autocast", "", "cpu:bfloat16")
+    (r,) = V.run_subject(get_engine("torch"), subject, [v]).results
+    assert r.verdict == V.OK_MISS, r
+    import torch._functorch._aot_autograd.autograd_cache as ac
+    original = ac.AOTAutogradCacheDetails._record_runtime_state
+
+    def without_autocast(self, gm):
+        original(self, gm)
+        self.autocast_state = {}
+    monkeypatch.setattr(ac.AOTAutogradCacheDetails, "_record_runtime_state", without_autocast)
+    (r,) = V.run_subject(get_engine("torch"), subject, [v]).results
+    assert r.verdict == V.UNKEYED_HIT and r.hits >= 1 and not r.divergences, r

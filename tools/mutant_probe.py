@@ -196,6 +196,14 @@ def main(out_path: str) -> int:
         lx = leaf(2, 3)
         return f, lambda: (lx,), (lx,)
 
+    @program("unbind_and_view_of_input")
+    def _():
+        def f(x):
+            a, b = x.unbind(0)
+            return a, b, x.view(-1)
+        lx = leaf(2, 3)
+        return f, lambda: (lx * 1,), (lx,)
+
     @program("unbind_only")
     def _():
         def f(x):
@@ -508,6 +516,16 @@ def main(out_path: str) -> int:
     def size7(cf):
         return {"out": fp(cf(torch.arange(7.0)))}
     cached_pair("dynamic_guards", index_by_size, size5, size7, dynamic=True)
+
+    def first_five(x):                     # the entry for width 8 carries the guard 5 <= s1
+        return x[:, :5] * 2
+
+    def width8(cf):
+        return {"out": fp(cf(torch.arange(24.0).reshape(3, 8)))}
+
+    def width4(cf):                        # fails that guard: a correct lookup misses
+        return {"out": fp(cf(torch.arange(12.0).reshape(3, 4)))}
+    cached_pair("dynamic_guard_fails", first_five, width8, width4, dynamic=True)
 
     def det_on(cf):
         torch.use_deterministic_algorithms(True)

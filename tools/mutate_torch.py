@@ -12,7 +12,8 @@ The mutants are data (``tools/torch_mutants.py``). For each one the harness
 2. checks that the mutated torch imports (a failure is a ``crash``, counted as caught),
 3. runs the behavioural probe (``tools/mutant_probe.py``) and compares it with stock torch's:
    a mutant whose probe matches stock's everywhere is ``equivalent`` (NOTE [equivalent mutants]),
-4. runs every judge command as a subprocess with a timeout and fresh cache directories: a
+4. runs each judge command that applies to its area (NOTE [which judge for which mutant]) as
+   a subprocess with a timeout and fresh cache directories: a
    judge that exits non-zero caught the mutant (``found``; ``error`` where the judge itself
    crashed, e.g. a traceback or a pytest collection error; ``timeout`` past ``--timeout``),
 5. puts the file back and checks the whole scratch ``_functorch`` against the real one by
@@ -35,7 +36,7 @@ the copy's bytecode is deleted after each mutant. Each judge run gets a fresh
 Every judge is first run on stock torch (through the scratch copy) and must pass there, so a
 mutant that a judge catches changes behaviour. A mutant no judge catches is probed:
 ``tools/mutant_probe.py`` (~35 small programs through torch.compile aot_eager and functorch's
-aot_function, and 7 AOTAutogradCache key variations: compile under A, ``dynamo.reset()``, call
+aot_function, and 8 AOTAutogradCache key variations: compile under A, ``dynamo.reset()``, call
 under B through the same cache) fingerprints values, dtypes, geometry, requires_grad, identity,
 the arguments after the call, gradients, exception types and cache hits/misses. If every
 fingerprint equals stock torch's, the mutant is ``equivalent`` and left out of the score: a
@@ -64,15 +65,23 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 from torch_mutants import (  # noqa: E402
-    MUTANTS, Mutant, MutantError, apply_mutant, check_snippet, restore, tree_digest,
+    AREAS, MUTANTS, Mutant, MutantError, apply_mutant, check_snippet, restore, tree_digest,
 )
 
-# The judges, cheapest first. Placeholders: {python} (this interpreter), {pytest}
-# ({python} -m pytest), {aotcheck} (the CLI), {tmp} (a fresh directory per run), {baselines}
-# (a directory emptied at the start of a harness run: what a judge records on stock torch).
-# The regression command is the first judge (the corpus cold, cached and under key variations,
-# judged against the record: a mutant is found when it exits 1, NEW or CHANGED); a short fuzz
-# run against torch is the second.
+# The judges, cheapest first (NOTE [which judge for which mutant]). Placeholders: {python}
+# (this interpreter), {pytest} ({python} -m pytest), {aotcheck} (the CLI), {tmp} (a fresh
+# directory per run), {baselines} (a directory emptied at the start of a harness run: what a
+# judge records on stock torch). A judge is ``NAME=COMMAND`` or ``NAME[area,...]=COMMAND`` (only
+# for mutants of those areas).
+CHECK = "{python} tools/check_judge.py {baselines}/%s.json -- "
+NON_CACHE = "metadata,functional,runtime,partition"
+REGRESSION_JUDGES = (
+    f"check-aotf[{NON_CACHE}]=" + CHECK % "check-aotf" + "--engine torch-aot-function --no-cached",
+    "check-torch-var[cache]=" + CHECK % "check-torch" + "--engine torch",
+    f"check-torch[{NON_CACHE}]=" + CHECK % "check-torch" + "--engine torch --no-variations",
+)
+# the regression command as written in the issue (two workers, the built-in record): not a
+# judge on a build where the record's order-dependent verdicts differ (NOTE in check_judge.py)
 REGRESSION_JUDGE = "check={aotcheck} check --engine all-torch"
 FUZZ_JUDGE = ("fuzz={python} tools/fuzz_judge.py {baselines}/fuzz-torch.json -- --engine torch "
               "--examples 15 --seed 0 --no-shrink")
@@ -83,7 +92,39 @@ CORPUS_JUDGES = (
     "corpus-torch={pytest} tests/test_engines.py --engine torch --with-cache "
     "-k 'TestTorch and not AotFunction' -x -q -p no:cacheprovider",
 )
-DEFAULT_JUDGES: tuple[str, ...] = (REGRESSION_JUDGE, FUZZ_JUDGE)
+DEFAULT_JUDGES: tuple[str, ...] = (*REGRESSION_JUDGES, FUZZ_JUDGE)
+
+# NOTE [which judge for which mutant]
+# A judge costs a whole corpus run per mutant, so each mutant gets the judges that reach the code
+# it changes, cheapest first, and (``--stop-at-first``) no more once one catches it:
+# - ``check-aotf``: the corpus through functorch's aot_function, cold only (~30 CPU s): every
+#   path of AOT autograd without Dynamo in front (duplicate and aliased arguments, synthetic
+#   bases), but no cache: aot_function never consults AOTAutogradCache (NOTE in variations.py);
+# - ``check-torch``: torch.compile(aot_eager) cold and cached, without the key-variation phase
+#   (min-cut partitioner, Dynamo's view of arguments, the cache's serialize/load path);
+# - ``check-torch-var``: the same with the key-variation phase, only for ``cache`` mutants: a
+#   cache-key mutant changes nothing when a case runs cold and then cached with the same inputs
+#   in the same conditions, so the variation phase is the only part of the corpus run that can
+#   see it, and it is skipped where the key is not mutated;
+# - ``fuzz``: 15 generated programs against torch, with key variations (every area).
+# The two torch judges share one stock baseline (recorded with the variation phase; a run
+# without it has no variation stages to compare). Every judge runs with ``--jobs 1`` against a
+# baseline recorded on stock torch by the same command (NOTE [one worker, a fixed order] in
+# check_judge.py).
+
+
+@dataclass(frozen=True)
+class Judge:
+    name: str
+    cmd: str
+    areas: tuple[str, ...] = ()       # empty: every area
+
+    def applies(self, area: str) -> bool:
+        return not self.areas or area in self.areas
+
+    def __str__(self) -> str:
+        return f"{self.name}[{','.join(self.areas)}]={self.cmd}" if self.areas else \
+            f"{self.name}={self.cmd}"
 
 
 class HarnessError(RuntimeError):
@@ -171,10 +212,10 @@ class Run:
     tail: str
 
 
-def run_command(cmd: str, env: dict, timeout: float, cwd: str = REPO) -> Run:
+def run_command(cmd: str, env: dict, timeout: float, cwd: str = REPO, nice: int = 10) -> Run:
     t0 = time.monotonic()
     with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen(["nice", "-n", "10", "bash", "-c", cmd], cwd=cwd, env=env,
+        proc = subprocess.Popen(["nice", "-n", str(nice), "bash", "-c", cmd], cwd=cwd, env=env,
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             rc = proc.wait(timeout=timeout)
@@ -194,11 +235,17 @@ def expand(cmd: str, tmp: str, baselines: str) -> str:
                       baselines=shlex.quote(baselines))
 
 
-def parse_judge(text: str, i: int) -> tuple[str, str]:
-    name, sep, cmd = text.partition("=")
-    if sep and name and " " not in name and "{" not in name:
-        return name, cmd
-    return f"judge{i}", text
+def parse_judge(text: str, i: int) -> Judge:
+    """``NAME=CMD``, ``NAME[area,...]=CMD`` or a bare command (named ``judge<i>``)."""
+    head, sep, cmd = text.partition("=")
+    name, bracket, areas = head.partition("[")
+    if sep and name and " " not in head and "{" not in head and (not bracket or areas.endswith("]")):
+        scope = tuple(a.strip() for a in areas[:-1].split(",") if a.strip()) if bracket else ()
+        unknown = [a for a in scope if a not in AREAS]
+        if unknown:
+            raise HarnessError(f"judge {name}: unknown area(s) {unknown}; areas: {', '.join(AREAS)}")
+        return Judge(name, cmd, scope)
+    return Judge(f"judge{i}", text)
 
 
 def judge_verdict(run: Run) -> str:
@@ -225,13 +272,13 @@ IMPORT_CHECK = ("import torch, torch._functorch.aot_autograd, functorch.compile,
                 "sys.exit(0 if f.startswith(sys.argv[1]) else 3)")
 
 
-def probe(scratch: Scratch, timeout: float) -> tuple[dict | None, Run]:
+def probe(scratch: Scratch, timeout: float, nice: int = 10) -> tuple[dict | None, Run]:
     tmp = tempfile.mkdtemp(prefix="probe-", dir=scratch.root)
     try:
         out = os.path.join(tmp, "probe.json")
         cmd = f"{shlex.quote(sys.executable)} {shlex.quote(os.path.join(HERE, 'mutant_probe.py'))} " \
               f"{shlex.quote(out)}"
-        run = run_command(cmd, scratch.env(tmp), timeout)
+        run = run_command(cmd, scratch.env(tmp), timeout, nice=nice)
         data = None
         if run.rc == 0 and os.path.exists(out):
             with open(out) as f:
@@ -292,7 +339,7 @@ class MutantResult:
 
 @dataclass
 class Options:
-    judges: list[tuple[str, str]]
+    judges: list[Judge]
     timeout: float = 900.0
     probe_timeout: float = 600.0
     use_probe: bool = True
@@ -302,6 +349,7 @@ class Options:
     log: object = None
     partial: str | None = None        # JSON lines, appended as each mutant finishes
     baselines: str = ""               # set by run_all: {baselines}, for judges that record stock
+    nice: int = 10                    # added to the harness's niceness for each judge and probe
 
 
 def judge_mutant(m: Mutant, scratch: Scratch, stock_probe: dict | None, stock_digest: dict,
@@ -316,20 +364,24 @@ def judge_mutant(m: Mutant, scratch: Scratch, stock_probe: dict | None, stock_di
         scratch.clear_bytecode()
         tmp = tempfile.mkdtemp(prefix="import-", dir=scratch.root)
         imp = run_command(f"{shlex.quote(sys.executable)} -c {shlex.quote(IMPORT_CHECK)} "
-                          f"{shlex.quote(scratch.site)}", scratch.env(tmp), 300)
+                          f"{shlex.quote(scratch.site)}", scratch.env(tmp), 300, nice=opts.nice)
         shutil.rmtree(tmp, ignore_errors=True)
         if imp.rc == 3:
             raise HarnessError(f"the judges would not import the scratch torch: {imp.tail}")
         imports = imp.rc == 0
         if not imports:
             judges.append(JudgeResult("import", "error", imp.rc, imp.seconds, imp.tail[-800:]))
-        for name, cmd in opts.judges if imports else ():
+        for judge in opts.judges if imports else ():
+            name = judge.name
+            if not judge.applies(m.area):       # NOTE [which judge for which mutant]
+                continue
             if opts.stop_at_first and any(j.verdict != "pass" for j in judges):
                 judges.append(JudgeResult(name, "skipped", None, 0.0))
                 continue
             tmp = tempfile.mkdtemp(prefix="judge-", dir=scratch.root)
             try:
-                run = run_command(expand(cmd, tmp, opts.baselines), scratch.env(tmp), opts.timeout)
+                run = run_command(expand(judge.cmd, tmp, opts.baselines), scratch.env(tmp),
+                                  opts.timeout, nice=opts.nice)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
             judges.append(JudgeResult(name, judge_verdict(run), run.rc, run.seconds,
@@ -338,7 +390,7 @@ def judge_mutant(m: Mutant, scratch: Scratch, stock_probe: dict | None, stock_di
                 opts.log(f"  {m.id}: {name} -> {judges[-1].verdict} ({run.seconds}s)")
         caught = any(j.verdict in ("found", "error", "timeout") for j in judges)
         if imports and opts.use_probe and stock_probe is not None and (opts.probe_all or not caught):
-            got, prun = probe(scratch, opts.probe_timeout)
+            got, prun = probe(scratch, opts.probe_timeout, opts.nice)
             if got is None:
                 probe_state, diff = "failed", [f"probe rc={prun.rc}: {prun.tail[-300:]}"]
             else:
@@ -375,7 +427,7 @@ def score(results: list[MutantResult], area: str | None = None) -> dict:
 
 
 def run_all(mutants: list[Mutant], opts: Options, jobs: int = 1, workdir: str | None = None,
-            keep: bool = False) -> dict:
+            keep: bool = False, baselines: str | None = None) -> dict:
     real = real_torch_dir()
     real_ft = os.path.join(real, "_functorch")
     before = tree_digest(real_ft)
@@ -383,9 +435,12 @@ def run_all(mutants: list[Mutant], opts: Options, jobs: int = 1, workdir: str | 
         check_snippet(real_ft, m)
     root = workdir or os.path.join(tempfile.gettempdir(), f"aotcheck-mutate-torch-{os.getuid()}")
     os.makedirs(root, exist_ok=True)
-    opts.baselines = os.path.join(root, "baselines")
-    shutil.rmtree(opts.baselines, ignore_errors=True)   # recorded afresh by the stock runs
-    os.makedirs(opts.baselines)
+    if baselines:                              # recorded on stock torch by an earlier run
+        opts.baselines = os.path.abspath(baselines)
+    else:
+        opts.baselines = os.path.join(root, "baselines")
+        shutil.rmtree(opts.baselines, ignore_errors=True)   # recorded afresh by the stock runs
+        os.makedirs(opts.baselines)
     t0 = time.monotonic()
     scratches = [Scratch.create(os.path.join(root, f"scratch{i}"), real) for i in range(jobs)]
     for s in scratches:
@@ -399,7 +454,7 @@ def run_all(mutants: list[Mutant], opts: Options, jobs: int = 1, workdir: str | 
         if opts.use_probe:
             log("probe on stock torch, twice (through the scratch copy)")
             with concurrent.futures.ThreadPoolExecutor(max_workers=min(2, jobs)) as pool:
-                runs = list(pool.map(lambda s: probe(s, opts.probe_timeout),
+                runs = list(pool.map(lambda s: probe(s, opts.probe_timeout, opts.nice),
                                      [scratches[0], scratches[-1]]))
             for got, srun in runs:
                 if got is None:
@@ -413,11 +468,15 @@ def run_all(mutants: list[Mutant], opts: Options, jobs: int = 1, workdir: str | 
                 log(f"probe programs left out (differ between two stock runs): {unstable}")
         baseline = []
         if opts.baseline:
-            for name, cmd in opts.judges:
+            for judge in opts.judges:
+                if not any(judge.applies(m.area) for m in mutants):
+                    continue
+                name = judge.name
                 log(f"judge {name} on stock torch")
                 tmp = tempfile.mkdtemp(prefix="judge-", dir=scratches[0].root)
                 try:
-                    run = run_command(expand(cmd, tmp, opts.baselines), scratches[0].env(tmp), opts.timeout)
+                    run = run_command(expand(judge.cmd, tmp, opts.baselines), scratches[0].env(tmp),
+                                      opts.timeout, nice=opts.nice)
                 finally:
                     shutil.rmtree(tmp, ignore_errors=True)
                 baseline.append({"judge": name, "rc": run.rc, "seconds": run.seconds})
@@ -454,7 +513,7 @@ def run_all(mutants: list[Mutant], opts: Options, jobs: int = 1, workdir: str | 
     if after != before:
         raise HarnessError("the real torch/_functorch changed during the run")
     return {
-        "torch": real, "judges": [f"{n}={c}" for n, c in opts.judges],
+        "torch": real, "judges": [str(j) for j in opts.judges],
         "timeout": opts.timeout, "jobs": jobs, "seconds": round(time.monotonic() - t0, 1),
         "stock_probe_seconds": stock_seconds, "probe_unstable": unstable,
         "stock_judges": baseline,
@@ -470,7 +529,7 @@ def print_table(report: dict) -> None:
     from rich.console import Console
     from rich.table import Table
     results: list[MutantResult] = report["_results"]
-    judges = [j.split("=", 1)[0] for j in report["judges"]]
+    judges = [j.split("=", 1)[0].split("[", 1)[0] for j in report["judges"]]
     t = Table(title="mutants of torch/_functorch")
     for col in ("mutant", "area", "probe", *judges, "status", "s"):
         t.add_column(col, no_wrap=col == "mutant")
@@ -502,10 +561,11 @@ def load_results(paths: list[str]) -> dict:
                 judges += [j for j in data["judges"] if j not in judges]
                 seconds += data["seconds"]
         rows += found
+    rows = list({r["id"]: r for r in rows}.values())     # a mutant judged again: the last file's row
     results = []
     for r in rows:
         for j in r["judges"]:
-            if j["judge"] not in [x.split("=", 1)[0] for x in judges]:
+            if j["judge"] not in [x.split("=", 1)[0].split("[", 1)[0] for x in judges]:
                 judges.append(j["judge"])
         results.append(MutantResult(
             r["id"], r["area"], r["file"], r["description"], r["status"], r["imports"],
@@ -525,11 +585,14 @@ def main(argv=None) -> int:
     p.add_argument("--only", action="append", default=[], help="mutant id (repeatable)")
     p.add_argument("--area", action="append", default=[], help="cache|metadata|functional|"
                    "runtime|partition (repeatable)")
-    p.add_argument("--judge", action="append", default=[], help="NAME=COMMAND, repeatable; "
+    p.add_argument("--judge", action="append", default=[], help="NAME=COMMAND or NAME[area,...]=COMMAND (only for "
+                   "mutants of those areas), repeatable; "
                    "placeholders {python} {pytest} {aotcheck} {tmp} {baselines}; default: "
                    + " ; ".join(DEFAULT_JUDGES))
     p.add_argument("--jobs", type=int, default=1, help="mutants judged at once (one scratch each)")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per judge run")
+    p.add_argument("--nice", type=int, default=10, help="niceness each judge and probe run adds "
+                   "to the harness's own (default 10)")
     p.add_argument("--no-probe", action="store_true", help="judge every mutant, no equivalence probe")
     p.add_argument("--probe-all", action="store_true",
                    help="probe caught mutants too (default: only those no judge caught)")
@@ -541,9 +604,13 @@ def main(argv=None) -> int:
     p.add_argument("--workdir", default=None, help="scratch directory (default: "
                    "$TMPDIR/aotcheck-mutate-torch-UID; its pycache/ is reused between runs)")
     p.add_argument("--keep", action="store_true", help="keep the scratch torch after the run")
+    p.add_argument("--baselines", default=None, metavar="DIR",
+                   help="{baselines}: the stock recordings of an earlier run of the same judges "
+                   "(its WORKDIR/baselines), used as they are; with --no-baseline, the stock runs are "
+                   "not repeated (default: WORKDIR/baselines, emptied and recorded afresh)")
     p.add_argument("--show", nargs="+", default=None, metavar="FILE",
                    help="print the table and scores of earlier result files (--out JSON or its "
-                   ".partial.jsonl) and exit")
+                   ".partial.jsonl; a mutant in several: the last file's row) and exit")
     args = p.parse_args(argv)
     if args.show:
         print_table(load_results(args.show))
@@ -560,8 +627,11 @@ def main(argv=None) -> int:
             print(f"{m.id:30} {m.area:10} {m.file:45} {m.description}")
         print(f"{len(mutants)} mutants")
         return 0
-    judges = [parse_judge(j, i) for i, j in enumerate(args.judge or DEFAULT_JUDGES)]
-    opts = Options(judges, timeout=args.timeout, use_probe=not args.no_probe,
+    try:
+        judges = [parse_judge(j, i) for i, j in enumerate(args.judge or DEFAULT_JUDGES)]
+    except HarnessError as e:
+        p.error(str(e))
+    opts = Options(judges, timeout=args.timeout, nice=args.nice, use_probe=not args.no_probe,
                    probe_all=args.probe_all, baseline=not args.no_baseline, stop_at_first=args.stop_at_first,
                    log=lambda s: print(time.strftime("%H:%M:%S"), s, file=sys.stderr, flush=True),
                    partial=args.out + ".partial.jsonl" if args.out else None)
@@ -569,7 +639,7 @@ def main(argv=None) -> int:
         os.remove(opts.partial)
     try:
         report = run_all(mutants, opts, jobs=max(1, args.jobs), workdir=args.workdir,
-                         keep=args.keep)
+                         keep=args.keep, baselines=args.baselines)
     except (HarnessError, MutantError) as e:
         print(f"mutate_torch: {e}", file=sys.stderr)
         return 2

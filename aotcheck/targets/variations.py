@@ -14,6 +14,9 @@ wrote the entry. For one subject (a corpus case, or a fuzz program), the pass:
        ok-hit       a hit, and the result equals eager under B
        ok-miss      a miss where B changes something the graph depends on
        STALE HIT    a hit whose result differs from eager under B (the worst finding)
+       UNKEYED HIT  every graph hit although B changed call-wide state the engine's key is
+                    built to hold (``KEYED_STATE``), and the result happens to equal eager:
+                    the key lost that component (NOTE [an unkeyed hit])
        LOST HIT     a miss where nothing relevant changed (B changes only tensor values)
        FAILS UNDER B  no hit, and the engine differs from eager under B (a cold failure of B)
        refused under B  no hit, and the engine refused B with a documented limit
@@ -44,6 +47,15 @@ the Python state its function reads (:func:`derive`), never listed by hand per c
     config           one engine config flag that changes a graph (``CONFIG_FLAGS``)
     values           every floating input's values changed, nothing else: a hit is expected,
                      and a miss is a LOST HIT
+
+# NOTE [the stale direction]
+A key that lost grad mode serves whichever entry was written first. An entry compiled with
+grad enabled and served under no_grad computes eager's values (the backward is never asked
+for), but an inference graph compiled under no_grad (or inference_mode) and served to a call
+with grad enabled returns outputs that do not require grad: the stale hit of issue 26. Under
+the rotation a subject called without grad drew grad mode as its one kind about one time in
+fifteen, so none of the corpus's did; ``pick`` therefore adds ``grad_mode=enabled`` to every
+subject called without grad (a handful of cases), besides its rotated picks.
 
 # NOTE [what a variation run shares]
 The pass compiles A once per subject and reuses its cache directory for every B (copied, so
@@ -80,8 +92,31 @@ OK_HIT, OK_MISS, STALE_HIT, LOST_HIT, FAILS_UNDER_B = "ok-hit", "ok-miss", "STAL
     "FAILS UNDER B"
 REFUSED = "refused under B"
 EAGER_DIED = "eager died under B"
-VERDICTS = (OK_HIT, OK_MISS, REFUSED, EAGER_DIED, STALE_HIT, LOST_HIT, FAILS_UNDER_B)
-BAD = (STALE_HIT, LOST_HIT, FAILS_UNDER_B)
+UNKEYED_HIT = "UNKEYED HIT"
+VERDICTS = (OK_HIT, OK_MISS, REFUSED, EAGER_DIED, STALE_HIT, UNKEYED_HIT, LOST_HIT, FAILS_UNDER_B)
+BAD = (STALE_HIT, UNKEYED_HIT, LOST_HIT, FAILS_UNDER_B)
+
+# NOTE [an unkeyed hit]
+# A stale hit shows only where the entry served under B computes something other than eager
+# under B; an entry compiled with grad enabled and served under no_grad, or compiled without
+# autocast and served under it to a function with no autocast-eligible op, computes the same
+# values, so a key that lost grad mode or autocast passes most subjects. For the state a call
+# runs in (grad mode, autocast, deterministic algorithms, the default dtype, the engine's config
+# flags) torch's AOTAutogradCache key is built to hold each one for every graph it keys
+# (AOTAutogradCacheDetails._record_runtime_state: grad mode, autocast, deterministic
+# algorithms and the functorch config; FxGraphHashDetails: the default dtype, deterministic
+# settings and the Inductor config), so under a B that changes one of them a correct key misses
+# for every graph, and a B where every graph *hits* is reported as UNKEYED HIT, even where the
+# result equals eager. Grad mode counts only where ``torch.is_grad_enabled()`` differs between A
+# and B (the key holds that flag: no_grad and inference_mode compile one inference graph). Only where every graph hit: a graph compiled after a graph break inside a
+# ``no_grad`` (or autocast) region of the function was compiled in that region's state under A
+# and B alike and may hit rightly. Not for per-input kinds (an input Dynamo prunes from the
+# graph may change without a miss), nor for ``torch-inductor``, whose hit count adds the FX
+# graph cache's, keyed without grad mode on purpose (the same inference graph serves both).
+KEYED_STATE: dict[str, frozenset[str]] = {
+    name: frozenset({"grad_mode", "autocast", "deterministic", "default_dtype", "config"})
+    for name in ("torch", "torch-inductor-lite")
+}
 
 GRAD_MODES = ("enabled", "no_grad", "inference_mode")
 
@@ -262,9 +297,16 @@ def derive(subject: Subject, engine: str = "aotcheck") -> list[Variation]:
 
 def pick(variations: list[Variation], subject_name: str, per_case: int | None) -> list[Variation]:
     """At most ``per_case`` variations of distinct kinds, chosen by a rotation that depends on
-    the subject's name (so a corpus covers every kind, ``values`` included). None: all."""
+    the subject's name (so a corpus covers every kind, ``values`` included). None: all.
+    ``grad_mode=enabled`` is picked besides, wherever it applies (NOTE [the stale direction])."""
     if per_case is None or len(variations) <= per_case:
         return list(variations)
+    stale_dir = [v for v in variations if v.kind == "grad_mode" and v.b == "enabled"]
+    chosen = _rotate(variations, subject_name, per_case)
+    return [v for v in stale_dir if v not in chosen] + chosen
+
+
+def _rotate(variations: list[Variation], subject_name: str, per_case: int) -> list[Variation]:
     by_kind: dict[str, list[Variation]] = {}
     for v in variations:
         by_kind.setdefault(v.kind, []).append(v)
@@ -427,11 +469,25 @@ def run_variation(engine, subject: Subject, v: Variation, dir_b: Path) -> Result
         first = str(e).splitlines()[0][:200] if str(e) else ""
         return Result(subject.name, engine.name, v, FAILS_UNDER_B,
                       f"the run under B raised {type(e).__name__}: {first}")
-    return judge(subject.name, engine.name, v, box["events"], list(report.divergences))
+    return judge(subject.name, engine.name, v, box["events"], list(report.divergences),
+                 keyed=changes_keyed_state(engine.name, subject, v))
 
 
-def judge(subject: str, engine: str, v: Variation, ev: CacheEvents, divergences: list[str]) -> Result:
-    """The verdict of one B run from its cache events and the oracle's divergences."""
+def changes_keyed_state(engine: str, subject: Subject, v: Variation) -> bool:
+    """Whether B changes call-wide state the engine's cache key holds (NOTE [an unkeyed hit]).
+    Grad mode only where ``torch.is_grad_enabled()`` differs: the key holds that, and no_grad
+    and inference_mode share one inference graph."""
+    if v.kind not in KEYED_STATE.get(engine, ()):
+        return False
+    if v.kind == "grad_mode":
+        return (subject.grad_mode == "enabled") != (v.b == "enabled")
+    return True
+
+
+def judge(subject: str, engine: str, v: Variation, ev: CacheEvents, divergences: list[str],
+          keyed: bool = False) -> Result:
+    """The verdict of one B run from its cache events and the oracle's divergences. ``keyed``:
+    B changes state the key holds (``changes_keyed_state``), so a hit is an UNKEYED HIT."""
     counts = dict(hits=ev.hits, misses=ev.misses, bypasses=ev.bypasses, divergences=tuple(divergences))
     seen = f"hits={ev.hits} misses={ev.misses} bypasses={ev.bypasses}"
     if divergences:
@@ -445,6 +501,10 @@ def judge(subject: str, engine: str, v: Variation, ev: CacheEvents, divergences:
                           f"no hit ({seen}); refused with a documented limit: {divergences[0]}", **counts)
         return Result(subject, engine, v, FAILS_UNDER_B,
                       f"no hit ({seen}); compiled under B differs from eager: {divergences[0]}", **counts)
+    if ev.hits and not ev.misses and keyed:
+        return Result(subject, engine, v, UNKEYED_HIT,      # NOTE [an unkeyed hit]
+                      f"every graph hit ({seen}) although B changed {v.label}, which the cache "
+                      f"key is built to hold; the result equals eager under B here", **counts)
     if ev.hits and not ev.misses:
         return Result(subject, engine, v, OK_HIT, f"{seen}; equals eager under B", **counts)
     if v.relevant:

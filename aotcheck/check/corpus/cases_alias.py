@@ -134,6 +134,21 @@ def view_of_grad_nonleaf():
     return f, seeded(make)
 
 
+@case("alias_of_input", mode="inference", tags=("multi_output_view", "nonleaf"))
+def rows_of_grad_nonleaf_returned_beside_its_flat_view():
+    """The rows of an argument (one multi-output view, unbind) returned beside another view of
+    it: every output must stay a view of the argument to autograd, so the flat view can be
+    written in place as eager's can (torch hides only an argument's multi-output views that no
+    other output aliases; found by the mutation harness, mutant meta-multi-output-view)."""
+    def f(a):
+        r0, r1 = a.unbind(0)
+        return r0, r1, a.view(-1)
+    def make():
+        x = leaf(2, 3)
+        return Inputs((x * 1,), leaves=(x,))
+    return f, seeded(make)
+
+
 @case("alias_of_input", mode="inference", tags=("is_input",))
 def dropout_eval_returns_input():
     def f(x):
