@@ -7,6 +7,7 @@ nothing relevant must hit; a few variation kinds against aotcheck's cache and on
 torch's AOTAutogradCache must give the verdicts a correct cache gives."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -314,3 +315,27 @@ def test_planted_torch_autocast_bug_is_an_unkeyed_hit_where_no_op_autocasts(monk
     monkeypatch.setattr(ac.AOTAutogradCacheDetails, "_record_runtime_state", without_autocast)
     (r,) = V.run_subject(get_engine("torch"), subject, [v]).results
     assert r.verdict == V.UNKEYED_HIT and r.hits >= 1 and not r.divergences, r
+
+
+@pytest.mark.parametrize("cold_fails_too", [True, False], ids=["engine_bug", "cache_bug"])
+def test_a_hit_that_differs_is_stale_only_if_a_cold_compile_under_b_is_right(monkeypatch, cold_fails_too):
+    """NOTE [a stale hit is the cache's fault]: the oracle is planted to report a divergence
+    under B; when a cold compile under B (a fresh cache dir) reports the same one, the verdict
+    is the engine's failure under B, else the served entry's: a STALE HIT."""
+    real = V.check_under
+    b_runs = []
+
+    def planted(subject, compiled, v):
+        report = real(subject, compiled, v)
+        if v is None:
+            return report
+        b_runs.append(v)
+        if len(b_runs) == 1 or cold_fails_too:
+            return dataclasses.replace(report, divergences=["values, output 0 -- planted"])
+        return report
+    monkeypatch.setattr(V, "check_under", planted)
+    subject = V.Subject.from_source("values.planted", PROGRAM)
+    (r,) = V.run_subject(get_engine("aotcheck"), subject,
+                         [V.Variation("values", "", "changed", relevant=False)]).results
+    assert len(b_runs) == 2 and r.hits >= 1, r          # B hit, then the cold confirmation ran
+    assert r.verdict == (V.FAILS_UNDER_B if cold_fails_too else V.STALE_HIT), r

@@ -469,8 +469,38 @@ def run_variation(engine, subject: Subject, v: Variation, dir_b: Path) -> Result
         first = str(e).splitlines()[0][:200] if str(e) else ""
         return Result(subject.name, engine.name, v, FAILS_UNDER_B,
                       f"the run under B raised {type(e).__name__}: {first}")
-    return judge(subject.name, engine.name, v, box["events"], list(report.divergences),
-                 keyed=changes_keyed_state(engine.name, subject, v))
+    result = judge(subject.name, engine.name, v, box["events"], list(report.divergences),
+                   keyed=changes_keyed_state(engine.name, subject, v))
+    return confirm_stale(engine, subject, v, result) if result.verdict == STALE_HIT else result
+
+
+def confirm_stale(engine, subject: Subject, v: Variation, stale: Result) -> Result:
+    """A STALE HIT only if a cold compile under B (a fresh cache directory) is right.
+
+    # NOTE [a stale hit is the cache's fault]
+    A hit that differs from eager under B blames the cache key only where compiling B's own
+    entry would have given eager's result. Where the engine fails B cold too, the same way,
+    the served entry is not what went wrong: the verdict is FAILS UNDER B (the engine's bug
+    under B), with the hit said in its reason. Found by the fuzzer (seed 3): a values-only
+    variation of a strided non-leaf "hit stale" where B cold failed with the same error.
+    Costs one more compile, and only for a stale hit."""
+    fresh = Path(tempfile.mkdtemp(prefix="aotcheck-var-cold-"))
+    try:
+        with state_context(subject, v), observe(engine) as box:
+            compiled = engine.compile_cached(subject.fn, str(fresh))
+            report = check_under(subject, compiled, v)
+        cold = list(report.divergences)
+    except Exception as e:  # noqa: BLE001 - the cold run raised: the hit stays the suspect
+        return replace(stale, reason=f"{stale.reason} (a cold compile under B raised "
+                                     f"{type(e).__name__} instead)")
+    finally:
+        shutil.rmtree(fresh, ignore_errors=True)
+    if cold and cold[0] == stale.divergences[0]:
+        return replace(stale, verdict=FAILS_UNDER_B, reason=(
+            f"the entry written under A was served under B (hits={stale.hits}), and a cold "
+            f"compile under B (hits={box['events'].hits}) differs from eager the same way: the "
+            f"engine's failure under B, not the cache's: {cold[0]}"))
+    return stale
 
 
 def changes_keyed_state(engine: str, subject: Subject, v: Variation) -> bool:
