@@ -119,6 +119,11 @@ def print_report(plan, result, verdicts, record, *, verbose: bool = False, strea
     secs = ", ".join(f"{e} {s:.0f}s" for e, s in result.engine_seconds.items())
     print(f"wall time {result.wall_s:.1f}s with {result.workers} worker(s); worker CPU per engine: {secs}",
           file=out)
+    if result.leaks:       # NOTE [a case's run as if alone] in regress/run.py
+        print(f"process state left changed by {len(result.leaks)} run(s), put back before the next "
+              f"case:", file=out)
+        for engine, case_id, what in result.leaks:
+            print(f"  {case_id} [{engine}]: {'; '.join(what)}", file=out)
     unpinned = sum(1 for v in verdicts if v.kind == "known" and v.was is not None and v.was.fingerprint is None
                    and v.now is not None)
     if unpinned:
