@@ -31,8 +31,9 @@ from __future__ import annotations
 import os
 from typing import Callable
 
-# Set once by torch on first use and read back from the environment, never a case's doing.
-_SET_ONCE_BY_TORCH = ("_TORCHINDUCTOR_PYOBJECT_TENSOR_DATA_PTR",)
+# Environment variables that are not a case's doing: set once by torch on first use, or by pytest
+# around each test phase.
+_SET_ONCE_BY_TORCH = ("_TORCHINDUCTOR_PYOBJECT_TENSOR_DATA_PTR", "PYTEST_CURRENT_TEST")
 
 _CONFIG_MODULES = ("torch._functorch.config", "torch._dynamo.config", "torch._inductor.config")
 
