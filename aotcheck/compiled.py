@@ -4,7 +4,8 @@ One call's path, on one screen (:class:`CompiledFunction`)::
 
     arguments -> Python state (fingerprint, or its guard) -> lifted tensors
               -> call record (inputs read once) -> in-memory key -> hit: run the artifact
-              miss: signature -> [cache key -> lookup] -> the pipeline -> artifact -> [save]
+              miss: signature -> [capture, for a traced key] -> [cache key -> lookup]
+                    -> the pipeline -> artifact -> [save]
 
 Both the plain path (:class:`aotcheck.api.AotFunction`, which adds only the dispatch of
 tensor-subclass calls) and the subclass path (one ``CompiledFunction`` per desugared plain
@@ -21,10 +22,11 @@ import torch
 
 from . import flags
 from . import lift as _lift
-from .cache import bypass, cache_key, lookup, resolve, save
+from .cache import bypass, cache_key, lookup, needs_capture, resolve, save
 from .cache.fingerprint import Unfingerprintable, fingerprint_of, fingerprint_walk
 from .cache.guard import state_guard
 from .engine.capture.functional import outside_saved_tensors_hooks
+from .engine.capture.trace import capture
 from .engine.partition.cut import STRATEGIES
 from .engine.pipeline import build_artifact, run_stages
 from .engine.signature import call_key, fast_call_key, flatten_inputs, signature
@@ -192,14 +194,16 @@ class CompiledFunction:
         if self.cache is None and not self.remote:
             return build_artifact(run_stages(self.call_fn, leaves, spec, sig, self.partitioner))
         cache = resolve(True if self.cache is None else self.cache, remote=self.remote)
-        key = cache_key(self.call_fn, leaves, spec, sig, self.partitioner, fn_print=rec.fp)
+        # NOTE [one capture per call] (cache/key.py): a traced key's capture, made once here
+        captured = capture(self.call_fn, leaves, spec, sig) if needs_capture(rec.fp) else None
+        key = cache_key(sig, self.partitioner, fn_print=rec.fp, captured=captured)
         if key.uncacheable is not None:
             bypass(cache, key.uncacheable)
         elif not fresh:
-            art = lookup(cache, key, self.call_fn, leaves, spec, sig, self.partitioner)
+            art = lookup(cache, key, self.call_fn, leaves, spec, sig, self.partitioner, captured)
             if art is not None:
                 return art
-        stages = run_stages(self.call_fn, leaves, spec, sig, self.partitioner, captured=key.captured)
+        stages = run_stages(self.call_fn, leaves, spec, sig, self.partitioner, captured=captured)
         art = build_artifact(stages)
         if key.uncacheable is None:
             save(cache, key, stages, art)

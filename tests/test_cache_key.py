@@ -303,6 +303,42 @@ def test_unfingerprintable_value_falls_back_to_the_traced_key_and_explain_says_w
     assert aotcheck.counters["hits"] == 1
 
 
+def test_a_traced_key_is_captured_once_and_that_capture_handed_to_the_pipeline(tmp_path, monkeypatch):
+    """NOTE [one capture per call] (cache/key.py): under the traced key, a miss traces the
+    function once, in the compiled function, and the key, the lookup and the pipeline share
+    that capture; the cache layer makes none of its own."""
+    from aotcheck import compiled
+    from aotcheck.cache import key as key_mod
+    from aotcheck.engine import pipeline
+    from aotcheck.engine.capture.trace import capture
+
+    made = []
+
+    def counted(where):
+        def run(*args, **kwargs):
+            made.append(where)
+            return capture(*args, **kwargs)
+        return run
+    for mod, where in ((compiled, "compiled"), (pipeline, "pipeline"), (key_mod, "cache")):
+        monkeypatch.setattr(mod, "capture", counted(where))
+    lock = threading.Lock()
+
+    def f(x):
+        with lock:
+            return x.sin() * 2
+    x = torch.randn(3, requires_grad=True)
+    out = aotcheck.aot_function(f, cache=tmp_path)(x)
+    out.sum().backward()
+    assert made == ["compiled"]
+    torch.testing.assert_close(x.grad, 2 * x.detach().cos())
+    made.clear()
+    aotcheck.reset_counters()
+    y = x.detach().clone().requires_grad_()
+    aotcheck.aot_function(f, cache=tmp_path)(y).sum().backward()     # a hit: the key's capture only
+    assert made == ["compiled"] and aotcheck.counters["hits"] == 1
+    torch.testing.assert_close(y.grad, x.grad)
+
+
 @pytest.mark.parametrize("nested", ["engine/rng/seeding.py", "engine/capture/functional_run.py",
                                     "engine/runtime/artifact.py", "engine/partition/mincut.py"])
 def test_engine_source_hash_covers_nested_engine_modules(monkeypatch, nested):

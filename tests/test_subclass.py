@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given, settings, strategies as st
 from torch.testing._internal.two_tensor import TwoTensor
 
 import aotcheck
 from aotcheck.check.oracle import _close
 from aotcheck.errors import UnsupportedInputError
+from aotcheck.subclass import desugar
+from aotcheck.subclass.records import Covered, Moved, OuterCall, OuterFacts, OutFact, Replay
 
 
 class TaggedTwo(TwoTensor):
@@ -262,3 +265,82 @@ def test_the_joint_runs_in_the_autocast_state_of_the_forward(tmp_path, written_w
     for e, c in zip(expected, got):
         assert e.dtype == c.dtype and _close(e, c) is None
     assert not torch.is_autocast_enabled("cpu") and torch.get_default_dtype() == torch.float32
+
+
+def _outer_facts(monkeypatch, fn, *args) -> OuterFacts:
+    """The outer-level facts the forward trace of ``fn(*args)`` reads (``split_rebased``'s)."""
+    seen = []
+    real = desugar.split_rebased
+
+    def recorded(*a, **k):
+        seen.append(real(*a, **k))
+        return seen[-1]
+    monkeypatch.setattr(desugar, "split_rebased", recorded)
+    aotcheck.aot_function(fn)(*args)
+    return seen[-1]
+
+
+def test_outer_facts_are_typed_records_read_off_the_trace(monkeypatch):
+    """The records' docstring examples (aotcheck/subclass/records.py) and one with a write
+    after a metadata call, a view made under no_grad and one of unbind's views; each
+    round-trips through JSON."""
+    def f(a):
+        return a[0], a.sin(), a
+
+    def g(a):
+        a.transpose_(0, 1)
+        return a * 2
+
+    def h(a):
+        a.transpose_(0, 1)
+        a.mul_(2)
+        with torch.no_grad():
+            v = a[0]
+        return v, a.unbind(0)[1]
+    base = two(2, 3, requires_grad=True)
+    got = [_outer_facts(monkeypatch, f, base), _outer_facts(monkeypatch, g, base * 1),
+           _outer_facts(monkeypatch, h, base * 1)]
+    transpose = "OuterCall(method='transpose_', args=(0, 1), kwargs=(), grad_enabled=True)"
+    moved = "moved=(Moved(arg=0, geometry=((3, 2), (1, 3), 0)),)"
+    assert [repr(x) for x in got] == [
+        "OuterFacts(outs=(OutFact(home=0, geometry=((3,), (1,), 0), mode='grad'), OutFact(), "
+        "OutFact(same_arg=0)))",
+        f"OuterFacts(outs=(OutFact(),), {moved}, written=(0,), replay=(Replay(arg=0, "
+        f"after=({transpose},)),))",
+        "OuterFacts(outs=(OutFact(home=0, geometry=((2,), (3,), 0), mode='no_grad'), "
+        "OutFact(home=0, geometry=((2,), (3,), 1), mode='grad', multi_output=True)), "
+        f"{moved}, rebased=(0,), written=(0,), replay=(Replay(arg=0, before=({transpose},), "
+        "at=((3, 2), (1, 3), 0)),))"]
+    for facts in got:
+        assert OuterFacts.from_json(facts.to_json()) == facts
+
+
+_ints = st.integers(-1, 5)
+_geometry = st.tuples(st.lists(st.integers(0, 9), max_size=3).map(tuple),
+                      st.lists(st.integers(0, 9), max_size=3).map(tuple), st.integers(0, 9))
+_plain = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-9, 9), st.text(max_size=3)),
+                      lambda inner: st.lists(inner, max_size=3).map(tuple), max_leaves=6)
+_calls = st.lists(st.builds(OuterCall, st.sampled_from(["t_", "transpose_", "squeeze_"]),
+                            st.lists(_plain, max_size=3).map(tuple),
+                            st.lists(st.tuples(st.text(max_size=3), _plain), max_size=2).map(tuple),
+                            st.booleans()), max_size=2).map(tuple)
+_outs = st.builds(OutFact, _ints, _ints, _ints, st.one_of(st.just(()), _geometry),
+                  st.sampled_from(["", "grad", "stale", "alias"]),
+                  st.sampled_from(["", "no_grad", "multi_output"]), st.sampled_from(["", "leaf", "view"]),
+                  st.booleans(), st.booleans(), st.booleans(), st.booleans(),
+                  st.lists(st.booleans(), max_size=3).map(tuple), st.booleans())
+_indices = st.lists(st.integers(0, 5), max_size=3).map(tuple)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.builds(OuterFacts, st.lists(_outs, max_size=3).map(tuple),
+                 st.lists(st.builds(Moved, st.integers(0, 5), _geometry), max_size=2).map(tuple),
+                 _indices, _indices, _indices, _indices, _indices,
+                 st.lists(st.builds(Replay, st.integers(0, 5), _calls, _calls,
+                                    st.one_of(st.just(()), _geometry),
+                                    st.lists(st.lists(st.integers(1, 4), max_size=3).map(tuple),
+                                             max_size=2).map(tuple)), max_size=2).map(tuple),
+                 st.lists(st.builds(Covered, st.integers(0, 5), st.integers(0, 5)), max_size=2).map(tuple)))
+def test_outer_facts_round_trip_through_json(facts):
+    """Every field of the outer-level facts filled: plain data that JSON gives back equal."""
+    assert OuterFacts.from_json(facts.to_json()) == facts

@@ -21,11 +21,13 @@ What it may import: the engine (``aotcheck.engine``), ``aotcheck.errors`` and
 """
 from .entry import bypass, lookup, save, verify
 from .fingerprint import Unfingerprintable, fingerprint
-from .key import Key, cache_key, compute_key, engine_source_hash, key_components, key_of
+from .key import (Key, cache_key, compute_key, engine_source_hash, function_print, key_components,
+                  key_of, needs_capture)
 from .store import (BACKWARD_FILE, CACHE_FORMAT, ENTRY_FILE, Cache, CacheCorrupt, CacheWarning, counters,
                     decode_file, default_dir, encode_file, expect_hits, reset_counters, resolve)
 
 __all__ = ["BACKWARD_FILE", "CACHE_FORMAT", "ENTRY_FILE", "Cache", "CacheCorrupt", "CacheWarning", "Key",
            "bypass", "cache_key", "compute_key", "counters", "decode_file", "default_dir", "encode_file",
-           "engine_source_hash", "expect_hits", "key_components", "key_of", "lookup", "reset_counters",
+           "engine_source_hash", "expect_hits", "function_print", "key_components", "key_of", "lookup",
+           "needs_capture", "reset_counters",
            "resolve", "save", "verify", "Unfingerprintable", "fingerprint"]

@@ -47,15 +47,19 @@ from .store import (BACKWARD_FILE, CACHE_FORMAT, ENTRY_FILE, Cache, CacheCorrupt
 log = logging.getLogger("aotcheck.cache")
 
 
-def lookup(cache: Cache, key: Key, fn, leaves: list, spec, sig, partitioner: str = "default"):
-    """The artifact stored under ``key``, or None (a miss, counted; strict mode raises)."""
+def lookup(cache: Cache, key: Key, fn, leaves: list, spec, sig, partitioner: str = "default",
+           captured=None):
+    """The artifact stored under ``key``, or None (a miss, counted; strict mode raises).
+    ``captured``: the call's capture where its key is the traced one (NOTE [one capture per
+    call] in key.py), checked against the stored input plan and reused by a backward
+    re-derived from this entry."""
     with _gc_paused():
         entry = _load_entry(cache, key.digest)
     if entry is not None:
         try:
             with _gc_paused():
                 art = _artifact_from_entry(cache, key.digest, entry, fn, partitioner, leaves, spec, sig,
-                                           key.captured)
+                                           captured)
         except (SerializeError, KeyError, TypeError, ValueError) as e:
             _warn_corrupt(cache, key.digest, ENTRY_FILE, str(e))
         else:

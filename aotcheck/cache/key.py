@@ -17,20 +17,29 @@ Where the function reads a value with no stable fingerprint, the key falls back 
 the *traced* key (:func:`key_components`): the captured graph as printed text, its
 tensor constants, the capture's raw facts and input plan, plus a ``fallback``
 component naming the value and why (``aotcheck cache explain`` prints it). That key
-needs a capture; the :class:`Key` carries it so that a miss does not trace again.
+needs a capture, which the caller makes and passes in (NOTE [one capture per call]).
 Nothing in either key depends on ids, addresses or hash randomisation.
+
+NOTE [one capture per call]
+A call whose key is the traced one is captured once, by the compiled function
+(``aotcheck/compiled.py``), which hands that one capture to the key, the lookup (which
+checks a stored entry's input plan against it, and re-derives a lazy backward from it)
+and, on a miss, the pipeline. The flow runs one way: the cache layer reads a capture it
+is given and makes none on that path (only :func:`compute_key`, which compiles nothing,
+captures for itself). ``needs_capture`` says when a call needs one.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 
 from .. import flags
 from ..engine.capture.trace import Captured, capture
+from ..errors import AotcheckError
 from ..engine.printer import format_graph
 from ..engine.signature import Signature, flatten_inputs, signature
 from .serialize import Uncacheable, graph_to_data
@@ -44,10 +53,9 @@ _SOURCE_HASH: str | None = None
 @dataclass
 class Key:
     """The key of one call. ``uncacheable`` is set when the call cannot be cached (the
-    reason, for a bypass); ``captured`` is the capture the components were read from."""
+    reason, for a bypass)."""
     digest: str
     components: dict[str, str]
-    captured: Captured | None = field(default=None, repr=False)
     uncacheable: Uncacheable | None = None
 
     @property
@@ -106,33 +114,46 @@ def key_of(components: dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(components, sort_keys=True).encode()).hexdigest()
 
 
-def cache_key(fn, leaves: list, in_spec, sig: Signature, partitioner: str = "default", *,
-              fn_print: tuple[str, str] | Unfingerprintable | None = None) -> Key:
-    """The key of calling ``fn`` on these leaves (whose signature is ``sig``). ``fn_print``: the
-    function's fingerprint ``(text, digest)`` when the caller has it (the API computes it once
-    per call for its in-memory reuse), or the Unfingerprintable it raised."""
-    if fn_print is None:
-        try:
-            fn_print = fingerprint(fn)
-        except Unfingerprintable as u:
-            fn_print = u
-    if not isinstance(fn_print, Unfingerprintable):
+def function_print(fn) -> tuple[str, str] | Unfingerprintable:
+    """``fn``'s fingerprint ``(text, digest)``, or the Unfingerprintable it raised."""
+    try:
+        return fingerprint(fn)
+    except Unfingerprintable as u:
+        return u
+
+
+def needs_capture(fn_print: tuple[str, str] | Unfingerprintable) -> bool:
+    """Whether a function with this fingerprint is keyed by its capture (the traced key)."""
+    return isinstance(fn_print, Unfingerprintable)
+
+
+def cache_key(sig: Signature, partitioner: str = "default", *,
+              fn_print: tuple[str, str] | Unfingerprintable,
+              captured: Captured | None = None) -> Key:
+    """The key of a call whose signature is ``sig``. ``fn_print``: the function's fingerprint
+    ``(text, digest)`` (the compiled function computes it once per call for its in-memory
+    reuse), or the Unfingerprintable it raised; then the key is read off ``captured``, the
+    caller's capture of this call (NOTE [one capture per call])."""
+    if not needs_capture(fn_print):
         comps = trace_free_components(fn_print[0], sig, partitioner)
         return Key(key_of(comps), comps)
-    captured = capture(fn, leaves, in_spec, sig)
+    if captured is None:
+        raise AotcheckError(f"the traced cache key needs the call's capture ({fn_print})")
     try:
         comps = key_components(captured, sig, partitioner)
     except Uncacheable as u:
-        return Key("", {}, captured, u)
+        return Key("", {}, u)
     comps["fallback"] = f"traced key: {fn_print}"
-    return Key(key_of(comps), comps, captured)
+    return Key(key_of(comps), comps)
 
 
 def compute_key(fn, args=(), kwargs=None, partitioner: str = "default") -> tuple[str, dict[str, str]]:
     """The key and components for calling ``fn(*args, **kwargs)`` (compiles nothing; captures
     only for the traced fallback). Raises Uncacheable when the call cannot be cached."""
     leaves, spec = flatten_inputs(tuple(args), dict(kwargs or {}))
-    k = cache_key(fn, leaves, spec, signature(leaves, spec), partitioner)
+    sig, fn_print = signature(leaves, spec), function_print(fn)
+    captured = capture(fn, leaves, spec, sig) if needs_capture(fn_print) else None
+    k = cache_key(sig, partitioner, fn_print=fn_print, captured=captured)
     if k.uncacheable is not None:
         raise k.uncacheable
     return k.digest, k.components

@@ -41,6 +41,7 @@ The modules, in the order a call flows through them; this package may import the
 (errors, flags), engine/, cache/, lift and compiled, never api (which imports it):
 
     base         flatten/unflatten (plain-data desc + inner tensors), storage keys, has_subclass
+    records      the outer-level facts as frozen data (OuterFacts, OutFact, Replay, ...)
     wrapper_set  a wrapper's set_() onto a plain tensor, in the trace
     autograd     the outer-level autograd facts read off the trace
     facts        the outer-level facts read off the trace and applied to each call

@@ -25,6 +25,7 @@ from torch.overrides import TorchFunctionMode
 from ..engine.capture.recorder import _REQUIRES_GRAD_ATTR, call_name
 from ..engine.graph_walk import grad_nodes
 from ..engine.signature import storage_extent
+from .records import NEW_LEAF, NEW_LEAF_VIEW, OuterFacts
 
 STALE = object()
 
@@ -115,17 +116,18 @@ def view_mode(o, arg, start_fn, hidden: dict = {}) -> str:
     return "plain" if not arg.requires_grad else "no_grad" if o.requires_grad else "detached"
 
 
-def new_leaf_kind(o):
-    """A leaf that requires grad made inside: True, or ``"view"`` for a view of one whose flag
-    was set after the view was made (``v2 = v1[:1]; v1.requires_grad_()``): it requires grad
-    through its base but has no gradient edge, so backward leaves its ``.grad`` None."""
+def new_leaf_kind(o) -> str:
+    """A leaf that requires grad made inside: ``NEW_LEAF``, or ``NEW_LEAF_VIEW`` for a view of
+    one whose flag was set after the view was made (``v2 = v1[:1]; v1.requires_grad_()``): it
+    requires grad through its base but has no gradient edge, so backward leaves its ``.grad``
+    None."""
     if not o._is_view():
-        return True
+        return NEW_LEAF
     # its gradient edge, as torch.autograd.graph.get_gradient_edge finds it (a view_as, kept
     # out of the traced graph)
     with disable_proxy_modes_tracing(), torch.enable_grad():
         edge = o.view_as(o).grad_fn.next_functions[0][0]
-    return "view" if edge is None else True
+    return NEW_LEAF_VIEW if edge is None else NEW_LEAF
 
 
 def remake_dropped(a: torch.Tensor, geometry) -> torch.Tensor:
@@ -139,7 +141,7 @@ def remake_dropped(a: torch.Tensor, geometry) -> torch.Tensor:
 
 def remake_view_of_leaf(o: torch.Tensor) -> torch.Tensor:
     """``o`` as a view of a leaf made inside whose ``requires_grad_()`` came after the view
-    (``new_leaf_kind`` ``"view"``)."""
+    (``new_leaf_kind`` ``NEW_LEAF_VIEW``)."""
     base = o.detach()
     with torch.enable_grad():
         v = base.view_as(base)
@@ -179,10 +181,10 @@ def routed_grad_set(reached: list, moved: dict, outer: list, keys: list,
     return [j for j in reached if j not in moved and not shared(j)]
 
 
-def flag_before_call(facts: dict, outer: list, requires: list) -> list:
+def flag_before_call(facts: OuterFacts, outer: list, requires: list) -> list:
     """Set the routed arguments' flags on the caller's tensors (in grad mode); ``requires``
     with ``"set"`` at those arguments: grad leaves of the joint whose flag the function sets."""
-    routed = facts["routed"] if torch.is_grad_enabled() else []
+    routed = facts.routed if torch.is_grad_enabled() else ()
     for j in routed:
         outer[j].requires_grad_()
     return [("set" if j in routed and not r else r) for j, r in enumerate(requires)]
@@ -193,7 +195,7 @@ def needs_history(box: dict) -> bool:
     computed from a leaf made inside requires grad in the trace, or an argument was written
     with a value that does. Then ``Outer`` runs over one more input, a grad leaf of its own,
     so that its outputs get a ``grad_fn`` (its backward gives the arguments no gradient)."""
-    return torch.is_grad_enabled() and (any(box["diff"]) or bool(box["facts"]["rebased"]))
+    return torch.is_grad_enabled() and (any(box["diff"]) or bool(box["facts"].rebased))
 
 
 def outer_training(box: dict, requires: list):
@@ -206,7 +208,7 @@ def outer_training(box: dict, requires: list):
                 "requires_grad_])")
     if not torch.is_grad_enabled() or any(requires):
         return False
-    if box["facts"]["routed"]:
+    if box["facts"].routed:
         return ("training", "requires_grad_() on an argument inside the call: the runtime sets "
                 "its flag before the call, and it takes a gradient (NOTE [requires_grad_ on a "
                 "subclass argument])")
@@ -228,7 +230,7 @@ def remake_view_of_new_leaf(o: torch.Tensor, edge: bool) -> torch.Tensor:
     """``o`` as a view (in grad mode) of a leaf made inside, which eager refuses to write in
     place: its gradient reaches that leaf (``edge``; the leaf is not returned, so its
     ``.grad`` is seen by no one), or, viewing a view taken before the leaf's
-    ``requires_grad_()``, it reaches nothing (``new_leaf_kind`` ``"view"``)."""
+    ``requires_grad_()``, it reaches nothing (``new_leaf_kind`` ``NEW_LEAF_VIEW``)."""
     if not edge:
         v = remake_view_of_leaf(o)
         with torch.enable_grad():

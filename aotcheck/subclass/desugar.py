@@ -306,7 +306,8 @@ def joint_graph(owner, meta, descs, values, tensors, requires, tangent_descs, n:
             res = owner.call_fn(*args, **kwargs)
         outs = [o for o in pytree.tree_leaves(res) if isinstance(o, torch.Tensor)]
         # each written argument as it was at its last write (NOTE [subclass metadata replay])
-        outs += [as_before(outer[i], *replay[i][1::2]) if i in replay else outer[i] for i in dirty]
+        outs += [as_before(outer[i], replay[i].after, replay[i].shapes) if i in replay else outer[i]
+                 for i in dirty]
         it = iter(ts[n:])
         ys, gs = [], []
         for o, d in zip(outs, tangent_descs):

@@ -5,6 +5,8 @@ requires_grad or were written), and their application to each call's real outer 
 Its callers: ``desugar`` (the facts read off the trace) and ``outer`` (applied at each call)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 from torch._C._autograd import CreationMeta, _get_creation_meta
 
@@ -17,6 +19,7 @@ from .autograd import (detached_written, new_leaf_kind, own_flag, remake_dropped
                        remake_view_of_leaf, remake_view_of_new_leaf, routed_grad_set, view_home,
                        view_mode)
 from .base import flatten, plain_part, storage_key, unflatten
+from .records import NEW_LEAF, NEW_LEAF_VIEW, Moved, OutFact, OuterFacts
 from .wrapper_set import move_outer
 
 
@@ -50,7 +53,7 @@ from .wrapper_set import move_outer
 # kind of view, of the argument it views (a "stale" view) or else of the compiled output over
 # its memory, and bumps its version (``poisoned_view``), before any other output is made.
 
-def outer_facts(outs: list, outer: list, before: list, hidden: dict | None = None) -> dict:
+def outer_facts(outs: list, outer: list, before: list, hidden: dict | None = None) -> OuterFacts:
     """``before``: each outer argument's (geometry, requires_grad, grad_fn, version) at the call;
     ``hidden``: per argument view (NOTE [subclass views of an argument given requires_grad_] in
     autograd.py), its hidden leaf and its base's index; its requires_grad in
@@ -58,59 +61,7 @@ def outer_facts(outs: list, outer: list, before: list, hidden: dict | None = Non
     hidden = hidden or {}
     by_leaf = {id(leaf): outer[i] for leaf, i in hidden.values()}
     keys = [storage_key(a) for a in outer]
-    per_out = []
-    for i, o in enumerate(outs):
-        fact: dict = {}
-        same = next((j for j in range(i) if outs[j] is o), None)
-        arg = next((j for j, a in enumerate(outer) if a is o), None)
-        if same is not None:
-            fact["same_out"] = same
-        elif arg is not None:
-            fact["same_arg"] = arg
-        else:
-            home = view_home(o, outer, keys, storage_key(o), plain_part, by_leaf)
-            if home is not None and o.is_inference() and not outer[home].is_inference():
-                home = None     # NOTE [subclass inference views]
-            if home is not None:
-                fact["view"] = [home, geometry_of(o),
-                                view_mode(o, outer[home], before[home][2], by_leaf)]
-                if fact["view"][2] == "stale":
-                    fact["poisoned"] = poisoned_kind(o)
-                else:
-                    # NOTE [subclass leaf made inside over an argument's memory]
-                    leaf = _leaf_made_inside(o, outer, by_leaf)
-                    if leaf:
-                        fact["view"][2] = "alias"
-                        fact.update(leaf)
-            elif poisoned_kind(o):
-                # NOTE [subclass poisoned views]
-                fact["poisoned"] = poisoned_kind(o)
-            else:
-                fact.update(_leaf_made_inside(o, outer, by_leaf))
-            if fact.get("new_leaf") and any(_reaches(_grad_fn(p), o) for p in outs
-                                            if _grad_fn(p) not in (None, _STALE)):
-                raise UnsupportedInputError(
-                    "a call with a tensor-subclass argument returns a leaf it made with "
-                    "requires_grad_() and also an output computed from it; aotcheck "
-                    "does not route that output's gradient into the new leaf's .grad, so "
-                    "it refuses this. Return the leaf alone, or make it before the call")
-        if "same_out" not in fact and "same_arg" not in fact:
-            inner: list = []
-            flatten(o, "returned value", inner)
-            flags = [t.is_inference() for t in inner]
-            if o.is_inference() or any(flags):
-                # made in inference mode inside (NOTE [inference outputs] in regenerate.py);
-                # a TwoTensor view of one made outside it is no inference tensor, its inner
-                # tensors are. One over an argument's memory too: NOTE [subclass inference
-                # views]
-                fact["inference"] = [o.is_inference(), flags]
-        # (a view made before its base came to require grad has no grad_fn: eager's is a
-        # leaf that reads its flag through the base, and stays one)
-        if (o._is_view() and o.requires_grad and not {"same_out", "poisoned"} & fact.keys()
-                and _get_creation_meta(o) == CreationMeta.MULTI_OUTPUT_NODE
-                and _grad_fn(o) is not None):
-            fact["multi_output"] = True
-        per_out.append(fact)
+    per_out = [_out_fact(i, o, outs, outer, before, keys, by_leaf) for i, o in enumerate(outs)]
     moved = {j: geometry_of(a) for j, a in enumerate(outer) if geometry_of(a) != before[j][0]}
     # an argument view's flag reads its base's: only its own counts
     grad_set = [j for j, a in enumerate(outer) if a.is_leaf and not before[j][1]
@@ -127,8 +78,7 @@ def outer_facts(outs: list, outer: list, before: list, hidden: dict | None = Non
     # the values that reach the caller through the compiled graph: outputs that are no argument
     # or view of one (those are remade from the caller's argument, flag set), and arguments
     # written in grad mode
-    through = [_grad_fn(o) for o, fact in zip(outs, per_out)
-               if not {"same_out", "same_arg", "view"} & fact.keys()]
+    through = [_grad_fn(o) for o, fact in zip(outs, per_out) if fact.through_graph]
     through += [_grad_fn(outer[j]) for j in rebased]
     reached = [j for j in grad_set if any(_reaches(n, outer[j]) for n in through)]
     written = [j for j, a in enumerate(outer) if version_of(a) != before[j][3]
@@ -146,8 +96,68 @@ def outer_facts(outs: list, outer: list, before: list, hidden: dict | None = Non
             "shares a storage with another argument: aotcheck sets the flag on the caller's "
             "argument after the call but does not route gradients to it, so it refuses this. "
             "Set requires_grad before the call")
-    return {"outs": per_out, "moved": moved, "grad_set": grad_set, "rebased": rebased,
-            "written": written, "routed": routed, "grad_unset": grad_unset}
+    return OuterFacts(tuple(per_out), tuple(Moved(j, g) for j, g in moved.items()),
+                      tuple(grad_set), tuple(grad_unset), tuple(rebased), tuple(written),
+                      tuple(routed))
+
+
+def _out_fact(i: int, o, outs: list, outer: list, before: list, keys: list, by_leaf: dict) -> OutFact:
+    """The outer-level fact of output ``i``, ``o``."""
+    same = next((j for j in range(i) if outs[j] is o), None)
+    arg = next((j for j, a in enumerate(outer) if a is o), None)
+    if same is not None:
+        return OutFact(same_out=same)       # an earlier output: nothing else to remake
+    if arg is not None:
+        fact = OutFact(same_arg=arg)
+    else:
+        fact = _remade(o, outs, outer, before, keys, by_leaf)
+        inner: list = []
+        flatten(o, "returned value", inner)
+        flags = tuple(t.is_inference() for t in inner)
+        if o.is_inference() or any(flags):
+            # made in inference mode inside (NOTE [inference outputs] in regenerate.py); a
+            # TwoTensor view of one made outside it is no inference tensor, its inner tensors
+            # are. One over an argument's memory too: NOTE [subclass inference views]
+            fact = replace(fact, inference=True, outer_inference=o.is_inference(),
+                           inner_inference=flags)
+    # (a view made before its base came to require grad has no grad_fn: eager's is a leaf that
+    # reads its flag through the base, and stays one)
+    if (o._is_view() and o.requires_grad and not fact.poisoned
+            and _get_creation_meta(o) == CreationMeta.MULTI_OUTPUT_NODE
+            and _grad_fn(o) is not None):
+        fact = replace(fact, multi_output=True)
+    return fact
+
+
+def _remade(o, outs: list, outer: list, before: list, keys: list, by_leaf: dict) -> OutFact:
+    """The fact of an output that is no argument and no earlier output: a view of an argument
+    (remade from it), a poisoned view, a leaf made inside, or the graph's value."""
+    home = view_home(o, outer, keys, storage_key(o), plain_part, by_leaf)
+    if home is not None and o.is_inference() and not outer[home].is_inference():
+        home = None     # NOTE [subclass inference views]
+    if home is not None:
+        fact = OutFact(home=home, geometry=geometry_of(o),
+                       mode=view_mode(o, outer[home], before[home][2], by_leaf))
+        if fact.mode == "stale":
+            fact = replace(fact, poisoned=poisoned_kind(o))
+        else:
+            # NOTE [subclass leaf made inside over an argument's memory]
+            leaf = _leaf_made_inside(o, outer, by_leaf)
+            if leaf:
+                fact = replace(fact, mode="alias", **leaf)
+    elif poisoned_kind(o):
+        # NOTE [subclass poisoned views]
+        fact = OutFact(poisoned=poisoned_kind(o))
+    else:
+        fact = OutFact(**_leaf_made_inside(o, outer, by_leaf))
+    if fact.new_leaf and any(_reaches(_grad_fn(p), o) for p in outs
+                             if _grad_fn(p) not in (None, _STALE)):
+        raise UnsupportedInputError(
+            "a call with a tensor-subclass argument returns a leaf it made with "
+            "requires_grad_() and also an output computed from it; aotcheck "
+            "does not route that output's gradient into the new leaf's .grad, so "
+            "it refuses this. Return the leaf alone, or make it before the call")
+    return fact
 
 
 # NOTE [subclass leaf made inside over an argument's memory]
@@ -162,12 +172,12 @@ def outer_facts(outs: list, outer: list, before: list, hidden: dict | None = Non
 # made over memory of its own.
 
 def _leaf_made_inside(o: torch.Tensor, outer: list, by_leaf: dict) -> dict:
-    """The leaf facts of an output that is a leaf made inside with ``requires_grad_()``
-    (``new_leaf``) or a view in grad mode of one (``leaf_view``), else ``{}``. An argument, an
-    argument's base or a hidden leaf standing for an argument (NOTE [subclass views of an
-    argument given requires_grad_]) is no leaf made inside."""
+    """The leaf facts of an output (``OutFact`` fields) that is a leaf made inside with
+    ``requires_grad_()`` (``new_leaf``) or a view in grad mode of one (``leaf_view``), else
+    ``{}``. An argument, an argument's base or a hidden leaf standing for an argument (NOTE
+    [subclass views of an argument given requires_grad_]) is no leaf made inside."""
     if not o._is_view():
-        return {"new_leaf": True} if o.requires_grad and o.is_leaf else {}
+        return {"new_leaf": NEW_LEAF} if o.requires_grad and o.is_leaf else {}
     base = o._base
     if id(base) in by_leaf or any(base is a or base is a._base for a in outer):
         return {}       # a view of an argument made under no_grad is a leaf too
@@ -176,7 +186,7 @@ def _leaf_made_inside(o: torch.Tensor, outer: list, by_leaf: dict) -> dict:
     if base.is_leaf and base.requires_grad:
         # a view of a leaf made inside (``v1[:1]`` after ``v1.requires_grad_()``, or a view in
         # grad mode of one taken before it): eager refuses to write it in place
-        return {"leaf_view": _reaches(_grad_fn(o), base)}
+        return {"leaf_view": True, "leaf_edge": _reaches(_grad_fn(o), base)}
     return {}
 
 
@@ -185,46 +195,46 @@ def version_of(t):
     return None if t.is_inference() else t._version
 
 
-def stale_views(facts: dict, outer: list) -> dict:
+def stale_views(facts: OuterFacts, outer: list) -> dict:
     """Outputs that are views (made under no_grad, or by unbind, split, ...) of arguments written
     afterwards ("stale"), made before the write-back, as eager made them."""
-    return {k: poisoned_view(outer[fact["view"][0]], fact["poisoned"], fact["view"][1])
-            for k, fact in enumerate(facts["outs"]) if "view" in fact and fact["view"][2] == "stale"}
+    return {k: poisoned_view(outer[fact.home], fact.poisoned, fact.geometry)
+            for k, fact in enumerate(facts.outs) if fact.view and fact.mode == "stale"}
 
 
-def apply_facts(facts: dict, outs: list, outer: list, moved: bool = True,
+def apply_facts(facts: OuterFacts, outs: list, outer: list, moved: bool = True,
                 early: dict | None = None) -> list:
     """The outer-level facts of the trace, applied to this call's real outer tensors
     (``moved=False``: the arguments' new shapes are already set; ``early``: the outputs made
     before the arguments were written back, ``stale_views``)."""
-    for j, (size, stride, offset) in facts["moved"].items() if moved else ():
+    for m in facts.moved if moved else ():
         with torch.no_grad():
-            move_outer(outer[j], size, stride, offset)
-    for j in facts["grad_set"]:
+            move_outer(outer[m.arg], *m.geometry)
+    for j in facts.grad_set:
         outer[j].requires_grad_()
-    for j in facts.get("grad_unset", ()):
+    for j in facts.grad_unset:
         outer[j].requires_grad_(False)
     # poisoned views first (NOTE [subclass poisoned views]): each bumps a version counter that
     # other views of its memory may share, and a view eager made after the write that poisoned
     # it must not see that bump (as in the runtime's _outputs). Stale views of arguments are
     # made before the write-back where there is one (``early``), else here
     poisoned = dict(early or {})
-    for k, (o, fact) in enumerate(zip(outs, facts["outs"])):
-        if fact.get("poisoned") and k not in poisoned:
-            base, geometry = (outer[fact["view"][0]], fact["view"][1]) if "view" in fact \
+    for k, (o, fact) in enumerate(zip(outs, facts.outs)):
+        if fact.poisoned and k not in poisoned:
+            base, geometry = (outer[fact.home], fact.geometry) if fact.view \
                 else (o, geometry_of(o))
-            poisoned[k] = poisoned_view(base, fact["poisoned"], geometry)
+            poisoned[k] = poisoned_view(base, fact.poisoned, geometry)
     res = []
-    for k, (o, fact) in enumerate(zip(outs, facts["outs"])):
-        if "same_out" in fact:
-            o = res[fact["same_out"]]
-        elif "same_arg" in fact:
-            o = outer[fact["same_arg"]]
+    for k, (o, fact) in enumerate(zip(outs, facts.outs)):
+        if fact.same_out >= 0:
+            o = res[fact.same_out]
+        elif fact.same_arg >= 0:
+            o = outer[fact.same_arg]
         elif k in poisoned:
             o = poisoned[k]
-        elif "view" in fact:
-            home, (size, stride, offset), mode = fact["view"]
-            a = outer[home]
+        elif fact.view:
+            (size, stride, offset), mode = fact.geometry, fact.mode
+            a = outer[fact.home]
             if mode == "written":
                 o = detached_written(a, (size, stride, offset), o)
             elif mode in ("alias", "detached"):
@@ -237,19 +247,19 @@ def apply_facts(facts: dict, outs: list, outer: list, moved: bool = True,
             else:
                 with torch.set_grad_enabled(torch.is_grad_enabled() and mode != "no_grad"):
                     o = a.as_strided(size, stride, offset)
-        if "leaf_view" in fact:
-            o = remake_view_of_new_leaf(o, fact["leaf_view"])
-        elif fact.get("new_leaf"):
-            o = remake_view_of_leaf(o) if fact["new_leaf"] == "view" else o.detach().requires_grad_()
-        if fact.get("multi_output"):
+        if fact.leaf_view:
+            o = remake_view_of_new_leaf(o, fact.leaf_edge)
+        elif fact.new_leaf:
+            o = remake_view_of_leaf(o) if fact.new_leaf == NEW_LEAF_VIEW else o.detach().requires_grad_()
+        if fact.multi_output:
             # one of several views of one op (unbind, split, chunk): eager refuses to write it
             # in place; so does a view made the same way (values and gradient unchanged)
             o = multi_output_view(o)
         res.append(o)
     made = {}
-    for k, fact in enumerate(facts["outs"]):
-        if fact.get("inference"):
-            made[id(res[k])] = as_inference(res[k], *fact["inference"])
+    for k, fact in enumerate(facts.outs):
+        if fact.inference:
+            made[id(res[k])] = as_inference(res[k], fact.outer_inference, fact.inner_inference)
     return [made.get(id(o), o) for o in res]
 
 

@@ -44,7 +44,7 @@ def call(owner, state, memo: dict, args: tuple, kwargs: dict):
     if not any(requires) and not needs_history(box):
         return _finish(box, _unflatten_outs(box, list(compiled(*tensors))), outer)
 
-    groups, extra = alias_groups(outer, requires, box["facts"]["written"])
+    groups, extra = alias_groups(outer, requires, box["facts"].written)
     extra += [] if any(requires) else [torch.zeros((), requires_grad=True)]   # needs_history
 
     at_forward = forward_state()
@@ -55,7 +55,7 @@ def call(owner, state, memo: dict, args: tuple, kwargs: dict):
             compiled, jbox = cached(base_key + ("joint", json.dumps([tangent_descs, dirty, groups])),
                                     lambda: joint_graph(owner, meta, descs, values, ins, requires,
                                                         tangent_descs, len(tensors), dirty, groups,
-                                                        box["facts"]["replay"], box["views"]))
+                                                        box["facts"].replayed(), box["views"]))
 
         def run(*ts):
             with restored(at_forward):
@@ -132,7 +132,7 @@ class Outer(torch.autograd.Function):
             for t, d in zip(tensors, dets):
                 if storage_ref(d) != storage_ref(t):
                     t.set_(d)
-        moved = box["facts"]["moved"]
+        facts = box["facts"]
         # NOTE [subclass non-leaf writes]: an argument written in grad mode (in data or in
         # shape; one that required grad and was no leaf, or one that did not and was given a
         # value that does) gets a copy of its new value as one more output; the caller gives
@@ -141,10 +141,11 @@ class Outer(torch.autograd.Function):
         # mark_dirty with several outputs does not). The joint takes that value as one more
         # output, with every grad-requiring non-leaf argument a clone of its grad leaf there.
         # The trace tells which arguments autograd rebased (writes under no_grad are not).
-        dirty = box["facts"]["rebased"]
-        for j, (size, stride, offset) in moved.items():
-            if j not in dirty and j not in box["facts"]["replay"]:
-                move_outer(outer[j], size, stride, offset)
+        dirty = facts.rebased
+        replayed = facts.replayed()
+        for m in facts.moved:
+            if m.arg not in dirty and m.arg not in replayed:
+                move_outer(outer[m.arg], *m.geometry)
         res["dirty"] = dirty
         if after == before:
             saved = [t.detach() for t in tensors]          # no mutation: no copies needed
@@ -153,7 +154,7 @@ class Outer(torch.autograd.Function):
         ctx.n_inputs = len(inputs)
         ctx.mark_non_differentiable(*[o for o, df in zip(outs, box["diff"]) if not df])
         ctx.set_materialize_grads(False)   # outputs replaced by the outer facts get no grad
-        return tuple(outs) + dirty_values(box["facts"], outer, dirty)
+        return tuple(outs) + dirty_values(facts, outer, dirty)
 
     @staticmethod
     def backward(ctx, *grads):

@@ -30,12 +30,12 @@ Calls with non-plain arguments, calls after the last write that have no inverse 
 
 Before (trace of ``f(a0, a1)``; ``a1.transpose_(0, 2)``)::
 
-    facts = {"moved": {1: ((4, 3, 1), (3, 1, 12), 0)}, "rebased": [1], ...}
+    OuterFacts(moved=(Moved(arg=1, geometry=((4, 3, 1), (3, 1, 12), 0)),), rebased=(1,), ...)
 
 After ``split_rebased`` (calls before the last write, after it, geometry at it, shapes)::
 
-    facts = {"moved": {...}, "rebased": [],
-             "replay": {1: ([], [("transpose_", [0, 2], [], True)], None, [])}}
+    OuterFacts(moved=(...), rebased=(),
+               replay=(Replay(arg=1, after=(OuterCall('transpose_', (0, 2), (), True),)),))
 
 NOTE [subclass writes through another argument]
 ``a1.unsqueeze_(1); a3.copy_(v)`` with ``a1``, ``a3`` views of one TwoTensor ``a0``: eager
@@ -60,6 +60,8 @@ there as in eager.)
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 from torch.overrides import TorchFunctionMode
 
@@ -67,8 +69,12 @@ from ..engine.capture.functional import geometry_of
 from ..engine.capture.outputs import holds
 from ..engine.capture.recorder import METADATA_METHODS, _mutating, call_name, plain_args
 from ..errors import TraceError, UnsupportedInputError
+from ..engine.capture.facts import deep_tuple
 from .base import storage_key
+from .records import Covered, OuterCall, OuterFacts, Replay
 from .wrapper_set import move_outer
+
+_NONE = Replay(-1)          # no calls to replay
 
 # resize_ may change the storage itself: a write for this purpose
 _REPLAYED = METADATA_METHODS - {"resize_"}
@@ -108,8 +114,9 @@ class OuterCallLog(TorchFunctionMode):
         if target is not None and name in _REPLAYED and id(target) in self.index:
             j = self.index[id(target)]
             try:
-                call = (name, plain_args(list(args[1:])), plain_args(sorted(kwargs.items())),
-                        torch.is_grad_enabled() and target.requires_grad)
+                call = OuterCall(name, deep_tuple(plain_args(list(args[1:]))),
+                                 deep_tuple(plain_args(sorted(kwargs.items()))),
+                                 torch.is_grad_enabled() and target.requires_grad)
                 self.calls.setdefault(j, []).append(call)
                 self.shapes.setdefault(j, []).append(list(target.shape))
             except UnsupportedInputError:        # not plain data: kept as_strided_ + copy_
@@ -129,44 +136,46 @@ class OuterCallLog(TorchFunctionMode):
                     self.last_write[j] = (len(self.calls.get(j, ())), geometry_of(self._outer[j]))
         return result
 
-    def split(self, j: int):
-        """(calls before the last write, calls after it, geometry at it, shapes before each
-        call after it) of argument ``j``, or None where the calls cannot be replayed so
-        (NOTE [subclass metadata replay])."""
+    def split(self, j: int) -> Replay | None:
+        """Argument ``j``'s calls before the last write, calls after it, geometry at it (``()``
+        where nothing wrote it) and shapes before each call after it, or None where the
+        calls cannot be replayed so (NOTE [subclass metadata replay])."""
         calls = self.calls.get(j, [])
         if not calls or j in self.unreplayable or self.unknown_write:
             return None
         if j not in self.last_write:
-            return [], calls, None, []
+            return Replay(j, (), tuple(calls))
         k, geometry = self.last_write[j]
-        if any(name not in _INVERTIBLE for name, *_ in calls[k:]):
+        if any(c.method not in _INVERTIBLE for c in calls[k:]):
             return None
-        return calls[:k], calls[k:], geometry, self.shapes[j][k:]
+        return Replay(j, tuple(calls[:k]), tuple(calls[k:]), geometry,
+                      deep_tuple(self.shapes[j][k:]))
 
 
 # the inverse view of each in-place metadata call (given the shape before it)
 _INVERTIBLE = {"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_", "squeeze_"}
 
 
-def as_before(t: torch.Tensor, calls: list, shapes: list) -> torch.Tensor:
+def as_before(t: torch.Tensor, calls: tuple, shapes: tuple) -> torch.Tensor:
     """A view of ``t`` as it was before ``calls`` (``shapes``: its shape before each)."""
-    for (name, args, kwargs, _), shape in reversed(list(zip(calls, shapes))):
-        t = t.t() if name == "t_" else t.view(shape) if name in ("squeeze_", "unsqueeze_") \
-            else t.transpose(*args, **dict(kwargs))
+    for c, shape in reversed(list(zip(calls, shapes))):
+        t = t.t() if c.method == "t_" else t.view(shape) if c.method in ("squeeze_", "unsqueeze_") \
+            else t.transpose(*c.args, **dict(c.kwargs))
     return t
 
 
-def split_rebased(facts: dict, log: OuterCallLog, outer: list) -> dict:
+def split_rebased(facts: OuterFacts, log: OuterCallLog, outer: list) -> OuterFacts:
     """``facts`` with ``replay``: per argument changed by logged metadata calls that can be
     replayed, (calls before the last write to it, calls after, its geometry at that write);
     the ones that nothing wrote leave ``rebased`` (no new value through the compiled graph),
     and so does a second place of one tensor passed twice."""
     first = {j: log.index[id(t)] for j, t in enumerate(outer)}
+    moved = facts.moved_to()
     replay = {}
-    for j in facts["rebased"]:
+    for j in facts.rebased:
         s = log.split(first[j])
-        if s is None and first[j] in log.last_write and j in facts["moved"] \
-                and not holds(facts["moved"][j], log.last_write[first[j]][1]):
+        if s is None and first[j] in log.last_write and j in moved \
+                and not holds(moved[j], log.last_write[first[j]][1]):
             raise UnsupportedInputError(
                 "a call with a tensor-subclass argument writes an argument and then changes its "
                 "metadata in place (as_strided_, resize_) so that it no longer reaches every "
@@ -174,14 +183,14 @@ def split_rebased(facts: dict, log: OuterCallLog, outer: list) -> dict:
                 "final geometry, which would miss the written elements outside it, so it refuses "
                 "this. Change the metadata of a view of the argument instead")
         if s is not None:
-            replay[j] = s if first[j] == j else ([], [], s[2], [])
-    dropped = {j for j, s in replay.items() if s[2] is None or first[j] != j}
-    rebased = [j for j in facts["rebased"] if j not in dropped]
-    return dict(facts, rebased=rebased, replay=replay, covered=_covered(log, outer, rebased, first))
+            replay[j] = replace(s, arg=j) if first[j] == j else Replay(j, at=s.at)
+    dropped = {j for j, s in replay.items() if not s.at or first[j] != j}
+    rebased = [j for j in facts.rebased if j not in dropped]
+    return facts.with_replay(rebased, list(replay.values()), _covered(log, outer, rebased, first))
 
 
-def _covered(log: OuterCallLog, outer: list, rebased: list, first: dict) -> list:
-    """[j, k] per written argument j that no op wrote as its own target, whose every element
+def _covered(log: OuterCallLog, outer: list, rebased: list, first: dict) -> list[Covered]:
+    """``Covered(j, k)`` per written argument j that no op wrote as its own target, whose every element
     the written argument k, one that an op did write, on the same storage, addressed at the
     last write: j's new value comes with k's ``copy_`` where both view one autograd base
     (NOTE [subclass writes through another argument])."""
@@ -192,7 +201,7 @@ def _covered(log: OuterCallLog, outer: list, rebased: list, first: dict) -> list
         k = next((k for k in written if first[k] != first[j] and first[k] in log.targets
                   and _storage(outer[k]) == _storage(outer[j]) and holds(at[k], at[j])), None)
         if first[j] not in log.targets and k is not None:
-            pairs.append([j, k])
+            pairs.append(Covered(j, k))
     return pairs
 
 
@@ -200,52 +209,52 @@ def _base(t: torch.Tensor) -> torch.Tensor:
     return t._base if t._is_view() else t
 
 
-def replay_calls(t: torch.Tensor, calls: list) -> None:
+def replay_calls(t: torch.Tensor, calls: tuple) -> None:
     """Call the logged metadata methods on ``t``, each in the grad mode autograd recorded it
     in (NOTE [subclass metadata replay])."""
-    for name, args, kwargs, grad in calls:
-        with torch.set_grad_enabled(grad):
-            getattr(t, name)(*args, **dict(kwargs))
+    for c in calls:
+        with torch.set_grad_enabled(c.grad_enabled):
+            getattr(t, c.method)(*c.args, **dict(c.kwargs))
 
 
-def dirty_values(facts: dict, outer: list, dirty: list) -> tuple:
+def dirty_values(facts: OuterFacts, outer: list, dirty: tuple) -> tuple:
     """Copies of the new values of the arguments in ``dirty`` (after the compiled forward ran
     on their storage), each in the geometry it had at its last write where it is replayed,
     else in its final one."""
-    at = {**facts["moved"], **{i: r[2] for i, r in facts["replay"].items() if r[1]}}
+    at = {**facts.moved_to(), **{r.arg: r.at for r in facts.replay if r.after and r.at}}
     news = [outer[i].detach() for i in dirty]
     return tuple((t.as_strided(*at[i]) if i in at else t).clone() for i, t in zip(dirty, news))
 
 
-def write_back(facts: dict, outer: list, dirty: list, news) -> None:
+def write_back(facts: OuterFacts, outer: list, dirty: tuple, news) -> None:
     """Give the caller's arguments their new values and metadata: each one in ``dirty`` its
     value (``news``) with a ``copy_`` in grad mode (NOTE [subclass non-leaf writes]), between
     its calls before and after its last write where it is replayed; each other replayed one
     its calls alone; then the trace's final geometry wherever the calls did not give it."""
-    moved, replay = facts["moved"], facts["replay"]
+    moved, replay = facts.moved_to(), facts.replayed()
     # (the caller's tensors: one base in autograd, or each takes its copy_ after all)
-    covered = {j for j, k in facts.get("covered", ()) if _base(outer[j]) is _base(outer[k])}
+    covered = {c.arg for c in facts.covered if _base(outer[c.arg]) is _base(outer[c.by])}
     with torch.enable_grad():
         for i in covered:
-            replay_calls(outer[i], replay.get(i, ([],))[0])
+            replay_calls(outer[i], replay.get(i, _NONE).before)
         for i, new in zip(dirty, news):
             if i in covered:
                 continue
-            before, after, at, _ = replay.get(i, (None, [], None, []))
-            if before is not None:
-                replay_calls(outer[i], before)
-                if at is not None and geometry_of(outer[i]) != tuple(at):
-                    move_outer(outer[i], *at)      # a set_() the log cannot see moved it
+            r = replay.get(i)
+            if r is not None:
+                replay_calls(outer[i], r.before)
+                if r.at and geometry_of(outer[i]) != tuple(r.at):
+                    move_outer(outer[i], *r.at)      # a set_() the log cannot see moved it
             elif i in moved:
                 move_outer(outer[i], *moved[i])
             outer[i].copy_(new)
-            replay_calls(outer[i], after)
+            replay_calls(outer[i], r.after if r is not None else ())
         for i in covered:
-            replay_calls(outer[i], replay.get(i, ([], []))[1])
+            replay_calls(outer[i], replay.get(i, _NONE).after)
     for j in covered.union(replay):
-        before, after, *_ = replay.get(j, ([], []))
+        r = replay.get(j, _NONE)
         if j not in dirty:
-            replay_calls(outer[j], before + after)
+            replay_calls(outer[j], r.before + r.after)
         if j in moved and geometry_of(outer[j]) != tuple(moved[j]):
             with torch.no_grad():
                 move_outer(outer[j], *moved[j])

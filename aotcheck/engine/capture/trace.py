@@ -274,17 +274,7 @@ def _capture_plain(fn, leaves: list, in_spec, sig: Signature, mode: TraceMode) -
     with trace_grad_mode(sig):
         plain_gm = trace_plain(body, placeholders, run.tagger)
         gm = functionalize_plain(plain_gm, placeholders)
-    gm.graph.eliminate_dead_code()
-    gm.recompile()
-    captured = Captured(gm, plan, box["facts"], box["out_spec"], geometry=geometry, mode=mode,
-                        hook_fns=tuple(run.hook_fns))
-    needs = groups_needing_synthetic_base(sig, plan, captured.facts.inputs) - synthetic
-    if needs:
-        return _capture_plain(fn, leaves, in_spec, sig, _with_synthetic(mode, needs))
-    if run.flips_viewed_base and not mode.argument_views:
-        return _capture_plain(fn, leaves, in_spec, sig, _with_argument_views(mode))
-    check_member_flags(gm.graph, captured.facts, plan)
-    return captured
+    return _finish(_capture_plain, gm, run, box, geometry, (fn, leaves, in_spec, sig), mode)
 
 
 def _capture(fn, leaves: list, in_spec, sig: Signature, mode: TraceMode) -> Captured:
@@ -323,17 +313,25 @@ def _capture(fn, leaves: list, in_spec, sig: Signature, mode: TraceMode) -> Capt
         # copies as eager does; where eager itself fails, that run fails with eager's error
         # (eager_geometry() could not tell: on fake tensors autograd replays views too)
         raise view_replay_refusal(first) from None
+    return _finish(_capture, gm, run, box, geometry, (fn, leaves, in_spec, sig), mode)
+
+
+def _finish(way, gm, run, box: dict, geometry, call: tuple, mode: TraceMode) -> Captured:
+    """The end both ways share: the ``Captured``, or a capture again by ``way`` (the same
+    way) with synthetic bases, or with argument views, when this trace shows it needs them."""
     gm.graph.eliminate_dead_code()
     gm.recompile()
-    captured = Captured(gm, plan, box["facts"], box["out_spec"], geometry=geometry, mode=mode,
-                        hook_fns=tuple(run.hook_fns))
-    needs = groups_needing_synthetic_base(sig, plan, captured.facts.inputs) - synthetic
+    captured = Captured(gm, run.plan, box["facts"], box["out_spec"], geometry=geometry,
+                        mode=mode, hook_fns=tuple(run.hook_fns))
+    sig = call[3]
+    needs = groups_needing_synthetic_base(sig, run.plan, captured.facts.inputs) - \
+        frozenset(mode.synthetic)
     if needs:
-        return _capture(fn, leaves, in_spec, sig, _with_synthetic(mode, needs))
+        return way(*call, _with_synthetic(mode, needs))
     if run.flips_viewed_base and not mode.argument_views:
         # NOTE [views of an argument given requires_grad_] in view_flags.py
-        return _capture(fn, leaves, in_spec, sig, _with_argument_views(mode))
-    check_member_flags(gm.graph, captured.facts, plan)
+        return way(*call, _with_argument_views(mode))
+    check_member_flags(gm.graph, captured.facts, run.plan)
     return captured
 
 
