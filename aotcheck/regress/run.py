@@ -244,8 +244,8 @@ def _work(case_ids: list[str]) -> tuple[list[Outcome], dict[str, float], list]:
                 outcomes += run_engine_case(eng, case, plan, _STATE["variations"])
                 after = isolation.snapshot()
                 if found := isolation.leaks(_STATE["start"], after):
-                    isolation.restore(_STATE["start"], after)
-                    leaks.append((eng.name, cid, tuple(found)))
+                    stuck = isolation.restore(_STATE["start"], after)
+                    leaks.append((eng.name, cid, tuple(found + [f"not put back: {x}" for x in stuck])))
             seconds[eng.name] += time.process_time() - t0
     return outcomes, dict(seconds), leaks
 
