@@ -23,8 +23,10 @@ eager run does: autograd's modes (grad, inference, forward grad, anomaly, view r
 default dtype, deterministic algorithms, autocast, the saved-tensor hooks and the dispatch,
 torch-function and functorch interpreter stacks, the CPU generator's state, the thread count,
 the functorch, Dynamo and Inductor config modules, aotcheck's flag overrides, and the
-environment variables. Each is read cheaply (a config module is a dict copy); the whole snapshot
-is well under a millisecond next to a case's compile of tens of milliseconds.
+environment variables. Each is read cheaply (a config module is a dict copy): two snapshots, the
+compare and ``fresh_caches`` took 2.76 ms of CPU per (case, engine) (100 rounds in a warm
+process, load average 12), about 5 s of the regression command's ~340 s over 582 cases and
+three engines; the worker takes one snapshot per (case, engine) and compares it with its start.
 """
 from __future__ import annotations
 
