@@ -47,4 +47,5 @@ VIEW_LIMITS = (
     "functionalization cannot replay that view",
     "synthetic-base replay does not give eager's gradients",
     "autograd cannot rebuild that view's grad_fn under functionalization",
+    "functionalization cannot grow a storage that views share",
 )

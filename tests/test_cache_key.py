@@ -365,3 +365,31 @@ def test_engine_source_hash_covers_nested_engine_modules(monkeypatch, nested):
     monkeypatch.setattr(Path, "read_bytes", real_read)
     monkeypatch.setattr(key_mod, "_SOURCE_HASH", None)
     assert key_mod.engine_source_hash() == before
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_each_devices_autocast_is_in_both_keys(tmp_path, device):
+    """A graph traced under one device type's autocast holds its casts; the persistent key
+    (torch_state) and the in-memory one (signature.torch_mode) carry every device type's
+    autocast state, not only the CPU's. CUDA's flag is set directly (torch.autocast("cuda")
+    turns itself off on a build without CUDA), so this runs on a CPU machine too."""
+    from aotcheck.engine.signature import torch_mode
+    base, mode = _k(), torch_mode()
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return x.sin()
+
+    compiled = aotcheck.aot_function(f, cache=str(tmp_path))
+    compiled(torch.randn(3))
+    traced = len(calls)
+    old = torch.is_autocast_enabled(device)
+    torch.set_autocast_enabled(device, True)
+    try:
+        assert _k() != base and torch_mode() != mode
+        compiled(torch.randn(3))
+        assert len(calls) > traced          # traced again: neither key served the entry
+    finally:
+        torch.set_autocast_enabled(device, old)
+    assert _k() == base and torch_mode() == mode

@@ -577,6 +577,62 @@ def test_requires_grad_on_an_aliased_argument_is_replayed_or_refused_by_name():
         aotcheck.aot_function(computed)(*make().args)
 
 
+def test_resize_growing_an_arguments_storage_through_a_view_is_a_named_refusal():
+    # NOTE [a storage grown by resize_]: eager grows the caller's storage (every view of the
+    # argument then sits on it); the runtime replays resize_ on an argument itself only, so a
+    # growth through a view made inside is refused, never run with the caller's storage small
+    def f(x):
+        c = x[:]
+        c.resize_(6)
+        c[4:].fill_(7.0)
+        return c * 1
+    with pytest.raises(aotcheck.UnsupportedInputError, match="grows the storage of an argument"):
+        aotcheck.aot_function(f)(torch.randn(4))
+
+    def g(x):       # the argument itself grown: replayed on the caller's tensor, as eager's
+        x.resize_(6)
+        x[4:].fill_(7.0)
+        return x * 1
+    x = torch.randn(4)
+    y = x.clone()
+    want, got = g(x), aotcheck.aot_function(g)(y)
+    assert torch.equal(want, got) and torch.equal(x, y)
+    assert y.untyped_storage().nbytes() == x.untyped_storage().nbytes() == 24
+
+
+def test_a_call_under_autocast_runs_its_graphs_with_autocast_off():
+    # NOTE [autocast at run time]: sdpa's decomposition holds float32 bmm ops, which the
+    # caller's autocast cast to bfloat16 again at run time; the backward then raised
+    # "expected scalar type Float but found BFloat16". The same function called outside
+    # autocast afterwards compiles its own graphs (the in-memory key holds the autocast state)
+    import torch.nn.functional as F
+
+    def f(x, w):
+        q, k, v = (x @ w).chunk(3, dim=-1)
+        return F.scaled_dot_product_attention(q, k, v).float().sum(-1)
+
+    def make():
+        g = torch.Generator().manual_seed(0)
+        return (torch.randn(2, 3, 4, generator=g, requires_grad=True),
+                torch.randn(4, 12, generator=g, requires_grad=True))
+
+    compiled = aotcheck.aot_function(f)
+    for on in (True, False):
+        runs = []
+        for fn in (f, compiled):
+            x, w = make()
+            with torch.autocast("cpu", torch.bfloat16, enabled=on):
+                out = fn(x, w)
+            out.sum().backward()
+            runs.append((out, x.grad, w.grad))
+        (eo, *eg), (co, *cg) = runs
+        assert torch.equal(eo, co)
+        for a, b in zip(eg, cg):     # eager's sdpa kernel and the traced math path round apart
+            torch.testing.assert_close(b, a, rtol=2e-2, atol=2e-2)
+            if not on:
+                torch.testing.assert_close(b, a)
+
+
 def test_a_sparse_intermediate_in_a_training_graph():
     # the partitioner asked every saved value for its storage; a sparse one has none
     def f(x, w):
@@ -661,3 +717,108 @@ def test_a_corpus_case_under_a_variation_matches_eager(case_id, variation):
     subject = Subject.of_case(case)
     r = check_under(subject, aotcheck.aot_function(subject.fn), Variation(*variation))
     assert r.ok, r.divergences
+
+
+# NOTE [subclass imperative autograd] (aotcheck/subclass/imperative.py): the subclass path
+# traces aten ops only; programs from `aotcheck fuzz --engine aotcheck --seed 3` that lost a
+# hook on a non-leaf argument, retain_grad() on an argument or an output, or `x.data = y`
+# gave wrong results silently. They are refused by name; what the path keeps still matches.
+def _hook_double(g):
+    return g * 2
+
+
+def _sub_then_plain(nonleaf: bool):
+    from aotcheck.check.oracle import Inputs
+    from torch.testing._internal.two_tensor import TwoTensor
+    l0 = torch.arange(3.0, requires_grad=True)
+    l1 = TwoTensor(torch.ones(3), torch.full((3,), 2.0)).requires_grad_()
+    if nonleaf:
+        return Inputs((l0.clone(), l1.clone()), {}, (l0, l1))
+    return Inputs((l0, l1), {}, (l0, l1))
+
+
+def _hook_on_argument(a0, a1):
+    a0.register_hook(_hook_double)
+    return (a0.sin() * a1,)
+
+
+def _hook_on_subclass_argument(a0, a1):
+    a1.register_hook(_hook_double)
+    return (a1.sin() + a0,)
+
+
+def _retain_argument(a0, a1):
+    a0.retain_grad()
+    return (a0 * a1,)
+
+
+def _retain_output(a0, a1):
+    y = a1 * 3
+    y.retain_grad()
+    return (y, y * 2)
+
+
+def _data_set(a0, a1):
+    v = a0.add(a0)
+    v.data = a0
+    return (v * a1,)
+
+
+def _hook_on_intermediate(a0, a1):
+    y = a1 * 3
+    y.register_hook(_hook_double)
+    return (y.sin() * a0,)
+
+
+def _retain_intermediate(a0, a1):
+    y = a1 * 3
+    y.retain_grad()
+    return (y.sin() * a0,)
+
+
+@pytest.mark.parametrize("fn,nonleaf,grad", [
+    (_hook_on_argument, True, True), (_hook_on_subclass_argument, True, True),
+    (_hook_on_argument, False, False), (_retain_argument, True, True),
+    (_retain_output, False, True), (_data_set, False, True), (_data_set, False, False)])
+def test_subclass_call_refuses_imperative_autograd_it_would_lose(fn, nonleaf, grad):
+    from aotcheck.errors import UnsupportedInputError
+    inputs = _sub_then_plain(nonleaf)
+    with torch.set_grad_enabled(grad), pytest.raises(UnsupportedInputError,
+                                                      match="subclass imperative autograd"):
+        aotcheck.aot_function(fn)(*inputs.args)
+
+
+@pytest.mark.parametrize("fn,nonleaf", [
+    (_hook_on_argument, False), (_hook_on_subclass_argument, False), (_hook_on_intermediate, True),
+    (_retain_intermediate, True)])
+def test_subclass_call_keeps_imperative_autograd_it_can(fn, nonleaf):
+    from aotcheck.check.oracle import check
+    r = check(fn, aotcheck.aot_function(fn), lambda: _sub_then_plain(nonleaf))
+    assert r.ok, r.divergences
+
+
+def _hook_on_first(a1, a2):
+    a1.register_hook(_hook_double)
+    return (a1 * 3,)
+
+
+def _hook_on_second(a1, a2):
+    a2.register_hook(_hook_double)
+    return (a1 * 3,)
+
+
+@pytest.mark.parametrize("fn", [_hook_on_first, _hook_on_second])
+def test_a_hook_on_an_argument_passed_twice_hits_the_cache(tmp_path, fn):
+    """A cache hit collects argument hooks from a run on fake arguments (argument_hooks in
+    capture/trace.py); a tensor passed twice is one fake there, which was numbered by its last
+    place while the trace numbers it by its first: every later process missed (fuzz seed 3)."""
+    from aotcheck.cache.store import Cache
+    grads = []
+    for strict in (False, True):
+        p = torch.nn.Parameter(torch.ones(2))
+        compiled = aotcheck.aot_function(fn, cache=Cache(tmp_path, expect_hits=strict))
+        compiled(p, p)[0].sum().backward()
+        grads.append(p.grad)
+    p = torch.nn.Parameter(torch.ones(2))
+    fn(p, p)[0].sum().backward()
+    assert torch.equal(grads[0], p.grad) and torch.equal(grads[1], p.grad)

@@ -42,6 +42,8 @@ import types
 
 import torch
 
+from ..engine.signature import autocast_state
+
 _LIBRARY_ROOTS = tuple(sorted({os.path.realpath(p) + os.sep for p in
                                (sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"],
                                 os.path.dirname(os.path.dirname(torch.__file__)) + os.sep + "torch")
@@ -104,7 +106,7 @@ def torch_state() -> dict:
     """Global torch settings that change what tracing records (Dynamo guards on the same)."""
     return {"default_dtype": str(torch.get_default_dtype()),
             "deterministic": torch.are_deterministic_algorithms_enabled(),
-            "autocast_cpu": [torch.is_autocast_enabled("cpu"), str(torch.get_autocast_dtype("cpu"))],
+            "autocast": [[d, str(t)] for d, t in autocast_state()],
             "python": sys.version_info[:3]}
 
 

@@ -203,7 +203,8 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
         # them when the forward returns (the backward's writes are the later bw_values)
         fw_values = [from_fun(o) for o in outs]
         works = run.works
-        before = [(torch._functionalize_mutation_counter(w), geometry_of(w)) for w in works]
+        before = [(torch._functionalize_mutation_counter(w), geometry_of(w),
+                   torch._functionalize_has_metadata_mutation(w)) for w in works]
         fresh = _fresh_forward_outputs(outs, works)
         before_out = {k: (torch._functionalize_mutation_counter(outs[k]), geometry_of(outs[k]))
                       for k in fresh}
@@ -227,6 +228,14 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
             torch._sync(w)
             data = torch._functionalize_mutation_counter(w) != before[p][0]
             geometry = geometry_of(w)
+            if data and not before[p][2] and not torch._functionalize_has_metadata_mutation(w):
+                # no metadata call on it, in the forward or the backward: its geometry is
+                # eager's at the end of the forward. The wrapper's own drifts to its new
+                # value's compact layout when the backward writes it (NOTE [eager geometry]
+                # in capture/trace.py): a strided argument would be restrided by the
+                # runtime's as_strided_, and its values written contiguously
+                f = captured.facts.inputs[p]
+                geometry = (f.final_shape, f.final_stride, f.final_offset)
             if data or geometry != before[p][1]:
                 found.append((p, data, *geometry))
                 if data:

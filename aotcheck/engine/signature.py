@@ -147,10 +147,37 @@ def _storage_key(t: torch.Tensor) -> int:
     return st._cdata if st.nbytes() else -id(t)    # empty storages never alias
 
 
+def torch_mode() -> tuple:
+    """The global torch settings a trace records (the persistent key's ``torch_state``), for
+    the in-memory keys: a call under autocast compiles graphs holding its casts, which a later
+    call outside it must not reuse (it did: bfloat16-rounded values, silently)."""
+    return (autocast_state() if torch._C._is_any_autocast_enabled() else (),
+            torch.get_default_dtype(), torch.are_deterministic_algorithms_enabled())
+
+
+# the device types autocast has a state for (torch.amp's list; CPU and CUDA are the ones a
+# trace here meets, the rest cost one check each and only while some autocast is on)
+AUTOCAST_DEVICES = ("cpu", "cuda", "xpu", "mps", "hpu", "mtia")
+
+
+def autocast_state() -> tuple:
+    """Each device type whose autocast is on, with its dtype: ``(("cuda", torch.float16),)``.
+    Empty when none is. Part of both keys: a graph traced under one device's autocast holds
+    its casts, and must not serve a call under another state (nor under none)."""
+    on = []
+    for device in AUTOCAST_DEVICES:
+        try:
+            if torch.is_autocast_enabled(device):
+                on.append((device, torch.get_autocast_dtype(device)))
+        except RuntimeError:        # a device type this build does not know
+            continue
+    return tuple(on)
+
+
 def call_key(leaves: list, spec) -> tuple:
     """A cheap hashable key that is equal exactly when :func:`signature` would be equal."""
     parts: list = [spec if isinstance(spec, int) else str(spec),
-                   torch.is_grad_enabled(), torch.is_inference_mode_enabled()]
+                   torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch_mode()]
     storages: dict[int, int] = {}
     objects: dict[int, int] = {}
     shared = False
@@ -177,7 +204,7 @@ def call_key(leaves: list, spec) -> tuple:
 def fast_call_key(args: tuple):
     """The key of a call whose arguments are plain strided tensors over distinct storages,
     or None (then the general :func:`call_key` applies). Equal keys mean equal signatures."""
-    parts = [torch.is_grad_enabled(), torch.is_inference_mode_enabled()]
+    parts = [torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch_mode()]
     storages = set()
     for a in args:
         if type(a) is not torch.Tensor or a.layout is not torch.strided or a.is_conj() or a.is_neg():

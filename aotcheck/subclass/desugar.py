@@ -24,6 +24,7 @@ from .autograd import (BaseFlags, argument_view_bases, as_argument_view, explain
 from .base import flatten, inner_count, save_primals, split_leaves, unflatten
 from .facts import outer_facts, version_of
 from .groups import grad_slots
+from .imperative import ImperativeWatch
 from .replay import OuterCallLog, as_before, compile_joint, split_rebased
 from .wrapper_set import WrapperSetOntoPlain
 
@@ -239,8 +240,11 @@ def forward_graph(owner, meta, descs, values, tensors, requires, inference: tupl
         before = [(geometry_of(a), own_flag(a) if j in (hidden or {}) else a.requires_grad,
                    a.grad_fn, version_of(a)) for j, a in enumerate(outer)]
         # NOTE [subclass metadata replay]
-        with OuterCallLog(outer) as log, BaseFlags(outer, hidden or {}) as flags:
+        # NOTE [subclass imperative autograd] (imperative.py)
+        with OuterCallLog(outer) as log, BaseFlags(outer, hidden or {}) as flags, \
+                ImperativeWatch(outer, requires) as imperative:
             res = owner.call_fn(*args, **kwargs)
+        imperative.check(res)
         box["flips_base"] = bool(flags.flags_set & bases)
         out = _flatten_out(res, box, outer, before, hidden)
         box["facts"] = split_rebased(box["facts"], log, outer)

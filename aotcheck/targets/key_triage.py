@@ -96,7 +96,7 @@ def call_facts(subject: V.Subject, v: V.Variation | None) -> dict[str, object]:
     """The facts of calling the subject under A (``v`` None) or B, by dotted path."""
     from .. import flags
     from ..cache.fingerprint import fingerprint_data, torch_state
-    from ..engine.signature import flatten_inputs, signature
+    from ..engine.signature import autocast_state, flatten_inputs, signature
     facts: dict[str, object] = {}
     with C.state_context(subject, v):
         make = subject.make_inputs if v is None else C.vary_inputs(v, subject.make_inputs)
@@ -110,8 +110,7 @@ def call_facts(subject: V.Subject, v: V.Variation | None) -> dict[str, object]:
                 _paths(_plain_signature(inp), "signature", facts)
             _paths(torch_state(), "torch_state", facts)
             facts["torch_state.default_dtype"] = str(torch.get_default_dtype())
-            facts["torch_state.autocast_cpu"] = (torch.is_autocast_enabled("cpu"),
-                                                 str(torch.get_autocast_dtype("cpu")))
+            facts["torch_state.autocast"] = tuple((d, str(t)) for d, t in autocast_state())
             facts["torch_state.deterministic"] = torch.are_deterministic_algorithms_enabled()
         try:
             _paths(fingerprint_data(subject.fn, identity_fallback=True), "function", facts)

@@ -351,6 +351,32 @@ class _ScaleSavedInBackward(torch.autograd.Function):
         return g * 3, None
 
 
+@case("custom_function", mode="training", tags=("backward_mutation", "noncontiguous"))
+def backward_writes_a_strided_argument():
+    """buf is every other element of a larger storage; the Function's backward scales it in
+    place: the caller's buf keeps its strides and the elements between stay as they were
+    (the runtime restrided it to its written value's compact layout and wrote it there)."""
+    def f(x, buf):
+        return _ScaleSavedInBackward.apply(x, buf)
+    def make():
+        x = leaf(3)
+        return Inputs((x, rand(6)[::2]), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("custom_function", mode="training", tags=("backward_mutation", "noncontiguous", "offset"))
+def backward_writes_a_transposed_argument_written_in_forward():
+    """A transposed argument at an offset, written in the forward and scaled by the
+    Function's backward."""
+    def f(x, buf):
+        buf.add_(1)
+        return _ScaleSavedInBackward.apply(x, buf)
+    def make():
+        x = leaf(2, 3)
+        return Inputs((x, rand(16)[1:13].view(3, 4)[:, :2].t()), leaves=(x,))
+    return f, seeded(make)
+
+
 @case("custom_function", mode="training", tags=("backward_mutation",))
 def backward_scales_a_returned_intermediate():
     """buf is made inside, saved and returned; the backward scales it: the caller's

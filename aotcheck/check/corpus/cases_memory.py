@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from .registry import Inputs, case
-from .cases_basic import leaf, rand, seeded
+from .cases_basic import leaf, one_leaf, rand, seeded
 
 # ---------------------------------------------------------------- out= that resizes
 
@@ -83,6 +83,97 @@ def out_intermediate_resized_then_used_in_grad():
         w = leaf(2, 3)
         return Inputs((rand(2, 3), w), leaves=(w,))
     return f, seeded(make)
+
+
+# ---------------------------------------------------------------- resize_ growing a shared storage
+# NOTE [a storage grown by resize_] in aotcheck/engine/capture/storage_views.py: eager grows the
+# storage itself, so every tensor on it sits on the larger storage with its geometry unchanged.
+# Each case writes every element it grows (the new ones are undefined in eager).
+
+
+@case("alias_of_intermediate", mode="inference", tags=("resize", "view"))
+def resize_grows_a_view_of_an_intermediate_returned_with_its_base():
+    """Both returned: eager's share the grown storage (a's 4 elements, b's 6); a write
+    through b's old elements after the growth shows in a."""
+    def f(x):
+        a = x * 2
+        b = a.view(4)
+        b.resize_(6)
+        b[4:].fill_(1.0)
+        b[:2].mul_(10)
+        return a, b
+    return f, seeded(lambda: Inputs((rand(4),)))
+
+
+@case("alias_of_intermediate", mode="inference", tags=("resize", "view", "offset"))
+def resize_grows_a_slice_of_an_intermediate_from_its_offset():
+    """b = a[1:3] resized to 5 grows the storage from 4 to 6 elements (b starts at offset 1);
+    a's last two elements are b's."""
+    def f(x):
+        a = x + 1
+        b = a[1:3]
+        b.resize_(5)
+        b.fill_(1.5)
+        return a * 1, b
+    return f, seeded(lambda: Inputs((rand(4),)))
+
+
+@case("alias_of_intermediate", mode="inference", tags=("resize", "view", "noncontiguous"))
+def resize_grows_a_transposed_view_of_an_intermediate():
+    """b = a.t() resized to 6: contiguous from offset 0 over the grown storage, so a (2, 2)
+    reads b's first four elements in memory order."""
+    def f(x):
+        a = (x * 2).reshape(2, 2)
+        b = a.t()
+        b.resize_(6)
+        b[4:].fill_(0.5)
+        b[1].fill_(3.0)
+        return a.sum(0), b
+    return f, seeded(lambda: Inputs((rand(4),)))
+
+
+@case("alias_of_intermediate", mode="training", tags=("resize", "detach"))
+def resize_grows_a_detached_alias_of_an_intermediate_that_requires_grad():
+    """b = a.detach() (no grad, so resize_ is allowed) grown and written: a, which requires
+    grad, shares the grown storage and sees the write; its gradient is eager's."""
+    def f(x):
+        a = x * 2
+        b = a.detach()
+        b.resize_(6)
+        b[4:].fill_(2.0)
+        b[0].fill_(9.0)
+        return a * x, a, b
+    return f, seeded(one_leaf(4))
+
+
+@case("alias_of_intermediate", mode="inference", tags=("resize", "view"))
+def resize_grows_a_view_twice_then_writes_the_base():
+    """Grown twice (6, then 8 elements), then the base written in place: b sees it."""
+    def f(x):
+        a = x * 2
+        b = a.view(2, 2)
+        b.resize_(3, 2)
+        b[2].fill_(1.0)
+        b.resize_(8)
+        b[6:].fill_(4.0)
+        a.mul_(2)
+        return a.sum(), b
+    return f, seeded(lambda: Inputs((rand(4),)))
+
+
+@case("alias_of_intermediate", mode="inference", tags=("resize", "view"))
+def resize_shrinks_a_view_then_grows_it_back():
+    """Shrunk to 2 elements (a view: the storage keeps 4), written, then grown to 6: the
+    storage grows from 4, a keeps its 4 elements."""
+    def f(x):
+        a = x * 2
+        b = a.view(4)
+        b.resize_(2)
+        b.fill_(3.0)
+        b.resize_(6)
+        b[4:].fill_(1.0)
+        return a + 1, b
+    return f, seeded(lambda: Inputs((rand(4),)))
 
 
 # ---------------------------------------------------------------- output strides

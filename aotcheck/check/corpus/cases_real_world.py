@@ -34,8 +34,6 @@ THEME = "real_world"
 AOTCHECK_FAILURES = {
     'i139257_custom_op_that_calls_set_on_a_parameter':
         "refusal: UnsupportedInputError ('set_() on input placeholder 0, which requires grad, under no_grad, onto a tensor of another shape'): the custom op's kernel now runs in the trace; its set_() is the class of i122981, which eager runs",
-    'i77714_resize_of_a_view_of_an_intermediate':
-        "refusal: UnsupportedInputError ('the function grows a tensor with resize_() beyond its storage while another tensor views that storage'): resize_ of a view of an intermediate, which eager runs",
     'i122981_set_under_no_grad_onto_another_shape_of_a_grad_parameter':
         "refusal: UnsupportedInputError ('set_() on input placeholder 0, which requires grad, under no_grad, onto a tensor of another shape'), which eager runs",
 }

@@ -458,7 +458,8 @@ class FunctionalRun:
             out_leaves, st.user, candidates, sig=sig, geometry=recorder.geometry,
             eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids,
             plain=st.plain, new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)},
-            clips_of=recorder.clips_of, old_bases=st.old_bases, made_in_call=recorder.made_in_call)
+            clips_of=recorder.clips_of, old_bases=st.old_bases, made_in_call=recorder.made_in_call,
+            grown=self.tagger.grown_storages() if st.plain else frozenset())
         if st.swapped_views and any(c.requires_grad for c in candidates):
             # eager's set_() moved the view's version, so autograd regenerates its grad_fn as
             # a view of its base, over memory it no longer has: values computed from it get a
@@ -514,9 +515,8 @@ def _refuse_functionalization_error(e: Exception, recorder: MetadataRecorder) ->
         raise UnsupportedInputError(
             "the function grows a tensor with resize_() beyond its storage while "
             "another tensor views that storage (a view it took, or an argument sharing "
-            "storage with another); functionalization grows only a tensor that nothing "
-            "else views (a PyTorch limit). Resize before taking views, or pass the "
-            "arguments without aliasing") from None
+            "storage with another); functionalization cannot grow a storage that views "
+            "share (a PyTorch limit)") from None
     if any(kind == "leaf" and op != "requires_grad_" for kind, _, op, *_ in recorder.log):
         raise UnsupportedInputError(
             "an argument that shares storage with another argument has its metadata "

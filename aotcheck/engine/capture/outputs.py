@@ -16,18 +16,23 @@ from ...errors import UnsupportedInputError
 from .facts import OutputFacts
 from .functional import geometry_of, storage_ref
 from ..graph_walk import grad_nodes
-from ..signature import Signature
+from ..signature import Signature, whole_storage
 
 
 def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Signature, geometry: dict,
                      eager_geometry, owners: dict, work_ids: set, new_leaf_ids: dict | None = None,
                      plain: bool = False, clips_of=None, old_bases: dict | None = None,
-                     made_in_call: set | None = None):
+                     made_in_call: set | None = None, grown: frozenset = frozenset()):
     """Classify each returned leaf (fresh, an input, a view of an input, of an intermediate,
     of another output, ...) and append to ``candidates`` every graph value a later stage
     needs. Returns (output facts, intermediate-base candidate indices, new-leaf outputs,
-    base geometry by tensor id)."""
+    base geometry by tensor id).
+
+    ``grown``: the storages (a plain run's) that resize_ grew while a tensor on them was
+    kept (NOTE [a storage grown by resize_] in storage_views.py): no tensor on one holds all
+    of it, so every output over one is rebuilt from a copy of the whole storage, flat."""
     base_geometry: dict = {}
+    flat_of: dict = {}
     tensor_user = {id(t): i for i, t in enumerate(user) if isinstance(t, torch.Tensor)}
     input_storages: dict = {}
     for i, t in enumerate(user):
@@ -118,7 +123,7 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
             # the base of earlier view outputs, returned itself: it is the fresh one
             outputs[k] = (OutputFacts(True, graph_output=intermediates[roots[id(o)]], **common))
         elif (o._base is not None and storage_ref(o._base) == st) or owners.get(st, o) is not o \
-                or _old_base(old_bases, st, (shape, stride, offset)) is not None:
+                or st in grown or _old_base(old_bases, st, (shape, stride, offset)) is not None:
             # a view of an intermediate, or a detach() of one (no autograd view, but the
             # same storage): rebuilt from the tensor that owns the storage. A detached one
             # that an in-place op gave a grad_fn gets its gradient from its own value. A view
@@ -129,7 +134,16 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
             # argument (its owner) no longer holds it.
             on_base = o._base is not None and storage_ref(o._base) == st
             root = _old_base(old_bases, st, (shape, stride, offset))
-            if root is not None:
+            if st in grown:
+                on_base = False
+                if st not in flat_of:
+                    # a copy: a view of the graph's value would share its version counter
+                    # with the values the backward saves from that storage, and the runtime's
+                    # write of an output's gradient path into the base (detached_alias) would
+                    # then fail the backward's version check
+                    flat_of[st] = whole_storage(o.detach()).clone()
+                root = flat_of[st]
+            elif root is not None:
                 on_base = False
             else:
                 root = o._base if on_base else owners[st]

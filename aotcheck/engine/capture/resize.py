@@ -12,7 +12,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from ...errors import UnsupportedInputError
-from .functional import dense_layout, geometry_of
+from .functional import dense_layout, geometry_of, storage_ref
 
 
 def result_shapes(func, args: tuple, kwargs: dict) -> list | None:
@@ -57,8 +57,10 @@ def resize_geometry(rec, target, args, kwargs) -> tuple:
     one. A growth it does only for a tensor whose storage nothing else holds, and aotcheck
     itself holds the storages it watches (their Python objects), so a functional run grows
     a tensor itself (``resize.grow``): its value becomes ``aten.resize`` of it (a
-    clone, grown), set_() onto the tensor; refused where another tensor views the storage
-    (eager's view would see the grown tensor's writes; the clone's would not).
+    clone, grown), set_() onto the tensor. Where another tensor views the storage (eager's
+    view sees the grown tensor's writes; the clone's would not) the first way refuses, and
+    capture takes the second, which grows the storage itself (NOTE [a storage grown by
+    resize_] in storage_views.py); a view of an argument grown inside is refused by name.
 
     The clone holds ``t``'s own elements only. That is eager's grown tensor when ``t`` is dense
     and ends where its storage ends (``randn(0)``, ``randn(2)``, ``x[1:]`` of a 1-d ``x``): it
@@ -107,6 +109,16 @@ def resize_geometry(rec, target, args, kwargs) -> tuple:
     else:
         # an intermediate (or an aliased argument): its functional storage is eager's
         grows = (target.storage_offset() + numel) * es > target.untyped_storage().nbytes()
+        if grows and kind is None and any(storage_ref(target) == storage_ref(t)
+                                          for t in rec._watched_tensors):
+            # eager grows the caller's storage, which every view of it then sits on: the
+            # runtime replays resize_ on an argument itself only (NOTE [mutation replay]),
+            # and the graph's value of the argument is its own elements, not the storage
+            raise UnsupportedInputError(
+                "the function grows the storage of an argument with resize_() on a view of "
+                "it taken inside the function; eager grows the caller's storage, and aotcheck "
+                "replays resize_ on the argument tensor itself only. Resize the argument you "
+                "were given, or clone the view first")
         if grows and kind == "leaf":
             raise UnsupportedInputError(
                 f"the function grows argument leaf {index} with resize_() beyond its storage, "
@@ -166,10 +178,12 @@ def grow(t: torch.Tensor, size: tuple, watched: dict, old_storage: dict) -> None
         torch._C._functionalization.get_view_meta_sequence(t)
     del storage
     if shared:
+        # the second way grows the storage itself (NOTE [a storage grown by resize_] in
+        # storage_views.py): capture takes it on this refusal (errors.VIEW_LIMITS)
         raise UnsupportedInputError(
             "the function grows a tensor with resize_() beyond its storage while another tensor "
-            "views that storage (or it is itself a view); functionalization cannot grow a tensor "
-            "that another one views (a PyTorch limit). Resize before taking views")
+            "views that storage (or it is itself a view); functionalization cannot grow a "
+            "storage that views share (a PyTorch limit)")
     t.set_(torch.ops.aten.resize.default(t, list(size)))
 
 

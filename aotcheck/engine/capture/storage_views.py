@@ -85,6 +85,9 @@ class StorageTagger:
         self.ids: dict = {}
         self.alive: list[torch.Tensor] = []      # keeps every numbered storage alive
         self.writes: list[int] = []
+        self.nbytes: dict[int, int] = {}         # storage -> its size in bytes when last seen
+        self.grown: set[int] = set()             # storages a resize_ grew (NOTE [a storage
+                                                 # grown by resize_])
 
     def sid(self, t: torch.Tensor) -> int:
         ref = storage_ref(t)
@@ -100,7 +103,19 @@ class StorageTagger:
             return
         slot = get_proxy_slot(t, mode.tracer, None)
         if slot is not None:
-            slot.proxy.node.meta["aot_storage"] = (self.sid(t), t.dtype, geometry_of(t))
+            sid = self.sid(t)
+            slot.proxy.node.meta["aot_storage"] = (sid, t.dtype, geometry_of(t))
+            grown_from = self.nbytes.get(sid)
+            self.nbytes[sid] = t.untyped_storage().nbytes()
+            if grown_from is not None and grown_from < self.nbytes[sid]:
+                self.grown.add(sid)
+                # NOTE [a storage grown by resize_]: its size before and after, in elements of t
+                slot.proxy.node.meta["aot_grown"] = (grown_from // t.element_size(),
+                                                     self.nbytes[sid] // t.element_size())
+
+    def grown_storages(self) -> frozenset:
+        """The storages (weak references) a resize_ grew."""
+        return frozenset(ref for ref, sid in self.ids.items() if sid in self.grown)
 
     def tag_inputs(self, tensors) -> None:
         for t in tensors:
@@ -206,7 +221,17 @@ def _replay(gm: fx.GraphModule, inputs: list) -> list:
         with torch.set_grad_enabled(not n.meta.get("no_grad", False)):
             name = func._overloadpacket.__name__ if isinstance(func, torch._ops.OpOverload) else ""
             v = None
-            if name in METADATA_OPS or name == "set_" or (func is not operator.getitem and not name.endswith("_")
+            if name == "resize_" and tag is not None and tag[0] in roots:
+                if "aot_grown" in n.meta:           # NOTE [a storage grown by resize_]
+                    roots[tag[0]] = _grown(roots[tag[0]], *n.meta["aot_grown"])
+                    for m, old in list(env.items()):
+                        mtag = m.meta.get("aot_storage")
+                        if isinstance(old, torch.Tensor) and mtag is not None and mtag[0] == tag[0]:
+                            env[m] = root_view(mtag)
+                v = root_view(tag)              # within its storage: a view
+            if v is not None:
+                pass
+            elif name in METADATA_OPS or name == "set_" or (func is not operator.getitem and not name.endswith("_")
                                         and tag is not None and tag[0] in roots
                                         and not _writes(func)) or \
                     (func is operator.getitem and tag is not None and tag[0] in roots):
@@ -220,6 +245,25 @@ def _replay(gm: fx.GraphModule, inputs: list) -> list:
                     register(tag, v)
         env[n] = v
     raise AssertionError("graph without output")
+
+
+def _grown(root: torch.Tensor, before: int, after: int) -> torch.Tensor:
+    """The storage of ``root`` (``before`` elements) grown to ``after`` elements, as a flat
+    tensor over all of it: the storage's elements, then new ones.
+
+    # NOTE [a storage grown by resize_]
+    Eager's ``t.resize_(size)`` beyond its storage grows the storage itself: every tensor on
+    it (``a`` of ``b = a.view(4); b.resize_(6)``) now sits on the larger storage with its
+    geometry unchanged, and ``t`` becomes contiguous from its offset. Functionalization cannot
+    grow a storage that views share (it refuses to grow a view, and a base it grows moves to
+    a storage of its own, away from its views); the first way refuses, and capture takes this
+    way. Here every tensor is an ``as_strided`` of its storage's root, so the growth is one
+    new root: the old storage's elements, then uninitialised ones (as eager's), and every
+    tensor on that storage is read from it again at its geometry. A resize_ within its
+    storage changes no data: the tensor is a view at its new geometry (the op itself, on a
+    root, would resize the root, and with it every tensor read from it)."""
+    flat = root.as_strided((before,), (1,), 0)
+    return torch.cat([flat, flat.new_empty((after - before,))])
 
 
 def _call(func, args, kwargs):

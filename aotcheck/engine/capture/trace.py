@@ -162,7 +162,10 @@ def argument_hooks(fn, leaves: list, in_spec, sig: Signature, expected: tuple) -
 
     mode = FakeTensorMode()
     fakes = [mode.from_tensor(stand_in(t)) if isinstance(t, torch.Tensor) else t for t in leaves]
-    watched = {id(t): i for i, t in enumerate(fakes) if isinstance(t, torch.Tensor)}
+    watched: dict[int, int] = {}
+    for i, t in enumerate(fakes):       # a tensor passed twice is one fake: its first place,
+        if isinstance(t, torch.Tensor):  # as the trace's recorder numbers it
+            watched.setdefault(id(t), i)
     args, kwargs = unflatten_inputs(fakes, in_spec)
     recorder = Hooks(watched)
     try:

@@ -53,8 +53,27 @@ from ...errors import AotcheckError, DoubleBackwardError
 
 
 def to_callable(graph: fx.Graph, name: str, constants: dict | None = None):
-    """A runnable function for ``graph``; ``constants`` holds the tensors its get_attr nodes read."""
-    return compile_graph(graph, name, constants)
+    """A runnable function for ``graph``; ``constants`` holds the tensors its get_attr nodes read.
+
+    # NOTE [autocast at run time]
+    A graph traced under autocast holds autocast's casts as ops of its own (``_to_copy`` to
+    bfloat16 before a matmul), and the ops inside an autocast op's own decomposition
+    (sdpa's math path, run with autocast off) as they ran: a float32 ``bmm`` there. Run
+    again under the caller's autocast, that op would be cast a second time (to bfloat16),
+    where eager's was not: values saved for the backward then have another dtype than the
+    backward graph was traced with ("expected scalar type Float but found BFloat16"). As
+    PyTorch's AOTAutograd does, the graphs run with autocast off; the autocast state is in
+    the cache key (a call under another state compiles its own graphs)."""
+    fn = compile_graph(graph, name, constants)
+    is_on, off = torch._C._is_any_autocast_enabled, torch._C._DisableAutocast
+
+    def run(*args):
+        if is_on():
+            with off():
+                return fn(*args)
+        return fn(*args)
+    run.__source__ = fn.__source__
+    return run
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,71 @@
+"""subclass.imperative: the user's imperative autograd calls in a call with tensor-subclass
+arguments, refused by name where the subclass path would lose them.
+
+NOTE [subclass imperative autograd]: the subclass path traces the user's function with
+``make_fx`` (desugar.py), which records aten ops only. ``retain_grad()``, ``register_hook``
+and ``x.data = y`` act on a tensor's autograd identity or swap its data outside the
+dispatcher, so the trace drops them: an argument's hook never ran, ``retains_grad`` of an
+argument or a returned tensor was False, and the values after ``.data =`` were the old ones
+(silently wrong; found by ``aotcheck fuzz --engine aotcheck --seed 3``). The plain engine
+replays them on the caller's tensors (NOTE [imperative autograd on arguments and outputs]
+in engine/runtime/imperative.py); the subclass path does not yet, so it refuses what it
+would lose, by name:
+- ``x.data = y`` on any tensor (the trace keeps the old data);
+- ``retain_grad()`` on an argument or on a tensor the function returns (the caller reads
+  its ``.grad``); on an intermediate that is not returned nothing can see it, and it runs;
+- ``register_hook`` on an argument that is not a leaf (plain or subclass), or on any
+  argument when the call runs without grad (the trace cannot tell a non-leaf from a leaf
+  then, and ``requires`` is what keys the trace). Hooks on intermediates run inside the
+  traced joint as in eager, and a hook on a leaf argument is kept by the outer-level
+  backward (both tested in tests/test_engine.py).
+"""
+from __future__ import annotations
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils import _pytree as pytree
+
+from ..engine.capture.recorder import call_name
+from ..errors import UnsupportedInputError
+
+_DATA_ATTR = torch._C.TensorBase.data
+
+
+class ImperativeWatch(TorchFunctionMode):
+    """Watches the user's function run over ``outer`` (the tensors it is given) and, with
+    :meth:`check`, refuses the calls the subclass trace would lose (NOTE [subclass imperative
+    autograd])."""
+
+    def __init__(self, outer: list, requires: list):
+        super().__init__()
+        self._outer = {id(t): t for t in outer}
+        grad = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+        # the arguments whose hooks the subclass path would lose
+        self._hook_lost = {id(t) for t, r in zip(outer, requires) if r == "nonleaf" or not grad}
+        self.retained: dict[int, torch.Tensor] = {}
+        self.refusal: str | None = None
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = call_name(func)
+        target = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if target is not None and self.refusal is None:
+            if name == "__set__" and getattr(func, "__self__", None) is _DATA_ATTR:
+                self.refusal = "assigns x.data = y"
+            elif name == "register_hook" and id(target) in self._hook_lost:
+                self.refusal = "registers a hook on an argument that is not a leaf (or without grad)"
+            elif name == "retain_grad":
+                self.retained[id(target)] = target
+        return func(*args, **kwargs)
+
+    def check(self, result) -> None:
+        """Raise the refusal, if any, once the function has returned ``result``."""
+        if self.refusal is None:
+            returned = {id(t) for t in pytree.tree_leaves(result) if isinstance(t, torch.Tensor)}
+            if any(i in self._outer or i in returned for i in self.retained):
+                self.refusal = "calls retain_grad() on an argument or on a tensor it returns"
+        if self.refusal is not None:
+            raise UnsupportedInputError(
+                f"a function called with a tensor-subclass argument {self.refusal}; the subclass "
+                "path traces aten ops only and would lose it (NOTE [subclass imperative "
+                "autograd]). Call it with plain tensors, or move that call outside the function")
