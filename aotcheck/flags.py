@@ -84,6 +84,13 @@ def apply_overrides(values: dict[str, object]) -> None:
     _overrides.update(values)
 
 
+def replace_overrides(values: dict[str, object]) -> None:
+    """Make ``values`` this process's overrides, exactly (the regression worker puts back what
+    a case's run changed: ``regress/isolation.py``)."""
+    _overrides.clear()
+    _overrides.update(values)
+
+
 @contextlib.contextmanager
 def overridden(flag: Flag, value):
     """Force a flag's value inside a ``with`` block; the previous override (or none) returns."""

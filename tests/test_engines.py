@@ -25,7 +25,7 @@ import sys
 import pytest
 
 from aotcheck.check.corpus import all_cases
-from aotcheck.regress import judge, record
+from aotcheck.regress import isolation, judge, record
 from aotcheck.regress.fingerprint import fingerprint
 from aotcheck.regress.plan import ENGINE_SETS
 from aotcheck.targets.engines import ENGINES, EXTRA_ENGINES, get_engine, outcome
@@ -81,6 +81,15 @@ class EngineCorpus:
     def _only_selected(self, request):
         if self.engine not in selected(request.config):
             pytest.skip(f"engine {self.engine} not selected (--engine {self.engine})")
+
+    @pytest.fixture(autouse=True)
+    def _as_if_alone(self):
+        """Each case as ``aotcheck check`` runs it (NOTE [a case's run as if alone] in
+        aotcheck/regress/run.py): emptied in-memory caches before, process state put back after."""
+        before = isolation.snapshot()
+        isolation.fresh_caches()
+        yield
+        isolation.restore(before)
 
 
 def _engine_class(name: str):

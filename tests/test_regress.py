@@ -286,3 +286,57 @@ def test_variation_results_become_judged_stages(monkeypatch):
     rec = record.from_outcomes(outs, "2.13.0", ["aotcheck"], None, keep_unrun=False)
     assert list(rec.engines["aotcheck"]) == ["variation.grad_mode=no_grad:basics.scalar_args"]
     assert [v.kind for v in judge.judge(outs, rec)] == ["pass", "pass", "known", "pass"]
+
+
+def test_a_case_that_leaks_process_state_is_named_and_the_next_case_runs_as_if_alone():
+    """NOTE [a case's run as if alone]: a planted leak (deterministic algorithms and a functorch
+    config flag left changed) is named in the result and put back before the next case."""
+    import torch
+    import torch._functorch.config as fconfig
+
+    from aotcheck.check.corpus.registry import Case
+    from aotcheck.check.oracle import Inputs
+    from aotcheck.regress import run as regress_run
+    from aotcheck.regress.plan import Plan
+    seen, guards = [], []
+
+    def leaky(x):
+        torch.use_deterministic_algorithms(True)
+        fconfig.view_replay_for_aliased_outputs = not fconfig.view_replay_for_aliased_outputs
+        if not guards:      # as a compile that fails inside inference_mode leaves it (rows 38-39)
+            guards.append(torch._C._InferenceMode(True))
+            guards[0].__enter__()
+        return x * 2
+
+    def reads(x):
+        seen.append((torch.are_deterministic_algorithms_enabled(), fconfig.view_replay_for_aliased_outputs,
+                     torch.is_inference_mode_enabled()))
+        return x + 1
+
+    def make():
+        return Inputs((torch.ones(2),))
+    cases = [Case("leaky", leaky, make, "basics", "inference"), Case("reads", reads, make, "basics", "inference")]
+    start = (torch.are_deterministic_algorithms_enabled(), fconfig.view_replay_for_aliased_outputs, False)
+    monkey = {c.id: c for c in cases}
+    old_cases = regress_run._STATE.get("cases")
+    try:
+        regress_run._init_worker(Plan(("torch-aot-function",), cached=False, variations=False), {}, {})
+        regress_run._STATE["cases"] = monkey
+        outs, _, leaks = regress_run._work(["basics.leaky", "basics.reads"])
+    finally:
+        torch.use_deterministic_algorithms(start[0])
+        fconfig.view_replay_for_aliased_outputs = start[1]
+        if old_cases is not None:
+            regress_run._STATE["cases"] = old_cases
+    assert [o.status for o in outs] == ["pass", "pass"]
+    assert seen and set(seen) == {start}
+    assert [(e, c) for e, c, _ in leaks] == [("torch-aot-function", "basics.leaky")]
+    what = leaks[0][2]
+    assert [w.split(":")[0] for w in what] == [
+        "deterministic_algorithms", "dispatch_keys_excluded", "dispatch_keys_included",
+        "forward_grad_enabled", "functorch.view_replay_for_aliased_outputs", "grad_enabled",
+        "inductor.deterministic", "inference_mode"]
+    assert what[0] == "deterministic_algorithms: (False, False) -> (True, False)"
+    assert what[2] == "dispatch_keys_included: +[] -['ADInplaceOrView']"
+    assert what[-1] == "inference_mode: False -> True"
+    assert not torch.is_inference_mode_enabled() and torch.is_grad_enabled()

@@ -45,6 +45,8 @@ def save(args) -> int:
         print(f"aotcheck baseline save: {e}", file=sys.stderr)
         return 2
     _, result = execute(args, previous)
+    from .check import print_leaks
+    print_leaks(result, sys.stdout)
     rec = records.from_outcomes(result.outcomes, torch.__version__.split("+")[0], engines, previous,
                                 keep_unrun=args.builtin)
     if args.builtin:

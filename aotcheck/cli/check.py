@@ -96,6 +96,15 @@ def _columns(plan, result) -> list[tuple[str, str]]:
     return [c for c in seen]
 
 
+def print_leaks(result, out) -> None:
+    """NOTE [a case's run as if alone] in regress/run.py: what runs left changed, put back."""
+    if result.leaks:
+        print(f"process state left changed by {len(result.leaks)} run(s), put back before the next "
+              f"case:", file=out)
+        for engine, case_id, what in result.leaks:
+            print(f"  {case_id} [{engine}]: {'; '.join(what)}", file=out)
+
+
 def print_report(plan, result, verdicts, record, *, verbose: bool = False, stream=None) -> None:
     from .. import flags
     from .progress import print_table
@@ -119,6 +128,7 @@ def print_report(plan, result, verdicts, record, *, verbose: bool = False, strea
     secs = ", ".join(f"{e} {s:.0f}s" for e, s in result.engine_seconds.items())
     print(f"wall time {result.wall_s:.1f}s with {result.workers} worker(s); worker CPU per engine: {secs}",
           file=out)
+    print_leaks(result, out)
     unpinned = sum(1 for v in verdicts if v.kind == "known" and v.was is not None and v.was.fingerprint is None
                    and v.now is not None)
     if unpinned:

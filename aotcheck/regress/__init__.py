@@ -4,6 +4,8 @@
                     (cold; cached, sharing the cold run as the cache fill; key variations)
     run.py          the corpus through every engine, sharded over a pool of warm worker
                     processes -> one ``Outcome`` per (engine, stage, case)
+    isolation.py    around each (case, engine) in a worker: in-memory caches emptied, process
+                    state compared with the worker's start, named and put back where it leaked
     fingerprint.py  an outcome's divergences -> how it failed (``FailurePrint``: check, subject,
                     error), frozen and JSON round-trip
     record.py       the recorded failures (the built-in ``known_failures.json`` or a saved

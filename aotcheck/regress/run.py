@@ -14,7 +14,11 @@ eager is a few milliseconds. What is shared:
   cores; more threads only contend);
 - *the cold run and the cache fill* (NOTE in ``plan.py``): one compile less per case and engine;
 - *one case, every engine in a row*, in one worker: the case's inputs and eager code are hot.
-What is not shared, on purpose: the eager reference run. The oracle mutates the outputs and
+What is not shared, so that a case's verdict is the one it has alone in a fresh process
+(``aotcheck check -k CASE``), whatever ran before it: the in-memory caches, emptied before each
+(case, engine), and the process-global settings, compared with the worker's start after each and
+put back where a run left one changed (``isolation.py``; NOTE [a case's run as if alone]).
+Also not shared, on purpose: the eager reference run. The oracle mutates the outputs and
 arguments of both runs (output-mutation checks, backward into leaves), so each comparison needs
 eager's run on fresh inputs; it is ~1% of a case.
 A case recorded as crashing the process is never run (a SIGSEGV would take the worker down).
@@ -28,6 +32,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from . import isolation
 from .fingerprint import FailurePrint, fingerprint
 from .plan import SHARES_FILL, Plan
 
@@ -96,6 +101,7 @@ class RunResult:
     wall_s: float = 0.0
     workers: int = 1
     variations_available: bool = False
+    leaks: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)   # (engine, case, what)
 
 
 # ---------------------------------------------------------------- one case, one engine
@@ -200,15 +206,26 @@ def _init_worker(plan: Plan, crashing: dict, flag_values: dict, beacon_dir: str 
                   os.path.join(beacon_dir, f"{os.getpid()}.case") if beacon_dir else None),
                   engines=[get_engine(n) for n in plan.engines],
                   variations=variation_runner() if plan.variations else None)
+    _STATE["start"] = isolation.snapshot()      # NOTE [a case's run as if alone]
 
 
 CRASHED_NOW = ("compiled raised WorkerCrash: crashed the worker process in this run (a signal such "
                "as SIGSEGV while this case ran; confirmed alone in a fresh worker)")
 
 
-def _work(case_ids: list[str]) -> tuple[list[Outcome], dict[str, float]]:
+# NOTE [a case's run as if alone]
+# A case's verdict used to depend on what its worker ran before it, so that two runs of the
+# regression command, whose two workers take chunks in whatever order they finish, disagreed on
+# dozens of verdicts. Before each (case, engine) the worker empties the in-memory caches a fresh
+# process starts without (``isolation.fresh_caches``); after it, it compares the process-global
+# settings with the snapshot taken when the worker started and puts back any that differ,
+# naming them in ``RunResult.leaks`` (the report prints them: a leak is a finding about the
+# case, the engine or the harness, not a verdict). Measured cost: NOTE in ``isolation.py``.
+
+
+def _work(case_ids: list[str]) -> tuple[list[Outcome], dict[str, float], list]:
     plan, crashing = _STATE["plan"], _STATE["crashing"]
-    outcomes, seconds = [], defaultdict(float)
+    outcomes, seconds, leaks = [], defaultdict(float), []
     for cid in case_ids:
         case = _STATE["cases"][cid]
         for eng in _STATE["engines"]:
@@ -223,9 +240,14 @@ def _work(case_ids: list[str]) -> tuple[list[Outcome], dict[str, float]]:
             elif reason:
                 outcomes += not_run(eng.name, case, plan, reason, eng.supports_cache)
             else:
+                isolation.fresh_caches()
                 outcomes += run_engine_case(eng, case, plan, _STATE["variations"])
+                after = isolation.snapshot()
+                if found := isolation.leaks(_STATE["start"], after):
+                    stuck = isolation.restore(_STATE["start"], after)
+                    leaks.append((eng.name, cid, tuple(found + [f"not put back: {x}" for x in stuck])))
             seconds[eng.name] += time.process_time() - t0
-    return outcomes, dict(seconds)
+    return outcomes, dict(seconds), leaks
 
 
 def run(cases, plan: Plan, record, jobs: int = 2, progress=None, chunk: int = 3) -> RunResult:
@@ -239,8 +261,9 @@ def run(cases, plan: Plan, record, jobs: int = 2, progress=None, chunk: int = 3)
     t0 = time.perf_counter()
 
     def take(res, n):
-        outs, secs = res
+        outs, secs, leaks = res
         result.outcomes += outs
+        result.leaks += leaks
         for k, v in secs.items():
             result.engine_seconds[k] = result.engine_seconds.get(k, 0.0) + v
         if progress is not None:
@@ -257,6 +280,7 @@ def run(cases, plan: Plan, record, jobs: int = 2, progress=None, chunk: int = 3)
     order = {cid: i for i, cid in enumerate(ids)}
     eorder = {e: i for i, e in enumerate(plan.engines)}
     result.outcomes.sort(key=lambda o: (eorder[o.engine], order[o.case_id], o.stage != "cold", o.stage))
+    result.leaks.sort(key=lambda x: (eorder[x[0]], order[x[1]]))
     return result
 
 
