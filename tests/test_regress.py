@@ -340,3 +340,14 @@ def test_a_case_that_leaks_process_state_is_named_and_the_next_case_runs_as_if_a
     assert what[2] == "dispatch_keys_included: +[] -['ADInplaceOrView']"
     assert what[-1] == "inference_mode: False -> True"
     assert not torch.is_inference_mode_enabled() and torch.is_grad_enabled()
+
+
+def test_a_graph_break_with_another_first_reason_is_the_known_failure():
+    """NOTE [graph breaks are not pinned by their reason] (judge.py): Dynamo names either of
+    two breaks first from run to run; a break that became a crash is still CHANGED."""
+    from aotcheck.regress.fingerprint import FailurePrint as F
+    from aotcheck.regress.judge import judge_one
+    from aotcheck.regress.record import Entry, Record
+    rec = Record("2.13.0", {"torch": {"c": Entry("why", F("graph break", "", "set_ reason"))}})
+    assert judge_one(rec, "torch", "cold", "c", F("graph break", "", "requires_grad_ reason")).kind == "known"
+    assert judge_one(rec, "torch", "cold", "c", F("crash in backward", "", "x")).kind == "CHANGED"
