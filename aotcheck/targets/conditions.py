@@ -303,3 +303,19 @@ def mark(line: str) -> None:
     if _PROGRESS:
         _PROGRESS[0].write(line.replace("\n", " ") + "\n")
         _PROGRESS[0].flush()
+
+
+@contextlib.contextmanager
+def quiet_torch_logs():
+    """Fake-tensor and Dynamo error logs of a B whose eager run raises too (a shape that no
+    longer broadcasts) are expected: silenced for the block."""
+    import logging
+    names = ("torch._subclasses.fake_tensor", "torch._dynamo", "torch._inductor")
+    old = [(logging.getLogger(n), logging.getLogger(n).level) for n in names]
+    for log, _ in old:
+        log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for log, level in old:
+            log.setLevel(level)

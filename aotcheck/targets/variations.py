@@ -137,7 +137,7 @@ CONFIG_FLAGS: dict[str, tuple[str, str, object]] = {
 # not applicable instead of inventing a cache to test.
 
 from .conditions import (_aliased, _flat, _floating, _number, _new_number, _plain, _python_reads,
-                         call_context, mark, state_context, vary_inputs, wrapped)
+                         call_context, mark, quiet_torch_logs, state_context, vary_inputs, wrapped)
 
 
 # ---------------------------------------------------------------- the data
@@ -386,22 +386,6 @@ class SubjectRun:
                           tuple(Result.from_json(json.dumps(r)) for r in d["results"]), d["seconds"])
 
 
-@contextlib.contextmanager
-def quiet_torch_logs():
-    """Fake-tensor and Dynamo error logs of a B whose eager run raises too (a shape that no
-    longer broadcasts) are expected: silenced for the block."""
-    import logging
-    names = ("torch._subclasses.fake_tensor", "torch._dynamo", "torch._inductor")
-    old = [(logging.getLogger(n), logging.getLogger(n).level) for n in names]
-    for log, _ in old:
-        log.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        for log, level in old:
-            log.setLevel(level)
-
-
 def run_subject(engine, subject: Subject, variations: list[Variation] | None = None, *,
                 per_case: int | None = None, repro_dir: str | os.PathLike | None = None,
                 workdir: str | os.PathLike | None = None, a_dir: str | os.PathLike | None = None
@@ -448,28 +432,32 @@ def _run_subject(engine, subject, variations, repro_dir, workdir, a_dir, t0) -> 
 def _compile_a(engine, subject: Subject, dir_a: Path) -> str:
     """Compile and run the subject under A into ``dir_a``: "ok", or why no B can be run."""
     try:
-        with state_context(subject, None), observe(engine) as box:
-            compiled = engine.compile_cached(subject.fn, str(dir_a))
-            report = check_under(subject, compiled, None)
+        events, report = _compile_and_check(engine, subject, None, dir_a)
     except Exception as e:  # noqa: BLE001 - recorded, not hidden
         return f"A raised {type(e).__name__}: {e}"[:300]
     if not report.ok:
         return "A differs from eager: " + report.divergences[0]
-    if box["events"].saves == 0:
-        return f"A wrote no cache entry (bypasses={box['events'].bypasses})"
+    if events.saves == 0:
+        return f"A wrote no cache entry (bypasses={events.bypasses})"
     return "ok"
+
+
+def _compile_and_check(engine, subject: Subject, v: Variation | None, cache_dir: Path):
+    """Compile the subject into ``cache_dir`` and check it against eager, under A (``v`` None)
+    or under ``v``'s condition B: the cache events seen and the oracle's report."""
+    with state_context(subject, v), observe(engine) as box:
+        report = check_under(subject, engine.compile_cached(subject.fn, str(cache_dir)), v)
+    return box["events"], report
 
 
 def run_variation(engine, subject: Subject, v: Variation, dir_b: Path) -> Result:
     try:
-        with state_context(subject, v), observe(engine) as box:
-            compiled = engine.compile_cached(subject.fn, str(dir_b))
-            report = check_under(subject, compiled, v)
+        events, report = _compile_and_check(engine, subject, v, dir_b)
     except Exception as e:  # noqa: BLE001 - the engine or the variation itself failed: recorded
         first = str(e).splitlines()[0][:200] if str(e) else ""
         return Result(subject.name, engine.name, v, FAILS_UNDER_B,
                       f"the run under B raised {type(e).__name__}: {first}")
-    result = judge(subject.name, engine.name, v, box["events"], list(report.divergences),
+    result = judge(subject.name, engine.name, v, events, list(report.divergences),
                    keyed=changes_keyed_state(engine.name, subject, v))
     return confirm_stale(engine, subject, v, result) if result.verdict == STALE_HIT else result
 
@@ -484,21 +472,17 @@ def confirm_stale(engine, subject: Subject, v: Variation, stale: Result) -> Resu
     under B), with the hit said in its reason. Found by the fuzzer (seed 3): a values-only
     variation of a strided non-leaf "hit stale" where B cold failed with the same error.
     Costs one more compile, and only for a stale hit."""
-    fresh = Path(tempfile.mkdtemp(prefix="aotcheck-var-cold-"))
     try:
-        with state_context(subject, v), observe(engine) as box:
-            compiled = engine.compile_cached(subject.fn, str(fresh))
-            report = check_under(subject, compiled, v)
-        cold = list(report.divergences)
+        with tempfile.TemporaryDirectory(prefix="aotcheck-var-cold-") as fresh:
+            events, report = _compile_and_check(engine, subject, v, Path(fresh))
     except Exception as e:  # noqa: BLE001 - the cold run raised: the hit stays the suspect
         return replace(stale, reason=f"{stale.reason} (a cold compile under B raised "
                                      f"{type(e).__name__} instead)")
-    finally:
-        shutil.rmtree(fresh, ignore_errors=True)
+    cold = list(report.divergences)
     if cold and cold[0] == stale.divergences[0]:
         return replace(stale, verdict=FAILS_UNDER_B, reason=(
             f"the entry written under A was served under B (hits={stale.hits}), and a cold "
-            f"compile under B (hits={box['events'].hits}) differs from eager the same way: the "
+            f"compile under B (hits={events.hits}) differs from eager the same way: the "
             f"engine's failure under B, not the cache's: {cold[0]}"))
     return stale
 
