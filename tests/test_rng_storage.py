@@ -209,15 +209,23 @@ def test_set_onto_an_argument_that_requires_grad_matches_eager():
     assert report.ok, report.divergences
 
 
-def test_set_under_no_grad_onto_another_shape_is_refused_by_name():
-    # x requires grad and keeps its identity; its gradient would have the new shape, which
-    # the compiled function's input (the shape at the call) cannot carry
+def test_set_under_no_grad_onto_another_shape_matches_eager():
+    # x requires grad and keeps its identity; after the set_ it is y's storage and shape, and its
+    # gradient has the new shape, as in eager (once refused by name; issue 27 made it run)
     def f(x, y):
         with torch.no_grad():
             x.set_(y)
         return x * 2
-    with pytest.raises(UnsupportedInputError, match="set_\\(\\) on input placeholder 0"):
-        aotcheck.aot_function(f)(torch.randn(3, requires_grad=True), torch.randn(2))
+
+    def run(fn):
+        x, y = torch.randn(3, requires_grad=True), torch.arange(2.0)
+        out = fn(x, y)
+        out.sum().backward()
+        return out.detach(), x.shape, x.grad, x.data_ptr() == y.data_ptr()
+
+    want, got = run(f), run(aotcheck.aot_function(f))
+    assert torch.equal(got[0], want[0]) and got[1] == want[1] == (2,)
+    assert torch.equal(got[2], want[2]) and got[3] and want[3]
 
 
 def test_resize_between_nonzero_sizes_is_refused_by_name():
