@@ -339,3 +339,69 @@ def test_a_hit_that_differs_is_stale_only_if_a_cold_compile_under_b_is_right(mon
                          [V.Variation("values", "", "changed", relevant=False)]).results
     assert len(b_runs) == 2 and r.hits >= 1, r          # B hit, then the cold confirmation ran
     assert r.verdict == (V.FAILS_UNDER_B if cold_fails_too else V.STALE_HIT), r
+
+
+SLICE_PROGRAM = """
+import torch
+
+def f(x):
+    return x[:, :5] * 2
+
+def make_inputs():
+    from aotcheck.check.oracle import Inputs
+    x = torch.randn(3, 8, requires_grad=True)
+    return Inputs((x,), leaves=(x,))
+"""
+
+
+def _ignore_shape_guards(monkeypatch):
+    """Plant mutant ``lookup-ignores-guards``: AOTAutogradCache's lookup takes an entry
+    without evaluating its shape guards."""
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    monkeypatch.setattr(ShapeEnv, "evaluate_guards_expression", lambda self, code, args: True)
+
+
+@pytest.mark.parametrize("engine", ["torch", "torch-inductor-lite"])
+def test_sizes_outside_a_dynamic_entrys_guards_miss_and_a_lookup_ignoring_them_is_caught(
+        monkeypatch, engine):
+    """``dynamic_shape``: A compiled with dynamic shapes at width 8 (guard ``5 <= x.size()[1]``),
+    B at width 4. Stock torch misses (the change of input that must miss); with the guard
+    check planted away every graph hits: UNKEYED HIT under aot_eager, where the stale graph
+    still computes eager's values, and STALE HIT or UNKEYED HIT under Inductor (lite)."""
+    subject = V.Subject.from_source("guards.slice_past_the_end", SLICE_PROGRAM)
+    (v,) = [v for v in V.derive(subject, engine) if v.kind == "dynamic_shape"]
+    assert (v.target, v.b) == ("inputs 0", "8->4")
+    (r,) = V.run_subject(get_engine(engine), subject, [v]).results
+    assert r.verdict == V.OK_MISS and r.misses >= 1, r
+    _ignore_shape_guards(monkeypatch)
+    (r,) = V.run_subject(get_engine(engine), subject, [v]).results
+    assert r.verdict in ((V.UNKEYED_HIT,) if engine == "torch" else (V.UNKEYED_HIT, V.STALE_HIT)), r
+    assert r.hits >= 1 and r.misses == 0, r
+    if r.verdict == V.UNKEYED_HIT:
+        assert "5 <= x.size()[1]" in r.reason, r.reason
+
+
+def test_sizes_inside_a_dynamic_entrys_guards_hit():
+    """B inside A's guards (every size free: an elementwise program) hits the dynamic entry
+    and equals eager; a subject no torch engine can vary by size gets no ``dynamic_shape``."""
+    subject = V.Subject.from_source("guards.elementwise", PROGRAM.replace("3, 4", "5, 6"))
+    (v,) = [v for v in V.derive(subject, "torch") if v.kind == "dynamic_shape"]
+    assert (v.target, v.b) == ("inputs 0,1", "5->3,6->4")
+    (r,) = V.run_subject(get_engine("torch"), subject, [v]).results
+    assert r.verdict == V.OK_HIT, r
+    assert not [v for v in V.derive(subject, "aotcheck") if v.kind == "dynamic_shape"]
+    small = PROGRAM.replace("3, 4", "2, 3")
+    assert not [v for v in V.derive(V.Subject.from_source("s", small), "torch") if v.kind == "dynamic_shape"]
+
+
+def test_a_subject_that_cannot_compile_with_dynamic_shapes_is_not_applicable(monkeypatch):
+    """A's dynamic compile raising makes the variation not apply (refused, with the reason),
+    never a failure of the cache."""
+    eng = get_engine("torch")
+
+    def broken(fn, cache_dir):
+        raise RuntimeError("planted: no dynamic shapes here")
+    monkeypatch.setattr(eng, "compile_dynamic", broken)
+    subject = V.Subject.from_source("guards.refused", SLICE_PROGRAM)
+    (r,) = V.run_subject(eng, subject, [V.Variation("dynamic_shape", "inputs 0", "8->4")]).results
+    assert r.verdict == V.REFUSED and "planted: no dynamic shapes here" in r.reason, r

@@ -11,14 +11,15 @@ Three parts, each from a :class:`~aotcheck.targets.variations.Variation` (plain 
                                closure value, a global, a module's ``training``, the subject's
                                own states) and config flags; restored afterwards
 
-``mark`` writes a pool worker's progress line (``variation_corpus.py``), so that a process
-that dies names the step it was taking.
+``check_under(subject, compiled, v)`` is the oracle's check under B, ``observe(engine)`` the
+cache events of a block; ``mark`` writes a pool worker's progress line
+(``variation_corpus.py``), so that a process that dies names the step it was taking.
 """
 from __future__ import annotations
 
 import contextlib
 import types
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import torch
@@ -133,6 +134,12 @@ def _grown(t: torch.Tensor) -> torch.Tensor:
     return torch.cat([t.detach(), pad], dim=-1)
 
 
+def _cut(t: torch.Tensor, sizes: dict[int, int]) -> torch.Tensor:
+    """``t`` cut along each dimension to its new size (``sizes``: old -> new), in its layout order."""
+    part = t.detach()[tuple(slice(0, sizes.get(s, s)) for s in t.shape)]
+    return part.clone(memory_format=torch.preserve_format)
+
+
 def _changed_values(t: torch.Tensor) -> torch.Tensor:
     """New values in exactly ``t``'s layout (size, strides, offset, storage size)."""
     values = t.detach() * 0.5 + 0.25
@@ -146,7 +153,7 @@ def _changed_values(t: torch.Tensor) -> torch.Tensor:
 def vary_inputs(v, make: Callable) -> Callable:
     """The input maker of condition B: A's inputs with the variation applied."""
     if v.kind not in ("requires_grad", "dtype", "shape", "strides", "memory_format", "storage_offset",
-                      "aliasing", "scalar", "values"):
+                      "aliasing", "scalar", "values", "dynamic_shape"):
         return make
 
     def make_b():
@@ -166,6 +173,9 @@ def vary_inputs(v, make: Callable) -> Callable:
                     flat[i] = _relayout(t, t.detach().to(getattr(torch, v.b)), leaves_map)
                 elif v.kind == "shape":
                     flat[i] = _relayout(t, _grown(t), leaves_map)
+                elif v.kind == "dynamic_shape":
+                    sizes = dict(tuple(map(int, p.split("->"))) for p in v.b.split(","))
+                    flat[i] = _relayout(t, _cut(t, sizes), leaves_map)
                 elif v.kind == "strides":
                     data = _transposed_like(t) if t.dim() >= 2 else _every_other(t)
                     flat[i] = _relayout(t, data, leaves_map)
@@ -285,6 +295,45 @@ def _apply_config(v) -> Callable:
     old = getattr(module, name)
     setattr(module, name, (not old) if v.b == "flip" else v.b)
     return lambda: setattr(module, name, old)
+
+
+# ---------------------------------------------------------------- a run under B
+
+
+def check_under(subject, compiled: Callable, v):
+    """The oracle's check of ``compiled`` against eager under condition B (A where ``v`` is None)."""
+    from ..check.oracle import check
+    ctx = call_context(subject, v)
+    make = subject.make_inputs if v is None else vary_inputs(v, subject.make_inputs)
+    return check(wrapped(subject.fn, ctx, "eager"), wrapped(compiled, ctx, "compiled"), make,
+                 backward=subject.backward)
+
+
+@dataclass(frozen=True)
+class CacheEvents:
+    hits: int = 0
+    misses: int = 0
+    bypasses: int = 0
+    saves: int = 0
+
+
+@contextlib.contextmanager
+def observe(engine):
+    """The cache events of the block: the engine's ``measure()`` (aotcheck's counters, or
+    AOTAutogradCache's), plus the FX graph cache's for Inductor. Yields a dict, filled at the end."""
+    from torch._dynamo.utils import counters
+    before = dict(counters["inductor"])
+    box: dict = {}
+    with engine.measure() as stats:
+        yield box
+    fx = {k: counters["inductor"][k] - before.get(k, 0)
+          for k in ("fxgraph_cache_hit", "fxgraph_cache_miss", "fxgraph_cache_bypass")}
+    inductor = engine.name == "torch-inductor"
+    box["events"] = CacheEvents(
+        hits=stats.hits + (fx["fxgraph_cache_hit"] if inductor else 0),
+        misses=stats.misses + (fx["fxgraph_cache_miss"] if inductor else 0),
+        bypasses=stats.bypasses, saves=stats.saves)
+    box["fx"] = fx
 
 
 def wrapped(fn: Callable, ctx: Callable, which: str = "") -> Callable:

@@ -297,7 +297,7 @@ class _TorchCompiled:
     """``torch.compile(fn, backend=...)`` whose calls run with the cache settings."""
 
     def __init__(self, fn, cache_dir: str, keep=None, backend: str = "aot_eager",
-                 record: bool = False):
+                 record: bool = False, dynamic: bool | None = None):
         import torch
         self.fn, self.cache_dir, self._keep = fn, cache_dir, keep   # keep: a TemporaryDirectory
         self.graphs: list[_RecordedGraph] = []
@@ -311,7 +311,7 @@ class _TorchCompiled:
             record.__name__ = f"{backend}_recorded"   # Dynamo names it in its errors
             self.compiled = torch.compile(fn, backend=record, fullgraph=False)
         else:       # Inductor compiles (and changes) the graph module it is given: not reused
-            self.compiled = torch.compile(fn, backend=backend, fullgraph=False)
+            self.compiled = torch.compile(fn, backend=backend, fullgraph=False, dynamic=dynamic)
 
     def __call__(self, *args, **kwargs):
         with _torch_cache_settings(self.cache_dir), _no_compile_telemetry():
@@ -366,6 +366,11 @@ class TorchEngine(Engine):
         _fresh_torch_state()
         return _TorchCompiled(fn, str(cache_dir), backend=self.backend,
                               record=record and not self.retrace_cached)
+
+    def compile_dynamic(self, fn, cache_dir):
+        """``compile_cached`` with every size symbolic (the ``dynamic_shape`` variation)."""
+        _fresh_torch_state()
+        return _TorchCompiled(fn, str(cache_dir), backend=self.backend, dynamic=True)
 
     def reuse_held(self, again) -> bool:
         return not (isinstance(again, _TorchCompiled) and again.traced_since_reuse())

@@ -47,6 +47,8 @@ the Python state its function reads (:func:`derive`), never listed by hand per c
     config           one engine config flag that changes a graph (``CONFIG_FLAGS``)
     values           every floating input's values changed, nothing else: a hit is expected,
                      and a miss is a LOST HIT
+    dynamic_shape    (torch engines) A and B compiled with dynamic shapes, B's sizes made
+                     smaller: a hit outside A's shape guards is UNKEYED (``shape_guards.py``)
 
 # NOTE [the stale direction]
 A key that lost grad mode serves whichever entry was written first. An entry compiled with
@@ -73,7 +75,6 @@ comes from).
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -136,8 +137,9 @@ CONFIG_FLAGS: dict[str, tuple[str, str, object]] = {
 # ``aot_module_simplified`` does, torch/_functorch/aot_autograd.py), so the pass reports it as
 # not applicable instead of inventing a cache to test.
 
-from .conditions import (_aliased, _flat, _floating, _number, _new_number, _plain, _python_reads,
-                         call_context, mark, quiet_torch_logs, state_context, vary_inputs, wrapped)
+from .conditions import (CacheEvents, _aliased, _flat, _floating, _number, _new_number, _plain,  # noqa: F401
+                         _python_reads, check_under, mark, observe, quiet_torch_logs, state_context)
+from .shape_guards import cold_dynamic, dynamic_shape_engine, run_dynamic, smaller_sizes
 
 
 # ---------------------------------------------------------------- the data
@@ -292,6 +294,11 @@ def derive(subject: Subject, engine: str = "aotcheck") -> list[Variation]:
         out.append(Variation("config", f"{flag[0]}.{flag[1]}", str(flag[2])))
     if any(_floating(flat[i]) for i in free):
         out.append(Variation("values", "", "changed", relevant=False))
+    sizes = smaller_sizes([flat[i].shape for i in free])
+    cut = [i for i in free if any(s in sizes for s in flat[i].shape)]
+    if cut and dynamic_shape_engine(engine):
+        out.append(Variation("dynamic_shape", "inputs " + ",".join(map(str, cut)),
+                             ",".join(f"{a}->{b}" for a, b in sizes.items())))
     return out
 
 
@@ -320,47 +327,12 @@ def _rotate(variations: list[Variation], subject_name: str, per_case: int) -> li
 # ---------------------------------------------------------------- observing the cache
 
 
-@dataclass(frozen=True)
-class CacheEvents:
-    hits: int = 0
-    misses: int = 0
-    bypasses: int = 0
-    saves: int = 0
-
-
-@contextlib.contextmanager
-def observe(engine):
-    """The cache events of the block: the engine's ``measure()`` (aotcheck's counters, or
-    AOTAutogradCache's), plus the FX graph cache's for Inductor. Yields a dict, filled at the end."""
-    from torch._dynamo.utils import counters
-    before = dict(counters["inductor"])
-    box: dict = {}
-    with engine.measure() as stats:
-        yield box
-    fx = {k: counters["inductor"][k] - before.get(k, 0)
-          for k in ("fxgraph_cache_hit", "fxgraph_cache_miss", "fxgraph_cache_bypass")}
-    inductor = engine.name == "torch-inductor"
-    box["events"] = CacheEvents(
-        hits=stats.hits + (fx["fxgraph_cache_hit"] if inductor else 0),
-        misses=stats.misses + (fx["fxgraph_cache_miss"] if inductor else 0),
-        bypasses=stats.bypasses, saves=stats.saves)
-    box["fx"] = fx
-
-
 # ---------------------------------------------------------------- running
 
 
 def supports(engine) -> bool:
     """Whether the pass applies: the engine has a persistent cache."""
     return bool(getattr(engine, "supports_cache", False))
-
-
-def check_under(subject: Subject, compiled: Callable, v: Variation | None):
-    from ..check.oracle import check
-    ctx = call_context(subject, v)
-    make = subject.make_inputs if v is None else vary_inputs(v, subject.make_inputs)
-    return check(wrapped(subject.fn, ctx, "eager"), wrapped(compiled, ctx, "compiled"), make,
-                 backward=subject.backward)
 
 
 @dataclass(frozen=True)
@@ -451,14 +423,23 @@ def _compile_and_check(engine, subject: Subject, v: Variation | None, cache_dir:
 
 
 def run_variation(engine, subject: Subject, v: Variation, dir_b: Path) -> Result:
+    guard = ""
     try:
-        events, report = _compile_and_check(engine, subject, v, dir_b)
+        if v.kind == "dynamic_shape":
+            why, guard, events, report = run_dynamic(engine, subject, v, dir_b)
+            if why:
+                return Result(subject.name, engine.name, v, REFUSED, f"does not apply: {why}")
+        else:
+            events, report = _compile_and_check(engine, subject, v, dir_b)
     except Exception as e:  # noqa: BLE001 - the engine or the variation itself failed: recorded
         first = str(e).splitlines()[0][:200] if str(e) else ""
         return Result(subject.name, engine.name, v, FAILS_UNDER_B,
                       f"the run under B raised {type(e).__name__}: {first}")
     result = judge(subject.name, engine.name, v, events, list(report.divergences),
-                   keyed=changes_keyed_state(engine.name, subject, v))
+                   keyed=bool(guard) or changes_keyed_state(engine.name, subject, v))
+    if guard and result.verdict == UNKEYED_HIT:
+        result = replace(result, reason=f"every graph hit (hits={events.hits}) although B's sizes "
+                         f"fail a shape guard of A's entry ({guard})")
     return confirm_stale(engine, subject, v, result) if result.verdict == STALE_HIT else result
 
 
@@ -473,8 +454,11 @@ def confirm_stale(engine, subject: Subject, v: Variation, stale: Result) -> Resu
     variation of a strided non-leaf "hit stale" where B cold failed with the same error.
     Costs one more compile, and only for a stale hit."""
     try:
-        with tempfile.TemporaryDirectory(prefix="aotcheck-var-cold-") as fresh:
-            events, report = _compile_and_check(engine, subject, v, Path(fresh))
+        if v.kind == "dynamic_shape":
+            events, report = cold_dynamic(engine, subject, v)
+        else:
+            with tempfile.TemporaryDirectory(prefix="aotcheck-var-cold-") as fresh:
+                events, report = _compile_and_check(engine, subject, v, Path(fresh))
     except Exception as e:  # noqa: BLE001 - the cold run raised: the hit stays the suspect
         return replace(stale, reason=f"{stale.reason} (a cold compile under B raised "
                                      f"{type(e).__name__} instead)")
