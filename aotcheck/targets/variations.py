@@ -59,6 +59,12 @@ the rotation a subject called without grad drew grad mode as its one kind about 
 fifteen, so none of the corpus's did; ``pick`` therefore adds ``grad_mode=enabled`` to every
 subject called without grad (a handful of cases), besides its rotated picks.
 
+# NOTE [the guard direction]
+# ``dynamic_shape`` tests the lookup's shape guards, which only a subject whose graph holds a
+# guard on a size can fail (a slice bound, a window); most corpus programs hold none, and the
+# rotation gives the kind to one subject in fifteen. The cases written for it are tagged
+# ``size_guards`` and get it besides their rotated pick, on every torch engine.
+
 # NOTE [what a variation run shares]
 The pass compiles A once per subject and reuses its cache directory for every B (copied, so
 each B sees exactly A's entries); ``pick`` chooses, per subject, the variations that apply to
@@ -216,6 +222,7 @@ class Subject:
     backward: bool = True
     states: tuple = ()
     source: str = ""        # a generated program's source (defines f and make_inputs), for reproducers
+    size_guards: bool = False   # a case tagged ``size_guards``: ``pick`` adds ``dynamic_shape``
 
     @staticmethod
     def from_source(name: str, source: str, grad_mode: str = "enabled", backward: bool = True) -> "Subject":
@@ -228,7 +235,8 @@ class Subject:
     def of_case(case) -> "Subject":
         mode = "inference_mode" if "inference_mode_call" in case.tags else \
             "no_grad" if "no_grad_call" in case.tags else "enabled"
-        return Subject(case.id, case.fn, case.make_inputs, mode, case.backward, tuple(case.states))
+        return Subject(case.id, case.fn, case.make_inputs, mode, case.backward, tuple(case.states),
+                       size_guards="size_guards" in case.tags)
 
 
 # ---------------------------------------------------------------- deriving variations
@@ -302,13 +310,16 @@ def derive(subject: Subject, engine: str = "aotcheck") -> list[Variation]:
     return out
 
 
-def pick(variations: list[Variation], subject_name: str, per_case: int | None) -> list[Variation]:
+def pick(variations: list[Variation], subject_name: str, per_case: int | None,
+         size_guards: bool = False) -> list[Variation]:
     """At most ``per_case`` variations of distinct kinds, chosen by a rotation that depends on
     the subject's name (so a corpus covers every kind, ``values`` included). None: all.
-    ``grad_mode=enabled`` is picked besides, wherever it applies (NOTE [the stale direction])."""
+    ``grad_mode=enabled`` is picked besides, wherever it applies (NOTE [the stale direction]);
+    so is ``dynamic_shape`` for a subject tagged ``size_guards`` (NOTE [the guard direction])."""
     if per_case is None or len(variations) <= per_case:
         return list(variations)
-    stale_dir = [v for v in variations if v.kind == "grad_mode" and v.b == "enabled"]
+    stale_dir = [v for v in variations if (v.kind == "grad_mode" and v.b == "enabled")
+                 or (v.kind == "dynamic_shape" and size_guards)]
     chosen = _rotate(variations, subject_name, per_case)
     return [v for v in stale_dir if v not in chosen] + chosen
 
@@ -373,7 +384,7 @@ def run_subject(engine, subject: Subject, variations: list[Variation] | None = N
                              "aot_module_simplified, under torch.compile, does)"
                              if engine.name == "torch-aot-function" else ""))
     if variations is None:
-        variations = pick(derive(subject, engine.name), subject.name, per_case)
+        variations = pick(derive(subject, engine.name), subject.name, per_case, subject.size_guards)
     with quiet_torch_logs():
         return _run_subject(engine, subject, variations, repro_dir, workdir, a_dir, t0)
 

@@ -699,3 +699,43 @@ def is_compiling_in_module_through_functional_call():
         mask = torch.tensor([[1, 1, 0], [1, 1, 1]])
         return Inputs((*params, h, mask), leaves=(*params, h))
     return f, seeded(make)
+
+
+# ---------------------------------------------------------------- sizes under shape guards
+# Programs whose graphs, compiled with dynamic shapes, hold a guard on an input's size (a
+# slice bound, a window): tagged ``size_guards``, so the key-variation pass always runs its
+# ``dynamic_shape`` variation on them (NOTE [the guard direction] in targets/variations.py).
+
+
+@case("basics", mode="training", tags=("size_guards",))
+def slice_up_to_a_constant_bound():
+    """x[:, :5] of a (3, 8) leaf: under dynamic shapes the graph holds ``5 <= x.size(1)``."""
+    def f(x):
+        return x[:, :5] * 2
+    return f, one_leaf(3, 8)
+
+
+@case("basics", mode="training", tags=("size_guards",))
+def window_between_two_constants():
+    """x[2:6] of a vector of 9: both bounds guard the size."""
+    def f(x):
+        return x[2:6].cos() + x[:6].sum()
+    return f, one_leaf(9)
+
+
+@case("input_mutation", mode="training", tags=("size_guards",))
+def write_into_a_constant_window_of_an_argument():
+    """buf[:, 1:5] += x[:, :4] on a (4, 7) buffer: an input mutation through a guarded slice."""
+    def f(x, buf):
+        buf[:, 1:5].add_(x[:, :4])
+        return buf.sum(1) * x.sum()
+    return f, seeded(lambda: (lambda x: Inputs((x, rand(4, 7)), leaves=(x,)))(leaf(4, 6)))
+
+
+@case("basics", mode="training", tags=("size_guards",))
+def matmul_of_constant_row_blocks():
+    """The first 4 rows of a (6, 5) weight times a (5, 3) leaf, and the rest apart."""
+    def f(w, x):
+        top = w[:4] @ x
+        return top.tanh(), (w[4:] @ x).sum()
+    return f, seeded(lambda: (lambda w, x: Inputs((w, x), leaves=(w, x)))(leaf(6, 5), leaf(5, 3)))
