@@ -351,3 +351,22 @@ def test_a_graph_break_with_another_first_reason_is_the_known_failure():
     rec = Record("2.13.0", {"torch": {"c": Entry("why", F("graph break", "", "set_ reason"))}})
     assert judge_one(rec, "torch", "cold", "c", F("graph break", "", "requires_grad_ reason")).kind == "known"
     assert judge_one(rec, "torch", "cold", "c", F("crash in backward", "", "x")).kind == "CHANGED"
+
+
+def test_inductor_lite_varies_half_the_corpus_and_torch_all_of_it():
+    """NOTE [inductor-lite varies half the corpus]: the rotated variation runs on every case
+    for the torch engine and on about half for torch-inductor-lite, the same half every run;
+    the variations ``pick`` adds besides the rotation still run there."""
+    from aotcheck.check.corpus import all_cases
+    from aotcheck.regress.run import VARIATIONS_PER_CASE, variations_per_case
+    from aotcheck.targets import variations as V
+    ids = [c.id for c in all_cases()]
+    assert all(variations_per_case("torch", i) == VARIATIONS_PER_CASE for i in ids)
+    lite = [variations_per_case("torch-inductor-lite", i) for i in ids]
+    assert 0.4 < sum(lite) / len(ids) < 0.6
+    assert lite == [variations_per_case("torch-inductor-lite", i) for i in ids]
+    guarded = next(c for c in all_cases() if "size_guards" in c.tags and
+                   variations_per_case("torch-inductor-lite", c.id) == 0)
+    s = V.Subject.of_case(guarded)
+    assert [v.kind for v in V.pick(V.derive(s, "torch-inductor-lite"), s.name, 0, s.size_guards)] == \
+        ["dynamic_shape"]

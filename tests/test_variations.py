@@ -405,3 +405,19 @@ def test_a_subject_that_cannot_compile_with_dynamic_shapes_is_not_applicable(mon
     subject = V.Subject.from_source("guards.refused", SLICE_PROGRAM)
     (r,) = V.run_subject(eng, subject, [V.Variation("dynamic_shape", "inputs 0", "8->4")]).results
     assert r.verdict == V.REFUSED and "planted: no dynamic shapes here" in r.reason, r
+
+
+def test_a_values_variation_is_a_lost_hit_only_where_a_graph_missed():
+    """``values`` changes nothing a graph depends on: a miss is a LOST HIT; where no graph was
+    looked up at all (none compiled, every one bypassed: the check's cold run wrote no entry)
+    there is nothing that could have hit (found on real_world.i98835 under inductor-lite)."""
+    ev = V.CacheEvents
+    v = V.Variation("values", "", "changed", relevant=False)
+
+    def verdict(events):
+        return V.judge("s", "torch", v, events, []).verdict
+    assert verdict(ev(misses=1)) == V.LOST_HIT
+    assert verdict(ev(hits=1, misses=1)) == V.LOST_HIT
+    assert verdict(ev(bypasses=1)) == V.OK_MISS
+    assert verdict(ev()) == V.OK_MISS
+    assert verdict(ev(hits=2)) == V.OK_HIT

@@ -46,6 +46,26 @@ from .plan import SHARES_FILL, Plan
 # known failure; a new one is NEW). Where the module is missing, the phase is off and says so.
 VARIATIONS_MODULE = "aotcheck.targets.variations"
 VARIATIONS_PER_CASE = 1      # variations per case and engine; ``pick`` rotates the kinds over cases
+
+# NOTE [inductor-lite varies half the corpus]
+# A variation costs about what the case's cold run costs (a Dynamo trace and a compile under B):
+# on ``all-torch`` the phase was ~40% of the torch engines' worker CPU, and the command ran
+# 182.6 s on two idle cores (354.6 s CPU; tools/bench_check.py), over its 3-minute budget.
+# torch-inductor-lite shares the torch engine's AOTAutogradCache key and adds Inductor's (the
+# FX graph cache's) beside it, so it draws its rotated variation on the half of the cases whose
+# id hashes even; the torch engine, which tests the AOTAutogradCache key alone, keeps one on every
+# case. The variations ``pick`` adds besides the rotation (the stale grad-mode direction, and
+# ``dynamic_shape`` on ``size_guards`` cases) run on both engines on every case.
+HALF_VARIED = ("torch-inductor-lite",)
+
+
+def variations_per_case(engine: str, case_id: str) -> int:
+    """The rotated variations a case draws on ``engine`` (NOTE [inductor-lite varies half the
+    corpus]): ``VARIATIONS_PER_CASE``, or 0 on a half-varied engine for the odd half."""
+    import hashlib
+    if engine in HALF_VARIED and hashlib.sha256(f"vary:{case_id}".encode()).digest()[0] % 2:
+        return 0
+    return VARIATIONS_PER_CASE
 _OK_VERDICTS = ("ok-hit", "ok-miss", "refused under B")
 
 
@@ -67,8 +87,8 @@ def variation_runner():
         return None
 
     def run_variations(engine, case, cache_dir) -> list[VariationOutcome]:
-        sub = mod.run_subject(engine, mod.Subject.of_case(case), per_case=VARIATIONS_PER_CASE,
-                              a_dir=cache_dir)
+        sub = mod.run_subject(engine, mod.Subject.of_case(case), a_dir=cache_dir,
+                              per_case=variations_per_case(engine.name, case.id))
         out = []
         for r in sub.results:
             label = r.variation.label.replace(":", ";")     # a record key is STAGE:CASE

@@ -519,6 +519,8 @@ def judge(subject: str, engine: str, v: Variation, ev: CacheEvents, divergences:
     if v.relevant:
         return Result(subject, engine, v, OK_MISS, f"{seen}; B changes what the graph depends on",
                       **counts)
+    if not ev.misses:       # no graph reached a lookup (none compiled, or each one bypassed)
+        return Result(subject, engine, v, OK_MISS, f"{seen}; no graph was looked up", **counts)
     return Result(subject, engine, v, LOST_HIT, f"{seen}; B changes nothing the graph depends on "
                   f"({v.label}), so every graph should have hit", **counts)
 
