@@ -370,3 +370,16 @@ def test_inductor_lite_varies_half_the_corpus_and_torch_all_of_it():
     s = V.Subject.of_case(guarded)
     assert [v.kind for v in V.pick(V.derive(s, "torch-inductor-lite"), s.name, 0, s.size_guards)] == \
         ["dynamic_shape"]
+
+
+def test_a_record_keeps_the_reason_of_a_graph_break_that_dynamo_names_differently():
+    """NOTE [graph breaks are not pinned by their reason]: regenerating the record keeps the
+    written reason of a case whose first graph break Dynamo now names differently (three hand
+    reasons were lost that way); a break that became a wrong value loses it."""
+    was = FailurePrint("graph break", "", "graph_break: Unsupported function call (delayed)")
+    now = FailurePrint("graph break", "", "graph_break: Unsupported Tensor.requires_grad_ call")
+    prev = Record("2.13.0", {"torch": {"g": Entry("written by hand", was)}})
+    assert record.from_outcomes([_o("g", "fail", now)], "2.13.0", ["torch"], prev).engines["torch"]["g"] \
+        == Entry("written by hand", now)
+    assert record.from_outcomes([_o("g", "fail", V)], "2.13.0", ["torch"], prev).engines["torch"]["g"] \
+        == Entry("", V)

@@ -189,8 +189,11 @@ def from_outcomes(outcomes: Iterable, torch_version: str, engines: Iterable[str]
                 continue
         fallback = prev.get(o.engine, {}).get(o.case_id) if o.stage == "cached" else None
         was = old or fallback
-        # a reason written for another way of failing no longer says why: dropped
-        reason = was.reason if was and (was.fingerprint in (None, o.fingerprint)) else ""
+        # a reason written for another way of failing no longer says why: dropped; another
+        # graph break is the same failure (NOTE [graph breaks are not pinned by their reason])
+        same = was is not None and (was.fingerprint in (None, o.fingerprint) or
+                                    was.fingerprint.check == o.fingerprint.check == "graph break")
+        reason = was.reason if same else ""
         if o.fingerprint.check == "crash in process" and not reason.startswith(CRASH):
             reason = f"{CRASH} (found by a run that lost its worker process): {o.problems[0]}"
         tables[o.engine][key] = Entry(reason, o.fingerprint)
