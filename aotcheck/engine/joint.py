@@ -449,8 +449,8 @@ def _reach(outs: list, diff: tuple, targets: list) -> list[tuple]:
     try:
         nodes = [t.node if isinstance(t, GradientEdge) else get_gradient_edge(t).node
                  for t in targets]
-    except RuntimeError:
-        return everything
+    except (RuntimeError, AttributeError):   # torch's view_as walk on an inference-mode leaf
+        return everything                     # (a Parameter made under inference_mode) has no node
     target = {id(node): j for j, node in enumerate(nodes)}   # nodes kept alive: ids stay unique
     per_input: list[set] = [set() for _ in targets]
     for pos, k in enumerate(diff):

@@ -244,7 +244,7 @@ def forward_graph(owner, meta, descs, values, tensors, requires, inference: tupl
         with OuterCallLog(outer) as log, BaseFlags(outer, hidden or {}) as flags, \
                 ImperativeWatch(outer, requires) as imperative:
             res = owner.call_fn(*args, **kwargs)
-        imperative.check(res)
+        box["retained"] = imperative.check(res)
         box["flips_base"] = bool(flags.flags_set & bases)
         out = _flatten_out(res, box, outer, before, hidden)
         box["facts"] = split_rebased(box["facts"], log, outer)

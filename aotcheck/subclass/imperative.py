@@ -11,8 +11,12 @@ replays them on the caller's tensors (NOTE [imperative autograd on arguments and
 in engine/runtime/imperative.py); the subclass path does not yet, so it refuses what it
 would lose, by name:
 - ``x.data = y`` on any tensor (the trace keeps the old data);
-- ``retain_grad()`` on an argument or on a tensor the function returns (the caller reads
-  its ``.grad``); on an intermediate that is not returned nothing can see it, and it runs;
+- ``retain_grad()`` on a tensor the function returns that is not an argument (its ``.grad``
+  holds the function's own later uses of it too, which the outer backward does not hand
+  out); on an intermediate that is not returned nothing can see it, and it runs. On a leaf
+  it is a no-op, as in eager; on a non-leaf argument it is replayed on the caller's tensor
+  after the call (``retained_arguments``): the retain hook then sits on the argument's own
+  node, which every gradient into the argument reaches, the function's included;
 - ``register_hook`` on an argument that is not a leaf (plain or subclass), or on any
   argument when the call runs without grad (the trace cannot tell a non-leaf from a leaf
   then, and ``requires`` is what keys the trace). Hooks on intermediates run inside the
@@ -58,14 +62,27 @@ class ImperativeWatch(TorchFunctionMode):
                 self.retained[id(target)] = target
         return func(*args, **kwargs)
 
-    def check(self, result) -> None:
-        """Raise the refusal, if any, once the function has returned ``result``."""
+    def check(self, result) -> list[int]:
+        """Raise the refusal, if any, once the function has returned ``result``; else the
+        positions among the outer tensors of the arguments to retain the grad of after the call."""
         if self.refusal is None:
             returned = {id(t) for t in pytree.tree_leaves(result) if isinstance(t, torch.Tensor)}
-            if any(i in self._outer or i in returned for i in self.retained):
-                self.refusal = "calls retain_grad() on an argument or on a tensor it returns"
+            if any(i in returned and i not in self._outer and not t.is_leaf    # a leaf's: no-op
+                   for i, t in self.retained.items()):
+                self.refusal = "calls retain_grad() on a tensor it returns"
         if self.refusal is not None:
             raise UnsupportedInputError(
                 f"a function called with a tensor-subclass argument {self.refusal}; the subclass "
                 "path traces aten ops only and would lose it (NOTE [subclass imperative "
                 "autograd]). Call it with plain tensors, or move that call outside the function")
+        order = list(self._outer)
+        return [order.index(i) for i in self.retained if i in self._outer]
+
+
+def retained_arguments(positions, outer: list) -> None:
+    """``retain_grad()`` on the caller's arguments the function called it on (a non-leaf that
+    still requires grad after the call: ``check``'s positions)."""
+    for j in positions:
+        t = outer[j]
+        if t.requires_grad and not t.is_leaf:
+            t.retain_grad()

@@ -17,6 +17,7 @@ from .base import flatten, inner_count, save_primals, unflatten
 from .desugar import forward_graph, inference_args, joint_graph, prepare, traced_requires
 from .facts import apply_facts, stale_views
 from .groups import alias_groups, grad_slots
+from .imperative import retained_arguments
 from .replay import dirty_values, write_back
 from .wrapper_set import move_outer
 
@@ -74,7 +75,9 @@ def call(owner, state, memo: dict, args: tuple, kwargs: dict):
 
 def _finish(box: dict, outs: list, outer: list, moved: bool = True, early: dict | None = None):
     """The call's result: the outer outputs with the trace's outer-level facts applied, and the
-    non-tensor values, in the returned tree."""
+    non-tensor values, in the returned tree; the arguments the function retained the grad of
+    retain it (NOTE [subclass imperative autograd])."""
+    retained_arguments(box.get("retained", ()), outer)
     m = box["meta"]
     it = iter(apply_facts(box["facts"], outs, outer, moved, early))
     it_v = iter(box["values"])
