@@ -306,7 +306,7 @@ def joint_graph(owner, meta, descs, values, tensors, requires, tangent_descs, n:
         hidden = {} if views else None
         args, kwargs, outer, leaves = _rebuild_args(meta, descs, values, ts[:n], requires,
                                                     lambda i, t: t.clone(), member, hidden=hidden)
-        with BaseFlags(outer, hidden or {}):
+        with BaseFlags(outer, hidden or {}), ImperativeWatch(outer, requires):
             res = owner.call_fn(*args, **kwargs)
         outs = [o for o in pytree.tree_leaves(res) if isinstance(o, torch.Tensor)]
         # each written argument as it was at its last write (NOTE [subclass metadata replay])

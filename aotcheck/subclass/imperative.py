@@ -16,7 +16,9 @@ would lose, by name:
   out); on an intermediate that is not returned nothing can see it, and it runs. On a leaf
   it is a no-op, as in eager; on a non-leaf argument it is replayed on the caller's tensor
   after the call (``retained_arguments``): the retain hook then sits on the argument's own
-  node, which every gradient into the argument reaches, the function's included;
+  node, which every gradient into the argument reaches, the function's included (the
+  traces, forward and joint, skip it: autograd's retain hook on a traced argument written in
+  place can trip torch's internal assert, fuzz seed 3);
 - ``register_hook`` on an argument that is not a leaf (plain or subclass), or on any
   argument when the call runs without grad (the trace cannot tell a non-leaf from a leaf
   then, and ``requires`` is what keys the trace). Hooks on intermediates run inside the
@@ -60,6 +62,8 @@ class ImperativeWatch(TorchFunctionMode):
                 self.refusal = "registers a hook on an argument that is not a leaf (or without grad)"
             elif name == "retain_grad":
                 self.retained[id(target)] = target
+                if id(target) in self._outer:   # replayed on the caller's tensor, not traced
+                    return None
         return func(*args, **kwargs)
 
     def check(self, result) -> list[int]:
