@@ -68,14 +68,18 @@ def outside_guards(subject, compiled, v) -> str:
     from .conditions import call_context, vary_inputs, wrapped
     inputs = vary_inputs(v, subject.make_inputs)()
     call = wrapped(compiled, call_context(subject, v), "outside-guards")
+    kept = compiled.cache_dir       # a frame first reached under B compiles here: not into B's cache
     try:
-        with _error_on_recompile():
+        with _error_on_recompile(), tempfile.TemporaryDirectory(prefix="aotcheck-guards-") as aside:
+            compiled.cache_dir = aside
             call(*inputs.args, **inputs.kwargs)
     except RecompileError as e:
         lines = [ln.strip() for ln in str(e).splitlines() if ln.strip().startswith("- ")]
         return (lines[0][2:].split("  #")[0] if lines else str(e).splitlines()[0])[:200]
     except Exception:  # noqa: BLE001 - B's own error (eager raises too): the oracle judges it
         return ""
+    finally:
+        compiled.cache_dir = kept
     return ""
 
 
