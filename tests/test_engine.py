@@ -895,30 +895,19 @@ def test_a_parameter_made_under_inference_mode_beside_a_written_argument_view():
     assert r.ok, r.divergences
 
 
-class _MulTwoInPlace(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        x.mul_(2)
-        ctx.mark_dirty(x)
-        return x
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * 2
-
-
 def test_retain_grad_on_an_argument_view_written_by_a_custom_function_beside_a_subclass():
     """fuzz seed 3: retain_grad() on an argument (a transposed view written in place by a
     custom Function under no_grad) traced into the subclass joint tripped torch's internal
     assert (variable.cpp ``new_fn``); the traces skip it and the call replays it."""
     from torch.testing._internal.two_tensor import TwoTensor
 
+    from aotcheck.check.corpus.cases_custom_function import DoubleInPlace
     from aotcheck.check.oracle import Inputs, check
 
     def f(a0, a1, a2, a3):
         a0.squeeze_()
         with torch.no_grad():
-            _MulTwoInPlace.apply(a2)
+            DoubleInPlace.apply(a2)
         with torch.inference_mode():
             a2.retain_grad()
         return ()
