@@ -322,7 +322,8 @@ def test_a_hit_that_differs_is_stale_only_if_a_cold_compile_under_b_is_right(mon
     """NOTE [a stale hit is the cache's fault]: the oracle is planted to report a divergence
     under B; when a cold compile under B (a fresh cache dir) reports the same one, the verdict
     is the engine's failure under B, else the served entry's: a STALE HIT."""
-    real = V.check_under
+    from aotcheck.targets import conditions
+    real = conditions.check_under
     b_runs = []
 
     def planted(subject, compiled, v):
@@ -333,7 +334,7 @@ def test_a_hit_that_differs_is_stale_only_if_a_cold_compile_under_b_is_right(mon
         if len(b_runs) == 1 or cold_fails_too:
             return dataclasses.replace(report, divergences=["values, output 0 -- planted"])
         return report
-    monkeypatch.setattr(V, "check_under", planted)
+    monkeypatch.setattr(conditions, "check_under", planted)
     subject = V.Subject.from_source("values.planted", PROGRAM)
     (r,) = V.run_subject(get_engine("aotcheck"), subject,
                          [V.Variation("values", "", "changed", relevant=False)]).results

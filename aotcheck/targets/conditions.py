@@ -12,7 +12,7 @@ Three parts, each from a :class:`~aotcheck.targets.variations.Variation` (plain 
                                own states) and config flags; restored afterwards
 
 ``check_under(subject, compiled, v)`` is the oracle's check under B, ``observe(engine)`` the
-cache events of a block; ``mark`` writes a pool worker's progress line
+cache events of a block, ``compile_and_check`` both around a compile through a cache; ``mark`` writes a pool worker's progress line
 (``variation_corpus.py``), so that a process that dies names the step it was taking.
 """
 from __future__ import annotations
@@ -334,6 +334,17 @@ def observe(engine):
         misses=stats.misses + (fx["fxgraph_cache_miss"] if inductor else 0),
         bypasses=stats.bypasses, saves=stats.saves)
     box["fx"] = fx
+
+
+def compile_and_check(engine, subject, v, cache_dir, dynamic: bool = False):
+    """Compile the subject into ``cache_dir`` (``dynamic``: with every size symbolic) and check
+    it against eager, under A (``v`` None) or under ``v``'s condition B: the cache events seen,
+    the oracle's report and the compiled function."""
+    compile_ = engine.compile_dynamic if dynamic else engine.compile_cached
+    with state_context(subject, v), observe(engine) as box:
+        compiled = compile_(subject.fn, str(cache_dir))
+        report = check_under(subject, compiled, v)
+    return box["events"], report, compiled
 
 
 def wrapped(fn: Callable, ctx: Callable, which: str = "") -> Callable:

@@ -86,30 +86,18 @@ def outside_guards(subject, compiled, v) -> str:
 def run_dynamic(engine, subject, v, dir_b: Path):
     """Steps 1-3 of the module docstring: (A's refusal reason or "", the guard B fails or "",
     B's cache events, B's oracle report)."""
-    from .conditions import check_under, observe, state_context
+    from .conditions import compile_and_check, state_context
     shutil.rmtree(dir_b, ignore_errors=True)
     try:
-        with state_context(subject, None), observe(engine) as box:
-            compiled = engine.compile_dynamic(subject.fn, dir_b)
-            report = check_under(subject, compiled, None)
+        events, report, compiled = compile_and_check(engine, subject, None, dir_b, dynamic=True)
         if not report.ok:
             return f"A compiled with dynamic shapes differs from eager: {report.divergences[0]}", \
                 "", None, None
-        if box["events"].saves == 0:
+        if events.saves == 0:
             return "A compiled with dynamic shapes wrote no cache entry", "", None, None
         with state_context(subject, v):
             guard = outside_guards(subject, compiled, v)
     except Exception as e:  # noqa: BLE001 - recorded as the reason the variation does not apply
         return f"A compiled with dynamic shapes raised {type(e).__name__}: {e}"[:300], "", None, None
-    with state_context(subject, v), observe(engine) as box:
-        report = check_under(subject, engine.compile_dynamic(subject.fn, dir_b), v)
-    return "", guard, box["events"], report
-
-
-def cold_dynamic(engine, subject, v):
-    """B compiled with dynamic shapes into a fresh directory (``confirm_stale``'s cold run)."""
-    from .conditions import check_under, observe, state_context
-    with tempfile.TemporaryDirectory(prefix="aotcheck-var-cold-") as fresh, \
-            state_context(subject, v), observe(engine) as box:
-        report = check_under(subject, engine.compile_dynamic(subject.fn, fresh), v)
-    return box["events"], report
+    events, report, _ = compile_and_check(engine, subject, v, dir_b, dynamic=True)
+    return "", guard, events, report

@@ -144,8 +144,8 @@ CONFIG_FLAGS: dict[str, tuple[str, str, object]] = {
 # not applicable instead of inventing a cache to test.
 
 from .conditions import (CacheEvents, _aliased, _flat, _floating, _number, _new_number, _plain,  # noqa: F401
-                         _python_reads, check_under, mark, observe, quiet_torch_logs, state_context)
-from .shape_guards import cold_dynamic, dynamic_shape_engine, run_dynamic, smaller_sizes
+                         _python_reads, check_under, compile_and_check, mark, observe, quiet_torch_logs)
+from .shape_guards import dynamic_shape_engine, run_dynamic, smaller_sizes
 
 
 # ---------------------------------------------------------------- the data
@@ -415,7 +415,7 @@ def _run_subject(engine, subject, variations, repro_dir, workdir, a_dir, t0) -> 
 def _compile_a(engine, subject: Subject, dir_a: Path) -> str:
     """Compile and run the subject under A into ``dir_a``: "ok", or why no B can be run."""
     try:
-        events, report = _compile_and_check(engine, subject, None, dir_a)
+        events, report, _ = compile_and_check(engine, subject, None, dir_a)
     except Exception as e:  # noqa: BLE001 - recorded, not hidden
         return f"A raised {type(e).__name__}: {e}"[:300]
     if not report.ok:
@@ -423,14 +423,6 @@ def _compile_a(engine, subject: Subject, dir_a: Path) -> str:
     if events.saves == 0:
         return f"A wrote no cache entry (bypasses={events.bypasses})"
     return "ok"
-
-
-def _compile_and_check(engine, subject: Subject, v: Variation | None, cache_dir: Path):
-    """Compile the subject into ``cache_dir`` and check it against eager, under A (``v`` None)
-    or under ``v``'s condition B: the cache events seen and the oracle's report."""
-    with state_context(subject, v), observe(engine) as box:
-        report = check_under(subject, engine.compile_cached(subject.fn, str(cache_dir)), v)
-    return box["events"], report
 
 
 def run_variation(engine, subject: Subject, v: Variation, dir_b: Path) -> Result:
@@ -441,7 +433,7 @@ def run_variation(engine, subject: Subject, v: Variation, dir_b: Path) -> Result
             if why:
                 return Result(subject.name, engine.name, v, REFUSED, f"does not apply: {why}")
         else:
-            events, report = _compile_and_check(engine, subject, v, dir_b)
+            events, report, _ = compile_and_check(engine, subject, v, dir_b)
     except Exception as e:  # noqa: BLE001 - the engine or the variation itself failed: recorded
         first = str(e).splitlines()[0][:200] if str(e) else ""
         return Result(subject.name, engine.name, v, FAILS_UNDER_B,
@@ -465,11 +457,9 @@ def confirm_stale(engine, subject: Subject, v: Variation, stale: Result) -> Resu
     variation of a strided non-leaf "hit stale" where B cold failed with the same error.
     Costs one more compile, and only for a stale hit."""
     try:
-        if v.kind == "dynamic_shape":
-            events, report = cold_dynamic(engine, subject, v)
-        else:
-            with tempfile.TemporaryDirectory(prefix="aotcheck-var-cold-") as fresh:
-                events, report = _compile_and_check(engine, subject, v, Path(fresh))
+        with tempfile.TemporaryDirectory(prefix="aotcheck-var-cold-") as fresh:
+            events, report, _ = compile_and_check(engine, subject, v, fresh,
+                                                  dynamic=v.kind == "dynamic_shape")
     except Exception as e:  # noqa: BLE001 - the cold run raised: the hit stays the suspect
         return replace(stale, reason=f"{stale.reason} (a cold compile under B raised "
                                      f"{type(e).__name__} instead)")
