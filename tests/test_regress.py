@@ -383,3 +383,12 @@ def test_a_record_keeps_the_reason_of_a_graph_break_that_dynamo_names_differentl
         == Entry("written by hand", now)
     assert record.from_outcomes([_o("g", "fail", V)], "2.13.0", ["torch"], prev).engines["torch"]["g"] \
         == Entry("", V)
+
+
+def test_the_regress_fingerprint_examples_run():
+    """The examples of ``same_failure`` (NOTE [graph breaks are not pinned by their reason])."""
+    import doctest
+
+    from aotcheck.regress import fingerprint
+    failures, tried = doctest.testmod(fingerprint)
+    assert tried and not failures

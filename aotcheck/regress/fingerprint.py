@@ -76,6 +76,31 @@ def fingerprint(problems) -> FailurePrint | None:
     return FailurePrint(check, subject, error)
 
 
+def same_failure(recorded: FailurePrint | None, now: FailurePrint | None) -> bool:
+    """Whether a recorded failure (``recorded``; None: unpinned, any failure) describes the
+    failure seen ``now``: the same fingerprint, or a graph break both times.
+
+    # NOTE [graph breaks are not pinned by their reason]
+    A case Dynamo cannot capture whole is recorded as "graph break" with the stem of the first
+    break's reason; which break Dynamo reports first varies between runs of the same build
+    (``x.set_(...)`` then ``requires_grad_()``: either one), and a break says nothing about AOT
+    autograd, which runs on the pieces. So another break reason is the same known failure (and
+    keeps its written reason when the record is regenerated); a graph break that turns into a
+    crash, a wrong value, or a pass is still CHANGED or FIXED::
+
+        >>> F = FailurePrint
+        >>> same_failure(F("graph break", "", "a"), F("graph break", "", "b"))
+        True
+        >>> same_failure(F("graph break", "", "a"), F("crash in backward", "", "a"))
+        False
+        >>> same_failure(None, F("values", "output 0"))
+        True
+    """
+    if recorded is None or recorded == now:
+        return True
+    return now is not None and recorded.check == now.check == "graph break"
+
+
 def _check_and_error(first: str) -> tuple[str, str]:
     if first.startswith("Dynamo could not capture the whole function: "):
         return "graph break", _stem(first.split(": ", 1)[1], 90)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .fingerprint import FailurePrint
+from .fingerprint import FailurePrint, same_failure
 from .record import Entry, Record
 
 KINDS = ("pass", "known", "NEW", "CHANGED", "FIXED", "skipped")
@@ -77,7 +77,7 @@ def judge_one(record: Record, engine: str, stage: str, case_id: str, now: Failur
         kind = "FIXED" if entry is not None and not entry.crashes else "pass"
     elif entry is None:
         kind = "NEW"
-    elif entry.fingerprint is None or entry.fingerprint == now or _both_graph_breaks(entry.fingerprint, now):
+    elif same_failure(entry.fingerprint, now):
         kind = "known"
     else:
         kind = "CHANGED"
@@ -92,23 +92,4 @@ def judge(outcomes, record: Record) -> list[Verdict]:
 def exit_code(verdicts, strict: bool = False) -> int:
     bad = FAILING + (("FIXED",) if strict else ())
     return 1 if any(v.kind in bad for v in verdicts) else 0
-
-
-def _both_graph_breaks(was: FailurePrint, now: FailurePrint | None) -> bool:
-    """A graph break is pinned by its check only.
-
-    # NOTE [graph breaks are not pinned by their reason]
-    A case Dynamo cannot capture whole is recorded as "graph break" with the stem of the first
-    break's reason; which break Dynamo reports first varies between runs of the same build
-    (``x.set_(...)`` then ``requires_grad_()``: either one), and a break says nothing about AOT
-    autograd, which runs on the pieces. So another break reason is the same known failure; a
-    graph break that turns into a crash, a wrong value, or a pass is still CHANGED or FIXED::
-
-        >>> from .fingerprint import FailurePrint as F
-        >>> _both_graph_breaks(F("graph break", "", "a"), F("graph break", "", "b"))
-        True
-        >>> _both_graph_breaks(F("graph break", "", "a"), F("crash in backward", "", "a"))
-        False
-    """
-    return now is not None and was.check == now.check == "graph break"
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from ..targets.known_failures import CRASH
-from .fingerprint import FailurePrint
+from .fingerprint import FailurePrint, same_failure
 
 FORMAT = 2
 BUILTIN = Path(__file__).resolve().parent.parent / "targets" / "known_failures.json"
@@ -189,11 +189,8 @@ def from_outcomes(outcomes: Iterable, torch_version: str, engines: Iterable[str]
                 continue
         fallback = prev.get(o.engine, {}).get(o.case_id) if o.stage == "cached" else None
         was = old or fallback
-        # a reason written for another way of failing no longer says why: dropped; another
-        # graph break is the same failure (NOTE [graph breaks are not pinned by their reason])
-        same = was is not None and (was.fingerprint in (None, o.fingerprint) or
-                                    was.fingerprint.check == o.fingerprint.check == "graph break")
-        reason = was.reason if same else ""
+        # a reason written for another way of failing no longer says why: dropped
+        reason = was.reason if was and same_failure(was.fingerprint, o.fingerprint) else ""
         if o.fingerprint.check == "crash in process" and not reason.startswith(CRASH):
             reason = f"{CRASH} (found by a run that lost its worker process): {o.problems[0]}"
         tables[o.engine][key] = Entry(reason, o.fingerprint)

@@ -66,6 +66,8 @@ def variations_per_case(engine: str, case_id: str) -> int:
     if engine in HALF_VARIED and hashlib.sha256(f"vary:{case_id}".encode()).digest()[0] % 2:
         return 0
     return VARIATIONS_PER_CASE
+
+
 _OK_VERDICTS = ("ok-hit", "ok-miss", "refused under B")
 
 
