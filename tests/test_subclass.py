@@ -344,3 +344,26 @@ _indices = st.lists(st.integers(0, 5), max_size=3).map(tuple)
 def test_outer_facts_round_trip_through_json(facts):
     """Every field of the outer-level facts filled: plain data that JSON gives back equal."""
     assert OuterFacts.from_json(facts.to_json()) == facts
+
+
+@pytest.mark.parametrize("write", [False, True])
+def test_a_subclass_view_set_onto_a_plain_argument_stays_a_subclass(write):
+    # NOTE [subclass output of another type over an argument's memory]: eager's set_() keeps
+    # the wrapper's type; its inner tensors are over the plain argument's memory (the output
+    # was remade from the argument, a plain tensor: fuzz seed 1)
+    def f(a0, a1):
+        v = a0.diagonal(1, 0, 1)
+        v.set_(a1)
+        if write:
+            v.mul_(2)
+        return v
+    cf = aotcheck.aot_function(f)
+    for _ in range(2):                  # cold, then the in-memory hit
+        res = []
+        for fn in (f, cf):
+            torch.manual_seed(0)
+            a0, a1 = two(4, 4), torch.randn(3)
+            res.append((fn(a0, a1), a1))
+        (e, ea1), (c, ca1) = res
+        assert type(c) is TwoTensor and _close(e, c) is None and torch.equal(ea1, ca1)
+        assert c.a.untyped_storage().data_ptr() == ca1.untyped_storage().data_ptr()

@@ -135,13 +135,23 @@ def _remade(o, outs: list, outer: list, before: list, keys: list, by_leaf: dict)
     home = view_home(o, outer, keys, storage_key(o), plain_part, by_leaf)
     if home is not None and o.is_inference() and not outer[home].is_inference():
         home = None     # NOTE [subclass inference views]
+    if home is not None and type(o) is not type(outer[home]):
+        home = None     # NOTE [subclass output of another type over an argument's memory]
     if home is not None:
         fact = OutFact(home=home, geometry=geometry_of(o),
                        mode=view_mode(o, outer[home], before[home][2], by_leaf))
         if fact.mode == "stale":
             fact = replace(fact, poisoned=poisoned_kind(o))
         else:
-            # NOTE [subclass leaf made inside over an argument's memory]
+            # NOTE [subclass output of another type over an argument's memory]
+# ``v = a.diagonal(); v.set_(p)`` with ``a`` a TwoTensor and ``p`` a plain argument: eager's
+# ``v`` stays a TwoTensor (``set_()`` keeps the wrapper's type), whose inner tensors are over
+# ``p``'s memory. A view remade from ``p`` would be a plain tensor (the wrong type, silently;
+# fuzz seed 1). An output of another type than the argument whose memory it holds is no view
+# of it at the outer level: it is the compiled graph's value, whose inner tensors the plain
+# engine makes aliases of ``p``'s memory, rebuilt as the subclass it was in the trace.
+
+# NOTE [subclass leaf made inside over an argument's memory]
             leaf = _leaf_made_inside(o, outer, by_leaf)
             if leaf:
                 fact = replace(fact, mode="alias", **leaf)
