@@ -245,6 +245,7 @@ def forward_graph(owner, meta, descs, values, tensors, requires, inference: tupl
                 ImperativeWatch(outer, requires) as imperative:
             res = owner.call_fn(*args, **kwargs)
         box["retained"] = imperative.check(res)
+        box["hooks"] = imperative.hooks()
         box["flips_base"] = bool(flags.flags_set & bases)
         out = _flatten_out(res, box, outer, before, hidden)
         box["facts"] = split_rebased(box["facts"], log, outer)

@@ -19,16 +19,24 @@ would lose, by name:
   node, which every gradient into the argument reaches, the function's included (the
   traces, forward and joint, skip it: autograd's retain hook on a traced argument written in
   place can trip torch's internal assert, fuzz seed 3);
-- ``register_hook`` on an argument that is not a leaf (plain or subclass), or on any
-  argument when the call runs without grad (the trace cannot tell a non-leaf from a leaf
-  then, and ``requires`` is what keys the trace). Hooks on intermediates run inside the
-  traced joint as in eager, and a hook on a leaf argument is kept by the outer-level
-  backward (both tested in tests/test_engine.py).
+- ``register_hook`` on an argument (plain or subclass, leaf or not, with grad or without) is
+  not registered in the traces, forward or joint (the joint would apply it to the function's
+  part of the gradient only, and a hook on a non-leaf argument was lost): it is recorded
+  (``hooks``: position, hook, whether the argument was written before it) and registered on
+  the caller's tensor, as the plain engine does (NOTE [imperative autograd on arguments and
+  outputs] in engine/runtime/imperative.py): before the call, or after the write-back when
+  the function wrote the argument first (the hook then belongs to the gradient of the
+  argument as written, as eager's). The handle it returns is a real one on a dict of the
+  watch's, so ``remove()`` inside the function takes the hook off the record. Hooks on
+  intermediates run inside the traced joint as in eager (tested in tests/test_engine.py).
 """
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import torch
 from torch.overrides import TorchFunctionMode
+from torch.utils.hooks import RemovableHandle
 from torch.utils import _pytree as pytree
 
 from ..engine.capture.recorder import call_name
@@ -45,10 +53,13 @@ class ImperativeWatch(TorchFunctionMode):
     def __init__(self, outer: list, requires: list):
         super().__init__()
         self._outer = {id(t): t for t in outer}
-        grad = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
-        # the arguments whose hooks the subclass path would lose
-        self._hook_lost = {id(t) for t, r in zip(outer, requires) if r == "nonleaf" or not grad}
+        self._position = {}                 # an argument passed twice: its first place
+        for j, t in enumerate(outer):
+            self._position.setdefault(id(t), j)
+        self._versions = {id(t): _version(t) for t in outer}
         self.retained: dict[int, torch.Tensor] = {}
+        # per hook on an argument: (position, hook, its handle's dict, handle id, written before)
+        self._hooks: list[tuple] = []
         self.refusal: str | None = None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -58,8 +69,9 @@ class ImperativeWatch(TorchFunctionMode):
         if target is not None and self.refusal is None:
             if name == "__set__" and getattr(func, "__self__", None) is _DATA_ATTR:
                 self.refusal = "assigns x.data = y"
-            elif name == "register_hook" and id(target) in self._hook_lost:
-                self.refusal = "registers a hook on an argument that is not a leaf (or without grad)"
+            elif name == "register_hook" and id(target) in self._outer and len(args) == 2 \
+                    and not kwargs and target.requires_grad:
+                return self._argument_hook(target, args[1])
             elif name == "retain_grad":
                 self.retained[id(target)] = target
                 if id(target) in self._outer:   # replayed on the caller's tensor, not traced
@@ -79,8 +91,34 @@ class ImperativeWatch(TorchFunctionMode):
                 f"a function called with a tensor-subclass argument {self.refusal}; the subclass "
                 "path traces aten ops only and would lose it (NOTE [subclass imperative "
                 "autograd]). Call it with plain tensors, or move that call outside the function")
-        order = list(self._outer)
-        return [order.index(i) for i in self.retained if i in self._outer]
+        return [self._position[i] for i in self.retained if i in self._outer]
+
+    def _argument_hook(self, target: torch.Tensor, hook) -> RemovableHandle:
+        """A hook on an argument, recorded for the call (see the NOTE), not registered here."""
+        live: OrderedDict = OrderedDict()       # weakly referenced by the handle
+        handle = RemovableHandle(live)
+        live[handle.id] = hook
+        written = _version(target) != self._versions[id(target)]
+        self._hooks.append((self._position[id(target)], hook, live, handle.id, written))
+        return handle
+
+    def hooks(self) -> list[tuple]:
+        """The hooks on arguments the function registered and did not remove, in order:
+        (position, hook, written before)."""
+        return [(j, hook, written) for j, hook, live, hid, written in self._hooks if hid in live]
+
+
+def _version(t: torch.Tensor):
+    return None if t.is_inference() else t._version
+
+
+def argument_hooks(hooks: list, outer: list, written: bool) -> None:
+    """``register_hook`` on the caller's arguments (``ImperativeWatch.hooks``): those
+    registered before the function wrote their argument (``written=False``, before the call),
+    or after (``written=True``, after the write-back)."""
+    for j, hook, after in hooks:
+        if after == written:
+            outer[j].register_hook(hook)
 
 
 def retained_arguments(positions, outer: list) -> None:

@@ -17,7 +17,7 @@ from .base import flatten, inner_count, save_primals, unflatten
 from .desugar import forward_graph, inference_args, joint_graph, prepare, traced_requires
 from .facts import apply_facts, stale_views
 from .groups import alias_groups, grad_slots
-from .imperative import retained_arguments
+from .imperative import argument_hooks, retained_arguments
 from .replay import dirty_values, write_back
 from .wrapper_set import move_outer
 
@@ -41,6 +41,7 @@ def call(owner, state, memo: dict, args: tuple, kwargs: dict):
 
     compiled, box = cached(base_key + ("forward",),
                            lambda: forward_graph(owner, meta, descs, values, tensors, traced, inference))
+    argument_hooks(box["hooks"], outer, written=False)  # NOTE [subclass imperative autograd]
     requires = flag_before_call(box["facts"], outer, requires)
     if not any(requires) and not needs_history(box):
         return _finish(box, _unflatten_outs(box, list(compiled(*tensors))), outer)
@@ -76,8 +77,10 @@ def call(owner, state, memo: dict, args: tuple, kwargs: dict):
 def _finish(box: dict, outs: list, outer: list, moved: bool = True, early: dict | None = None):
     """The call's result: the outer outputs with the trace's outer-level facts applied, and the
     non-tensor values, in the returned tree; the arguments the function retained the grad of
-    retain it (NOTE [subclass imperative autograd])."""
+    retain it, and the hooks registered on arguments after writing them are registered (NOTE
+    [subclass imperative autograd])."""
     retained_arguments(box.get("retained", ()), outer)
+    argument_hooks(box["hooks"], outer, written=True)
     m = box["meta"]
     it = iter(apply_facts(box["facts"], outs, outer, moved, early))
     it_v = iter(box["values"])
