@@ -428,3 +428,29 @@ def test_a_hook_on_an_argument_is_registered_on_the_callers_tensor(fn, nonleaf, 
         assert len(es) == len(cs)
         for e, c in [(e0, c0), (e1, c1), *zip(es, cs)]:
             assert (e is None) == (c is None) and (e is None or _close(e, c) is None)
+
+
+def test_the_joint_hits_whatever_layout_autograd_hands_the_gradient_in(tmp_path):
+    # NOTE [subclass tangent layout]: the same call whose output's gradient comes in another
+    # layout hits the cached joint, with eager's gradient (it missed: keyvar fuzz 19); a call
+    # whose argument's dtype changed still misses
+    def f(x, w):
+        return x * w
+    for k, (transposed, dtype) in enumerate([(False, torch.float32), (True, torch.float32),
+                                             (True, torch.float64)]):
+        res = []
+        for fn in (f, aotcheck.aot_function(f, cache=str(tmp_path))):
+            aotcheck.reset_counters()
+            torch.manual_seed(0)
+            x = TwoTensor(torch.randn(3, 2, dtype=dtype), torch.randn(3, 2, dtype=dtype)).requires_grad_()
+            w = torch.randn(3, 2, dtype=dtype)
+            g = [torch.randn(2, 3, dtype=dtype).t() if transposed else torch.randn(3, 2, dtype=dtype)
+                 for _ in range(2)]
+            fn(x, w).backward(TwoTensor(*g))
+            res.append(x.grad)
+        assert _close(res[0], res[1]) is None
+        counts = dict(aotcheck.counters)
+        if k == 1:
+            assert counts["hits"] == 2 and counts["misses"] == 0, counts    # forward, joint
+        if k == 2:
+            assert counts["hits"] == 0 and counts["misses"] == 2, counts

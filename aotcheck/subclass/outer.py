@@ -168,6 +168,13 @@ class Outer(torch.autograd.Function):
             return (None,) * (7 + ctx.n_inputs)
         tdescs, tflat = [], []
         for g in grads:
+            # NOTE [subclass tangent layout]: autograd hands in a gradient laid out as the
+            # caller's backward made it (a write-back into a view of another tensor gives
+            # another layout than into a tensor of its own): it keys and feeds the joint
+            # contiguous, whose values are the same; the caller's values changing its layout
+            # missed the cached joint (a lost hit, keyvar fuzz 19), and a leaf's .grad takes
+            # the leaf's own layout in AccumulateGrad either way
+            g = None if g is None else g.contiguous()
             tdescs.append("none" if g is None else flatten(g, "gradient of an output", tflat))
         ins = list(ctx.saved_primals) + tflat
         compiled, box = ctx.joint(tdescs, ins, ctx.dirty)
