@@ -43,7 +43,7 @@ The modules, in the order a call flows through them; this package may import the
     base         flatten/unflatten (plain-data desc + inner tensors), storage keys, has_subclass
     records      the outer-level facts as frozen data (OuterFacts, OutFact, Replay, ...)
     wrapper_set  a wrapper's set_() onto a plain tensor, in the trace
-    imperative   retain_grad, hooks on arguments, .data =: refused where the trace would lose them
+    imperative   retain_grad, hooks on arguments, .data =: made as eager does, or refused by name
     autograd     the outer-level autograd facts read off the trace
     facts        the outer-level facts read off the trace and applied to each call
     replay       in-place metadata calls replayed on the caller's argument; the real-tensor

@@ -246,6 +246,8 @@ def forward_graph(owner, meta, descs, values, tensors, requires, inference: tupl
             res = owner.call_fn(*args, **kwargs)
         box["retained"] = imperative.check(res)
         box["hooks"] = imperative.hooks()
+        box["data_assigned"] = imperative.data_assigned
+        box["in_descs"] = descs
         box["flips_base"] = bool(flags.flags_set & bases)
         out = _flatten_out(res, box, outer, before, hidden)
         box["facts"] = split_rebased(box["facts"], log, outer)

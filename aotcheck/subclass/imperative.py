@@ -1,5 +1,6 @@
 """subclass.imperative: the user's imperative autograd calls in a call with tensor-subclass
-arguments, refused by name where the subclass path would lose them.
+arguments, made where eager makes them, or refused by name where the subclass path would lose
+them.
 
 NOTE [subclass imperative autograd]: the subclass path traces the user's function with
 ``make_fx`` (desugar.py), which records aten ops only. ``retain_grad()``, ``register_hook``
@@ -8,11 +9,11 @@ dispatcher, so the trace drops them: an argument's hook never ran, ``retains_gra
 argument or a returned tensor was False, and the values after ``.data =`` were the old ones
 (silently wrong; found by ``aotcheck fuzz --engine aotcheck --seed 3``). The plain engine
 replays them on the caller's tensors (NOTE [imperative autograd on arguments and outputs]
-in engine/runtime/imperative.py); the subclass path does not yet, so it refuses what it
-would lose, by name:
-- ``x.data = y`` on any tensor (the trace keeps the old data);
-- ``retain_grad()`` on a tensor the function returns that is not an argument (its ``.grad``
-  holds the function's own later uses of it too, which the outer backward does not hand
+in engine/runtime/imperative.py); :class:`ImperativeWatch` watches the traces and:
+- ``x.data = y``: recorded in the graph as a call the plain engine traces (NOTE [subclass
+  .data assignment]); refused where ``x`` or ``y`` is a subclass;
+- ``retain_grad()`` on a tensor the function returns that is not an argument: refused (its
+  ``.grad`` holds the function's own later uses of it too, which the outer backward does not hand
   out); on an intermediate that is not returned nothing can see it, and it runs. On a leaf
   it is a no-op, as in eager; on a non-leaf argument it is replayed on the caller's tensor
   after the call (``retained_arguments``): the retain hook then sits on the argument's own
@@ -36,6 +37,8 @@ from collections import OrderedDict
 
 import torch
 from torch.overrides import TorchFunctionMode
+from torch.fx.node import has_side_effect
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from torch.utils.hooks import RemovableHandle
 from torch.utils import _pytree as pytree
 
@@ -60,6 +63,9 @@ class ImperativeWatch(TorchFunctionMode):
         self.retained: dict[int, torch.Tensor] = {}
         # per hook on an argument: (position, hook, its handle's dict, handle id, written before)
         self._hooks: list[tuple] = []
+        self.data_assigned: set[int] = set()    # the positions of arguments given ``x.data =``
+        self._grad_leaves = {id(t) for t in outer if t.requires_grad and t.is_leaf}
+        self._used: set[int] = set()            # those used in grad mode so far
         self.refusal: str | None = None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -68,7 +74,7 @@ class ImperativeWatch(TorchFunctionMode):
         target = args[0] if args and isinstance(args[0], torch.Tensor) else None
         if target is not None and self.refusal is None:
             if name == "__set__" and getattr(func, "__self__", None) is _DATA_ATTR:
-                self.refusal = "assigns x.data = y"
+                return self._assign_data(func, args, kwargs)
             elif name == "register_hook" and id(target) in self._outer and len(args) == 2 \
                     and not kwargs and target.requires_grad:
                 return self._argument_hook(target, args[1])
@@ -76,7 +82,14 @@ class ImperativeWatch(TorchFunctionMode):
                 self.retained[id(target)] = target
                 if id(target) in self._outer:   # replayed on the caller's tensor, not traced
                     return None
-        return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        if self._grad_leaves and torch.is_grad_enabled():
+            # a leaf argument used in grad mode: autograd made its gradient node
+            used = [t for t in pytree.tree_leaves((args, kwargs)) if id(t) in self._grad_leaves]
+            if used and any(isinstance(o, torch.Tensor) and o.grad_fn is not None
+                            for o in pytree.tree_leaves(out)):
+                self._used.update(id(t) for t in used)
+        return out
 
     def check(self, result) -> list[int]:
         """Raise the refusal, if any, once the function has returned ``result``; else the
@@ -93,6 +106,32 @@ class ImperativeWatch(TorchFunctionMode):
                 "autograd]). Call it with plain tensors, or move that call outside the function")
         return [self._position[i] for i in self.retained if i in self._outer]
 
+    def _assign_data(self, func, args, kwargs):
+        """``x.data = y`` (NOTE [subclass .data assignment])."""
+        from torch.fx.experimental.proxy_tensor import get_proxy_mode, get_proxy_slot
+        mode = get_proxy_mode()
+        target, source = (args + (None,))[:2]
+        if mode is None or kwargs or not isinstance(source, torch.Tensor):
+            return func(*args, **kwargs)
+        if is_traceable_wrapper_subclass(target) or is_traceable_wrapper_subclass(source):
+            self.refusal = "assigns x.data = y where x or y is a tensor subclass"
+            return func(*args, **kwargs)
+        proxies = [get_proxy_slot(t, mode.tracer, None) for t in (target, source)]
+        if any(p is None for p in proxies):
+            self.refusal = "assigns x.data = y where the trace does not follow x or y"
+            return func(*args, **kwargs)
+        if id(target) in self._used and source.shape != target.shape:
+            # NOTE [subclass .data assignment onto another shape]
+            self.refusal = ("assigns x.data = y of another shape to a leaf argument that requires "
+                            "grad after using it in grad mode (eager's leaf keeps its gradient "
+                            "node of the old shape while a use holds it)")
+            return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        mode.tracer.create_proxy("call_function", assign_data, tuple(p.proxy for p in proxies), {})
+        if id(target) in self._outer:
+            self.data_assigned.add(self._position[id(target)])
+        return out
+
     def _argument_hook(self, target: torch.Tensor, hook) -> RemovableHandle:
         """A hook on an argument, recorded for the call (see the NOTE), not registered here."""
         live: OrderedDict = OrderedDict()       # weakly referenced by the handle
@@ -106,6 +145,33 @@ class ImperativeWatch(TorchFunctionMode):
         """The hooks on arguments the function registered and did not remove, in order:
         (position, hook, written before)."""
         return [(j, hook, written) for j, hook, live, hid, written in self._hooks if hid in live]
+
+
+# NOTE [subclass .data assignment]
+# ``x.data = y`` (``set_data``) keeps ``x``'s identity and autograd metadata and gives it
+# ``y``'s storage, geometry and dtype outside the dispatcher, so ``make_fx`` records nothing
+# and the subclass graph went on reading ``x``'s old data. The watch lets it run on the traced
+# tensors (the outer-level facts see ``x``'s new storage and geometry) and records it as a
+# call of :func:`assign_data` in the graph, so the plain engine traces the very ``x.data = y``
+# the plain path handles (NOTE [.data assignment] in engine/runtime/writeback.py): on a leaf
+# made inside, on an argument (replayed on the argument, which :class:`~.outer.Outer` moves
+# with ``.data =`` too), swaps. Refused by name where ``x`` or ``y`` is a subclass.
+
+# NOTE [subclass .data assignment onto another shape]
+# ``p.data = y`` onto a leaf argument that requires grad, with ``y`` of another shape: eager's
+# leaf gets a gradient node of the new shape at its next use (NOTE [set_ under no_grad onto
+# another shape] in engine/runtime/swap_grad.py), and ``p.grad`` has the new shape. Outer's
+# edge to an input is taken when it is applied, with the shape the argument has then, and
+# autograd checks the gradient against it ('invalid gradient'): so for such a call the graph
+# runs first (``run_graph`` in outer.py), the caller's arguments move with it, and Outer is
+# applied to the moved arguments with the graph's values. After a use in grad mode inside the
+# function, eager's leaf keeps its node of the old shape while the use holds it: refused by
+# name, as the plain path does.
+
+@has_side_effect
+def assign_data(x: torch.Tensor, y: torch.Tensor) -> None:
+    """``x.data = y``, as a call of a subclass graph (NOTE [subclass .data assignment])."""
+    x.data = y
 
 
 def _version(t: torch.Tensor):

@@ -65,6 +65,10 @@ def call(owner, state, memo: dict, args: tuple, kwargs: dict):
         return run, jbox
 
     res = {}
+    if reshaped_leaves(box, outer, requires):
+        # NOTE [subclass .data assignment onto another shape]: the graph runs first and the
+        # arguments move, so that Outer's edges reach the leaves' gradient nodes of their new shape
+        res["pre"] = run_graph(compiled, box, tensors)
     slots = grad_slots(requires, groups)
     outs = Outer.apply(compiled, box, joint, descs, tensors, (len(outer), slots), res,
                         *outer, *extra)
@@ -113,6 +117,61 @@ def _unview(flat: list) -> list:
                     t.untyped_storage(), t.storage_offset(), t.shape, t.stride())
     return [made.get(id(t), t) for t in flat]
 
+def run_graph(compiled, box: dict, tensors: list) -> tuple:
+    """The forward graph on this call's plain tensors: (the primals as they were before it, the
+    generator state it started from or None, its flat outputs)."""
+    before = _versions(tensors)
+    saved = save_primals(tensors)     # the primals before any mutation
+    # NOTE [subclass random draws]: the backward recomputes the forward inside the joint
+    # graph, so it starts the joint from the generator state the forward started from (its
+    # draws then equal the forward's) and puts the generator back afterwards: eager's
+    # backward draws nothing.
+    rng = torch.get_rng_state() if compiled.fn.random else None
+    dets = [t.detach() for t in tensors]
+    flat_out = _unview(list(compiled(*dets)))
+    after = _versions(tensors)
+    # the graph ran on detached aliases: a write reaches the argument through the shared
+    # storage, but a set_() (or ``.data =``: NOTE [subclass .data assignment]) onto another
+    # storage moves only the alias; move the argument too (its outer shape follows with the
+    # facts' "moved")
+    data_assigned = _flat_positions(box, box.get("data_assigned", ()))
+    swapped = False
+    with torch.no_grad():
+        for i, (t, d) in enumerate(zip(tensors, dets)):
+            if storage_ref(d) != storage_ref(t) or (i in data_assigned and _geometry(d) != _geometry(t)):
+                swapped = True
+                if i in data_assigned:
+                    t.data = d
+                else:
+                    t.set_(d)
+    if after == before and not swapped:
+        saved = [t.detach() for t in tensors]          # no mutation: no copies needed
+    return saved, rng, flat_out
+
+
+def _geometry(t) -> tuple:
+    return t.dtype, tuple(t.shape), t.stride(), t.storage_offset()
+
+
+def _flat_positions(box: dict, positions) -> set:
+    """The places among the flat plain tensors of the outer tensors at ``positions`` (plain
+    ones: one place each)."""
+    places, k = set(), 0
+    for j, d in enumerate(d for d in box["in_descs"] if d != "value"):
+        if j in positions:
+            places.add(k)
+        k += inner_count(d)
+    return places
+
+
+def reshaped_leaves(box: dict, outer: list, requires: list) -> list:
+    """The leaf arguments that take a gradient and that ``.data =`` gives another shape
+    (NOTE [subclass .data assignment onto another shape])."""
+    moved = {m.arg: m.geometry for m in box["facts"].moved}
+    return [j for j in box.get("data_assigned", ()) if requires[j] == "leaf" and j in moved
+            and tuple(moved[j][0]) != tuple(outer[j].shape)]
+
+
 class Outer(torch.autograd.Function):
     """Autograd at the outer level: forward runs the compiled forward graph; backward runs the
     compiled outer-level joint on the primals as they were before the forward."""
@@ -121,23 +180,7 @@ class Outer(torch.autograd.Function):
     def forward(ctx, compiled, box, joint, descs, tensors, slots, res, *inputs):
         n_outer, ctx.slots = slots
         outer = inputs[:n_outer]
-        before = _versions(tensors)
-        saved = save_primals(tensors)     # the primals before any mutation
-        # NOTE [subclass random draws]: the backward recomputes the forward inside the joint
-        # graph, so it starts the joint from the generator state the forward started from (its
-        # draws then equal the forward's) and puts the generator back afterwards: eager's
-        # backward draws nothing.
-        ctx.rng = torch.get_rng_state() if compiled.fn.random else None
-        dets = [t.detach() for t in tensors]
-        flat_out = _unview(list(compiled(*dets)))
-        after = _versions(tensors)
-        # the graph ran on detached aliases: a write reaches the argument through the shared
-        # storage, but a set_() onto another storage moves only the alias; move the argument too
-        # (its outer shape follows with the facts' "moved")
-        with torch.no_grad():
-            for t, d in zip(tensors, dets):
-                if storage_ref(d) != storage_ref(t):
-                    t.set_(d)
+        saved, ctx.rng, flat_out = res.pop("pre", None) or run_graph(compiled, box, tensors)
         facts = box["facts"]
         # NOTE [subclass non-leaf writes]: an argument written in grad mode (in data or in
         # shape; one that required grad and was no leaf, or one that did not and was given a
@@ -153,8 +196,6 @@ class Outer(torch.autograd.Function):
             if m.arg not in dirty and m.arg not in replayed:
                 move_outer(outer[m.arg], *m.geometry)
         res["dirty"] = dirty
-        if after == before:
-            saved = [t.detach() for t in tensors]          # no mutation: no copies needed
         outs = _unflatten_outs(box, flat_out)
         ctx.saved_primals, ctx.joint, ctx.dirty = saved, joint, dirty
         ctx.n_inputs = len(inputs)
@@ -176,7 +217,9 @@ class Outer(torch.autograd.Function):
             # the leaf's own layout in AccumulateGrad either way
             g = None if g is None else g.contiguous()
             tdescs.append("none" if g is None else flatten(g, "gradient of an output", tflat))
-        ins = list(ctx.saved_primals) + tflat
+        # detached: the joint's ``.data =`` of an argument moves its own input, not the saved
+        # primal, which a second backward reads again (NOTE [subclass .data assignment])
+        ins = [t.detach() for t in ctx.saved_primals] + tflat
         compiled, box = ctx.joint(tdescs, ins, ctx.dirty)
         if ctx.rng is None:
             got = iter(compiled(*ins))
