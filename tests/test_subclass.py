@@ -538,3 +538,24 @@ def test_a_second_backward_after_data_assignment_onto_an_argument_matches_eager(
         (o1.sum() + o2.sum()).backward()
         grads.append((l1.grad, a3.grad))
     assert _close(grads[0][0], grads[1][0]) is None and _close(grads[0][1], grads[1][1]) is None
+
+
+@pytest.mark.parametrize("nonleaf", [False, True])
+def test_a_second_backward_reads_the_primals_as_they_were_before_the_forward(nonleaf):
+    # NOTE [subclass primals of a second backward]: the joint wrote the saved primals of a
+    # written argument, and a second backward (retain_graph) read them doubled
+    def f(a1, a2):
+        a2.mul_(2)
+        return a2 * a1
+    grads = []
+    for fn in (f, aotcheck.aot_function(f)):
+        torch.manual_seed(0)
+        l1 = two(2, requires_grad=True)
+        l2 = torch.randn(2, requires_grad=nonleaf)
+        out = fn(l1.clone(), l2.clone() if nonleaf else l2)
+        out.sum().backward(retain_graph=True)
+        out.sum().backward()
+        grads.append((l1.grad, l2.grad))
+    (e1, e2), (c1, c2) = grads
+    assert _close(e1, c1) is None and (e2 is None) == (c2 is None)
+    assert e2 is None or _close(e2, c2) is None

@@ -119,7 +119,8 @@ def _unview(flat: list) -> list:
 
 def run_graph(compiled, box: dict, tensors: list) -> tuple:
     """The forward graph on this call's plain tensors: (the primals as they were before it, the
-    generator state it started from or None, its flat outputs)."""
+    generator state it started from or None, its flat outputs, whether it wrote or moved an
+    argument)."""
     before = _versions(tensors)
     saved = save_primals(tensors)     # the primals before any mutation
     # NOTE [subclass random draws]: the backward recomputes the forward inside the joint
@@ -144,9 +145,10 @@ def run_graph(compiled, box: dict, tensors: list) -> tuple:
                     t.data = d
                 else:
                     t.set_(d)
-    if after == before and not swapped:
+    written = after != before or swapped
+    if not written:
         saved = [t.detach() for t in tensors]          # no mutation: no copies needed
-    return saved, rng, flat_out
+    return saved, rng, flat_out, written
 
 
 def _geometry(t) -> tuple:
@@ -180,7 +182,7 @@ class Outer(torch.autograd.Function):
     def forward(ctx, compiled, box, joint, descs, tensors, slots, res, *inputs):
         n_outer, ctx.slots = slots
         outer = inputs[:n_outer]
-        saved, ctx.rng, flat_out = res.pop("pre", None) or run_graph(compiled, box, tensors)
+        saved, ctx.rng, flat_out, ctx.written = res.pop("pre", None) or run_graph(compiled, box, tensors)
         facts = box["facts"]
         # NOTE [subclass non-leaf writes]: an argument written in grad mode (in data or in
         # shape; one that required grad and was no leaf, or one that did not and was given a
@@ -217,9 +219,16 @@ class Outer(torch.autograd.Function):
             # the leaf's own layout in AccumulateGrad either way
             g = None if g is None else g.contiguous()
             tdescs.append("none" if g is None else flatten(g, "gradient of an output", tflat))
-        # detached: the joint's ``.data =`` of an argument moves its own input, not the saved
-        # primal, which a second backward reads again (NOTE [subclass .data assignment])
-        ins = [t.detach() for t in ctx.saved_primals] + tflat
+        # NOTE [subclass primals of a second backward]: the joint replays the function's
+        # writes of its arguments on its inputs, and a backward that runs again (retain_graph)
+        # must read the primals as they were before the forward: a forward that wrote or moved
+        # an argument gives the joint copies of them (a second backward read the first one's
+        # writes: silently wrong gradients), any other detached aliases (the joint's ``.data =``
+        # of an argument moves its own input, not the saved primal: NOTE [subclass .data
+        # assignment])
+        primals = save_primals(ctx.saved_primals) if ctx.written else \
+            [t.detach() for t in ctx.saved_primals]
+        ins = primals + tflat
         compiled, box = ctx.joint(tdescs, ins, ctx.dirty)
         if ctx.rng is None:
             got = iter(compiled(*ins))
