@@ -228,14 +228,33 @@ def inference_args(outer: list) -> tuple:
     return tuple(t.is_inference() for t in outer)
 
 
-def forward_graph(owner, meta, descs, values, tensors, requires, inference: tuple = ()):
+def _member_view(roots: dict, g: int, t, group: dict, i: int):
+    """Member ``i`` of a group that takes no gradient, as a view of the group's root over the
+    inputs' memory (``t``: the first member's tensor makes it), NOTE [subclass alias groups
+    written with grad]."""
+    if g not in roots:
+        roots[g] = (t.detach().as_strided(*group["root"]),) * 2
+    return roots[g][0].as_strided(*group["geoms"][str(i)])
+
+
+def forward_graph(owner, meta, descs, values, tensors, requires, inference: tuple = (),
+                  groups: tuple = ()):
+    """``groups``: arguments traced as views of one root (NOTE [subclass alias groups written
+    with grad])."""
     box: dict = {"alias": False, "views": False}
     bases = {i for _, i, _ in json.loads(meta).get("bases", [])}
+    member_of = {i: g for g, grp in enumerate(groups) for i in grp["members"]}
 
     def plain(*ts):
         nonleaf = (lambda i, t: _Alias.apply(t)) if box["alias"] else None
         hidden = {} if box["views"] else None
+        roots: dict = {}
+
+        def member(i, t):
+            g = member_of.get(i)
+            return None if g is None else _member_view(roots, g, t, groups[g], i)
         args, kwargs, outer, _ = _rebuild_args(meta, descs, values, ts, requires, nonleaf,
+                                               member if groups else None,
                                                inference=inference, hidden=hidden)
         before = [(geometry_of(a), own_flag(a) if j in (hidden or {}) else a.requires_grad,
                    a.grad_fn, version_of(a)) for j, a in enumerate(outer)]
@@ -297,6 +316,8 @@ def joint_graph(owner, meta, descs, values, tensors, requires, tangent_descs, n:
             if g is None:
                 return None
             size, stride, offset = groups[g]["root"]
+            if not groups[g]["grad"]:       # NOTE [subclass alias groups written with grad]
+                return _member_view(roots, g, t, groups[g], i)
             if g not in roots:
                 # the root, over the primals' storage, as a grad leaf; the function sees views
                 # of its clone (laid out as the root: NOTE [subclass alias groups])
@@ -325,8 +346,9 @@ def joint_graph(owner, meta, descs, values, tensors, requires, tangent_descs, n:
         same = json.loads(meta)["same"]
         by_input = {i: next(it_l) for i, r in enumerate(requires)
                     if r and (same[i] >= 0 or i not in member_of)}
-        for grp, (r, _) in zip(groups, [roots[g] for g in range(len(groups))]):
-            by_input[grp["input"]] = r
+        for g, grp in enumerate(groups):
+            if grp["grad"]:
+                by_input[grp["input"]] = roots[g][0]
         leaves = [by_input.get(i) for i in grad_slots(requires, groups)]
         # a leaf the function gave requires_grad_(False) takes no gradient (eager's
         # AccumulateGrad skips a leaf that no longer requires grad)

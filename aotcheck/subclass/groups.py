@@ -25,17 +25,32 @@ from .base import plain_part, storage_key
 # change when autograd regenerates it on the joint's fake tensors (a PyTorch limit: the joint
 # is then traced on real ones, NOTE [subclass joint on real tensors] in replay.py).
 
+# NOTE [subclass alias groups written with grad]
+# Members that require no grad see each other's history too: ``f(a, b0.t(), b0)`` with ``a``
+# a TwoTensor that requires grad and ``a2.mul_(a)`` inside: eager's write rebases the base
+# ``b0``, so every view of it requires grad from then on, and a use of another member after
+# the write (``a3.sum()``, or ``retain_grad()`` on a view of it) carries the gradient to
+# ``a``. Traced as separate tensors, the other members required no grad (a missing gradient,
+# silently; a TraceError for ``retain_grad()``: fuzz seed 1). Where the first trace saw a
+# member of such a group written in grad mode (``rebased``), the members are views of their
+# common root in the forward trace (over the inputs' memory: the writes stay the graph's)
+# and in the joint (no grad leaf, no extra input of Outer: the group takes no gradient;
+# ``grad`` False). Members with different roots (a ``detach()`` of the base) share no
+# history in eager either: no group.
+
 def grad_slots(requires: list, groups: list) -> list:
     """The inputs of :class:`Outer` (outer tensors, then the groups' extra roots) that take a
     gradient, in order."""
     members = {i for grp in groups for i in grp["members"]}
     slots = {i for i, r in enumerate(requires) if r and i not in members}
-    slots |= {grp["input"] for grp in groups}
+    slots |= {grp["input"] for grp in groups if grp["grad"]}
     return sorted(slots)
 
 
-def alias_groups(outer: list, requires: list, written: list) -> tuple[list, list]:
-    """(groups, extra roots) for this call (NOTE [subclass alias groups])."""
+def alias_groups(outer: list, requires: list, written: list, rebased=()) -> tuple[list, list]:
+    """(groups, extra roots) for this call (NOTE [subclass alias groups]; with ``rebased``,
+    the arguments the trace saw written in grad mode: NOTE [subclass alias groups written
+    with grad])."""
     if not written:
         return [], []
     by_storage: dict = {}
@@ -56,8 +71,12 @@ def alias_groups(outer: list, requires: list, written: list) -> tuple[list, list
                 parts.append([members, last, [i]])
     groups, extra = [], []
     for members in (sorted(p[2]) for p in parts):
-        if len(members) < 2 or not any(requires[i] for i in members) \
-                or not any(i in written for i in members):
+        if len(members) < 2 or not any(i in written for i in members):
+            continue
+        if not any(requires[i] for i in members):
+            group = _written_with_grad(outer, members, rebased)
+            if group is not None:
+                groups.append(group)
             continue
         roots = {id(root_of(outer[i])): root_of(outer[i]) for i in members if requires[i]}
         root = next(iter(roots.values()))
@@ -72,6 +91,21 @@ def alias_groups(outer: list, requires: list, written: list) -> tuple[list, list
             at = len(outer) + len(extra)
             extra.append(root)
         groups.append({"members": members, "input": at, "root": list(geometry_of(root)),
-                       "geoms": {str(i): list(geometry_of(outer[i])) for i in members}})
+                       "geoms": {str(i): list(geometry_of(outer[i])) for i in members},
+                       "grad": True})
     return groups, extra
+
+
+def _written_with_grad(outer: list, members: list, rebased) -> dict | None:
+    """The group of ``members`` (none requires grad) where one was written in grad mode, of
+    those that share its root (NOTE [subclass alias groups written with grad]), or None."""
+    hit = [i for i in members if i in rebased]
+    if not hit:
+        return None
+    root = root_of(outer[hit[0]])
+    kin = [i for i in members if root_of(outer[i]) is root]
+    if len(kin) < 2:
+        return None
+    return {"members": kin, "input": None, "root": list(geometry_of(root)),
+            "geoms": {str(i): list(geometry_of(outer[i])) for i in kin}, "grad": False}
 

@@ -11,7 +11,8 @@ import torch
 from torch.utils import _pytree as pytree
 
 from ..engine.capture.functional import storage_ref
-from ..engine.signature import call_key
+from ..engine.signature import call_key, root_of
+from ..errors import TraceError
 from .autograd import flag_before_call, needs_history
 from .base import flatten, inner_count, save_primals, unflatten
 from .desugar import forward_graph, inference_args, joint_graph, prepare, traced_requires
@@ -31,7 +32,11 @@ def call(owner, state, memo: dict, args: tuple, kwargs: dict):
     meta, descs, values, tensors, outer, requires = prepare(args, kwargs)
     traced = traced_requires(outer, requires)
     inference = inference_args(outer)
-    base_key = (state, meta, call_key(tensors, len(tensors)), tuple(traced), inference)
+    # which arguments are views of one base (not only of one storage) decides the alias
+    # groups the forward is traced with (NOTE [subclass alias groups written with grad])
+    roots = [root_of(t) for t in outer]
+    kin = tuple(next(j for j, r in enumerate(roots) if r is roots[i]) for i in range(len(roots)))
+    base_key = (state, meta, call_key(tensors, len(tensors)), tuple(traced), inference, kin)
 
     def cached(key, build):
         e = memo.get(key)
@@ -39,14 +44,14 @@ def call(owner, state, memo: dict, args: tuple, kwargs: dict):
             e = memo[key] = build()
         return e
 
-    compiled, box = cached(base_key + ("forward",),
-                           lambda: forward_graph(owner, meta, descs, values, tensors, traced, inference))
+    compiled, box = cached(base_key + ("forward",), lambda: _forward(
+        owner, meta, descs, values, tensors, traced, inference, outer))
     argument_hooks(box["hooks"], outer, written=False)  # NOTE [subclass imperative autograd]
     requires = flag_before_call(box["facts"], outer, requires)
     if not any(requires) and not needs_history(box):
         return _finish(box, _unflatten_outs(box, list(compiled(*tensors))), outer)
 
-    groups, extra = alias_groups(outer, requires, box["facts"].written)
+    groups, extra = alias_groups(outer, requires, box["facts"].written, box["facts"].rebased)
     extra += [] if any(requires) else [torch.zeros((), requires_grad=True)]   # needs_history
 
     at_forward = forward_state()
@@ -76,6 +81,25 @@ def call(owner, state, memo: dict, args: tuple, kwargs: dict):
     early = stale_views(box["facts"], outer)
     write_back(box["facts"], outer, res["dirty"], outs[n:])     # NOTE [subclass non-leaf writes]
     return _finish(box, list(outs[:n]), outer, moved=False, early=early)
+
+
+def _forward(owner, meta, descs, values, tensors, traced, inference, outer):
+    """The forward graph; traced again with members of alias groups as views where the first
+    trace saw one written in grad mode, or raised and the call has such members (NOTE
+    [subclass alias groups written with grad])."""
+    try:
+        compiled, box = forward_graph(owner, meta, descs, values, tensors, traced, inference)
+        facts = box["facts"]
+        groups = alias_groups(outer, traced, facts.written, facts.rebased)[0]
+    except TraceError:
+        every = range(len(outer))
+        groups = alias_groups(outer, traced, every, every)[0] if torch.is_grad_enabled() else []
+        if not any(not g["grad"] for g in groups):
+            raise
+    groups = [g for g in groups if not g["grad"]]
+    if not groups:
+        return compiled, box
+    return forward_graph(owner, meta, descs, values, tensors, traced, inference, groups)
 
 
 def _finish(box: dict, outs: list, outer: list, moved: bool = True, early: dict | None = None):
