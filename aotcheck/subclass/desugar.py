@@ -233,8 +233,11 @@ def _member_view(roots: dict, g: int, t, group: dict, i: int):
     inputs' memory (``t``: the first member's tensor makes it), NOTE [subclass alias groups
     written with grad]."""
     if g not in roots:
-        roots[g] = (t.detach().as_strided(*group["root"]),) * 2
-    return roots[g][0].as_strided(*group["geoms"][str(i)])
+        # no view itself (a detach): the root member is it, as eager's base is no view (an
+        # in-place op on a view made before its base came to require grad raises in PyTorch)
+        roots[g] = (t.detach().as_strided(*group["root"]).detach(),) * 2
+    root = roots[g][0]
+    return root if group["input"] == i else root.as_strided(*group["geoms"][str(i)])
 
 
 def forward_graph(owner, meta, descs, values, tensors, requires, inference: tuple = (),

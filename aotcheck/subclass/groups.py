@@ -35,7 +35,8 @@ from .base import plain_part, storage_key
 # member of such a group written in grad mode (``rebased``), the members are views of their
 # common root in the forward trace (over the inputs' memory: the writes stay the graph's)
 # and in the joint (no grad leaf, no extra input of Outer: the group takes no gradient;
-# ``grad`` False). Members with different roots (a ``detach()`` of the base) share no
+# ``grad`` False; ``input``: the member that is the root, which the traces give the root
+# itself). Members with different roots (a ``detach()`` of the base) share no
 # history in eager either: no group.
 
 def grad_slots(requires: list, groups: list) -> list:
@@ -106,6 +107,7 @@ def _written_with_grad(outer: list, members: list, rebased) -> dict | None:
     kin = [i for i in members if root_of(outer[i]) is root]
     if len(kin) < 2:
         return None
-    return {"members": kin, "input": None, "root": list(geometry_of(root)),
+    at = next((i for i in kin if outer[i] is root), None)     # the root member, if any
+    return {"members": kin, "input": at, "root": list(geometry_of(root)),
             "geoms": {str(i): list(geometry_of(outer[i])) for i in kin}, "grad": False}
 

@@ -247,6 +247,7 @@ def write_back(facts: OuterFacts, outer: list, dirty: tuple, news) -> None:
                     move_outer(outer[i], *r.at)      # a set_() the log cannot see moved it
             elif i in moved:
                 move_outer(outer[i], *moved[i])
+            _regenerate_view_node(outer[i])
             outer[i].copy_(new)
             replay_calls(outer[i], r.after if r is not None else ())
         for i in covered:
@@ -258,6 +259,19 @@ def write_back(facts: OuterFacts, outer: list, dirty: tuple, news) -> None:
         if j in moved and geometry_of(outer[j]) != tuple(moved[j]):
             with torch.no_grad():
                 move_outer(outer[j], *moved[j])
+
+
+def _regenerate_view_node(t: torch.Tensor) -> None:
+    """Read a view's grad_fn before writing it in place. PyTorch (2.13) refuses an in-place op
+    on a view made while its base required no grad, after the base came to require grad by an
+    in-place op ('a leaf Variable that requires grad is being used in an in-place operation'),
+    until something reads the view's grad_fn, which regenerates its node: the write-back of an
+    argument and then of its view (``a1``, ``a1.t()``, both written) met it (fuzz seed 1)."""
+    if t._is_view():
+        try:
+            t.grad_fn
+        except RuntimeError:        # a poisoned view: the copy_ raises as eager's would
+            pass
 
 
 def compile_joint(compile_fn):
