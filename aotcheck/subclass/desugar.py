@@ -269,6 +269,7 @@ def forward_graph(owner, meta, descs, values, tensors, requires, inference: tupl
         box["retained"] = imperative.check(res)
         box["hooks"] = imperative.hooks()
         box["data_assigned"] = imperative.data_assigned
+        box["data_held"] = imperative.held(res)
         box["in_descs"] = descs
         box["flips_base"] = bool(flags.flags_set & bases)
         out = _flatten_out(res, box, outer, before, hidden)

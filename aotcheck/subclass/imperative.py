@@ -43,6 +43,7 @@ from torch.utils.hooks import RemovableHandle
 from torch.utils import _pytree as pytree
 
 from ..engine.capture.recorder import call_name
+from .autograd import reaches
 from ..errors import UnsupportedInputError
 
 _DATA_ATTR = torch._C.TensorBase.data
@@ -66,6 +67,10 @@ class ImperativeWatch(TorchFunctionMode):
         self.data_assigned: set[int] = set()    # the positions of arguments given ``x.data =``
         self._grad_leaves = {id(t) for t in outer if t.requires_grad and t.is_leaf}
         self._used: set[int] = set()            # those used in grad mode so far
+        # those given ``.data =`` of another shape after a use, and those of them whose node of
+        # the old shape a use after it holds (NOTE [subclass .data assignment onto another shape])
+        self._reshaped_after_use: dict[int, torch.Tensor] = {}
+        self._held: set[int] = set()
         self.refusal: str | None = None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -89,6 +94,7 @@ class ImperativeWatch(TorchFunctionMode):
             if used and any(isinstance(o, torch.Tensor) and o.grad_fn is not None
                             for o in pytree.tree_leaves(out)):
                 self._used.update(id(t) for t in used)
+                self._held.update(id(t) for t in used if id(t) in self._reshaped_after_use)
         return out
 
     def check(self, result) -> list[int]:
@@ -106,6 +112,16 @@ class ImperativeWatch(TorchFunctionMode):
                 "autograd]). Call it with plain tensors, or move that call outside the function")
         return [self._position[i] for i in self.retained if i in self._outer]
 
+    def held(self, result) -> set[int]:
+        """The positions of the leaf arguments given ``.data =`` of another shape after a use
+        in grad mode whose gradient node of the old shape outlives the call: a use after the
+        assignment holds it, or an output's history reaches it (NOTE [subclass .data
+        assignment onto another shape])."""
+        nodes = [o.grad_fn for o in pytree.tree_leaves(result)
+                 if isinstance(o, torch.Tensor) and o.grad_fn is not None]
+        return {self._position[i] for i, t in self._reshaped_after_use.items()
+                if i in self._held or any(reaches(n, t) for n in nodes)}
+
     def _assign_data(self, func, args, kwargs):
         """``x.data = y`` (NOTE [subclass .data assignment])."""
         from torch.fx.experimental.proxy_tensor import get_proxy_mode, get_proxy_slot
@@ -121,11 +137,9 @@ class ImperativeWatch(TorchFunctionMode):
             self.refusal = "assigns x.data = y where the trace does not follow x or y"
             return func(*args, **kwargs)
         if id(target) in self._used and source.shape != target.shape:
-            # NOTE [subclass .data assignment onto another shape]
-            self.refusal = ("assigns x.data = y of another shape to a leaf argument that requires "
-                            "grad after using it in grad mode (eager's leaf keeps its gradient "
-                            "node of the old shape while a use holds it)")
-            return func(*args, **kwargs)
+            # NOTE [subclass .data assignment onto another shape]: its node of the old shape
+            # stays while a use holds it
+            self._reshaped_after_use[id(target)] = target
         out = func(*args, **kwargs)
         mode.tracer.create_proxy("call_function", assign_data, tuple(p.proxy for p in proxies), {})
         if id(target) in self._outer:
@@ -164,9 +178,14 @@ class ImperativeWatch(TorchFunctionMode):
 # edge to an input is taken when it is applied, with the shape the argument has then, and
 # autograd checks the gradient against it ('invalid gradient'): so for such a call the graph
 # runs first (``run_graph`` in outer.py), the caller's arguments move with it, and Outer is
-# applied to the moved arguments with the graph's values. After a use in grad mode inside the
-# function, eager's leaf keeps its node of the old shape while the use holds it: refused by
-# name, as the plain path does.
+# applied to the moved arguments with the graph's values. After a use in grad mode, eager's
+# leaf keeps its node of the old shape (``.data =`` keeps a live one of the same dtype) while
+# a use holds it: a use after the assignment (its history then goes there too, autograd
+# summing or raising as it does for a shape that differs), or an output computed from it.
+# The trace sees both (``ImperativeWatch.held``), and such a call is applied as any other, to
+# the argument of the old shape, whose node Outer's edge is: the joint's gradient for it is
+# what eager's node of the old shape gets. Where nothing holds it, it dies with the call, and
+# the leaf's next use makes one of the new shape: the graph runs first, as above.
 
 @has_side_effect
 def assign_data(x: torch.Tensor, y: torch.Tensor) -> None:

@@ -195,7 +195,7 @@ def reshaped_leaves(box: dict, outer: list, requires: list) -> list:
     (NOTE [subclass .data assignment onto another shape])."""
     moved = {m.arg: m.geometry for m in box["facts"].moved}
     return [j for j in box.get("data_assigned", ()) if requires[j] == "leaf" and j in moved
-            and tuple(moved[j][0]) != tuple(outer[j].shape)]
+            and tuple(moved[j][0]) != tuple(outer[j].shape) and j not in box["data_held"]]
 
 
 class Outer(torch.autograd.Function):
