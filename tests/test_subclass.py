@@ -653,3 +653,17 @@ def test_an_argument_and_its_view_both_written_as_in_eager(tmp_path):
     for cache in (None, str(tmp_path), str(tmp_path)):
         r = check(f, aotcheck.aot_function(f, cache=cache), make)
         assert r.ok, r.divergences
+
+
+@pytest.mark.parametrize("grad", [True, False])
+def test_retain_grad_on_an_argument_that_requires_no_grad_raises_as_in_eager(grad):
+    # the subclass path skipped it (replayed on the caller's tensor), where eager raises
+    # (keyvar fuzz 07: requires_grad of the argument turned off)
+    def f(a0, a2):
+        a2.retain_grad()
+        return (a0 * 2,)
+    with torch.set_grad_enabled(grad):
+        with pytest.raises(RuntimeError, match="retain_grad"):
+            f(two(2, requires_grad=True), torch.randn(2))
+        with pytest.raises(RuntimeError, match="retain_grad"):
+            aotcheck.aot_function(f)(two(2, requires_grad=True), torch.randn(2))

@@ -83,7 +83,7 @@ class ImperativeWatch(TorchFunctionMode):
             elif name == "register_hook" and id(target) in self._outer and len(args) == 2 \
                     and not kwargs and target.requires_grad:
                 return self._argument_hook(target, args[1])
-            elif name == "retain_grad":
+            elif name == "retain_grad" and target.requires_grad:    # else it raises, as eager's
                 self.retained[id(target)] = target
                 if id(target) in self._outer:   # replayed on the caller's tensor, not traced
                     return None
