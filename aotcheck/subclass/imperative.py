@@ -43,7 +43,7 @@ from torch.utils.hooks import RemovableHandle
 from torch.utils import _pytree as pytree
 
 from ..engine.capture.recorder import call_name
-from .autograd import reaches
+from .autograd import STALE, grad_fn_of, reaches
 from ..errors import UnsupportedInputError
 
 _DATA_ATTR = torch._C.TensorBase.data
@@ -91,7 +91,7 @@ class ImperativeWatch(TorchFunctionMode):
         if self._grad_leaves and torch.is_grad_enabled():
             # a leaf argument used in grad mode: autograd made its gradient node
             used = [t for t in pytree.tree_leaves((args, kwargs)) if id(t) in self._grad_leaves]
-            if used and any(isinstance(o, torch.Tensor) and o.grad_fn is not None
+            if used and any(isinstance(o, torch.Tensor) and grad_fn_of(o) not in (None, STALE)
                             for o in pytree.tree_leaves(out)):
                 self._used.update(id(t) for t in used)
                 self._held.update(id(t) for t in used if id(t) in self._reshaped_after_use)
@@ -117,8 +117,11 @@ class ImperativeWatch(TorchFunctionMode):
         in grad mode whose gradient node of the old shape outlives the call: a use after the
         assignment holds it, or an output's history reaches it (NOTE [subclass .data
         assignment onto another shape])."""
-        nodes = [o.grad_fn for o in pytree.tree_leaves(result)
-                 if isinstance(o, torch.Tensor) and o.grad_fn is not None]
+        if not self._reshaped_after_use:
+            return set()
+        # (a stale view's grad_fn raises when read: it reaches nothing)
+        nodes = [n for o in pytree.tree_leaves(result) if isinstance(o, torch.Tensor)
+                 for n in [grad_fn_of(o)] if n is not None and n is not STALE]
         return {self._position[i] for i, t in self._reshaped_after_use.items()
                 if i in self._held or any(reaches(n, t) for n in nodes)}
 
