@@ -248,7 +248,7 @@ def write_back(facts: OuterFacts, outer: list, dirty: tuple, news) -> None:
             elif i in moved:
                 move_outer(outer[i], *moved[i])
             _regenerate_view_node(outer[i])
-            outer[i].copy_(new)
+            _written_view(outer[i], outer, moved).copy_(new)
             replay_calls(outer[i], r.after if r is not None else ())
         for i in covered:
             replay_calls(outer[i], replay.get(i, _NONE).after)
@@ -259,6 +259,20 @@ def write_back(facts: OuterFacts, outer: list, dirty: tuple, news) -> None:
         if j in moved and geometry_of(outer[j]) != tuple(moved[j]):
             with torch.no_grad():
                 move_outer(outer[j], *moved[j])
+
+
+def _written_view(t: torch.Tensor, outer: list, moved: dict) -> torch.Tensor:
+    """What the write-back of argument ``t`` copies into: ``t``, or where ``t`` views an
+    argument whose own geometry the call changed (``a2 = a1[1:]``, ``a1.squeeze_(1)``), a
+    view of that base in ``t``'s geometry: autograd rebuilds a view of the base it writes by
+    replaying the view's ops on the base as it is now (a ``slice`` of the squeezed base has
+    another shape), and the backward of a ``copy_`` into ``t`` then raised 'invalid gradient'
+    where eager's in-place op has no such input (fuzz seed 1). ``t``'s own node is rebuilt
+    over the base's, as eager's."""
+    base = t._base if t._is_view() else None
+    if base is None or not any(base is outer[j] for j in moved):
+        return t
+    return base.as_strided(t.shape, t.stride(), t.storage_offset())
 
 
 def _regenerate_view_node(t: torch.Tensor) -> None:
