@@ -655,18 +655,26 @@ def test_an_argument_and_its_view_both_written_as_in_eager(tmp_path):
         assert r.ok, r.divergences
 
 
-@pytest.mark.parametrize("grad", [True, False])
-def test_retain_grad_on_an_argument_that_requires_no_grad_raises_as_in_eager(grad):
+@pytest.mark.parametrize("mode", ["grad", "no_grad", "inference_mode"])
+def test_retain_grad_on_an_argument_that_requires_no_grad_raises_as_in_eager(mode):
     # the subclass path skipped it (replayed on the caller's tensor), where eager raises
-    # (keyvar fuzz 07: requires_grad of the argument turned off)
+    # (keyvar fuzz 07: requires_grad of the argument turned off); on one that requires grad it
+    # runs, under inference_mode too, where the traced tensors require none (keyvar fuzz 04)
     def f(a0, a2):
         a2.retain_grad()
         return (a0 * 2,)
-    with torch.set_grad_enabled(grad):
-        with pytest.raises(RuntimeError, match="retain_grad"):
-            f(two(2, requires_grad=True), torch.randn(2))
-        with pytest.raises(RuntimeError, match="retain_grad"):
-            aotcheck.aot_function(f)(two(2, requires_grad=True), torch.randn(2))
+    ctx = {"grad": torch.enable_grad, "no_grad": torch.no_grad,
+           "inference_mode": torch.inference_mode}[mode]
+    cf = aotcheck.aot_function(f)
+    with ctx():
+        for fn in (f, cf):
+            with pytest.raises(RuntimeError, match="retain_grad"):
+                fn(two(2, requires_grad=True), torch.randn(2))
+    for fn in (f, cf):
+        a2 = torch.randn(2, requires_grad=True).clone()
+        with ctx():
+            fn(two(2, requires_grad=True), a2)
+        assert a2.retains_grad
 
 
 @pytest.mark.parametrize("ret", [False, True])

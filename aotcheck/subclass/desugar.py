@@ -241,9 +241,9 @@ def _member_view(roots: dict, g: int, t, group: dict, i: int):
 
 
 def forward_graph(owner, meta, descs, values, tensors, requires, inference: tuple = (),
-                  groups: tuple = ()):
+                  groups: tuple = (), caller_flags: tuple | None = None):
     """``groups``: arguments traced as views of one root (NOTE [subclass alias groups written
-    with grad])."""
+    with grad]); ``caller_flags``: per outer tensor, the caller's requires_grad."""
     box: dict = {"alias": False, "views": False}
     bases = {i for _, i, _ in json.loads(meta).get("bases", [])}
     member_of = {i: g for g, grp in enumerate(groups) for i in grp["members"]}
@@ -264,7 +264,7 @@ def forward_graph(owner, meta, descs, values, tensors, requires, inference: tupl
         # NOTE [subclass metadata replay]
         # NOTE [subclass imperative autograd] (imperative.py)
         with OuterCallLog(outer) as log, BaseFlags(outer, hidden or {}) as flags, \
-                ImperativeWatch(outer, requires) as imperative:
+                ImperativeWatch(outer, requires, caller_flags) as imperative:
             res = owner.call_fn(*args, **kwargs)
         box["retained"] = imperative.check(res)
         box["hooks"] = imperative.hooks()

@@ -54,9 +54,12 @@ class ImperativeWatch(TorchFunctionMode):
     :meth:`check`, refuses the calls the subclass trace would lose (NOTE [subclass imperative
     autograd])."""
 
-    def __init__(self, outer: list, requires: list):
+    def __init__(self, outer: list, requires: list, caller_flags: tuple | None = None):
+        """``caller_flags``: per outer tensor, whether the caller's requires grad (under
+        inference mode the traced ones do not), else the traced tensors' own flags count."""
         super().__init__()
         self._outer = {id(t): t for t in outer}
+        self._caller_flags = caller_flags
         self._position = {}                 # an argument passed twice: its first place
         for j, t in enumerate(outer):
             self._position.setdefault(id(t), j)
@@ -83,7 +86,7 @@ class ImperativeWatch(TorchFunctionMode):
             elif name == "register_hook" and id(target) in self._outer and len(args) == 2 \
                     and not kwargs and target.requires_grad:
                 return self._argument_hook(target, args[1])
-            elif name == "retain_grad" and target.requires_grad:    # else it raises, as eager's
+            elif name == "retain_grad" and self._requires_grad(target):  # else it raises, as eager's
                 self.retained[id(target)] = target
                 if id(target) in self._outer:   # replayed on the caller's tensor, not traced
                     return None
@@ -124,6 +127,11 @@ class ImperativeWatch(TorchFunctionMode):
                  for n in [grad_fn_of(o)] if n is not None and n is not STALE]
         return {self._position[i] for i, t in self._reshaped_after_use.items()
                 if i in self._held or any(reaches(n, t) for n in nodes)}
+
+    def _requires_grad(self, t: torch.Tensor) -> bool:
+        if self._caller_flags is not None and id(t) in self._outer:
+            return self._caller_flags[self._position[id(t)]]
+        return t.requires_grad
 
     def _assign_data(self, func, args, kwargs):
         """``x.data = y`` (NOTE [subclass .data assignment])."""

@@ -36,7 +36,8 @@ def call(owner, state, memo: dict, args: tuple, kwargs: dict):
     # groups the forward is traced with (NOTE [subclass alias groups written with grad])
     roots = [root_of(t) for t in outer]
     kin = tuple(next(j for j, r in enumerate(roots) if r is roots[i]) for i in range(len(roots)))
-    base_key = (state, meta, call_key(tensors, len(tensors)), tuple(traced), inference, kin)
+    flags = tuple(t.requires_grad for t in outer)      # the caller's (inference mode: not traced)
+    base_key = (state, meta, call_key(tensors, len(tensors)), tuple(traced), inference, kin, flags)
 
     def cached(key, build):
         e = memo.get(key)
@@ -45,7 +46,7 @@ def call(owner, state, memo: dict, args: tuple, kwargs: dict):
         return e
 
     compiled, box = cached(base_key + ("forward",), lambda: _forward(
-        owner, meta, descs, values, tensors, traced, inference, outer))
+        owner, meta, descs, values, tensors, traced, inference, outer, flags))
     argument_hooks(box["hooks"], outer, written=False)  # NOTE [subclass imperative autograd]
     requires = flag_before_call(box["facts"], outer, requires)
     if not any(requires) and not needs_history(box):
@@ -83,12 +84,13 @@ def call(owner, state, memo: dict, args: tuple, kwargs: dict):
     return _finish(box, list(outs[:n]), outer, moved=False, early=early)
 
 
-def _forward(owner, meta, descs, values, tensors, traced, inference, outer):
+def _forward(owner, meta, descs, values, tensors, traced, inference, outer, flags):
     """The forward graph; traced again with members of alias groups as views where the first
     trace saw one written in grad mode, or raised and the call has such members (NOTE
     [subclass alias groups written with grad])."""
     try:
-        compiled, box = forward_graph(owner, meta, descs, values, tensors, traced, inference)
+        compiled, box = forward_graph(owner, meta, descs, values, tensors, traced, inference,
+                                      caller_flags=flags)
         facts = box["facts"]
         groups = alias_groups(outer, traced, facts.written, facts.rebased)[0]
     except TraceError:
@@ -99,7 +101,7 @@ def _forward(owner, meta, descs, values, tensors, traced, inference, outer):
     groups = [g for g in groups if not g["grad"]]
     if not groups:
         return compiled, box
-    return forward_graph(owner, meta, descs, values, tensors, traced, inference, groups)
+    return forward_graph(owner, meta, descs, values, tensors, traced, inference, groups, flags)
 
 
 def _finish(box: dict, outs: list, outer: list, moved: bool = True, early: dict | None = None):
