@@ -136,13 +136,21 @@ def retained_outputs(meta: ViewMutationMeta, fw, diff) -> tuple[tuple[int, int],
     backward adds it to the output's ``.grad``, where a live output reaches y (its reach is
     kept after the inputs' in ``grad_reach``)."""
     out = []
-    for kind, k in meta.retained:
-        o = meta.outputs[k] if kind == "output" else None
-        if o is None or o.kind != FRESH or o.graph_output < 0 or o.graph_output not in fw:
+    for kind, k, *placeholder in meta.retained:
+        if kind == "output":
+            o = meta.outputs[k]
+            value = o.graph_output if o.kind == FRESH else -1
+        else:
+            # NOTE [where an argument's retained gradient sits] (capture/autograd_facts.py):
+            # an argument retained at its final node that the function writes under grad
+            value = next((m.value_output for m in meta.mutations
+                          if placeholder and m.placeholder == placeholder[0] and m.data
+                          and m.grad_mode and not m.storage_source.swapped), -1)
+        if value < 0 or value not in fw:
             continue
-        pos = fw.index(o.graph_output)
+        pos = fw.index(value)
         if pos in diff:
-            out.append((k, diff.index(pos)))
+            out.append(((kind, k), diff.index(pos)))
     return tuple(out)
 
 

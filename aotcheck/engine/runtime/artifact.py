@@ -44,7 +44,7 @@ from ..capture.values import is_guarded
 from .regenerate import (addressing, alias, as_inference_tensors, detached_alias, restride,
                          view_in_custom_function)
 from .codegen import to_callable
-from .imperative import add_retained, imperative_autograd
+from .imperative import add_retained, imperative_autograd, retain_at_call
 from .writeback import (apply_backward_mutations, apply_mutations, as_at_call, fits, geometry,
                         replay_reshaping_swaps, reshaped_leaves, restore_member_geometry)
 from .swap_grad import old_grad_edges
@@ -263,6 +263,8 @@ class CompiledArtifact:
         # metadata calls (squeeze_, ...) change
         at_call = {p: geometry(primals[p]) for p in self._written_then_moved} \
             if meta.metadata_ops else {}
+        if meta.retained:
+            retain_at_call(self, leaves)
         if meta.metadata_ops:
             self._replay_metadata(primals, leaves, "placeholder")
         if meta.mutations:
@@ -275,7 +277,7 @@ class CompiledArtifact:
                                      lambda c: values[self._slot[c]])
         out = self._outputs(leaves, values, grad_leaves)
         if meta.retained or self._hooks_after:
-            imperative_autograd(self, leaves, out)
+            imperative_autograd(self, leaves, out, values)
         return out
 
     def _replay_metadata(self, primals, leaves, which: str, early: frozenset | None = None):
