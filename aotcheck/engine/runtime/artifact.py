@@ -263,8 +263,7 @@ class CompiledArtifact:
         # metadata calls (squeeze_, ...) change
         at_call = {p: geometry(primals[p]) for p in self._written_then_moved} \
             if meta.metadata_ops else {}
-        if meta.retained:
-            retain_at_call(self, leaves)
+        nodes_at_call = retain_at_call(self, leaves) if meta.retained else {}
         if meta.metadata_ops:
             self._replay_metadata(primals, leaves, "placeholder")
         if meta.mutations:
@@ -277,7 +276,7 @@ class CompiledArtifact:
                                      lambda c: values[self._slot[c]])
         out = self._outputs(leaves, values, grad_leaves)
         if meta.retained or self._hooks_after:
-            imperative_autograd(self, leaves, out, values)
+            imperative_autograd(self, leaves, out, values, nodes_at_call)
         return out
 
     def _replay_metadata(self, primals, leaves, which: str, early: frozenset | None = None):

@@ -15,7 +15,7 @@ import torch
 
 from ..analyze import ALIAS_OF_OUTPUT, SAME_AS_OUTPUT
 
-def imperative_autograd(art, leaves: list, out: list, values: list) -> None:
+def imperative_autograd(art, leaves: list, out: list, values: list, at_call: dict) -> None:
     """NOTE [imperative autograd on arguments and outputs]
     ``retain_grad()`` and ``register_hook`` act on a tensor's autograd identity, which
     the trace's tensors do not share with the caller's: capture records them (recorder.py)
@@ -34,7 +34,7 @@ def imperative_autograd(art, leaves: list, out: list, values: list) -> None:
     (capture.trace.argument_hooks)."""
     for i, fn in art._hooks_after:
         leaves[i].register_hook(fn)
-    own = {k: j for j, (k, _) in enumerate(art.retained_diff)}   # NOTE [retained outputs]
+    own = {k: j for j, (k, *_) in enumerate(art.retained_diff)}  # NOTE [retained outputs]
     compiled = next((v.grad_fn for v in values if isinstance(v, torch.Tensor)
                      and hasattr(v.grad_fn, "retained_refs")), None) if own else None
     for kind, index, *_ in art.meta.retained:
@@ -47,19 +47,26 @@ def imperative_autograd(art, leaves: list, out: list, values: list) -> None:
         if node is not None and hasattr(node, "retained_refs"):
             if kind == "output":
                 t = own_node(art, out, index, t)
-            if (kind, index) in own:
+            # an argument's own part: only where the call gave it a new node (NOTE
+            # [retained outputs]); on its node at the call, its hook gets the whole gradient
+            if (kind, index) in own and (kind == "output" or t.grad_fn is not at_call.get(index)):
                 node.retained_refs[own[kind, index]] = weakref.ref(t)
         t.retain_grad()
 
 
-def retain_at_call(art, leaves: list) -> None:
+def retain_at_call(art, leaves: list) -> dict:
     """retain_grad() on the arguments whose hook stays on their node at the call (NOTE
     [where an argument's retained gradient sits] in capture/autograd_facts.py), before the
-    runtime replays their metadata calls: autograd leaves it there, as eager's."""
+    runtime replays their metadata calls: autograd leaves it there, as eager's. Returns the
+    retained arguments' gradient nodes at the call."""
+    at_call = {}
     for kind, index, *_ in art.meta.retained:
-        t = leaves[index] if kind == "argument_at_call" else None
-        if isinstance(t, torch.Tensor) and t.requires_grad:
-            t.retain_grad()
+        t = leaves[index] if kind != "output" else None
+        if isinstance(t, torch.Tensor):
+            at_call[index] = t.grad_fn
+            if kind == "argument_at_call" and t.requires_grad:
+                t.retain_grad()
+    return at_call
 
 def own_node(art, out: list, k: int, t: torch.Tensor) -> torch.Tensor:
     """A retained output of the compiled function, on an autograd node of its own.
