@@ -696,3 +696,25 @@ def test_a_view_written_after_its_base_argument_changed_shape_in_place(ret, tmp_
     for cache in (None, str(tmp_path), str(tmp_path)):
         r = check(f, aotcheck.aot_function(f, cache=cache), make)
         assert r.ok, r.divergences
+
+
+@pytest.mark.parametrize("grad_write", [True, False])
+def test_data_assignment_onto_a_non_leaf_argument_written_in_place(grad_write, tmp_path):
+    # a non-leaf argument written in place is traced as an alias of its input; ``.data =`` of
+    # it moved the alias only, and the caller's argument kept its own memory (fuzz seed 1)
+    from aotcheck.check.oracle import Inputs, check
+
+    def f(a1, a2, a3):
+        with torch.no_grad():
+            a3.data = a2
+        with torch.set_grad_enabled(grad_write):
+            a2.zero_()
+        return (a3 * a1.sum(),)
+
+    def make():
+        l1, l2, l3 = two(2, requires_grad=True), torch.randn((), requires_grad=True), \
+            torch.randn((), requires_grad=True)
+        return Inputs((l1.clone(), l2.clone(), l3.clone()), {}, (l1, l2, l3))
+    for cache in (None, str(tmp_path), str(tmp_path)):
+        r = check(f, aotcheck.aot_function(f, cache=cache), make)
+        assert r.ok, r.divergences

@@ -43,6 +43,14 @@ class _Alias(torch.autograd.Function):
         return g
 
 
+def _alias_argument(i: int, t):
+    """``_Alias.apply(t)``, which remembers ``t``: a ``.data =`` of the alias is one of the
+    traced input too (NOTE [subclass .data assignment])."""
+    a = _Alias.apply(t)
+    a._aotcheck_argument = t
+    return a
+
+
 def _rebuild_args(meta: str, descs: list, values: list, ts, requires: list | None = None,
                   nonleaf=None, member=None, inference: tuple = (), hidden: dict | None = None):
     """(args, kwargs, outer tensors, grad leaves) from plain inner tensors; with ``requires``
@@ -249,7 +257,7 @@ def forward_graph(owner, meta, descs, values, tensors, requires, inference: tupl
     member_of = {i: g for g, grp in enumerate(groups) for i in grp["members"]}
 
     def plain(*ts):
-        nonleaf = (lambda i, t: _Alias.apply(t)) if box["alias"] else None
+        nonleaf = _alias_argument if box["alias"] else None
         hidden = {} if box["views"] else None
         roots: dict = {}
 

@@ -153,6 +153,13 @@ class ImperativeWatch(TorchFunctionMode):
             self._reshaped_after_use[id(target)] = target
         out = func(*args, **kwargs)
         mode.tracer.create_proxy("call_function", assign_data, tuple(p.proxy for p in proxies), {})
+        # a non-leaf argument written in place is traced as an alias of its input (desugar's
+        # _Alias): the input takes the new data too, so that the argument moves
+        arg = getattr(target, "_aotcheck_argument", None)
+        arg_proxy = None if arg is None else get_proxy_slot(arg, mode.tracer, None)
+        if arg_proxy is not None:
+            mode.tracer.create_proxy("call_function", assign_data,
+                                     (arg_proxy.proxy, proxies[1].proxy), {})
         if id(target) in self._outer:
             self.data_assigned.add(self._position[id(target)])
         return out
