@@ -274,7 +274,9 @@ def forward_graph(owner, meta, descs, values, tensors, requires, inference: tupl
         with OuterCallLog(outer) as log, BaseFlags(outer, hidden or {}) as flags, \
                 ImperativeWatch(outer, requires, caller_flags) as imperative:
             res = owner.call_fn(*args, **kwargs)
-        box["retained"] = imperative.check(res)
+        retained, early = imperative.check(res), imperative.retained_before()
+        box["retained"] = [j for j in retained if j not in early]
+        box["retained_before"] = [j for j in retained if j in early]
         box["hooks"] = imperative.hooks()
         box["data_assigned"] = imperative.data_assigned
         box["data_held"] = imperative.held(res)

@@ -16,7 +16,9 @@ in engine/runtime/imperative.py); :class:`ImperativeWatch` watches the traces an
   ``.grad`` holds the function's own later uses of it too, which the outer backward does not hand
   out); on an intermediate that is not returned nothing can see it, and it runs. On a leaf
   it is a no-op, as in eager; on a non-leaf argument it is replayed on the caller's tensor
-  after the call (``retained_arguments``): the retain hook then sits on the argument's own
+  after the call (``retained_arguments``), or before it where a metadata call
+  (``transpose_``) and no write followed (``retained_before``: eager's hook stays on the
+  node the argument had, fuzz seed 1): the retain hook then sits on the argument's own
   node, which every gradient into the argument reaches, the function's included (the
   traces, forward and joint, skip it: autograd's retain hook on a traced argument written in
   place can trip torch's internal assert, fuzz seed 3);
@@ -42,7 +44,7 @@ from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from torch.utils.hooks import RemovableHandle
 from torch.utils import _pytree as pytree
 
-from ..engine.capture.recorder import call_name
+from ..engine.capture.recorder import METADATA_METHODS, call_name
 from .autograd import STALE, grad_fn_of, reaches
 from ..errors import UnsupportedInputError
 
@@ -65,6 +67,8 @@ class ImperativeWatch(TorchFunctionMode):
             self._position.setdefault(id(t), j)
         self._versions = {id(t): _version(t) for t in outer}
         self.retained: dict[int, torch.Tensor] = {}
+        # per argument retained: its version then, and the metadata calls on it since
+        self._retained_at: dict[int, list] = {}
         # per hook on an argument: (position, hook, its handle's dict, handle id, written before)
         self._hooks: list[tuple] = []
         self.data_assigned: set[int] = set()    # the positions of arguments given ``x.data =``
@@ -89,8 +93,12 @@ class ImperativeWatch(TorchFunctionMode):
             elif name == "retain_grad" and self._requires_grad(target):  # else it raises, as eager's
                 self.retained[id(target)] = target
                 if id(target) in self._outer:   # replayed on the caller's tensor, not traced
+                    if id(target) not in self._retained_at:
+                        self._retained_at[id(target)] = [_version(target), 0]
                     return None
         out = func(*args, **kwargs)
+        if target is not None and name in METADATA_METHODS and id(target) in self._retained_at:
+            self._retained_at[id(target)][1] += 1       # (each bumps the version by one)
         if self._grad_leaves and torch.is_grad_enabled():
             # a leaf argument used in grad mode: autograd made its gradient node
             used = [t for t in pytree.tree_leaves((args, kwargs)) if id(t) in self._grad_leaves]
@@ -114,6 +122,15 @@ class ImperativeWatch(TorchFunctionMode):
                 "path traces aten ops only and would lose it (NOTE [subclass imperative "
                 "autograd]). Call it with plain tensors, or move that call outside the function")
         return [self._position[i] for i in self.retained if i in self._outer]
+
+    def retained_before(self) -> set[int]:
+        """The positions of the arguments retained before a metadata call on them
+        (``transpose_``) and written after it by nothing else: eager's retain hook stays on
+        the node the argument had then, so the caller's tensor retains its grad before the
+        call (NOTE [subclass imperative autograd]); the others after it, where a write moves
+        the hook along with the argument."""
+        return {self._position[i] for i, (version, calls) in self._retained_at.items()
+                if calls and _version(self._outer[i]) == (None if version is None else version + calls)}
 
     def held(self, result) -> set[int]:
         """The positions of the leaf arguments given ``.data =`` of another shape after a use

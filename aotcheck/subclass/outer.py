@@ -48,6 +48,7 @@ def call(owner, state, memo: dict, args: tuple, kwargs: dict):
     compiled, box = cached(base_key + ("forward",), lambda: _forward(
         owner, meta, descs, values, tensors, traced, inference, outer, flags))
     argument_hooks(box["hooks"], outer, written=False)  # NOTE [subclass imperative autograd]
+    retained_arguments(box["retained_before"], outer)
     requires = flag_before_call(box["facts"], outer, requires)
     if not any(requires) and not needs_history(box):
         return _finish(box, _unflatten_outs(box, list(compiled(*tensors))), outer)
