@@ -921,3 +921,58 @@ def test_retain_grad_on_an_argument_view_written_by_a_custom_function_beside_a_s
         return Inputs((a0, a1, a1, l1.clone()), {}, (l0, l1))
     r = check(f, aotcheck.aot_function(f), make)
     assert r.ok, r.divergences
+
+
+# Programs from `aotcheck fuzz --engine aotcheck --examples 2000 --seed 1`'s key variations
+# (compiled under grad mode A, called under B) and beside them: each must give eager's result
+# when called under no_grad or inference_mode, cold, again from the in-memory artifact, and
+# from the persistent cache.
+def _grad_region_write_then_out(a0, a1):               # fuzz 16
+    with torch.no_grad():
+        with torch.enable_grad():
+            a0.mul_(0.5)
+    with torch.no_grad():
+        v0 = torch.sin(a0, out=torch.empty(0, dtype=a0.dtype))
+    return (a0, a0, v0, v0)
+
+
+def _grad_region_write_and_output(a0, a1):
+    with torch.enable_grad():
+        a1.mul_(a0)
+        y = a0 * 2
+    return (y, a1.sum())
+
+
+def _two_nonleaves():
+    from aotcheck.check.oracle import Inputs
+    torch.manual_seed(0)
+    l0, l1 = torch.randn(2, 3).requires_grad_(), torch.randn(2, 3).requires_grad_()
+    return Inputs((l0.clone(), l1.clone()), {}, (l0, l1))
+
+
+_GRAD_MODE_PROGRAMS = [
+    (_grad_region_write_then_out, _two_nonleaves),
+    (_grad_region_write_and_output, _two_nonleaves),
+]
+
+
+@pytest.mark.parametrize("mode", ["no_grad", "inference_mode"])
+@pytest.mark.parametrize("fn,make", _GRAD_MODE_PROGRAMS, ids=[f.__name__ for f, _ in _GRAD_MODE_PROGRAMS])
+def test_a_call_under_no_grad_or_inference_mode_matches_eager(fn, make, mode, tmp_path):
+    """NOTE [writes in an enable_grad region] (runtime/artifact.py), [views of inference
+    tensors] (capture/recorder.py), [ordinary outputs of an inference call] (capture/outputs.py),
+    and the aliased arguments' views made with grad on (capture/functional_run.py)."""
+    from aotcheck.check.oracle import check
+
+    def under(f):
+        def called(*args):
+            with torch.inference_mode() if mode == "inference_mode" else torch.no_grad():
+                return f(*args)
+        return called
+    compiled = aotcheck.aot_function(fn)
+    for _ in range(2):                  # cold, then the in-memory artifact
+        r = check(under(fn), under(compiled), make)
+        assert r.ok, r.divergences
+    for _ in range(2):                  # a cold store, then a fresh function that hits it
+        r = check(under(fn), under(aotcheck.aot_function(fn, cache=str(tmp_path))), make)
+        assert r.ok, r.divergences

@@ -29,6 +29,7 @@ artifact loaded from the cache may have no backward at all; it then asks its
 from __future__ import annotations
 
 import ast
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -75,6 +76,9 @@ class ArtifactParts:
     hook_fns: tuple = ()                    # per meta.hooks (NOTE [imperative autograd on
                                             # arguments and outputs]); an entry's come from a run
                                             # on fakes (capture.trace.argument_hooks)
+
+
+_NO_CONTEXT = contextlib.nullcontext()
 
 
 class CompiledArtifact:
@@ -263,13 +267,19 @@ class CompiledArtifact:
         # metadata calls (squeeze_, ...) change
         at_call = {p: geometry(primals[p]) for p in self._written_then_moved} \
             if meta.metadata_ops else {}
-        if meta.metadata_ops:
-            self._replay_metadata(primals, leaves, "placeholder")
-        if meta.mutations:
-            apply_mutations(meta, self._slot, primals, values, at_call,
-                            frozenset(m.placeholder for m in late))
-        if meta.metadata_ops:
-            self._replay_metadata(primals, leaves, "leaf")
+        # NOTE [writes in an enable_grad region]: grad mode is off at the call, but the
+        # function wrote an argument inside an enable_grad region, where eager's autograd
+        # recorded the write (the argument's grad_fn changes); each write and metadata call
+        # is replayed in the grad mode it ran in, so the replay turns grad on for the
+        # stretch, as the function did
+        with torch.enable_grad() if self._grad_region_only else _NO_CONTEXT:
+            if meta.metadata_ops:
+                self._replay_metadata(primals, leaves, "placeholder")
+            if meta.mutations:
+                apply_mutations(meta, self._slot, primals, values, at_call,
+                                frozenset(m.placeholder for m in late))
+            if meta.metadata_ops:
+                self._replay_metadata(primals, leaves, "leaf")
         if meta.member_metadata:
             restore_member_geometry(leaves, meta.member_metadata, storages_at_call,
                                      lambda c: values[self._slot[c]])
