@@ -927,6 +927,20 @@ def test_retain_grad_on_an_argument_view_written_by_a_custom_function_beside_a_s
 # (compiled under grad mode A, called under B) and beside them: each must give eager's result
 # when called under no_grad or inference_mode, cold, again from the in-memory artifact, and
 # from the persistent cache.
+def _grad_region_fill_of_an_aliased_view(a0, a1):       # fuzz 15: a1 views a0's storage
+    with torch.no_grad():
+        with torch.enable_grad():
+            a1.fill_(2.0)
+    return ()
+
+
+def _grad_region_write_then_aliases(a0, a1):            # fuzz 12
+    with torch.no_grad():
+        with torch.enable_grad():
+            a1.add_(-1.0)
+    return (a0.sin(), a1)
+
+
 def _grad_region_write_then_out(a0, a1):               # fuzz 16
     with torch.no_grad():
         with torch.enable_grad():
@@ -943,6 +957,14 @@ def _grad_region_write_and_output(a0, a1):
     return (y, a1.sum())
 
 
+def _aliased_rows():
+    from aotcheck.check.oracle import Inputs
+    torch.manual_seed(0)
+    l0 = torch.randn(2, 2, 1, 2).requires_grad_()
+    b0 = l0.clone()
+    return Inputs((b0[0], b0[1]), {}, (l0,))
+
+
 def _two_nonleaves():
     from aotcheck.check.oracle import Inputs
     torch.manual_seed(0)
@@ -951,6 +973,8 @@ def _two_nonleaves():
 
 
 _GRAD_MODE_PROGRAMS = [
+    (_grad_region_fill_of_an_aliased_view, _aliased_rows),
+    (_grad_region_write_then_aliases, _aliased_rows),
     (_grad_region_write_then_out, _two_nonleaves),
     (_grad_region_write_and_output, _two_nonleaves),
 ]

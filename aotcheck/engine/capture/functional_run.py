@@ -152,7 +152,13 @@ class FunctionalRun:
             elif src.kind == "placeholder":
                 st.user.append(st.works[src.index])
             else:
-                view = st.works[src.index].as_strided(src.shape, src.stride, src.offset)
+                # an aliased argument is a view its caller took before the call, with grad on:
+                # made here in the call's grad mode (no_grad, inference_mode), the view would
+                # carry that creation mode, and an in-place op on it inside an enable_grad
+                # region of the function would raise where eager runs it (NOTE [non-leaf
+                # copies under no_grad])
+                with torch.inference_mode(False), torch.enable_grad():
+                    view = st.works[src.index].as_strided(src.shape, src.stride, src.offset)
                 st.user.append(view.detach() if src.detached else view)
 
     def _snapshot(self, st: _RunState) -> None:
