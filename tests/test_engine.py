@@ -957,6 +957,20 @@ def _grad_region_write_and_output(a0, a1):
     return (y, a1.sum())
 
 
+def _retain_grad_on_a_view_of_a_parameter_made_inside(a0, a1):      # fuzz 13
+    p = torch.nn.Parameter(torch.randn((2,), dtype=torch.float64))
+    v = p.reshape((2,))
+    v.retain_grad()
+    return (p, a0 + 1)
+
+
+def _retain_grad_in_a_grad_region(a0, a1):
+    with torch.enable_grad():
+        y = a0 * 2
+        y.retain_grad()
+    return (y,)
+
+
 def _aliased_rows():
     from aotcheck.check.oracle import Inputs
     torch.manual_seed(0)
@@ -977,6 +991,8 @@ _GRAD_MODE_PROGRAMS = [
     (_grad_region_write_then_aliases, _aliased_rows),
     (_grad_region_write_then_out, _two_nonleaves),
     (_grad_region_write_and_output, _two_nonleaves),
+    (_retain_grad_on_a_view_of_a_parameter_made_inside, _two_nonleaves),
+    (_retain_grad_in_a_grad_region, _two_nonleaves),
 ]
 
 

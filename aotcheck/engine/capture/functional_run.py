@@ -203,6 +203,7 @@ class FunctionalRun:
         recorder = MetadataRecorder(watched)
         recorder.watch_tensors(works)
         recorder.data_lowered = lowers_data_assignment(self.fn)
+        recorder.inference_call = self.sig.inference_mode   # NOTE [views of inference tensors]
         views = st.all_views if self.argument_views else {}
         recorder.watch_argument_views(views, st.view_bases, works, st.own_at_call)
         # NOTE [resize_ of an argument] in recorder.py: eager's storage sizes, and how a

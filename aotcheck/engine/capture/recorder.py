@@ -171,6 +171,8 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
         # tensor that only remembers it was made in inference mode). The trace runs outside
         # inference mode, so its tensors do not say it themselves.
         self.made_in_call: set[int] = set()
+        self.inference_call = False     # the call is under inference_mode (NOTE [views of
+                                        # inference tensors])
         # NOTE [imperative autograd on arguments and outputs]: retain_grad() calls (watched
         # kind and index, or the tensor for any other), and hooks registered on arguments:
         # (watched kind and index, hook, its handle's dict, handle id, written before)
@@ -283,6 +285,8 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
             out = target
         else:
             out = func(*args, **kwargs)
+        if self.inference_call and torch._C._functorch.peek_interpreter_stack() is None:
+            out = _as_in_inference_mode(out, target, args, kwargs, self.made_in_call)
         if self.grad_wrappers and name != "__set__":
             self._note_grad_use(args, kwargs, out)
         if sets_flag:
@@ -541,6 +545,44 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
 def _wrapped(t: torch.Tensor) -> bool:
     """Is ``t`` a torch.func transform's wrapper (NOTE [functorch wrappers] in functional.py)?"""
     return torch._C._functorch.is_functorch_wrapped_tensor(t)
+
+
+def _as_in_inference_mode(out, target, args, kwargs, made: set):
+    """An op's results as eager's autograd gives them inside ``inference_mode``.
+
+    # NOTE [views of inference tensors]
+    The trace of a call under ``inference_mode`` runs under no_grad (trace_grad_mode), which
+    differs from inference mode in what requires grad. Inside inference mode autograd does
+    not run at all, not even in an ``enable_grad`` region: no op's result requires grad,
+    except a view of an ordinary tensor (an argument, or a view of one), which reads its
+    flag through its base. A view of a tensor made in the call, an inference tensor (NOTE
+    [inference tensors made in the call]), does not: ``p = nn.Parameter(...); v = p.view(2)``
+    gives ``v.requires_grad`` False, so ``v.retain_grad()`` raises; under no_grad the view
+    would require grad. So a result that requires grad is replaced by its detach() (an alias
+    to functionalization, as the view was), unless it is a view of an ordinary tensor or a
+    leaf (a view made under no_grad is a leaf too: it counts as a view). A leaf made inside
+    (``requires_grad=True``, a Parameter) keeps its flag, as in eager. While a torch.func
+    transform is active the caller skips this: its grad and jvp levels run autograd with
+    inference mode off (``_disable_inference_mode``)."""
+    inputs = pytree.tree_leaves((args, kwargs))
+
+    def one(t):
+        if not isinstance(t, torch.Tensor) or not t.requires_grad or _wrapped(t) \
+                or any(t is a for a in inputs):
+            return t
+        if t._is_view():        # (a view made under no_grad is a leaf that requires grad)
+            return t if target is not None and id(target) not in made else t.detach()
+        return t if t.is_leaf else t.detach()
+    if isinstance(out, torch.Tensor):
+        return one(out)
+    if not isinstance(out, (tuple, list)):
+        return out
+    new = [one(t) for t in out]
+    if all(a is b for a, b in zip(new, out)):
+        return out
+    return type(out)(new) if type(out) in (tuple, list) else type(out)(tuple(new))  # structseq
+
+
 def _patch_parameter_new():
     """Make ``nn.Parameter`` traceable (NOTE [parameters made inside]); returns the original
     ``__new__`` for the caller to restore."""
