@@ -971,6 +971,20 @@ def _retain_grad_in_a_grad_region(a0, a1):
     return (y,)
 
 
+def _views_of_a_parameters_vjp(a0, a1):                 # fuzz 14
+    with torch.no_grad():
+        p = torch.nn.Parameter(torch.randn((), dtype=torch.float32))
+    v1 = torch.func.vjp(torch.sin, p)[1](torch.ones_like(p))[0]
+    v2 = v1.as_strided((1, 1), (3, 1), 0)
+    v3 = v2.sigmoid()
+    return (v3, v2, v2)
+
+
+def _func_grad_and_vmap_outputs(a0, a1):
+    g = torch.func.grad(lambda t: (t.sin() * t).sum())(a0)
+    return (g[1:], g, torch.func.vmap(torch.cos)(a1), a0.view(-1))
+
+
 def _aliased_rows():
     from aotcheck.check.oracle import Inputs
     torch.manual_seed(0)
@@ -993,6 +1007,8 @@ _GRAD_MODE_PROGRAMS = [
     (_grad_region_write_and_output, _two_nonleaves),
     (_retain_grad_on_a_view_of_a_parameter_made_inside, _two_nonleaves),
     (_retain_grad_in_a_grad_region, _two_nonleaves),
+    (_views_of_a_parameters_vjp, _two_nonleaves),
+    (_func_grad_and_vmap_outputs, _two_nonleaves),
 ]
 
 

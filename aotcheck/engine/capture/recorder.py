@@ -173,6 +173,9 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
         self.made_in_call: set[int] = set()
         self.inference_call = False     # the call is under inference_mode (NOTE [views of
                                         # inference tensors])
+        # NOTE [ordinary outputs of an inference call] in outputs.py: tensors eager makes
+        # with inference mode off although the call is under it
+        self.ordinary: set[int] = set()
         # NOTE [imperative autograd on arguments and outputs]: retain_grad() calls (watched
         # kind and index, or the tensor for any other), and hooks registered on arguments:
         # (watched kind and index, hook, its handle's dict, handle id, written before)
@@ -334,6 +337,7 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
             if eager is not None:
                 self.geometry[id(out)] = eager        # eager's, not a drifted wrapper's
                 self._alive.append(out)
+        self._note_transform_results(out)
         for t in pytree.tree_leaves(out):
             if isinstance(t, torch.Tensor) and _wrapped(t):
                 continue                # a transform's own (NOTE [calls inside a torch.func transform])
@@ -345,7 +349,11 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
                 self.owners.setdefault(storage_ref(t), t)
             if isinstance(t, torch.Tensor) and not any(t is a for a in pytree.tree_leaves((args, kwargs))):
                 viewed = t._is_view() or name in ("detach", "alias")
-                if not viewed or (target is not None and id(target) in self.made_in_call):
+                if self.inference_call and (func is torch.autograd.grad or (
+                        viewed and target is not None and id(target) in self.ordinary)):
+                    self.ordinary.add(id(t))
+                    self._alive.append(t)
+                elif not viewed or (target is not None and id(target) in self.made_in_call):
                     self.made_in_call.add(id(t))
                     self._alive.append(t)
             if isinstance(t, torch.Tensor) and id(t) not in self.geometry and t.layout == torch.strided:
@@ -371,7 +379,26 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
             self.writes.append((storage_ref(bottom), geometry_of(bottom)))
             if bottom.requires_grad:
                 self.hazard_events.append(("data", storage_ref(bottom), False))
-        return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        self._note_transform_results(out)
+        return out
+
+    def _note_transform_results(self, out) -> None:
+        """NOTE [ordinary outputs of an inference call] in outputs.py: under an inference-mode
+        call, the tensor at the bottom of each wrapper an op makes inside a grad or jvp level
+        is an ordinary tensor in eager (functorch runs those levels with inference mode off);
+        the transform returns that very tensor once it unwraps it."""
+        if not self.inference_call:
+            return
+        from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
+        if not any(i.key() in _AUTODIFF_LEVELS for i in retrieve_all_functorch_interpreters()):
+            return
+        for t in pytree.tree_leaves(out):
+            if isinstance(t, torch.Tensor) and _wrapped(t):
+                bottom = unwrap_functorch(t)
+                self.ordinary.add(id(bottom))
+                self._alive.append(bottom)
+
     def _resize_outs(self, func, args: tuple, kwargs: dict) -> None:
         """NOTE [out= resizes]
         Eager's ``out=`` variants resize an out tensor whose shape is not the result's
@@ -540,6 +567,9 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
             elif st in changed:
                 return True
         return False
+
+
+_AUTODIFF_LEVELS = (torch._C._functorch.TransformType.Grad, torch._C._functorch.TransformType.Jvp)
 
 
 def _wrapped(t: torch.Tensor) -> bool:

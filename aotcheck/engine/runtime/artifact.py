@@ -42,8 +42,8 @@ from ..analyze import (ALIAS_OF_INPUT, ALIAS_OF_INTERMEDIATE, ALIAS_OF_OUTPUT, C
 from ..capture.functional import outside_saved_tensors_hooks
 from ..capture.plan import InputPlan, placeholder_tensors
 from ..capture.values import is_guarded
-from .regenerate import (addressing, alias, as_inference_tensors, detached_alias, restride,
-                         view_in_custom_function)
+from .regenerate import (addressing, alias, as_inference_tensors, as_ordinary_tensors,
+                         detached_alias, restride, view_in_custom_function)
 from .codegen import to_callable
 from .imperative import add_retained, imperative_autograd
 from .writeback import (apply_backward_mutations, apply_mutations, as_at_call, fits, geometry,
@@ -156,6 +156,7 @@ class CompiledArtifact:
             p for p in rg_on_placeholders if p is not None and plan.placeholders[p][0] == "leaf"
             and any(op.kind == "placeholder" and op.index == p for op in meta.metadata_ops))
         self._inference_outputs = [o.index for o in meta.outputs if o.inference]
+        self._ordinary_outputs = [o.index for o in meta.outputs if o.ordinary]
         self._inference_shared = frozenset(o.index for o in meta.outputs
                                            if o.inference and o.kind == ALIAS_OF_INPUT)
         self._written_then_moved = [m.placeholder for m in meta.mutations
@@ -181,7 +182,7 @@ class CompiledArtifact:
                 and not meta.retained and not meta.hooks \
                 and not meta.metadata_ops and not self._rg_on and not self._rg_off \
                 and not meta.new_leaves and not meta.member_metadata \
-                and not self._inference_outputs:
+                and not self._inference_outputs and not self._ordinary_outputs:
             self._fresh_slots = [self._slot[o.graph_output] for o in meta.outputs]
         self._unflatten = _fast_unflatten(out_spec)
         # NOTE [value specialization] (values.py): a guard that fails raises before the graph
@@ -436,6 +437,8 @@ class CompiledArtifact:
         self._share_with_detached_leaves(out)
         if self._inference_outputs:
             as_inference_tensors(out, self._inference_outputs, self._inference_shared)
+        if self._ordinary_outputs and torch.is_inference_mode_enabled():
+            as_ordinary_tensors(out, self._ordinary_outputs)
         return out
 
 
