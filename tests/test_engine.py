@@ -1032,3 +1032,40 @@ def test_a_call_under_no_grad_or_inference_mode_matches_eager(fn, make, mode, tm
     for _ in range(2):                  # a cold store, then a fresh function that hits it
         r = check(under(fn), under(aotcheck.aot_function(fn, cache=str(tmp_path))), make)
         assert r.ok, r.divergences
+
+
+def _custom_op_on_a_leaf_that_requires_grad(a0, a1):    # fuzz seed 1, requires_grad=True
+    torch.ops.aotcheck_fuzz.mul2_(a0)
+    a0.requires_grad_()
+    return (a0 * a1,)
+
+
+def _custom_op_on_a_nonleaf_and_a_view(a0, a1):
+    b = a1 * 3
+    torch.ops.aotcheck_fuzz.add_first_(a0, 1.5)
+    torch.ops.aotcheck_fuzz.mul2_(b[1:])
+    return (a0.sin(), b)
+
+
+def _a_leaf_and_a_nonleaf():
+    from aotcheck.check.oracle import Inputs
+    torch.manual_seed(0)
+    l0, l1 = torch.randn(3).requires_grad_(), torch.randn(3).requires_grad_()
+    return Inputs((l0, l1.clone()), {}, (l0, l1))
+
+
+@pytest.mark.parametrize("fn,make", [
+    (_custom_op_on_a_leaf_that_requires_grad, _a_leaf_and_a_nonleaf),
+    (_custom_op_on_a_nonleaf_and_a_view, _two_nonleaves),
+], ids=["leaf", "nonleaf_and_view"])
+def test_a_mutating_custom_op_that_returns_nothing_runs_where_autograd_is_on(fn, make, tmp_path):
+    """NOTE [mutating custom ops]: called with grad on and an argument that requires grad, a
+    custom_op that returns no tensor writes its arguments where autograd sees nothing (its
+    autograd.Function marks nothing dirty), as eager does; it was refused (TraceError from
+    functionalization's fallback)."""
+    import aotcheck.fuzz.library_ops  # noqa: F401
+    from aotcheck.check.oracle import check
+    for compiled in (aotcheck.aot_function(fn), aotcheck.aot_function(fn, cache=str(tmp_path)),
+                     aotcheck.aot_function(fn, cache=str(tmp_path))):
+        r = check(fn, compiled, make)
+        assert r.ok, r.divergences
