@@ -1069,3 +1069,41 @@ def test_a_mutating_custom_op_that_returns_nothing_runs_where_autograd_is_on(fn,
                      aotcheck.aot_function(fn, cache=str(tmp_path))):
         r = check(fn, compiled, make)
         assert r.ok, r.divergences
+
+
+def _sin_out_of_a_restrided_argument(a0, o):           # fuzz seed 1, strides=transposed
+    a0.unsqueeze_(2)
+    a0.add_(-1.0)
+    with torch.no_grad():
+        v0 = torch.sin(a0, out=torch.empty(0, dtype=a0.dtype))
+    return (v0, v0)
+
+
+def _add_out_into_an_argument(a0, o):
+    torch.add(a0, 1.0, out=o)
+    return (o * 2, a0.exp())
+
+
+def _transposed_and_out(out_shape):
+    def make():
+        from aotcheck.check.oracle import Inputs
+        torch.manual_seed(0)
+        l0 = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+        return Inputs((l0.clone().t(), torch.zeros(out_shape, dtype=torch.float64)), {}, (l0,))
+    return make
+
+
+@pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")
+@pytest.mark.parametrize("out_shape", [(0,), (2, 2), (3, 4)])
+@pytest.mark.parametrize("fn", [_sin_out_of_a_restrided_argument, _add_out_into_an_argument],
+                         ids=["made_inside", "argument"])
+def test_a_pointwise_out_tensor_that_is_resized_takes_eagers_strides(fn, out_shape, tmp_path):
+    """NOTE [out= strides] (capture/resize.py): eager's TensorIterator lays out an out tensor
+    it resizes as its inputs (strides (1, 3) for a transposed input); fake and meta tensors,
+    and so the trace, gave it contiguous strides."""
+    from aotcheck.check.oracle import check
+    make = _transposed_and_out(out_shape)
+    for compiled in (aotcheck.aot_function(fn), aotcheck.aot_function(fn, cache=str(tmp_path)),
+                     aotcheck.aot_function(fn, cache=str(tmp_path))):
+        r = check(fn, compiled, make)
+        assert r.ok, r.divergences

@@ -23,7 +23,8 @@ from .custom_ops import mutating_kernel
 from .functional import geometry_of, storage_ref, unwrap_functorch
 from .overlap import outer_dims, piecewise
 from .reshaped import ReshapeWatch, _mirrored_leaf
-from .resize import reaches_outside, resize_geometry, result_shapes
+from .resize import (contiguous_layout, reaches_outside, resize_geometry, restrides_out,
+                     result_shapes)
 
 
 # In-place ops that change a tensor's size, stride or offset (not its data).
@@ -419,12 +420,17 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
         if not outs or not all(isinstance(t, torch.Tensor) and t.layout == torch.strided
                                for t in outs):
             return
-        shapes = result_shapes(func, args, {k: v for k, v in kwargs.items() if k != "out"})
+        shapes = result_shapes(func, args, {k: v for k, v in kwargs.items() if k != "out"},
+                               self.geometry)
         if shapes is None or len(shapes) != len(outs):
             return
-        for t, shape in zip(outs, shapes):
-            if shape is not None and tuple(t.shape) != shape:
+        restride = restrides_out(func)          # NOTE [out= strides] in resize.py
+        for t, (shape, stride) in zip(outs, shapes):
+            if tuple(t.shape) != shape:
                 self.__torch_function__(torch.Tensor.resize_, (torch.Tensor,), (t, shape), {})
+                if restride and not contiguous_layout(shape, stride):
+                    self.__torch_function__(torch.Tensor.as_strided_, (torch.Tensor,),
+                                            (t, shape, stride), {})
 
     def watch_argument_views(self, views: dict[int, list[int]], bases: dict, works: list,
                              own: dict) -> None:
