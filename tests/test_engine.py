@@ -1074,6 +1074,20 @@ def _func_grad_and_vmap_outputs(a0, a1):
     return (g[1:], g, torch.func.vmap(torch.cos)(a1), a0.view(-1))
 
 
+def _flag_on_a_base_then_its_view_written_in_a_grad_region(a0, a1):
+    a0.requires_grad_()
+    with torch.enable_grad():
+        a1.mul_(2)
+    return (a1 * 1, a0)
+
+
+def _a_tensor_and_its_transpose():
+    from aotcheck.check.oracle import Inputs
+    torch.manual_seed(0)
+    a0 = torch.randn(2, 3)
+    return Inputs((a0, a0.t()), {}, ())
+
+
 def _aliased_rows():
     from aotcheck.check.oracle import Inputs
     torch.manual_seed(0)
@@ -1098,6 +1112,7 @@ _GRAD_MODE_PROGRAMS = [
     (_retain_grad_in_a_grad_region, _two_nonleaves),
     (_views_of_a_parameters_vjp, _two_nonleaves),
     (_func_grad_and_vmap_outputs, _two_nonleaves),
+    (_flag_on_a_base_then_its_view_written_in_a_grad_region, _a_tensor_and_its_transpose),
 ]
 
 

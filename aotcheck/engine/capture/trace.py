@@ -335,7 +335,8 @@ def _finish(way, gm, run, box: dict, geometry, call: tuple, mode: TraceMode) -> 
     if run.flips_viewed_base and not mode.argument_views:
         # NOTE [views of an argument given requires_grad_] in view_flags.py
         return way(*call, _with_argument_views(mode))
-    check_member_flags(gm.graph, captured.facts, run.plan)
+    if not sig.inference_mode:      # no gradient is computed inside inference mode
+        check_member_flags(gm.graph, captured.facts, run.plan)
     return captured
 
 
