@@ -1081,6 +1081,13 @@ def _flag_on_a_base_then_its_view_written_in_a_grad_region(a0, a1):
     return (a1 * 1, a0)
 
 
+def _view_made_in_the_call_written_in_a_grad_region(a0, a1):
+    v = a0.view(-1)
+    with torch.enable_grad():
+        v.mul_(2)
+    return (v, a0)
+
+
 def _a_tensor_and_its_transpose():
     from aotcheck.check.oracle import Inputs
     torch.manual_seed(0)
@@ -1113,6 +1120,7 @@ _GRAD_MODE_PROGRAMS = [
     (_views_of_a_parameters_vjp, _two_nonleaves),
     (_func_grad_and_vmap_outputs, _two_nonleaves),
     (_flag_on_a_base_then_its_view_written_in_a_grad_region, _a_tensor_and_its_transpose),
+    (_view_made_in_the_call_written_in_a_grad_region, _two_nonleaves),
 ]
 
 

@@ -294,10 +294,15 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
             # eager's resize_ to the sizes a tensor has changes nothing; functionalization
             # (of either way's trace) would make the tensor contiguous
             out = target
+        elif self.inference_call and torch._C._functorch.peek_interpreter_stack() is None:
+            # NOTE [views of inference tensors]: autograd does not run inside inference mode,
+            # not even in an enable_grad region (an in-place op there on a view made in the
+            # call raises under no_grad's rules, never under inference mode's)
+            with torch.no_grad():
+                out = func(*args, **kwargs)
+            out = _as_in_inference_mode(out, target, args, kwargs, self.made_in_call)
         else:
             out = func(*args, **kwargs)
-        if self.inference_call and torch._C._functorch.peek_interpreter_stack() is None:
-            out = _as_in_inference_mode(out, target, args, kwargs, self.made_in_call)
         if self.grad_wrappers and name != "__set__":
             self._note_grad_use(args, kwargs, out)
         if sets_flag:
