@@ -1088,6 +1088,14 @@ def _view_made_in_the_call_written_in_a_grad_region(a0, a1):
     return (v, a0)
 
 
+def _retained_output_of_a_grad_region_that_writes_an_argument(a0, a1):
+    with torch.enable_grad():
+        y = a0 * 2
+        y.retain_grad()
+        a1.add_(y)
+    return (y, a1)
+
+
 def _a_tensor_and_its_transpose():
     from aotcheck.check.oracle import Inputs
     torch.manual_seed(0)
@@ -1121,6 +1129,7 @@ _GRAD_MODE_PROGRAMS = [
     (_func_grad_and_vmap_outputs, _two_nonleaves),
     (_flag_on_a_base_then_its_view_written_in_a_grad_region, _a_tensor_and_its_transpose),
     (_view_made_in_the_call_written_in_a_grad_region, _two_nonleaves),
+    (_retained_output_of_a_grad_region_that_writes_an_argument, _two_nonleaves),
 ]
 
 

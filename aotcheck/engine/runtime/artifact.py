@@ -287,7 +287,10 @@ class CompiledArtifact:
                                      lambda c: values[self._slot[c]])
         out = self._outputs(leaves, values, grad_leaves)
         if meta.retained or self._hooks_after:
-            imperative_autograd(self, leaves, out, values, nodes_at_call)
+            # a retained output made in an enable_grad region of a call under no_grad is
+            # handed out on a node of its own (own_node) as under grad mode
+            with torch.enable_grad() if self._grad_region_only else _NO_CONTEXT:
+                imperative_autograd(self, leaves, out, values, nodes_at_call)
         return out
 
     def _replay_metadata(self, primals, leaves, which: str, early: frozenset | None = None):
