@@ -1228,3 +1228,38 @@ def test_a_pointwise_out_tensor_that_is_resized_takes_eagers_strides(fn, out_sha
                      aotcheck.aot_function(fn, cache=str(tmp_path))):
         r = check(fn, compiled, make)
         assert r.ok, r.divergences
+
+
+def _a_parameter_in_two_matmuls(a0, a1):                # fuzz seed 1, autocast=cpu:bfloat16
+    v1 = torch.matmul(a0, a0.mT)
+    v3 = a0.unbind(0)[1]
+    return (v1.unbind(1), torch.matmul(a0, v3), torch.nn.functional.linear(a1, a0.mT))
+
+
+def test_a_leaf_cast_by_autocast_twice_gets_eagers_gradient(tmp_path):
+    """NOTE [the autocast cache] (capture/autocast_cache.py): eager casts a leaf that requires
+    grad once per autocast region (while its cache is on), so its gradients add up in
+    bfloat16; the trace cast it once per op and added them in float32, a rounding apart.
+    A region with cache_enabled=False adds them in float32: another key (in memory and in
+    the persistent cache), whichever state comes first."""
+    from aotcheck.check.oracle import Inputs, check
+
+    def make():
+        torch.manual_seed(0)
+        p = torch.nn.Parameter(torch.randn(4, 3))
+        x = torch.randn(2, 4, requires_grad=True)
+        return Inputs((p, x), {}, (p, x))
+
+    def under(f, cache_enabled):
+        def called(*args):
+            with torch.autocast("cpu", dtype=torch.bfloat16, cache_enabled=cache_enabled):
+                return f(*args)
+        return called
+    fn = _a_parameter_in_two_matmuls
+    for order in ((True, False), (False, True)):
+        compiled = aotcheck.aot_function(fn)
+        stored = tmp_path / str(order[0])
+        for cache_enabled in order:
+            for c in (compiled, aotcheck.aot_function(fn, cache=str(stored))):
+                r = check(under(fn, cache_enabled), under(c, cache_enabled), make)
+                assert r.ok, (order, cache_enabled, r.divergences)

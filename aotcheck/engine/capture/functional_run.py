@@ -14,6 +14,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from ...errors import AotcheckError, UnsupportedInputError
+from .autocast_cache import AutocastCache
 from .autograd_facts import argument_retained, custom_function_digests, new_leaf_facts
 from .facts import Candidate, InputFacts, MemberFacts, MetadataOp, RawFacts, StorageSource
 from .functional import dense_layout, geometry_of, storage_ref, to_fun
@@ -86,6 +87,10 @@ class FunctionalRun:
         # trace (a capture that saw their base's flag set runs again so)
         self.argument_views = mode.argument_views
         self.flips_viewed_base = False
+        # NOTE [the autocast cache] (autocast_cache.py): whether the caller's autocast region
+        # caches casts, read before make_fx switches the cache off; None outside autocast
+        self.autocast_cache = torch.is_autocast_cache_enabled() \
+            if torch._C._is_any_autocast_enabled() else None
 
     def run(self, placeholders: list[torch.Tensor]):
         """Returns (candidates, facts, out_spec, placeholder wrappers). Call with functionalization on."""
@@ -204,6 +209,8 @@ class FunctionalRun:
         recorder.watch_tensors(works)
         recorder.data_lowered = lowers_data_assignment(self.fn)
         recorder.inference_call = self.sig.inference_mode   # NOTE [views of inference tensors]
+        if self.autocast_cache is not None:      # NOTE [the autocast cache]
+            recorder.autocast = AutocastCache(self.autocast_cache)
         views = st.all_views if self.argument_views else {}
         recorder.watch_argument_views(views, st.view_bases, works, st.own_at_call)
         # NOTE [resize_ of an argument] in recorder.py: eager's storage sizes, and how a

@@ -174,6 +174,7 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
         self.made_in_call: set[int] = set()
         self.inference_call = False     # the call is under inference_mode (NOTE [views of
                                         # inference tensors])
+        self.autocast = None            # an AutocastCache (NOTE [the autocast cache])
         # NOTE [ordinary outputs of an inference call] in outputs.py: tensors eager makes
         # with inference mode off although the call is under it
         self.ordinary: set[int] = set()
@@ -301,6 +302,9 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
             with torch.no_grad():
                 out = func(*args, **kwargs)
             out = _as_in_inference_mode(out, target, args, kwargs, self.made_in_call)
+        elif self.autocast is not None:         # NOTE [the autocast cache]
+            cast_args, cast_kwargs = self.autocast.apply(func, args, kwargs)
+            out = func(*cast_args, **cast_kwargs)
         else:
             out = func(*args, **kwargs)
         if self.grad_wrappers and name != "__set__":
