@@ -14,20 +14,19 @@ import torch
 from torch.utils import _pytree as pytree
 
 from ...errors import AotcheckError, UnsupportedInputError
-from .autocast_cache import AutocastCache
 from .autograd_facts import argument_retained, custom_function_digests, new_leaf_facts
 from .facts import Candidate, InputFacts, MemberFacts, MetadataOp, RawFacts, StorageSource
 from .functional import dense_layout, geometry_of, storage_ref, to_fun
 from .mode import TraceMode
 from .outputs import classify_outputs, holds
 from .plan import InputPlan, groups_needing_synthetic_base
-from .recorder import MetadataRecorder
+from .recorder import CallRules, MetadataRecorder
 from .reshaped import lowers_data_assignment
 from .resize import grow as _grow, replayed_geometry, resized_storage_bytes as _resized_storage_bytes
 from ..signature import Signature, unflatten_inputs, whole_storage
 from .swaps import (grad_written_after_swap, member_swap, old_storage_written,
                     recorded_by_autograd, storage_swap)
-from .view_flags import _as_argument_view, argument_views
+from .view_flags import _as_argument_view, argument_views, caller_view
 
 
 @dataclass
@@ -87,10 +86,7 @@ class FunctionalRun:
         # trace (a capture that saw their base's flag set runs again so)
         self.argument_views = mode.argument_views
         self.flips_viewed_base = False
-        # NOTE [the autocast cache] (autocast_cache.py): whether the caller's autocast region
-        # caches casts, read before make_fx switches the cache off; None outside autocast
-        self.autocast_cache = torch.is_autocast_cache_enabled() \
-            if torch._C._is_any_autocast_enabled() else None
+        self.rules = CallRules.at_call(sig)       # before make_fx runs (inference_call.py)
 
     def run(self, placeholders: list[torch.Tensor]):
         """Returns (candidates, facts, out_spec, placeholder wrappers). Call with functionalization on."""
@@ -157,13 +153,7 @@ class FunctionalRun:
             elif src.kind == "placeholder":
                 st.user.append(st.works[src.index])
             else:
-                # an aliased argument is a view its caller took before the call, with grad on:
-                # made here in the call's grad mode (no_grad, inference_mode), the view would
-                # carry that creation mode, and an in-place op on it inside an enable_grad
-                # region of the function would raise where eager runs it (NOTE [non-leaf
-                # copies under no_grad])
-                with torch.inference_mode(False), torch.enable_grad():
-                    view = st.works[src.index].as_strided(src.shape, src.stride, src.offset)
+                view = caller_view(st.works[src.index], src.shape, src.stride, src.offset)
                 st.user.append(view.detach() if src.detached else view)
 
     def _snapshot(self, st: _RunState) -> None:
@@ -205,12 +195,9 @@ class FunctionalRun:
         works, old_storage = st.works, st.old_storage
         watched = {id(works[p]): ("placeholder", p) for p in range(len(works))}
         watched.update({id(st.user[i]): ("leaf", i) for i in st.member_meta})
-        recorder = MetadataRecorder(watched)
+        recorder = MetadataRecorder(watched, self.rules)
         recorder.watch_tensors(works)
         recorder.data_lowered = lowers_data_assignment(self.fn)
-        recorder.inference_call = self.sig.inference_mode   # NOTE [views of inference tensors]
-        if self.autocast_cache is not None:      # NOTE [the autocast cache]
-            recorder.autocast = AutocastCache(self.autocast_cache)
         views = st.all_views if self.argument_views else {}
         recorder.watch_argument_views(views, st.view_bases, works, st.own_at_call)
         # NOTE [resize_ of an argument] in recorder.py: eager's storage sizes, and how a

@@ -21,6 +21,7 @@ from torch.utils import _pytree as pytree
 from ...errors import UnsupportedInputError
 from .custom_ops import mutating_kernel
 from .functional import geometry_of, storage_ref, unwrap_functorch
+from .inference_call import CallRules, call_in_inference_mode, transform_results
 from .overlap import outer_dims, piecewise
 from .reshaped import ReshapeWatch, _mirrored_leaf
 from .resize import (contiguous_layout, reaches_outside, resize_geometry, restrides_out,
@@ -124,7 +125,7 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
     user wrote them, so the runtime can replay exactly those calls (see NOTE [mutation
     replay] in runtime/artifact.py): eager's strides and grad_fns then come out as eager's."""
 
-    def __init__(self, watched: dict[int, tuple]):
+    def __init__(self, watched: dict[int, tuple], rules: CallRules = CallRules()):
         super().__init__()
         self.watched, self.log = watched, []
         self.events: list[tuple[str, object]] = []    # ("meta" | "data", storage), in order
@@ -172,9 +173,9 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
         # tensor that only remembers it was made in inference mode). The trace runs outside
         # inference mode, so its tensors do not say it themselves.
         self.made_in_call: set[int] = set()
-        self.inference_call = False     # the call is under inference_mode (NOTE [views of
-                                        # inference tensors])
-        self.autocast = None            # an AutocastCache (NOTE [the autocast cache])
+        self.inference_call = rules.inference   # the call is under inference_mode (NOTE
+                                                # [views of inference tensors])
+        self.autocast = rules.autocast()        # NOTE [the autocast cache], or None
         # NOTE [ordinary outputs of an inference call] in outputs.py: tensors eager makes
         # with inference mode off although the call is under it
         self.ordinary: set[int] = set()
@@ -296,12 +297,8 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
             # (of either way's trace) would make the tensor contiguous
             out = target
         elif self.inference_call and torch._C._functorch.peek_interpreter_stack() is None:
-            # NOTE [views of inference tensors]: autograd does not run inside inference mode,
-            # not even in an enable_grad region (an in-place op there on a view made in the
-            # call raises under no_grad's rules, never under inference mode's)
-            with torch.no_grad():
-                out = func(*args, **kwargs)
-            out = _as_in_inference_mode(out, target, args, kwargs, self.made_in_call)
+            # NOTE [views of inference tensors] in inference_call.py
+            out = call_in_inference_mode(func, args, kwargs, target, self.made_in_call)
         elif self.autocast is not None:         # NOTE [the autocast cache]
             cast_args, cast_kwargs = self.autocast.apply(func, args, kwargs)
             out = func(*cast_args, **cast_kwargs)
@@ -401,18 +398,9 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
         return out
 
     def _note_transform_results(self, out) -> None:
-        """NOTE [ordinary outputs of an inference call] in outputs.py: under an inference-mode
-        call, the tensor at the bottom of each wrapper an op makes inside a grad or jvp level
-        is an ordinary tensor in eager (functorch runs those levels with inference mode off);
-        the transform returns that very tensor once it unwraps it."""
-        if not self.inference_call:
-            return
-        from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
-        if not any(i.key() in _AUTODIFF_LEVELS for i in retrieve_all_functorch_interpreters()):
-            return
-        for t in pytree.tree_leaves(out):
-            if isinstance(t, torch.Tensor) and _wrapped(t):
-                bottom = unwrap_functorch(t)
+        """NOTE [ordinary outputs of an inference call] in outputs.py (``transform_results``)."""
+        if self.inference_call:
+            for bottom in transform_results(out):
                 self.ordinary.add(id(bottom))
                 self._alive.append(bottom)
 
@@ -591,48 +579,9 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
         return False
 
 
-_AUTODIFF_LEVELS = (torch._C._functorch.TransformType.Grad, torch._C._functorch.TransformType.Jvp)
-
-
 def _wrapped(t: torch.Tensor) -> bool:
     """Is ``t`` a torch.func transform's wrapper (NOTE [functorch wrappers] in functional.py)?"""
     return torch._C._functorch.is_functorch_wrapped_tensor(t)
-
-
-def _as_in_inference_mode(out, target, args, kwargs, made: set):
-    """An op's results as eager's autograd gives them inside ``inference_mode``.
-
-    # NOTE [views of inference tensors]
-    The trace of a call under ``inference_mode`` runs under no_grad (trace_grad_mode), which
-    differs from inference mode in what requires grad. Inside inference mode autograd does
-    not run at all, not even in an ``enable_grad`` region: no op's result requires grad,
-    except a view of an ordinary tensor (an argument, or a view of one), which reads its
-    flag through its base. A view of a tensor made in the call, an inference tensor (NOTE
-    [inference tensors made in the call]), does not: ``p = nn.Parameter(...); v = p.view(2)``
-    gives ``v.requires_grad`` False, so ``v.retain_grad()`` raises; under no_grad the view
-    would require grad. So a result that requires grad is replaced by its detach() (an alias
-    to functionalization, as the view was), unless it is a view of an ordinary tensor or a
-    leaf (a view made under no_grad is a leaf too: it counts as a view). A leaf made inside
-    (``requires_grad=True``, a Parameter) keeps its flag, as in eager. While a torch.func
-    transform is active the caller skips this: its grad and jvp levels run autograd with
-    inference mode off (``_disable_inference_mode``)."""
-    inputs = pytree.tree_leaves((args, kwargs))
-
-    def one(t):
-        if not isinstance(t, torch.Tensor) or not t.requires_grad or _wrapped(t) \
-                or any(t is a for a in inputs):
-            return t
-        if t._is_view():        # (a view made under no_grad is a leaf that requires grad)
-            return t if target is not None and id(target) not in made else t.detach()
-        return t if t.is_leaf else t.detach()
-    if isinstance(out, torch.Tensor):
-        return one(out)
-    if not isinstance(out, (tuple, list)):
-        return out
-    new = [one(t) for t in out]
-    if all(a is b for a, b in zip(new, out)):
-        return out
-    return type(out)(new) if type(out) in (tuple, list) else type(out)(tuple(new))  # structseq
 
 
 def _patch_parameter_new():
