@@ -20,13 +20,13 @@ from .functional import dense_layout, geometry_of, storage_ref, to_fun
 from .mode import TraceMode
 from .outputs import classify_outputs, holds
 from .plan import InputPlan, groups_needing_synthetic_base
-from .recorder import MetadataRecorder
+from .recorder import CallRules, MetadataRecorder
 from .reshaped import lowers_data_assignment
 from .resize import grow as _grow, replayed_geometry, resized_storage_bytes as _resized_storage_bytes
 from ..signature import Signature, unflatten_inputs, whole_storage
 from .swaps import (grad_written_after_swap, member_swap, old_storage_written,
                     recorded_by_autograd, storage_swap)
-from .view_flags import _as_argument_view, argument_views
+from .view_flags import _as_argument_view, argument_views, caller_view
 
 
 @dataclass
@@ -86,6 +86,7 @@ class FunctionalRun:
         # trace (a capture that saw their base's flag set runs again so)
         self.argument_views = mode.argument_views
         self.flips_viewed_base = False
+        self.rules = CallRules.at_call(sig)       # before make_fx runs (inference_call.py)
 
     def run(self, placeholders: list[torch.Tensor]):
         """Returns (candidates, facts, out_spec, placeholder wrappers). Call with functionalization on."""
@@ -152,7 +153,7 @@ class FunctionalRun:
             elif src.kind == "placeholder":
                 st.user.append(st.works[src.index])
             else:
-                view = st.works[src.index].as_strided(src.shape, src.stride, src.offset)
+                view = caller_view(st.works[src.index], src.shape, src.stride, src.offset)
                 st.user.append(view.detach() if src.detached else view)
 
     def _snapshot(self, st: _RunState) -> None:
@@ -194,7 +195,7 @@ class FunctionalRun:
         works, old_storage = st.works, st.old_storage
         watched = {id(works[p]): ("placeholder", p) for p in range(len(works))}
         watched.update({id(st.user[i]): ("leaf", i) for i in st.member_meta})
-        recorder = MetadataRecorder(watched)
+        recorder = MetadataRecorder(watched, self.rules)
         recorder.watch_tensors(works)
         recorder.data_lowered = lowers_data_assignment(self.fn)
         views = st.all_views if self.argument_views else {}
@@ -469,6 +470,7 @@ class FunctionalRun:
             eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids,
             plain=st.plain, new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)},
             clips_of=recorder.clips_of, old_bases=st.old_bases, made_in_call=recorder.made_in_call,
+            ordinary=recorder.ordinary,
             grown=self.tagger.grown_storages() if st.plain else frozenset())
         if st.swapped_views and any(c.requires_grad for c in candidates):
             # eager's set_() moved the view's version, so autograd regenerates its grad_fn as

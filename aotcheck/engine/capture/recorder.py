@@ -21,9 +21,11 @@ from torch.utils import _pytree as pytree
 from ...errors import UnsupportedInputError
 from .custom_ops import mutating_kernel
 from .functional import geometry_of, storage_ref, unwrap_functorch
+from .inference_call import CallRules, call_in_inference_mode, transform_results
 from .overlap import outer_dims, piecewise
 from .reshaped import ReshapeWatch, _mirrored_leaf
-from .resize import reaches_outside, resize_geometry, result_shapes
+from .resize import (contiguous_layout, reaches_outside, resize_geometry, restrides_out,
+                     result_shapes)
 
 
 # In-place ops that change a tensor's size, stride or offset (not its data).
@@ -123,7 +125,7 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
     user wrote them, so the runtime can replay exactly those calls (see NOTE [mutation
     replay] in runtime/artifact.py): eager's strides and grad_fns then come out as eager's."""
 
-    def __init__(self, watched: dict[int, tuple]):
+    def __init__(self, watched: dict[int, tuple], rules: CallRules = CallRules()):
         super().__init__()
         self.watched, self.log = watched, []
         self.events: list[tuple[str, object]] = []    # ("meta" | "data", storage), in order
@@ -171,6 +173,12 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
         # tensor that only remembers it was made in inference mode). The trace runs outside
         # inference mode, so its tensors do not say it themselves.
         self.made_in_call: set[int] = set()
+        self.inference_call = rules.inference   # the call is under inference_mode (NOTE
+                                                # [views of inference tensors])
+        self.autocast = rules.autocast()        # NOTE [the autocast cache], or None
+        # NOTE [ordinary outputs of an inference call] in outputs.py: tensors eager makes
+        # with inference mode off although the call is under it
+        self.ordinary: set[int] = set()
         # NOTE [imperative autograd on arguments and outputs]: retain_grad() calls (watched
         # kind and index, or the tensor for any other), and hooks registered on arguments:
         # (watched kind and index, hook, its handle's dict, handle id, written before)
@@ -288,6 +296,12 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
             # eager's resize_ to the sizes a tensor has changes nothing; functionalization
             # (of either way's trace) would make the tensor contiguous
             out = target
+        elif self.inference_call and torch._C._functorch.peek_interpreter_stack() is None:
+            # NOTE [views of inference tensors] in inference_call.py
+            out = call_in_inference_mode(func, args, kwargs, target, self.made_in_call)
+        elif self.autocast is not None:         # NOTE [the autocast cache]
+            cast_args, cast_kwargs = self.autocast.apply(func, args, kwargs)
+            out = func(*cast_args, **cast_kwargs)
         else:
             out = func(*args, **kwargs)
         if self.grad_wrappers and name != "__set__":
@@ -337,6 +351,7 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
             if eager is not None:
                 self.geometry[id(out)] = eager        # eager's, not a drifted wrapper's
                 self._alive.append(out)
+        self._note_transform_results(out)
         for t in pytree.tree_leaves(out):
             if isinstance(t, torch.Tensor) and _wrapped(t):
                 continue                # a transform's own (NOTE [calls inside a torch.func transform])
@@ -348,7 +363,11 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
                 self.owners.setdefault(storage_ref(t), t)
             if isinstance(t, torch.Tensor) and not any(t is a for a in pytree.tree_leaves((args, kwargs))):
                 viewed = t._is_view() or name in ("detach", "alias")
-                if not viewed or (target is not None and id(target) in self.made_in_call):
+                if self.inference_call and (func is torch.autograd.grad or (
+                        viewed and target is not None and id(target) in self.ordinary)):
+                    self.ordinary.add(id(t))
+                    self._alive.append(t)
+                elif not viewed or (target is not None and id(target) in self.made_in_call):
                     self.made_in_call.add(id(t))
                     self._alive.append(t)
             if isinstance(t, torch.Tensor) and id(t) not in self.geometry and t.layout == torch.strided:
@@ -374,7 +393,17 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
             self.writes.append((storage_ref(bottom), geometry_of(bottom)))
             if bottom.requires_grad:
                 self.hazard_events.append(("data", storage_ref(bottom), False))
-        return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        self._note_transform_results(out)
+        return out
+
+    def _note_transform_results(self, out) -> None:
+        """NOTE [ordinary outputs of an inference call] in outputs.py (``transform_results``)."""
+        if self.inference_call:
+            for bottom in transform_results(out):
+                self.ordinary.add(id(bottom))
+                self._alive.append(bottom)
+
     def _resize_outs(self, func, args: tuple, kwargs: dict) -> None:
         """NOTE [out= resizes]
         Eager's ``out=`` variants resize an out tensor whose shape is not the result's
@@ -395,12 +424,17 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
         if not outs or not all(isinstance(t, torch.Tensor) and t.layout == torch.strided
                                for t in outs):
             return
-        shapes = result_shapes(func, args, {k: v for k, v in kwargs.items() if k != "out"})
+        shapes = result_shapes(func, args, {k: v for k, v in kwargs.items() if k != "out"},
+                               self.geometry)
         if shapes is None or len(shapes) != len(outs):
             return
-        for t, shape in zip(outs, shapes):
-            if shape is not None and tuple(t.shape) != shape:
+        restride = restrides_out(func)          # NOTE [out= strides] in resize.py
+        for t, (shape, stride) in zip(outs, shapes):
+            if tuple(t.shape) != shape:
                 self.__torch_function__(torch.Tensor.resize_, (torch.Tensor,), (t, shape), {})
+                if restride and not contiguous_layout(shape, stride):
+                    self.__torch_function__(torch.Tensor.as_strided_, (torch.Tensor,),
+                                            (t, shape, stride), {})
 
     def watch_argument_views(self, views: dict[int, list[int]], bases: dict, works: list,
                              own: dict) -> None:
@@ -548,6 +582,8 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
 def _wrapped(t: torch.Tensor) -> bool:
     """Is ``t`` a torch.func transform's wrapper (NOTE [functorch wrappers] in functional.py)?"""
     return torch._C._functorch.is_functorch_wrapped_tensor(t)
+
+
 def _patch_parameter_new():
     """Make ``nn.Parameter`` traceable (NOTE [parameters made inside]); returns the original
     ``__new__`` for the caller to restore."""
