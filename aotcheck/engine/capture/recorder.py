@@ -20,7 +20,7 @@ from torch.utils import _pytree as pytree
 
 from ...errors import UnsupportedInputError
 from .custom_ops import mutating_kernel
-from .functional import geometry_of, storage_ref, unwrap_functorch
+from .functional import eager_out_strides, geometry_of, storage_ref, unwrap_functorch
 from .overlap import outer_dims, piecewise
 from .reshaped import ReshapeWatch, _mirrored_leaf
 from .resize import reaches_outside, resize_geometry, result_shapes
@@ -391,9 +391,18 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
         shapes = result_shapes(func, args, {k: v for k, v in kwargs.items() if k != "out"})
         if shapes is None or len(shapes) != len(outs):
             return
-        for t, shape in zip(outs, shapes):
-            if shape is not None and tuple(t.shape) != shape:
-                self.__torch_function__(torch.Tensor.resize_, (torch.Tensor,), (t, shape), {})
+        resized = [shape is not None and tuple(t.shape) != shape for t, shape in zip(outs, shapes)]
+        if not any(resized):
+            return
+        # a structured kernel restrides what it resized (NOTE [out= strides] in functional.py)
+        strides = eager_out_strides(func, args, kwargs, ("out",), shapes)
+        for k, (t, shape) in enumerate(zip(outs, shapes)):
+            if not resized[k]:
+                continue
+            self.__torch_function__(torch.Tensor.resize_, (torch.Tensor,), (t, shape), {})
+            if strides is not None and tuple(t.stride()) != strides[k] and math.prod(shape) > 1:
+                self.__torch_function__(torch.Tensor.as_strided_, (torch.Tensor,),
+                                        (t, shape, strides[k]), {})
 
     def watch_argument_views(self, views: dict[int, list[int]], bases: dict, works: list,
                              own: dict) -> None:
