@@ -986,6 +986,47 @@ def fuzz_transpose_then_set_onto_its_own_transpose():
     return f, seeded(lambda: Inputs((rand(4, 1, 4),)))
 
 
+@case("input_mutation", mode="inference", tags=("set_", "fuzz", "no_grad_call"))
+def fuzz_unsqueeze_then_set_back_onto_a_view_taken_before_then_doubled():
+    # found by aotcheck fuzz --seed 1 (repro s32/00): a.unsqueeze_(1) under no_grad, then
+    # set_() onto a.t() taken before it, which is a's geometry at the call again; the
+    # unsqueeze_ was replayed and the set_ not (a geometry its logged calls do not give is a
+    # swap onto its own storage, also when it is the geometry at the call)
+    class _MulTwoInPlace(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    def f(a):
+        v = a.t()
+        with torch.no_grad():
+            a.unsqueeze_(1)
+        a.set_(v)
+        _MulTwoInPlace.apply(a)
+        return ()
+    return f, seeded(lambda: Inputs((rand(4)[::2],)))
+
+
+@case("input_mutation", mode="inference", tags=("set_", "view"))
+def transpose_then_set_back_onto_a_view_taken_before_then_written_and_returned():
+    # a 2-d argument transposed in place and set back onto a view of its geometry at the
+    # call, then written in place and returned: eager's is the argument in its geometry at
+    # the call, written (the view taken first is another view of the same memory)
+    def f(a):
+        v = a[:]
+        a.t_()
+        a.set_(v)
+        a.add_(1)
+        return a, v * 2
+    return f, seeded(lambda: Inputs((rand(3, 2),)))
+
+
 @case("input_mutation", mode="inference", tags=("set_", "alias"))
 def set_a_row_onto_another_row_then_mutate():
     # found by the fuzzer (a0.zero_(); a1.set_(a0)): after set_, a1 is a second view of row 0,

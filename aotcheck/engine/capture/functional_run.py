@@ -262,15 +262,17 @@ class FunctionalRun:
         # set_ never reaches a TorchFunctionMode, so the recorder does not log it); what
         # shows it is a new geometry of an argument with no logged metadata call: replayed
         # as a swap onto its own storage
-        # (a plain run's geometry is eager's, so there a new geometry that its logged calls
-        # do not give is one too: ``a.transpose_(0, 2); a.set_(v)``)
+        # (a plain run's geometry is eager's, so there a geometry that its logged calls
+        # do not give is one too: ``a.transpose_(0, 2); a.set_(v)``, and ``v = a.t();
+        # a.unsqueeze_(1); a.set_(v)`` of a 1-d ``a``, back in its geometry at the call)
+        logged = any(op[:2] == ("placeholder", p) for op in recorder.log)
         swapped = swapped or (meta and plan.placeholders[p][0] == "leaf"
-                              and geometry_of(w) != st.start_geometry[p]
                               and not any(op[0] == "leaf" and op[2] != "requires_grad_"
                                           for op in recorder.log)
-                              and (not any(op[:2] == ("placeholder", p) for op in recorder.log)
-                                   or (plain and replayed_geometry(st.start_geometry[p],
-                                                                   recorder.log, p)
+                              and ((not logged and geometry_of(w) != st.start_geometry[p])
+                                   or (logged and plain
+                                       and replayed_geometry(st.start_geometry[p],
+                                                             recorder.log, p)
                                        not in (None, geometry_of(w)))))
         if p in recorder.grown and not plain:
             # NOTE [resize_ of an argument] in recorder.py: set_() onto its grown value is
