@@ -1351,6 +1351,56 @@ def data_assign_under_no_grad_call_keeps_an_earlier_view():
     return f, seeded(lambda: Inputs((rand(2, 2),)))
 
 
+# NOTE [.data assignment of a viewed tensor] in aotcheck/engine/capture/recorder.py: after
+# ``.data =`` of a tensor with views, a write, then a read of a view: functionalization
+# replays the view's ops on the new value (IndexError); the second way runs as eager.
+
+@case("input_mutation", mode="inference", tags=("data_assign", "view", "parameter", "fuzz"))
+def fuzz_parameter_given_data_of_its_diagonal_then_zeroed_and_a_view_read():
+    """Found by aotcheck fuzz --seed 1 (repro s32/01): a Parameter given .data of its own
+    diagonal (inside enable_grad within no_grad), zeroed under no_grad, then exp of a slice
+    of the diagonal taken before; nothing returned."""
+    def f(a):
+        v = a.diagonal(-2, 0, 1)
+        with torch.no_grad():
+            with torch.enable_grad():
+                a.data = v
+        v1 = v[1::3]
+        with torch.no_grad():
+            a.zero_()
+        v1.exp()
+        return ()
+    def make():
+        p = torch.nn.Parameter(rand(4, 3))
+        return Inputs((p,), leaves=(p,))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="inference", tags=("data_assign", "view"))
+def data_assign_onto_its_own_diagonal_then_written_and_a_slice_read():
+    """x.data = its own diagonal, x.zero_(), then a slice of the diagonal (a view of the old
+    x, over the same memory) read: zeros; x returned plus one."""
+    def f(x):
+        v = x.diagonal(-2, 0, 1)
+        x.data = v
+        v1 = v[1::3]
+        x.zero_()
+        return v1.exp(), x + 1
+    return f, seeded(lambda: Inputs((rand(4, 3),)))
+
+
+@case("input_mutation", mode="inference", tags=("data_assign", "view", "no_grad_call"))
+def data_assign_onto_its_first_column_then_doubled_with_a_row_taken_before():
+    """x.data = x[:, 0], x.mul_(2): the row x[1] taken before sees its first element
+    doubled (same memory); both returned, called under no_grad too."""
+    def f(x):
+        v = x[1]
+        x.data = x[:, 0]
+        x.mul_(2)
+        return v * 3, x
+    return f, seeded(lambda: Inputs((rand(4, 3),)))
+
+
 @case("input_mutation", mode="training", tags=("data_assign", "parameter"))
 def data_assign_of_a_parameter_same_shape_used_after():
     """A Parameter given .data of another tensor of its shape, then used: the output is

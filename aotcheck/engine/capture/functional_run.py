@@ -536,6 +536,12 @@ def _refuse_functionalization_error(e: Exception, recorder: MetadataRecorder) ->
             "afterwards; aotcheck's synthetic-base replay does not give eager's gradients "
             "for that combination, so it refuses it. Pass the arguments without aliasing "
             f"({type(e).__name__}: {str(e).splitlines()[0][:120]})") from None
+    if recorder.viewed_data_set_written():
+        raise UnsupportedInputError(
+            "the function assigns .data of a tensor that views were taken of, and then "
+            "writes that memory; functionalization cannot replay that view (a PyTorch "
+            "limit: it replays the view's ops on the tensor's new value) "
+            f"({type(e).__name__}: {str(e).splitlines()[0][:120]})") from None
     if recorder.log and "view" in str(e):
         raise UnsupportedInputError(
             "the function changes an argument's metadata in place (t_, transpose_, ...) "

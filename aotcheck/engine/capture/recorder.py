@@ -179,6 +179,9 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
         self.argument_hooks: list[tuple] = []
         # NOTE [.data assignment]: the placeholders given ``x.data = y``, in order
         self.data_sets: list[int] = []
+        # NOTE [.data assignment of a viewed tensor]: per such assignment, the events so far
+        # and the storages it touched
+        self.viewed_data_sets: list[tuple] = []
         # NOTE [set_ under no_grad onto another shape] in runtime/swap_grad.py: the wrappers
         # of leaf arguments that require grad (by id: placeholder and storage at the call),
         # those used under grad mode before a swap onto another shape, and those whose
@@ -261,6 +264,12 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
         if name == "__set__" and target is not None and getattr(func, "__self__", None) is _DATA_ATTR \
                 and self.watched.get(id(target), ("",))[0] == "placeholder":
             self.data_sets.append(self.watched[id(target)][1])
+        if name == "__set__" and target is not None and getattr(func, "__self__", None) is _DATA_ATTR \
+                and id(target) in self.has_views and len(args) > 1 \
+                and isinstance(args[1], torch.Tensor) and target.layout == torch.strided \
+                and args[1].layout == torch.strided:
+            self.viewed_data_sets.append((len(self.events),
+                                          {storage_ref(target), storage_ref(args[1])}))
         if name == "resize_storage_bytes_" and target is not None:
             self._record_resize(target, args[1] if len(args) > 1 else kwargs.get("new_size"))
         sets_flag = target is not None and (name == "requires_grad_" or (
@@ -520,6 +529,19 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
             known = self.geometry.get(id(t))
             if known is None or tuple(known[0]) != tuple(t.shape):
                 self.geometry[id(t)] = geometry_of(t)
+
+    def viewed_data_set_written(self) -> bool:
+        """NOTE [.data assignment of a viewed tensor]
+        ``v = a.diagonal(); a.data = v; a.zero_(); v[1:].exp()``: eager's views of ``a``
+        keep their own geometry over the memory; functionalization regenerates a view after
+        a write by replaying the ops that made it on its base's value, which ``.data =``
+        replaced by one of another shape (an IndexError, or a view of the wrong elements).
+        Was a tensor that views were taken of given ``.data =``, and the memory it had or
+        got then written? A functional run that fails after that takes the second way
+        (NOTE [plain trace, then functionalize] in storage_views.py), which runs as eager."""
+        return any(what == "data" and st in refs
+                   for start, refs in self.viewed_data_sets
+                   for what, st in self.events[start:])
 
     def view_replay_hazard(self) -> bool:
         """Is some storage's metadata changed in place where autograd tracks views of it, and
