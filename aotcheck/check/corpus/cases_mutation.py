@@ -1401,6 +1401,54 @@ def data_assign_onto_its_first_column_then_doubled_with_a_row_taken_before():
     return f, seeded(lambda: Inputs((rand(4, 3),)))
 
 
+# NOTE [.data assignment of an argument that requires grad] in aotcheck/engine/capture/swaps.py:
+# ``.data =`` is never recorded by autograd: the argument keeps its grad_fn and gets the
+# other tensor's memory, whatever requires grad.
+
+def _two_nonleaf(n0: int, n1: int):
+    def make():
+        l0, l1 = leaf(n0), leaf(n1)
+        return Inputs((l0.clone(), l1.clone()), leaves=(l0, l1))
+    return make
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "fuzz"))
+def fuzz_filled_nonleaf_argument_given_data_of_another():
+    """Found by aotcheck fuzz --seed 1 (repro s32/06): a1.fill_(0.5), then a1.data = a0,
+    both non-leaf scalars that require grad: a1 keeps FillBackward0 over a0's memory."""
+    def f(a0, a1):
+        a1.fill_(0.5)
+        a1.data = a0
+        return ()
+    def make():
+        l0, l1 = leaf(()), leaf(())
+        return Inputs((l0.clone(), l1.clone()), leaves=(l0, l1))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf"))
+def doubled_nonleaf_argument_given_data_of_a_slice_of_another_then_used():
+    """a1.mul_(2) under grad, then a1.data = a0[1:] (a0 requiring grad too), then a1 * 3 and
+    a0's sum returned: a1's gradient goes through its MulBackward0 to its leaf (6), though
+    its values are a0's; a0 gets 1 from the sum only."""
+    def f(a0, a1):
+        a1.mul_(2)
+        a1.data = a0[1:]
+        return a1 * 3, a0.sum()
+    return f, seeded(_two_nonleaf(4, 3))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf"))
+def nonleaf_argument_added_to_then_given_data_of_a_tensor_made_inside():
+    """a1.add_(a0), then a1.data = torch.ones(3): a1 keeps AddBackward0 (reaching both
+    leaves) over the new memory."""
+    def f(a0, a1):
+        a1.add_(a0)
+        a1.data = torch.ones(3)
+        return a1 * 2
+    return f, seeded(_two_nonleaf(3, 3))
+
+
 @case("input_mutation", mode="training", tags=("data_assign", "parameter"))
 def data_assign_of_a_parameter_same_shape_used_after():
     """A Parameter given .data of another tensor of its shape, then used: the output is

@@ -282,7 +282,8 @@ class FunctionalRun:
 
     def _swap(self, st: _RunState, p: int, w, data: bool):
         """Step 7b: placeholder ``p``'s storage was swapped (set_()): where it went, and what
-        the graph returns for it. Returns (data, storage_source, regrad, value, new_storage)."""
+        the graph returns for it. Returns (data, storage_source, regrad, value, new_storage,
+        data_only)."""
         plan, recorder, works = self.plan, st.recorder, st.works
         value, new_storage = w, None
         # the flags that give gradient edges: an argument view's own (NOTE [views of
@@ -294,10 +295,13 @@ class FunctionalRun:
         unrecorded = (st.anchors[p].grad_fn, flags[p]) == st.before[p] or (
             recorder.regraded(p, st.anchors[p]) and flags[p] == st.before[p][1])
         regrad = grad_written_after_swap(w, st.before[p])
+        # NOTE [.data assignment of an argument that requires grad] in swaps.py
+        data_only = recorder.data_sets.count(p) == 1 and p in recorder.data_set_alias and \
+            (st.anchors[p].grad_fn, w.requires_grad) == recorder.data_set_state[p]
         storage_source = storage_swap(plan, p, w, works, st.start_refs, st.start_geometry,
                                       recorder, st.before, flags,
                                       st.deferred if self._grouped(p) else None,
-                                      unrecorded, regrad)
+                                      unrecorded, regrad, data_only)
         regrad = regrad and storage_source != p
         if storage_source == p:
             # back on its own storage (x.set_(x.t()), or set_ away and back): the runtime
@@ -312,7 +316,7 @@ class FunctionalRun:
                     "that (its storage's other elements are not in the graph)")
             if data:
                 value = whole_storage(w)
-            return data, storage_source, regrad, value, new_storage
+            return data, storage_source, regrad, value, new_storage, data_only
         # the runtime swaps the storage, never copies into the new one; what the
         # function wrote to the old one before (``a.clamp_(); a.set_(b)``) is
         # written back into it first (NOTE [writes before a storage swap])
@@ -323,6 +327,10 @@ class FunctionalRun:
                 "onto another storage; aotcheck does not replay that combination")
         data = old_storage_written(old_storage.get(p), st.written if st.plain else None)
         value = old_storage[p][0] if data else None
+        if data and data_only and st.before[p][1]:
+            # written before its ``.data =``: the value carries the argument's autograd
+            # history there (NOTE [.data assignment of an argument that requires grad])
+            value = recorder.data_set_alias[p]
         # views of the memory it had (NOTE [writes before a storage swap]) are
         # rebuilt from the alias, whose eager geometry is the argument's at the call
         st.old_bases[st.start_refs[p]] = (old_storage[p][0], st.start_geometry[p])
@@ -337,7 +345,7 @@ class FunctionalRun:
                 # [set_ recorded by autograd] in swap_grad.py); no gradient
                 # reaches the storage's value through that node
                 new_storage = new_storage.detach()
-        return data, storage_source, regrad, value, new_storage
+        return data, storage_source, regrad, value, new_storage, data_only
 
     def _grouped(self, p: int) -> bool:
         """Whether placeholder ``p`` is an argument that shares storage with another."""
@@ -368,12 +376,12 @@ class FunctionalRun:
         runtime writes back from."""
         plan, recorder, candidates = self.plan, st.recorder, st.candidates
         data, meta, swapped = self._changes(st, p, w)
-        storage_source, regrad, value, new_storage = -1, False, w, None
+        storage_source, regrad, value, new_storage, data_only = -1, False, w, None, False
         if swapped and p in st.own_at_call:
             st.swapped_views.append(p)
         if swapped:
             meta = False
-            data, storage_source, regrad, value, new_storage = self._swap(st, p, w, data)
+            data, storage_source, regrad, value, new_storage, data_only = self._swap(st, p, w, data)
         storage_bytes = _resized_storage_bytes(st.nbytes[p], recorder.resizes.get(p), p)
         if storage_bytes == 0:
             data = False        # nothing to write into a storage resized to zero bytes
@@ -425,7 +433,8 @@ class FunctionalRun:
             grad_value_output=grad_value_output,
             final_dtype=str(w.dtype).replace("torch.", "")
             if swapped and w.dtype != st.placeholders[p].dtype else "",
-            old_grad_edge=swapped and p in recorder.old_edges)
+            old_grad_edge=swapped and p in recorder.old_edges,
+            data_only=swapped and data_only)
 
     def _refuse_after_inputs(self, st: _RunState, inputs: list) -> None:
         """Step 8: the refusals that wait for every input's facts."""

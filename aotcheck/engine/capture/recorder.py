@@ -177,8 +177,11 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
         self.retained: list[tuple] = []
         self.retained_tensors: dict[int, torch.Tensor] = {}
         self.argument_hooks: list[tuple] = []
-        # NOTE [.data assignment]: the placeholders given ``x.data = y``, in order
+        # NOTE [.data assignment]: the placeholders given ``x.data = y``, in order, and per
+        # placeholder its autograd state (grad_fn, requires_grad) at its last one
         self.data_sets: list[int] = []
+        self.data_set_state: dict[int, tuple] = {}
+        self.data_set_alias: dict[int, torch.Tensor] = {}   # a view of it before its first one
         # NOTE [.data assignment of a viewed tensor]: per such assignment, the events so far
         # and the storages it touched
         self.viewed_data_sets: list[tuple] = []
@@ -264,6 +267,14 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
         if name == "__set__" and target is not None and getattr(func, "__self__", None) is _DATA_ATTR \
                 and self.watched.get(id(target), ("",))[0] == "placeholder":
             self.data_sets.append(self.watched[id(target)][1])
+            anchor = target._base if target._base is not None else target
+            p = self.watched[id(target)][1]
+            self.data_set_state[p] = (anchor.grad_fn, target.requires_grad)
+            if p not in self.data_set_alias and target.layout == torch.strided:
+                # its memory and autograd history before the swap (NOTE [.data assignment of
+                # an argument that requires grad] in swaps.py): a view keeps the old storage
+                with torch.enable_grad():
+                    self.data_set_alias[p] = target.view_as(target)
         if name == "__set__" and target is not None and getattr(func, "__self__", None) is _DATA_ATTR \
                 and id(target) in self.has_views and len(args) > 1 \
                 and isinstance(args[1], torch.Tensor) and target.layout == torch.strided \

@@ -86,7 +86,8 @@ def swap_refusal(p: int | str, why: str) -> UnsupportedInputError:
 def storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, start_geometry,
                   recorder: MetadataRecorder, before: list, flags: list,
                   deferred: dict | None = None,
-                  unrecorded: bool = False, regrad: bool = False) -> int:
+                  unrecorded: bool = False, regrad: bool = False,
+                  data_only: bool = False) -> int:
         """Where placeholder ``p``'s storage went after ``set_()``: q >= 0 (placeholder q's
         storage at the call, p's own included), or -2 (a storage made inside the function).
         ``flags``: per placeholder, whether it requires grad with a gradient edge of its own
@@ -149,6 +150,16 @@ def storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, st
         # set_() under grad mode with the argument or its source requiring grad: autograd
         # records it (NOTE [set_ recorded by autograd])
         if recorded_by_autograd(w):
+            return source
+        # NOTE [.data assignment of an argument that requires grad]
+        # ``a1.fill_(0.5); a1.data = a0``, a1 and a0 requiring grad: ``.data =`` is never
+        # recorded by autograd, whatever requires grad; a1 keeps its autograd identity (its
+        # grad_fn FillBackward0, from the write before) and gets a0's memory. Where nothing
+        # autograd records happened to the argument after its last ``.data =``
+        # (``data_only``), the swap moves data only: the runtime writes back what came before
+        # it (under grad mode where autograd saw it) and replays the swap under no_grad,
+        # which keeps the caller's tensor's autograd identity as eager's does.
+        if data_only:
             return source
         # written with grad after a swap that autograd did not record (NOTE [grad writes
         # after a swap] in swap_grad.py), onto a storage whose tensor requires no grad

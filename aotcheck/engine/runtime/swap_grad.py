@@ -83,8 +83,11 @@ from ...errors import AotcheckError
 
 def recorded_swaps(swaps) -> list[int]:
     """The swapped placeholders whose set_() autograd recorded (their grad_mode: the
-    argument's grad_fn changed, which capture allows for a swap only when set_() made it)."""
-    return [m.placeholder for m in swaps if m.grad_mode and m.grad_value_output < 0]
+    argument's grad_fn changed, which capture allows for a swap only when set_() made it, or,
+    for a ``.data =`` that moved data only, when a write before it did: NOTE [.data
+    assignment of an argument that requires grad] in capture/swaps.py)."""
+    return [m.placeholder for m in swaps if m.grad_mode and m.grad_value_output < 0
+            and not m.data_only]
 
 
 def replay_recorded_swaps(primals: list, recorded: list[int]) -> None:
