@@ -1449,6 +1449,71 @@ def nonleaf_argument_added_to_then_given_data_of_a_tensor_made_inside():
     return f, seeded(_two_nonleaf(3, 3))
 
 
+# NOTE [set_ under no_grad onto another shape] in aotcheck/engine/runtime/swap_grad.py: a Parameter
+# given .data of another shape after a use under grad mode keeps its AccumulateGrad of the old
+# shape while that use holds it; with no use under grad mode after the assignment, only the
+# uses before reach it (a gradient of the old shape, broadcast into .grad or raising there).
+
+def _parameter(*shape):
+    def make():
+        p = torch.nn.Parameter(rand(*shape))
+        return Inputs((p,), leaves=(p,))
+    return make
+
+
+@case("input_mutation", mode="inference", tags=("data_assign", "parameter", "fuzz"))
+def fuzz_parameter_sliced_then_data_swapped_with_a_parameter_made_inside():
+    """Found by aotcheck fuzz --seed 1 (repro s32/05): a (4, 3) Parameter sliced under grad
+    mode, then its .data swapped with a (2, 2) Parameter made inside; nothing returned: the
+    argument ends (2, 2) with the new Parameter's values."""
+    def f(a):
+        v = torch.nn.Parameter(torch.randn((2, 2)))
+        a[:, :2]
+        a.data, v.data = v.data, a.data
+        return ()
+    return f, seeded(_parameter(4, 3))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "parameter"))
+def parameter_slice_doubled_returned_then_data_of_another_shape():
+    """v = p[:, :2] * 2 returned, then p.data = ones(2, 2): v's backward reaches p's
+    AccumulateGrad of the old (4, 3) shape, which accumulates a (4, 3) gradient into the
+    (2, 2) p: eager's backward raises there ('The size of tensor a (2) must match ...')."""
+    def f(p):
+        v = p[:, :2] * 2
+        p.data = torch.ones(2, 2)
+        return v
+    return f, seeded(_parameter(4, 3))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "parameter", "broadcast"))
+def parameter_used_then_given_data_of_a_shape_its_gradient_broadcasts_to():
+    """v = p * 2 for a (3,) Parameter, then under no_grad p.data = ones(2, 3): v's (3,)
+    gradient is broadcast into p's (2, 3) .grad, as eager's AccumulateGrad does."""
+    def f(p):
+        v = p * 2
+        with torch.no_grad():
+            p.data = torch.ones(2, 3)
+        return v, p.shape
+    return f, seeded(_parameter(3))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "parameter"))
+def two_parameters_swap_data_after_one_is_used():
+    """v = p.sum(0) (p (4, 3)), then p.data, q.data = q.data, p.data (q (3, 2), unused
+    before), then v * q: q's gradient has its new shape (4, 3); p's goes through v to its
+    AccumulateGrad of the old shape, (4, 3) again, while p is (3, 2): eager's backward
+    raises there."""
+    def f(p, q):
+        v = p.sum(0)
+        p.data, q.data = q.data, p.data
+        return v * q
+    def make():
+        p, q = torch.nn.Parameter(rand(4, 3)), torch.nn.Parameter(rand(3, 2))
+        return Inputs((p, q), leaves=(p, q))
+    return f, seeded(make)
+
+
 @case("input_mutation", mode="training", tags=("data_assign", "parameter"))
 def data_assign_of_a_parameter_same_shape_used_after():
     """A Parameter given .data of another tensor of its shape, then used: the output is

@@ -194,7 +194,9 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
         self.reshaped: set[int] = set()
         self.old_edges: dict = {}                       # placeholder -> its GradientEdge at the
                                                         # call, where used before the swap
-        self.reshaped_after_use: set[int] = set()       # ``.data =``, after a use: refused
+        self.data_reshaped: set[int] = set()            # ``.data =`` after a use under grad mode
+        self.reshaped_after_use: set[int] = set()       # ... and used again under grad mode
+                                                        # after it: refused
         self.reshaped_twice: set[int] = set()           # onto two other shapes: refused
         self.data_lowered = False       # Dynamo's graph of a ``.data =`` (lowers_data_assignment)
 

@@ -144,9 +144,11 @@ def storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, st
             # NOTE [set_ under no_grad onto another shape] in swap_grad.py
             raise UnsupportedInputError(
                 f"the function assigns .data of another shape to input placeholder {p}, which "
-                "requires grad, after using it under grad mode: eager's leaf then keeps its "
-                "gradient node of the old shape while a use holds it; aotcheck replays such "
-                "an assignment only before any use of the argument under grad mode")
+                "requires grad, between uses of it under grad mode: eager's leaf keeps its "
+                "gradient node of the old shape while an earlier use holds it, and a later use "
+                "gets that node (whose gradient is checked against the old shape) or a new one "
+                "as that use is alive or not, which a trace cannot see; aotcheck replays such "
+                "an assignment when the argument is not used under grad mode after it")
         # set_() under grad mode with the argument or its source requiring grad: autograd
         # records it (NOTE [set_ recorded by autograd])
         if recorded_by_autograd(w):
