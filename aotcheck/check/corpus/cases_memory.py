@@ -119,6 +119,21 @@ def out_arguments_resized_by_structured_and_other_kernels_on_a_transposed_input(
                                      torch.empty(0, dtype=torch.long))))
 
 
+@case("input_mutation", mode="inference", tags=("out", "out_resize", "noncontiguous"))
+def out_fresh_tensors_of_pointwise_ops_on_permuted_and_broadcast_arguments():
+    """clamp, where, exp of a permute and a broadcast add, each into torch.empty(0), on a
+    transposed (3, 4, 5) argument: each out tensor is laid out as TensorIterator lays out
+    the inputs; cumsum and sort (not pointwise) as their kernels leave them."""
+    def f(a):
+        return (torch.clamp(a, -0.5, 0.5, out=torch.empty(0)),
+                torch.where(a > 0, a, torch.zeros(()), out=torch.empty(0)),
+                torch.exp(a.permute(2, 0, 1), out=torch.empty(0)),
+                torch.add(a, a[:, :1, :], out=torch.empty(0)),
+                torch.cumsum(a, 0, out=torch.empty(0)),
+                torch.sort(a, 1, out=(torch.empty(0), torch.empty(0, dtype=torch.long)))[0])
+    return f, seeded(lambda: Inputs((rand(4, 3, 5).transpose(0, 1),)))
+
+
 @case("input_mutation", mode="training", tags=("out", "out_resize", "noncontiguous"))
 def out_fresh_tensor_of_exp_on_a_transposed_argument_then_used_with_grad():
     """exp into an empty tensor made inside, from a transposed argument, under grad mode (an
