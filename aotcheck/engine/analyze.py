@@ -132,7 +132,9 @@ class ViewMutationMeta:
     backward_error: str = ""
     trace_mode: TraceMode = TraceMode()     # which way capture traced it, and why
     # NOTE [imperative autograd on arguments and outputs] (runtime/artifact.py)
-    retained: tuple = ()       # ("argument", leaf) | ("output", k): retain_grad() on the caller's
+    retained: tuple = ()       # ("argument", leaf, placeholder) | ("argument_at_call", leaf) |
+                               # ("output", k): retain_grad() on the caller's (NOTE [where an
+                               # argument's retained gradient sits] in capture/autograd_facts.py)
     hooks: tuple = ()          # (argument leaf, written before) per hook registered on an argument
 
     def to_json(self) -> str:

@@ -121,9 +121,11 @@ def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
     return tuple(c for c in order if not (c in seen or seen.add(c)))
 
 
-def retained_outputs(meta: ViewMutationMeta, fw, diff) -> tuple[tuple[int, int], ...]:
-    """(output, position in ``diff``) per returned tensor that the function called
-    retain_grad() on and that gets a tangent.
+def retained_outputs(meta: ViewMutationMeta, fw, diff) -> tuple[tuple, ...]:
+    """((kind, index), position in ``diff`` or -1, placeholder or -1) per retained tensor
+    whose own part of the gradient the joint computes: a returned tensor that the function
+    called retain_grad() on and that gets a tangent, and a non-leaf argument retained at its
+    final node that the function changes in place.
 
     # NOTE [retained outputs]
     Eager's ``y.retain_grad(); z = y * 3; return z, y`` gives ``y.grad`` the whole gradient
@@ -134,15 +136,35 @@ def retained_outputs(meta: ViewMutationMeta, fw, diff) -> tuple[tuple[int, int],
     captured gradient is the total, and the joint returns the total less y's own tangent
     (after the input gradients, before the values the user's backward wrote). The runtime's
     backward adds it to the output's ``.grad``, where a live output reaches y (its reach is
-    kept after the inputs' in ``grad_reach``)."""
+    kept after the inputs' in ``grad_reach``).
+
+    An argument the function changes in place and retains at its final node (NOTE [where an
+    argument's retained gradient sits] in capture/autograd_facts.py) is the same: the
+    caller's tensor gets a new gradient node from the write-back or the replayed metadata
+    call, and its retain_grad() hook there sees the caller's part only; the target is the
+    argument as the function left it (the run's work for its placeholder), less the tangent
+    of its written-back value where that is a forward output. The runtime adds the part
+    only where the call gave the caller's tensor a new node (else its hook, on the node at
+    the call, gets the whole gradient through the compiled function's input)."""
     out = []
-    for kind, k in meta.retained:
-        o = meta.outputs[k] if kind == "output" else None
-        if o is None or o.kind != FRESH or o.graph_output < 0 or o.graph_output not in fw:
+    for kind, k, *placeholder in meta.retained:
+        if kind == "output":
+            o = meta.outputs[k]
+            if o.kind != FRESH or o.graph_output < 0 or o.graph_output not in fw:
+                continue
+            pos = fw.index(o.graph_output)
+            if pos in diff:
+                out.append(((kind, k), diff.index(pos), -1))
             continue
-        pos = fw.index(o.graph_output)
-        if pos in diff:
-            out.append((k, diff.index(pos)))
+        p = placeholder[0] if placeholder else -1
+        info = meta.inputs[k]
+        if kind != "argument" or p < 0 or info.is_leaf or not info.requires_grad or \
+                not (info.data_mutated or info.metadata_mutated):
+            continue
+        value = next((m.value_output for m in meta.mutations if m.placeholder == p and m.data
+                      and not m.storage_source.swapped), -1)
+        pos = fw.index(value) if value in fw else -1
+        out.append(((kind, k), diff.index(pos) if pos in diff else -1, p))
     return tuple(out)
 
 
@@ -202,7 +224,7 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     def body(*flat):
         prim, tangents = list(flat[:n]), flat[n:]
         outs, targets = _forward_again(run, prim, captured, fw, diff, grad_inputs, reach)
-        kept = _retained_targets(outs, diff, retained, reach)      # NOTE [retained outputs]
+        kept = _retained_targets(outs, diff, retained, reach, run.works)   # NOTE [retained outputs]
         # NOTE [forward values before the backward]: a custom Function's backward may write a
         # tensor the forward returned or wrote back (a saved intermediate, an argument kept on
         # ctx); the forward's values are read here, before it runs, as eager's caller sees
@@ -217,8 +239,7 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
         tangents = [to_fun(t) for t in tangents]
         try:
             with backward_phase():
-                grads = torch.autograd.grad(
-                    [outs[k] for k in diff], targets + kept, tangents, allow_unused=True)
+                grads = _gradients([outs[k] for k in diff], targets + kept, tangents)
         except RuntimeError as e:       # NotImplementedError included
             if _missing_derivative(e):
                 box["backward_error"] = _missing_derivative(e)
@@ -321,13 +342,22 @@ def _forward_again(run, prim: list, captured: Captured, fw, diff, grad_inputs, r
     return outs, targets
 
 
-def _retained_targets(outs: list, diff: tuple, retained: tuple, reach: list) -> list:
-    """The retained outputs as gradient targets, their reach after the inputs' (NOTE
-    [retained outputs])."""
-    kept = [outs[diff[pos]] for _, pos in retained]
+def _retained_targets(outs: list, diff: tuple, retained: tuple, reach: list, works: list) -> list:
+    """The retained tensors as gradient targets (None for an argument left without grad),
+    their reach after the inputs' (NOTE [retained outputs])."""
+    kept = [outs[diff[pos]] if p < 0 else works[p] for _, pos, p in retained]
+    kept = [t if isinstance(t, torch.Tensor) and t.requires_grad else None for t in kept]
     if kept:
-        reach.extend(_reach(outs, diff, kept))
+        found = iter(_reach(outs, diff, [t for t in kept if t is not None]))
+        reach.extend(next(found) if t is not None else () for t in kept)
     return kept
+
+
+def _gradients(outputs: list, inputs: list, tangents: list) -> list:
+    """``torch.autograd.grad`` where an input may be None (no gradient: None)."""
+    present = [t for t in inputs if t is not None]
+    got = iter(torch.autograd.grad(outputs, present, tangents, allow_unused=True))
+    return [next(got) if t is not None else None for t in inputs]
 
 
 def _no_reach_without_gradient(reach: list, grads: list) -> None:
@@ -342,8 +372,8 @@ def _retained_parts(grads, n: int, retained: tuple, tangents: list) -> tuple[lis
     """The input gradients, and per retained output the part of its gradient that the
     function's own uses of it give (its total less its own tangent)."""
     grads = list(grads)
-    own = [None if g is None else g - tangents[pos]
-           for g, (_, pos) in zip(grads[n:], retained)]
+    own = [None if g is None else g - tangents[pos] if pos >= 0 else g
+           for g, (_, pos, _) in zip(grads[n:], retained)]
     return grads[:n], own
 
 
@@ -374,14 +404,13 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
     def body(*flat):
         prim, tangents = list(flat[:n]), list(flat[n:])
         outs, targets = _forward_again(run, prim, captured, fw, diff, grad_inputs, reach)
-        kept = _retained_targets(outs, diff, retained, reach)      # NOTE [retained outputs]
+        kept = _retained_targets(outs, diff, retained, reach, run.works)   # NOTE [retained outputs]
         works = run.works
         before = [geometry_of(w) for w in works]
         written_from = len(run.tagger.writes)
         try:
             with backward_phase():
-                grads = torch.autograd.grad([outs[k] for k in diff], targets + kept, tangents,
-                                            allow_unused=True)
+                grads = _gradients([outs[k] for k in diff], targets + kept, tangents)
         except RuntimeError as e:       # NotImplementedError included
             if not _missing_derivative(e):
                 raise

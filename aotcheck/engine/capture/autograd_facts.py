@@ -1,8 +1,9 @@
 """autograd_facts: what a functional run leaves in autograd that the facts must carry.
 
 Read after the function ran: the tensors that became leaves requiring grad inside it
-(NOTE [new grad leaves]), and a digest of each custom ``autograd.Function`` backward the
-candidates reach (NOTE [custom Function backward in the key]).
+(NOTE [new grad leaves]), a digest of each custom ``autograd.Function`` backward the
+candidates reach (NOTE [custom Function backward in the key]), and where each argument's
+retain_grad() hook ends (NOTE [where an argument's retained gradient sits]).
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import types
 
 import torch
 
+from ...errors import UnsupportedInputError
 from .facts import NewLeaf
 from .functional import geometry_of, storage_ref
 from ..graph_walk import grad_nodes
@@ -101,3 +103,36 @@ def _function_digest(fn) -> str:
         h.update((repr(v) if isinstance(v, (bool, int, float, str, type(None))) else
                   type(v).__qualname__).encode())
     return h.hexdigest()[:16]
+
+def argument_retained(calls, before: int, i: int | None, placeholder: int) -> tuple | None:
+    """NOTE [where an argument's retained gradient sits]
+    Eager's retain_grad() puts a hook on the tensor's gradient node of the moment. An
+    in-place write (add_, copy_, set_, ``.data =``) moves it to the write's new node; a
+    metadata call (t_, unsqueeze_, as_strided_, ...) leaves it where it was, so ``x.grad``
+    is then the gradient of x as it was before the call (of its old shape). Per argument
+    retain_grad() (``calls``: the argument's in-place calls, "data" or "meta", ``before`` of
+    them made before it; ``placeholder``: the graph placeholder the argument is, or -1 for a
+    member of an alias group), where the hook ends:
+    - ("argument_at_call", i): on the argument's node at the call (no write before it and
+      a metadata call next): the runtime calls retain_grad() on the caller's tensor before
+      it replays anything, and autograd gives it the whole gradient, the function's and the
+      caller's later uses';
+    - ("argument", i, placeholder): on its final node (only writes, or nothing, after it):
+      made on the caller's tensor after the write-back (the caller's part); where the
+      function writes the placeholder under grad, the function's own uses of the new value
+      are its other part, traced into the joint (NOTE [retained outputs] in joint.py);
+    - between two of its in-place calls: not a value the compiled function keeps; refused."""
+    if i is None:
+        return None
+    after = list(calls[before:])
+    if not after or "meta" not in after:
+        return ("argument", i, placeholder)
+    if after[0] == "meta" and "data" not in calls[:before]:
+        return ("argument_at_call", i)
+    raise UnsupportedInputError(
+        f"the function calls retain_grad() on argument {i} and then both writes it in place "
+        "and changes its metadata (t_, unsqueeze_, as_strided_, ...): eager's retained "
+        "gradient is then that of a value between two of its in-place calls, which aotcheck "
+        "does not keep; supported: retain_grad() before only metadata calls, or before only "
+        "in-place writes (NOTE [where an argument's retained gradient sits])")
+

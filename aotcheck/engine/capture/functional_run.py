@@ -14,7 +14,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from ...errors import AotcheckError, UnsupportedInputError
-from .autograd_facts import custom_function_digests, new_leaf_facts
+from .autograd_facts import argument_retained, custom_function_digests, new_leaf_facts
 from .facts import Candidate, InputFacts, MemberFacts, MetadataOp, RawFacts, StorageSource
 from .functional import dense_layout, geometry_of, storage_ref, to_fun
 from .mode import TraceMode
@@ -513,10 +513,13 @@ class FunctionalRun:
             return next((i for i, src in enumerate(self.plan.sources)
                          if src.kind == "placeholder" and src.index == index), None)
         retained: list[tuple] = []
-        for kind, index in recorder.retained:
+        for kind, index, before in recorder.retained:
             i = argument(kind, index)
-            if i is not None and ("argument", i) not in retained:
-                retained.append(("argument", i))
+            fact = argument_retained(recorder.inplace_calls.get((kind, index), ()), before, i,
+                                     index if kind == "placeholder" else -1)
+            # a second retain_grad() of a tensor that retains its grad changes nothing
+            if fact is not None and all(r[1] != i for r in retained):
+                retained.append(fact)
         for k, o in enumerate(out_leaves):
             if isinstance(o, torch.Tensor) and id(o) in recorder.retained_tensors:
                 retained.append(("output", k))

@@ -174,7 +174,8 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
         # NOTE [imperative autograd on arguments and outputs]: retain_grad() calls (watched
         # kind and index, or the tensor for any other), and hooks registered on arguments:
         # (watched kind and index, hook, its handle's dict, handle id, written before)
-        self.retained: list[tuple] = []
+        self.retained: list[tuple] = []         # (kind, index, in-place calls on it before)
+        self.inplace_calls: dict[tuple, list[str]] = {}     # watched -> "data"/"meta", in order
         self.retained_tensors: dict[int, torch.Tensor] = {}
         self.argument_hooks: list[tuple] = []
         # NOTE [.data assignment]: the placeholders given ``x.data = y``, in order, and per
@@ -229,10 +230,16 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
             return self._inside_transform(func, name, target, args, kwargs)
         if name == "retain_grad" and target is not None:
             if id(target) in self.watched:
-                self.retained.append(self.watched[id(target)])
+                key = self.watched[id(target)]
+                self.retained.append((*key, len(self.inplace_calls.get(key, ()))))
             else:
                 self.retained_tensors[id(target)] = target
                 self._alive.append(target)
+        if target is not None and id(target) in self.watched and (
+                name in METADATA_METHODS or _mutating(name)):
+            # NOTE [where an argument's retained gradient sits] in functional_run.py
+            self.inplace_calls.setdefault(self.watched[id(target)], []).append(
+                "meta" if name in METADATA_METHODS else "data")
         if name == "register_hook" and target is not None and id(target) in self.watched \
                 and target.requires_grad and len(args) == 2 and not kwargs:
             return self._argument_hook(target, args[1])

@@ -44,7 +44,7 @@ from ..capture.values import is_guarded
 from .regenerate import (addressing, alias, as_inference_tensors, detached_alias, restride,
                          view_in_custom_function)
 from .codegen import to_callable
-from .imperative import add_retained, imperative_autograd
+from .imperative import add_retained, imperative_autograd, retain_at_call
 from .writeback import (apply_backward_mutations, apply_mutations, as_at_call, fits, geometry,
                         replay_reshaping_swaps, reshaped_leaves, restore_member_geometry)
 from .swap_grad import old_grad_edges
@@ -263,6 +263,7 @@ class CompiledArtifact:
         # metadata calls (squeeze_, ...) change
         at_call = {p: geometry(primals[p]) for p in self._written_then_moved} \
             if meta.metadata_ops else {}
+        nodes_at_call = retain_at_call(self, leaves) if meta.retained else {}
         if meta.metadata_ops:
             self._replay_metadata(primals, leaves, "placeholder")
         if meta.mutations:
@@ -275,7 +276,7 @@ class CompiledArtifact:
                                      lambda c: values[self._slot[c]])
         out = self._outputs(leaves, values, grad_leaves)
         if meta.retained or self._hooks_after:
-            imperative_autograd(self, leaves, out)
+            imperative_autograd(self, leaves, out, values, nodes_at_call)
         return out
 
     def _replay_metadata(self, primals, leaves, which: str, early: frozenset | None = None):

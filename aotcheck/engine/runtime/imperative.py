@@ -15,7 +15,7 @@ import torch
 
 from ..analyze import ALIAS_OF_OUTPUT, SAME_AS_OUTPUT
 
-def imperative_autograd(art, leaves: list, out: list) -> None:
+def imperative_autograd(art, leaves: list, out: list, values: list, at_call: dict) -> None:
     """NOTE [imperative autograd on arguments and outputs]
     ``retain_grad()`` and ``register_hook`` act on a tensor's autograd identity, which
     the trace's tensors do not share with the caller's: capture records them (recorder.py)
@@ -24,24 +24,49 @@ def imperative_autograd(art, leaves: list, out: list) -> None:
     never traced into the joint (it would apply twice); before the call when the function
     registered it before writing the argument in place (it then belongs to the gradient of
     the argument as it was, as eager's), after the write-back otherwise. retain_grad() on an
-    argument is made on the caller's tensor and on a returned tensor on the output the
-    caller gets, after the call (retains_grad follows in-place writes in eager too).
+    argument is made on the caller's tensor, where eager's hook ends (NOTE [where an
+    argument's retained gradient sits] in capture/autograd_facts.py: before the replays
+    when a metadata call follows it, else after the write-back, with the function's own part
+    of the gradient added by the backward), and on a returned tensor on the output the
+    caller gets, after the call.
     Hooks are Python callables: a cache entry records where they go (meta.hooks), and a
     hit collects them from a run of the function on fake arguments, as eager runs it
     (capture.trace.argument_hooks)."""
     for i, fn in art._hooks_after:
         leaves[i].register_hook(fn)
-    own = {k: j for j, (k, _) in enumerate(art.retained_diff)}   # NOTE [retained outputs]
-    for kind, index in art.meta.retained:
+    own = {k: j for j, (k, *_) in enumerate(art.retained_diff)}  # NOTE [retained outputs]
+    compiled = next((v.grad_fn for v in values if isinstance(v, torch.Tensor)
+                     and hasattr(v.grad_fn, "retained_refs")), None) if own else None
+    for kind, index, *_ in art.meta.retained:
+        if kind == "argument_at_call":
+            continue                # made before the replays (retain_at_call)
         t = leaves[index] if kind == "argument" else out[index]
         if not isinstance(t, torch.Tensor) or not t.requires_grad:
             continue
-        node = t.grad_fn if kind == "output" else None
+        node = t.grad_fn if kind == "output" else compiled
         if node is not None and hasattr(node, "retained_refs"):
-            t = own_node(art, out, index, t)
-            if index in own:
-                node.retained_refs[own[index]] = weakref.ref(t)
+            if kind == "output":
+                t = own_node(art, out, index, t)
+            # an argument's own part: only where the call gave it a new node (NOTE
+            # [retained outputs]); on its node at the call, its hook gets the whole gradient
+            if (kind, index) in own and (kind == "output" or t.grad_fn is not at_call.get(index)):
+                node.retained_refs[own[kind, index]] = weakref.ref(t)
         t.retain_grad()
+
+
+def retain_at_call(art, leaves: list) -> dict:
+    """retain_grad() on the arguments whose hook stays on their node at the call (NOTE
+    [where an argument's retained gradient sits] in capture/autograd_facts.py), before the
+    runtime replays their metadata calls: autograd leaves it there, as eager's. Returns the
+    retained arguments' gradient nodes at the call."""
+    at_call = {}
+    for kind, index, *_ in art.meta.retained:
+        t = leaves[index] if kind != "output" else None
+        if isinstance(t, torch.Tensor):
+            at_call[index] = t.grad_fn
+            if kind == "argument_at_call" and t.requires_grad:
+                t.retain_grad()
+    return at_call
 
 def own_node(art, out: list, k: int, t: torch.Tensor) -> torch.Tensor:
     """A retained output of the compiled function, on an autograd node of its own.
