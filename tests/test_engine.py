@@ -1010,3 +1010,29 @@ def test_argument_retained_between_a_write_and_a_metadata_call_is_refused():
     from aotcheck.errors import UnsupportedInputError
     with pytest.raises(UnsupportedInputError, match="retained gradient sits"):
         aotcheck.aot_function(_retain_write_then_transpose)(*_nonleaf_argument(False).args)
+
+
+def _use_then_data_of_another_shape(p):
+    v = p[:, :2]
+    p.data = torch.zeros(2, 2)
+    return p.sum(), v
+
+
+def _swap_with_a_parameter_made_inside_then_use_it(p):
+    v = torch.nn.Parameter(torch.randn(2, 2))
+    p[:, :2]
+    p.data, v.data = v.data, p.data
+    return v.mean(0, keepdim=True)
+
+
+@pytest.mark.parametrize("fn", [_use_then_data_of_another_shape,
+                                _swap_with_a_parameter_made_inside_then_use_it])
+def test_data_of_another_shape_between_grad_uses_is_a_named_refusal(fn):
+    # NOTE [set_ under no_grad onto another shape] (runtime/swap_grad.py): with no use under
+    # grad mode after the assignment it is replayed (corpus: input_mutation.fuzz_parameter_
+    # sliced_then_data_swapped_with_a_parameter_made_inside); a use after it (of the argument,
+    # or of a leaf made inside that took the argument's memory) is refused by name, never a
+    # wrong gradient or another shape's error at .backward()
+    p = torch.nn.Parameter(torch.randn(4, 3))
+    with pytest.raises(aotcheck.UnsupportedInputError, match="assigns .data of another shape"):
+        aotcheck.aot_function(fn)(p)

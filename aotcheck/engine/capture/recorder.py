@@ -196,6 +196,8 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
         self.old_edges: dict = {}                       # placeholder -> its GradientEdge at the
                                                         # call, where used before the swap
         self.data_reshaped: set[int] = set()            # ``.data =`` after a use under grad mode
+        self.new_leaf_uses: set = set()                 # storages of new grad leaves used
+                                                        # under grad mode (reshaped.py)
         self.reshaped_after_use: set[int] = set()       # ... and used again under grad mode
                                                         # after it: refused
         self.reshaped_twice: set[int] = set()           # onto two other shapes: refused
@@ -314,6 +316,7 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
             out = func(*args, **kwargs)
         if self.grad_wrappers and name != "__set__":
             self._note_grad_use(args, kwargs, out)
+            self._note_new_leaf_use(args, kwargs, out)
         if sets_flag:
             if self.watched.get(id(target), ("",))[0] == "placeholder":
                 self.flags_set.add(self.watched[id(target)][1])

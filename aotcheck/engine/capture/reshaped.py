@@ -61,6 +61,16 @@ class ReshapeWatch:
         # gets depends on whether an earlier use still holds the old one (swaps.py refuses)
         self.reshaped_after_use.update(i for i in used if i in self.data_reshaped)
 
+    def _note_new_leaf_use(self, args, kwargs, out) -> None:
+        """A call that autograd recorded on a grad leaf made inside: the storage it was on."""
+        if not self.new_leaves or not any(isinstance(o, torch.Tensor) and o.grad_fn is not None
+                                          for o in pytree.tree_leaves(out)):
+            return
+        leaves = {id(t) for t in self.new_leaves if isinstance(t, torch.Tensor)}
+        self.new_leaf_uses.update(storage_ref(t) for t in pytree.tree_leaves((args, kwargs))
+                                  if isinstance(t, torch.Tensor) and id(t) in leaves
+                                  and t.layout == torch.strided)
+
     def regrad_reshaped(self, args) -> None:
         """Before a call that reads the wrapper of a leaf argument (and once more on all of
         them when the function returns): if set_() (or ``.data =``) under no_grad moved it
