@@ -1036,3 +1036,26 @@ def test_data_of_another_shape_between_grad_uses_is_a_named_refusal(fn):
     p = torch.nn.Parameter(torch.randn(4, 3))
     with pytest.raises(aotcheck.UnsupportedInputError, match="assigns .data of another shape"):
         aotcheck.aot_function(fn)(p)
+
+
+def test_leaf_made_inside_and_a_view_written_in_inference_mode_trace_as_eager():
+    # the recorder reads an output's grad_fn only for a call under grad mode that uses a grad
+    # leaf made inside: reading it after a write in inference mode regenerates a view's
+    # grad_fn, and autograd asserts ("new_fn INTERNAL ASSERT") where eager runs
+    from aotcheck.check.oracle import Inputs, check
+
+    def f(a):
+        v = torch.nn.Parameter(torch.randn(2, 2))
+        w = a[:, :2]
+        with torch.no_grad():
+            with torch.enable_grad():
+                m = v.mean(0, keepdim=True)
+        with torch.inference_mode():
+            w.copy_(m)
+        return ()
+
+    def make():
+        p = torch.nn.Parameter(torch.randn(4, 3))
+        return Inputs((p,), leaves=(p,))
+    report = check(f, aotcheck.aot_function(f), make)
+    assert report.ok, report.divergences

@@ -62,14 +62,18 @@ class ReshapeWatch:
         self.reshaped_after_use.update(i for i in used if i in self.data_reshaped)
 
     def _note_new_leaf_use(self, args, kwargs, out) -> None:
-        """A call that autograd recorded on a grad leaf made inside: the storage it was on."""
-        if not self.new_leaves or not any(isinstance(o, torch.Tensor) and o.grad_fn is not None
-                                          for o in pytree.tree_leaves(out)):
+        """A call that autograd recorded on a grad leaf made inside: the storage it was on.
+        (Outputs' grad_fn is read only for such a call under grad mode: reading it regenerates
+        a view's, which may assert after a write in inference mode.)"""
+        if not self.new_leaves or not torch.is_grad_enabled() or \
+                torch.is_inference_mode_enabled():
             return
         leaves = {id(t) for t in self.new_leaves if isinstance(t, torch.Tensor)}
-        self.new_leaf_uses.update(storage_ref(t) for t in pytree.tree_leaves((args, kwargs))
-                                  if isinstance(t, torch.Tensor) and id(t) in leaves
-                                  and t.layout == torch.strided)
+        used = [t for t in pytree.tree_leaves((args, kwargs))
+                if isinstance(t, torch.Tensor) and id(t) in leaves and t.layout == torch.strided]
+        if used and any(isinstance(o, torch.Tensor) and o.grad_fn is not None
+                        for o in pytree.tree_leaves(out)):
+            self.new_leaf_uses.update(storage_ref(t) for t in used)
 
     def regrad_reshaped(self, args) -> None:
         """Before a call that reads the wrapper of a leaf argument (and once more on all of
