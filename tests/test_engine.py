@@ -1059,3 +1059,21 @@ def test_leaf_made_inside_and_a_view_written_in_inference_mode_trace_as_eager():
         return Inputs((p,), leaves=(p,))
     report = check(f, aotcheck.aot_function(f), make)
     assert report.ok, report.divergences
+
+
+def test_parameter_at_an_offset_given_data_of_its_diagonal_then_written_is_a_named_refusal():
+    # found by the key-variation pass (storage_offset[input 0]=1) on the fuzz program of
+    # input_mutation.fuzz_parameter_given_data_of_its_diagonal_then_zeroed_and_a_view_read:
+    # the plain way does not copy an argument that requires grad, so its storage's other
+    # elements are not in the graph; the runtime's read of the whole storage went past the
+    # compact value (a RuntimeError from inside torch)
+    def f(a):
+        v = a.diagonal(-2, 0, 1)
+        a.data = v
+        v[1::3]
+        with torch.no_grad():
+            a.zero_()
+        return ()
+    p = torch.nn.Parameter(torch.randn(13)[1:].view(4, 3))
+    with pytest.raises(aotcheck.UnsupportedInputError, match="does not fill"):
+        aotcheck.aot_function(f)(p)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import math
+
 import torch
 from torch.utils import _pytree as pytree
 
@@ -307,9 +309,14 @@ class FunctionalRun:
             # back on its own storage (x.set_(x.t()), or set_ away and back): the runtime
             # sets the final geometry, then writes the whole storage, which writes
             # through the old geometry reached too (NOTE [storage swaps])
-            if data and not st.plain and not _fills_storage(st.placeholders[p]):
+            if data and ((not st.plain and not _fills_storage(st.placeholders[p])) or (
+                    st.plain and st.works[p] is st.placeholders[p]
+                    and not _filled_at_call(st.start_geometry[p], st.nbytes[p],
+                                            st.placeholders[p].element_size()))):
                 # functionalization holds the written argument as a compact value,
-                # not its storage: reading the whole storage would read past it
+                # not its storage: reading the whole storage would read past it (a plain
+                # run's own copy fills its storage; an argument that requires grad is not
+                # copied: a Parameter at storage offset 1 given .data of its diagonal)
                 raise UnsupportedInputError(
                     f"input placeholder {p} is written and then set_() onto its own "
                     "storage, which it does not fill; functionalization cannot express "
@@ -564,6 +571,13 @@ def _refuse_functionalization_error(e: Exception, recorder: MetadataRecorder) ->
 
 def _freeze(v):
     return tuple(_freeze(x) for x in v) if isinstance(v, (list, tuple)) else v
+
+
+def _filled_at_call(geometry: tuple, nbytes: int, itemsize: int) -> bool:
+    """``_fills_storage`` of a tensor in ``geometry`` over a storage of ``nbytes`` bytes."""
+    shape, stride, offset = geometry
+    return offset == 0 and dense_layout(shape, stride) and \
+        math.prod(shape) * itemsize == nbytes
 
 
 def _fills_storage(t: torch.Tensor) -> bool:
