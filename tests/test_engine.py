@@ -1077,3 +1077,254 @@ def test_parameter_at_an_offset_given_data_of_its_diagonal_then_written_is_a_nam
     p = torch.nn.Parameter(torch.randn(13)[1:].view(4, 3))
     with pytest.raises(aotcheck.UnsupportedInputError, match="does not fill"):
         aotcheck.aot_function(f)(p)
+# Programs from `aotcheck fuzz --engine aotcheck --examples 2000 --seed 1`'s key variations
+# (compiled under grad mode A, called under B) and beside them: each must give eager's result
+# when called under no_grad or inference_mode, cold, again from the in-memory artifact, and
+# from the persistent cache.
+def _grad_region_fill_of_an_aliased_view(a0, a1):       # fuzz 15: a1 views a0's storage
+    with torch.no_grad():
+        with torch.enable_grad():
+            a1.fill_(2.0)
+    return ()
+
+
+def _grad_region_write_then_aliases(a0, a1):            # fuzz 12
+    with torch.no_grad():
+        with torch.enable_grad():
+            a1.add_(-1.0)
+    return (a0.sin(), a1)
+
+
+def _grad_region_write_then_out(a0, a1):               # fuzz 16
+    with torch.no_grad():
+        with torch.enable_grad():
+            a0.mul_(0.5)
+    with torch.no_grad():
+        v0 = torch.sin(a0, out=torch.empty(0, dtype=a0.dtype))
+    return (a0, a0, v0, v0)
+
+
+def _grad_region_write_and_output(a0, a1):
+    with torch.enable_grad():
+        a1.mul_(a0)
+        y = a0 * 2
+    return (y, a1.sum())
+
+
+def _retain_grad_on_a_view_of_a_parameter_made_inside(a0, a1):      # fuzz 13
+    p = torch.nn.Parameter(torch.randn((2,), dtype=torch.float64))
+    v = p.reshape((2,))
+    v.retain_grad()
+    return (p, a0 + 1)
+
+
+def _retain_grad_in_a_grad_region(a0, a1):
+    with torch.enable_grad():
+        y = a0 * 2
+        y.retain_grad()
+    return (y,)
+
+
+def _views_of_a_parameters_vjp(a0, a1):                 # fuzz 14
+    with torch.no_grad():
+        p = torch.nn.Parameter(torch.randn((), dtype=torch.float32))
+    v1 = torch.func.vjp(torch.sin, p)[1](torch.ones_like(p))[0]
+    v2 = v1.as_strided((1, 1), (3, 1), 0)
+    v3 = v2.sigmoid()
+    return (v3, v2, v2)
+
+
+def _func_grad_and_vmap_outputs(a0, a1):
+    g = torch.func.grad(lambda t: (t.sin() * t).sum())(a0)
+    return (g[1:], g, torch.func.vmap(torch.cos)(a1), a0.view(-1))
+
+
+def _flag_on_a_base_then_its_view_written_in_a_grad_region(a0, a1):
+    a0.requires_grad_()
+    with torch.enable_grad():
+        a1.mul_(2)
+    return (a1 * 1, a0)
+
+
+def _view_made_in_the_call_written_in_a_grad_region(a0, a1):
+    v = a0.view(-1)
+    with torch.enable_grad():
+        v.mul_(2)
+    return (v, a0)
+
+
+def _retained_output_of_a_grad_region_that_writes_an_argument(a0, a1):
+    with torch.enable_grad():
+        y = a0 * 2
+        y.retain_grad()
+        a1.add_(y)
+    return (y, a1)
+
+
+def _a_tensor_and_its_transpose():
+    from aotcheck.check.oracle import Inputs
+    torch.manual_seed(0)
+    a0 = torch.randn(2, 3)
+    return Inputs((a0, a0.t()), {}, ())
+
+
+def _aliased_rows():
+    from aotcheck.check.oracle import Inputs
+    torch.manual_seed(0)
+    l0 = torch.randn(2, 2, 1, 2).requires_grad_()
+    b0 = l0.clone()
+    return Inputs((b0[0], b0[1]), {}, (l0,))
+
+
+def _two_nonleaves():
+    from aotcheck.check.oracle import Inputs
+    torch.manual_seed(0)
+    l0, l1 = torch.randn(2, 3).requires_grad_(), torch.randn(2, 3).requires_grad_()
+    return Inputs((l0.clone(), l1.clone()), {}, (l0, l1))
+
+
+_GRAD_MODE_PROGRAMS = [
+    (_grad_region_fill_of_an_aliased_view, _aliased_rows),
+    (_grad_region_write_then_aliases, _aliased_rows),
+    (_grad_region_write_then_out, _two_nonleaves),
+    (_grad_region_write_and_output, _two_nonleaves),
+    (_retain_grad_on_a_view_of_a_parameter_made_inside, _two_nonleaves),
+    (_retain_grad_in_a_grad_region, _two_nonleaves),
+    (_views_of_a_parameters_vjp, _two_nonleaves),
+    (_func_grad_and_vmap_outputs, _two_nonleaves),
+    (_flag_on_a_base_then_its_view_written_in_a_grad_region, _a_tensor_and_its_transpose),
+    (_view_made_in_the_call_written_in_a_grad_region, _two_nonleaves),
+    (_retained_output_of_a_grad_region_that_writes_an_argument, _two_nonleaves),
+]
+
+
+@pytest.mark.parametrize("mode", ["no_grad", "inference_mode"])
+@pytest.mark.parametrize("fn,make", _GRAD_MODE_PROGRAMS, ids=[f.__name__ for f, _ in _GRAD_MODE_PROGRAMS])
+def test_a_call_under_no_grad_or_inference_mode_matches_eager(fn, make, mode, tmp_path):
+    """NOTE [writes in an enable_grad region] (runtime/artifact.py), [views of inference
+    tensors] (capture/recorder.py), [ordinary outputs of an inference call] (capture/outputs.py),
+    and the aliased arguments' views made with grad on (capture/functional_run.py)."""
+    from aotcheck.check.oracle import check
+
+    def under(f):
+        def called(*args):
+            with torch.inference_mode() if mode == "inference_mode" else torch.no_grad():
+                return f(*args)
+        return called
+    compiled = aotcheck.aot_function(fn)
+    for _ in range(2):                  # cold, then the in-memory artifact
+        r = check(under(fn), under(compiled), make)
+        assert r.ok, r.divergences
+    for _ in range(2):                  # a cold store, then a fresh function that hits it
+        r = check(under(fn), under(aotcheck.aot_function(fn, cache=str(tmp_path))), make)
+        assert r.ok, r.divergences
+
+
+def _custom_op_on_a_leaf_that_requires_grad(a0, a1):    # fuzz seed 1, requires_grad=True
+    torch.ops.aotcheck_fuzz.mul2_(a0)
+    a0.requires_grad_()
+    return (a0 * a1,)
+
+
+def _custom_op_on_a_nonleaf_and_a_view(a0, a1):
+    b = a1 * 3
+    torch.ops.aotcheck_fuzz.add_first_(a0, 1.5)
+    torch.ops.aotcheck_fuzz.mul2_(b[1:])
+    return (a0.sin(), b)
+
+
+def _a_leaf_and_a_nonleaf():
+    from aotcheck.check.oracle import Inputs
+    torch.manual_seed(0)
+    l0, l1 = torch.randn(3).requires_grad_(), torch.randn(3).requires_grad_()
+    return Inputs((l0, l1.clone()), {}, (l0, l1))
+
+
+@pytest.mark.parametrize("fn,make", [
+    (_custom_op_on_a_leaf_that_requires_grad, _a_leaf_and_a_nonleaf),
+    (_custom_op_on_a_nonleaf_and_a_view, _two_nonleaves),
+], ids=["leaf", "nonleaf_and_view"])
+def test_a_mutating_custom_op_that_returns_nothing_runs_where_autograd_is_on(fn, make, tmp_path):
+    """NOTE [mutating custom ops]: called with grad on and an argument that requires grad, a
+    custom_op that returns no tensor writes its arguments where autograd sees nothing (its
+    autograd.Function marks nothing dirty), as eager does; it was refused (TraceError from
+    functionalization's fallback)."""
+    import aotcheck.fuzz.library_ops  # noqa: F401
+    from aotcheck.check.oracle import check
+    for compiled in (aotcheck.aot_function(fn), aotcheck.aot_function(fn, cache=str(tmp_path)),
+                     aotcheck.aot_function(fn, cache=str(tmp_path))):
+        r = check(fn, compiled, make)
+        assert r.ok, r.divergences
+
+
+def _sin_out_of_a_restrided_argument(a0, o):           # fuzz seed 1, strides=transposed
+    a0.unsqueeze_(2)
+    a0.add_(-1.0)
+    with torch.no_grad():
+        v0 = torch.sin(a0, out=torch.empty(0, dtype=a0.dtype))
+    return (v0, v0)
+
+
+def _add_out_into_an_argument(a0, o):
+    torch.add(a0, 1.0, out=o)
+    return (o * 2, a0.exp())
+
+
+def _transposed_and_out(out_shape):
+    def make():
+        from aotcheck.check.oracle import Inputs
+        torch.manual_seed(0)
+        l0 = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+        return Inputs((l0.clone().t(), torch.zeros(out_shape, dtype=torch.float64)), {}, (l0,))
+    return make
+
+
+@pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")
+@pytest.mark.parametrize("out_shape", [(0,), (2, 2), (3, 4)])
+@pytest.mark.parametrize("fn", [_sin_out_of_a_restrided_argument, _add_out_into_an_argument],
+                         ids=["made_inside", "argument"])
+def test_a_pointwise_out_tensor_that_is_resized_takes_eagers_strides(fn, out_shape, tmp_path):
+    """NOTE [out= strides] (capture/resize.py): eager's TensorIterator lays out an out tensor
+    it resizes as its inputs (strides (1, 3) for a transposed input); fake and meta tensors,
+    and so the trace, gave it contiguous strides."""
+    from aotcheck.check.oracle import check
+    make = _transposed_and_out(out_shape)
+    for compiled in (aotcheck.aot_function(fn), aotcheck.aot_function(fn, cache=str(tmp_path)),
+                     aotcheck.aot_function(fn, cache=str(tmp_path))):
+        r = check(fn, compiled, make)
+        assert r.ok, r.divergences
+
+
+def _a_parameter_in_two_matmuls(a0, a1):                # fuzz seed 1, autocast=cpu:bfloat16
+    v1 = torch.matmul(a0, a0.mT)
+    v3 = a0.unbind(0)[1]
+    return (v1.unbind(1), torch.matmul(a0, v3), torch.nn.functional.linear(a1, a0.mT))
+
+
+def test_a_leaf_cast_by_autocast_twice_gets_eagers_gradient(tmp_path):
+    """NOTE [the autocast cache] (capture/autocast_cache.py): eager casts a leaf that requires
+    grad once per autocast region (while its cache is on), so its gradients add up in
+    bfloat16; the trace cast it once per op and added them in float32, a rounding apart.
+    A region with cache_enabled=False adds them in float32: another key (in memory and in
+    the persistent cache), whichever state comes first."""
+    from aotcheck.check.oracle import Inputs, check
+
+    def make():
+        torch.manual_seed(0)
+        p = torch.nn.Parameter(torch.randn(4, 3))
+        x = torch.randn(2, 4, requires_grad=True)
+        return Inputs((p, x), {}, (p, x))
+
+    def under(f, cache_enabled):
+        def called(*args):
+            with torch.autocast("cpu", dtype=torch.bfloat16, cache_enabled=cache_enabled):
+                return f(*args)
+        return called
+    fn = _a_parameter_in_two_matmuls
+    for order in ((True, False), (False, True)):
+        compiled = aotcheck.aot_function(fn)
+        stored = tmp_path / str(order[0])
+        for cache_enabled in order:
+            for c in (compiled, aotcheck.aot_function(fn, cache=str(stored))):
+                r = check(under(fn, cache_enabled), under(c, cache_enabled), make)
+                assert r.ok, (order, cache_enabled, r.divergences)

@@ -422,3 +422,60 @@ def test_a_values_variation_is_a_lost_hit_only_where_a_graph_missed():
     assert verdict(ev(bypasses=1)) == V.OK_MISS
     assert verdict(ev()) == V.OK_MISS
     assert verdict(ev(hits=2)) == V.OK_HIT
+
+
+# fuzz seed 1's key variations: programs whose result under no_grad and under inference_mode
+# differ (a view of a Parameter made inside requires grad under no_grad, not under inference
+# mode, so retain_grad() raises only there; a write in an enable_grad region is recorded by
+# autograd under no_grad only)
+GRAD_MODE_PROGRAMS = {
+    "retain_grad_of_a_view_of_a_parameter_made_inside": """
+import torch
+
+def f(a0):
+    p = torch.nn.Parameter(torch.randn((2,), dtype=torch.float64))
+    v = p.reshape((2,))
+    v.retain_grad()
+    return (p, a0 * 2)
+
+def make_inputs():
+    from aotcheck.check.oracle import Inputs
+    x = torch.randn(3, requires_grad=True)
+    return Inputs((x,), leaves=(x,))
+""",
+    "write_of_an_aliased_view_in_an_enable_grad_region": """
+import torch
+
+def f(a0, a1):
+    with torch.no_grad():
+        with torch.enable_grad():
+            a1.fill_(2.0)
+    return (a0 * 2,)
+
+def make_inputs():
+    from aotcheck.check.oracle import Inputs
+    l0 = torch.randn(2, 2, 1, 2, requires_grad=True)
+    b0 = l0.clone()
+    return Inputs((b0[0], b0[1]), leaves=(l0,))
+""",
+}
+
+
+# (under inference_mode the first program raises, in eager as compiled: no entry to serve)
+_GRAD_MODE_AS = [(n, a) for n in sorted(GRAD_MODE_PROGRAMS) for a in V.GRAD_MODES
+                 if (n, a) != ("retain_grad_of_a_view_of_a_parameter_made_inside", "inference_mode")]
+
+
+@pytest.mark.parametrize("name,a", _GRAD_MODE_AS, ids=[f"{n}-{a}" for n, a in _GRAD_MODE_AS])
+def test_every_grad_mode_change_misses_and_matches_eager(name, a):
+    """The key's grad-mode component (grad_enabled and inference_mode in the signature)
+    separates all three modes: an entry compiled under one is never served under another,
+    and each B's own compile equals eager under B (no_grad and inference_mode give these
+    programs different results, so a shared entry would be wrong for one of them)."""
+    subject = V.Subject.from_source(f"grad_modes.{name}.{a}", GRAD_MODE_PROGRAMS[name], grad_mode=a)
+    vs = [v for v in V.derive(subject, "aotcheck") if v.kind == "grad_mode"]
+    assert sorted(v.b for v in vs) == sorted(m for m in V.GRAD_MODES if m != a)
+    run = V.run_subject(get_engine("aotcheck"), subject, vs)
+    assert run.a == "ok", run.a
+    assert [r.verdict for r in run.results] == [V.OK_MISS] * len(vs), run.results
+    assert all(r.hits == 0 and r.misses >= 1 for r in run.results), run.results

@@ -82,6 +82,8 @@ class OutputInfo:
                                      # one): rebuilt as such, gradient through graph_output
     inference: bool = False          # an inference tensor in eager (made in inference_mode):
                                      # NOTE [inference outputs] in regenerate.py
+    ordinary: bool = False           # an ordinary tensor in eager although the call is under
+                                     # inference_mode (NOTE [ordinary outputs of an inference call])
     clips: tuple = ()                # (shape, stride, offset) per as_strided input cut through
                                      # (NOTE [as_strided clips] in recorder.py)
     from_root: bool = False          # rebuilt on the argument's own base (eager regenerated it)
@@ -245,7 +247,7 @@ def _classify(k, o) -> OutputInfo:
     common = dict(requires_grad=o.requires_grad, is_leaf=o.is_leaf, shape=o.shape,
                   stride=o.stride, offset=o.offset, dtype=o.dtype,
                   multi_output_view=o.multi_output_view, grad_dead_end=o.grad_dead_end,
-                  custom_view=o.custom_view, new_leaf=o.new_leaf, inference=o.inference,
+                  custom_view=o.custom_view, new_leaf=o.new_leaf, inference=o.inference, ordinary=o.ordinary,
                   base_new_leaf=o.base_new_leaf, poisoned=o.poisoned, clips=o.clips,
                   from_root=o.from_root)
     if o.same_output >= 0:

@@ -10,6 +10,9 @@ mode is on, some argument requires grad, and at least one of:
 - some argument's data is mutated where autograd sees it, and the argument
   requires grad afterwards. This is PyTorch PR #128229: without it,
   ``a.mul_(2); return ()`` would silently lose the gradient through ``a``;
+- grad mode off at the call, but an enable_grad region inside the function gives an
+  output that requires grad, or writes an argument that requires grad (eager's autograd
+  records that write);
 - (grad mode on at the call or inside) an argument set_() onto another storage and then
   written with values that require grad (NOTE [grad writes after a swap]).
 
@@ -59,6 +62,11 @@ def decide(meta: ViewMutationMeta, sig: Signature) -> Decision:
             if o.kind != CONSTANT and o.requires_grad and not _alias_of_argument(meta, o):
                 return Decision(TRAINING, f"grad mode is off at the call, but output {o.index} "
                                           "requires grad (an enable_grad region inside the function)")
+        for i in meta.inputs:
+            if i.data_mutated and i.requires_grad_after and not i.all_mutations_under_no_grad:
+                return Decision(TRAINING, f"grad mode is off at the call, but argument {i.index} "
+                                          "requires grad and is written inside an enable_grad "
+                                          "region of the function, where autograd records it")
         return Decision(INFERENCE, "grad mode is off")
     if not any(isinstance(l, TensorSpec) and l.requires_grad for l in sig.leaves) and \
             not any(i.requires_grad_set and i.requires_grad_after for i in meta.inputs) and \

@@ -161,8 +161,8 @@ AUTOCAST_DEVICES = ("cpu", "cuda", "xpu", "mps", "hpu", "mtia")
 
 
 def autocast_state() -> tuple:
-    """Each device type whose autocast is on, with its dtype: ``(("cuda", torch.float16),)``.
-    Empty when none is. Part of both keys: a graph traced under one device's autocast holds
+    """Each device type whose autocast is on, with its dtype: ``(("cuda", torch.float16),)``,
+    and ``("cache", False)`` when the region's cast cache is off. Empty when none is on. Part of both keys: a graph traced under one device's autocast holds
     its casts, and must not serve a call under another state (nor under none)."""
     on = []
     for device in AUTOCAST_DEVICES:
@@ -171,6 +171,10 @@ def autocast_state() -> tuple:
                 on.append((device, torch.get_autocast_dtype(device)))
         except RuntimeError:        # a device type this build does not know
             continue
+    if on and not torch.is_autocast_cache_enabled():
+        # NOTE [the autocast cache] in capture/autocast_cache.py: a region entered with
+        # cache_enabled=False casts a leaf once per op (the default, on, stays out of the key)
+        on.append(("cache", False))
     return tuple(on)
 
 

@@ -13,7 +13,9 @@ Its modules, in the order a capture uses them::
                        calls, geometry, hazards; out= resizes made calls of their own, with
                        resize: the geometry resize_ and out= leave; overlap: writes to
                        overlapping memory split into pieces; custom_ops: a mutating
-                       torch.library op run through its own kernel), swaps (where set_() moved an argument's
+                       torch.library op run through its own kernel; inference_call: a call
+                       under inference_mode traced with its rules; autocast_cache: eager's
+                       cast cache for leaves), swaps (where set_() moved an argument's
                        storage, or why it is refused), outputs (what each returned tensor
                        aliases) and autograd_facts (new grad leaves, custom Function digests)
     facts           -> the raw facts, as frozen data (what analyze reads)

@@ -15,9 +15,10 @@ the tensors' device type, else the default one). So where autograd records nothi
 call (grad mode off, or no tensor argument requires grad), the trace runs that kernel, as
 the dispatcher would below autograd, and its aten ops are functionalized and recorded like
 the function's own: the writes to the arguments (or to views of them, or a ``set_()``) are
-eager's, and the graph is aten only. Where autograd would record the call, eager runs the
-op's registered backward, which a traced kernel would replace with the kernel's own
-derivative: that call keeps the refusal. Ops that are not ``custom_op``s (a kernel the
+eager's, and the graph is aten only. So does a call that returns no tensor, wherever it is
+made: autograd then records nothing eager can see (``_returns_tensors``). Where autograd
+would record a call that returns tensors, eager runs the op's registered backward, which a
+traced kernel would replace with the kernel's own derivative: that call keeps the refusal. Ops that are not ``custom_op``s (a kernel the
 dispatcher holds, out of reach from Python) keep it too.
 
 Inside a ``torch.func`` transform eager's dispatcher runs the kernel below the transform's
@@ -48,7 +49,7 @@ def mutating_kernel(func, args: tuple, kwargs: dict):
     if opdef is None:
         return None
     tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
-    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors) and _returns_tensors(func):
         return None
     if any(torch._C._functorch.is_functorch_wrapped_tensor(t) for t in tensors):
         return None
@@ -64,3 +65,13 @@ def mutating_kernel(func, args: tuple, kwargs: dict):
         with below, torch._C._AutoDispatchBelowAutograd():
             return kernel(*args, **kwargs)
     return run
+
+
+def _returns_tensors(func: torch._ops.OpOverload) -> bool:
+    """Does the op return a tensor (or a list of them)? A ``custom_op`` called where autograd
+    records it runs as an ``autograd.Function`` (torch/_library/autograd.py) whose forward
+    redispatches below autograd and marks nothing dirty: when it returns no tensor, autograd
+    records nothing eager can see (the written arguments keep their grad_fn, as under
+    no_grad), so the traced kernel, run below autograd, is eager's call."""
+    return any(isinstance(r.type, (torch.TensorType, torch.OptionalType, torch.ListType))
+               and "Tensor" in str(r.type) for r in func._schema.returns)

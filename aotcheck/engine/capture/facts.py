@@ -160,6 +160,8 @@ class OutputFacts:
     custom_view: bool = False         # a view whose autograd chain passes a custom Function
                                       # (NOTE [custom Function views] in outputs.py)
     inference: bool = False           # an inference tensor (made inside an inference_mode block)
+    ordinary: bool = False            # called under inference_mode, yet an ordinary tensor in
+                                      # eager (NOTE [ordinary outputs of an inference call])
     clips: tuple = ()                 # geometries an as_strided on its chain was cut from
                                       # (NOTE [as_strided clips] in recorder.py)
     from_root: bool = False           # eager regenerated it from its root base, reaching

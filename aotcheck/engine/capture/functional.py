@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import logging
-import math
 
 import torch
 import torch.fx as fx
@@ -279,11 +278,7 @@ def _pointwise_eager_strides(dispatch):
     restrided to the eager result's strides where they differ. Operands over
     ``EAGER_STRIDES_MAX_NUMEL`` elements keep the fake strides (a known limit)."""
     def patched(self, func, types, args=(), kwargs=None):
-        outs = _out_arguments(func, kwargs or {})
-        before = [geometry_of(t) for t in outs]
         out = dispatch(self, func, types, args, kwargs)
-        if outs:
-            _restride_outs(func, args, kwargs, outs, before)
         try:
             pointwise = torch.Tag.pointwise in func.tags and not func._schema.is_mutable \
                 and torch.Tag.nondeterministic_seeded not in func.tags     # draws: not rerun
@@ -302,39 +297,6 @@ def _pointwise_eager_strides(dispatch):
         return FakeTensor(self, meta, device=out.device)
     patched._eager_strides = True
     return patched
-
-
-def _out_arguments(func, kwargs: dict) -> list:
-    """The out tensors an out= overload is called with (its schema's out arguments)."""
-    try:
-        names = [a.name for a in func._schema.arguments if a.is_out]
-    except AttributeError:
-        return []
-    outs = [kwargs.get(n) for n in names]
-    return outs if outs and all(isinstance(t, torch.Tensor) and t.layout == torch.strided
-                                for t in outs) else []
-
-
-def _restride_outs(func, args, kwargs, outs: list, before: list) -> None:
-    """After a fake out= kernel resized its out tensors contiguous: eager's strides where a
-    structured kernel restrides them (NOTE [out= strides])."""
-    shapes = [tuple(t.shape) for t in outs]
-    resized = [tuple(b[0]) != s for b, s in zip(before, shapes)]
-    if not any(resized):
-        return
-    from torch.utils._python_dispatch import _disable_current_modes
-    names = tuple(a.name for a in func._schema.arguments if a.is_out)
-    with _disable_current_modes():      # the out tensors as the op found them
-        kwargs = dict(kwargs, **{n: torch.empty(b[2] + sum((k - 1) * st for k, st in zip(*b[:2])
-                                                           if k > 0) + 1,
-                                                dtype=t.dtype, device="meta").as_strided(*b)
-                                 for n, b, t in zip(names, before, outs)})
-    strides = eager_out_strides(func, args, kwargs, names, shapes)
-    if strides is None:
-        return
-    for t, shape, stride, r in zip(outs, shapes, strides, resized):
-        if r and tuple(t.stride()) != stride and math.prod(shape) > 1:
-            torch.ops.aten.as_strided_.default(t, shape, stride, t.storage_offset())
 
 
 def _canonical(t: torch.Tensor) -> bool:
@@ -366,10 +328,17 @@ def _eager_pointwise_strides(func, args, kwargs) -> tuple | None:
     if total > EAGER_STRIDES_MAX_NUMEL:
         return None
     from torch.utils._python_dispatch import _disable_current_modes
+
+    def real(t):
+        if not isinstance(t, torch.Tensor):
+            return t
+        n = t.storage_offset() + sum((k - 1) * st for k, st in zip(t.shape, t.stride()) if k > 0) + 1
+        return torch.ones(max(n, 1), dtype=t.dtype).as_strided(t.shape, t.stride(),
+                                                               t.storage_offset())
     try:
         with _disable_current_modes(), torch._C._ExcludeDispatchKeyGuard(
                 torch._C.DispatchKeySet(torch._C.DispatchKey.Functionalize)), torch.no_grad():
-            a, k = pytree.tree_map(_real_ones, (args, kwargs))
+            a, k = pytree.tree_map(real, (args, kwargs))
             k = {n: (torch.device("cpu") if n == "device" else v) for n, v in k.items()}
             out = func(*a, **k)
     except Exception:       # noqa: BLE001 - keep the fake kernel's strides
@@ -378,59 +347,6 @@ def _eager_pointwise_strides(func, args, kwargs) -> tuple | None:
             [int(n) for n in torch.broadcast_shapes(*(t.shape for t in tensors))]):
         return None
     return tuple(out.stride())
-
-
-def _real_ones(t):
-    """A real CPU tensor of ``t``'s geometry and dtype, filled with ones (``t`` itself if it is
-    not a tensor)."""
-    if not isinstance(t, torch.Tensor):
-        return t
-    n = t.storage_offset() + sum((k - 1) * st for k, st in zip(t.shape, t.stride()) if k > 0) + 1
-    return torch.ones(max(n, 1), dtype=t.dtype).as_strided(t.shape, t.stride(), t.storage_offset())
-
-
-def eager_out_strides(func, args: tuple, kwargs: dict, out_keys: tuple,
-                      shapes: list) -> list | None:
-    """The strides eager leaves on ``func``'s out tensors (``kwargs[key]`` for each of
-    ``out_keys``, a tensor or a sequence of them) when it resizes them to ``shapes``, or None
-    where that cannot be found (the caller then keeps contiguous strides).
-
-    # NOTE [out= strides]
-    A structured kernel's out= variant resizes an out tensor of another shape (``resize_``,
-    contiguous) and then restrides it (``as_strided_``) to the strides its meta function
-    computes, which follow the inputs' layout: ``torch.sin(x.transpose(1, 2),
-    out=torch.empty(0))`` is transposed like its input. Other kernels leave it contiguous
-    (``cholesky``, the FFTs, ``slice_scatter``). The fake and meta kernels do not tell which
-    an op is (their out= wrappers resize contiguous), so, as NOTE [fake pointwise strides]
-    does for pointwise results, the op runs with out= on real CPU tensors of the same
-    geometries (filled with ones, out tensors as they are before the op), outside the
-    trace, up to ``EAGER_STRIDES_MAX_NUMEL`` elements in all."""
-    tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
-    total = sum(math.prod(s) for s in shapes)
-    for t in tensors:
-        if t.layout != torch.strided or not all(
-                isinstance(v, int) for v in (*t.shape, *t.stride(), t.storage_offset())):
-            return None
-        total += t.storage_offset() + sum((n - 1) * st for n, st in zip(t.shape, t.stride())
-                                          if n > 0) + 1
-    if total > EAGER_STRIDES_MAX_NUMEL:
-        return None
-    import warnings
-    from torch.utils._python_dispatch import _disable_current_modes
-    try:
-        with _disable_current_modes(), torch._C._ExcludeDispatchKeyGuard(
-                torch._C.DispatchKeySet(torch._C.DispatchKey.Functionalize)), torch.no_grad(), \
-                warnings.catch_warnings():
-            warnings.simplefilter("ignore")     # resize_output's deprecation warning
-            a, k = pytree.tree_map(_real_ones, (args, kwargs))
-            k = {n: (torch.device("cpu") if n == "device" else v) for n, v in k.items()}
-            func(*a, **k)
-    except Exception:       # noqa: BLE001 - the out tensors stay contiguous
-        return None
-    outs = [t for key in out_keys for t in pytree.tree_leaves(k.get(key))]
-    if [tuple(t.shape) for t in outs] != [tuple(s) for s in shapes]:
-        return None
-    return [tuple(t.stride()) for t in outs]
 
 
 def _with_eager_strides(impl):

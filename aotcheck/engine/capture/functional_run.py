@@ -10,25 +10,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import math
-
 import torch
 from torch.utils import _pytree as pytree
 
 from ...errors import AotcheckError, UnsupportedInputError
 from .autograd_facts import argument_retained, custom_function_digests, new_leaf_facts
 from .facts import Candidate, InputFacts, MemberFacts, MetadataOp, RawFacts, StorageSource
+from .data_assign import data_only_swap, fills_storage, refuse_viewed_data_set, unfilled_own_storage
 from .functional import dense_layout, geometry_of, storage_ref, to_fun
 from .mode import TraceMode
 from .outputs import classify_outputs, holds
 from .plan import InputPlan, groups_needing_synthetic_base
-from .recorder import MetadataRecorder
+from .recorder import CallRules, MetadataRecorder
 from .reshaped import lowers_data_assignment
 from .resize import grow as _grow, replayed_geometry, resized_storage_bytes as _resized_storage_bytes
 from ..signature import Signature, unflatten_inputs, whole_storage
 from .swaps import (grad_written_after_swap, member_swap, old_storage_written,
                     recorded_by_autograd, storage_swap)
-from .view_flags import _as_argument_view, argument_views
+from .view_flags import _as_argument_view, argument_views, caller_view
 
 
 @dataclass
@@ -88,6 +87,7 @@ class FunctionalRun:
         # trace (a capture that saw their base's flag set runs again so)
         self.argument_views = mode.argument_views
         self.flips_viewed_base = False
+        self.rules = CallRules.at_call(sig)       # before make_fx runs (inference_call.py)
 
     def run(self, placeholders: list[torch.Tensor]):
         """Returns (candidates, facts, out_spec, placeholder wrappers). Call with functionalization on."""
@@ -124,7 +124,7 @@ class FunctionalRun:
             # (storage_views.py rebuilds views with absolute geometry on it).
             nonleaf = self.nonleaf[k] if plain else not p.is_leaf
             copy = (p.requires_grad and nonleaf) or (
-                plain and not p.requires_grad and not _fills_storage(p))
+                plain and not p.requires_grad and not fills_storage(p))
             if copy:
                 # NOTE [non-leaf copies under no_grad]: the copy stands for a tensor that
                 # requires grad whatever mode the function is called in (the caller made it
@@ -154,7 +154,7 @@ class FunctionalRun:
             elif src.kind == "placeholder":
                 st.user.append(st.works[src.index])
             else:
-                view = st.works[src.index].as_strided(src.shape, src.stride, src.offset)
+                view = caller_view(st.works[src.index], src.shape, src.stride, src.offset)
                 st.user.append(view.detach() if src.detached else view)
 
     def _snapshot(self, st: _RunState) -> None:
@@ -196,7 +196,7 @@ class FunctionalRun:
         works, old_storage = st.works, st.old_storage
         watched = {id(works[p]): ("placeholder", p) for p in range(len(works))}
         watched.update({id(st.user[i]): ("leaf", i) for i in st.member_meta})
-        recorder = MetadataRecorder(watched)
+        recorder = MetadataRecorder(watched, self.rules)
         recorder.watch_tensors(works)
         recorder.data_lowered = lowers_data_assignment(self.fn)
         views = st.all_views if self.argument_views else {}
@@ -264,17 +264,15 @@ class FunctionalRun:
         # set_ never reaches a TorchFunctionMode, so the recorder does not log it); what
         # shows it is a new geometry of an argument with no logged metadata call: replayed
         # as a swap onto its own storage
-        # (a plain run's geometry is eager's, so there a geometry that its logged calls
-        # do not give is one too: ``a.transpose_(0, 2); a.set_(v)``, and ``v = a.t();
-        # a.unsqueeze_(1); a.set_(v)`` of a 1-d ``a``, back in its geometry at the call)
-        logged = any(op[:2] == ("placeholder", p) for op in recorder.log)
+        # (a plain run's geometry is eager's, so there a geometry its logged calls do not
+        # give is one too: ``a.transpose_(0, 2); a.set_(v)``, also the one at the call)
         swapped = swapped or (meta and plan.placeholders[p][0] == "leaf"
                               and not any(op[0] == "leaf" and op[2] != "requires_grad_"
                                           for op in recorder.log)
-                              and ((not logged and geometry_of(w) != st.start_geometry[p])
-                                   or (logged and plain
-                                       and replayed_geometry(st.start_geometry[p],
-                                                             recorder.log, p)
+                              and ((not any(op[:2] == ("placeholder", p) for op in recorder.log)
+                                    and geometry_of(w) != st.start_geometry[p])
+                                   or (plain and replayed_geometry(st.start_geometry[p],
+                                                                   recorder.log, p)
                                        not in (None, geometry_of(w)))))
         if p in recorder.grown and not plain:
             # NOTE [resize_ of an argument] in recorder.py: set_() onto its grown value is
@@ -284,8 +282,7 @@ class FunctionalRun:
 
     def _swap(self, st: _RunState, p: int, w, data: bool):
         """Step 7b: placeholder ``p``'s storage was swapped (set_()): where it went, and what
-        the graph returns for it. Returns (data, storage_source, regrad, value, new_storage,
-        data_only)."""
+        the graph returns for it. Returns (data, storage_source, regrad, value, new_storage)."""
         plan, recorder, works = self.plan, st.recorder, st.works
         value, new_storage = w, None
         # the flags that give gradient edges: an argument view's own (NOTE [views of
@@ -297,9 +294,7 @@ class FunctionalRun:
         unrecorded = (st.anchors[p].grad_fn, flags[p]) == st.before[p] or (
             recorder.regraded(p, st.anchors[p]) and flags[p] == st.before[p][1])
         regrad = grad_written_after_swap(w, st.before[p])
-        # NOTE [.data assignment of an argument that requires grad] in swaps.py
-        data_only = recorder.data_sets.count(p) == 1 and p in recorder.data_set_alias and \
-            (st.anchors[p].grad_fn, w.requires_grad) == recorder.data_set_state[p]
+        data_only = data_only_swap(recorder, p, st.anchors[p], w)     # data_assign.py
         storage_source = storage_swap(plan, p, w, works, st.start_refs, st.start_geometry,
                                       recorder, st.before, flags,
                                       st.deferred if self._grouped(p) else None,
@@ -309,21 +304,17 @@ class FunctionalRun:
             # back on its own storage (x.set_(x.t()), or set_ away and back): the runtime
             # sets the final geometry, then writes the whole storage, which writes
             # through the old geometry reached too (NOTE [storage swaps])
-            if data and ((not st.plain and not _fills_storage(st.placeholders[p])) or (
-                    st.plain and st.works[p] is st.placeholders[p]
-                    and not _filled_at_call(st.start_geometry[p], st.nbytes[p],
-                                            st.placeholders[p].element_size()))):
+            if data and unfilled_own_storage(st.plain, st.placeholders[p], st.works[p],
+                                             st.start_geometry[p], st.nbytes[p]):
                 # functionalization holds the written argument as a compact value,
-                # not its storage: reading the whole storage would read past it (a plain
-                # run's own copy fills its storage; an argument that requires grad is not
-                # copied: a Parameter at storage offset 1 given .data of its diagonal)
+                # not its storage: reading the whole storage would read past it
                 raise UnsupportedInputError(
                     f"input placeholder {p} is written and then set_() onto its own "
                     "storage, which it does not fill; functionalization cannot express "
                     "that (its storage's other elements are not in the graph)")
             if data:
                 value = whole_storage(w)
-            return data, storage_source, regrad, value, new_storage, data_only
+            return data, storage_source, regrad, value, new_storage
         # the runtime swaps the storage, never copies into the new one; what the
         # function wrote to the old one before (``a.clamp_(); a.set_(b)``) is
         # written back into it first (NOTE [writes before a storage swap])
@@ -333,11 +324,8 @@ class FunctionalRun:
                 f"input placeholder {p} is grown with resize_() and then set_() "
                 "onto another storage; aotcheck does not replay that combination")
         data = old_storage_written(old_storage.get(p), st.written if st.plain else None)
-        value = old_storage[p][0] if data else None
-        if data and data_only and st.before[p][1]:
-            # written before its ``.data =``: the value carries the argument's autograd
-            # history there (NOTE [.data assignment of an argument that requires grad])
-            value = recorder.data_set_alias[p]
+        value = (recorder.data_set_alias[p] if data_only and st.before[p][1]    # its autograd
+                 else old_storage[p][0]) if data else None      # history there (swaps.py)
         # views of the memory it had (NOTE [writes before a storage swap]) are
         # rebuilt from the alias, whose eager geometry is the argument's at the call
         st.old_bases[st.start_refs[p]] = (old_storage[p][0], st.start_geometry[p])
@@ -352,7 +340,7 @@ class FunctionalRun:
                 # [set_ recorded by autograd] in swap_grad.py); no gradient
                 # reaches the storage's value through that node
                 new_storage = new_storage.detach()
-        return data, storage_source, regrad, value, new_storage, data_only
+        return data, storage_source, regrad, value, new_storage
 
     def _grouped(self, p: int) -> bool:
         """Whether placeholder ``p`` is an argument that shares storage with another."""
@@ -373,7 +361,7 @@ class FunctionalRun:
         return data and self.plan.placeholders[p][0] == "leaf" and (any(
             ref == ref0 and not holds(st.start_geometry[p], g)
             for ref, g in recorder.writes + recorder.reaches) or (
-            not st.plain and not _fills_storage(st.placeholders[p])
+            not st.plain and not fills_storage(st.placeholders[p])
             and any(ref == ref0 for ref, _ in recorder.reaches)) or (
             final is not None and any(
                 ref == ref0 and not holds(final, g) for ref, g in recorder.writes)))
@@ -383,12 +371,12 @@ class FunctionalRun:
         runtime writes back from."""
         plan, recorder, candidates = self.plan, st.recorder, st.candidates
         data, meta, swapped = self._changes(st, p, w)
-        storage_source, regrad, value, new_storage, data_only = -1, False, w, None, False
+        storage_source, regrad, value, new_storage = -1, False, w, None
         if swapped and p in st.own_at_call:
             st.swapped_views.append(p)
         if swapped:
             meta = False
-            data, storage_source, regrad, value, new_storage, data_only = self._swap(st, p, w, data)
+            data, storage_source, regrad, value, new_storage = self._swap(st, p, w, data)
         storage_bytes = _resized_storage_bytes(st.nbytes[p], recorder.resizes.get(p), p)
         if storage_bytes == 0:
             data = False        # nothing to write into a storage resized to zero bytes
@@ -441,7 +429,7 @@ class FunctionalRun:
             final_dtype=str(w.dtype).replace("torch.", "")
             if swapped and w.dtype != st.placeholders[p].dtype else "",
             old_grad_edge=swapped and p in recorder.old_edges,
-            data_only=swapped and data_only)
+            data_only=swapped and data_only_swap(recorder, p, st.anchors[p], w))
 
     def _refuse_after_inputs(self, st: _RunState, inputs: list) -> None:
         """Step 8: the refusals that wait for every input's facts."""
@@ -487,6 +475,7 @@ class FunctionalRun:
             eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids,
             plain=st.plain, new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)},
             clips_of=recorder.clips_of, old_bases=st.old_bases, made_in_call=recorder.made_in_call,
+            ordinary=recorder.ordinary,
             grown=self.tagger.grown_storages() if st.plain else frozenset())
         if st.swapped_views and any(c.requires_grad for c in candidates):
             # eager's set_() moved the view's version, so autograd regenerates its grad_fn as
@@ -555,12 +544,7 @@ def _refuse_functionalization_error(e: Exception, recorder: MetadataRecorder) ->
             "afterwards; aotcheck's synthetic-base replay does not give eager's gradients "
             "for that combination, so it refuses it. Pass the arguments without aliasing "
             f"({type(e).__name__}: {str(e).splitlines()[0][:120]})") from None
-    if recorder.viewed_data_set_written():
-        raise UnsupportedInputError(
-            "the function assigns .data of a tensor that views were taken of, and then "
-            "writes that memory; functionalization cannot replay that view (a PyTorch "
-            "limit: it replays the view's ops on the tensor's new value) "
-            f"({type(e).__name__}: {str(e).splitlines()[0][:120]})") from None
+    refuse_viewed_data_set(e, recorder)     # NOTE [.data assignment of a viewed tensor]
     if recorder.log and "view" in str(e):
         raise UnsupportedInputError(
             "the function changes an argument's metadata in place (t_, transpose_, ...) "
@@ -571,19 +555,6 @@ def _refuse_functionalization_error(e: Exception, recorder: MetadataRecorder) ->
 
 def _freeze(v):
     return tuple(_freeze(x) for x in v) if isinstance(v, (list, tuple)) else v
-
-
-def _filled_at_call(geometry: tuple, nbytes: int, itemsize: int) -> bool:
-    """``_fills_storage`` of a tensor in ``geometry`` over a storage of ``nbytes`` bytes."""
-    shape, stride, offset = geometry
-    return offset == 0 and dense_layout(shape, stride) and \
-        math.prod(shape) * itemsize == nbytes
-
-
-def _fills_storage(t: torch.Tensor) -> bool:
-    """Dense, from offset 0, over its whole storage."""
-    return t.storage_offset() == 0 and dense_layout(t.shape, t.stride()) and \
-        t.numel() * t.element_size() == t.untyped_storage().nbytes()
 
 
 def _nonleaf_copy(p: torch.Tensor, w: torch.Tensor, as_view: bool) -> torch.Tensor:

@@ -22,7 +22,8 @@ from ..signature import Signature, whole_storage
 def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Signature, geometry: dict,
                      eager_geometry, owners: dict, work_ids: set, new_leaf_ids: dict | None = None,
                      plain: bool = False, clips_of=None, old_bases: dict | None = None,
-                     made_in_call: set | None = None, grown: frozenset = frozenset()):
+                     made_in_call: set | None = None, grown: frozenset = frozenset(),
+                     ordinary: set = frozenset()):
     """Classify each returned leaf (fresh, an input, a view of an input, of an intermediate,
     of another output, ...) and append to ``candidates`` every graph value a later stage
     needs. Returns (output facts, intermediate-base candidate indices, new-leaf outputs,
@@ -81,6 +82,8 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
                       # by the graph, inside the caller's inference mode, as eager's are)
                       inference=o.is_inference() or (sig.inference_mode and id(o) in (made_in_call or ())
                                                      and storage_ref(o) in input_storages),
+                      ordinary=sig.inference_mode and id(o) in ordinary and not o.is_inference()
+                      and storage_ref(o) not in input_storages,
                       poisoned=poisoned)
         if poisoned:
             common["is_leaf"] = False
@@ -312,6 +315,22 @@ def _footprint(shape, stride, offset, storage_numel) -> frozenset | None:
 
 # grad_fns of the views that unbind/split (and chunk, which is split) return
 _MULTI_VIEW_FNS = frozenset({"UnbindBackward0", "SplitBackward0", "SplitWithSizesBackward0"})
+
+
+# NOTE [ordinary outputs of an inference call]
+# Called under ``inference_mode``, eager makes every tensor an inference tensor (NOTE
+# [inference tensors made in the call] in recorder.py) except views of ordinary tensors and
+# what a torch.func grad or jvp level computes: functorch runs those levels, and the function
+# ``vjp`` returns, with inference mode off (``_disable_inference_mode``), so
+# ``torch.func.grad(g)(p)``, ``torch.func.vjp(torch.sin, p)[1](t)[0]`` (a torch.autograd.grad
+# result) and their views are ordinary tensors, while ``torch.func.vmap(torch.sin)(p)`` is an
+# inference tensor. The recorder collects them (``MetadataRecorder.ordinary``: the tensor at
+# the bottom of each wrapper an op makes inside a grad or jvp level, which the transform
+# returns once unwrapped; torch.autograd.grad's results; views of either). The runtime runs
+# the graph inside the caller's inference mode, so such an output would come back an
+# inference tensor (writing it in place outside the block raises where eager's write works):
+# flagged ``ordinary``, it is copied out of inference mode (``as_ordinary_tensors`` in
+# regenerate.py). Outputs over an argument's storage are the argument's views, rebuilt as such.
 
 
 # NOTE [poisoned views]

@@ -20,10 +20,13 @@ from torch.utils import _pytree as pytree
 
 from ...errors import UnsupportedInputError
 from .custom_ops import mutating_kernel
-from .functional import eager_out_strides, geometry_of, storage_ref, unwrap_functorch
+from .data_assign import DataAssignWatch
+from .functional import geometry_of, storage_ref, unwrap_functorch
+from .inference_call import CallRules, call_in_inference_mode, transform_results
 from .overlap import outer_dims, piecewise
 from .reshaped import ReshapeWatch, _mirrored_leaf
-from .resize import reaches_outside, resize_geometry, result_shapes
+from .resize import (contiguous_layout, reaches_outside, resize_geometry, restrides_out,
+                     result_shapes)
 
 
 # In-place ops that change a tensor's size, stride or offset (not its data).
@@ -118,12 +121,12 @@ def _mutating(name: str) -> bool:
                                         and name not in METADATA_METHODS and name != "requires_grad_")
 
 
-class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
+class MetadataRecorder(ReshapeWatch, DataAssignWatch, TorchFunctionMode):
     """Records in-place metadata calls (``t_``, ``transpose_``, ...) on arguments, as the
     user wrote them, so the runtime can replay exactly those calls (see NOTE [mutation
     replay] in runtime/artifact.py): eager's strides and grad_fns then come out as eager's."""
 
-    def __init__(self, watched: dict[int, tuple]):
+    def __init__(self, watched: dict[int, tuple], rules: CallRules = CallRules()):
         super().__init__()
         self.watched, self.log = watched, []
         self.events: list[tuple[str, object]] = []    # ("meta" | "data", storage), in order
@@ -171,6 +174,12 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
         # tensor that only remembers it was made in inference mode). The trace runs outside
         # inference mode, so its tensors do not say it themselves.
         self.made_in_call: set[int] = set()
+        self.inference_call = rules.inference   # the call is under inference_mode (NOTE
+                                                # [views of inference tensors])
+        self.autocast = rules.autocast()        # NOTE [the autocast cache], or None
+        # NOTE [ordinary outputs of an inference call] in outputs.py: tensors eager makes
+        # with inference mode off although the call is under it
+        self.ordinary: set[int] = set()
         # NOTE [imperative autograd on arguments and outputs]: retain_grad() calls (watched
         # kind and index, or the tensor for any other), and hooks registered on arguments:
         # (watched kind and index, hook, its handle's dict, handle id, written before)
@@ -178,14 +187,7 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
         self.inplace_calls: dict[tuple, list[str]] = {}     # watched -> "data"/"meta", in order
         self.retained_tensors: dict[int, torch.Tensor] = {}
         self.argument_hooks: list[tuple] = []
-        # NOTE [.data assignment]: the placeholders given ``x.data = y``, in order, and per
-        # placeholder its autograd state (grad_fn, requires_grad) at its last one
-        self.data_sets: list[int] = []
-        self.data_set_state: dict[int, tuple] = {}
-        self.data_set_alias: dict[int, torch.Tensor] = {}   # a view of it before its first one
-        # NOTE [.data assignment of a viewed tensor]: per such assignment, the events so far
-        # and the storages it touched
-        self.viewed_data_sets: list[tuple] = []
+        self._init_data_assign()                        # data_assign.py
         # NOTE [set_ under no_grad onto another shape] in runtime/swap_grad.py: the wrappers
         # of leaf arguments that require grad (by id: placeholder and storage at the call),
         # those used under grad mode before a swap onto another shape, and those whose
@@ -195,11 +197,7 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
         self.reshaped: set[int] = set()
         self.old_edges: dict = {}                       # placeholder -> its GradientEdge at the
                                                         # call, where used before the swap
-        self.data_reshaped: set[int] = set()            # ``.data =`` after a use under grad mode
-        self.new_leaf_uses: set = set()                 # storages of new grad leaves used
-                                                        # under grad mode (reshaped.py)
-        self.reshaped_after_use: set[int] = set()       # ... and used again under grad mode
-                                                        # after it: refused
+        self.reshaped_after_use: set[int] = set()       # ``.data =`` used after a use: refused
         self.reshaped_twice: set[int] = set()           # onto two other shapes: refused
         self.data_lowered = False       # Dynamo's graph of a ``.data =`` (lowers_data_assignment)
 
@@ -275,23 +273,8 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
             # NOTE [writes outside an argument] in plan.py
             self.writes.append((storage_ref(target),
                                 self.geometry.get(id(target)) or geometry_of(target)))
-        if name == "__set__" and target is not None and getattr(func, "__self__", None) is _DATA_ATTR \
-                and self.watched.get(id(target), ("",))[0] == "placeholder":
-            self.data_sets.append(self.watched[id(target)][1])
-            anchor = target._base if target._base is not None else target
-            p = self.watched[id(target)][1]
-            self.data_set_state[p] = (anchor.grad_fn, target.requires_grad)
-            if p not in self.data_set_alias and target.layout == torch.strided:
-                # its memory and autograd history before the swap (NOTE [.data assignment of
-                # an argument that requires grad] in swaps.py): a view keeps the old storage
-                with torch.enable_grad():
-                    self.data_set_alias[p] = target.view_as(target)
-        if name == "__set__" and target is not None and getattr(func, "__self__", None) is _DATA_ATTR \
-                and id(target) in self.has_views and len(args) > 1 \
-                and isinstance(args[1], torch.Tensor) and target.layout == torch.strided \
-                and args[1].layout == torch.strided:
-            self.viewed_data_sets.append((len(self.events),
-                                          {storage_ref(target), storage_ref(args[1])}))
+        if name == "__set__" and target is not None and getattr(func, "__self__", None) is _DATA_ATTR:
+            self.note_data_set(target, args)                # NOTE [.data assignment]
         if name == "resize_storage_bytes_" and target is not None:
             self._record_resize(target, args[1] if len(args) > 1 else kwargs.get("new_size"))
         sets_flag = target is not None and (name == "requires_grad_" or (
@@ -312,6 +295,12 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
             # eager's resize_ to the sizes a tensor has changes nothing; functionalization
             # (of either way's trace) would make the tensor contiguous
             out = target
+        elif self.inference_call and torch._C._functorch.peek_interpreter_stack() is None:
+            # NOTE [views of inference tensors] in inference_call.py
+            out = call_in_inference_mode(func, args, kwargs, target, self.made_in_call)
+        elif self.autocast is not None:         # NOTE [the autocast cache]
+            cast_args, cast_kwargs = self.autocast.apply(func, args, kwargs)
+            out = func(*cast_args, **cast_kwargs)
         else:
             out = func(*args, **kwargs)
         if self.grad_wrappers and name != "__set__":
@@ -362,6 +351,7 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
             if eager is not None:
                 self.geometry[id(out)] = eager        # eager's, not a drifted wrapper's
                 self._alive.append(out)
+        self._note_transform_results(out)
         for t in pytree.tree_leaves(out):
             if isinstance(t, torch.Tensor) and _wrapped(t):
                 continue                # a transform's own (NOTE [calls inside a torch.func transform])
@@ -373,7 +363,11 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
                 self.owners.setdefault(storage_ref(t), t)
             if isinstance(t, torch.Tensor) and not any(t is a for a in pytree.tree_leaves((args, kwargs))):
                 viewed = t._is_view() or name in ("detach", "alias")
-                if not viewed or (target is not None and id(target) in self.made_in_call):
+                if self.inference_call and (func is torch.autograd.grad or (
+                        viewed and target is not None and id(target) in self.ordinary)):
+                    self.ordinary.add(id(t))
+                    self._alive.append(t)
+                elif not viewed or (target is not None and id(target) in self.made_in_call):
                     self.made_in_call.add(id(t))
                     self._alive.append(t)
             if isinstance(t, torch.Tensor) and id(t) not in self.geometry and t.layout == torch.strided:
@@ -399,7 +393,17 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
             self.writes.append((storage_ref(bottom), geometry_of(bottom)))
             if bottom.requires_grad:
                 self.hazard_events.append(("data", storage_ref(bottom), False))
-        return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        self._note_transform_results(out)
+        return out
+
+    def _note_transform_results(self, out) -> None:
+        """NOTE [ordinary outputs of an inference call] in outputs.py (``transform_results``)."""
+        if self.inference_call:
+            for bottom in transform_results(out):
+                self.ordinary.add(id(bottom))
+                self._alive.append(bottom)
+
     def _resize_outs(self, func, args: tuple, kwargs: dict) -> None:
         """NOTE [out= resizes]
         Eager's ``out=`` variants resize an out tensor whose shape is not the result's
@@ -420,21 +424,17 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
         if not outs or not all(isinstance(t, torch.Tensor) and t.layout == torch.strided
                                for t in outs):
             return
-        shapes = result_shapes(func, args, {k: v for k, v in kwargs.items() if k != "out"})
+        shapes = result_shapes(func, args, {k: v for k, v in kwargs.items() if k != "out"},
+                               self.geometry)
         if shapes is None or len(shapes) != len(outs):
             return
-        resized = [shape is not None and tuple(t.shape) != shape for t, shape in zip(outs, shapes)]
-        if not any(resized):
-            return
-        # a structured kernel restrides what it resized (NOTE [out= strides] in functional.py)
-        strides = eager_out_strides(func, args, kwargs, ("out",), shapes)
-        for k, (t, shape) in enumerate(zip(outs, shapes)):
-            if not resized[k]:
-                continue
-            self.__torch_function__(torch.Tensor.resize_, (torch.Tensor,), (t, shape), {})
-            if strides is not None and tuple(t.stride()) != strides[k] and math.prod(shape) > 1:
-                self.__torch_function__(torch.Tensor.as_strided_, (torch.Tensor,),
-                                        (t, shape, strides[k]), {})
+        restride = restrides_out(func)          # NOTE [out= strides] in resize.py
+        for t, (shape, stride) in zip(outs, shapes):
+            if tuple(t.shape) != shape:
+                self.__torch_function__(torch.Tensor.resize_, (torch.Tensor,), (t, shape), {})
+                if restride and not contiguous_layout(shape, stride):
+                    self.__torch_function__(torch.Tensor.as_strided_, (torch.Tensor,),
+                                            (t, shape, stride), {})
 
     def watch_argument_views(self, views: dict[int, list[int]], bases: dict, works: list,
                              own: dict) -> None:
@@ -553,19 +553,6 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
             if known is None or tuple(known[0]) != tuple(t.shape):
                 self.geometry[id(t)] = geometry_of(t)
 
-    def viewed_data_set_written(self) -> bool:
-        """NOTE [.data assignment of a viewed tensor]
-        ``v = a.diagonal(); a.data = v; a.zero_(); v[1:].exp()``: eager's views of ``a``
-        keep their own geometry over the memory; functionalization regenerates a view after
-        a write by replaying the ops that made it on its base's value, which ``.data =``
-        replaced by one of another shape (an IndexError, or a view of the wrong elements).
-        Was a tensor that views were taken of given ``.data =``, and the memory it had or
-        got then written? A functional run that fails after that takes the second way
-        (NOTE [plain trace, then functionalize] in storage_views.py), which runs as eager."""
-        return any(what == "data" and st in refs
-                   for start, refs in self.viewed_data_sets
-                   for what, st in self.events[start:])
-
     def view_replay_hazard(self) -> bool:
         """Is some storage's metadata changed in place where autograd tracks views of it, and
         the storage mutated afterwards? Under functionalization autograd rebuilds a view's
@@ -595,6 +582,8 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
 def _wrapped(t: torch.Tensor) -> bool:
     """Is ``t`` a torch.func transform's wrapper (NOTE [functorch wrappers] in functional.py)?"""
     return torch._C._functorch.is_functorch_wrapped_tensor(t)
+
+
 def _patch_parameter_new():
     """Make ``nn.Parameter`` traceable (NOTE [parameters made inside]); returns the original
     ``__new__`` for the caller to restore."""

@@ -15,8 +15,10 @@ from ...errors import UnsupportedInputError
 from .functional import dense_layout, geometry_of, storage_ref
 
 
-def result_shapes(func, args: tuple, kwargs: dict) -> list | None:
-    """The shapes of ``func``'s results without ``out=`` (NOTE [out= resizes]), or None."""
+def result_shapes(func, args: tuple, kwargs: dict, geometry: dict | None = None) -> list | None:
+    """The (shape, strides) of ``func``'s results without ``out=`` (NOTE [out= resizes]), or
+    None; ``geometry``: eager's (shape, strides, offset) of tensors whose own may have drifted
+    (NOTE [eager geometry])."""
     tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
     if not tensors or any(t.layout != torch.strided for t in tensors):
         return None
@@ -24,7 +26,8 @@ def result_shapes(func, args: tuple, kwargs: dict) -> list | None:
     def meta(t):
         if not isinstance(t, torch.Tensor):
             return t
-        return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+        shape, stride, _ = (geometry or {}).get(id(t)) or (t.shape, t.stride(), 0)
+        return torch.empty_strided(shape, stride, dtype=t.dtype, device="meta")
 
     def inner(t):
         if isinstance(t, torch.Tensor) and torch._is_functional_tensor(t):
@@ -44,8 +47,44 @@ def result_shapes(func, args: tuple, kwargs: dict) -> list | None:
             if isinstance(out, (list, tuple)) else None
         if results is None or not all(isinstance(r, torch.Tensor) for r in results):
             return None
-        return [tuple(r.shape) for r in results]
+        return [(tuple(r.shape), tuple(r.stride())) for r in results]
     return None
+
+
+def restrides_out(func) -> bool:
+    """NOTE [out= strides]
+    Eager's TensorIterator kernels (pointwise ops) give an out tensor they resize the layout
+    of their result (TensorIteratorBase::set_output_raw_strided: ``resize_output``, then
+    ``as_strided_`` to the strides computed from the inputs), so ``torch.sin(x.t(),
+    out=torch.empty(0))`` is laid out as ``x.t()``; fake and meta tensors resize it contiguous
+    (torch's out wrapper), and so would the trace. For these ops the out tensor is
+    restrided as eager does, before the op writes it."""
+    packet = getattr(torch.ops.aten, getattr(func, "__name__", ""), None)
+    op = getattr(packet, "default", None) if packet is not None else None
+    return op is not None and torch.Tag.pointwise in op.tags
+
+
+def contiguous_layout(shape, stride) -> bool:
+    """Are ``stride`` the contiguous strides of ``shape`` (a size-one dimension's stride, which
+    addresses no memory, aside)?"""
+    from torch._prims_common import make_contiguous_strides_for
+    return all(n <= 1 or a == b for n, a, b in zip(shape, stride, make_contiguous_strides_for(shape)))
+
+
+class EagerOutLayouts(torch.overrides.TorchFunctionMode):
+    """NOTE [out= strides] for a run on fake tensors without the recorder (the eager
+    geometry run): each out tensor a pointwise op will resize is resized and restrided first."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = kwargs.get("out")
+        if isinstance(out, torch.Tensor) and out.layout == torch.strided and restrides_out(func):
+            found = result_shapes(func, args, {k: v for k, v in kwargs.items() if k != "out"})
+            if found is not None and len(found) == 1 and tuple(out.shape) != found[0][0]:
+                out.resize_(found[0][0])
+                if not contiguous_layout(*found[0]):
+                    out.as_strided_(*found[0])
+        return func(*args, **kwargs)
 
 
 def resize_geometry(rec, target, args, kwargs) -> tuple:

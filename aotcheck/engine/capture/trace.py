@@ -47,6 +47,7 @@ from .functional import (compiling, eager_view_strides, from_fun, geometry_of,
                          quiet_fake_tensor_log, stand_in, trace_functional, trace_grad_mode)
 from .functional_run import FunctionalRun
 from .mode import PLAIN, TraceMode
+from .resize import EagerOutLayouts
 from .view_flags import check_member_flags
 from ..rng.layout import DrawLikeEager
 from ..rng.seeding import GlobalGeneratorGuard, watch_generators
@@ -109,7 +110,7 @@ def eager_geometry(fn, leaves: list, in_spec, sig: Signature) -> EagerGeometry |
         fakes = [mode.from_tensor(stand_in(t)) if isinstance(t, torch.Tensor) else t for t in leaves]
         args, kwargs = unflatten_inputs(fakes, in_spec)
         with quiet_fake_tensor_log(), eager_view_strides(), trace_grad_mode(sig), compiling(), \
-                GlobalGeneratorGuard(check=False), DrawLikeEager(), mode:
+                GlobalGeneratorGuard(check=False), DrawLikeEager(), mode, EagerOutLayouts():
             out = fn(*args, **kwargs)
     except Exception:  # noqa: BLE001 - fall back to the functional wrappers' geometry
         return None
@@ -334,7 +335,8 @@ def _finish(way, gm, run, box: dict, geometry, call: tuple, mode: TraceMode) -> 
     if run.flips_viewed_base and not mode.argument_views:
         # NOTE [views of an argument given requires_grad_] in view_flags.py
         return way(*call, _with_argument_views(mode))
-    check_member_flags(gm.graph, captured.facts, run.plan)
+    if not sig.inference_mode:      # no gradient is computed inside inference mode
+        check_member_flags(gm.graph, captured.facts, run.plan)
     return captured
 
 

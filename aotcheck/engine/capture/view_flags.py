@@ -67,6 +67,16 @@ def _as_argument_view(works: list, q: int, base_flag: bool, own: bool) -> torch.
     return leaf
 
 
+def caller_view(base: torch.Tensor, shape, stride, offset) -> torch.Tensor:
+    """An aliased argument (a member of a synthetic base), rebuilt in the trace as the view its
+    caller took before the call, with grad on: made in the call's grad mode (no_grad,
+    inference_mode), the view would carry that creation mode, and an in-place op on it inside
+    an enable_grad region of the function would raise where eager runs it (NOTE [non-leaf
+    copies under no_grad] in functional_run.py)."""
+    with torch.inference_mode(False), torch.enable_grad():
+        return base.as_strided(shape, stride, offset)
+
+
 def check_member_flags(graph, facts: RawFacts, plan: InputPlan) -> None:
     """NOTE [requires_grad_ on an aliased argument]
     ``a0.requires_grad_()`` where ``a0`` shares storage with another argument that the

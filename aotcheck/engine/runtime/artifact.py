@@ -29,6 +29,7 @@ artifact loaded from the cache may have no backward at all; it then asks its
 from __future__ import annotations
 
 import ast
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -41,8 +42,8 @@ from ..analyze import (ALIAS_OF_INPUT, ALIAS_OF_INTERMEDIATE, ALIAS_OF_OUTPUT, C
 from ..capture.functional import outside_saved_tensors_hooks
 from ..capture.plan import InputPlan, placeholder_tensors
 from ..capture.values import is_guarded
-from .regenerate import (addressing, alias, as_inference_tensors, detached_alias, restride,
-                         view_in_custom_function)
+from .regenerate import (addressing, alias, as_inference_tensors, as_ordinary_tensors,
+                         detached_alias, restride, view_in_custom_function)
 from .codegen import to_callable
 from .imperative import add_retained, imperative_autograd, retain_at_call
 from .writeback import (apply_backward_mutations, apply_mutations, as_at_call, fits, geometry,
@@ -75,6 +76,9 @@ class ArtifactParts:
     hook_fns: tuple = ()                    # per meta.hooks (NOTE [imperative autograd on
                                             # arguments and outputs]); an entry's come from a run
                                             # on fakes (capture.trace.argument_hooks)
+
+
+_NO_CONTEXT = contextlib.nullcontext()
 
 
 class CompiledArtifact:
@@ -152,6 +156,7 @@ class CompiledArtifact:
             p for p in rg_on_placeholders if p is not None and plan.placeholders[p][0] == "leaf"
             and any(op.kind == "placeholder" and op.index == p for op in meta.metadata_ops))
         self._inference_outputs = [o.index for o in meta.outputs if o.inference]
+        self._ordinary_outputs = [o.index for o in meta.outputs if o.ordinary]
         self._inference_shared = frozenset(o.index for o in meta.outputs
                                            if o.inference and o.kind == ALIAS_OF_INPUT)
         self._written_then_moved = [m.placeholder for m in meta.mutations
@@ -177,7 +182,7 @@ class CompiledArtifact:
                 and not meta.retained and not meta.hooks \
                 and not meta.metadata_ops and not self._rg_on and not self._rg_off \
                 and not meta.new_leaves and not meta.member_metadata \
-                and not self._inference_outputs:
+                and not self._inference_outputs and not self._ordinary_outputs:
             self._fresh_slots = [self._slot[o.graph_output] for o in meta.outputs]
         self._unflatten = _fast_unflatten(out_spec)
         # NOTE [value specialization] (values.py): a guard that fails raises before the graph
@@ -264,19 +269,28 @@ class CompiledArtifact:
         at_call = {p: geometry(primals[p]) for p in self._written_then_moved} \
             if meta.metadata_ops else {}
         nodes_at_call = retain_at_call(self, leaves) if meta.retained else {}
-        if meta.metadata_ops:
-            self._replay_metadata(primals, leaves, "placeholder")
-        if meta.mutations:
-            apply_mutations(meta, self._slot, primals, values, at_call,
-                            frozenset(m.placeholder for m in late))
-        if meta.metadata_ops:
-            self._replay_metadata(primals, leaves, "leaf")
+        # NOTE [writes in an enable_grad region]: grad mode is off at the call, but the
+        # function wrote an argument inside an enable_grad region, where eager's autograd
+        # recorded the write (the argument's grad_fn changes); each write and metadata call
+        # is replayed in the grad mode it ran in, so the replay turns grad on for the
+        # stretch, as the function did
+        with torch.enable_grad() if self._grad_region_only else _NO_CONTEXT:
+            if meta.metadata_ops:
+                self._replay_metadata(primals, leaves, "placeholder")
+            if meta.mutations:
+                apply_mutations(meta, self._slot, primals, values, at_call,
+                                frozenset(m.placeholder for m in late))
+            if meta.metadata_ops:
+                self._replay_metadata(primals, leaves, "leaf")
         if meta.member_metadata:
             restore_member_geometry(leaves, meta.member_metadata, storages_at_call,
                                      lambda c: values[self._slot[c]])
         out = self._outputs(leaves, values, grad_leaves)
         if meta.retained or self._hooks_after:
-            imperative_autograd(self, leaves, out, values, nodes_at_call)
+            # a retained output made in an enable_grad region of a call under no_grad is
+            # handed out on a node of its own (own_node) as under grad mode
+            with torch.enable_grad() if self._grad_region_only else _NO_CONTEXT:
+                imperative_autograd(self, leaves, out, values, nodes_at_call)
         return out
 
     def _replay_metadata(self, primals, leaves, which: str, early: frozenset | None = None):
@@ -427,6 +441,8 @@ class CompiledArtifact:
         self._share_with_detached_leaves(out)
         if self._inference_outputs:
             as_inference_tensors(out, self._inference_outputs, self._inference_shared)
+        if self._ordinary_outputs and torch.is_inference_mode_enabled():
+            as_ordinary_tensors(out, self._ordinary_outputs)
         return out
 
 

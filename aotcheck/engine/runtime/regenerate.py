@@ -196,3 +196,29 @@ def as_inference_tensors(out: list, indices, shared=frozenset()) -> None:
                 copies[storage.data_ptr()] = raw
             out[k] = made[id(t)] = raw.view(t.dtype).as_strided(t.shape, t.stride(),
                                                                 t.storage_offset())
+
+
+def as_ordinary_tensors(out: list, indices) -> None:
+    """The outputs ``indices``, ordinary tensors in eager although the call is under
+    inference_mode (NOTE [ordinary outputs of an inference call] in capture/outputs.py),
+    copied out of inference mode in the same geometry; outputs that share a storage share
+    their copy, and one tensor returned twice stays one tensor."""
+    copies: dict[int, torch.Tensor] = {}
+    made: dict[int, torch.Tensor] = {}
+    with torch.inference_mode(False), torch.no_grad():
+        for k in indices:
+            t = out[k]
+            if not isinstance(t, torch.Tensor) or not t.is_inference():
+                continue
+            if id(t) in made:
+                out[k] = made[id(t)]
+                continue
+            storage = t.untyped_storage()
+            raw = copies.get(storage.data_ptr())
+            if raw is None:
+                with torch.inference_mode():
+                    whole = torch.empty(0, dtype=torch.uint8, device=t.device).set_(storage)
+                raw = whole.clone()
+                copies[storage.data_ptr()] = raw
+            out[k] = made[id(t)] = raw.view(t.dtype).as_strided(t.shape, t.stride(),
+                                                                t.storage_offset())
