@@ -25,7 +25,7 @@ from .functional import geometry_of, storage_ref, unwrap_functorch
 from .inference_call import CallRules, call_in_inference_mode, transform_results
 from .overlap import outer_dims, piecewise
 from .reshaped import ReshapeWatch, _mirrored_leaf
-from .resize import (contiguous_layout, reaches_outside, resize_geometry, restrides_out,
+from .resize import (contiguous_layout, out_layouts, reaches_outside, resize_geometry,
                      result_shapes)
 
 
@@ -428,7 +428,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, TorchFunctionMode):
                                self.geometry)
         if shapes is None or len(shapes) != len(outs):
             return
-        restride = restrides_out(func)          # NOTE [out= strides] in resize.py
+        restride, shapes = out_layouts(func, args, kwargs, shapes, self.geometry)  # NOTE [out= strides]
         for t, (shape, stride) in zip(outs, shapes):
             if tuple(t.shape) != shape:
                 self.__torch_function__(torch.Tensor.resize_, (torch.Tensor,), (t, shape), {})
