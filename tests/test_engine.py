@@ -1010,6 +1010,71 @@ def test_argument_retained_between_a_write_and_a_metadata_call_is_refused():
         aotcheck.aot_function(_retain_write_then_transpose)(*_nonleaf_argument(False).args)
 
 
+def _use_then_data_of_another_shape(p):
+    v = p[:, :2]
+    p.data = torch.zeros(2, 2)
+    return p.sum(), v
+
+
+def _swap_with_a_parameter_made_inside_then_use_it(p):
+    v = torch.nn.Parameter(torch.randn(2, 2))
+    p[:, :2]
+    p.data, v.data = v.data, p.data
+    return v.mean(0, keepdim=True)
+
+
+@pytest.mark.parametrize("fn", [_use_then_data_of_another_shape,
+                                _swap_with_a_parameter_made_inside_then_use_it])
+def test_data_of_another_shape_between_grad_uses_is_a_named_refusal(fn):
+    # NOTE [set_ under no_grad onto another shape] (runtime/swap_grad.py): with no use under
+    # grad mode after the assignment it is replayed (corpus: input_mutation.fuzz_parameter_
+    # sliced_then_data_swapped_with_a_parameter_made_inside); a use after it (of the argument,
+    # or of a leaf made inside that took the argument's memory) is refused by name, never a
+    # wrong gradient or another shape's error at .backward()
+    p = torch.nn.Parameter(torch.randn(4, 3))
+    with pytest.raises(aotcheck.UnsupportedInputError, match="assigns .data of another shape"):
+        aotcheck.aot_function(fn)(p)
+
+
+def test_leaf_made_inside_and_a_view_written_in_inference_mode_trace_as_eager():
+    # the recorder reads an output's grad_fn only for a call under grad mode that uses a grad
+    # leaf made inside: reading it after a write in inference mode regenerates a view's
+    # grad_fn, and autograd asserts ("new_fn INTERNAL ASSERT") where eager runs
+    from aotcheck.check.oracle import Inputs, check
+
+    def f(a):
+        v = torch.nn.Parameter(torch.randn(2, 2))
+        w = a[:, :2]
+        with torch.no_grad():
+            with torch.enable_grad():
+                m = v.mean(0, keepdim=True)
+        with torch.inference_mode():
+            w.copy_(m)
+        return ()
+
+    def make():
+        p = torch.nn.Parameter(torch.randn(4, 3))
+        return Inputs((p,), leaves=(p,))
+    report = check(f, aotcheck.aot_function(f), make)
+    assert report.ok, report.divergences
+
+
+def test_parameter_at_an_offset_given_data_of_its_diagonal_then_written_is_a_named_refusal():
+    # found by the key-variation pass (storage_offset[input 0]=1) on the fuzz program of
+    # input_mutation.fuzz_parameter_given_data_of_its_diagonal_then_zeroed_and_a_view_read:
+    # the plain way does not copy an argument that requires grad, so its storage's other
+    # elements are not in the graph; the runtime's read of the whole storage went past the
+    # compact value (a RuntimeError from inside torch)
+    def f(a):
+        v = a.diagonal(-2, 0, 1)
+        a.data = v
+        v[1::3]
+        with torch.no_grad():
+            a.zero_()
+        return ()
+    p = torch.nn.Parameter(torch.randn(13)[1:].view(4, 3))
+    with pytest.raises(aotcheck.UnsupportedInputError, match="does not fill"):
+        aotcheck.aot_function(f)(p)
 # Programs from `aotcheck fuzz --engine aotcheck --examples 2000 --seed 1`'s key variations
 # (compiled under grad mode A, called under B) and beside them: each must give eager's result
 # when called under no_grad or inference_mode, cold, again from the in-memory artifact, and

@@ -112,6 +112,9 @@ class MutationInfo:
     old_edge: bool = False          # the compiled function also takes the leaf's gradient node
                                     # of before the swap (NOTE [set_ under no_grad onto another
                                     # shape] in runtime/swap_grad.py)
+    data_only: bool = False         # the swap is ``.data =``, never recorded by autograd (NOTE
+                                    # [.data assignment of an argument that requires grad] in
+                                    # capture/swaps.py)
 
 
 @dataclass(frozen=True)
@@ -227,7 +230,7 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
         MutationInfo(f.placeholder, f.data_mutated, f.metadata_mutated, f.autograd_saw_mutation,
                      f.value_output, f.final_shape, f.final_stride, f.final_offset,
                      f.storage_bytes, f.storage_source, f.storage_output, f.grad_value_output,
-                     f.final_dtype, f.old_grad_edge)
+                     f.final_dtype, f.old_grad_edge, f.data_only)
         for f in facts.inputs
         if f.data_mutated or f.metadata_mutated or f.storage_bytes >= 0 or f.storage_source.swapped)
     outputs = tuple(_classify(k, o) for k, o in enumerate(facts.outputs))

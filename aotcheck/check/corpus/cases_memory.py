@@ -85,6 +85,69 @@ def out_intermediate_resized_then_used_in_grad():
     return f, seeded(make)
 
 
+# NOTE [out= strides] in aotcheck/engine/capture/functional.py: a structured kernel restrides
+# the out tensor it resized to its meta function's strides, which follow the inputs' layout;
+# other kernels (cholesky) leave it contiguous.
+
+
+@case("input_mutation", mode="inference", tags=("out", "out_resize", "noncontiguous", "no_grad_call"))
+def out_fresh_tensor_of_a_pointwise_op_on_a_transposed_argument_under_no_grad():
+    """torch.sin(x, out=torch.empty(0)) under no_grad, x a transposed (1, 4, 4) view of a
+    tensor that requires grad: eager's out tensor is resized and then restrided like x,
+    (16, 1, 4)."""
+    def f(x):
+        with torch.no_grad():
+            v = torch.sin(x, out=torch.empty(0, dtype=x.dtype))
+        return v
+    def make():
+        w = leaf(1, 4, 4)
+        return Inputs((w.clone().transpose(-2, -1),), leaves=(w,))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="inference", tags=("out", "out_resize", "noncontiguous"))
+def out_arguments_resized_by_structured_and_other_kernels_on_a_transposed_input():
+    """Out tensors of other shapes, resized by add and max (structured: laid out like the
+    transposed input) and by cholesky (not structured: contiguous), an argument and tensors
+    made inside; the strides of the first two are returned as well as the tensors."""
+    def f(x, o, values, indices):
+        torch.add(x, 1, out=o)
+        torch.max(x, 1, out=(values, indices))
+        c = torch.cholesky(x[0] @ x[0].mT + torch.eye(4), out=torch.empty(0))
+        return o.stride(), values.stride(), o, values, indices, c
+    return f, seeded(lambda: Inputs((rand(2, 4, 4).transpose(-2, -1), rand(3), torch.empty(0),
+                                     torch.empty(0, dtype=torch.long))))
+
+
+@case("input_mutation", mode="inference", tags=("out", "out_resize", "noncontiguous"))
+def out_fresh_tensors_of_pointwise_ops_on_permuted_and_broadcast_arguments():
+    """clamp, where, exp of a permute and a broadcast add, each into torch.empty(0), on a
+    transposed (3, 4, 5) argument: each out tensor is laid out as TensorIterator lays out
+    the inputs; cumsum and sort (not pointwise) as their kernels leave them."""
+    def f(a):
+        return (torch.clamp(a, -0.5, 0.5, out=torch.empty(0)),
+                torch.where(a > 0, a, torch.zeros(()), out=torch.empty(0)),
+                torch.exp(a.permute(2, 0, 1), out=torch.empty(0)),
+                torch.add(a, a[:, :1, :], out=torch.empty(0)),
+                torch.cumsum(a, 0, out=torch.empty(0)),
+                torch.sort(a, 1, out=(torch.empty(0), torch.empty(0, dtype=torch.long)))[0])
+    return f, seeded(lambda: Inputs((rand(4, 3, 5).transpose(0, 1),)))
+
+
+@case("input_mutation", mode="training", tags=("out", "out_resize", "noncontiguous"))
+def out_fresh_tensor_of_exp_on_a_transposed_argument_then_used_with_grad():
+    """exp into an empty tensor made inside, from a transposed argument, under grad mode (an
+    argument that requires no grad), then multiplied by a leaf: eager's product is laid out
+    like the transposed input."""
+    def f(x, w):
+        buf = torch.exp(x, out=torch.empty(0))
+        return buf * w, buf.stride()
+    def make():
+        w = leaf(3, 2)
+        return Inputs((rand(2, 3).t(), w), leaves=(w,))
+    return f, seeded(make)
+
+
 # ---------------------------------------------------------------- resize_ growing a shared storage
 # NOTE [a storage grown by resize_] in aotcheck/engine/capture/storage_views.py: eager grows the
 # storage itself, so every tensor on it sits on the larger storage with its geometry unchanged.

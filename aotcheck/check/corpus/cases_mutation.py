@@ -986,6 +986,47 @@ def fuzz_transpose_then_set_onto_its_own_transpose():
     return f, seeded(lambda: Inputs((rand(4, 1, 4),)))
 
 
+@case("input_mutation", mode="inference", tags=("set_", "fuzz", "no_grad_call"))
+def fuzz_unsqueeze_then_set_back_onto_a_view_taken_before_then_doubled():
+    # found by aotcheck fuzz --seed 1 (repro s32/00): a.unsqueeze_(1) under no_grad, then
+    # set_() onto a.t() taken before it, which is a's geometry at the call again; the
+    # unsqueeze_ was replayed and the set_ not (a geometry its logged calls do not give is a
+    # swap onto its own storage, also when it is the geometry at the call)
+    class _MulTwoInPlace(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    def f(a):
+        v = a.t()
+        with torch.no_grad():
+            a.unsqueeze_(1)
+        a.set_(v)
+        _MulTwoInPlace.apply(a)
+        return ()
+    return f, seeded(lambda: Inputs((rand(4)[::2],)))
+
+
+@case("input_mutation", mode="inference", tags=("set_", "view"))
+def transpose_then_set_back_onto_a_view_taken_before_then_written_and_returned():
+    # a 2-d argument transposed in place and set back onto a view of its geometry at the
+    # call, then written in place and returned: eager's is the argument in its geometry at
+    # the call, written (the view taken first is another view of the same memory)
+    def f(a):
+        v = a[:]
+        a.t_()
+        a.set_(v)
+        a.add_(1)
+        return a, v * 2
+    return f, seeded(lambda: Inputs((rand(3, 2),)))
+
+
 @case("input_mutation", mode="inference", tags=("set_", "alias"))
 def set_a_row_onto_another_row_then_mutate():
     # found by the fuzzer (a0.zero_(); a1.set_(a0)): after set_, a1 is a second view of row 0,
@@ -1308,6 +1349,169 @@ def data_assign_under_no_grad_call_keeps_an_earlier_view():
         v.add_(3)
         return v, x
     return f, seeded(lambda: Inputs((rand(2, 2),)))
+
+
+# NOTE [.data assignment of a viewed tensor] in aotcheck/engine/capture/recorder.py: after
+# ``.data =`` of a tensor with views, a write, then a read of a view: functionalization
+# replays the view's ops on the new value (IndexError); the second way runs as eager.
+
+@case("input_mutation", mode="inference", tags=("data_assign", "view", "parameter", "fuzz"))
+def fuzz_parameter_given_data_of_its_diagonal_then_zeroed_and_a_view_read():
+    """Found by aotcheck fuzz --seed 1 (repro s32/01): a Parameter given .data of its own
+    diagonal (inside enable_grad within no_grad), zeroed under no_grad, then exp of a slice
+    of the diagonal taken before; nothing returned."""
+    def f(a):
+        v = a.diagonal(-2, 0, 1)
+        with torch.no_grad():
+            with torch.enable_grad():
+                a.data = v
+        v1 = v[1::3]
+        with torch.no_grad():
+            a.zero_()
+        v1.exp()
+        return ()
+    def make():
+        p = torch.nn.Parameter(rand(4, 3))
+        return Inputs((p,), leaves=(p,))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="inference", tags=("data_assign", "view"))
+def data_assign_onto_its_own_diagonal_then_written_and_a_slice_read():
+    """x.data = its own diagonal, x.zero_(), then a slice of the diagonal (a view of the old
+    x, over the same memory) read: zeros; x returned plus one."""
+    def f(x):
+        v = x.diagonal(-2, 0, 1)
+        x.data = v
+        v1 = v[1::3]
+        x.zero_()
+        return v1.exp(), x + 1
+    return f, seeded(lambda: Inputs((rand(4, 3),)))
+
+
+@case("input_mutation", mode="inference", tags=("data_assign", "view", "no_grad_call"))
+def data_assign_onto_its_first_column_then_doubled_with_a_row_taken_before():
+    """x.data = x[:, 0], x.mul_(2): the row x[1] taken before sees its first element
+    doubled (same memory); both returned, called under no_grad too."""
+    def f(x):
+        v = x[1]
+        x.data = x[:, 0]
+        x.mul_(2)
+        return v * 3, x
+    return f, seeded(lambda: Inputs((rand(4, 3),)))
+
+
+# NOTE [.data assignment of an argument that requires grad] in aotcheck/engine/capture/swaps.py:
+# ``.data =`` is never recorded by autograd: the argument keeps its grad_fn and gets the
+# other tensor's memory, whatever requires grad.
+
+def _two_nonleaf(n0: int, n1: int):
+    def make():
+        l0, l1 = leaf(n0), leaf(n1)
+        return Inputs((l0.clone(), l1.clone()), leaves=(l0, l1))
+    return make
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "fuzz"))
+def fuzz_filled_nonleaf_argument_given_data_of_another():
+    """Found by aotcheck fuzz --seed 1 (repro s32/06): a1.fill_(0.5), then a1.data = a0,
+    both non-leaf scalars that require grad: a1 keeps FillBackward0 over a0's memory."""
+    def f(a0, a1):
+        a1.fill_(0.5)
+        a1.data = a0
+        return ()
+    def make():
+        l0, l1 = leaf(()), leaf(())
+        return Inputs((l0.clone(), l1.clone()), leaves=(l0, l1))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf"))
+def doubled_nonleaf_argument_given_data_of_a_slice_of_another_then_used():
+    """a1.mul_(2) under grad, then a1.data = a0[1:] (a0 requiring grad too), then a1 * 3 and
+    a0's sum returned: a1's gradient goes through its MulBackward0 to its leaf (6), though
+    its values are a0's; a0 gets 1 from the sum only."""
+    def f(a0, a1):
+        a1.mul_(2)
+        a1.data = a0[1:]
+        return a1 * 3, a0.sum()
+    return f, seeded(_two_nonleaf(4, 3))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf"))
+def nonleaf_argument_added_to_then_given_data_of_a_tensor_made_inside():
+    """a1.add_(a0), then a1.data = torch.ones(3): a1 keeps AddBackward0 (reaching both
+    leaves) over the new memory."""
+    def f(a0, a1):
+        a1.add_(a0)
+        a1.data = torch.ones(3)
+        return a1 * 2
+    return f, seeded(_two_nonleaf(3, 3))
+
+
+# NOTE [set_ under no_grad onto another shape] in aotcheck/engine/runtime/swap_grad.py: a Parameter
+# given .data of another shape after a use under grad mode keeps its AccumulateGrad of the old
+# shape while that use holds it; with no use under grad mode after the assignment, only the
+# uses before reach it (a gradient of the old shape, broadcast into .grad or raising there).
+
+def _parameter(*shape):
+    def make():
+        p = torch.nn.Parameter(rand(*shape))
+        return Inputs((p,), leaves=(p,))
+    return make
+
+
+@case("input_mutation", mode="inference", tags=("data_assign", "parameter", "fuzz"))
+def fuzz_parameter_sliced_then_data_swapped_with_a_parameter_made_inside():
+    """Found by aotcheck fuzz --seed 1 (repro s32/05): a (4, 3) Parameter sliced under grad
+    mode, then its .data swapped with a (2, 2) Parameter made inside; nothing returned: the
+    argument ends (2, 2) with the new Parameter's values."""
+    def f(a):
+        v = torch.nn.Parameter(torch.randn((2, 2)))
+        a[:, :2]
+        a.data, v.data = v.data, a.data
+        return ()
+    return f, seeded(_parameter(4, 3))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "parameter"))
+def parameter_slice_doubled_returned_then_data_of_another_shape():
+    """v = p[:, :2] * 2 returned, then p.data = ones(2, 2): v's backward reaches p's
+    AccumulateGrad of the old (4, 3) shape, which accumulates a (4, 3) gradient into the
+    (2, 2) p: eager's backward raises there ('The size of tensor a (2) must match ...')."""
+    def f(p):
+        v = p[:, :2] * 2
+        p.data = torch.ones(2, 2)
+        return v
+    return f, seeded(_parameter(4, 3))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "parameter", "broadcast"))
+def parameter_used_then_given_data_of_a_shape_its_gradient_broadcasts_to():
+    """v = p * 2 for a (3,) Parameter, then under no_grad p.data = ones(2, 3): v's (3,)
+    gradient is broadcast into p's (2, 3) .grad, as eager's AccumulateGrad does."""
+    def f(p):
+        v = p * 2
+        with torch.no_grad():
+            p.data = torch.ones(2, 3)
+        return v, p.shape
+    return f, seeded(_parameter(3))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "parameter"))
+def two_parameters_swap_data_after_one_is_used():
+    """v = p.sum(0) (p (4, 3)), then p.data, q.data = q.data, p.data (q (3, 2), unused
+    before), then v * q: q's gradient has its new shape (4, 3); p's goes through v to its
+    AccumulateGrad of the old shape, (4, 3) again, while p is (3, 2): eager's backward
+    raises there."""
+    def f(p, q):
+        v = p.sum(0)
+        p.data, q.data = q.data, p.data
+        return v * q
+    def make():
+        p, q = torch.nn.Parameter(rand(4, 3)), torch.nn.Parameter(rand(3, 2))
+        return Inputs((p, q), leaves=(p, q))
+    return f, seeded(make)
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "parameter"))

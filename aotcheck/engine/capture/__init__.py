@@ -15,7 +15,8 @@ Its modules, in the order a capture uses them::
                        overlapping memory split into pieces; custom_ops: a mutating
                        torch.library op run through its own kernel; inference_call: a call
                        under inference_mode traced with its rules; autocast_cache: eager's
-                       cast cache for leaves), swaps (where set_() moved an argument's
+                       cast cache for leaves; data_assign: ``.data =`` as the recorder sees
+                       it and the run reads it), swaps (where set_() moved an argument's
                        storage, or why it is refused), outputs (what each returned tensor
                        aliases) and autograd_facts (new grad leaves, custom Function digests)
     facts           -> the raw facts, as frozen data (what analyze reads)

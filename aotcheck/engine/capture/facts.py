@@ -116,6 +116,9 @@ class InputFacts:
     old_grad_edge: bool = False     # a leaf used under grad mode, then set_() under no_grad onto
                                     # another shape: its gradient node at the call is a gradient
                                     # target too (NOTE [set_ under no_grad onto another shape])
+    data_only: bool = False         # the swap is ``.data =`` with nothing autograd recorded on
+                                    # the argument after it (NOTE [.data assignment of an
+                                    # argument that requires grad] in swaps.py)
 
 
 @dataclass(frozen=True)

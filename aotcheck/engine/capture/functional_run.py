@@ -16,6 +16,7 @@ from torch.utils import _pytree as pytree
 from ...errors import AotcheckError, UnsupportedInputError
 from .autograd_facts import argument_retained, custom_function_digests, new_leaf_facts
 from .facts import Candidate, InputFacts, MemberFacts, MetadataOp, RawFacts, StorageSource
+from .data_assign import data_only_swap, fills_storage, refuse_viewed_data_set, unfilled_own_storage
 from .functional import dense_layout, geometry_of, storage_ref, to_fun
 from .mode import TraceMode
 from .outputs import classify_outputs, holds
@@ -123,7 +124,7 @@ class FunctionalRun:
             # (storage_views.py rebuilds views with absolute geometry on it).
             nonleaf = self.nonleaf[k] if plain else not p.is_leaf
             copy = (p.requires_grad and nonleaf) or (
-                plain and not p.requires_grad and not _fills_storage(p))
+                plain and not p.requires_grad and not fills_storage(p))
             if copy:
                 # NOTE [non-leaf copies under no_grad]: the copy stands for a tensor that
                 # requires grad whatever mode the function is called in (the caller made it
@@ -263,13 +264,13 @@ class FunctionalRun:
         # set_ never reaches a TorchFunctionMode, so the recorder does not log it); what
         # shows it is a new geometry of an argument with no logged metadata call: replayed
         # as a swap onto its own storage
-        # (a plain run's geometry is eager's, so there a new geometry that its logged calls
-        # do not give is one too: ``a.transpose_(0, 2); a.set_(v)``)
+        # (a plain run's geometry is eager's, so there a geometry its logged calls do not
+        # give is one too: ``a.transpose_(0, 2); a.set_(v)``, also the one at the call)
         swapped = swapped or (meta and plan.placeholders[p][0] == "leaf"
-                              and geometry_of(w) != st.start_geometry[p]
                               and not any(op[0] == "leaf" and op[2] != "requires_grad_"
                                           for op in recorder.log)
-                              and (not any(op[:2] == ("placeholder", p) for op in recorder.log)
+                              and ((not any(op[:2] == ("placeholder", p) for op in recorder.log)
+                                    and geometry_of(w) != st.start_geometry[p])
                                    or (plain and replayed_geometry(st.start_geometry[p],
                                                                    recorder.log, p)
                                        not in (None, geometry_of(w)))))
@@ -293,16 +294,18 @@ class FunctionalRun:
         unrecorded = (st.anchors[p].grad_fn, flags[p]) == st.before[p] or (
             recorder.regraded(p, st.anchors[p]) and flags[p] == st.before[p][1])
         regrad = grad_written_after_swap(w, st.before[p])
+        data_only = data_only_swap(recorder, p, st.anchors[p], w)     # data_assign.py
         storage_source = storage_swap(plan, p, w, works, st.start_refs, st.start_geometry,
                                       recorder, st.before, flags,
                                       st.deferred if self._grouped(p) else None,
-                                      unrecorded, regrad)
+                                      unrecorded, regrad, data_only)
         regrad = regrad and storage_source != p
         if storage_source == p:
             # back on its own storage (x.set_(x.t()), or set_ away and back): the runtime
             # sets the final geometry, then writes the whole storage, which writes
             # through the old geometry reached too (NOTE [storage swaps])
-            if data and not st.plain and not _fills_storage(st.placeholders[p]):
+            if data and unfilled_own_storage(st.plain, st.placeholders[p], st.works[p],
+                                             st.start_geometry[p], st.nbytes[p]):
                 # functionalization holds the written argument as a compact value,
                 # not its storage: reading the whole storage would read past it
                 raise UnsupportedInputError(
@@ -321,7 +324,8 @@ class FunctionalRun:
                 f"input placeholder {p} is grown with resize_() and then set_() "
                 "onto another storage; aotcheck does not replay that combination")
         data = old_storage_written(old_storage.get(p), st.written if st.plain else None)
-        value = old_storage[p][0] if data else None
+        value = (recorder.data_set_alias[p] if data_only and st.before[p][1]    # its autograd
+                 else old_storage[p][0]) if data else None      # history there (swaps.py)
         # views of the memory it had (NOTE [writes before a storage swap]) are
         # rebuilt from the alias, whose eager geometry is the argument's at the call
         st.old_bases[st.start_refs[p]] = (old_storage[p][0], st.start_geometry[p])
@@ -357,7 +361,7 @@ class FunctionalRun:
         return data and self.plan.placeholders[p][0] == "leaf" and (any(
             ref == ref0 and not holds(st.start_geometry[p], g)
             for ref, g in recorder.writes + recorder.reaches) or (
-            not st.plain and not _fills_storage(st.placeholders[p])
+            not st.plain and not fills_storage(st.placeholders[p])
             and any(ref == ref0 for ref, _ in recorder.reaches)) or (
             final is not None and any(
                 ref == ref0 and not holds(final, g) for ref, g in recorder.writes)))
@@ -424,7 +428,8 @@ class FunctionalRun:
             grad_value_output=grad_value_output,
             final_dtype=str(w.dtype).replace("torch.", "")
             if swapped and w.dtype != st.placeholders[p].dtype else "",
-            old_grad_edge=swapped and p in recorder.old_edges)
+            old_grad_edge=swapped and p in recorder.old_edges,
+            data_only=swapped and data_only_swap(recorder, p, st.anchors[p], w))
 
     def _refuse_after_inputs(self, st: _RunState, inputs: list) -> None:
         """Step 8: the refusals that wait for every input's facts."""
@@ -539,6 +544,7 @@ def _refuse_functionalization_error(e: Exception, recorder: MetadataRecorder) ->
             "afterwards; aotcheck's synthetic-base replay does not give eager's gradients "
             "for that combination, so it refuses it. Pass the arguments without aliasing "
             f"({type(e).__name__}: {str(e).splitlines()[0][:120]})") from None
+    refuse_viewed_data_set(e, recorder)     # NOTE [.data assignment of a viewed tensor]
     if recorder.log and "view" in str(e):
         raise UnsupportedInputError(
             "the function changes an argument's metadata in place (t_, transpose_, ...) "
@@ -549,12 +555,6 @@ def _refuse_functionalization_error(e: Exception, recorder: MetadataRecorder) ->
 
 def _freeze(v):
     return tuple(_freeze(x) for x in v) if isinstance(v, (list, tuple)) else v
-
-
-def _fills_storage(t: torch.Tensor) -> bool:
-    """Dense, from offset 0, over its whole storage."""
-    return t.storage_offset() == 0 and dense_layout(t.shape, t.stride()) and \
-        t.numel() * t.element_size() == t.untyped_storage().nbytes()
 
 
 def _nonleaf_copy(p: torch.Tensor, w: torch.Tensor, as_view: bool) -> torch.Tensor:

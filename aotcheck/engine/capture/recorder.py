@@ -20,11 +20,12 @@ from torch.utils import _pytree as pytree
 
 from ...errors import UnsupportedInputError
 from .custom_ops import mutating_kernel
+from .data_assign import DataAssignWatch
 from .functional import geometry_of, storage_ref, unwrap_functorch
 from .inference_call import CallRules, call_in_inference_mode, transform_results
 from .overlap import outer_dims, piecewise
 from .reshaped import ReshapeWatch, _mirrored_leaf
-from .resize import (contiguous_layout, reaches_outside, resize_geometry, restrides_out,
+from .resize import (contiguous_layout, out_layouts, reaches_outside, resize_geometry,
                      result_shapes)
 
 
@@ -120,7 +121,7 @@ def _mutating(name: str) -> bool:
                                         and name not in METADATA_METHODS and name != "requires_grad_")
 
 
-class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
+class MetadataRecorder(ReshapeWatch, DataAssignWatch, TorchFunctionMode):
     """Records in-place metadata calls (``t_``, ``transpose_``, ...) on arguments, as the
     user wrote them, so the runtime can replay exactly those calls (see NOTE [mutation
     replay] in runtime/artifact.py): eager's strides and grad_fns then come out as eager's."""
@@ -186,8 +187,7 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
         self.inplace_calls: dict[tuple, list[str]] = {}     # watched -> "data"/"meta", in order
         self.retained_tensors: dict[int, torch.Tensor] = {}
         self.argument_hooks: list[tuple] = []
-        # NOTE [.data assignment]: the placeholders given ``x.data = y``, in order
-        self.data_sets: list[int] = []
+        self._init_data_assign()                        # data_assign.py
         # NOTE [set_ under no_grad onto another shape] in runtime/swap_grad.py: the wrappers
         # of leaf arguments that require grad (by id: placeholder and storage at the call),
         # those used under grad mode before a swap onto another shape, and those whose
@@ -197,7 +197,7 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
         self.reshaped: set[int] = set()
         self.old_edges: dict = {}                       # placeholder -> its GradientEdge at the
                                                         # call, where used before the swap
-        self.reshaped_after_use: set[int] = set()       # ``.data =``, after a use: refused
+        self.reshaped_after_use: set[int] = set()       # ``.data =`` used after a use: refused
         self.reshaped_twice: set[int] = set()           # onto two other shapes: refused
         self.data_lowered = False       # Dynamo's graph of a ``.data =`` (lowers_data_assignment)
 
@@ -273,9 +273,8 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
             # NOTE [writes outside an argument] in plan.py
             self.writes.append((storage_ref(target),
                                 self.geometry.get(id(target)) or geometry_of(target)))
-        if name == "__set__" and target is not None and getattr(func, "__self__", None) is _DATA_ATTR \
-                and self.watched.get(id(target), ("",))[0] == "placeholder":
-            self.data_sets.append(self.watched[id(target)][1])
+        if name == "__set__" and target is not None and getattr(func, "__self__", None) is _DATA_ATTR:
+            self.note_data_set(target, args)                # NOTE [.data assignment]
         if name == "resize_storage_bytes_" and target is not None:
             self._record_resize(target, args[1] if len(args) > 1 else kwargs.get("new_size"))
         sets_flag = target is not None and (name == "requires_grad_" or (
@@ -306,6 +305,7 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
             out = func(*args, **kwargs)
         if self.grad_wrappers and name != "__set__":
             self._note_grad_use(args, kwargs, out)
+            self._note_new_leaf_use(args, kwargs, out)
         if sets_flag:
             if self.watched.get(id(target), ("",))[0] == "placeholder":
                 self.flags_set.add(self.watched[id(target)][1])
@@ -428,7 +428,7 @@ class MetadataRecorder(ReshapeWatch, TorchFunctionMode):
                                self.geometry)
         if shapes is None or len(shapes) != len(outs):
             return
-        restride = restrides_out(func)          # NOTE [out= strides] in resize.py
+        restride, shapes = out_layouts(func, args, kwargs, shapes, self.geometry)  # NOTE [out= strides]
         for t, (shape, stride) in zip(outs, shapes):
             if tuple(t.shape) != shape:
                 self.__torch_function__(torch.Tensor.resize_, (torch.Tensor,), (t, shape), {})

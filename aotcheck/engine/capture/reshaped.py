@@ -57,6 +57,23 @@ class ReshapeWatch:
                                for o in pytree.tree_leaves(out)):
             return
         self.grad_used.update(i for i in used if i not in self.reshaped)
+        # used again after ``.data =`` onto another shape: which gradient node eager's use
+        # gets depends on whether an earlier use still holds the old one (swaps.py refuses)
+        self.reshaped_after_use.update(i for i in used if i in self.data_reshaped)
+
+    def _note_new_leaf_use(self, args, kwargs, out) -> None:
+        """A call that autograd recorded on a grad leaf made inside: the storage it was on.
+        (Outputs' grad_fn is read only for such a call under grad mode: reading it regenerates
+        a view's, which may assert after a write in inference mode.)"""
+        if not self.new_leaves or not torch.is_grad_enabled() or \
+                torch.is_inference_mode_enabled():
+            return
+        leaves = {id(t) for t in self.new_leaves if isinstance(t, torch.Tensor)}
+        used = [t for t in pytree.tree_leaves((args, kwargs))
+                if isinstance(t, torch.Tensor) and id(t) in leaves and t.layout == torch.strided]
+        if used and any(isinstance(o, torch.Tensor) and o.grad_fn is not None
+                        for o in pytree.tree_leaves(out)):
+            self.new_leaf_uses.update(storage_ref(t) for t in used)
 
     def regrad_reshaped(self, args) -> None:
         """Before a call that reads the wrapper of a leaf argument (and once more on all of
@@ -85,8 +102,10 @@ class ReshapeWatch:
                 continue
             if index in self.grad_used:
                 if index in self.data_sets or self.data_lowered:
-                    self.reshaped_after_use.add(index)
-                    continue
+                    # ``.data =``: eager's leaf keeps its gradient node of the old shape
+                    # while a use holds it; a use under grad mode from here on is refused
+                    # (``_note_grad_use``), so the uses before are the only ones that reach it
+                    self.data_reshaped.add(index)
                 self.old_edges[index] = edge
             torch._mirror_autograd_meta_to(t.detach().requires_grad_(), t)
             self.reshaped.add(index)

@@ -64,6 +64,54 @@ def restrides_out(func) -> bool:
     return op is not None and torch.Tag.pointwise in op.tags
 
 
+# Operands larger than this (elements, all together) keep the layouts ``result_shapes`` gives:
+# the eager run of ``out_layouts`` allocates and computes them
+EAGER_OUT_MAX_NUMEL = 1 << 18
+
+
+def out_layouts(func, args: tuple, kwargs: dict, shapes: list,
+                geometry: dict | None = None) -> tuple[bool, list]:
+    """NOTE [out= strides], for any kernel: (whether to restride, (shape, strides) per out
+    tensor) for ``func``'s out tensors resized to ``shapes``' shapes. Not only TensorIterator
+    kernels restride what they resize: every structured kernel does, to its meta function's
+    strides (``where``, a broadcast ``add`` into a non-empty out tensor; others, ``cholesky``,
+    leave it contiguous), and the fake kernels do not tell which. So the op runs with out= on
+    real CPU tensors of the same geometries (ones; out tensors as they are before the op;
+    ``geometry``: eager's, NOTE [eager geometry]), outside the trace, up to
+    ``EAGER_OUT_MAX_NUMEL`` elements; where that fails, the pointwise rule above."""
+    import warnings
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    def extent(t):
+        shape, stride, offset = (geometry or {}).get(id(t)) or geometry_of(t)
+        return shape, stride, offset, offset + sum((k - 1) * st for k, st in zip(shape, stride)
+                                                   if k > 0) + 1
+
+    def real(t):
+        if not isinstance(t, torch.Tensor):
+            return t
+        shape, stride, offset, n = extent(t)
+        return torch.ones(max(n, 1), dtype=t.dtype).as_strided(shape, stride, offset)
+    tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+    try:
+        if sum(extent(t)[3] for t in tensors) + sum(math.prod(s) for s, _ in shapes) > \
+                EAGER_OUT_MAX_NUMEL:
+            raise ValueError("too large")
+        with _disable_current_modes(), torch._C._ExcludeDispatchKeyGuard(
+                torch._C.DispatchKeySet(torch._C.DispatchKey.Functionalize)), torch.no_grad(), \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore")     # resize_output's deprecation warning
+            a, k = pytree.tree_map(real, (args, kwargs))
+            k = {n: (torch.device("cpu") if n == "device" else v) for n, v in k.items()}
+            func(*a, **k)
+        outs = pytree.tree_leaves(k["out"])
+        if [tuple(t.shape) for t in outs] == [tuple(s) for s, _ in shapes]:
+            return True, [(tuple(t.shape), tuple(t.stride())) for t in outs]
+    except Exception:       # noqa: BLE001 - no eager run: the pointwise rule
+        pass
+    return restrides_out(func), shapes
+
+
 def contiguous_layout(shape, stride) -> bool:
     """Are ``stride`` the contiguous strides of ``shape`` (a size-one dimension's stride, which
     addresses no memory, aside)?"""
@@ -78,11 +126,12 @@ class EagerOutLayouts(torch.overrides.TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = kwargs.get("out")
-        if isinstance(out, torch.Tensor) and out.layout == torch.strided and restrides_out(func):
+        if isinstance(out, torch.Tensor) and out.layout == torch.strided:
             found = result_shapes(func, args, {k: v for k, v in kwargs.items() if k != "out"})
             if found is not None and len(found) == 1 and tuple(out.shape) != found[0][0]:
+                restride, found = out_layouts(func, args, kwargs, found)
                 out.resize_(found[0][0])
-                if not contiguous_layout(*found[0]):
+                if restride and not contiguous_layout(*found[0]):
                     out.as_strided_(*found[0])
         return func(*args, **kwargs)
 

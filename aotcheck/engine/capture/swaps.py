@@ -86,7 +86,8 @@ def swap_refusal(p: int | str, why: str) -> UnsupportedInputError:
 def storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, start_geometry,
                   recorder: MetadataRecorder, before: list, flags: list,
                   deferred: dict | None = None,
-                  unrecorded: bool = False, regrad: bool = False) -> int:
+                  unrecorded: bool = False, regrad: bool = False,
+                  data_only: bool = False) -> int:
         """Where placeholder ``p``'s storage went after ``set_()``: q >= 0 (placeholder q's
         storage at the call, p's own included), or -2 (a storage made inside the function).
         ``flags``: per placeholder, whether it requires grad with a gradient edge of its own
@@ -139,16 +140,34 @@ def storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, st
             raise swap_refusal(p, "a leaf that requires grad, under no_grad onto tensors of two "
                                 "other shapes in turn (eager's leaf then has a gradient node "
                                 "per shape; aotcheck replays one swap onto another shape)")
+        if kept and p in recorder.data_reshaped and start_refs[p] in recorder.new_leaf_uses:
+            # ``a.data, v.data = v.data, a.data; v.mean()`` with v a Parameter made inside:
+            # v, a leaf requiring grad, is used on the memory a had; the runtime's late replay
+            # of the swap (NOTE [set_ under no_grad onto another shape]) does not give v's
+            # gradient eager's path (fuzz seed 1: a (4, 3) gradient met the (2, 2) leaf)
+            recorder.reshaped_after_use.add(p)
         if kept and p in recorder.reshaped_after_use:
             # NOTE [set_ under no_grad onto another shape] in swap_grad.py
             raise UnsupportedInputError(
                 f"the function assigns .data of another shape to input placeholder {p}, which "
-                "requires grad, after using it under grad mode: eager's leaf then keeps its "
-                "gradient node of the old shape while a use holds it; aotcheck replays such "
-                "an assignment only before any use of the argument under grad mode")
+                "requires grad, between uses of it under grad mode: eager's leaf keeps its "
+                "gradient node of the old shape while an earlier use holds it, and a later use "
+                "gets that node (whose gradient is checked against the old shape) or a new one "
+                "as that use is alive or not, which a trace cannot see; aotcheck replays such "
+                "an assignment when the argument is not used under grad mode after it")
         # set_() under grad mode with the argument or its source requiring grad: autograd
         # records it (NOTE [set_ recorded by autograd])
         if recorded_by_autograd(w):
+            return source
+        # NOTE [.data assignment of an argument that requires grad]
+        # ``a1.fill_(0.5); a1.data = a0``, a1 and a0 requiring grad: ``.data =`` is never
+        # recorded by autograd, whatever requires grad; a1 keeps its autograd identity (its
+        # grad_fn FillBackward0, from the write before) and gets a0's memory. Where nothing
+        # autograd records happened to the argument after its last ``.data =``
+        # (``data_only``), the swap moves data only: the runtime writes back what came before
+        # it (under grad mode where autograd saw it) and replays the swap under no_grad,
+        # which keeps the caller's tensor's autograd identity as eager's does.
+        if data_only:
             return source
         # written with grad after a swap that autograd did not record (NOTE [grad writes
         # after a swap] in swap_grad.py), onto a storage whose tensor requires no grad

@@ -58,11 +58,18 @@ autograd sums a gradient of the new shape down to it where it broadcasts, and ra
   old edge, a stand-in of the old shape (``_OldGradEdge``), made from the argument before
   the swap, is an input too: its gradient reaches the old AccumulateGrad, which
   accumulates as eager's does.
-- ``.data =`` onto another shape after a use under grad mode is refused: whether eager's
-  leaf keeps its old AccumulateGrad depends on whether a use still holds it. Dynamo
-  lowers ``.data =`` to set_() under no_grad (and a version-counter call of its own), so
-  in Dynamo's graph (``reshaped.lowers_data_assignment``) every such swap is refused.
-  A second swap onto another shape is refused too.
+- ``.data =`` onto another shape after a use under grad mode: eager's leaf keeps its old
+  AccumulateGrad while a use holds it (set_() would give it a new one). The uses before
+  the assignment reach that node either way, so with no use under grad mode after it the
+  assignment is replayed as a set_() is (the old edge as above). A use under grad mode
+  after it is refused (``reshaped_after_use``): it gets the old node or a new one as an
+  earlier use is alive or not, which a trace cannot see. Dynamo lowers ``.data =`` to
+  set_() under no_grad (and a version-counter call of its own), so in Dynamo's graph
+  (``reshaped.lowers_data_assignment``) every such swap is taken for a ``.data =``.
+  A second swap onto another shape is refused too. (After the call the caller's leaf
+  has the new AccumulateGrad of the replayed set_(), where eager's ``.data =`` keeps the
+  old one while an output's graph holds it: a use of the argument after the call, under
+  grad mode, then differs; not replayed.)
 
 # NOTE [grad writes after a swap]
 ``x.set_(y); x.mul_(u)`` (x, y requiring no grad, u requiring grad): the swap is not
@@ -83,8 +90,11 @@ from ...errors import AotcheckError
 
 def recorded_swaps(swaps) -> list[int]:
     """The swapped placeholders whose set_() autograd recorded (their grad_mode: the
-    argument's grad_fn changed, which capture allows for a swap only when set_() made it)."""
-    return [m.placeholder for m in swaps if m.grad_mode and m.grad_value_output < 0]
+    argument's grad_fn changed, which capture allows for a swap only when set_() made it, or,
+    for a ``.data =`` that moved data only, when a write before it did: NOTE [.data
+    assignment of an argument that requires grad] in capture/swaps.py)."""
+    return [m.placeholder for m in swaps if m.grad_mode and m.grad_value_output < 0
+            and not m.data_only]
 
 
 def replay_recorded_swaps(primals: list, recorded: list[int]) -> None:

@@ -1,0 +1,105 @@
+"""data_assign: ``x.data = y`` as the recorder sees it, and what the run reads of it.
+
+Mixed into recorder.py's ``MetadataRecorder`` (``DataAssignWatch``: the ``data`` setter reaches
+the TorchFunctionMode, set_() does not), and read by functional_run.py: whether a swap moved
+data only (NOTE [.data assignment of an argument that requires grad] in swaps.py), and the
+refusal that sends a run failing after a viewed tensor's assignment to the second way (NOTE
+[.data assignment of a viewed tensor]).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ...errors import UnsupportedInputError
+from .functional import dense_layout, storage_ref
+
+
+class DataAssignWatch:
+    """The recorder's part that follows ``.data =``; ``_init_data_assign`` sets up its state."""
+
+    def _init_data_assign(self) -> None:
+        # NOTE [.data assignment]: the placeholders given ``x.data = y``, in order; per
+        # placeholder its autograd state (grad_fn, requires_grad) at its last one, and a view
+        # of it taken before its first one (its old memory, with its autograd history)
+        self.data_sets: list[int] = []
+        self.data_set_state: dict[int, tuple] = {}
+        self.data_set_alias: dict[int, torch.Tensor] = {}
+        # NOTE [.data assignment of a viewed tensor]: per such assignment, the events so far
+        # and the storages it touched
+        self.viewed_data_sets: list[tuple] = []
+        # NOTE [set_ under no_grad onto another shape] (reshaped.py): leaves given ``.data =``
+        # after a use under grad mode, and the storages grad leaves made inside were used on
+        self.data_reshaped: set[int] = set()
+        self.new_leaf_uses: set = set()
+
+    def note_data_set(self, target: torch.Tensor, args: tuple) -> None:
+        """``target.data = args[1]``, before it happens."""
+        if self.watched.get(id(target), ("",))[0] == "placeholder":
+            p = self.watched[id(target)][1]
+            self.data_sets.append(p)
+            anchor = target._base if target._base is not None else target
+            self.data_set_state[p] = (anchor.grad_fn, target.requires_grad)
+            if p not in self.data_set_alias and target.layout == torch.strided:
+                # a view keeps the old storage (NOTE [.data assignment of an argument that
+                # requires grad] in swaps.py)
+                with torch.enable_grad():
+                    self.data_set_alias[p] = target.view_as(target)
+        if id(target) in self.has_views and len(args) > 1 and isinstance(args[1], torch.Tensor) \
+                and target.layout == torch.strided and args[1].layout == torch.strided:
+            self.viewed_data_sets.append((len(self.events),
+                                          {storage_ref(target), storage_ref(args[1])}))
+
+    def viewed_data_set_written(self) -> bool:
+        """NOTE [.data assignment of a viewed tensor]
+        ``v = a.diagonal(); a.data = v; a.zero_(); v[1:].exp()``: eager's views of ``a``
+        keep their own geometry over the memory; functionalization regenerates a view after
+        a write by replaying the ops that made it on its base's value, which ``.data =``
+        replaced by one of another shape (an IndexError, or a view of the wrong elements).
+        Was a tensor that views were taken of given ``.data =``, and the memory it had or
+        got then written? A functional run that fails after that takes the second way
+        (NOTE [plain trace, then functionalize] in storage_views.py), which runs as eager."""
+        return any(what == "data" and st in refs
+                   for start, refs in self.viewed_data_sets
+                   for what, st in self.events[start:])
+
+
+def data_only_swap(recorder, p: int, anchor: torch.Tensor, w: torch.Tensor) -> bool:
+    """Was placeholder ``p``'s swap its only ``.data =``, with nothing autograd records on it
+    after it (NOTE [.data assignment of an argument that requires grad] in swaps.py)?"""
+    return recorder.data_sets.count(p) == 1 and p in recorder.data_set_alias and \
+        (anchor.grad_fn, w.requires_grad) == recorder.data_set_state[p]
+
+
+def refuse_viewed_data_set(e: Exception, recorder) -> None:
+    """A functional run that failed after NOTE [.data assignment of a viewed tensor]: the
+    refusal that makes capture take the second way (errors.VIEW_LIMITS)."""
+    if recorder.viewed_data_set_written():
+        raise UnsupportedInputError(
+            "the function assigns .data of a tensor that views were taken of, and then "
+            "writes that memory; functionalization cannot replay that view (a PyTorch "
+            "limit: it replays the view's ops on the tensor's new value) "
+            f"({type(e).__name__}: {str(e).splitlines()[0][:120]})") from None
+
+
+def fills_storage(t: torch.Tensor) -> bool:
+    """Dense, from offset 0, over its whole storage."""
+    return t.storage_offset() == 0 and dense_layout(t.shape, t.stride()) and \
+        t.numel() * t.element_size() == t.untyped_storage().nbytes()
+
+
+def unfilled_own_storage(plain: bool, placeholder: torch.Tensor, work: torch.Tensor,
+                         geometry: tuple, nbytes: int) -> bool:
+    """Does the argument, set_() (or given ``.data =``) back onto its own storage, not fill
+    that storage (dense, from offset 0), so that the graph does not hold its other elements?
+    A plain run's own copy fills it; an argument that requires grad is not copied, and is
+    judged in its ``geometry`` at the call, over ``nbytes`` (``.data =`` moves the plain
+    placeholder itself: a Parameter at storage offset 1 given .data of its diagonal)."""
+    if not plain:
+        return not fills_storage(placeholder)
+    if work is not placeholder:
+        return False
+    shape, stride, offset = geometry
+    return not (offset == 0 and dense_layout(shape, stride)
+                and math.prod(shape) * placeholder.element_size() == nbytes)
