@@ -136,3 +136,23 @@ def argument_retained(calls, before: int, i: int | None, placeholder: int) -> tu
         "does not keep; supported: retain_grad() before only metadata calls, or before only "
         "in-place writes (NOTE [where an argument's retained gradient sits])")
 
+
+def refuse_returned_leaf_hooks(hooked: list, out_leaves: list) -> None:
+    """NOTE [hooks on returned tensors]
+    A hook on a tensor the function makes is traced into the joint with its uses, and a
+    returned intermediate's tangent enters the joint at that tensor, so its hook sees the
+    caller's part too, as eager's. A leaf made inside (``torch.randn(..., requires_grad=True)``,
+    ``nn.Parameter``) is different: the runtime makes it before the graph runs and hands the
+    caller that very tensor (NOTE [new grad leaves]), so the caller's part reaches its
+    ``.grad`` without the hook, which eager applies to the whole gradient (fuzz seed 3: a
+    returned Parameter's hook doubled nothing). Refused by name while it is still registered."""
+    made = [t for t in hooked if t.is_leaf and t.requires_grad and getattr(t, "_backward_hooks", None)]
+    if any(isinstance(o, torch.Tensor) and any(o is t or o._base is t for t in made)
+           for o in out_leaves):
+        raise UnsupportedInputError(
+            "the function registers a hook on a leaf it makes that requires grad (torch.randn(..., "
+            "requires_grad=True), nn.Parameter) and returns that leaf (or a view of it): the "
+            "caller's part of its gradient would bypass the hook, which eager applies to the "
+            "whole gradient; supported: hooks on arguments, on intermediates, and on leaves made "
+            "inside that are not returned (NOTE [hooks on returned tensors])")
+

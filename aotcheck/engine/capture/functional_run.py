@@ -14,7 +14,8 @@ import torch
 from torch.utils import _pytree as pytree
 
 from ...errors import AotcheckError, UnsupportedInputError
-from .autograd_facts import argument_retained, custom_function_digests, new_leaf_facts
+from .autograd_facts import (argument_retained, custom_function_digests, new_leaf_facts,
+                             refuse_returned_leaf_hooks)
 from .facts import Candidate, InputFacts, MemberFacts, MetadataOp, RawFacts, StorageSource
 from .data_assign import data_only_swap, fills_storage, refuse_viewed_data_set, unfilled_own_storage
 from .functional import dense_layout, geometry_of, storage_ref, to_fun
@@ -502,11 +503,10 @@ class FunctionalRun:
         """NOTE [imperative autograd on arguments and outputs]: the retain_grad() calls on
         arguments and on returned tensors, and the hooks registered on arguments (and not
         removed), as facts: ("argument", leaf) or ("output", k) per retained tensor, and
-        (leaf, written before) per hook; the hooks themselves go to ``self.hook_fns``."""
+        (leaf, written before) per hook (the hooks go to ``self.hook_fns``)."""
+        refuse_returned_leaf_hooks(recorder.inner_hooks, out_leaves)
         def argument(kind: str, index: int):
-            if kind == "leaf":
-                return index
-            return next((i for i, src in enumerate(self.plan.sources)
+            return index if kind == "leaf" else next((i for i, src in enumerate(self.plan.sources)
                          if src.kind == "placeholder" and src.index == index), None)
         retained: list[tuple] = []
         for kind, index, before in recorder.retained:

@@ -136,6 +136,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, TorchFunctionMode):
         # last changed its metadata in place) is eager's; it is kept here, by tensor.
         self.geometry: dict[int, tuple] = {}
         self._alive: list[torch.Tensor] = []            # keeps ids unique while tracing
+        self.inner_hooks: list[torch.Tensor] = []       # tensors made inside given a hook
         self.inplace_metadata = False                   # t_, unsqueeze_, ... on any tensor
         self.hazard_events: list[tuple] = []            # ("meta" | "data", storage, hazardous)
         self.has_views: set[int] = set()                # tensors that views were taken of
@@ -240,9 +241,10 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, TorchFunctionMode):
             # NOTE [where an argument's retained gradient sits] in functional_run.py
             self.inplace_calls.setdefault(self.watched[id(target)], []).append(
                 "meta" if name in METADATA_METHODS else "data")
-        if name == "register_hook" and target is not None and id(target) in self.watched \
-                and target.requires_grad and len(args) == 2 and not kwargs:
-            return self._argument_hook(target, args[1])
+        if name == "register_hook" and target is not None and len(args) == 2 and not kwargs:
+            if id(target) in self.watched and target.requires_grad:
+                return self._argument_hook(target, args[1])
+            self.inner_hooks.append(target)     # NOTE [hooks on returned tensors] (autograd_facts)
         if self.grad_wrappers and name != "__set__":
             self.regrad_reshaped((args, kwargs))
         kernel = mutating_kernel(func, args, kwargs)
@@ -505,11 +507,9 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, TorchFunctionMode):
         return (() if regenerated else self.clips.get(id(t), ())), regenerated
 
     def _argument_hook(self, target: torch.Tensor, hook):
-        """``register_hook`` on an argument: recorded for the runtime, which registers it on
-        the caller's tensor (NOTE [imperative autograd on arguments and outputs]); not
-        registered on the trace's tensor, where the joint would apply it a second time. The
-        handle is a real one, on a dict of the recorder's: ``remove()`` inside the function
-        takes the hook off the record."""
+        """``register_hook`` on an argument: recorded for the runtime, which registers it on the
+        caller's tensor (NOTE [imperative autograd on arguments and outputs]), not on the trace's
+        (the joint would apply it twice); its real handle's ``remove()`` unrecords it."""
         from collections import OrderedDict
         from torch.utils.hooks import RemovableHandle
         hooks: OrderedDict = OrderedDict()      # weakly referenced by the handle
