@@ -141,3 +141,35 @@ def test_backend_cache_hit_in_a_new_process_skips_capture_and_joint(tmp_path):
     assert warm["ok"], warm
     c = warm["counters"]
     assert c["hits"] == 1 and c["misses"] == 0 and c["backward_hits"] == 1, c
+
+
+def test_data_assignment_is_given_back_and_a_written_set_stays():
+    """NOTE [.data assignment in Dynamo's graph]: Dynamo's set_() plus version call becomes
+    ``.data =`` again; a set_() the function wrote itself is left alone."""
+    from aotcheck.targets.backend import _assign_data, restore_data_assignments
+    graphs = []
+
+    def keep(gm, example_inputs):
+        graphs.append(gm)
+        return gm
+
+    def assigns(a):
+        a.mul_(2)
+        a.data = torch.ones(3)
+        return a * 3
+
+    def sets(a, b):
+        c = a * 1
+        with torch.no_grad():
+            c.set_(b)
+        return c + 1
+
+    torch._dynamo.reset()
+    torch.compile(assigns, backend=keep, fullgraph=True)(torch.ones(3, requires_grad=True).clone())
+    torch.compile(sets, backend=keep, fullgraph=True)(torch.ones(3), torch.zeros(3))
+    first, second = graphs
+    assert restore_data_assignments(first) == 1
+    assert [n.target for n in first.graph.nodes if n.target is _assign_data]
+    assert not any("lower_version" in str(n.target) for n in first.graph.nodes)
+    assert restore_data_assignments(second) == 0
+    assert any(n.target in (torch.Tensor.set_, "set_") for n in second.graph.nodes)

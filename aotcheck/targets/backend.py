@@ -40,6 +40,7 @@ def aotcheck_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | N
     if unknown:
         raise AotcheckError(f"aotcheck backend: unknown options {unknown}; supported: {list(OPTIONS)}")
     counters["aotcheck"]["graphs"] += 1      # graphs Dynamo handed to this backend
+    restore_data_assignments(gm)
     compiled = aot_function(gm.forward, cache=options.get("cache"), remote=options.get("remote"),
                             partitioner=options.get("partitioner"))
 
@@ -47,3 +48,39 @@ def aotcheck_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | N
         return compiled(*args)
     run.aot_function = compiled      # for tests and tools: the AotFunction behind this graph
     return run
+
+
+def _assign_data(t: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    t.data = value
+    return t
+
+
+def restore_data_assignments(gm: torch.fx.GraphModule) -> int:
+    """Give Dynamo's graph back the ``x.data = y`` it lowered; returns how many.
+
+    # NOTE [.data assignment in Dynamo's graph]
+    Dynamo lowers ``x.data = y`` to ``torch.Tensor.set_(x, y)`` under no_grad followed by a
+    call of its own that lowers ``x``'s version counter by one. That is not eager's
+    ``set_()``: ``.data =`` keeps the tensor's autograd identity (a non-leaf keeps its
+    grad_fn, a leaf its AccumulateGrad while a use holds it) whatever requires grad, where
+    a set_() of a tensor that requires grad is an in-place op that autograd sees. aotcheck
+    traces ``.data =`` as eager runs it (capture/data_assign.py), so the pair is put back
+    as the assignment it stands for: the set_() node calls ``_assign_data`` and the version
+    call goes. A set_() that the user wrote (no version call after it) stays as it is.
+    """
+    done = 0
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or \
+                getattr(node.target, "__name__", "") != "_lower_version_count_by_1":
+            continue
+        (src,) = node.args or (None,)
+        if not (isinstance(src, torch.fx.Node) and src.op == "call_function"
+                and src.target is torch.Tensor.set_ and len(src.args) == 2 and not src.kwargs
+                and list(src.users) == [node]):
+            continue
+        node.graph.erase_node(node)
+        src.target = _assign_data
+        done += 1
+    if done:
+        gm.recompile()
+    return done
