@@ -1459,3 +1459,23 @@ def test_data_assignment_reaches_the_plain_trace(fn, make, plain):
         torch.testing.assert_close(g.detach(), e.detach())
     for a, b in zip(args, args2):
         torch.testing.assert_close(b, a)
+
+
+def test_data_of_another_dtype_onto_an_argument_is_refused_on_the_plain_way():
+    """NOTE [.data assignment in the plain trace]: the plain way's replay kept the argument's
+    old dtype (silently); it refuses by name, and the chosen (functional) way gives eager's."""
+    from aotcheck import flags
+    from aotcheck.errors import UnsupportedInputError
+
+    def f(x):
+        x.data = x.double()
+        x.add_(1)
+        return x * 2
+    x = torch.rand(2, 3)
+    with flags.overridden(flags.TRACE_PLAIN, True), pytest.raises(UnsupportedInputError, match="dtype"):
+        aotcheck.aot_function(f)(x.clone())
+    y, ref = x.clone(), x.clone()
+    expected = f(ref)
+    got = aotcheck.aot_function(f)(y)
+    torch.testing.assert_close(got, expected)
+    assert y.dtype == ref.dtype == torch.float64

@@ -275,7 +275,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, TorchFunctionMode):
                                 self.geometry.get(id(target)) or geometry_of(target)))
         if name == "__set__" and target is not None and getattr(func, "__self__", None) is _DATA_ATTR:
             self.note_data_set(target, args)                # NOTE [.data assignment]
-            follow_data_assignment(target, args)    # NOTE [.data assignment in the plain trace]
+            follow_data_assignment(target, args, id(target) in self.watched)   # storage_views
         if name == "resize_storage_bytes_" and target is not None:
             self._record_resize(target, args[1] if len(args) > 1 else kwargs.get("new_size"))
         sets_flag = target is not None and (name == "requires_grad_" or (
