@@ -9,7 +9,9 @@ grad after the call. The runtime's outputs come out of an autograd.Function, whi
 history to an output of a non-differentiable dtype, and its write-back of such an argument
 records none: the caller would get ``m`` without requires_grad, silently. So such an output,
 or such an argument, is refused by name; the same write into a tensor the caller never sees
-(fuzz seed 1) runs as eager. (On fake tensors the setitem itself raises "Autograd not support
+(fuzz seed 1) runs as eager. So is a function whose joint sends a gradient into such a tensor
+(``return m.float() * 2``): eager's forward runs, and its backward raises only where a
+gradient reaches ``m``, which one compiled backward for all outputs cannot tell apart. (On fake tensors the setitem itself raises "Autograd not support
 dtype: Bool": the plain engine takes the second way, the subclass path traces on real copies.)
 """
 from __future__ import annotations
@@ -50,3 +52,16 @@ def refuse_nondiff_arguments(inputs, plan, leaves: list) -> None:
         i = plan.placeholders[f.placeholder][1]
         dtype = getattr(torch, f.final_dtype) if f.final_dtype else leaves[i].dtype
         refuse_nondiff_argument(i, dtype, leaves[i].requires_grad, f.requires_grad_after)
+
+
+NONDIFF_GRAD = "isDifferentiableType(grad.scalar_type()) INTERNAL ASSERT FAILED"
+
+
+def refuse_nondiff_gradient(e: Exception) -> None:
+    """Refuse by name a joint whose backward (``e``: its error) sent a gradient into such a
+    tensor."""
+    if isinstance(e, RuntimeError) and str(e).startswith(NONDIFF_GRAD):
+        raise UnsupportedInputError(
+            "the function returns a value computed from a bool or integer tensor that requires "
+            f"grad (m[i] = s, then m.float()): {_WHY}; eager's backward then fails inside "
+            "autograd where a gradient reaches that tensor, and only there") from None
