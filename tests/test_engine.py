@@ -1365,6 +1365,70 @@ def test_hook_on_a_returned_leaf_made_inside_is_refused_not_lost():
         assert r.ok, r.divergences
 
 
+def _bool_written_and_returned(w, s):
+    m = w.gt(0)
+    m[:, 1] = s
+    return m, s * 2
+
+
+def _bool_argument_written(m, s):
+    m[:, 1] = s
+    return s * 2
+
+
+def _bool_written_then_read_as_float(w, s):
+    m = w.gt(0)
+    m[:, 1] = s
+    return m.float() * 2, s * 2
+
+
+def _bool_written_not_returned(w, s):
+    m = w.gt(0)
+    m[:, 1] = s
+    return m.detach(), s * 2
+
+
+@pytest.mark.parametrize("subclass", [False, True], ids=["plain", "twotensor"])
+def test_bool_tensor_given_autograd_history_is_refused_where_the_caller_sees_it(subclass):
+    """NOTE [outputs of a non-differentiable dtype that require grad]: eager's ``m[:, 1] = s``
+    (``s`` requiring grad) gives the bool ``m`` a CopySlices node; returned, or an argument,
+    aotcheck's ``m`` would come back without requires_grad (silently, before), so it is
+    refused by name, by the plain engine and by the subclass path alike. The same write into
+    a tensor the caller gets only detached matches eager."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    from aotcheck.check.oracle import Inputs, check
+    from aotcheck.errors import UnsupportedInputError
+
+    def value():
+        s = TwoTensor(torch.randn(()), torch.randn(())) if subclass else torch.randn(())
+        return s.requires_grad_()
+    w = torch.randn(2, 3)
+    with pytest.raises(UnsupportedInputError, match="output leaf 0 is a torch.bool tensor that "
+                                                     "requires grad: eager gives"):
+        aotcheck.aot_function(_bool_written_and_returned)(w, value())
+    m = w.gt(0)
+    with pytest.raises(UnsupportedInputError, match="argument 0 is a torch.bool tensor that "
+                                                     "requires grad after the call"):
+        aotcheck.aot_function(_bool_argument_written)(m, value())
+    assert not m.requires_grad
+    if not subclass:
+        # its backward fails inside autograd only where a gradient reaches m: one compiled
+        # backward cannot tell; the subclass path traces its joint at the backward, with
+        # the gradients given (the backward raises where eager's does)
+        with pytest.raises(UnsupportedInputError, match="computed from a bool or integer"):
+            aotcheck.aot_function(_bool_written_then_read_as_float)(w, value())
+    eager_m, _ = _bool_written_and_returned(w, value())
+    assert eager_m.requires_grad and eager_m.dtype == torch.bool     # eager's, refused above
+
+    def make():
+        s = value()
+        return Inputs((w.clone(), s), leaves=(s,))
+    for fn in (_bool_written_not_returned,) + ((_bool_written_then_read_as_float,) if subclass else ()):
+        r = check(fn, aotcheck.aot_function(fn), make)
+        assert r.ok, r.divergences
+
+
 def _clamp_into_float64(a):
     return torch.clamp(a * 2, -0.5, 0.5, out=torch.empty(0, dtype=torch.float64))
 

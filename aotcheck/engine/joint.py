@@ -30,6 +30,7 @@ from .capture.trace import Captured
 from .capture.functional import (backward_phase, from_fun, geometry_of, storage_ref, to_fun,
                                   trace_functional, trace_grad_mode)
 from .capture.functional_run import FunctionalRun
+from .capture.nondiff import refuse_nondiff_gradient
 from .capture.view_flags import argument_views
 from .graph_walk import grad_nodes
 from .rng.seeding import watch_generators
@@ -85,6 +86,7 @@ def _missing_derivative(e: Exception) -> str:
         return msg
     if isinstance(e, RuntimeError) and msg.startswith(FREED_GRAPH):
         return str(e)
+    refuse_nondiff_gradient(e)      # NOTE [outputs of a non-differentiable dtype that require grad]
     # set_() recorded by autograd (NOTE [set_ recorded by autograd] in swap_grad.py): eager's
     # NotImplemented node raises a RuntimeError
     return msg if msg.startswith("derivative for") and msg.endswith("is not implemented") else ""

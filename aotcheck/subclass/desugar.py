@@ -18,6 +18,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from ..engine.capture.functional import geometry_of
+from ..engine.capture.nondiff import refuse_nondiff_argument, refuse_nondiff_output
 from ..errors import TraceError, UnsupportedInputError
 from .autograd import (BaseFlags, argument_view_bases, as_argument_view, explain_forward,
                        explain_inputs, outer_training, own_flag)
@@ -25,7 +26,7 @@ from .base import flatten, inner_count, save_primals, split_leaves, unflatten
 from .facts import outer_facts, version_of
 from .groups import grad_slots
 from .imperative import ImperativeWatch
-from .replay import OuterCallLog, as_before, compile_joint, split_rebased
+from .replay import OuterCallLog, as_before, compile_fake_else_real, split_rebased
 from .wrapper_set import WrapperSetOntoPlain
 
 
@@ -118,6 +119,9 @@ def _flatten_out(out, box: dict, outer: list, before: list, hidden: dict | None 
     box["meta"] = {"tree": pytree.treespec_dumps(spec), "descs": odescs}
     box["values"] = [v for v, d in zip(out_leaves, odescs) if d == "value"]
     box["diff"] = [o.requires_grad for o in out_leaves if isinstance(o, torch.Tensor)]
+    for k, o in enumerate(out_leaves):
+        if isinstance(o, torch.Tensor):     # NOTE [outputs of a non-differentiable dtype that
+            refuse_nondiff_output(k, o, o.requires_grad)    # require grad] (capture/nondiff.py)
     box["spec"] = spec
     box["facts"] = outer_facts([o for o in out_leaves if isinstance(o, torch.Tensor)], outer, before,
                                hidden)
@@ -274,6 +278,8 @@ def forward_graph(owner, meta, descs, values, tensors, requires, inference: tupl
         with OuterCallLog(outer) as log, BaseFlags(outer, hidden or {}) as flags, \
                 ImperativeWatch(outer, requires, caller_flags) as imperative:
             res = owner.call_fn(*args, **kwargs)
+        for j, a in enumerate(outer):   # NOTE [outputs of a non-differentiable dtype that
+            refuse_nondiff_argument(j, a.dtype, before[j][1], a.requires_grad)  # require grad]
         retained, early = imperative.check(res), imperative.retained_before()
         box["retained"] = [j for j in retained if j not in early]
         box["retained_before"] = [j for j in retained if j in early]
@@ -289,14 +295,16 @@ def forward_graph(owner, meta, descs, values, tensors, requires, inference: tupl
     def trace(grad: bool):
         box["flips_base"] = False
         try:
-            compiled = _compile(owner, plain, tensors, grad=grad)
+            compiled = compile_fake_else_real(
+                lambda real: _compile(owner, plain, tensors, grad=grad, real=real))
         except UnsupportedInputError:
             if box["views"] or not box["flips_base"]:
                 raise       # else the facts of the views' trace decide
         if box["flips_base"] and not box["views"]:
             # NOTE [subclass views of an argument given requires_grad_]
             box["views"] = True
-            compiled = _compile(owner, plain, tensors, grad=grad)
+            compiled = compile_fake_else_real(
+                lambda real: _compile(owner, plain, tensors, grad=grad, real=real))
         return compiled
 
     try:
@@ -380,5 +388,6 @@ def joint_graph(owner, meta, descs, values, tensors, requires, tangent_descs, n:
         box["descs"] = ["none" if g is None else flatten(g, "gradient", gflat) for g in got]
         return gflat
 
-    return compile_joint(lambda real: _compile(owner, plain, tensors, grad=True, real=real)), box
+    return compile_fake_else_real(
+        lambda real: _compile(owner, plain, tensors, grad=True, real=real)), box
 

@@ -288,13 +288,21 @@ def _regenerate_view_node(t: torch.Tensor) -> None:
             pass
 
 
-def compile_joint(compile_fn):
-    """``compile_fn(real=False)``, or where autograd's view replay on fake tensors failed,
-    ``compile_fn(real=True)`` (NOTE [subclass joint on real tensors])."""
+# What fails on fake tensors where eager's real ones run (NOTE [subclass joint on real
+# tensors]): autograd's view replay across an in-place metadata change; a value that requires
+# grad written into a slice of a bool or integer tensor (``v[:, 0] = w``): eager's setitem
+# gives the tensor a CopySlices node, a fake one raises (fuzz seed 1, docs/findings.md row 47)
+FAKE_ONLY_ERRORS = ("invalid gradient", "Autograd not support dtype")
+
+
+def compile_fake_else_real(compile_fn):
+    """``compile_fn(real=False)``, or where the trace on fake tensors failed as eager's real
+    ones do not (``FAKE_ONLY_ERRORS``), ``compile_fn(real=True)`` (NOTE [subclass joint on
+    real tensors]): the forward graph and the joint alike."""
     try:
         return compile_fn(False)
     except TraceError as e:
-        if "invalid gradient" not in str(e):
+        if not any(p in str(e) for p in FAKE_ONLY_ERRORS):
             raise
     with torch.random.fork_rng(devices=[]):      # the trace's draws are not the call's
         return compile_fn(True)

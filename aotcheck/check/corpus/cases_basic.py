@@ -515,8 +515,8 @@ def grad_value_written_into_a_bool_cast():
     autograd for a bool tensor; functionalization's slice_scatter of the two does, and autograd
     refuses the dtype ('Autograd not support dtype: Bool'). The engine takes the second way
     (plain trace). Found by aotcheck fuzz --seed 1 with nn.Parameter inputs. (``m`` itself,
-    returned, is a bool tensor that requires grad in eager, through CopySlices; the engine
-    returns it without requires_grad: not reproduced yet.)"""
+    returned, is a bool tensor that requires grad in eager, through CopySlices: refused by
+    name, NOTE [outputs of a non-differentiable dtype that require grad].)"""
     def f(s, w):
         m = w.to(torch.bool)
         m[:, 3] = s

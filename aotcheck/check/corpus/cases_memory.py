@@ -166,6 +166,89 @@ def out_fresh_tensor_of_exp_on_a_transposed_argument_then_used_with_grad():
     return f, seeded(make)
 
 
+# NOTE [set_ in the recorder] in aotcheck/engine/capture/set_calls.py: set_() reaches no
+# TorchFunctionMode, so the out= resize rule read a geometry the in-place metadata call before
+# it had left (fuzz seed 1: sin's out tensor resized to [2, 1], then written with a [2] value).
+
+
+@case("input_mutation", mode="inference", tags=("out", "out_resize", "set_", "metadata"))
+def out_fresh_tensor_of_an_argument_set_back_after_unsqueeze_():
+    """v = a.t(); a.unsqueeze_(1); a.set_(v): eager's a is [2] again (strided, over its base's
+    storage), so sin(a, out=torch.empty(0)) after a write of a resizes its out tensor to [2],
+    and cos(a, out=torch.empty(2)) resizes nothing."""
+    def f(a):
+        v = a.t()
+        a.unsqueeze_(1)
+        a.set_(v)
+        a.mul_(2)
+        return torch.sin(a, out=torch.empty(0)), torch.cos(a, out=torch.empty(2)), a
+    return f, seeded(lambda: Inputs((rand(4)[::2],)))
+
+
+class _DoubleInPlace(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+@case("input_mutation", mode="inference", tags=("out", "out_resize", "set_", "metadata",
+                                                "custom_function", "no_grad_call"))
+def out_fresh_tensor_after_set_back_and_a_custom_function_write():
+    """The fuzzer's program: the unsqueeze_ under no_grad, then the set_() back, a custom
+    Function's in-place doubling (mark_dirty), and sin into a fresh out tensor, called twice."""
+    def f(a):
+        v = a.t()
+        with torch.no_grad():
+            a.unsqueeze_(1)
+        a.set_(v)
+        _DoubleInPlace.apply(a)
+        o = torch.sin(a, out=torch.empty(0, dtype=a.dtype))
+        return o, torch.cos(a, out=o)
+    return f, seeded(lambda: Inputs((rand(4)[::2],)))
+
+
+@case("alias_of_intermediate", mode="training", tags=("out", "out_resize", "set_", "metadata"))
+def out_argument_of_an_intermediate_set_back_after_unsqueeze_under_grad():
+    """An intermediate that requires grad, unsqueeze_d and set_() back onto its transpose view
+    (a [3, 2] tensor again), doubled in place, then written under no_grad into a [3, 1] out
+    argument (resized to [3, 2] with eager's warning); the gradient flows through the set_()."""
+    def f(x, o):
+        y = x * 1
+        v = y.t().t()
+        y.unsqueeze_(1)
+        y.set_(v)
+        y.mul_(2)
+        with torch.no_grad():
+            torch.exp(y, out=o)
+        return y * o, o.stride()
+    def make():
+        x = leaf(3, 2)
+        return Inputs((x, rand(3, 1)), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="inference", tags=("out", "out_resize", "set_", "metadata",
+                                                "noncontiguous"))
+def out_arguments_after_set_onto_a_transposed_tensor_made_inside():
+    """a.unsqueeze_(1), then a.set_() under no_grad onto a transposed (2, 3) tensor made
+    inside (the aten op called directly for the second argument): sin into an empty tensor is
+    laid out like that transpose, cos into a (2, 3) argument needs no resize."""
+    def f(a, b, o):
+        a.unsqueeze_(1)
+        b.t_()
+        with torch.no_grad():
+            a.set_(torch.arange(6.0).view(3, 2).t())
+            torch.ops.aten.set_.source_Tensor(b, a)
+        return torch.sin(a, out=torch.empty(0)), torch.cos(b, out=o), a.stride(), b.stride()
+    return f, seeded(lambda: Inputs((rand(2), rand(2, 3), rand(2, 3))))
+
+
 # ---------------------------------------------------------------- resize_ growing a shared storage
 # NOTE [a storage grown by resize_] in aotcheck/engine/capture/storage_views.py: eager grows the
 # storage itself, so every tensor on it sits on the larger storage with its geometry unchanged.

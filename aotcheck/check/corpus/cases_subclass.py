@@ -566,3 +566,58 @@ def twotensor_chunks_made_before_their_base_requires_grad():
                        torch.randn(4, dtype=torch.float64)).requires_grad_()
         return Inputs((b0,), leaves=(b0,))
     return f, seeded(make)
+
+
+# NOTE [subclass joint on real tensors] (aotcheck/subclass/replay.py): a value that requires
+# grad written into a slice of a bool or integer tensor raises on fake tensors ("Autograd not
+# support dtype: Bool"), not on eager's real ones; the outer trace is taken again on real
+# copies. The written tensor, returned or an argument, is refused by name (NOTE [outputs of a
+# non-differentiable dtype that require grad] in aotcheck/engine/capture/nondiff.py).
+
+
+@case("subclass", mode="training", tags=("fuzz", "mixed", "mutation", "casts", "non_leaf"))
+def twotensor_written_into_a_slice_of_a_bool_tensor():
+    """The fuzzer's program (seed 1): a 0-dim TwoTensor that requires grad (a non-leaf)
+    written by ``v[:, :, 0] = a1`` into a bool tensor made from an expand of a transposed
+    plain argument. Eager's bool ``v`` is a plain tensor (TwoTensor's copy_ writes both
+    inner values into it, the second last); returned detached."""
+    def f(a0, a1):
+        v = a0.expand(3, 3, 1).gt(0.5)
+        v[:, :, 0] = a1
+        return a1 * 2, v.detach()
+    def make():
+        x = TwoTensor(torch.randn(()), torch.randn(())).requires_grad_()
+        return Inputs((rand(3, 1, 1).transpose(-2, -1), x.clone()), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("mixed", "mutation", "casts"))
+def twotensor_intermediate_written_into_bool_and_integer_tensors():
+    """An intermediate TwoTensor (a sum of a leaf), written into a row of a bool tensor and
+    into an integer one made from a plain argument; the sum is used afterwards with grad."""
+    def f(x, w):
+        y = x.sum()
+        m = w.gt(0)
+        m[:, 1] = y
+        n = w.long()
+        n[0] = y
+        return (y * w).sum(), m.detach(), n.detach()
+    def make():
+        x = two(4, requires_grad=True)
+        return Inputs((x, rand(2, 3) * 3), leaves=(x,))
+    return f, seeded(make)
+
+
+@case("subclass", mode="inference", tags=("mixed", "mutation", "casts", "no_grad_call"))
+def twotensor_written_into_a_bool_tensor_under_no_grad():
+    """The same write inside no_grad: eager's bool tensor has no history; returned as it is,
+    next to a use of the TwoTensor under grad mode."""
+    def f(a0, a1):
+        with torch.no_grad():
+            v = a0.gt(0.5)
+            v[:, 0] = a1
+        return v, a1.detach() * 2
+    def make():
+        x = TwoTensor(torch.randn(()), torch.randn(())).requires_grad_()
+        return Inputs((rand(2, 3), x), leaves=(x,))
+    return f, seeded(make)

@@ -16,9 +16,11 @@ Its modules, in the order a capture uses them::
                        torch.library op run through its own kernel; inference_call: a call
                        under inference_mode traced with its rules; autocast_cache: eager's
                        cast cache for leaves; data_assign: ``.data =`` as the recorder sees
-                       it and the run reads it), swaps (where set_() moved an argument's
-                       storage, or why it is refused), outputs (what each returned tensor
-                       aliases) and autograd_facts (new grad leaves, custom Function digests)
+                       it and the run reads it; set_calls: the geometry set_() and ``.data =``
+                       give), swaps (where set_() moved an argument's storage, or why it is
+                       refused), outputs (what each returned tensor aliases; with nondiff:
+                       bool or integer tensors that require grad, refused by name) and
+                       autograd_facts (new grad leaves, custom Function digests)
     facts           -> the raw facts, as frozen data (what analyze reads)
 
 Beside the functional way, two other ways to trace, each taken when the first cannot follow

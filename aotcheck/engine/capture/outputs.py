@@ -15,6 +15,7 @@ import torch
 from ...errors import UnsupportedInputError
 from .facts import OutputFacts
 from .functional import geometry_of, storage_ref
+from .nondiff import refuse_nondiff_output
 from ..graph_walk import grad_nodes
 from ..signature import Signature, whole_storage
 
@@ -75,6 +76,7 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
         poisoned = poisoned_kind(o)
         # NOTE [poisoned views]: reading its autograd facts raises, as in eager
         rg = o._base.requires_grad if poisoned else o.requires_grad
+        refuse_nondiff_output(k, o, rg)
         common = dict(shape=shape, stride=stride, offset=offset,
                       dtype=str(o.dtype).replace("torch.", ""), requires_grad=rg,
                       # NOTE [inference tensors made in the call] in recorder.py: over an

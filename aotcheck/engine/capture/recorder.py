@@ -25,6 +25,7 @@ from .overlap import outer_dims, piecewise
 from .reshaped import ReshapeWatch, _mirrored_leaf
 from .resize import (check_out_dtypes, contiguous_layout, out_layouts, reaches_outside,
                      resize_geometry, result_shapes)
+from .set_calls import SetCallWatch
 from .storage_views import follow_data_assignment
 
 
@@ -119,7 +120,7 @@ def _mutating(name: str) -> bool:
                                         and name not in METADATA_METHODS and name != "requires_grad_")
 
 
-class MetadataRecorder(ReshapeWatch, DataAssignWatch, TorchFunctionMode):
+class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctionMode):
     """Records in-place metadata calls (``t_``, ``transpose_``, ...) on arguments, as the
     user wrote them, so the runtime can replay exactly those calls (see NOTE [mutation
     replay] in runtime/artifact.py): eager's strides and grad_fns then come out as eager's."""
@@ -335,14 +336,11 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, TorchFunctionMode):
             # only a mutation that autograd records can go wrong through view replay
             if target.requires_grad:
                 self.hazard_events.append(("data", storage_ref(target), False))
-        if name == "__set__" and target is not None and getattr(func, "__self__", None) is _DATA_ATTR \
-                and len(args) > 1 and isinstance(args[1], torch.Tensor):
-            # NOTE [.data assignment] in runtime/writeback.py: the tensor now has its source's
-            # eager geometry (a leaf made inside is rebuilt in it: NOTE [new grad leaves])
-            src = args[1]
-            self.geometry[id(target)] = self.geometry.get(id(src)) or \
-                self.start_geometry.get(id(src)) or geometry_of(src)
-            self._alive.append(target)
+        if target is not None and (name == "set_" or (
+                name == "__set__" and getattr(func, "__self__", None) is _DATA_ATTR)):
+            # NOTE [.data assignment] in runtime/writeback.py, NOTE [set_ in the recorder]: the
+            # tensor now has its source's eager geometry (a leaf made inside is rebuilt in it)
+            self.took_geometry(target, args)
         if name in METADATA_METHODS and target is not None:
             # eager's resize_ keeps the offset; a grown functional value starts at 0
             self.geometry[id(target)] = resized or geometry_of(target)

@@ -47,6 +47,7 @@ from .functional import (compiling, eager_view_strides, from_fun, geometry_of,
                          quiet_fake_tensor_log, stand_in, trace_functional, trace_grad_mode)
 from .functional_run import FunctionalRun
 from .mode import PLAIN, TraceMode
+from .nondiff import refuse_nondiff_arguments
 from .resize import EagerOutLayouts
 from .view_flags import check_member_flags
 from ..rng.layout import DrawLikeEager
@@ -327,6 +328,7 @@ def _finish(way, gm, run, box: dict, geometry, call: tuple, mode: TraceMode) -> 
     gm.recompile()
     captured = Captured(gm, run.plan, box["facts"], box["out_spec"], geometry=geometry,
                         mode=mode, hook_fns=tuple(run.hook_fns))
+    refuse_nondiff_arguments(captured.facts.inputs, run.plan, call[1])     # nondiff.py
     sig = call[3]
     needs = groups_needing_synthetic_base(sig, run.plan, captured.facts.inputs) - \
         frozenset(mode.synthetic)
