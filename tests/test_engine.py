@@ -1543,3 +1543,17 @@ def test_data_of_another_dtype_onto_an_argument_is_refused_on_the_plain_way():
     got = aotcheck.aot_function(f)(y)
     torch.testing.assert_close(got, expected)
     assert y.dtype == ref.dtype == torch.float64
+
+
+def test_a_mutating_custom_op_leaves_parameter_construction_as_it_was():
+    """NOTE [parameters made inside]: the recorder is re-entered for a mutating custom op's
+    kernel; the inner entry took the patched ``Parameter.__new__`` for the original, so the
+    patch outlived the call (every later ``nn.Parameter`` in the process went through it)."""
+    import aotcheck.fuzz.library_ops  # noqa: F401
+    original = torch.nn.Parameter.__dict__["__new__"]
+
+    def f(a):
+        torch.ops.aotcheck_fuzz.mul2_(a)
+        return a * 2
+    aotcheck.aot_function(f)(torch.randn(3))
+    assert torch.nn.Parameter.__dict__["__new__"] is original

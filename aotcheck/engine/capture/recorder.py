@@ -5,8 +5,7 @@ A ``TorchFunctionMode`` that sees the user's calls (``x.t_()``, not aten ops). I
 - in-place metadata calls on arguments, for the runtime to replay (NOTE [mutation replay]);
 - each tensor's geometry when created or last changed in place (NOTE [eager geometry]), and
   the order of metadata changes and mutations per storage, for the view-replay hazard;
-- which tensor first owned each storage (for detached aliases of intermediates).
-"""
+- which tensor first owned each storage (for detached aliases of intermediates)."""
 from __future__ import annotations
 
 import math
@@ -203,22 +202,25 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
 
     def __enter__(self):
         # NOTE [parameters made inside]
-        # ``nn.Parameter(y)`` on a plain tensor calls ``Tensor._make_subclass``, which detaches
-        # ``y`` with every dispatch mode switched off and reaches no TorchFunctionMode: on a
-        # functional wrapper the Parameter's inner value is a fake tensor no tracer saw, so
-        # ops on it trace as a constant (a FakeTensor left in the graph, returned at run
-        # time). While the function runs under the recorder, a Parameter is made the traced
-        # way instead: a detached alias of ``y`` given requires_grad_() (a new grad leaf,
-        # NOTE [new grad leaves] in autograd_facts.py) and the Parameter class: eager's
-        # leaf, sharing ``y``'s storage, with eager's flag.
-        self._parameter_new = _patch_parameter_new()
+        # ``nn.Parameter(y)`` calls ``Tensor._make_subclass``, which detaches ``y`` with every
+        # mode off: on a functional wrapper the Parameter's inner value is a fake tensor no
+        # tracer saw, traced as a constant (a FakeTensor left in the graph). Under the
+        # recorder a Parameter is made the traced way: a detached alias of ``y`` given
+        # requires_grad_() (NOTE [new grad leaves] in autograd_facts.py) and the Parameter
+        # class, eager's leaf on ``y``'s storage. Re-entered (a mutating custom op's kernel),
+        # only the outermost entry patches and restores (else the patch outlived the call).
+        self._depth = getattr(self, "_depth", 0) + 1
+        if self._depth == 1:
+            self._parameter_new = _patch_parameter_new()
         return super().__enter__()
 
     def __exit__(self, *exc):
         try:
             return super().__exit__(*exc)
         finally:
-            torch.nn.Parameter.__new__ = self._parameter_new
+            self._depth -= 1
+            if self._depth == 0:
+                torch.nn.Parameter.__new__ = self._parameter_new
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
