@@ -1159,6 +1159,17 @@ def _retained_output_of_a_grad_region_that_writes_an_argument(a0, a1):
     return (y, a1)
 
 
+def _vjp_gradient(p):
+    return torch.func.vjp(torch.sin, p)[1](torch.ones_like(p))[0]
+
+
+def _vjp_of_a_view_of_a_parameter_made_inside(a0, a1):         # fuzz 07
+    # the primal vjp wraps stays an inference tensor under inference_mode; its gradient does not
+    p = torch.nn.Parameter(a0 * 2)
+    v = p.as_strided((2,), (2,), 0)
+    return v, _vjp_gradient(v), p.as_strided((2,), (2,), 0).clone()
+
+
 def _a_tensor_and_its_transpose():
     from aotcheck.check.oracle import Inputs
     torch.manual_seed(0)
@@ -1193,6 +1204,7 @@ _GRAD_MODE_PROGRAMS = [
     (_flag_on_a_base_then_its_view_written_in_a_grad_region, _a_tensor_and_its_transpose),
     (_view_made_in_the_call_written_in_a_grad_region, _two_nonleaves),
     (_retained_output_of_a_grad_region_that_writes_an_argument, _two_nonleaves),
+    (_vjp_of_a_view_of_a_parameter_made_inside, _two_nonleaves),
 ]
 
 

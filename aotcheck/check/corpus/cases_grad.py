@@ -288,6 +288,22 @@ def inference_tensor_parameter_mutated():
     return f, _inference_linear(3, 2)
 
 
+# Inside an inference_mode call, a torch.func grad level computes ordinary tensors; the
+# primal it differentiates stays an inference tensor.
+
+def _vjp_grad(p):
+    return torch.func.vjp(torch.sin, p)[1](torch.ones_like(p))[0]
+
+
+@case("requires_grad_modes", mode="inference", tags=("inference_mode_call", "inference_tensor", "torch_func"))
+def vjp_primal_made_in_an_inference_call_stays_an_inference_tensor():
+    def f(x):
+        v = (x * 2).as_strided((2,), (2,), 0)
+        g = _vjp_grad(v)
+        return v, g, g.view(2, 1)
+    return f, seeded(lambda: Inputs((rand(4),)))
+
+
 # ---------------------------------------------------------------- requires_grad_() inside
 # Eager makes the tensor a leaf that requires grad: what is computed from it afterwards
 # requires grad, and backward fills its .grad (NOTE [requires_grad_ on an argument] and

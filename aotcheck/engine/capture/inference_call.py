@@ -54,16 +54,21 @@ def call_in_inference_mode(func, args: tuple, kwargs: dict, target, made: set):
     return _as_in_inference_mode(out, target, args, kwargs, made)
 
 
-def transform_results(out) -> list:
+def transform_results(out, inputs=()) -> list:
     """NOTE [ordinary outputs of an inference call] (outputs.py): under an inference-mode call,
     the tensor at the bottom of each wrapper an op makes inside a grad or jvp level is an
     ordinary tensor in eager (functorch runs those levels with inference mode off); the
-    transform returns that very tensor once it unwraps it."""
+    transform returns that very tensor once it unwraps it. A wrapper of one of the op's
+    ``inputs`` (``requires_grad_()`` on the primal that ``vjp`` wraps, an in-place op) is no
+    new tensor: the one below it keeps its own kind (``vjp(torch.sin, p)`` leaves ``p`` an
+    inference tensor)."""
     from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
     if not any(i.key() in _AUTODIFF_LEVELS for i in retrieve_all_functorch_interpreters()):
         return []
-    return [unwrap_functorch(t) for t in pytree.tree_leaves(out)
-            if isinstance(t, torch.Tensor) and _wrapped(t)]
+    given = [unwrap_functorch(t) for t in pytree.tree_leaves(inputs) if isinstance(t, torch.Tensor)]
+    bottoms = [unwrap_functorch(t) for t in pytree.tree_leaves(out)
+               if isinstance(t, torch.Tensor) and _wrapped(t)]
+    return [b for b in bottoms if not any(b is g for g in given)]
 
 
 def _as_in_inference_mode(out, target, args, kwargs, made: set):

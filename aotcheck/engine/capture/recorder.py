@@ -353,7 +353,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, TorchFunctionMode):
             if eager is not None:
                 self.geometry[id(out)] = eager        # eager's, not a drifted wrapper's
                 self._alive.append(out)
-        self._note_transform_results(out)
+        self._note_transform_results(out, (args, kwargs))
         for t in pytree.tree_leaves(out):
             if isinstance(t, torch.Tensor) and _wrapped(t):
                 continue                # a transform's own (NOTE [calls inside a torch.func transform])
@@ -396,13 +396,13 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, TorchFunctionMode):
             if bottom.requires_grad:
                 self.hazard_events.append(("data", storage_ref(bottom), False))
         out = func(*args, **kwargs)
-        self._note_transform_results(out)
+        self._note_transform_results(out, (args, kwargs))
         return out
 
-    def _note_transform_results(self, out) -> None:
+    def _note_transform_results(self, out, inputs=()) -> None:
         """NOTE [ordinary outputs of an inference call] in outputs.py (``transform_results``)."""
         if self.inference_call:
-            for bottom in transform_results(out):
+            for bottom in transform_results(out, inputs):
                 self.ordinary.add(id(bottom))
                 self._alive.append(bottom)
 
