@@ -1163,6 +1163,18 @@ def _vjp_gradient(p):
     return torch.func.vjp(torch.sin, p)[1](torch.ones_like(p))[0]
 
 
+def _data_swapped_with_a_vjp_gradient_then_viewed(a0, a1):     # fuzz 06
+    # under inference_mode: v1.data = an ordinary tensor's leaves v1 without a version
+    # counter, so its expand raises as eager's (NOTE [inference state moved by .data =])
+    v1 = a1.mean(0, keepdim=True)
+    with torch.no_grad():
+        with torch.enable_grad():
+            v2 = _vjp_gradient(v1)
+            v2.data, v1.data = v1.data, v2.data
+            v3 = v1.expand((3, 3))
+    return v3 * 2, a0
+
+
 def _vjp_of_a_view_of_a_parameter_made_inside(a0, a1):         # fuzz 07
     # the primal vjp wraps stays an inference tensor under inference_mode; its gradient does not
     p = torch.nn.Parameter(a0 * 2)
@@ -1204,6 +1216,7 @@ _GRAD_MODE_PROGRAMS = [
     (_flag_on_a_base_then_its_view_written_in_a_grad_region, _a_tensor_and_its_transpose),
     (_view_made_in_the_call_written_in_a_grad_region, _two_nonleaves),
     (_retained_output_of_a_grad_region_that_writes_an_argument, _two_nonleaves),
+    (_data_swapped_with_a_vjp_gradient_then_viewed, _two_nonleaves),
     (_vjp_of_a_view_of_a_parameter_made_inside, _two_nonleaves),
 ]
 
@@ -1228,6 +1241,32 @@ def test_a_call_under_no_grad_or_inference_mode_matches_eager(fn, make, mode, tm
     for _ in range(2):                  # a cold store, then a fresh function that hits it
         r = check(under(fn), under(aotcheck.aot_function(fn, cache=str(tmp_path))), make)
         assert r.ok, r.divergences
+
+
+def _returns_an_inference_tensor_given_ordinary_data(x):
+    p = x * 2
+    p.data = _vjp_gradient(x)
+    return p
+
+
+def _returns_an_ordinary_tensor_given_inference_data(x):
+    q = _vjp_gradient(x)
+    q.data = x * 3
+    return q + 1, q
+
+
+@pytest.mark.parametrize("fn,kind", [
+    (_returns_an_inference_tensor_given_ordinary_data, "an ordinary tensor with no version counter"),
+    (_returns_an_ordinary_tensor_given_inference_data, "an inference tensor with a version counter")])
+def test_a_tensor_whose_kind_data_assignment_changed_in_an_inference_call_is_refused_when_returned(fn, kind):
+    """NOTE [inference state moved by .data =]: eager returns a mix the runtime cannot make;
+    refused by name, where it used to come back as the wrong kind."""
+    with torch.inference_mode():
+        out = fn(torch.ones(3))
+        with pytest.raises(aotcheck.UnsupportedInputError, match=kind):
+            aotcheck.aot_function(fn)(torch.ones(3))
+    t = out[-1] if isinstance(out, tuple) else out
+    assert t.is_inference() == (kind.startswith("an inference"))
 
 
 def _custom_op_on_a_leaf_that_requires_grad(a0, a1):    # fuzz seed 1, requires_grad=True

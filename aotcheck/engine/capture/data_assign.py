@@ -14,6 +14,7 @@ import torch
 
 from ...errors import UnsupportedInputError
 from .functional import dense_layout, storage_ref
+from .inference_call import note_data_moved
 
 
 class DataAssignWatch:
@@ -33,9 +34,16 @@ class DataAssignWatch:
         # after a use under grad mode, and the storages grad leaves made inside were used on
         self.data_reshaped: set[int] = set()
         self.new_leaf_uses: set = set()
+        # NOTE [inference state moved by .data =] (inference_call.py): per assigned tensor
+        # whether it was made an inference tensor; those an assignment made ordinary, and
+        # those whose kind an assignment changed
+        self.born_inference: dict[int, bool] = {}
+        self.counterless: set[int] = set()
+        self.moved_kind: set[int] = set()
 
     def note_data_set(self, target: torch.Tensor, args: tuple) -> None:
         """``target.data = args[1]``, before it happens."""
+        note_data_moved(self, target, args[1] if len(args) > 1 else None)
         if self.watched.get(id(target), ("",))[0] == "placeholder":
             p = self.watched[id(target)][1]
             self.data_sets.append(p)

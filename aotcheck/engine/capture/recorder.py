@@ -22,7 +22,7 @@ from ...errors import UnsupportedInputError
 from .custom_ops import mutating_kernel
 from .data_assign import DataAssignWatch
 from .functional import geometry_of, storage_ref, unwrap_functorch
-from .inference_call import CallRules, call_in_inference_mode, transform_results
+from .inference_call import CallRules, call_in_inference_mode, is_data_read, transform_results
 from .overlap import outer_dims, piecewise
 from .reshaped import ReshapeWatch, _mirrored_leaf
 from .resize import (contiguous_layout, out_layouts, reaches_outside, resize_geometry,
@@ -299,7 +299,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, TorchFunctionMode):
             out = target
         elif self.inference_call and torch._C._functorch.peek_interpreter_stack() is None:
             # NOTE [views of inference tensors] in inference_call.py
-            out = call_in_inference_mode(func, args, kwargs, target, self.made_in_call)
+            out = call_in_inference_mode(func, args, kwargs, target, self)
         elif self.autocast is not None:         # NOTE [the autocast cache]
             cast_args, cast_kwargs = self.autocast.apply(func, args, kwargs)
             out = func(*cast_args, **cast_kwargs)
@@ -364,7 +364,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, TorchFunctionMode):
             if isinstance(t, torch.Tensor) and not t._is_view() and t.layout == torch.strided:
                 self.owners.setdefault(storage_ref(t), t)
             if isinstance(t, torch.Tensor) and not any(t is a for a in pytree.tree_leaves((args, kwargs))):
-                viewed = t._is_view() or name in ("detach", "alias")
+                viewed = t._is_view() or name in ("detach", "alias") or is_data_read(func)
                 if self.inference_call and (func is torch.autograd.grad or (
                         viewed and target is not None and id(target) in self.ordinary)):
                     self.ordinary.add(id(t))
