@@ -747,3 +747,50 @@ def test_retain_grad_on_an_argument_stays_where_eager_puts_it(fn, tmp_path):
     for cache in (None, str(tmp_path), str(tmp_path)):
         r = check(fn, aotcheck.aot_function(fn, cache=cache), make)
         assert r.ok, r.divergences
+
+
+def _grad_region_write_of_a_nonleaf(a, b):          # fuzz seed 1, grad_mode=no_grad (08)
+    with torch.enable_grad():
+        b.zero_()
+    return a + 1
+
+
+def _grad_region_output(a, b):
+    with torch.enable_grad():
+        return a * 2, b + 1
+
+
+@pytest.mark.parametrize("fn,what", [(_grad_region_write_of_a_nonleaf, "writes an argument"),
+                                     (_grad_region_output, "computes an output")])
+def test_an_enable_grad_region_of_a_no_grad_call_is_refused_by_name(fn, what):
+    # NOTE [subclass enable_grad regions of a no_grad call]: eager's autograd records the
+    # region (the non-leaf's grad_fn changes; the output requires grad), which the call would
+    # drop (the write was a TraceError, the output came back without history, silently)
+    (a, b), (c, d) = [(two(3, requires_grad=True), two(3, requires_grad=True) * 1) for _ in range(2)]
+    with torch.no_grad():
+        out = fn(a, b)
+        with pytest.raises(UnsupportedInputError, match=what + ".*enable_grad region"):
+            aotcheck.aot_function(fn)(c, d)
+    assert type(b.grad_fn).__name__ == "ZeroBackward0" if "writes" in what else out[0].requires_grad
+
+
+def _no_grad_write_of_a_nonleaf(a, b):
+    b.mul_(2)
+    return a + b, b.t() if b.dim() > 1 else b.view(-1)
+
+
+def test_a_no_grad_call_writing_a_nonleaf_subclass_argument_matches_eager():
+    from aotcheck.check.oracle import Inputs, check
+
+    def make():
+        torch.manual_seed(0)
+        la, lb = two(3, requires_grad=True), two(3, requires_grad=True)
+        return Inputs((la, lb * 1), leaves=(la, lb))
+
+    def under(f):
+        def called(*args):
+            with torch.no_grad():
+                return f(*args)
+        return called
+    r = check(under(_no_grad_write_of_a_nonleaf), under(aotcheck.aot_function(_no_grad_write_of_a_nonleaf)), make)
+    assert r.ok, r.divergences

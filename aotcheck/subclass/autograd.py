@@ -198,6 +198,39 @@ def needs_history(box: dict) -> bool:
     return torch.is_grad_enabled() and (any(box["diff"]) or bool(box["facts"].rebased))
 
 
+# NOTE [subclass enable_grad regions of a no_grad call]
+# Under no_grad the subclass path runs the compiled graph with no outer-level autograd
+# (nothing takes a gradient). But an ``enable_grad`` region inside the function records
+# autograd as in eager: a write there of a non-leaf argument that requires grad gives it a
+# new grad_fn (its gradient then flows through the write), and an output computed there from
+# an argument that requires grad comes back with a grad_fn. The forward trace (traced under
+# no_grad, the arguments given the caller's flags) sees both (``rebased``, ``recorded``);
+# the call would drop them (the argument's gradient as if never written, an output that does
+# not require grad), so it refuses them by name.
+
+def recorded_in_trace(outs: list, before: list) -> bool:
+    """Does an output of the forward trace have a grad_fn that none of the arguments had at the
+    call (``before``: per argument, its grad_fn third)?"""
+    old = {id(b[2]) for b in before if b[2] is not None}
+    return any(fn is not None and fn is not STALE and id(fn) not in old
+               for fn in (grad_fn_of(o) for o in outs))
+
+
+def refuse_grad_region_of_no_grad_call(box: dict) -> None:
+    """NOTE [subclass enable_grad regions of a no_grad call]."""
+    if torch.is_grad_enabled() or torch.is_inference_mode_enabled():
+        return
+    if box["facts"].rebased or box.get("recorded"):
+        from ..errors import UnsupportedInputError
+        what = "writes an argument that requires grad" if box["facts"].rebased else \
+            "computes an output with autograd history"
+        raise UnsupportedInputError(
+            f"a call under no_grad with a tensor-subclass argument {what} inside an enable_grad "
+            "region, which eager's autograd records; aotcheck runs such a call without "
+            "outer-level autograd and would drop it, so it refuses this. Call it with grad "
+            "enabled, or move the work out of the enable_grad region")
+
+
 def outer_training(box: dict, requires: list):
     """For ``explain``: (mode, reason) where the call trains though no argument requires grad
     at the call, else False."""

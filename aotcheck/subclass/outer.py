@@ -13,7 +13,7 @@ from torch.utils import _pytree as pytree
 from ..engine.capture.functional import storage_ref
 from ..engine.signature import call_key, root_of
 from ..errors import TraceError
-from .autograd import flag_before_call, needs_history
+from .autograd import flag_before_call, needs_history, refuse_grad_region_of_no_grad_call
 from .base import flatten, inner_count, save_primals, unflatten
 from .desugar import forward_graph, inference_args, joint_graph, prepare, traced_requires
 from .facts import apply_facts, stale_views
@@ -47,6 +47,7 @@ def call(owner, state, memo: dict, args: tuple, kwargs: dict):
 
     compiled, box = cached(base_key + ("forward",), lambda: _forward(
         owner, meta, descs, values, tensors, traced, inference, outer, flags))
+    refuse_grad_region_of_no_grad_call(box)
     argument_hooks(box["hooks"], outer, written=False)  # NOTE [subclass imperative autograd]
     retained_arguments(box["retained_before"], outer)
     requires = flag_before_call(box["facts"], outer, requires)
