@@ -1514,6 +1514,40 @@ def two_parameters_swap_data_after_one_is_used():
     return f, seeded(make)
 
 
+@case("input_mutation", mode="training", tags=("data_assign", "parameter", "dtypes"))
+def parameter_given_data_of_another_shape_and_dtype_then_used():
+    """Under no_grad, p.data = x.double().view(2, 2) for a float32 (3,) Parameter, then
+    p * 2: the use reaches p's new AccumulateGrad, float64 (2, 2), and p.grad has that
+    dtype and shape (fuzz seed 1, dtype variation: it was refused)."""
+    def f(x, p):
+        with torch.no_grad():
+            p.data = x.double().view(2, 2)
+        return p * 2, x + 1
+    def make():
+        p = torch.nn.Parameter(rand(3))
+        x = rand(4).requires_grad_()
+        return Inputs((x, p), leaves=(x, p))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "parameter", "dtypes"))
+def parameter_used_then_swapped_with_a_tensor_of_another_shape_and_dtype():
+    """y = p.sum() * x, then p.data and v.data swapped, v a float64 (2, 1) made inside:
+    y's gradient reaches p's AccumulateGrad of before (float32 (2,)), while p is now
+    float64 (2, 1); v, returned, has p's old data."""
+    def f(x, p):
+        y = p.sum() * x
+        with torch.no_grad():
+            v = x[:2].double().view(2, 1)
+        p.data, v.data = v.data, p.data
+        return y, v * 1
+    def make():
+        p = torch.nn.Parameter(rand(2))
+        x = rand(4).requires_grad_()
+        return Inputs((x, p), leaves=(x, p))
+    return f, seeded(make)
+
+
 @case("input_mutation", mode="training", tags=("data_assign", "parameter"))
 def data_assign_of_a_parameter_same_shape_used_after():
     """A Parameter given .data of another tensor of its shape, then used: the output is
