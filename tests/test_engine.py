@@ -1059,22 +1059,53 @@ def test_leaf_made_inside_and_a_view_written_in_inference_mode_trace_as_eager():
     assert report.ok, report.divergences
 
 
-def test_parameter_at_an_offset_given_data_of_its_diagonal_then_written_is_a_named_refusal():
+def _diagonal_data_then_zeroed(a):           # fuzz seed 1, storage_offset[input 0]=1 (09)
+    v = a.diagonal(-2, 0, 1)
+    with torch.no_grad():
+        with torch.enable_grad():
+            a.data = v
+    v1 = v[1::3]
+    with torch.no_grad():
+        a.zero_()
+    v.data.mul_(2.0)
+    v1.exp()
+    with torch.inference_mode():
+        a.add_(1.0)
+    return ()
+
+
+def _scaled_then_diagonal_data_then_zeroed(a):
+    with torch.no_grad():
+        a.mul_(2)
+    return _diagonal_data_then_zeroed(a)
+
+
+@pytest.mark.parametrize("offset", [0, 1, 2])
+def test_parameter_at_an_offset_given_data_of_its_diagonal_then_written_matches_eager(offset):
     # found by the key-variation pass (storage_offset[input 0]=1) on the fuzz program of
     # input_mutation.fuzz_parameter_given_data_of_its_diagonal_then_zeroed_and_a_view_read:
-    # the plain way does not copy an argument that requires grad, so its storage's other
-    # elements are not in the graph; the runtime's read of the whole storage went past the
-    # compact value (a RuntimeError from inside torch)
-    def f(a):
-        v = a.diagonal(-2, 0, 1)
-        a.data = v
-        v[1::3]
-        with torch.no_grad():
-            a.zero_()
-        return ()
+    # the plain graph's zero_() read the argument's node from before its .data =, in its old
+    # geometry, and zeroed all of it (NOTE [arguments moved without an op]), silently at offset
+    # 0 (the storage's other elements, seen through a caller's alias); at an offset the
+    # runtime's read of the whole storage went past that compact value (refused by name)
+    results = []
+    for fn in (_diagonal_data_then_zeroed, aotcheck.aot_function(_diagonal_data_then_zeroed)):
+        torch.manual_seed(0)
+        whole = torch.randn(14)
+        p = torch.nn.Parameter(whole[offset:offset + 12].view(4, 3))
+        fn(p)
+        results.append((whole, p.detach().clone()))
+    assert all(torch.equal(a, b) for a, b in zip(*results))
+
+
+def test_parameter_at_an_offset_written_whole_then_given_data_of_its_diagonal_is_a_named_refusal():
+    # the write of the whole argument makes functionalization hold it as a compact value,
+    # which the storage's other elements are not part of
     p = torch.nn.Parameter(torch.randn(13)[1:].view(4, 3))
     with pytest.raises(aotcheck.UnsupportedInputError, match="does not fill"):
-        aotcheck.aot_function(f)(p)
+        aotcheck.aot_function(_scaled_then_diagonal_data_then_zeroed)(p)
+
+
 # Programs from `aotcheck fuzz --engine aotcheck --examples 2000 --seed 1`'s key variations
 # (compiled under grad mode A, called under B) and beside them: each must give eager's result
 # when called under no_grad or inference_mode, cold, again from the in-memory artifact, and

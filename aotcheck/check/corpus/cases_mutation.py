@@ -1376,6 +1376,32 @@ def fuzz_parameter_given_data_of_its_diagonal_then_zeroed_and_a_view_read():
     return f, seeded(make)
 
 
+@case("input_mutation", mode="inference", tags=("data_assign", "view", "parameter", "fuzz", "storage_offset"))
+def fuzz_parameter_at_an_offset_given_data_of_its_diagonal_then_written_through_it():
+    """The key-variation pass's storage_offset[input 0]=1 of the case above (fuzz seed 1,
+    09): a Parameter one element into its storage given .data of its diagonal, then written
+    through it (zero_, .data.mul_ of the view, add_ under inference_mode): only the diagonal
+    changes, as in eager (the second way's graph zeroed all of the argument, NOTE [arguments
+    moved without an op]; at an offset that was refused)."""
+    def f(a):
+        v = a.diagonal(-2, 0, 1)
+        with torch.no_grad():
+            with torch.enable_grad():
+                a.data = v
+        v1 = v[1::3]
+        with torch.no_grad():
+            a.zero_()
+        v.data.mul_(2.0)
+        e = v1.exp()
+        with torch.inference_mode():
+            a.add_(1.0)
+        return (e.detach() * 1,)
+    def make():
+        p = torch.nn.Parameter(rand(13)[1:].view(4, 3))
+        return Inputs((p,), leaves=(p,))
+    return f, seeded(make)
+
+
 @case("input_mutation", mode="inference", tags=("data_assign", "view"))
 def data_assign_onto_its_own_diagonal_then_written_and_a_slice_read():
     """x.data = its own diagonal, x.zero_(), then a slice of the diagonal (a view of the old

@@ -98,16 +98,24 @@ def fills_storage(t: torch.Tensor) -> bool:
 
 
 def unfilled_own_storage(plain: bool, placeholder: torch.Tensor, work: torch.Tensor,
-                         geometry: tuple, nbytes: int) -> bool:
+                         geometry: tuple, nbytes: int, writes=()) -> bool:
     """Does the argument, set_() (or given ``.data =``) back onto its own storage, not fill
     that storage (dense, from offset 0), so that the graph does not hold its other elements?
     A plain run's own copy fills it; an argument that requires grad is not copied, and is
     judged in its ``geometry`` at the call, over ``nbytes`` (``.data =`` moves the plain
-    placeholder itself: a Parameter at storage offset 1 given .data of its diagonal)."""
+    placeholder itself: a Parameter at storage offset 1 given .data of its diagonal). There
+    the graph holds the storage's other elements while every write goes through a view of
+    the argument (NOTE [arguments moved without an op] in storage_views.py), not while one
+    writes the argument in its geometry at the call (``writes``: the recorder's, storage and
+    geometry per write): functionalization then holds it as a compact value."""
     if not plain:
         return not fills_storage(placeholder)
     if work is not placeholder:
         return False
     shape, stride, offset = geometry
-    return not (offset == 0 and dense_layout(shape, stride)
-                and math.prod(shape) * placeholder.element_size() == nbytes)
+    if offset == 0 and dense_layout(shape, stride) and \
+            math.prod(shape) * placeholder.element_size() == nbytes:
+        return False
+    at_call = (tuple(shape), tuple(stride), offset)
+    return any(ref == storage_ref(placeholder) and (tuple(g[0]), tuple(g[1]), g[2]) == at_call
+               for ref, g in writes)

@@ -306,7 +306,7 @@ class FunctionalRun:
             # sets the final geometry, then writes the whole storage, which writes
             # through the old geometry reached too (NOTE [storage swaps])
             if data and unfilled_own_storage(st.plain, st.placeholders[p], st.works[p],
-                                             st.start_geometry[p], st.nbytes[p]):
+                                             st.start_geometry[p], st.nbytes[p], recorder.writes):
                 # functionalization holds the written argument as a compact value,
                 # not its storage: reading the whole storage would read past it
                 raise UnsupportedInputError(
