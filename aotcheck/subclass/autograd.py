@@ -204,9 +204,12 @@ def needs_history(box: dict) -> bool:
 # autograd as in eager: a write there of a non-leaf argument that requires grad gives it a
 # new grad_fn (its gradient then flows through the write), and an output computed there from
 # an argument that requires grad comes back with a grad_fn. The forward trace (traced under
-# no_grad, the arguments given the caller's flags) sees both (``rebased``, ``recorded``);
-# the call would drop them (the argument's gradient as if never written, an output that does
-# not require grad), so it refuses them by name.
+# no_grad, the arguments given the caller's flags, a non-leaf kept a non-leaf) sees both
+# (``rebased``, ``recorded``) and its autograd is eager's: only the region's ops are on it.
+# Such a call takes the grad path (``Outer``, its joint traced in the forward's state, so
+# the backward differentiates what eager's autograd recorded and nothing else), with
+# ``requires`` as under grad mode; the outputs the trace gave no history are marked
+# non-differentiable (``box["diff"]``), as eager's are not recorded.
 
 def recorded_in_trace(outs: list, before: list) -> bool:
     """Does an output of the forward trace have a grad_fn that none of the arguments had at the
@@ -216,19 +219,11 @@ def recorded_in_trace(outs: list, before: list) -> bool:
                for fn in (grad_fn_of(o) for o in outs))
 
 
-def refuse_grad_region_of_no_grad_call(box: dict) -> None:
-    """NOTE [subclass enable_grad regions of a no_grad call]."""
-    if torch.is_grad_enabled() or torch.is_inference_mode_enabled():
-        return
-    if box["facts"].rebased or box.get("recorded"):
-        from ..errors import UnsupportedInputError
-        what = "writes an argument that requires grad" if box["facts"].rebased else \
-            "computes an output with autograd history"
-        raise UnsupportedInputError(
-            f"a call under no_grad with a tensor-subclass argument {what} inside an enable_grad "
-            "region, which eager's autograd records; aotcheck runs such a call without "
-            "outer-level autograd and would drop it, so it refuses this. Call it with grad "
-            "enabled, or move the work out of the enable_grad region")
+def grad_region_of_no_grad_call(box: dict) -> bool:
+    """NOTE [subclass enable_grad regions of a no_grad call]: does this no_grad call record
+    autograd in an enable_grad region?"""
+    return not torch.is_grad_enabled() and not torch.is_inference_mode_enabled() and \
+        bool(box["facts"].rebased or box.get("recorded"))
 
 
 def outer_training(box: dict, requires: list):
