@@ -1085,9 +1085,10 @@ def test_parameter_at_an_offset_given_data_of_its_diagonal_then_written_matches_
     # found by the key-variation pass (storage_offset[input 0]=1) on the fuzz program of
     # input_mutation.fuzz_parameter_given_data_of_its_diagonal_then_zeroed_and_a_view_read:
     # the plain graph's zero_() read the argument's node from before its .data =, in its old
-    # geometry, and zeroed all of it (NOTE [arguments moved without an op]), silently at offset
-    # 0 (the storage's other elements, seen through a caller's alias); at an offset the
-    # runtime's read of the whole storage went past that compact value (refused by name)
+    # geometry, and zeroed all of it (before NOTE [.data assignment in the plain trace]),
+    # silently at offset 0 (the storage's other elements, seen through a caller's alias); at an
+    # offset the argument, not filling its storage, was refused by name (data_assign.py's
+    # unfilled_own_storage), which only a write of the whole argument still needs
     results = []
     for fn in (_diagonal_data_then_zeroed, aotcheck.aot_function(_diagonal_data_then_zeroed)):
         torch.manual_seed(0)

@@ -1381,8 +1381,8 @@ def fuzz_parameter_at_an_offset_given_data_of_its_diagonal_then_written_through_
     """The key-variation pass's storage_offset[input 0]=1 of the case above (fuzz seed 1,
     09): a Parameter one element into its storage given .data of its diagonal, then written
     through it (zero_, .data.mul_ of the view, add_ under inference_mode): only the diagonal
-    changes, as in eager (the second way's graph zeroed all of the argument, NOTE [arguments
-    moved without an op]; at an offset that was refused)."""
+    changes, as in eager (the second way's graph zeroed all of the argument before NOTE
+    [.data assignment in the plain trace]; at an offset it was refused)."""
     def f(a):
         v = a.diagonal(-2, 0, 1)
         with torch.no_grad():

@@ -105,7 +105,7 @@ def unfilled_own_storage(plain: bool, placeholder: torch.Tensor, work: torch.Ten
     judged in its ``geometry`` at the call, over ``nbytes`` (``.data =`` moves the plain
     placeholder itself: a Parameter at storage offset 1 given .data of its diagonal). There
     the graph holds the storage's other elements while every write goes through a view of
-    the argument (NOTE [arguments moved without an op] in storage_views.py), not while one
+    the argument (NOTE [.data assignment in the plain trace] in storage_views.py), not while one
     writes the argument in its geometry at the call (``writes``: the recorder's, storage and
     geometry per write): functionalization then holds it as a compact value."""
     if not plain:

@@ -136,20 +136,6 @@ class StorageTagger:
                         self.writes.append(self.sid(x))
         for t in pytree.tree_leaves(out):
             self._tag_node(t)
-        self._tag_arguments(args, out)
-
-    def _tag_arguments(self, args, out) -> None:
-        """NOTE [arguments moved without an op]: on the op's node, each tensor argument's
-        ``(storage, dtype, geometry)`` as the op ran."""
-        from torch.fx.experimental.proxy_tensor import get_proxy_mode, get_proxy_slot
-        mode = get_proxy_mode()
-        first = next((t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)), None)
-        slot = get_proxy_slot(first, mode.tracer, None) if mode is not None and first is not None else None
-        if slot is None:
-            return
-        slot.proxy.node.meta["aot_arguments"] = tuple(
-            (self.sid(a), a.dtype, geometry_of(a))
-            if isinstance(a, torch.Tensor) and a.layout == torch.strided else None for a in args)
 
 
 def trace_plain(body, placeholders: list, tagger: StorageTagger) -> fx.GraphModule:
@@ -231,7 +217,6 @@ def _replay(gm: fx.GraphModule, inputs: list) -> list:
                 phase.__exit__(None, None, None)
             return out
         args, kwargs = fx.node.map_arg((n.args, n.kwargs), lambda m: env[m])
-        args = _as_when_run(args, n.meta.get("aot_arguments"), roots, root_view)
         func = n.target
         with torch.set_grad_enabled(not n.meta.get("no_grad", False)):
             name = func._overloadpacket.__name__ if isinstance(func, torch._ops.OpOverload) else ""
@@ -260,28 +245,6 @@ def _replay(gm: fx.GraphModule, inputs: list) -> list:
                     register(tag, v)
         env[n] = v
     raise AssertionError("graph without output")
-
-
-def _as_when_run(args: tuple, tags, roots: dict, root_view) -> tuple:
-    """NOTE [arguments moved without an op]
-    ``x.data = y`` (``set_data``) moves a tensor onto another storage or geometry with no op
-    on the graph: the plain graph's later ops on ``x`` read the node that made ``x`` before,
-    in its old geometry (``a.data = a.diagonal(); a.zero_()`` would zero all of ``a``). Each
-    op's node holds its tensor arguments' storage and geometry as it ran (``aot_arguments``);
-    an argument whose replayed value has another geometry (or dtype) is read again from its
-    storage's root at the geometry it had, as every alias is here."""
-    if not tags:
-        return args
-    out = list(args)
-    for i, (a, tag) in enumerate(zip(args, tags)):
-        if tag is None or not isinstance(a, torch.Tensor) or tag[0] not in roots:
-            continue
-        if a.dtype == tag[1] and (tuple(a.shape), tuple(a.stride()), a.storage_offset()) == tag[2]:
-            continue
-        v = root_view(tag)
-        if v is not None:
-            out[i] = v
-    return tuple(out)
 
 
 def _grown(root: torch.Tensor, before: int, after: int) -> torch.Tensor:
