@@ -1059,22 +1059,54 @@ def test_leaf_made_inside_and_a_view_written_in_inference_mode_trace_as_eager():
     assert report.ok, report.divergences
 
 
-def test_parameter_at_an_offset_given_data_of_its_diagonal_then_written_is_a_named_refusal():
+def _diagonal_data_then_zeroed(a):           # fuzz seed 1, storage_offset[input 0]=1 (09)
+    v = a.diagonal(-2, 0, 1)
+    with torch.no_grad():
+        with torch.enable_grad():
+            a.data = v
+    v1 = v[1::3]
+    with torch.no_grad():
+        a.zero_()
+    v.data.mul_(2.0)
+    v1.exp()
+    with torch.inference_mode():
+        a.add_(1.0)
+    return ()
+
+
+def _scaled_then_diagonal_data_then_zeroed(a):
+    with torch.no_grad():
+        a.mul_(2)
+    return _diagonal_data_then_zeroed(a)
+
+
+@pytest.mark.parametrize("offset", [0, 1, 2])
+def test_parameter_at_an_offset_given_data_of_its_diagonal_then_written_matches_eager(offset):
     # found by the key-variation pass (storage_offset[input 0]=1) on the fuzz program of
     # input_mutation.fuzz_parameter_given_data_of_its_diagonal_then_zeroed_and_a_view_read:
-    # the plain way does not copy an argument that requires grad, so its storage's other
-    # elements are not in the graph; the runtime's read of the whole storage went past the
-    # compact value (a RuntimeError from inside torch)
-    def f(a):
-        v = a.diagonal(-2, 0, 1)
-        a.data = v
-        v[1::3]
-        with torch.no_grad():
-            a.zero_()
-        return ()
+    # the plain graph's zero_() read the argument's node from before its .data =, in its old
+    # geometry, and zeroed all of it (before NOTE [.data assignment in the plain trace]),
+    # silently at offset 0 (the storage's other elements, seen through a caller's alias); at an
+    # offset the argument, not filling its storage, was refused by name (data_assign.py's
+    # unfilled_own_storage), which only a write of the whole argument still needs
+    results = []
+    for fn in (_diagonal_data_then_zeroed, aotcheck.aot_function(_diagonal_data_then_zeroed)):
+        torch.manual_seed(0)
+        whole = torch.randn(14)
+        p = torch.nn.Parameter(whole[offset:offset + 12].view(4, 3))
+        fn(p)
+        results.append((whole, p.detach().clone()))
+    assert all(torch.equal(a, b) for a, b in zip(*results))
+
+
+def test_parameter_at_an_offset_written_whole_then_given_data_of_its_diagonal_is_a_named_refusal():
+    # the write of the whole argument makes functionalization hold it as a compact value,
+    # which the storage's other elements are not part of
     p = torch.nn.Parameter(torch.randn(13)[1:].view(4, 3))
     with pytest.raises(aotcheck.UnsupportedInputError, match="does not fill"):
-        aotcheck.aot_function(f)(p)
+        aotcheck.aot_function(_scaled_then_diagonal_data_then_zeroed)(p)
+
+
 # Programs from `aotcheck fuzz --engine aotcheck --examples 2000 --seed 1`'s key variations
 # (compiled under grad mode A, called under B) and beside them: each must give eager's result
 # when called under no_grad or inference_mode, cold, again from the in-memory artifact, and
@@ -1159,6 +1191,29 @@ def _retained_output_of_a_grad_region_that_writes_an_argument(a0, a1):
     return (y, a1)
 
 
+def _vjp_gradient(p):
+    return torch.func.vjp(torch.sin, p)[1](torch.ones_like(p))[0]
+
+
+def _data_swapped_with_a_vjp_gradient_then_viewed(a0, a1):     # fuzz 06
+    # under inference_mode: v1.data = an ordinary tensor's leaves v1 without a version
+    # counter, so its expand raises as eager's (NOTE [inference state moved by .data =])
+    v1 = a1.mean(0, keepdim=True)
+    with torch.no_grad():
+        with torch.enable_grad():
+            v2 = _vjp_gradient(v1)
+            v2.data, v1.data = v1.data, v2.data
+            v3 = v1.expand((3, 3))
+    return v3 * 2, a0
+
+
+def _vjp_of_a_view_of_a_parameter_made_inside(a0, a1):         # fuzz 07
+    # the primal vjp wraps stays an inference tensor under inference_mode; its gradient does not
+    p = torch.nn.Parameter(a0 * 2)
+    v = p.as_strided((2,), (2,), 0)
+    return v, _vjp_gradient(v), p.as_strided((2,), (2,), 0).clone()
+
+
 def _a_tensor_and_its_transpose():
     from aotcheck.check.oracle import Inputs
     torch.manual_seed(0)
@@ -1193,6 +1248,8 @@ _GRAD_MODE_PROGRAMS = [
     (_flag_on_a_base_then_its_view_written_in_a_grad_region, _a_tensor_and_its_transpose),
     (_view_made_in_the_call_written_in_a_grad_region, _two_nonleaves),
     (_retained_output_of_a_grad_region_that_writes_an_argument, _two_nonleaves),
+    (_data_swapped_with_a_vjp_gradient_then_viewed, _two_nonleaves),
+    (_vjp_of_a_view_of_a_parameter_made_inside, _two_nonleaves),
 ]
 
 
@@ -1216,6 +1273,32 @@ def test_a_call_under_no_grad_or_inference_mode_matches_eager(fn, make, mode, tm
     for _ in range(2):                  # a cold store, then a fresh function that hits it
         r = check(under(fn), under(aotcheck.aot_function(fn, cache=str(tmp_path))), make)
         assert r.ok, r.divergences
+
+
+def _returns_an_inference_tensor_given_ordinary_data(x):
+    p = x * 2
+    p.data = _vjp_gradient(x)
+    return p
+
+
+def _returns_an_ordinary_tensor_given_inference_data(x):
+    q = _vjp_gradient(x)
+    q.data = x * 3
+    return q + 1, q
+
+
+@pytest.mark.parametrize("fn,kind", [
+    (_returns_an_inference_tensor_given_ordinary_data, "an ordinary tensor with no version counter"),
+    (_returns_an_ordinary_tensor_given_inference_data, "an inference tensor with a version counter")])
+def test_a_tensor_whose_kind_data_assignment_changed_in_an_inference_call_is_refused_when_returned(fn, kind):
+    """NOTE [inference state moved by .data =]: eager returns a mix the runtime cannot make;
+    refused by name, where it used to come back as the wrong kind."""
+    with torch.inference_mode():
+        out = fn(torch.ones(3))
+        with pytest.raises(aotcheck.UnsupportedInputError, match=kind):
+            aotcheck.aot_function(fn)(torch.ones(3))
+    t = out[-1] if isinstance(out, tuple) else out
+    assert t.is_inference() == (kind.startswith("an inference"))
 
 
 def _custom_op_on_a_leaf_that_requires_grad(a0, a1):    # fuzz seed 1, requires_grad=True

@@ -747,3 +747,69 @@ def test_retain_grad_on_an_argument_stays_where_eager_puts_it(fn, tmp_path):
     for cache in (None, str(tmp_path), str(tmp_path)):
         r = check(fn, aotcheck.aot_function(fn, cache=cache), make)
         assert r.ok, r.divergences
+
+
+def _grad_region_write_of_a_nonleaf(a, b):          # fuzz seed 1, grad_mode=no_grad (08)
+    with torch.enable_grad():
+        b.zero_()
+    return a + 1
+
+
+def _grad_region_output(a, b):
+    with torch.enable_grad():
+        return a * 2, b + 1
+
+
+def _grad_region_write_with_a_view_taken_before(a, b):
+    v = b.view(-1)
+    with torch.enable_grad():
+        b.add_(a)
+    return v * 1, b, a * 3
+
+
+@pytest.mark.parametrize("fn", [_grad_region_write_of_a_nonleaf, _grad_region_output,
+                                _grad_region_write_with_a_view_taken_before])
+def test_an_enable_grad_region_of_a_no_grad_call_matches_eager(fn, tmp_path):
+    # NOTE [subclass enable_grad regions of a no_grad call]: eager's autograd records the
+    # region (the non-leaf's grad_fn changes; the output requires grad), which the call
+    # dropped (the write was a TraceError, the output came back without history, silently);
+    # cold, from the in-memory artifact, and from the persistent cache
+    from aotcheck.check.oracle import Inputs, check
+
+    def make():
+        torch.manual_seed(0)
+        la, lb = two(3, requires_grad=True), two(3, requires_grad=True)
+        return Inputs((la, lb * 1), leaves=(la, lb))
+
+    def under(f):
+        def called(*args):
+            with torch.no_grad():
+                return f(*args)
+        return called
+    compiled = aotcheck.aot_function(fn)
+    for cf in (compiled, compiled, aotcheck.aot_function(fn, cache=str(tmp_path)),
+               aotcheck.aot_function(fn, cache=str(tmp_path))):
+        r = check(under(fn), under(cf), make)
+        assert r.ok, r.divergences
+
+
+def _no_grad_write_of_a_nonleaf(a, b):
+    b.mul_(2)
+    return a + b, b.t() if b.dim() > 1 else b.view(-1)
+
+
+def test_a_no_grad_call_writing_a_nonleaf_subclass_argument_matches_eager():
+    from aotcheck.check.oracle import Inputs, check
+
+    def make():
+        torch.manual_seed(0)
+        la, lb = two(3, requires_grad=True), two(3, requires_grad=True)
+        return Inputs((la, lb * 1), leaves=(la, lb))
+
+    def under(f):
+        def called(*args):
+            with torch.no_grad():
+                return f(*args)
+        return called
+    r = check(under(_no_grad_write_of_a_nonleaf), under(aotcheck.aot_function(_no_grad_write_of_a_nonleaf)), make)
+    assert r.ok, r.divergences

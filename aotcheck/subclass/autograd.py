@@ -198,6 +198,34 @@ def needs_history(box: dict) -> bool:
     return torch.is_grad_enabled() and (any(box["diff"]) or bool(box["facts"].rebased))
 
 
+# NOTE [subclass enable_grad regions of a no_grad call]
+# Under no_grad the subclass path runs the compiled graph with no outer-level autograd
+# (nothing takes a gradient). But an ``enable_grad`` region inside the function records
+# autograd as in eager: a write there of a non-leaf argument that requires grad gives it a
+# new grad_fn (its gradient then flows through the write), and an output computed there from
+# an argument that requires grad comes back with a grad_fn. The forward trace (traced under
+# no_grad, the arguments given the caller's flags, a non-leaf kept a non-leaf) sees both
+# (``rebased``, ``recorded``) and its autograd is eager's: only the region's ops are on it.
+# Such a call takes the grad path (``Outer``, its joint traced in the forward's state, so
+# the backward differentiates what eager's autograd recorded and nothing else), with
+# ``requires`` as under grad mode; the outputs the trace gave no history are marked
+# non-differentiable (``box["diff"]``), as eager's are not recorded.
+
+def recorded_in_trace(outs: list, before: list) -> bool:
+    """Does an output of the forward trace have a grad_fn that none of the arguments had at the
+    call (``before``: per argument, its grad_fn third)?"""
+    old = {id(b[2]) for b in before if b[2] is not None}
+    return any(fn is not None and fn is not STALE and id(fn) not in old
+               for fn in (grad_fn_of(o) for o in outs))
+
+
+def grad_region_of_no_grad_call(box: dict) -> bool:
+    """NOTE [subclass enable_grad regions of a no_grad call]: does this no_grad call record
+    autograd in an enable_grad region?"""
+    return not torch.is_grad_enabled() and not torch.is_inference_mode_enabled() and \
+        bool(box["facts"].rebased or box.get("recorded"))
+
+
 def outer_training(box: dict, requires: list):
     """For ``explain``: (mode, reason) where the call trains though no argument requires grad
     at the call, else False."""

@@ -20,7 +20,7 @@ from torch.utils import _pytree as pytree
 from ..engine.capture.functional import geometry_of
 from ..engine.capture.nondiff import refuse_nondiff_argument, refuse_nondiff_output
 from ..errors import TraceError, UnsupportedInputError
-from .autograd import (BaseFlags, argument_view_bases, as_argument_view, explain_forward,
+from .autograd import (BaseFlags, argument_view_bases, as_argument_view, explain_forward, recorded_in_trace,
                        explain_inputs, outer_training, own_flag)
 from .base import flatten, inner_count, save_primals, split_leaves, unflatten
 from .facts import outer_facts, version_of
@@ -46,8 +46,11 @@ class _Alias(torch.autograd.Function):
 
 def _alias_argument(i: int, t):
     """``_Alias.apply(t)``, which remembers ``t``: a ``.data =`` of the alias is one of the
-    traced input too (NOTE [subclass .data assignment])."""
-    a = _Alias.apply(t)
+    traced input too (NOTE [subclass .data assignment]). Made with grad on: under a no_grad
+    call the argument is a non-leaf that requires grad all the same (NOTE [subclass no_grad
+    calls])."""
+    with torch.enable_grad():
+        a = _Alias.apply(t)
     a._aotcheck_argument = t
     return a
 
@@ -122,6 +125,7 @@ def _flatten_out(out, box: dict, outer: list, before: list, hidden: dict | None 
     for k, o in enumerate(out_leaves):
         if isinstance(o, torch.Tensor):     # NOTE [outputs of a non-differentiable dtype that
             refuse_nondiff_output(k, o, o.requires_grad)    # require grad] (capture/nondiff.py)
+    box["recorded"] = recorded_in_trace([o for o in out_leaves if isinstance(o, torch.Tensor)], before)
     box["spec"] = spec
     box["facts"] = outer_facts([o for o in out_leaves if isinstance(o, torch.Tensor)], outer, before,
                                hidden)
@@ -224,14 +228,16 @@ def desugared(owner, args: tuple, kwargs: dict):
 # write of the argument is poisoned (reading its grad_fn raises: NOTE [poisoned views] in
 # engine/capture/outputs.py). No gradient flows, so ``requires`` (what takes a gradient) is all False
 # then; the forward trace still gives those arguments the flag, as grad leaves, so that its
-# outer-level facts (NOTE [outer-level facts]) see what eager's views see.
+# outer-level facts (NOTE [outer-level facts]) see what eager's views see; a non-leaf stays
+# one (a ``"nonleaf"``, traced again as a non-leaf alias where it is written in place: writing
+# a leaf that requires grad in an ``enable_grad`` region raises, writing eager's non-leaf does not).
 
 def traced_requires(outer: list, requires: list) -> list:
     """Per outer tensor, whether the forward trace makes it require grad: ``requires``, or,
     under no_grad (not inference mode), the caller's flag (NOTE [subclass no_grad calls])."""
     if torch.is_grad_enabled() or torch.is_inference_mode_enabled():
         return requires
-    return ["leaf" if t.requires_grad else False for t in outer]
+    return [t.requires_grad and ("leaf" if t.is_leaf else "nonleaf") for t in outer]
 
 
 def inference_args(outer: list) -> tuple:
@@ -315,7 +321,7 @@ def forward_graph(owner, meta, descs, values, tensors, requires, inference: tupl
     # a non-leaf argument that requires grad is written: trace again with it a non-leaf alias
     # (only then, so that other graphs hold no extra ``detach``)
     box["alias"] = True
-    return trace(True), box
+    return trace(torch.is_grad_enabled()), box
 
 
 def joint_graph(owner, meta, descs, values, tensors, requires, tangent_descs, n: int, dirty: list,

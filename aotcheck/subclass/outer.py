@@ -13,7 +13,7 @@ from torch.utils import _pytree as pytree
 from ..engine.capture.functional import storage_ref
 from ..engine.signature import call_key, root_of
 from ..errors import TraceError
-from .autograd import flag_before_call, needs_history
+from .autograd import flag_before_call, grad_region_of_no_grad_call, needs_history
 from .base import flatten, inner_count, save_primals, unflatten
 from .desugar import forward_graph, inference_args, joint_graph, prepare, traced_requires
 from .facts import apply_facts, stale_views
@@ -49,14 +49,26 @@ def call(owner, state, memo: dict, args: tuple, kwargs: dict):
         owner, meta, descs, values, tensors, traced, inference, outer, flags))
     argument_hooks(box["hooks"], outer, written=False)  # NOTE [subclass imperative autograd]
     retained_arguments(box["retained_before"], outer)
+    if grad_region_of_no_grad_call(box):         # NOTE [subclass enable_grad regions of a no_grad call]
+        requires = [t.requires_grad and ("leaf" if t.is_leaf else "nonleaf") for t in outer]
+        at_forward = forward_state()
+        with torch.enable_grad():
+            return _with_autograd(owner, box, compiled, meta, descs, values, tensors, outer,
+                                  requires, base_key, cached, at_forward)
     requires = flag_before_call(box["facts"], outer, requires)
     if not any(requires) and not needs_history(box):
         return _finish(box, _unflatten_outs(box, list(compiled(*tensors))), outer)
+    return _with_autograd(owner, box, compiled, meta, descs, values, tensors, outer, requires,
+                          base_key, cached, forward_state())
 
+
+def _with_autograd(owner, box, compiled, meta, descs, values, tensors, outer, requires, base_key,
+                   cached, at_forward):
+    """The call through ``Outer``, with eager's outer-level autograd; ``at_forward``: the state
+    the forward ran in, which the joint is traced in (NOTE [subclass joint in the forward's
+    state])."""
     groups, extra = alias_groups(outer, requires, box["facts"].written, box["facts"].rebased)
     extra += [] if any(requires) else [torch.zeros((), requires_grad=True)]   # needs_history
-
-    at_forward = forward_state()
 
     def joint(tangent_descs, ins, dirty):
         # NOTE [subclass joint in the forward's state]

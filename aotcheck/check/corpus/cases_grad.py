@@ -288,6 +288,35 @@ def inference_tensor_parameter_mutated():
     return f, _inference_linear(3, 2)
 
 
+# Inside an inference_mode call, a torch.func grad level computes ordinary tensors; the
+# primal it differentiates stays an inference tensor, and ``.data =`` between the two kinds
+# moves the key set but not the version counter (NOTE [inference state moved by .data =]).
+
+def _vjp_grad(p):
+    return torch.func.vjp(torch.sin, p)[1](torch.ones_like(p))[0]
+
+
+@case("requires_grad_modes", mode="inference", tags=("inference_mode_call", "inference_tensor", "torch_func"))
+def vjp_primal_made_in_an_inference_call_stays_an_inference_tensor():
+    def f(x):
+        v = (x * 2).as_strided((2,), (2,), 0)
+        g = _vjp_grad(v)
+        return v, g, g.view(2, 1)
+    return f, seeded(lambda: Inputs((rand(4),)))
+
+
+@case("requires_grad_modes", mode="inference", tags=("inference_mode_call", "inference_tensor", "torch_func"))
+def data_assigned_back_to_its_kind_in_an_inference_call():
+    def f(x):
+        p = x * 2
+        p.data = _vjp_grad(x)
+        p.add_(1)
+        q = p * 3
+        p.data = x * 5
+        return p.view(3), p, q
+    return f, seeded(lambda: Inputs((rand(3),)))
+
+
 # ---------------------------------------------------------------- requires_grad_() inside
 # Eager makes the tensor a leaf that requires grad: what is computed from it afterwards
 # requires grad, and backward fills its .grad (NOTE [requires_grad_ on an argument] and

@@ -1376,6 +1376,32 @@ def fuzz_parameter_given_data_of_its_diagonal_then_zeroed_and_a_view_read():
     return f, seeded(make)
 
 
+@case("input_mutation", mode="inference", tags=("data_assign", "view", "parameter", "fuzz", "storage_offset"))
+def fuzz_parameter_at_an_offset_given_data_of_its_diagonal_then_written_through_it():
+    """The key-variation pass's storage_offset[input 0]=1 of the case above (fuzz seed 1,
+    09): a Parameter one element into its storage given .data of its diagonal, then written
+    through it (zero_, .data.mul_ of the view, add_ under inference_mode): only the diagonal
+    changes, as in eager (the second way's graph zeroed all of the argument before NOTE
+    [.data assignment in the plain trace]; at an offset it was refused)."""
+    def f(a):
+        v = a.diagonal(-2, 0, 1)
+        with torch.no_grad():
+            with torch.enable_grad():
+                a.data = v
+        v1 = v[1::3]
+        with torch.no_grad():
+            a.zero_()
+        v.data.mul_(2.0)
+        e = v1.exp()
+        with torch.inference_mode():
+            a.add_(1.0)
+        return (e.detach() * 1,)
+    def make():
+        p = torch.nn.Parameter(rand(13)[1:].view(4, 3))
+        return Inputs((p,), leaves=(p,))
+    return f, seeded(make)
+
+
 @case("input_mutation", mode="inference", tags=("data_assign", "view"))
 def data_assign_onto_its_own_diagonal_then_written_and_a_slice_read():
     """x.data = its own diagonal, x.zero_(), then a slice of the diagonal (a view of the old
@@ -1511,6 +1537,40 @@ def two_parameters_swap_data_after_one_is_used():
     def make():
         p, q = torch.nn.Parameter(rand(4, 3)), torch.nn.Parameter(rand(3, 2))
         return Inputs((p, q), leaves=(p, q))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "parameter", "dtypes"))
+def parameter_given_data_of_another_shape_and_dtype_then_used():
+    """Under no_grad, p.data = x.double().view(2, 2) for a float32 (3,) Parameter, then
+    p * 2: the use reaches p's new AccumulateGrad, float64 (2, 2), and p.grad has that
+    dtype and shape (fuzz seed 1, dtype variation: it was refused)."""
+    def f(x, p):
+        with torch.no_grad():
+            p.data = x.double().view(2, 2)
+        return p * 2, x + 1
+    def make():
+        p = torch.nn.Parameter(rand(3))
+        x = rand(4).requires_grad_()
+        return Inputs((x, p), leaves=(x, p))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "parameter", "dtypes"))
+def parameter_used_then_swapped_with_a_tensor_of_another_shape_and_dtype():
+    """y = p.sum() * x, then p.data and v.data swapped, v a float64 (2, 1) made inside:
+    y's gradient reaches p's AccumulateGrad of before (float32 (2,)), while p is now
+    float64 (2, 1); v, returned, has p's old data."""
+    def f(x, p):
+        y = p.sum() * x
+        with torch.no_grad():
+            v = x[:2].double().view(2, 1)
+        p.data, v.data = v.data, p.data
+        return y, v * 1
+    def make():
+        p = torch.nn.Parameter(rand(2))
+        x = rand(4).requires_grad_()
+        return Inputs((x, p), leaves=(x, p))
     return f, seeded(make)
 
 

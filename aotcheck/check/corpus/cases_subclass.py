@@ -621,3 +621,22 @@ def twotensor_written_into_a_bool_tensor_under_no_grad():
         x = TwoTensor(torch.randn(()), torch.randn(())).requires_grad_()
         return Inputs((rand(2, 3), x), leaves=(x,))
     return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("no_grad_call", "region", "fuzz"))
+def twotensor_enable_grad_region_of_a_no_grad_call():
+    """Found by aotcheck fuzz --seed 1 (key variation grad_mode=no_grad, 08): called under
+    no_grad, an enable_grad region writes a non-leaf TwoTensor argument that requires grad
+    and computes an output from a leaf one; eager's autograd records both (the argument's
+    grad_fn is the write's, the output requires grad), the rest of the call records nothing
+    (NOTE [subclass enable_grad regions of a no_grad call])."""
+    def f(a, b):
+        v = b.view(-1)
+        with torch.enable_grad():
+            b.mul_(a)
+            y = a.cos() + b
+        return y, a * 2, v * 1
+    def make():
+        la, lb = two(3, requires_grad=True), two(3, requires_grad=True)
+        return Inputs((la, lb * 1), leaves=(la, lb))
+    return f, seeded(make)

@@ -14,6 +14,7 @@ import torch
 
 from ...errors import UnsupportedInputError
 from .functional import dense_layout, storage_ref
+from .inference_call import note_data_moved
 
 
 class DataAssignWatch:
@@ -33,9 +34,16 @@ class DataAssignWatch:
         # after a use under grad mode, and the storages grad leaves made inside were used on
         self.data_reshaped: set[int] = set()
         self.new_leaf_uses: set = set()
+        # NOTE [inference state moved by .data =] (inference_call.py): per assigned tensor
+        # whether it was made an inference tensor; those an assignment made ordinary, and
+        # those whose kind an assignment changed
+        self.born_inference: dict[int, bool] = {}
+        self.counterless: set[int] = set()
+        self.moved_kind: set[int] = set()
 
     def note_data_set(self, target: torch.Tensor, args: tuple) -> None:
         """``target.data = args[1]``, before it happens."""
+        note_data_moved(self, target, args[1] if len(args) > 1 else None)
         if self.watched.get(id(target), ("",))[0] == "placeholder":
             p = self.watched[id(target)][1]
             self.data_sets.append(p)
@@ -90,16 +98,24 @@ def fills_storage(t: torch.Tensor) -> bool:
 
 
 def unfilled_own_storage(plain: bool, placeholder: torch.Tensor, work: torch.Tensor,
-                         geometry: tuple, nbytes: int) -> bool:
+                         geometry: tuple, nbytes: int, writes=()) -> bool:
     """Does the argument, set_() (or given ``.data =``) back onto its own storage, not fill
     that storage (dense, from offset 0), so that the graph does not hold its other elements?
     A plain run's own copy fills it; an argument that requires grad is not copied, and is
     judged in its ``geometry`` at the call, over ``nbytes`` (``.data =`` moves the plain
-    placeholder itself: a Parameter at storage offset 1 given .data of its diagonal)."""
+    placeholder itself: a Parameter at storage offset 1 given .data of its diagonal). There
+    the graph holds the storage's other elements while every write goes through a view of
+    the argument (NOTE [.data assignment in the plain trace] in storage_views.py), not while one
+    writes the argument in its geometry at the call (``writes``: the recorder's, storage and
+    geometry per write): functionalization then holds it as a compact value."""
     if not plain:
         return not fills_storage(placeholder)
     if work is not placeholder:
         return False
     shape, stride, offset = geometry
-    return not (offset == 0 and dense_layout(shape, stride)
-                and math.prod(shape) * placeholder.element_size() == nbytes)
+    if offset == 0 and dense_layout(shape, stride) and \
+            math.prod(shape) * placeholder.element_size() == nbytes:
+        return False
+    at_call = (tuple(shape), tuple(stride), offset)
+    return any(ref == storage_ref(placeholder) and (tuple(g[0]), tuple(g[1]), g[2]) == at_call
+               for ref, g in writes)

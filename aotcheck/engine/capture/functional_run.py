@@ -306,7 +306,7 @@ class FunctionalRun:
             # sets the final geometry, then writes the whole storage, which writes
             # through the old geometry reached too (NOTE [storage swaps])
             if data and unfilled_own_storage(st.plain, st.placeholders[p], st.works[p],
-                                             st.start_geometry[p], st.nbytes[p]):
+                                             st.start_geometry[p], st.nbytes[p], recorder.writes):
                 # functionalization holds the written argument as a compact value,
                 # not its storage: reading the whole storage would read past it
                 raise UnsupportedInputError(
@@ -476,7 +476,7 @@ class FunctionalRun:
             eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids,
             plain=st.plain, new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)},
             clips_of=recorder.clips_of, old_bases=st.old_bases, made_in_call=recorder.made_in_call,
-            ordinary=recorder.ordinary,
+            ordinary=recorder.ordinary, moved_kind=recorder.moved_kind,
             grown=self.tagger.grown_storages() if st.plain else frozenset())
         if st.swapped_views and any(c.requires_grad for c in candidates):
             # eager's set_() moved the view's version, so autograd regenerates its grad_fn as

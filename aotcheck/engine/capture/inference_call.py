@@ -43,27 +43,96 @@ def _wrapped(t: torch.Tensor) -> bool:
     return torch._C._functorch.is_functorch_wrapped_tensor(t)
 
 
-def call_in_inference_mode(func, args: tuple, kwargs: dict, target, made: set):
+def call_in_inference_mode(func, args: tuple, kwargs: dict, target, recorder):
     """``func(*args, **kwargs)`` as inside inference mode: autograd does not run there, not
     even in an enable_grad region (an in-place op there on a view the function made raises
     under no_grad's rules, never under inference mode's), so the op runs under no_grad; its
-    results get inference mode's flags (``_as_in_inference_mode``). ``made``: the tensors
-    eager makes as inference tensors (NOTE [inference tensors made in the call])."""
+    results get inference mode's flags (``_as_in_inference_mode``). ``recorder.made_in_call``:
+    the tensors eager makes as inference tensors (NOTE [inference tensors made in the call]);
+    a view of one that ``.data =`` made ordinary raises as eager's does (NOTE [inference
+    state moved by .data =])."""
     with torch.no_grad():
         out = func(*args, **kwargs)
-    return _as_in_inference_mode(out, target, args, kwargs, made)
+    if target is not None and id(target) in recorder.counterless and any(
+            isinstance(t, torch.Tensor) and t._is_view() and t is not target
+            for t in pytree.tree_leaves(out)):
+        raise RuntimeError(NO_VERSION_COUNTER)
+    return _as_in_inference_mode(out, target, args, kwargs, recorder.made_in_call)
 
 
-def transform_results(out) -> list:
+def transform_results(out, inputs=()) -> list:
     """NOTE [ordinary outputs of an inference call] (outputs.py): under an inference-mode call,
     the tensor at the bottom of each wrapper an op makes inside a grad or jvp level is an
     ordinary tensor in eager (functorch runs those levels with inference mode off); the
-    transform returns that very tensor once it unwraps it."""
+    transform returns that very tensor once it unwraps it. A wrapper of one of the op's
+    ``inputs`` (``requires_grad_()`` on the primal that ``vjp`` wraps, an in-place op) is no
+    new tensor: the one below it keeps its own kind (``vjp(torch.sin, p)`` leaves ``p`` an
+    inference tensor)."""
     from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
     if not any(i.key() in _AUTODIFF_LEVELS for i in retrieve_all_functorch_interpreters()):
         return []
-    return [unwrap_functorch(t) for t in pytree.tree_leaves(out)
-            if isinstance(t, torch.Tensor) and _wrapped(t)]
+    given = [unwrap_functorch(t) for t in pytree.tree_leaves(inputs) if isinstance(t, torch.Tensor)]
+    bottoms = [unwrap_functorch(t) for t in pytree.tree_leaves(out)
+               if isinstance(t, torch.Tensor) and _wrapped(t)]
+    return [b for b in bottoms if not any(b is g for g in given)]
+
+
+# NOTE [inference state moved by .data =]
+# An inference tensor has no version counter; ``x.data = y`` gives ``x`` the key set of ``y``
+# (whether it is an inference tensor) but keeps ``x``'s own version counter. So, inside an
+# inference-mode call, an inference tensor the function made (``p = nn.Parameter(...)``, an
+# op's result) given ``.data =`` of an ordinary tensor (a torch.func grad level's result, or
+# the ``.data`` of one) is no longer an inference tensor and has no counter: making a view of
+# it reads the counter, and eager raises "Inference tensors do not track version counter."
+# there (``TensorImpl.h``, ``current_version``); the trace raises the same at the same op.
+# The other way, an ordinary tensor given an inference tensor's ``.data`` becomes one. The
+# recorder's ``made_in_call`` (which tensors eager's key set calls inference tensors) follows
+# each assignment, and ``counterless`` holds the tensors made as inference tensors that an
+# assignment made ordinary. The runtime cannot hand back either mix (an ordinary tensor with
+# no counter, an inference tensor with one): returning one is refused by name
+# (``refuse_moved_output``), not given back as the wrong kind.
+
+NO_VERSION_COUNTER = "Inference tensors do not track version counter."
+
+
+def is_data_read(func) -> bool:
+    """Is ``func`` the ``.data`` getter (a detached alias of its tensor, of the same kind)?"""
+    return getattr(func, "__self__", None) is torch._C.TensorBase.data and \
+        getattr(func, "__name__", "") == "__get__"
+
+
+def note_data_moved(recorder, target: torch.Tensor, src) -> None:
+    """``target.data = src`` inside an inference-mode call: ``target`` takes ``src``'s kind and
+    keeps its own version counter (NOTE [inference state moved by .data =])."""
+    if not recorder.inference_call or not isinstance(src, torch.Tensor) or id(target) in recorder.watched:
+        return          # an argument's assignment is replayed on the caller's tensor, as eager's
+    made, born = recorder.made_in_call, recorder.born_inference
+    born.setdefault(id(target), id(target) in made)     # its counter stays the one it was made with
+    recorder._alive.append(target)
+    if id(src) in made or src.is_inference():
+        made.add(id(target))
+        recorder.ordinary.discard(id(target))
+    else:
+        made.discard(id(target))
+        if id(src) in recorder.ordinary:
+            recorder.ordinary.add(id(target))
+    for ids, mixed in ((recorder.counterless, born[id(target)] and id(target) not in made),
+                       (recorder.moved_kind, born[id(target)] != (id(target) in made))):
+        (ids.add if mixed else ids.discard)(id(target))
+
+
+def refuse_moved_output(out_leaves: list, moved_kind, made_in_call) -> None:
+    """NOTE [inference state moved by .data =]: a returned tensor whose kind an assignment
+    changed (``moved_kind``) is refused by name."""
+    from ...errors import UnsupportedInputError
+    for k, o in enumerate(out_leaves):
+        if isinstance(o, torch.Tensor) and id(o) in moved_kind:
+            kind = "an inference tensor with a version counter" if id(o) in made_in_call \
+                else "an ordinary tensor with no version counter"
+            raise UnsupportedInputError(
+                f"output leaf {k} was given .data = of a tensor of the other kind inside an "
+                f"inference_mode call, which makes it {kind} in eager; aotcheck's outputs are "
+                "either inference tensors or ordinary ones. Return a clone() of it")
 
 
 def _as_in_inference_mode(out, target, args, kwargs, made: set):

@@ -15,6 +15,7 @@ import torch
 from ...errors import UnsupportedInputError
 from .facts import OutputFacts
 from .functional import geometry_of, storage_ref
+from .inference_call import refuse_moved_output
 from .nondiff import refuse_nondiff_output
 from ..graph_walk import grad_nodes
 from ..signature import Signature, whole_storage
@@ -24,7 +25,7 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
                      eager_geometry, owners: dict, work_ids: set, new_leaf_ids: dict | None = None,
                      plain: bool = False, clips_of=None, old_bases: dict | None = None,
                      made_in_call: set | None = None, grown: frozenset = frozenset(),
-                     ordinary: set = frozenset()):
+                     ordinary: set = frozenset(), moved_kind: set = frozenset()):
     """Classify each returned leaf (fresh, an input, a view of an input, of an intermediate,
     of another output, ...) and append to ``candidates`` every graph value a later stage
     needs. Returns (output facts, intermediate-base candidate indices, new-leaf outputs,
@@ -52,6 +53,7 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
         isinstance(out_leaves[k], torch.Tensor) and out_leaves[k]._base is None
         and out_leaves[k].requires_grad))
     outputs = [None] * len(out_leaves)
+    refuse_moved_output(out_leaves, moved_kind, made_in_call or ())
     for k in order:
         o = out_leaves[k]
         if isinstance(o, torch.Size):

@@ -19,7 +19,7 @@ from ...errors import UnsupportedInputError
 from .custom_ops import mutating_kernel
 from .data_assign import DataAssignWatch
 from .functional import geometry_of, storage_ref, unwrap_functorch
-from .inference_call import CallRules, call_in_inference_mode, transform_results
+from .inference_call import CallRules, call_in_inference_mode, is_data_read, transform_results
 from .overlap import outer_dims, piecewise
 from .reshaped import ReshapeWatch, _mirrored_leaf
 from .resize import (check_out_dtypes, contiguous_layout, out_layouts, reaches_outside,
@@ -301,7 +301,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
             out = target
         elif self.inference_call and torch._C._functorch.peek_interpreter_stack() is None:
             # NOTE [views of inference tensors] in inference_call.py
-            out = call_in_inference_mode(func, args, kwargs, target, self.made_in_call)
+            out = call_in_inference_mode(func, args, kwargs, target, self)
         elif self.autocast is not None:         # NOTE [the autocast cache]
             cast_args, cast_kwargs = self.autocast.apply(func, args, kwargs)
             out = func(*cast_args, **cast_kwargs)
@@ -352,7 +352,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
             if eager is not None:
                 self.geometry[id(out)] = eager        # eager's, not a drifted wrapper's
                 self._alive.append(out)
-        self._note_transform_results(out)
+        self._note_transform_results(out, (args, kwargs))
         for t in pytree.tree_leaves(out):
             if isinstance(t, torch.Tensor) and _wrapped(t):
                 continue                # a transform's own (NOTE [calls inside a torch.func transform])
@@ -363,7 +363,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
             if isinstance(t, torch.Tensor) and not t._is_view() and t.layout == torch.strided:
                 self.owners.setdefault(storage_ref(t), t)
             if isinstance(t, torch.Tensor) and not any(t is a for a in pytree.tree_leaves((args, kwargs))):
-                viewed = t._is_view() or name in ("detach", "alias")
+                viewed = t._is_view() or name in ("detach", "alias") or is_data_read(func)
                 if self.inference_call and (func is torch.autograd.grad or (
                         viewed and target is not None and id(target) in self.ordinary)):
                     self.ordinary.add(id(t))
@@ -395,13 +395,13 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
             if bottom.requires_grad:
                 self.hazard_events.append(("data", storage_ref(bottom), False))
         out = func(*args, **kwargs)
-        self._note_transform_results(out)
+        self._note_transform_results(out, (args, kwargs))
         return out
 
-    def _note_transform_results(self, out) -> None:
+    def _note_transform_results(self, out, inputs=()) -> None:
         """NOTE [ordinary outputs of an inference call] in outputs.py (``transform_results``)."""
         if self.inference_call:
-            for bottom in transform_results(out):
+            for bottom in transform_results(out, inputs):
                 self.ordinary.add(id(bottom))
                 self._alive.append(bottom)
 

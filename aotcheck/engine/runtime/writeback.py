@@ -150,18 +150,11 @@ def replay_swap(m, primals, storages, values, slot) -> None:
 def reshaped_leaves(swaps, primals) -> tuple:
     """The swaps (under no_grad) that move a leaf requiring grad onto another shape: their
     compiled function takes its inputs after them (NOTE [set_ under no_grad onto another
-    shape] in swap_grad.py)."""
-    out = []
-    for m in swaps:
-        t = primals[m.placeholder]
-        if t.requires_grad and t.is_leaf and tuple(t.shape) != tuple(m.final_shape):
-            if m.final_dtype:
-                raise UnsupportedInputError(
-                    f"the function moves input placeholder {m.placeholder}, which requires "
-                    "grad, onto another shape and dtype (.data =); aotcheck replays such a "
-                    "swap of a leaf that requires grad only onto its own dtype")
-            out.append(m)
-    return tuple(out)
+    shape] in swap_grad.py); a ``.data =`` onto another dtype too is replayed as one
+    (``_assign_data``): the leaf's new AccumulateGrad has the new dtype as well as the new shape."""
+    return tuple(m for m in swaps if primals[m.placeholder].requires_grad
+                 and primals[m.placeholder].is_leaf
+                 and tuple(primals[m.placeholder].shape) != tuple(m.final_shape))
 
 
 def replay_reshaping_swaps(late, primals, values, slot) -> None:
