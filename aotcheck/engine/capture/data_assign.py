@@ -21,8 +21,8 @@ class DataAssignWatch:
 
     def _init_data_assign(self) -> None:
         # NOTE [.data assignment]: the placeholders given ``x.data = y``, in order; per
-        # placeholder its autograd state (grad_fn, requires_grad) at its last one, and a view
-        # of it taken before its first one (its old memory, with its autograd history)
+        # placeholder its autograd state (grad_fn, requires_grad) at its first one, and a view
+        # of it taken before that one (its old memory, with its autograd history)
         self.data_sets: list[int] = []
         self.data_set_state: dict[int, tuple] = {}
         self.data_set_alias: dict[int, torch.Tensor] = {}
@@ -40,7 +40,7 @@ class DataAssignWatch:
             p = self.watched[id(target)][1]
             self.data_sets.append(p)
             anchor = target._base if target._base is not None else target
-            self.data_set_state[p] = (anchor.grad_fn, target.requires_grad)
+            self.data_set_state.setdefault(p, (anchor.grad_fn, target.requires_grad))
             if p not in self.data_set_alias and target.layout == torch.strided:
                 # a view keeps the old storage (NOTE [.data assignment of an argument that
                 # requires grad] in swaps.py)
@@ -65,11 +65,23 @@ class DataAssignWatch:
                    for what, st in self.events[start:])
 
 
-def data_only_swap(recorder, p: int, anchor: torch.Tensor, w: torch.Tensor) -> bool:
-    """Was placeholder ``p``'s swap its only ``.data =``, with nothing autograd records on it
-    after it (NOTE [.data assignment of an argument that requires grad] in swaps.py)?"""
-    return recorder.data_sets.count(p) == 1 and p in recorder.data_set_alias and \
-        (anchor.grad_fn, w.requires_grad) == recorder.data_set_state[p]
+def data_assign_swap(recorder, p: int, anchor: torch.Tensor, w: torch.Tensor,
+                     plain: bool) -> tuple[bool, bool]:
+    """(data_only, rewritten) for placeholder ``p``, whose storage the function changed
+    (NOTE [.data assignment of an argument that requires grad] in swaps.py): ``data_only``,
+    given ``.data =`` with nothing autograd records on it since its first one; ``rewritten``,
+    moved by ``.data =`` only (no set_()) and recorded by autograd since its first one, so
+    that it ends requiring grad with a history eager's ``.data =`` kept (its old one, or
+    none) under the recorded writes."""
+    if p not in recorder.data_sets:
+        return False, False
+    same = (anchor.grad_fn, w.requires_grad) == recorder.data_set_state[p]
+    if same:
+        return p in recorder.data_set_alias, False
+    # (a leaf's gradient node of its new shape is no record: NOTE [set_ under no_grad onto
+    # another shape] in runtime/swap_grad.py)
+    return False, not plain and w.requires_grad and p in recorder.data_set_alias and \
+        not torch._functionalize_was_storage_changed(w) and not recorder.regraded(p, anchor)
 
 
 def refuse_viewed_data_set(e: Exception, recorder) -> None:
