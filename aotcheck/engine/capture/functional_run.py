@@ -470,7 +470,7 @@ class FunctionalRun:
         self._work_ids = {id(w) for w in st.works} | {id(leaf) for leaf in st.view_bases.values()}
         self.new_leaf_tensors = recorder.new_leaves
         grad_leaves = new_leaf_facts(recorder.new_leaves, st.user, sig, recorder.geometry,
-                                     {id(st.user[i]): i for i in st.member_meta})
+                                     {id(st.user[i]): i for i in st.member_meta}, set(st.start_refs))
         outputs, intermediates, new_leaves, self.base_geometry = classify_outputs(
             out_leaves, st.user, candidates, sig=sig, geometry=recorder.geometry,
             eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids,
