@@ -50,7 +50,7 @@ from .writeback import (apply_backward_mutations, apply_mutations, as_at_call, f
                         replay_reshaping_swaps, reshaped_leaves, restore_member_geometry)
 from .swap_grad import old_grad_edges
 from ..decide import TRAINING, Decision
-from ..joint import FREED_GRAPH, retained_outputs
+from ..joint import backward_error_type, retained_outputs
 from ...errors import AotcheckError, DoubleBackwardError
 
 
@@ -571,7 +571,7 @@ def _make_function(art: CompiledArtifact):
         def backward(ctx, *grads):
             if art.meta.backward_error:
                 err = art.meta.backward_error                        # where eager raises it
-                raise (RuntimeError if err.startswith(FREED_GRAPH) else NotImplementedError)(err)
+                raise backward_error_type(err)(err)
             create_graph = torch.is_grad_enabled()
             bw = art.backward_module()
             with torch.no_grad():
