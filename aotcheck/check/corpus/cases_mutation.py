@@ -1827,3 +1827,19 @@ def row_of_a_nonleaf_given_data_of_another_then_written():
         b = l1.clone()
         return Inputs((l0.clone(), b[0], b), leaves=(l0, l1))
     return f, seeded(make)
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "view", "aliased"))
+def row_of_a_nonleaf_given_data_of_its_sibling_row():
+    """a0, a1 = b[0], b[1] (rows of one non-leaf), a1.data = a0, a1 * 2 returned: .data =
+    bumps no version, so a1 keeps its SelectBackward0 (index 1) though it now reads row 0;
+    the output's gradient goes to the leaf's row 1. The runtime's set_() replay bumped a1's
+    version, and autograd rebuilt its grad_fn on row 0 (silently wrong)."""
+    def f(a0, a1):
+        a1.data = a0
+        return a1 * 2
+    def make():
+        l = leaf(2, 3)
+        b = l.clone()
+        return Inputs((b[0], b[1]), leaves=(l,))
+    return f, seeded(make)
