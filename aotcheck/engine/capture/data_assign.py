@@ -36,6 +36,18 @@ class DataAssignWatch:
 
     def note_data_set(self, target: torch.Tensor, args: tuple) -> None:
         """``target.data = args[1]``, before it happens."""
+        if self.watched.get(id(target), ("",))[0] == "leaf" and target.requires_grad:
+            # a member of an alias group whose storage is written (a view of the synthetic
+            # base here): eager's autograd rebuilds such a view on its base with as_strided in
+            # the geometry ``.data =`` gave it; functionalization replays the ops that made it,
+            # in its old place (a gradient of ``b[1]`` given ``.data = b[0]`` and written went
+            # to row 1 where eager's goes to row 0)
+            raise UnsupportedInputError(
+                f"argument leaf {self.watched[id(target)][1]} shares storage with another "
+                "argument, requires grad and is given .data = while that storage is written; "
+                "aotcheck's synthetic-base trace rebuilds its gradient in the place it had before "
+                "the assignment (functionalization replays the ops that made the view), where "
+                "eager's autograd rebuilds it in the new one, so aotcheck refuses it")
         if self.watched.get(id(target), ("",))[0] == "placeholder":
             p = self.watched[id(target)][1]
             self.data_sets.append(p)
@@ -80,8 +92,18 @@ def data_assign_swap(recorder, p: int, anchor: torch.Tensor, w: torch.Tensor,
         return p in recorder.data_set_alias, False
     # (a leaf's gradient node of its new shape is no record: NOTE [set_ under no_grad onto
     # another shape] in runtime/swap_grad.py)
-    return False, not plain and w.requires_grad and p in recorder.data_set_alias and \
+    rewritten = not plain and w.requires_grad and p in recorder.data_set_alias and \
         not torch._functionalize_was_storage_changed(w) and not recorder.regraded(p, anchor)
+    if rewritten and any(r[:2] == ("placeholder", p) for r in recorder.retained):
+        # the runtime gives the argument its final grad_fn by a copy of the graph's value, so
+        # eager's retained gradient (at the node of the write after which retain_grad() was
+        # called) is not the one the caller's argument would retain
+        raise UnsupportedInputError(
+            f"the function calls retain_grad() on input placeholder {p} and assigns its .data "
+            "(x.data = y) with in-place writes that autograd records after the assignment; "
+            "aotcheck does not keep eager's retained gradient for that combination "
+            "(NOTE [.data assignment of an argument that requires grad])")
+    return False, rewritten
 
 
 def refuse_viewed_data_set(e: Exception, recorder) -> None:
