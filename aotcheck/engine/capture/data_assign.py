@@ -33,21 +33,14 @@ class DataAssignWatch:
         # after a use under grad mode, and the storages grad leaves made inside were used on
         self.data_reshaped: set[int] = set()
         self.new_leaf_uses: set = set()
+        # alias-group members (argument leaves) that require grad given ``.data =`` in a
+        # synthetic-base trace (refuse_member_data_sets)
+        self.member_data_sets: set[int] = set()
 
     def note_data_set(self, target: torch.Tensor, args: tuple) -> None:
         """``target.data = args[1]``, before it happens."""
         if self.watched.get(id(target), ("",))[0] == "leaf" and target.requires_grad:
-            # a member of an alias group whose storage is written (a view of the synthetic
-            # base here): eager's autograd rebuilds such a view on its base with as_strided in
-            # the geometry ``.data =`` gave it; functionalization replays the ops that made it,
-            # in its old place (a gradient of ``b[1]`` given ``.data = b[0]`` and written went
-            # to row 1 where eager's goes to row 0)
-            raise UnsupportedInputError(
-                f"argument leaf {self.watched[id(target)][1]} shares storage with another "
-                "argument, requires grad and is given .data = while that storage is written; "
-                "aotcheck's synthetic-base trace rebuilds its gradient in the place it had before "
-                "the assignment (functionalization replays the ops that made the view), where "
-                "eager's autograd rebuilds it in the new one, so aotcheck refuses it")
+            self.member_data_sets.add(self.watched[id(target)][1])  # refuse_member_data_sets
         if self.watched.get(id(target), ("",))[0] == "placeholder":
             p = self.watched[id(target)][1]
             self.data_sets.append(p)
@@ -104,6 +97,30 @@ def data_assign_swap(recorder, p: int, anchor: torch.Tensor, w: torch.Tensor,
             "aotcheck does not keep eager's retained gradient for that combination "
             "(NOTE [.data assignment of an argument that requires grad])")
     return False, rewritten
+
+
+def refuse_member_data_sets(recorder, sig) -> None:
+    """A member of an alias group whose storage is written (a view of the synthetic base in
+    the trace), that requires grad and is a view in the caller too, given ``.data =``: eager's
+    autograd rebuilds such a view's grad_fn on its base with as_strided, in the geometry
+    ``.data =`` gave it, once the storage is written; functionalization replays the ops that
+    made it, in its old place (``a0, a1 = b[0], b[1]; a1.data = a0; a1.add_(1.0)``: a1's
+    gradient went to row 1, eager's goes to row 0). Refused by name. A member that is its
+    group's root in the caller (no view: ``a1.data = a1.permute(...)`` beside ``a1[1:]``) has
+    no grad_fn rebuilt, and is replayed."""
+    for g in sig.groups:
+        for k, i in enumerate(g.members):
+            spec = sig.leaves[i]
+            root = (spec.shape, spec.stride, spec.offset) == \
+                (g.root_shape, g.root_stride, g.root_offset) and not (g.bases and g.bases[k] >= 0)
+            if i in recorder.member_data_sets and not root:
+                raise UnsupportedInputError(
+                    f"argument leaf {i} shares storage with another argument, is a view that "
+                    "requires grad and is given .data = while that storage is written; "
+                    "aotcheck's synthetic-base trace rebuilds its gradient in the place it had "
+                    "before the assignment (functionalization replays the ops that made the "
+                    "view), where eager's autograd rebuilds it in the new one, so aotcheck "
+                    "refuses it")
 
 
 def refuse_viewed_data_set(e: Exception, recorder) -> None:
