@@ -1403,3 +1403,43 @@ def test_data_assignment_then_writes_refusals_are_named():
     # eager runs all three (the refusals are aotcheck's limits, not eager's errors)
     _sibling_row_given_data_then_written(*rows())
     _retained_then_given_data_then_written(*[torch.randn(3, requires_grad=True).clone() for _ in range(2)])
+
+
+def _clamp_into_float64(a):
+    return torch.clamp(a * 2, -0.5, 0.5, out=torch.empty(0, dtype=torch.float64))
+
+
+def _add_into_long_argument(a, o):
+    torch.add(a.detach(), 1.5, out=o)
+    return a + 1
+
+
+def _add_with_grad_into_long_argument(a, o):
+    torch.add(a, 1.5, out=o)        # autograd refuses first, before the kernel's dtype check
+    return a + 1
+
+
+def _sort_into_float64(a):
+    return torch.sort(a, 1, out=(torch.empty(0, dtype=torch.float64), torch.empty(0, dtype=torch.long)))[0]
+
+
+@pytest.mark.parametrize("fn, make", [
+    (_clamp_into_float64, lambda: (torch.rand(3, 4),)),
+    (_clamp_into_float64, lambda: (torch.rand(4, 3).t(),)),
+    (_add_into_long_argument, lambda: (torch.rand(2, 3, requires_grad=True), torch.zeros(2, 3, dtype=torch.long))),
+    (_add_with_grad_into_long_argument,
+     lambda: (torch.rand(2, 3, requires_grad=True), torch.zeros(2, 3, dtype=torch.long))),
+    (_sort_into_float64, lambda: (torch.rand(3, 4),)),
+], ids=["clamp", "clamp_transposed", "add_long_argument", "add_with_grad", "sort"])
+def test_an_out_tensor_of_a_dtype_eager_refuses_raises_eagers_error(fn, make):
+    """NOTE [out= dtype checks]: eager's CPU kernel refuses these out dtypes; the fake kernels
+    do not, and the functionalized call casts, so aotcheck returned a result where eager raises."""
+    with pytest.raises(RuntimeError) as eager:
+        fn(*make())
+    args = make()
+    before = [a.clone() for a in args]
+    with pytest.raises(RuntimeError) as compiled:
+        aotcheck.aot_function(fn)(*args)
+    assert str(eager.value) in str(compiled.value)
+    for a, b in zip(args, before):
+        assert torch.equal(a, b)        # eager refuses before it writes anything

@@ -134,6 +134,24 @@ def out_fresh_tensors_of_pointwise_ops_on_permuted_and_broadcast_arguments():
     return f, seeded(lambda: Inputs((rand(4, 3, 5).transpose(0, 1),)))
 
 
+@case("input_mutation", mode="inference", tags=("out", "out_dtype", "out_resize"))
+def out_tensors_of_other_dtypes_that_eager_accepts():
+    """exp of a float32 argument into a float64 tensor and sort's values into a float32 one:
+    eager accepts both (exp casts its result; sort's dtypes match), so the out= dtype check
+    must not refuse them; sort into a float64 values tensor is refused by eager, caught
+    inside and returned as a flag."""
+    def f(a):
+        e = torch.exp(a, out=torch.empty(0, dtype=torch.float64))
+        v, i = torch.sort(a, 1, out=(torch.empty(0), torch.empty(0, dtype=torch.long)))
+        try:
+            torch.sort(a, 1, out=(torch.empty(0, dtype=torch.float64), torch.empty(0, dtype=torch.long)))
+            refused = False
+        except RuntimeError:
+            refused = True
+        return e, v, i, refused
+    return f, seeded(lambda: Inputs((rand(3, 4),)))
+
+
 @case("input_mutation", mode="training", tags=("out", "out_resize", "noncontiguous"))
 def out_fresh_tensor_of_exp_on_a_transposed_argument_then_used_with_grad():
     """exp into an empty tensor made inside, from a transposed argument, under grad mode (an

@@ -3,10 +3,9 @@
 A ``TorchFunctionMode`` that sees the calls as the user wrote them (``x.t_()``, not
 aten ops), which functionalization hides. It records:
 
-- in-place metadata calls on arguments, for the runtime to replay (NOTE [mutation
-  replay] in runtime/artifact.py);
-- each tensor's geometry when created or last changed in place (NOTE [eager geometry]);
-- the order of metadata changes and mutations per storage, for the view-replay hazard;
+- in-place metadata calls on arguments, for the runtime to replay (NOTE [mutation replay]);
+- each tensor's geometry when created or last changed in place (NOTE [eager geometry]), and
+  the order of metadata changes and mutations per storage, for the view-replay hazard;
 - which tensor first owned each storage (for detached aliases of intermediates).
 """
 from __future__ import annotations
@@ -25,8 +24,8 @@ from .functional import geometry_of, storage_ref, unwrap_functorch
 from .inference_call import CallRules, call_in_inference_mode, transform_results
 from .overlap import outer_dims, piecewise
 from .reshaped import ReshapeWatch, _mirrored_leaf
-from .resize import (contiguous_layout, out_layouts, reaches_outside, resize_geometry,
-                     result_shapes)
+from .resize import (check_out_dtypes, contiguous_layout, out_layouts, reaches_outside,
+                     resize_geometry, result_shapes)
 
 
 # In-place ops that change a tensor's size, stride or offset (not its data).
@@ -426,6 +425,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, TorchFunctionMode):
         if not outs or not all(isinstance(t, torch.Tensor) and t.layout == torch.strided
                                for t in outs):
             return
+        check_out_dtypes(func, args, kwargs, self.geometry)     # NOTE [out= dtype checks]
         shapes = result_shapes(func, args, {k: v for k, v in kwargs.items() if k != "out"},
                                self.geometry)
         if shapes is None or len(shapes) != len(outs):

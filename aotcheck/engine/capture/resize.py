@@ -7,6 +7,7 @@ view reaches outside its source, and the geometry a logged replay ends in.
 from __future__ import annotations
 
 import math
+import re
 
 import torch
 from torch.utils import _pytree as pytree
@@ -69,6 +70,36 @@ def restrides_out(func) -> bool:
 EAGER_OUT_MAX_NUMEL = 1 << 18
 
 
+def _run_on_ones(func, args: tuple, kwargs: dict, geometry: dict | None) -> list:
+    """Run ``func`` with its ``out=`` on real CPU tensors of the same dtypes and geometries
+    (ones; out tensors as they are before the op; ``geometry``: eager's, NOTE [eager
+    geometry]), outside the trace; returns the out tensors after it. Raises what eager's
+    kernel raises on those tensors, or ValueError past ``EAGER_OUT_MAX_NUMEL`` elements."""
+    import warnings
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    def extent(t):
+        shape, stride, offset = (geometry or {}).get(id(t)) or geometry_of(t)
+        return offset + sum((k - 1) * st for k, st in zip(shape, stride) if k > 0) + 1
+
+    def real(t):
+        if not isinstance(t, torch.Tensor):
+            return t
+        shape, stride, offset = (geometry or {}).get(id(t)) or geometry_of(t)
+        return torch.ones(max(extent(t), 1), dtype=t.dtype).as_strided(shape, stride, offset)
+    tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+    if sum(extent(t) for t in tensors) > EAGER_OUT_MAX_NUMEL:
+        raise ValueError("too large")
+    with _disable_current_modes(), torch._C._ExcludeDispatchKeyGuard(
+            torch._C.DispatchKeySet(torch._C.DispatchKey.Functionalize)), torch.no_grad(), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # resize_output's deprecation warning
+        a, k = pytree.tree_map(real, (args, kwargs))
+        k = {n: (torch.device("cpu") if n == "device" else v) for n, v in k.items()}
+        func(*a, **k)
+    return pytree.tree_leaves(k["out"])
+
+
 def out_layouts(func, args: tuple, kwargs: dict, shapes: list,
                 geometry: dict | None = None) -> tuple[bool, list]:
     """NOTE [out= strides], for any kernel: (whether to restride, (shape, strides) per out
@@ -76,40 +107,47 @@ def out_layouts(func, args: tuple, kwargs: dict, shapes: list,
     kernels restride what they resize: every structured kernel does, to its meta function's
     strides (``where``, a broadcast ``add`` into a non-empty out tensor; others, ``cholesky``,
     leave it contiguous), and the fake kernels do not tell which. So the op runs with out= on
-    real CPU tensors of the same geometries (ones; out tensors as they are before the op;
-    ``geometry``: eager's, NOTE [eager geometry]), outside the trace, up to
-    ``EAGER_OUT_MAX_NUMEL`` elements; where that fails, the pointwise rule above."""
-    import warnings
-    from torch.utils._python_dispatch import _disable_current_modes
-
-    def extent(t):
-        shape, stride, offset = (geometry or {}).get(id(t)) or geometry_of(t)
-        return shape, stride, offset, offset + sum((k - 1) * st for k, st in zip(shape, stride)
-                                                   if k > 0) + 1
-
-    def real(t):
-        if not isinstance(t, torch.Tensor):
-            return t
-        shape, stride, offset, n = extent(t)
-        return torch.ones(max(n, 1), dtype=t.dtype).as_strided(shape, stride, offset)
-    tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+    real tensors of the same geometries (``_run_on_ones``), up to ``EAGER_OUT_MAX_NUMEL``
+    elements with the results; where that fails, the pointwise rule above."""
     try:
-        if sum(extent(t)[3] for t in tensors) + sum(math.prod(s) for s, _ in shapes) > \
-                EAGER_OUT_MAX_NUMEL:
+        if sum(math.prod(s) for s, _ in shapes) > EAGER_OUT_MAX_NUMEL:
             raise ValueError("too large")
-        with _disable_current_modes(), torch._C._ExcludeDispatchKeyGuard(
-                torch._C.DispatchKeySet(torch._C.DispatchKey.Functionalize)), torch.no_grad(), \
-                warnings.catch_warnings():
-            warnings.simplefilter("ignore")     # resize_output's deprecation warning
-            a, k = pytree.tree_map(real, (args, kwargs))
-            k = {n: (torch.device("cpu") if n == "device" else v) for n, v in k.items()}
-            func(*a, **k)
-        outs = pytree.tree_leaves(k["out"])
+        outs = _run_on_ones(func, args, kwargs, geometry)
         if [tuple(t.shape) for t in outs] == [tuple(s) for s, _ in shapes]:
             return True, [(tuple(t.shape), tuple(t.stride())) for t in outs]
     except Exception:       # noqa: BLE001 - no eager run: the pointwise rule
         pass
     return restrides_out(func), shapes
+
+
+# The messages of eager's out= dtype checks (TensorIterator's "result type Float can't be cast
+# to the desired output type Long", "Found dtype Double but expected Float", "Expected out
+# tensor to have dtype float, but got double instead", "Expected out type to be Float but got
+# Double"): they depend on dtypes alone, never on values
+OUT_DTYPE_ERRORS = re.compile(r"dtype|can't be cast to the desired output type|out type", re.I)
+
+
+def check_out_dtypes(func, args: tuple, kwargs: dict, geometry: dict | None = None) -> None:
+    """NOTE [out= dtype checks]
+    ``torch.clamp(a, 0, 1, out=torch.empty(0, dtype=torch.float64))`` with a float32 ``a``:
+    eager's CPU kernel refuses the out tensor's dtype (RuntimeError), but the meta and fake
+    kernels the trace runs do not check it, and functionalization turns the call into the op
+    without out= and a copy, which casts. So each out= call also runs as eager runs it, on
+    real tensors of its dtypes and geometries (``_run_on_ones``), and where eager's kernel
+    refuses a dtype there, the function raises that error at that call, as eager does.
+    Errors that may depend on values (a Cholesky factor of ones) are left to the trace, and
+    so is a call that autograd refuses first (an operand requiring grad under grad mode:
+    "functions with out=... arguments don't support automatic differentiation")."""
+    if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
+                                       for t in pytree.tree_leaves((args, kwargs))):
+        return
+    try:
+        _run_on_ones(func, args, kwargs, geometry)
+    except RuntimeError as e:
+        if OUT_DTYPE_ERRORS.search(str(e)):
+            raise RuntimeError(str(e)) from None
+    except Exception:       # noqa: BLE001 - not run here: the trace decides
+        pass
 
 
 def contiguous_layout(shape, stride) -> bool:
