@@ -1443,3 +1443,79 @@ def test_an_out_tensor_of_a_dtype_eager_refuses_raises_eagers_error(fn, make):
     assert str(eager.value) in str(compiled.value)
     for a, b in zip(args, before):
         assert torch.equal(a, b)        # eager refuses before it writes anything
+
+
+def _data_of_an_intermediate_then_used(a):
+    b = a.cos()
+    c = a.sin()
+    b.data = c
+    return b * 2, b
+
+
+def _data_of_an_argument_then_used(a, w):
+    a.data = w.detach() * 3
+    return a * 2
+
+
+def _data_shared_then_written(a):
+    b = a.cos()
+    c = a.sin()
+    b.data = c
+    c.mul_(2)
+    return b + 1
+
+
+def _parameter_made_inside_swaps_data_with_an_inference_write():
+    # fuzz seed 3 repro_03: the inference_mode write sends capture the plain way
+    v0 = torch.nn.Parameter(torch.randn(2))
+    v1 = v0.detach().cos()
+    with torch.inference_mode():
+        v1.mul_(1.0)
+    v1.data, v0.data = v0.data, v1.data
+    return (v0,)
+
+
+@pytest.mark.parametrize("plain", [False, True], ids=["chosen_way", "plain_way"])
+@pytest.mark.parametrize("fn, make", [
+    (_data_of_an_intermediate_then_used, lambda: (torch.randn(3),)),
+    (_data_of_an_argument_then_used, lambda: (torch.randn(3), torch.randn(3))),
+    (_data_shared_then_written, lambda: (torch.randn(3),)),
+    (_parameter_made_inside_swaps_data_with_an_inference_write, lambda: ()),
+], ids=["intermediate", "argument", "shared_then_written", "parameter_inference_write"])
+def test_data_assignment_reaches_the_plain_trace(fn, make, plain):
+    """NOTE [.data assignment in the plain trace]: make_fx kept a tensor given ``.data =`` on
+    the node of its old value, so the plain way lost every assignment (silently wrong values)."""
+    from aotcheck import flags
+    torch.manual_seed(0)
+    args = make()
+    torch.manual_seed(1)
+    expected = fn(*args)
+    torch.manual_seed(0)
+    args2 = make()
+    torch.manual_seed(1)
+    with flags.overridden(flags.TRACE_PLAIN, plain):
+        got = aotcheck.aot_function(fn)(*args2)
+    for e, g in zip(expected, got):
+        torch.testing.assert_close(g.detach(), e.detach())
+    for a, b in zip(args, args2):
+        torch.testing.assert_close(b, a)
+
+
+def test_data_of_another_dtype_onto_an_argument_is_refused_on_the_plain_way():
+    """NOTE [.data assignment in the plain trace]: the plain way's replay kept the argument's
+    old dtype (silently); it refuses by name, and the chosen (functional) way gives eager's."""
+    from aotcheck import flags
+    from aotcheck.errors import UnsupportedInputError
+
+    def f(x):
+        x.data = x.double()
+        x.add_(1)
+        return x * 2
+    x = torch.rand(2, 3)
+    with flags.overridden(flags.TRACE_PLAIN, True), pytest.raises(UnsupportedInputError, match="dtype"):
+        aotcheck.aot_function(f)(x.clone())
+    y, ref = x.clone(), x.clone()
+    expected = f(ref)
+    got = aotcheck.aot_function(f)(y)
+    torch.testing.assert_close(got, expected)
+    assert y.dtype == ref.dtype == torch.float64

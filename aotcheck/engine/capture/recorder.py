@@ -1,7 +1,6 @@
 """recorder: watches the user's Python-level tensor calls while the function is traced.
 
-A ``TorchFunctionMode`` that sees the calls as the user wrote them (``x.t_()``, not
-aten ops), which functionalization hides. It records:
+A ``TorchFunctionMode`` that sees the user's calls (``x.t_()``, not aten ops). It records:
 
 - in-place metadata calls on arguments, for the runtime to replay (NOTE [mutation replay]);
 - each tensor's geometry when created or last changed in place (NOTE [eager geometry]), and
@@ -26,11 +25,11 @@ from .overlap import outer_dims, piecewise
 from .reshaped import ReshapeWatch, _mirrored_leaf
 from .resize import (check_out_dtypes, contiguous_layout, out_layouts, reaches_outside,
                      resize_geometry, result_shapes)
+from .storage_views import follow_data_assignment
 
 
+_REQUIRES_GRAD_ATTR, _DATA_ATTR = torch._C.TensorBase.requires_grad, torch._C.TensorBase.data
 # In-place ops that change a tensor's size, stride or offset (not its data).
-_REQUIRES_GRAD_ATTR = torch._C.TensorBase.requires_grad
-_DATA_ATTR = torch._C.TensorBase.data
 METADATA_METHODS = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_",
                               "squeeze_", "as_strided_", "resize_"})
 
@@ -276,6 +275,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, TorchFunctionMode):
                                 self.geometry.get(id(target)) or geometry_of(target)))
         if name == "__set__" and target is not None and getattr(func, "__self__", None) is _DATA_ATTR:
             self.note_data_set(target, args)                # NOTE [.data assignment]
+            follow_data_assignment(target, args, id(target) in self.watched)   # storage_views
         if name == "resize_storage_bytes_" and target is not None:
             self._record_resize(target, args[1] if len(args) > 1 else kwargs.get("new_size"))
         sets_flag = target is not None and (name == "requires_grad_" or (
