@@ -1512,6 +1512,46 @@ def test_bool_tensor_given_autograd_history_is_refused_where_the_caller_sees_it(
         assert r.ok, r.divergences
 
 
+def _sibling_row_given_data_then_written(a0, a1):
+    a1.data = a0
+    a1.add_(1.0)
+    return a1 * 2
+
+
+def _retained_then_given_data_then_written(a0, a1):
+    a1.retain_grad()
+    a1.data = a0
+    a1.add_(1.0)
+    return a1 * 2
+
+
+def _given_data_then_written_then_retained(a0, a1):
+    a1.data = a0
+    a1.add_(1.0)
+    a1.retain_grad()
+    return a1 * 2
+
+
+def test_data_assignment_then_writes_refusals_are_named():
+    # NOTE [.data assignment of an argument that requires grad] (capture/swaps.py): the two
+    # sub-cases aotcheck refuses, by name, where it would otherwise give a wrong gradient: a
+    # row of a base (sharing storage with a sibling argument) given .data = of its sibling
+    # and then written (the synthetic-base trace rebuilds its gradient in its old row; eager's
+    # in the new one), and retain_grad() on an argument given .data = and written after
+    def rows():
+        b = torch.randn(2, 3, requires_grad=True).clone()
+        return b[0], b[1]
+    with pytest.raises(aotcheck.UnsupportedInputError, match="given .data = while that storage"):
+        aotcheck.aot_function(_sibling_row_given_data_then_written)(*rows())
+    for fn in (_retained_then_given_data_then_written, _given_data_then_written_then_retained):
+        args = [torch.randn(3, requires_grad=True).clone() for _ in range(2)]
+        with pytest.raises(aotcheck.UnsupportedInputError, match="retain_grad"):
+            aotcheck.aot_function(fn)(*args)
+    # eager runs all three (the refusals are aotcheck's limits, not eager's errors)
+    _sibling_row_given_data_then_written(*rows())
+    _retained_then_given_data_then_written(*[torch.randn(3, requires_grad=True).clone() for _ in range(2)])
+
+
 def _clamp_into_float64(a):
     return torch.clamp(a * 2, -0.5, 0.5, out=torch.empty(0, dtype=torch.float64))
 

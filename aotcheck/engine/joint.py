@@ -66,7 +66,8 @@ class Joint:
                                       # the user's backward mutates (NOTE [backward mutations])
     grad_reach: tuple = ()            # per grad input: the diff-output positions (into diff_outputs)
                                       # whose autograd graph reaches it (NOTE [per-output reach])
-    backward_error: str = ""          # eager's "derivative ... not implemented", for .backward()
+    backward_error: str = ""          # eager's "derivative ... not implemented" (or NOTE [a
+                                      # gradient of a swapped argument's new shape]), for .backward()
 
 
 # NOTE [graph freed inside the function]
@@ -90,6 +91,33 @@ def _missing_derivative(e: Exception) -> str:
     # set_() recorded by autograd (NOTE [set_ recorded by autograd] in swap_grad.py): eager's
     # NotImplemented node raises a RuntimeError
     return msg if msg.startswith("derivative for") and msg.endswith("is not implemented") else ""
+
+
+def _swap_shape_error(e: Exception, run, captured: Captured, primals: list) -> str:
+    """Eager's message where a gradient of an argument's new shape reaches its gradient node
+    of the old one, else ''.
+
+    # NOTE [a gradient of a swapped argument's new shape]
+    ``a1.data = a0; a1.add_(1)`` with a0 of shape (2,) and a1 a non-leaf of shape (3,): a1
+    keeps its grad_fn, whose input metadata is (3,), so eager's backward through a1 raises
+    'Function AddBackward0 returned an invalid gradient at index 0 - got [2] but expected
+    shape compatible with [3]' (a shape that sums down to the old one is summed instead). The
+    joint's backward meets the same node and error: it is eager's, raised by the compiled
+    backward at ``.backward()`` as eager's is, not at the call. After in-place metadata calls
+    the error may be the view replay limit instead (``_replay_limit``), and stays one."""
+    msg = str(e).split("\n")[0]
+    if not isinstance(e, RuntimeError) or run.saw_inplace_metadata or \
+            "invalid gradient at index" not in msg:
+        return ""
+    return msg if any(f.storage_source.swapped and
+                      tuple(f.final_shape) != tuple(primals[f.placeholder].shape)
+                      for f in captured.facts.inputs) else ""
+
+
+def backward_error_type(err: str) -> type:
+    """The exception a compiled backward raises for ``backward_error`` ``err``: eager's."""
+    return RuntimeError if err.startswith(FREED_GRAPH) or "invalid gradient at index" in err \
+        else NotImplementedError
 
 
 def _replay_limit(run, e: RuntimeError):
@@ -243,8 +271,9 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
             with backward_phase():
                 grads = _gradients([outs[k] for k in diff], targets + kept, tangents)
         except RuntimeError as e:       # NotImplementedError included
-            if _missing_derivative(e):
-                box["backward_error"] = _missing_derivative(e)
+            error = _missing_derivative(e) or _swap_shape_error(e, run, captured, primals)
+            if error:
+                box["backward_error"] = error
                 grads = [None] * (len(targets) + len(kept))
             else:
                 _replay_limit(run, e)
@@ -414,9 +443,10 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
             with backward_phase():
                 grads = _gradients([outs[k] for k in diff], targets + kept, tangents)
         except RuntimeError as e:       # NotImplementedError included
-            if not _missing_derivative(e):
+            error = _missing_derivative(e) or _swap_shape_error(e, run, captured, primals)
+            if not error:
                 raise
-            box["backward_error"] = _missing_derivative(e)
+            box["backward_error"] = error
             grads = [None] * (len(targets) + len(kept))
         grads, own = _retained_parts(grads, len(targets), retained, tangents)
         _no_reach_without_gradient(reach, grads)

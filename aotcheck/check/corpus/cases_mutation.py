@@ -1586,3 +1586,320 @@ def data_assign_of_a_parameter_same_shape_used_after():
         p = torch.nn.Parameter(rand(3))
         return Inputs((p, rand(3)), leaves=(p,))
     return f, seeded(make)
+
+
+# NOTE [.data assignment of an argument that requires grad] in aotcheck/engine/capture/swaps.py:
+# after ``a1.data = a0`` a write to a1 is recorded on a1 (over the history a1 kept) and writes
+# a0's memory with no record on a0; a1 and a0 share a0's memory after the call.
+
+def _three_nonleaf(n0: int, n1: int, n2: int):
+    def make():
+        l0, l1, l2 = leaf(n0), leaf(n1), leaf(n2)
+        return Inputs((l0.clone(), l1.clone(), l2.clone()), leaves=(l0, l1, l2))
+    return make
+
+
+def _two_nonleaf_and_a_leaf(n: int):
+    def make():
+        l0, l1, u = leaf(n), leaf(n), leaf(n)
+        return Inputs((l0.clone(), l1.clone(), u), leaves=(l0, l1, u))
+    return make
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "fuzz"))
+def fuzz_nonleaf_argument_given_data_of_another_then_added_to():
+    """Found by aotcheck fuzz --seed 1 (repro s32/04, 'nonleaf | data_set add_'): a1.data =
+    a0, then a1.add_(2.0), both non-leaf scalars that require grad, nothing returned: a0's
+    memory gets the add (a0's grad_fn stays CloneBackward0), a1 gets AddBackward0 over its
+    own CloneBackward0 and shares a0's memory. Was refused as a set_() of an argument that
+    requires grad."""
+    def f(a0, a1):
+        a1.data = a0
+        a1.add_(2.0)
+        return ()
+    return f, seeded(_two_nonleaf((), ()))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf"))
+def nonleaf_argument_given_data_of_another_then_multiplied_by_a_grad_value():
+    """a1.data = a0; a1.mul_(u), u a leaf: u's gradient is a0's values times a1's cotangent,
+    a1's leaf gets u through MulBackward0 over a1's old history, a0's leaf only its own
+    cotangent (a0's memory is written with no record on a0)."""
+    def f(a0, a1, u):
+        a1.data = a0
+        a1.mul_(u)
+        return a1
+    return f, seeded(_two_nonleaf_and_a_leaf(3))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf"))
+def nonleaf_argument_given_data_of_another_then_copied_into_from_a_grad_value():
+    """a1.data = a0; a1.copy_(u * 2); a0 + 1 returned: a0's values become u * 2 (the output
+    too), its gradient still goes to a0's leaf only; a1's old history gets zeros from
+    CopyBackwards, u gets 2 per element of a1's cotangent."""
+    def f(a0, a1, u):
+        a1.data = a0
+        a1.copy_(u * 2)
+        return a0 + 1
+    return f, seeded(_two_nonleaf_and_a_leaf(3))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "view"))
+def nonleaf_argument_given_data_of_another_then_a_slice_of_it_written():
+    """a1.data = a0; a1[1:].add_(1.0); a1 returned: a0's last two elements change, a1's
+    grad_fn is CopySlices over its old history."""
+    def f(a0, a1):
+        a1.data = a0
+        a1[1:].add_(1.0)
+        return a1
+    return f, seeded(_two_nonleaf(3, 3))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "view"))
+def view_of_nonleaf_argument_given_data_of_another_then_written_returned():
+    """a1.data = a0; a1.add_(1.0); a1[1:] returned: the output is a view of a1 over a0's
+    memory, whose gradient goes to a1's leaf (it was rebuilt from a0, so its gradient went
+    to a0's leaf, silently)."""
+    def f(a0, a1):
+        a1.data = a0
+        a1.add_(1.0)
+        return a1[1:]
+    return f, seeded(_two_nonleaf(3, 3))
+
+
+@case("input_mutation", mode="inference", tags=("data_assign", "nonleaf", "view"))
+def view_of_nonleaf_argument_given_data_of_another_returned():
+    """a1.data = a0; a1[1:] returned, nothing written: a view of a1 over a0's memory, whose
+    gradient goes to a1's leaf, not a0's."""
+    def f(a0, a1):
+        a1.data = a0
+        return a1[1:]
+    return f, seeded(_two_nonleaf(3, 3))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf"))
+def nonleaf_argument_given_data_of_another_then_written_twice_both_returned():
+    """a1.data = a0; a1.add_(1.0); a1.mul_(a0): the second write reads a0, which is a1's own
+    memory by then (a0 * a0 after the add); both returned, sharing memory."""
+    def f(a0, a1):
+        a1.data = a0
+        a1.add_(1.0)
+        a1.mul_(a0)
+        return a1, a0
+    return f, seeded(_two_nonleaf(3, 3))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf"))
+def nonleaf_argument_given_data_of_a_plain_argument_then_doubled():
+    """a0 requires no grad: a1.data = a0; a1.mul_(3.0); a1 * 2 returned: a0 is tripled and
+    still requires no grad; the output's gradient goes to a1's leaf (times 6)."""
+    def f(a0, a1):
+        a1.data = a0
+        a1.mul_(3.0)
+        return a1 * 2
+    def make():
+        l1 = leaf(3)
+        return Inputs((rand(3), l1.clone()), leaves=(l1,))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="training", tags=("data_assign",))
+def plain_argument_given_data_of_another_then_multiplied_by_a_grad_value():
+    """Neither argument requires grad: a1.data = a0; a1.mul_(u) makes a1 require grad
+    (MulBackward0 to u) over a0's memory; a0 still requires none."""
+    def f(a0, a1, u):
+        a1.data = a0
+        a1.mul_(u)
+        return a1 + 0
+    def make():
+        u = leaf(3)
+        return Inputs((rand(3), rand(3), u), leaves=(u,))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf"))
+def nonleaf_argument_given_data_of_a_tensor_made_inside_then_added_to():
+    """a1.data = torch.ones(3); a1.add_(a0): a1's memory is made inside; AddBackward0 over
+    a1's history reaches both leaves."""
+    def f(a0, a1):
+        a1.data = torch.ones(3)
+        a1.add_(a0)
+        return a1
+    return f, seeded(_two_nonleaf(3, 3))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "leaf_inside"))
+def grad_leaf_made_inside_given_to_an_argument_by_data_then_written_through_it():
+    """t = zeros(3, requires_grad=True); a1.data = t; a1.add_(a0); t and a1 returned: t (a
+    leaf) holds a0's values through a1's write, sharing a1's memory; t gets a gradient of its
+    own only. t came back with a1's old values, sharing nothing."""
+    def f(a0, a1):
+        t = torch.zeros(3, requires_grad=True)
+        a1.data = t
+        a1.add_(a0)
+        return t, a1
+    return f, seeded(_two_nonleaf(3, 3))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "leaf_inside"))
+def grad_leaf_made_inside_given_to_an_argument_by_data_returned():
+    """t = zeros(3, requires_grad=True); a1.data = t; both returned, nothing written: t is
+    zeros and shares a1's memory (data only)."""
+    def f(a0, a1):
+        t = torch.zeros(3, requires_grad=True)
+        a1.data = t
+        return t, a1 * a0
+    return f, seeded(_two_nonleaf(3, 3))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "broadcast"))
+def nonleaf_argument_given_data_of_a_shape_its_gradient_sums_to_then_written():
+    """a1 of shape (3,), a1.data = a0 of shape (2, 3), a1.add_(1.0): a1's grad_fn keeps its
+    input metadata (3,), so autograd sums the (2, 3) gradient down to it."""
+    def f(a0, a1):
+        a1.data = a0
+        a1.add_(1.0)
+        return a1 * 2
+    def make():
+        l0, l1 = leaf(2, 3), leaf(3)
+        return Inputs((l0.clone(), l1.clone()), leaves=(l0, l1))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "backward_error"))
+def nonleaf_argument_given_data_of_another_shape_then_written_backward_raises():
+    """a1 of shape (3,), a1.data = a0 of shape (2,), a1.add_(1.0): the call runs; eager's
+    backward raises 'AddBackward0 returned an invalid gradient ... got [2] but expected
+    shape compatible with [3]' (the compiled function raised that as a TraceError at the
+    call)."""
+    def f(a0, a1):
+        a1.data = a0
+        a1.add_(1.0)
+        return a1 * 2
+    return f, seeded(_two_nonleaf(2, 3))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "backward_error"))
+def nonleaf_argument_given_data_of_its_own_slice_then_written_backward_raises():
+    """a1.data = a1[1:] (2 of a1's 3 elements, its own memory), a1.add_(1.0): a1's memory
+    from offset 1 is written; eager's backward through a1 raises 'invalid gradient'."""
+    def f(a1):
+        a1.data = a1[1:]
+        a1.add_(1.0)
+        return a1
+    def make():
+        l1 = leaf(3)
+        return Inputs((l1.clone(),), leaves=(l1,))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "parameter"))
+def parameter_given_data_of_a_nonleaf_then_written_under_grad_raises():
+    """p.data = a0; p.add_(1.0) under grad mode: p is still a leaf that requires grad, so
+    eager raises 'a leaf Variable that requires grad is being used in an in-place
+    operation' (the engine: the same error, where it was a refusal of the swap)."""
+    def f(p, a0):
+        p.data = a0
+        p.add_(1.0)
+        return p
+    def make():
+        p, l0 = torch.nn.Parameter(rand(3)), leaf(3)
+        return Inputs((p, l0.clone()), leaves=(p, l0))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "parameter", "no_grad"))
+def parameter_given_data_of_a_nonleaf_then_written_under_no_grad_and_used():
+    """p.data = a0, p.add_(1.0) under no_grad, p * a0 returned: a0's memory gets the add; p
+    stays a leaf (its gradient is a0's values plus one, times the cotangent)."""
+    def f(p, a0):
+        p.data = a0
+        with torch.no_grad():
+            p.add_(1.0)
+        return p * a0
+    def make():
+        p, l0 = torch.nn.Parameter(rand(3)), leaf(3)
+        return Inputs((p, l0.clone()), leaves=(p, l0))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf"))
+def nonleaf_argument_given_data_twice_with_writes_between():
+    """a1.data = a0; a1.add_(1.0); a1.data = a2; a1.mul_(2.0): a0 gets the add, a2 the
+    doubling; a1 ends on a2's memory with MulBackward0 over AddBackward0 over its history."""
+    def f(a0, a1, a2):
+        a1.data = a0
+        a1.add_(1.0)
+        a1.data = a2
+        a1.mul_(2.0)
+        return a1
+    return f, seeded(_three_nonleaf(3, 3, 3))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf"))
+def nonleaf_arguments_swap_data_then_both_written():
+    """a0.data, a1.data = a1.data, a0.data, then a0.add_(1.0), a1.mul_(2.0): each keeps its
+    history over the other's memory."""
+    def f(a0, a1):
+        a0.data, a1.data = a1.data, a0.data
+        a0.add_(1.0)
+        a1.mul_(2.0)
+        return a0 + a1
+    return f, seeded(_two_nonleaf(3, 3))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "saved"))
+def saved_argument_read_by_backward_after_written_through_a_tensor_given_its_data():
+    """y = a0 * a0 saves a0; a1.data = a0; a1.add_(2.0) writes a0's memory without bumping
+    a0's version (.data = keeps a1's own version counter): eager's backward of y reads the
+    written a0 (2 * (a0 + 2)) and does not raise."""
+    def f(a0, a1):
+        y = a0 * a0
+        a1.data = a0
+        a1.add_(2.0)
+        return y
+    return f, seeded(_two_nonleaf(3, 3))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "no_grad_call", "region"))
+def nonleaf_argument_given_data_of_another_then_written_in_an_enable_grad_region():
+    """Called under no_grad: inside enable_grad, a1.data = a0; a1.add_(2.0); a1 * 3
+    returned: the write is recorded on a1 as under grad mode."""
+    def f(a0, a1):
+        with torch.enable_grad():
+            a1.data = a0
+            a1.add_(2.0)
+            return a1 * 3
+    return f, seeded(_two_nonleaf(3, 3))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "view"))
+def row_of_a_nonleaf_given_data_of_another_then_written():
+    """a1 = b[0], a view of a non-leaf that is passed too: a1.data = a0; a1.add_(2.0): a0's
+    memory is written; b's values stay, but autograd records the write on a1 as a view of b
+    (b's grad_fn becomes CopySlices, a1's AsStridedBackward0 over it)."""
+    def f(a0, a1, b):
+        a1.data = a0
+        a1.add_(2.0)
+        return a1 * 3, b
+    def make():
+        l0, l1 = leaf(3), leaf(2, 3)
+        b = l1.clone()
+        return Inputs((l0.clone(), b[0], b), leaves=(l0, l1))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "view", "aliased"))
+def row_of_a_nonleaf_given_data_of_its_sibling_row():
+    """a0, a1 = b[0], b[1] (rows of one non-leaf), a1.data = a0, a1 * 2 returned: .data =
+    bumps no version, so a1 keeps its SelectBackward0 (index 1) though it now reads row 0;
+    the output's gradient goes to the leaf's row 1. The runtime's set_() replay bumped a1's
+    version, and autograd rebuilt its grad_fn on row 0 (silently wrong)."""
+    def f(a0, a1):
+        a1.data = a0
+        return a1 * 2
+    def make():
+        l = leaf(2, 3)
+        b = l.clone()
+        return Inputs((b[0], b[1]), leaves=(l,))
+    return f, seeded(make)

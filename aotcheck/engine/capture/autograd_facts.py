@@ -20,7 +20,7 @@ from ..signature import Signature
 
 
 def new_leaf_facts(tensors: list, user: list, sig: Signature, geometry: dict,
-                   members: dict | None = None) -> tuple:
+                   members: dict | None = None, at_call: set | None = None) -> tuple:
     """Per tensor that became a leaf requiring grad inside the function:
     a :class:`~.facts.NewLeaf`.
 
@@ -50,6 +50,10 @@ def new_leaf_facts(tensors: list, user: list, sig: Signature, geometry: dict,
     for t in tensors:
         shape, stride, offset = geometry.get(id(t), geometry_of(t))
         src = storages.get(storage_ref(t), -1)
+        if at_call is not None and storage_ref(t) not in at_call:
+            # an argument moved onto its memory (``a.data = t``): it is the leaf's own,
+            # made inside (``at_call``: the arguments' storages at the call)
+            src = -1
         kind = "view" if src >= 0 else "fresh"
         if id(t) in members:
             kind, src = "argument", members[id(t)]

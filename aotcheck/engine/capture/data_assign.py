@@ -22,8 +22,8 @@ class DataAssignWatch:
 
     def _init_data_assign(self) -> None:
         # NOTE [.data assignment]: the placeholders given ``x.data = y``, in order; per
-        # placeholder its autograd state (grad_fn, requires_grad) at its last one, and a view
-        # of it taken before its first one (its old memory, with its autograd history)
+        # placeholder its autograd state (grad_fn, requires_grad) at its first one, and a view
+        # of it taken before that one (its old memory, with its autograd history)
         self.data_sets: list[int] = []
         self.data_set_state: dict[int, tuple] = {}
         self.data_set_alias: dict[int, torch.Tensor] = {}
@@ -40,15 +40,20 @@ class DataAssignWatch:
         self.born_inference: dict[int, bool] = {}
         self.counterless: set[int] = set()
         self.moved_kind: set[int] = set()
+        # alias-group members (argument leaves) that require grad given ``.data =`` in a
+        # synthetic-base trace (refuse_member_data_sets)
+        self.member_data_sets: set[int] = set()
 
     def note_data_set(self, target: torch.Tensor, args: tuple) -> None:
         """``target.data = args[1]``, before it happens."""
         note_data_moved(self, target, args[1] if len(args) > 1 else None)
+        if self.watched.get(id(target), ("",))[0] == "leaf" and target.requires_grad:
+            self.member_data_sets.add(self.watched[id(target)][1])  # refuse_member_data_sets
         if self.watched.get(id(target), ("",))[0] == "placeholder":
             p = self.watched[id(target)][1]
             self.data_sets.append(p)
             anchor = target._base if target._base is not None else target
-            self.data_set_state[p] = (anchor.grad_fn, target.requires_grad)
+            self.data_set_state.setdefault(p, (anchor.grad_fn, target.requires_grad))
             if p not in self.data_set_alias and target.layout == torch.strided:
                 # a view keeps the old storage (NOTE [.data assignment of an argument that
                 # requires grad] in swaps.py)
@@ -73,11 +78,57 @@ class DataAssignWatch:
                    for what, st in self.events[start:])
 
 
-def data_only_swap(recorder, p: int, anchor: torch.Tensor, w: torch.Tensor) -> bool:
-    """Was placeholder ``p``'s swap its only ``.data =``, with nothing autograd records on it
-    after it (NOTE [.data assignment of an argument that requires grad] in swaps.py)?"""
-    return recorder.data_sets.count(p) == 1 and p in recorder.data_set_alias and \
-        (anchor.grad_fn, w.requires_grad) == recorder.data_set_state[p]
+def data_assign_swap(recorder, p: int, anchor: torch.Tensor, w: torch.Tensor,
+                     plain: bool) -> tuple[bool, bool]:
+    """(data_only, rewritten) for placeholder ``p``, whose storage the function changed
+    (NOTE [.data assignment of an argument that requires grad] in swaps.py): ``data_only``,
+    given ``.data =`` with nothing autograd records on it since its first one; ``rewritten``,
+    moved by ``.data =`` only (no set_()) and recorded by autograd since its first one, so
+    that it ends requiring grad with a history eager's ``.data =`` kept (its old one, or
+    none) under the recorded writes."""
+    if p not in recorder.data_sets:
+        return False, False
+    same = (anchor.grad_fn, w.requires_grad) == recorder.data_set_state[p]
+    if same:
+        return p in recorder.data_set_alias, False
+    # (a leaf's gradient node of its new shape is no record: NOTE [set_ under no_grad onto
+    # another shape] in runtime/swap_grad.py)
+    rewritten = not plain and w.requires_grad and p in recorder.data_set_alias and \
+        not torch._functionalize_was_storage_changed(w) and not recorder.regraded(p, anchor)
+    if rewritten and any(r[:2] == ("placeholder", p) for r in recorder.retained):
+        # the runtime gives the argument its final grad_fn by a copy of the graph's value, so
+        # eager's retained gradient (at the node of the write after which retain_grad() was
+        # called) is not the one the caller's argument would retain
+        raise UnsupportedInputError(
+            f"the function calls retain_grad() on input placeholder {p} and assigns its .data "
+            "(x.data = y) with in-place writes that autograd records after the assignment; "
+            "aotcheck does not keep eager's retained gradient for that combination "
+            "(NOTE [.data assignment of an argument that requires grad])")
+    return False, rewritten
+
+
+def refuse_member_data_sets(recorder, sig) -> None:
+    """A member of an alias group whose storage is written (a view of the synthetic base in
+    the trace), that requires grad and is a view in the caller too, given ``.data =``: eager's
+    autograd rebuilds such a view's grad_fn on its base with as_strided, in the geometry
+    ``.data =`` gave it, once the storage is written; functionalization replays the ops that
+    made it, in its old place (``a0, a1 = b[0], b[1]; a1.data = a0; a1.add_(1.0)``: a1's
+    gradient went to row 1, eager's goes to row 0). Refused by name. A member that is its
+    group's root in the caller (no view: ``a1.data = a1.permute(...)`` beside ``a1[1:]``) has
+    no grad_fn rebuilt, and is replayed."""
+    for g in sig.groups:
+        for k, i in enumerate(g.members):
+            spec = sig.leaves[i]
+            root = (spec.shape, spec.stride, spec.offset) == \
+                (g.root_shape, g.root_stride, g.root_offset) and not (g.bases and g.bases[k] >= 0)
+            if i in recorder.member_data_sets and not root:
+                raise UnsupportedInputError(
+                    f"argument leaf {i} shares storage with another argument, is a view that "
+                    "requires grad and is given .data = while that storage is written; "
+                    "aotcheck's synthetic-base trace rebuilds its gradient in the place it had "
+                    "before the assignment (functionalization replays the ops that made the "
+                    "view), where eager's autograd rebuilds it in the new one, so aotcheck "
+                    "refuses it")
 
 
 def refuse_viewed_data_set(e: Exception, recorder) -> None:

@@ -17,7 +17,7 @@ from ...errors import AotcheckError, UnsupportedInputError
 from .autograd_facts import (argument_retained, custom_function_digests, new_leaf_facts,
                              refuse_returned_leaf_hooks)
 from .facts import Candidate, InputFacts, MemberFacts, MetadataOp, RawFacts, StorageSource
-from .data_assign import data_only_swap, fills_storage, refuse_viewed_data_set, unfilled_own_storage
+from .data_assign import data_assign_swap, fills_storage, refuse_viewed_data_set, unfilled_own_storage
 from .functional import dense_layout, geometry_of, storage_ref, to_fun
 from .mode import TraceMode
 from .outputs import classify_outputs, holds
@@ -294,13 +294,13 @@ class FunctionalRun:
         # (NOTE [set_ under no_grad onto another shape] in runtime/swap_grad.py)
         unrecorded = (st.anchors[p].grad_fn, flags[p]) == st.before[p] or (
             recorder.regraded(p, st.anchors[p]) and flags[p] == st.before[p][1])
-        regrad = grad_written_after_swap(w, st.before[p])
-        data_only = data_only_swap(recorder, p, st.anchors[p], w)     # data_assign.py
+        data_only, rewritten = data_assign_swap(recorder, p, st.anchors[p], w, st.plain)
+        regrad = grad_written_after_swap(w, st.before[p]) or rewritten
         storage_source = storage_swap(plan, p, w, works, st.start_refs, st.start_geometry,
                                       recorder, st.before, flags,
                                       st.deferred if self._grouped(p) else None,
-                                      unrecorded, regrad, data_only)
-        regrad = regrad and storage_source != p
+                                      unrecorded, regrad, data_only or rewritten)
+        regrad = regrad and (storage_source != p or rewritten)
         if storage_source == p:
             # back on its own storage (x.set_(x.t()), or set_ away and back): the runtime
             # sets the final geometry, then writes the whole storage, which writes
@@ -325,8 +325,8 @@ class FunctionalRun:
                 f"input placeholder {p} is grown with resize_() and then set_() "
                 "onto another storage; aotcheck does not replay that combination")
         data = old_storage_written(old_storage.get(p), st.written if st.plain else None)
-        value = (recorder.data_set_alias[p] if data_only and st.before[p][1]    # its autograd
-                 else old_storage[p][0]) if data else None      # history there (swaps.py)
+        value = (recorder.data_set_alias[p] if (data_only or rewritten) and st.before[p][1]
+                 else old_storage[p][0]) if data else None   # with its history (swaps.py)
         # views of the memory it had (NOTE [writes before a storage swap]) are
         # rebuilt from the alias, whose eager geometry is the argument's at the call
         st.old_bases[st.start_refs[p]] = (old_storage[p][0], st.start_geometry[p])
@@ -430,7 +430,7 @@ class FunctionalRun:
             final_dtype=str(w.dtype).replace("torch.", "")
             if swapped and w.dtype != st.placeholders[p].dtype else "",
             old_grad_edge=swapped and p in recorder.old_edges,
-            data_only=swapped and data_only_swap(recorder, p, st.anchors[p], w))
+            data_only=swapped and data_assign_swap(recorder, p, st.anchors[p], w, st.plain)[0])
 
     def _refuse_after_inputs(self, st: _RunState, inputs: list) -> None:
         """Step 8: the refusals that wait for every input's facts."""
@@ -470,7 +470,7 @@ class FunctionalRun:
         self._work_ids = {id(w) for w in st.works} | {id(leaf) for leaf in st.view_bases.values()}
         self.new_leaf_tensors = recorder.new_leaves
         grad_leaves = new_leaf_facts(recorder.new_leaves, st.user, sig, recorder.geometry,
-                                     {id(st.user[i]): i for i in st.member_meta})
+                                     {id(st.user[i]): i for i in st.member_meta}, set(st.start_refs))
         outputs, intermediates, new_leaves, self.base_geometry = classify_outputs(
             out_leaves, st.user, candidates, sig=sig, geometry=recorder.geometry,
             eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids,

@@ -118,7 +118,7 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
                 grad_value = len(candidates)
                 candidates.append(o)
             source = _alias_source(sig, input_storages[st], (shape, stride, offset),
-                                        o.dtype, rg)
+                                        o.dtype, rg, tensor_user.get(id(o._base)))
             # eager regenerated its grad_fn as an as_strided of the root base: where it reaches
             # outside the argument, the runtime cuts it from the argument's base (NOTE [as_strided
             # clips] in recorder.py)
@@ -240,13 +240,22 @@ def _holds(t: torch.Tensor, at_call: tuple, geometry: tuple) -> bool:
     return inner is not None and out is not None and out <= inner
 
 
-def _alias_source(sig: Signature, candidates: list[int], geometry: tuple, dtype, requires_grad) -> int:
+def _alias_source(sig: Signature, candidates: list[int], geometry: tuple, dtype, requires_grad,
+                  viewed: int | None = None) -> int:
     """Which of the arguments over one storage an output aliasing it is rebuilt from: one
     whose memory holds all of the output's (preferring one with the output's requires_grad),
     else the first. The runtime rebuilds it with ``as_strided`` on that argument, so, as in
-    eager, an as_strided view that reaches outside it gets no gradient there."""
+    eager, an as_strided view that reaches outside it gets no gradient there.
+
+    Arguments that did not share storage at the call and do now (``a1.data = a0``, or
+    ``a1.set_(a0)``): an autograd view of one of them (``viewed``, taken after the swap) is
+    rebuilt from that one, whose autograd history eager's view has (NOTE [.data assignment
+    of an argument that requires grad] in swaps.py: ``a1[1:]``'s gradient goes to a1's,
+    though its memory is a0's)."""
     if len(candidates) == 1:
         return candidates[0]
+    if viewed in candidates and len({sig.leaves[i].storage for i in candidates}) > 1:
+        return viewed
     specs = [sig.leaves[i] for i in candidates]
     if any(getattr(torch, sp.dtype) != dtype for sp in specs):
         return candidates[0]

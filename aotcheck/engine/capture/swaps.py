@@ -163,10 +163,23 @@ def storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, st
         # ``a1.fill_(0.5); a1.data = a0``, a1 and a0 requiring grad: ``.data =`` is never
         # recorded by autograd, whatever requires grad; a1 keeps its autograd identity (its
         # grad_fn FillBackward0, from the write before) and gets a0's memory. Where nothing
-        # autograd records happened to the argument after its last ``.data =``
+        # autograd records happened to the argument since its first ``.data =``
         # (``data_only``), the swap moves data only: the runtime writes back what came before
         # it (under grad mode where autograd saw it) and replays the swap under no_grad,
         # which keeps the caller's tensor's autograd identity as eager's does.
+        # ``a1.data = a0; a1.add_(2.0)``: autograd records the write on a1 (AddBackward0 over
+        # its old history, CloneBackward0 of its leaf), while the memory written is a0's, whose
+        # grad_fn stays CloneBackward0 (its write-back is one autograd did not see, under
+        # no_grad). Where the argument was moved by ``.data =`` only (no set_()) and autograd
+        # recorded something on it since (``data_only`` here also carries that case,
+        # data_assign.data_assign_swap's ``rewritten``), the swap is replayed as above and then
+        # the graph's final value of the argument is copied into it under grad mode (NOTE [grad
+        # writes after a swap] in swap_grad.py): its gradient reaches the argument's history at
+        # the call, and the operands of the writes, through the compiled function, as eager's
+        # does; a0 and a1 share a0's memory after the call, as in eager. On a leaf that
+        # requires grad that copy raises eager's error (an in-place op autograd records on a
+        # leaf). A gradient of the new shape that the old grad_fn cannot take raises at
+        # .backward() (NOTE [a gradient of a swapped argument's new shape] in joint.py).
         if data_only:
             return source
         # written with grad after a swap that autograd did not record (NOTE [grad writes

@@ -45,6 +45,7 @@ from ...errors import TraceError, UnsupportedInputError, VIEW_LIMITS
 from .facts import RawFacts
 from .functional import (compiling, eager_view_strides, from_fun, geometry_of,
                          quiet_fake_tensor_log, stand_in, trace_functional, trace_grad_mode)
+from .data_assign import refuse_member_data_sets
 from .functional_run import FunctionalRun
 from .mode import PLAIN, TraceMode
 from .nondiff import refuse_nondiff_arguments
@@ -339,6 +340,7 @@ def _finish(way, gm, run, box: dict, geometry, call: tuple, mode: TraceMode) -> 
         return way(*call, _with_argument_views(mode))
     if not sig.inference_mode:      # no gradient is computed inside inference mode
         check_member_flags(gm.graph, captured.facts, run.plan)
+    refuse_member_data_sets(run.recorder, sig)
     return captured
 
 

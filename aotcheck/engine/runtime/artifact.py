@@ -50,7 +50,7 @@ from .writeback import (apply_backward_mutations, apply_mutations, as_at_call, f
                         replay_reshaping_swaps, reshaped_leaves, restore_member_geometry)
 from .swap_grad import old_grad_edges
 from ..decide import TRAINING, Decision
-from ..joint import FREED_GRAPH, retained_outputs
+from ..joint import backward_error_type, retained_outputs
 from ...errors import AotcheckError, DoubleBackwardError
 
 
@@ -338,12 +338,14 @@ class CompiledArtifact:
                 if p.index == src.index or (p.kind == SAME_AS_OUTPUT and p.source == src.index):
                     out[p.index] = shared
 
-    def _grad_leaf(self, grad_leaves, j: int, value):
-        """Grad leaf ``j`` made inside the function; a "fresh" one gets ``value``, the graph's."""
-        leaf = grad_leaves[j]
-        if value is not None and self.meta.new_leaves[j].kind == "fresh":
-            with torch.no_grad():
-                leaf.copy_(value)
+    def _grad_leaf(self, grad_leaves, j: int, value, onto=None):
+        """Grad leaf ``j`` made inside; a "fresh" one gets ``value``, the graph's, or the memory
+        of argument ``onto`` moved onto it (``a.data = t``: eager's leaf and ``a`` share it)."""
+        leaf, spec = grad_leaves[j], self.meta.new_leaves[j]
+        with torch.no_grad():
+            if spec.kind == "fresh" and (value is not None or onto is not None):
+                leaf.copy_(value) if onto is None else leaf.set_(
+                    onto.untyped_storage(), spec.offset, spec.shape, spec.stride)
         return leaf
 
     def _outputs(self, leaves, values, grad_leaves=()) -> list:
@@ -362,7 +364,7 @@ class CompiledArtifact:
                 # "fresh" one (requires_grad_ on a detach of a fresh value or of a view of an
                 # intermediate) gets the value the graph computed for it
                 # (another output that *is* this leaf, or an alias of one, gets it as it is)
-                value = None
+                value, onto = None, leaves[o.source] if k == ALIAS_OF_INPUT else None
                 if meta.new_leaves[o.new_leaf].kind == "fresh" and k in (FRESH, ALIAS_OF_INTERMEDIATE):
                     value = values[self._slot[o.graph_output]] if o.graph_output >= 0 else \
                         alias(values[self._slot[meta.intermediate_bases[o.source]]], o)
@@ -370,7 +372,7 @@ class CompiledArtifact:
                     # a detach of another output made a leaf (``v2 = v0.detach()`` ... then
                     # ``v2.requires_grad_()``): its value is its own graph value
                     value = values[self._slot[o.graph_output]]
-                out[o.index] = self._grad_leaf(grad_leaves, o.new_leaf, value)
+                out[o.index] = self._grad_leaf(grad_leaves, o.new_leaf, value, onto)
             elif k == FRESH:
                 t = values[self._slot[o.graph_output]]
                 if o.index in self._restride and t.stride() != o.stride and t.numel() > 1:
@@ -569,7 +571,7 @@ def _make_function(art: CompiledArtifact):
         def backward(ctx, *grads):
             if art.meta.backward_error:
                 err = art.meta.backward_error                        # where eager raises it
-                raise (RuntimeError if err.startswith(FREED_GRAPH) else NotImplementedError)(err)
+                raise backward_error_type(err)(err)
             create_graph = torch.is_grad_enabled()
             bw = art.backward_module()
             with torch.no_grad():

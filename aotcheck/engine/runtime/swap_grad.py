@@ -79,7 +79,9 @@ y, which shares the new data, still requires no grad. The graph returns x's fina
 no_grad, then copies that value into x under grad mode (the same data again), so that x
 requires grad and its gradient reaches u through the compiled function. Where x's history
 reaches a recorded set_() (NotImplemented), or the storage's other tensor requires grad,
-the swap stays refused.
+the swap stays refused. A ``.data =`` (never recorded) followed by writes that autograd
+records is replayed the same way, whatever requires grad (NOTE [.data assignment of an
+argument that requires grad] in capture/swaps.py).
 """
 from __future__ import annotations
 

@@ -137,8 +137,13 @@ def replay_swap(m, primals, storages, values, slot) -> None:
         primals[m.placeholder].set_(storage, m.final_offset, m.final_shape, m.final_stride)
         return
     target = primals[m.placeholder]
-    target.set_(storages[m.storage_source.placeholder], m.final_offset, m.final_shape,
-                m.final_stride)
+    if m.data_only and target._base is not None:
+        # eager's .data = bumps no version, so a view keeps its grad_fn (set_() would make
+        # autograd rebuild it on its base in the new geometry)
+        _assign_data(target, storages[m.storage_source.placeholder], m)
+    else:
+        target.set_(storages[m.storage_source.placeholder], m.final_offset, m.final_shape,
+                    m.final_stride)
     if m.data and m.storage_source.onto(m.placeholder):
         # its own storage, written: the whole of it comes back
         whole = values[slot[m.value_output]]
@@ -178,7 +183,8 @@ def _assign_data(target: torch.Tensor, storage, m) -> None:
     ``data`` setter, which functionalization does not flag as a swap), replayed as one; a
     swap onto another dtype cannot be a ``set_()`` (which keeps the dtype), so it is
     replayed as eager's: ``.data =`` a tensor of the new dtype over the storage."""
-    src = torch.empty(0, dtype=getattr(torch, m.final_dtype), device=target.device).set_(
+    dtype = getattr(torch, m.final_dtype) if m.final_dtype else target.dtype
+    src = torch.empty(0, dtype=dtype, device=target.device).set_(
         storage, m.final_offset, m.final_shape, m.final_stride)
     target.data = src
 
