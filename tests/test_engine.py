@@ -1680,3 +1680,31 @@ def test_a_mutating_custom_op_leaves_parameter_construction_as_it_was():
         return a * 2
     aotcheck.aot_function(f)(torch.randn(3))
     assert torch.nn.Parameter.__dict__["__new__"] is original
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 3)], ids=["same_shape", "another_shape"])
+def test_parameter_given_data_of_another_dtype_gets_a_gradient_of_that_dtype(shape, tmp_path):
+    """``p.data = a0`` with a float64 ``a0`` and a float32 Parameter ``p``, then ``p * a0``:
+    eager's AccumulateGrad is made at that use, with the new dtype, so ``p.grad`` is float64.
+    The compiled function took its input edge before the swap was replayed (a float32
+    gradient, silently) where only the shape was compared (found by aotcheck check's dtype
+    variation of a stop-33 case)."""
+    def f(p, a0):
+        p.data = a0
+        with torch.no_grad():
+            p.add_(1.0)
+        return p * a0
+
+    def make():
+        g = torch.Generator().manual_seed(0)
+        return (torch.nn.Parameter(torch.rand(3, generator=g)),
+                torch.rand(shape, generator=g, dtype=torch.float64))
+    p, a0 = make()
+    f(p, a0).sum().backward()
+    compiled = aotcheck.aot_function(f, cache=str(tmp_path))
+    for _ in range(2):          # cold, then a cache hit in this process
+        q, b0 = make()
+        compiled(q, b0).sum().backward()
+        assert q.grad.dtype == p.grad.dtype == torch.float64
+        torch.testing.assert_close(q.grad, p.grad)
+        torch.testing.assert_close(q.detach(), p.detach())

@@ -91,7 +91,8 @@ class ReshapeWatch:
             index, start, edge = self.grad_wrappers[id(t)]
             fn = t.grad_fn
             if index in self.reshaped_after_use or not _mirrored_leaf(t) or \
-                    tuple(fn._input_metadata[0].shape) == tuple(t.shape) or \
+                    (tuple(fn._input_metadata[0].shape), fn._input_metadata[0].dtype) == \
+                    (tuple(t.shape), t.dtype) or \
                     (storage_ref(t) == start and index not in self.reshaped):
                 continue
             if index in self.reshaped:

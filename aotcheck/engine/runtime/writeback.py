@@ -155,11 +155,12 @@ def replay_swap(m, primals, storages, values, slot) -> None:
 def reshaped_leaves(swaps, primals) -> tuple:
     """The swaps (under no_grad) that move a leaf requiring grad onto another shape: their
     compiled function takes its inputs after them (NOTE [set_ under no_grad onto another
-    shape] in swap_grad.py); a ``.data =`` onto another dtype too is replayed as one
-    (``_assign_data``): the leaf's new AccumulateGrad has the new dtype as well as the new shape."""
+    shape] in swap_grad.py), or onto another dtype (``.data =``, replayed by ``_assign_data``):
+    the leaf's new AccumulateGrad has the new dtype, as eager's made at the next use has."""
     return tuple(m for m in swaps if primals[m.placeholder].requires_grad
                  and primals[m.placeholder].is_leaf
-                 and tuple(primals[m.placeholder].shape) != tuple(m.final_shape))
+                 and (tuple(primals[m.placeholder].shape) != tuple(m.final_shape) or (
+                     m.final_dtype and getattr(torch, m.final_dtype) != primals[m.placeholder].dtype)))
 
 
 def replay_reshaping_swaps(late, primals, values, slot) -> None:
