@@ -151,8 +151,13 @@ def torch_mode() -> tuple:
     """The global torch settings a trace records (the persistent key's ``torch_state``), for
     the in-memory keys: a call under autocast compiles graphs holding its casts, which a later
     call outside it must not reuse (it did: bfloat16-rounded values, silently)."""
-    return (autocast_state() if torch._C._is_any_autocast_enabled() else (),
-            torch.get_default_dtype(), torch.are_deterministic_algorithms_enabled())
+    return (autocast_state() if _any_autocast() else (), _default_dtype(), _deterministic())
+
+
+# the C functions behind torch_mode's reads (``torch.are_deterministic_algorithms_enabled`` is a
+# Python wrapper of the last): read on every call, so bound once (tools/bench_overhead.py)
+_any_autocast, _default_dtype, _deterministic = (
+    torch._C._is_any_autocast_enabled, torch.get_default_dtype, torch._C._get_deterministic_algorithms)
 
 
 # the device types autocast has a state for (torch.amp's list; CPU and CUDA are the ones a
@@ -205,13 +210,17 @@ def call_key(leaves: list, spec) -> tuple:
     return tuple(parts)
 
 
+_grad_enabled, _inference_mode = torch.is_grad_enabled, torch.is_inference_mode_enabled
+_Tensor, _strided = torch.Tensor, torch.strided
+
+
 def fast_call_key(args: tuple):
     """The key of a call whose arguments are plain strided tensors over distinct storages,
     or None (then the general :func:`call_key` applies). Equal keys mean equal signatures."""
-    parts = [torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch_mode()]
+    parts = [_grad_enabled(), _inference_mode(), torch_mode()]
     storages = set()
     for a in args:
-        if type(a) is not torch.Tensor or a.layout is not torch.strided or a.is_conj() or a.is_neg():
+        if type(a) is not _Tensor or a.layout is not _strided or a.is_conj() or a.is_neg():
             return None
         storage = a.untyped_storage()
         st = storage._cdata
