@@ -1708,3 +1708,32 @@ def test_parameter_given_data_of_another_dtype_gets_a_gradient_of_that_dtype(sha
         assert q.grad.dtype == p.grad.dtype == torch.float64
         torch.testing.assert_close(q.grad, p.grad)
         torch.testing.assert_close(q.detach(), p.detach())
+
+
+def _written_then_data_of_its_own_view(a1):
+    v0 = a1.narrow(0, 0, 1)
+    a1.mul_(-1.0)
+    with torch.no_grad():
+        a1.data = v0
+    return ()
+
+
+def _written_then_data_of_its_own_slice(a1):
+    a1.mul_(-1.0)
+    a1.data = a1[:1]
+    return ()
+
+
+@pytest.mark.parametrize("fn", [_written_then_data_of_its_own_view, _written_then_data_of_its_own_slice])
+def test_data_back_onto_its_own_storage_after_a_recorded_write_is_refused_not_lost(fn):
+    """Fuzz seed 3 (4 programs): ``a1.mul_(-1); a1.data = a1[:1]`` on a non-leaf argument.
+    Eager's a1 keeps MulBackward0; the runtime's replay onto its own storage (geometry, then
+    the storage copied under no_grad) lost it, and the leaf's gradient came back +1 where
+    eager's is -1. Refused by name until that replay keeps the history."""
+    from aotcheck.errors import UnsupportedInputError
+    leaf = torch.tensor([0.5], requires_grad=True)
+    a1 = leaf.clone()
+    fn(a1)
+    assert type(a1.grad_fn).__name__ == "MulBackward0"         # eager's
+    with pytest.raises(UnsupportedInputError, match="own storage"):
+        aotcheck.aot_function(fn)(torch.tensor([0.5], requires_grad=True).clone())
