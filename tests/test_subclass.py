@@ -767,6 +767,21 @@ def _grad_region_write_with_a_view_taken_before(a, b):
     return v * 1, b, a * 3
 
 
+def _leaf_and_nonleaf_pair():
+    """A leaf TwoTensor and a non-leaf one (both requiring grad), for no_grad calls."""
+    from aotcheck.check.oracle import Inputs
+    torch.manual_seed(0)
+    la, lb = two(3, requires_grad=True), two(3, requires_grad=True)
+    return Inputs((la, lb * 1), leaves=(la, lb))
+
+
+def _under_no_grad(f):
+    def called(*args):
+        with torch.no_grad():
+            return f(*args)
+    return called
+
+
 @pytest.mark.parametrize("fn", [_grad_region_write_of_a_nonleaf, _grad_region_output,
                                 _grad_region_write_with_a_view_taken_before])
 def test_an_enable_grad_region_of_a_no_grad_call_matches_eager(fn, tmp_path):
@@ -774,22 +789,12 @@ def test_an_enable_grad_region_of_a_no_grad_call_matches_eager(fn, tmp_path):
     # region (the non-leaf's grad_fn changes; the output requires grad), which the call
     # dropped (the write was a TraceError, the output came back without history, silently);
     # cold, from the in-memory artifact, and from the persistent cache
-    from aotcheck.check.oracle import Inputs, check
+    from aotcheck.check.oracle import check
 
-    def make():
-        torch.manual_seed(0)
-        la, lb = two(3, requires_grad=True), two(3, requires_grad=True)
-        return Inputs((la, lb * 1), leaves=(la, lb))
-
-    def under(f):
-        def called(*args):
-            with torch.no_grad():
-                return f(*args)
-        return called
     compiled = aotcheck.aot_function(fn)
     for cf in (compiled, compiled, aotcheck.aot_function(fn, cache=str(tmp_path)),
                aotcheck.aot_function(fn, cache=str(tmp_path))):
-        r = check(under(fn), under(cf), make)
+        r = check(_under_no_grad(fn), _under_no_grad(cf), _leaf_and_nonleaf_pair)
         assert r.ok, r.divergences
 
 
@@ -799,17 +804,8 @@ def _no_grad_write_of_a_nonleaf(a, b):
 
 
 def test_a_no_grad_call_writing_a_nonleaf_subclass_argument_matches_eager():
-    from aotcheck.check.oracle import Inputs, check
+    from aotcheck.check.oracle import check
 
-    def make():
-        torch.manual_seed(0)
-        la, lb = two(3, requires_grad=True), two(3, requires_grad=True)
-        return Inputs((la, lb * 1), leaves=(la, lb))
-
-    def under(f):
-        def called(*args):
-            with torch.no_grad():
-                return f(*args)
-        return called
-    r = check(under(_no_grad_write_of_a_nonleaf), under(aotcheck.aot_function(_no_grad_write_of_a_nonleaf)), make)
+    r = check(_under_no_grad(_no_grad_write_of_a_nonleaf),
+              _under_no_grad(aotcheck.aot_function(_no_grad_write_of_a_nonleaf)), _leaf_and_nonleaf_pair)
     assert r.ok, r.divergences

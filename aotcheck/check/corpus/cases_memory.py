@@ -10,6 +10,7 @@ import torch
 
 from .registry import Inputs, case
 from .cases_basic import leaf, one_leaf, rand, seeded
+from .cases_custom_function import DoubleInPlace
 
 # ---------------------------------------------------------------- out= that resizes
 
@@ -185,18 +186,6 @@ def out_fresh_tensor_of_an_argument_set_back_after_unsqueeze_():
     return f, seeded(lambda: Inputs((rand(4)[::2],)))
 
 
-class _DoubleInPlace(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        x.mul_(2)
-        ctx.mark_dirty(x)
-        return x
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * 2
-
-
 @case("input_mutation", mode="inference", tags=("out", "out_resize", "set_", "metadata",
                                                 "custom_function", "no_grad_call"))
 def out_fresh_tensor_after_set_back_and_a_custom_function_write():
@@ -207,7 +196,7 @@ def out_fresh_tensor_after_set_back_and_a_custom_function_write():
         with torch.no_grad():
             a.unsqueeze_(1)
         a.set_(v)
-        _DoubleInPlace.apply(a)
+        DoubleInPlace.apply(a)
         o = torch.sin(a, out=torch.empty(0, dtype=a.dtype))
         return o, torch.cos(a, out=o)
     return f, seeded(lambda: Inputs((rand(4)[::2],)))
