@@ -506,24 +506,27 @@ def test_a_state_change_between_calls_is_seen_after_the_fingerprint_shortcut():
     assert torch.equal(g(x), x * 2.0)
 
 
-def test_data_of_another_shape_after_a_use_is_refused_through_dynamo_too():
-    """NOTE [set_ under no_grad onto another shape]: ``p.data =`` a tensor of another shape
-    after a use under grad mode is refused by name (eager's leaf keeps the AccumulateGrad
-    that use holds). Dynamo lowers ``.data =`` to set_() under no_grad, which would give the
-    leaf a new one, so in Dynamo's graph the same swap is refused too, not replayed as
-    set_()."""
-    from aotcheck.errors import UnsupportedInputError
+def test_data_of_another_shape_after_a_held_use_matches_eager_through_dynamo_too():
+    """NOTE [.data = onto another shape while a use holds the node]: ``p.data =`` a tensor of
+    another shape after a use under grad mode that the function still holds (``y``, returned):
+    the later use reaches p's AccumulateGrad of the old shape, so its gradient is summed to
+    (2,). Dynamo lowers ``.data =`` to set_() under no_grad, which would give the leaf a new
+    one; aotcheck recognizes the lowering and gives eager's gradient there too."""
+    from aotcheck.check.oracle import Inputs, check
 
     def f(p, inp):
         y = p * 2
         p.data = inp.detach() + 1
         return p * inp, y
 
+    def make():
+        p = torch.nn.Parameter(torch.ones(2))
+        return Inputs((p, torch.arange(4.0).view(2, 2)), leaves=(p,))
+
     for compile_ in (aotcheck.aot_function, lambda fn: torch.compile(fn, backend="aotcheck")):
         torch._dynamo.reset()
-        p = torch.nn.Parameter(torch.ones(2))
-        with pytest.raises(UnsupportedInputError, match="assigns .data of another shape"):
-            compile_(f)(p, torch.arange(4.0).view(2, 2))
+        r = check(f, compile_(f), make)
+        assert r.ok, r.divergences
 
 
 def test_two_swaps_of_a_grad_leaf_onto_other_shapes_are_refused():
@@ -1010,10 +1013,24 @@ def test_argument_retained_between_a_write_and_a_metadata_call_is_refused():
         aotcheck.aot_function(_retain_write_then_transpose)(*_nonleaf_argument(False).args)
 
 
-def _use_then_data_of_another_shape(p):
-    v = p[:, :2]
+def _use_held_then_data_of_another_shape(p):
+    v = p[:, :2] * 2
     p.data = torch.zeros(2, 2)
     return p.sum(), v
+
+
+def _use_dropped_then_data_of_another_shape(p):
+    p[:, :2].sum()
+    p.data = torch.zeros(2, 2)
+    return p.sum()
+
+
+def _use_dropped_between_two_later_uses(p):
+    v = p[:, :2] * 2
+    p.data = torch.ones(2, 2)
+    w = p * 3
+    del v
+    return w, p.exp()
 
 
 def _swap_with_a_parameter_made_inside_then_use_it(p):
@@ -1023,17 +1040,23 @@ def _swap_with_a_parameter_made_inside_then_use_it(p):
     return v.mean(0, keepdim=True)
 
 
-@pytest.mark.parametrize("fn", [_use_then_data_of_another_shape,
+@pytest.mark.parametrize("fn", [_use_held_then_data_of_another_shape,
+                                _use_dropped_then_data_of_another_shape,
+                                _use_dropped_between_two_later_uses,
                                 _swap_with_a_parameter_made_inside_then_use_it])
-def test_data_of_another_shape_between_grad_uses_is_a_named_refusal(fn):
-    # NOTE [set_ under no_grad onto another shape] (runtime/swap_grad.py): with no use under
-    # grad mode after the assignment it is replayed (corpus: input_mutation.fuzz_parameter_
-    # sliced_then_data_swapped_with_a_parameter_made_inside); a use after it (of the argument,
-    # or of a leaf made inside that took the argument's memory) is refused by name, never a
-    # wrong gradient or another shape's error at .backward()
-    p = torch.nn.Parameter(torch.randn(4, 3))
-    with pytest.raises(aotcheck.UnsupportedInputError, match="assigns .data of another shape"):
-        aotcheck.aot_function(fn)(p)
+def test_data_of_another_shape_between_grad_uses_matches_eager(fn):
+    # NOTE [.data = onto another shape while a use holds the node] (capture/reshaped.py): a
+    # use after the assignment reaches the leaf's node of the old shape while a tensor of the
+    # function still holds an earlier use (a gradient summed to the old shape), else a new
+    # node of the new shape; these were refused by name before
+    from aotcheck.check.oracle import Inputs, check
+
+    def make():
+        torch.manual_seed(0)
+        p = torch.nn.Parameter(torch.randn(4, 3))
+        return Inputs((p,), leaves=(p,))
+    r = check(fn, aotcheck.aot_function(fn), make)
+    assert r.ok, r.divergences
 
 
 def test_leaf_made_inside_and_a_view_written_in_inference_mode_trace_as_eager():
@@ -1434,18 +1457,24 @@ def _hooked_parameter_made_inside_not_returned(x):
     return (p * x,)
 
 
-def test_hook_on_a_returned_leaf_made_inside_is_refused_not_lost():
-    """Eager's hook doubles the whole gradient of the returned Parameter (fuzz seed 3: the
-    caller's part bypassed it, silently); refused by name. A returned intermediate's hook and
-    an unreturned leaf's keep matching eager."""
+def test_hook_on_a_returned_leaf_made_inside_matches_eager_cold_and_cached(tmp_path):
+    """NOTE [hooks on leaves made inside]: eager's hook doubles the whole gradient of the
+    returned Parameter, the caller's part included (fuzz seed 3: that part bypassed it,
+    silently; then it was refused by name). The runtime registers the hook on the leaf it
+    makes; a cache hit collects it from a run on fake arguments. A returned intermediate's
+    hook and an unreturned leaf's keep matching eager."""
+    from aotcheck.cache import Cache
     from aotcheck.check.oracle import Inputs, check
-    from aotcheck.errors import UnsupportedInputError
-    with pytest.raises(UnsupportedInputError, match="hooks on returned tensors"):
-        aotcheck.aot_function(_returns_hooked_parameter_made_inside)(torch.ones(3, requires_grad=True))
     make = lambda: Inputs((torch.arange(3.0, requires_grad=True),))      # noqa: E731
-    for fn in (_returns_hooked_intermediate, _hooked_parameter_made_inside_not_returned):
+    for fn in (_returns_hooked_parameter_made_inside, _returns_hooked_intermediate,
+               _hooked_parameter_made_inside_not_returned):
         r = check(fn, aotcheck.aot_function(fn), make)
         assert r.ok, r.divergences
+    fn = _returns_hooked_parameter_made_inside
+    for hit in (False, True):       # the second compile must hit (a miss raises)
+        cache = Cache(tmp_path / "c", expect_hits=hit)
+        r = check(fn, aotcheck.aot_function(fn, cache=cache), make)
+        assert r.ok, (hit, r.divergences)
 
 
 def _bool_written_and_returned(w, s):

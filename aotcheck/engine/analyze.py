@@ -115,6 +115,10 @@ class MutationInfo:
     data_only: bool = False         # the swap is ``.data =``, never recorded by autograd (NOTE
                                     # [.data assignment of an argument that requires grad] in
                                     # capture/swaps.py)
+    kept_node: bool = False         # ``.data =`` onto another shape that kept the leaf's gradient
+                                    # node: replayed as ``.data =``, after the compiled function
+                                    # takes its input (NOTE [.data = onto another shape while a
+                                    # use holds the node] in capture/reshaped.py)
 
 
 @dataclass(frozen=True)
@@ -230,7 +234,7 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
         MutationInfo(f.placeholder, f.data_mutated, f.metadata_mutated, f.autograd_saw_mutation,
                      f.value_output, f.final_shape, f.final_stride, f.final_offset,
                      f.storage_bytes, f.storage_source, f.storage_output, f.grad_value_output,
-                     f.final_dtype, f.old_grad_edge, f.data_only)
+                     f.final_dtype, f.old_grad_edge, f.data_only, f.kept_grad_node)
         for f in facts.inputs
         if f.data_mutated or f.metadata_mutated or f.storage_bytes >= 0 or f.storage_source.swapped)
     outputs = tuple(_classify(k, o) for k, o in enumerate(facts.outputs))

@@ -278,7 +278,8 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
             else:
                 _replay_limit(run, e)
         grads, own = _retained_parts(grads, len(targets), retained, tangents)
-        _no_reach_without_gradient(reach, grads)
+        if not box.get("backward_error"):     # eager's backward raises: every edge stays
+            _no_reach_without_gradient(reach, grads)
         _check_swapped_grads(captured, grad_inputs, grads, primals, run)
         bw_values = []
         found.clear()
@@ -449,7 +450,8 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
             box["backward_error"] = error
             grads = [None] * (len(targets) + len(kept))
         grads, own = _retained_parts(grads, len(targets), retained, tangents)
-        _no_reach_without_gradient(reach, grads)
+        if not box.get("backward_error"):     # eager's backward raises: every edge stays
+            _no_reach_without_gradient(reach, grads)
         _check_swapped_grads(captured, grad_inputs, grads, primals, run)
         written = set(run.tagger.writes[written_from:])
         bw_values = []

@@ -771,6 +771,42 @@ def imperative_hook_registered_then_removed_inside():
     return f, _one_leaf(3)
 
 
+@case("requires_grad_modes", mode="training", tags=("imperative_autograd", "tensor_hook", "leaf_inside"))
+def imperative_hook_on_a_parameter_made_inside_whose_view_is_returned():
+    """Found by aotcheck fuzz --seed 1: v = Parameter(randn(())); v1 = v.unsqueeze(0);
+    v.register_hook(double); v1 returned. Eager's hook doubles the whole gradient that v's
+    AccumulateGrad sums, the caller's through v1 included (NOTE [hooks on leaves made
+    inside]); it was refused by name."""
+    def f():
+        v = torch.nn.Parameter(torch.randn((), dtype=torch.float64))
+        v1 = v.unsqueeze(0)
+        v.register_hook(lambda g: g * 2)
+        return v1
+    return f, seeded(lambda: Inputs(()))
+
+
+@case("requires_grad_modes", mode="training", tags=("imperative_autograd", "tensor_hook", "leaf_inside"))
+def imperative_hook_on_a_leaf_made_inside_returned_and_used_inside():
+    """w = ones(3, requires_grad=True) with a hook that adds 1, used inside (w * x summed)
+    and returned: the hook sees the sum of the inside use's gradient and the caller's, once."""
+    def f(x):
+        w = torch.ones(3, requires_grad=True)
+        w.register_hook(lambda g: g + 1)
+        return w, (w * x).sum()
+    return f, seeded(lambda: Inputs((rand(3),)))
+
+
+@case("requires_grad_modes", mode="training", tags=("imperative_autograd", "tensor_hook", "leaf_inside"))
+def imperative_hook_on_a_leaf_made_inside_not_returned():
+    """A hook on a leaf made inside that is only used: its gradient is unobservable, the
+    function's output is not; the hook (tripling) never changes the output's gradient."""
+    def f(x):
+        w = torch.ones(3, requires_grad=True)
+        w.register_hook(lambda g: g * 3)
+        return (w * x).sum()
+    return f, _one_leaf(3)
+
+
 # ---------------------------------------------------------------- leaves made inside (issue 27)
 
 @case("requires_grad_modes", mode="training", tags=("leaf_inside", "no_tensor_args"))

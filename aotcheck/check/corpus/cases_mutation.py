@@ -1477,14 +1477,104 @@ def nonleaf_argument_added_to_then_given_data_of_a_tensor_made_inside():
 
 # NOTE [set_ under no_grad onto another shape] in aotcheck/engine/runtime/swap_grad.py: a Parameter
 # given .data of another shape after a use under grad mode keeps its AccumulateGrad of the old
-# shape while that use holds it; with no use under grad mode after the assignment, only the
-# uses before reach it (a gradient of the old shape, broadcast into .grad or raising there).
+# shape while that use holds it (NOTE [.data = onto another shape while a use holds the node]
+# in aotcheck/engine/capture/reshaped.py): the uses before reach it, and so does a use after
+# while a tensor still holds one (a gradient of the old shape, broadcast into .grad or raising
+# there); a use after all of them were dropped gets a new node of the new shape.
 
 def _parameter(*shape):
     def make():
         p = torch.nn.Parameter(rand(*shape))
         return Inputs((p,), leaves=(p,))
     return make
+
+
+def _parameter_and_input(p_shape, x_shape):
+    def make():
+        p = torch.nn.Parameter(rand(*p_shape))
+        return Inputs((p, rand(*x_shape)), leaves=(p,))
+    return make
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "parameter"))
+def parameter_given_data_of_another_shape_after_a_dropped_use_then_used():
+    """(p * 2).sum() dropped, then p.data = x + 1 of shape (2, 2) for a (2,) Parameter, then
+    p * x: nothing holds p's AccumulateGrad of the old shape, so the use gets a new one of the
+    new shape, and p.grad is (2, 2) with that use's gradient only."""
+    def f(p, x):
+        (p * 2).sum()
+        p.data = x + 1
+        return p * x
+    return f, seeded(_parameter_and_input((2,), (2, 2)))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "parameter"))
+def parameter_given_data_of_another_shape_while_a_derived_tensor_holds_a_use():
+    """ys = [p * 2]; y = ys[0].exp(); del ys; then p.data = x + 1 of shape (2, 2) and p * x:
+    y's graph still holds the use, so p * x reaches p's AccumulateGrad of the old shape (2,):
+    its gradient is summed to (2,) and broadcast into .grad."""
+    def f(p, x):
+        ys = [p * 2]
+        y = ys[0].exp()
+        del ys
+        p.data = x + 1
+        return p * x, y
+    return f, seeded(_parameter_and_input((2,), (2, 2)))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "parameter"))
+def parameter_given_data_of_another_shape_then_used_after_its_first_use_is_dropped():
+    """y = p * 2; p.data = x + 1; z = p * x; del y; w = p * 3: z holds the old
+    AccumulateGrad when w is made, so both reach it (both gradients summed to (2,))."""
+    def f(p, x):
+        y = p * 2
+        p.data = x + 1
+        z = p * x
+        del y
+        w = p * 3
+        return z, w
+    return f, seeded(_parameter_and_input((2,), (2, 2)))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "parameter"))
+def parameter_given_data_of_another_shape_then_used_after_every_use_is_dropped():
+    """y = p * 2; p.data = x + 1; z = p * x; del y, z; w = p * 3: nothing holds the old
+    AccumulateGrad when w is made, so w's gradient reaches a new one, (2, 2)."""
+    def f(p, x):
+        y = p * 2
+        p.data = x + 1
+        z = p * x
+        del y, z
+        return p * 3
+    return f, seeded(_parameter_and_input((2,), (2, 2)))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "parameter", "leaf_inside"))
+def parameter_sliced_then_data_swapped_with_a_parameter_made_inside_that_is_used():
+    """The fuzz seed 1 program below with the new Parameter's mean returned: v (made (2, 2))
+    takes p's (4, 3) memory and its gradient has that shape; p's slice is dropped. The
+    compiled function's stand-in for p's node of before materialized a zero (4, 3) gradient
+    that met p in its new (2, 2) shape at backward (it was refused before)."""
+    def f(a):
+        v = torch.nn.Parameter(torch.randn((2, 2)))
+        a[:, :2]
+        a.data, v.data = v.data, a.data
+        return v.mean(0, keepdim=True)
+    return f, seeded(_parameter(4, 3))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "parameter", "no_grad"))
+def parameter_set_onto_another_shape_under_no_grad_after_a_dropped_use():
+    """a[:, :2].sum() dropped, then under no_grad a.set_(zeros(2, 2)); a * 2 returned: the
+    use gets a's new AccumulateGrad, (2, 2); the dropped use's node receives nothing. The
+    compiled function's stand-in for that node materialized a zero gradient of the old
+    shape, and backward raised."""
+    def f(a):
+        a[:, :2].sum()
+        with torch.no_grad():
+            a.set_(torch.zeros(2, 2))
+        return a * 2
+    return f, seeded(_parameter(4, 3))
 
 
 @case("input_mutation", mode="inference", tags=("data_assign", "parameter", "fuzz"))

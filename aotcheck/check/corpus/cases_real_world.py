@@ -31,10 +31,7 @@ THEME = "real_world"
 # (TYPE ...)", or "refusal: ERROR ..." (a named error, or a TraceError, for a program eager
 # runs). Each is a strict xfail in every test that runs the engine on the case, so a fix
 # shows up as an unexpected pass: remove the entry then.
-AOTCHECK_FAILURES = {
-    'data_of_a_grad_parameter_assigned_another_shape_after_a_use':
-        "refusal: UnsupportedInputError ('assigns .data of another shape to input placeholder 0, which requires grad, after using it under grad mode'): whether eager's leaf keeps its AccumulateGrad of the old shape depends on whether a use still holds it, which eager runs",
-}
+AOTCHECK_FAILURES: dict[str, str] = {}
 
 
 def _case(*, mode, tags):

@@ -108,6 +108,39 @@ def _function_digest(fn) -> str:
                   type(v).__qualname__).encode())
     return h.hexdigest()[:16]
 
+def imperative_facts(recorder, plan, out_leaves) -> tuple[tuple, tuple, list]:
+    """NOTE [imperative autograd on arguments and outputs] (runtime/imperative.py): the
+    retain_grad() calls on arguments and on returned tensors, and the hooks registered on
+    arguments and on grad leaves made inside (and not removed), as facts: ("argument", leaf)
+    or ("output", k) per retained tensor, and (leaf, written before) per hook, a leaf made
+    inside numbered -j - 1 (NOTE [hooks on leaves made inside]); and the hooks themselves."""
+    refuse_returned_leaf_hooks(recorder.inner_hooks, out_leaves)
+
+    def argument(kind: str, index: int):
+        if kind == "new":
+            return -index - 1
+        return index if kind == "leaf" else next((i for i, src in enumerate(plan.sources)
+                                                  if src.kind == "placeholder" and src.index == index), None)
+    retained: list[tuple] = []
+    for kind, index, before in recorder.retained:
+        i = argument(kind, index)
+        fact = argument_retained(recorder.inplace_calls.get((kind, index), ()), before, i,
+                                 index if kind == "placeholder" else -1)
+        # a second retain_grad() of a tensor that retains its grad changes nothing
+        if fact is not None and all(r[1] != i for r in retained):
+            retained.append(fact)
+    for k, o in enumerate(out_leaves):
+        if isinstance(o, torch.Tensor) and id(o) in recorder.retained_tensors:
+            retained.append(("output", k))
+    hooks, fns = [], []
+    for (kind, index), hook, live, hid, written in recorder.argument_hooks:
+        i = argument(kind, index)
+        if i is not None and hid in live:
+            hooks.append((i, written))
+            fns.append(hook)
+    return tuple(retained), tuple(hooks), fns
+
+
 def argument_retained(calls, before: int, i: int | None, placeholder: int) -> tuple | None:
     """NOTE [where an argument's retained gradient sits]
     Eager's retain_grad() puts a hook on the tensor's gradient node of the moment. An
@@ -145,11 +178,20 @@ def refuse_returned_leaf_hooks(hooked: list, out_leaves: list) -> None:
     """NOTE [hooks on returned tensors]
     A hook on a tensor the function makes is traced into the joint with its uses, and a
     returned intermediate's tangent enters the joint at that tensor, so its hook sees the
-    caller's part too, as eager's. A leaf made inside (``torch.randn(..., requires_grad=True)``,
-    ``nn.Parameter``) is different: the runtime makes it before the graph runs and hands the
-    caller that very tensor (NOTE [new grad leaves]), so the caller's part reaches its
-    ``.grad`` without the hook, which eager applies to the whole gradient (fuzz seed 3: a
-    returned Parameter's hook doubled nothing). Refused by name while it is still registered."""
+    caller's part too, as eager's.
+
+    # NOTE [hooks on leaves made inside]
+    A leaf made inside (``torch.randn(..., requires_grad=True)``, ``nn.Parameter``) is
+    different: the runtime makes it before the graph runs and hands the caller that very
+    tensor (NOTE [new grad leaves]), so a returned leaf's (or view's) gradient from the
+    caller reaches its ``.grad`` without passing the compiled function (fuzz seeds 1 and 3:
+    a returned Parameter's hook doubled nothing). Eager's hook on a leaf acts on the whole
+    gradient its AccumulateGrad sums, once. So a hook on such a leaf is recorded like an
+    argument's (the recorder's ``_argument_hook``, numbered -j - 1 for ``meta.new_leaves[j]``),
+    kept out of the joint, and registered by the runtime on the leaf it makes, before the
+    compiled function runs. A hook the recorder does not see on such a leaf (the tensor was
+    not yet a leaf that requires grad when hooked) is traced, and refused by name here when
+    the leaf is returned."""
     made = [t for t in hooked if t.is_leaf and t.requires_grad and getattr(t, "_backward_hooks", None)]
     if any(isinstance(o, torch.Tensor) and any(o is t or o._base is t for t in made)
            for o in out_leaves):

@@ -30,10 +30,6 @@ class DataAssignWatch:
         # NOTE [.data assignment of a viewed tensor]: per such assignment, the events so far
         # and the storages it touched
         self.viewed_data_sets: list[tuple] = []
-        # NOTE [set_ under no_grad onto another shape] (reshaped.py): leaves given ``.data =``
-        # after a use under grad mode, and the storages grad leaves made inside were used on
-        self.data_reshaped: set[int] = set()
-        self.new_leaf_uses: set = set()
         # NOTE [inference state moved by .data =] (inference_call.py): per assigned tensor
         # whether it was made an inference tensor; those an assignment made ordinary, and
         # those whose kind an assignment changed

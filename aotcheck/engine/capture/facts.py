@@ -119,6 +119,9 @@ class InputFacts:
     data_only: bool = False         # the swap is ``.data =`` with nothing autograd recorded on
                                     # the argument after it (NOTE [.data assignment of an
                                     # argument that requires grad] in swaps.py)
+    kept_grad_node: bool = False    # ``.data =`` onto another shape of a leaf while a use held
+                                    # its gradient node: eager's leaf keeps that node (NOTE
+                                    # [.data = onto another shape while a use holds the node])
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from ...errors import AotcheckError, UnsupportedInputError
-from .autograd_facts import (argument_retained, custom_function_digests, new_leaf_facts,
-                             refuse_returned_leaf_hooks)
+from .autograd_facts import custom_function_digests, imperative_facts, new_leaf_facts
 from .facts import Candidate, InputFacts, MemberFacts, MetadataOp, RawFacts, StorageSource
 from .data_assign import data_assign_swap, fills_storage, refuse_viewed_data_set, unfilled_own_storage
 from .functional import dense_layout, geometry_of, storage_ref, to_fun
@@ -98,8 +97,7 @@ class FunctionalRun:
         args, kwargs = unflatten_inputs(list(st.user), self.in_spec)
         st.recorder = self._recorder(st)
         result = self._call(st, args, kwargs)
-        # a swap onto another shape that no later call read (NOTE [set_ under no_grad onto
-        # another shape] in runtime/swap_grad.py)
+        # a swap onto another shape no later call read (NOTE [set_ under no_grad onto another shape])
         st.recorder.regrad_reshaped(st.works)
         out_leaves, out_spec = pytree.tree_flatten(result, is_leaf=lambda x: isinstance(x, torch.Size))
         self._settle(st)
@@ -430,6 +428,7 @@ class FunctionalRun:
             final_dtype=str(w.dtype).replace("torch.", "")
             if swapped and w.dtype != st.placeholders[p].dtype else "",
             old_grad_edge=swapped and p in recorder.old_edges,
+            kept_grad_node=swapped and p in recorder.kept_nodes,
             data_only=swapped and data_assign_swap(recorder, p, st.anchors[p], w, st.plain)[0])
 
     def _refuse_after_inputs(self, st: _RunState, inputs: list) -> None:
@@ -491,41 +490,13 @@ class FunctionalRun:
         cands = tuple(Candidate(tuple(c.shape), str(c.dtype).replace("torch.", ""), c.requires_grad,
                                 *self.base_geometry.get(id(c), recorder.geometry.get(id(c), geometry_of(c)))[1:])
                       for c in candidates)
-        retained, hooks = self._imperative_autograd(recorder, out_leaves)
+        retained, hooks, self.hook_fns = imperative_facts(recorder, self.plan, out_leaves)
         return RawFacts(tuple(inputs), tuple(members), tuple(outputs), str(out_spec),
                         tuple(intermediates), cands, tuple(new_leaves),
                         tuple(MetadataOp(*_freeze(op)) for op in recorder.log),
                         recorder.view_replay_hazard(),
                         grad_leaves, custom_function_digests(candidates),
                         retained=retained, hooks=hooks)
-
-    def _imperative_autograd(self, recorder: MetadataRecorder, out_leaves) -> tuple[tuple, tuple]:
-        """NOTE [imperative autograd on arguments and outputs]: the retain_grad() calls on
-        arguments and on returned tensors, and the hooks registered on arguments (and not
-        removed), as facts: ("argument", leaf) or ("output", k) per retained tensor, and
-        (leaf, written before) per hook (the hooks go to ``self.hook_fns``)."""
-        refuse_returned_leaf_hooks(recorder.inner_hooks, out_leaves)
-        def argument(kind: str, index: int):
-            return index if kind == "leaf" else next((i for i, src in enumerate(self.plan.sources)
-                         if src.kind == "placeholder" and src.index == index), None)
-        retained: list[tuple] = []
-        for kind, index, before in recorder.retained:
-            i = argument(kind, index)
-            fact = argument_retained(recorder.inplace_calls.get((kind, index), ()), before, i,
-                                     index if kind == "placeholder" else -1)
-            # a second retain_grad() of a tensor that retains its grad changes nothing
-            if fact is not None and all(r[1] != i for r in retained):
-                retained.append(fact)
-        for k, o in enumerate(out_leaves):
-            if isinstance(o, torch.Tensor) and id(o) in recorder.retained_tensors:
-                retained.append(("output", k))
-        hooks, self.hook_fns = [], []
-        for (kind, index), hook, live, hid, written in recorder.argument_hooks:
-            i = argument(kind, index)
-            if i is not None and hid in live:
-                hooks.append((i, written))
-                self.hook_fns.append(hook)
-        return tuple(retained), tuple(hooks)
 
 
 def _refuse_functionalization_error(e: Exception, recorder: MetadataRecorder) -> None:

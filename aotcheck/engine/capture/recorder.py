@@ -187,18 +187,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
         self.retained_tensors: dict[int, torch.Tensor] = {}
         self.argument_hooks: list[tuple] = []
         self._init_data_assign()                        # data_assign.py
-        # NOTE [set_ under no_grad onto another shape] in runtime/swap_grad.py: the wrappers
-        # of leaf arguments that require grad (by id: placeholder and storage at the call),
-        # those used under grad mode before a swap onto another shape, and those whose
-        # wrapper got a gradient node of its new shape
-        self.grad_wrappers: dict[int, tuple] = {}
-        self.grad_used: set[int] = set()
-        self.reshaped: set[int] = set()
-        self.old_edges: dict = {}                       # placeholder -> its GradientEdge at the
-                                                        # call, where used before the swap
-        self.reshaped_after_use: set[int] = set()       # ``.data =`` used after a use: refused
-        self.reshaped_twice: set[int] = set()           # onto two other shapes: refused
-        self.data_lowered = False       # Dynamo's graph of a ``.data =`` (lowers_data_assignment)
+        self._init_reshape_watch()                      # reshaped.py
 
     def __enter__(self):
         # NOTE [parameters made inside]
@@ -245,6 +234,9 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
         if name == "register_hook" and target is not None and len(args) == 2 and not kwargs:
             if id(target) in self.watched and target.requires_grad:
                 return self._argument_hook(target, args[1])
+            made = next((j for j, n in enumerate(self.new_leaves) if n is target), None)
+            if made is not None and target.is_leaf:     # NOTE [hooks on leaves made inside]
+                return self._argument_hook(target, args[1], ("new", made))
             self.inner_hooks.append(target)     # NOTE [hooks on returned tensors] (autograd_facts)
         if self.grad_wrappers and name != "__set__":
             self.regrad_reshaped((args, kwargs))
@@ -309,7 +301,6 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
             out = func(*args, **kwargs)
         if self.grad_wrappers and name != "__set__":
             self._note_grad_use(args, kwargs, out)
-            self._note_new_leaf_use(args, kwargs, out)
         if sets_flag:
             if self.watched.get(id(target), ("",))[0] == "placeholder":
                 self.flags_set.add(self.watched[id(target)][1])
@@ -506,10 +497,11 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
             return (), False
         return (() if regenerated else self.clips.get(id(t), ())), regenerated
 
-    def _argument_hook(self, target: torch.Tensor, hook):
-        """``register_hook`` on an argument: recorded for the runtime, which registers it on the
-        caller's tensor (NOTE [imperative autograd on arguments and outputs]), not on the trace's
-        (the joint would apply it twice); its real handle's ``remove()`` unrecords it."""
+    def _argument_hook(self, target: torch.Tensor, hook, key: tuple | None = None):
+        """``register_hook`` on an argument (or on a grad leaf made inside, ``key`` ("new", j)):
+        recorded for the runtime, which registers it on the caller's tensor (NOTE [imperative
+        autograd on arguments and outputs]), not on the trace's (the joint would apply it
+        twice); its real handle's ``remove()`` unrecords it."""
         from collections import OrderedDict
         from torch.utils.hooks import RemovableHandle
         hooks: OrderedDict = OrderedDict()      # weakly referenced by the handle
@@ -517,7 +509,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
         hooks[handle.id] = hook
         ref = storage_ref(target)
         written = any(kind == "data" and r == ref for kind, r in self.events)
-        self.argument_hooks.append((self.watched[id(target)], hook, hooks, handle.id, written))
+        self.argument_hooks.append((key or self.watched[id(target)], hook, hooks, handle.id, written))
         return handle
 
     def _record_resize(self, target: torch.Tensor, size) -> None:

@@ -9,9 +9,11 @@ the wrapper a gradient node of the new shape, as eager's leaf gets a new Accumul
 from __future__ import annotations
 
 import inspect
+import sys
 
 import torch
 from torch.utils import _pytree as pytree
+from torch.utils.weak import WeakIdKeyDictionary
 
 from .functional import storage_ref
 
@@ -38,9 +40,79 @@ def lowers_data_assignment(fn) -> bool:
 
 
 class ReshapeWatch:
-    """The recorder's part that follows leaf arguments swapped onto another shape. Its state
-    (``grad_wrappers``, ``grad_used``, ``reshaped``, ``reshaped_after_use``, ``reshaped_twice``,
-    ``old_edges``, ``data_sets``, ``data_lowered``) is set up by ``MetadataRecorder.__init__``."""
+    """The recorder's part that follows leaf arguments swapped onto another shape; its state is
+    set up by ``_init_reshape_watch`` (``data_sets`` by data_assign.py)."""
+
+    def _init_reshape_watch(self) -> None:
+        # the wrappers of leaf arguments that require grad (by id: placeholder, storage and
+        # gradient edge at the call), those used under grad mode before a swap onto another
+        # shape, and those whose wrapper got a gradient node of its new shape
+        self.grad_wrappers: dict[int, tuple] = {}
+        self.grad_used: set[int] = set()
+        self.reshaped: set[int] = set()
+        self.old_edges: dict = {}           # placeholder -> its GradientEdge at the call, where
+                                            # used before the swap
+        self.reshaped_twice: set[int] = set()       # onto two other shapes: refused
+        self.data_lowered = False   # Dynamo's graph of a ``.data =`` (lowers_data_assignment)
+        # NOTE [.data = onto another shape while a use holds the node]: per tensor made by a
+        # call autograd recorded, the placeholders whose gradient node at the call its graph
+        # reaches (weakly: a tensor the function dropped holds nothing), and the placeholders
+        # whose ``.data =`` kept that node
+        self.node_holders = WeakIdKeyDictionary()
+        self.kept_nodes: set[int] = set()
+
+    def _old_node_held(self, index: int) -> bool:
+        """Does a tensor the function still holds reach placeholder ``index``'s gradient node
+        at the call?
+
+        # NOTE [.data = onto another shape while a use holds the node]
+        ``y = p * 2; p.data = inp + 1; return p * inp, y`` with p a leaf Parameter of shape
+        (2,) and inp (2, 2): eager's ``.data =`` keeps the leaf's AccumulateGrad (it drops it
+        only for another dtype or device), which autograd holds weakly. While a graph holds
+        it (``y``'s, here), each later use gets that node, whose input metadata is the old
+        shape: autograd sums the (2, 2) gradient down to (2,), and AccumulateGrad broadcasts
+        it into ``.grad`` in the leaf's new shape. Once nothing holds it (``del y`` before
+        the use, or a use whose result was dropped), the next use makes a new node of the new
+        shape, as after a set_() (NOTE [set_ under no_grad onto another shape] in
+        runtime/swap_grad.py).
+
+        The trace runs the function's Python, so what it holds is what eager's function
+        holds. The recorder notes, weakly, every tensor made by a call autograd recorded
+        whose inputs reach the node (a use of the argument, or a tensor that holds it), and
+        asks, at each call that reads the argument after such an assignment, whether one is
+        still alive: if so the wrapper keeps its node of the call (``kept_nodes``), and the
+        joint's gradient for the argument has its shape at the call; at the return, the
+        outputs are what can hold it. The runtime then applies the compiled function to the
+        argument as it is at the call and replays the assignment as ``.data =`` after, which
+        keeps the node the compiled function's edge made, as eager's does. A graph held only
+        through a node object (``g = y.grad_fn; del y``) is not seen.
+        """
+        tensors = [t for t, held in self.node_holders.items() if index in held]
+        own = self._own_references(tensors)
+        for t in tensors:
+            # getrefcount's argument, ``tensors`` and ``t`` are not the function's
+            if sys.getrefcount(t) - 3 > own.get(id(t), 0):
+                return True
+        return False
+
+    def _own_references(self, tensors: list) -> dict:
+        """Per tensor (by id), how many references the recorder's own state holds to it."""
+        wanted = {id(t) for t in tensors}
+        counts: dict[int, int] = {}
+        seen: set[int] = set()
+        stack = [v for v in vars(self).values() if isinstance(v, (list, tuple, dict, set))]
+        while stack:
+            c = stack.pop()
+            if id(c) in seen:
+                continue
+            seen.add(id(c))
+            items = list(c.keys()) + list(c.values()) if isinstance(c, dict) else list(c)
+            for x in items:
+                if id(x) in wanted:
+                    counts[id(x)] = counts.get(id(x), 0) + 1
+                elif isinstance(x, (list, tuple, dict, set)):
+                    stack.append(x)
+        return counts
 
     def regraded(self, p: int, t: torch.Tensor) -> bool:
         """Is placeholder ``p``'s grad_fn (its wrapper ``t``'s) the gradient node of its new
@@ -53,27 +125,24 @@ class ReshapeWatch:
         setters are not looked at: autograd sets some while it holds a tensor's lock."""
         used = [self.grad_wrappers[id(t)][0] for t in pytree.tree_leaves((args, kwargs))
                 if isinstance(t, torch.Tensor) and id(t) in self.grad_wrappers]
+        self._note_holders(args, kwargs, out, {i for i in used if i not in self.reshaped})
         if not used or not any(isinstance(o, torch.Tensor) and o.grad_fn is not None
                                for o in pytree.tree_leaves(out)):
             return
         self.grad_used.update(i for i in used if i not in self.reshaped)
-        # used again after ``.data =`` onto another shape: which gradient node eager's use
-        # gets depends on whether an earlier use still holds the old one (swaps.py refuses)
-        self.reshaped_after_use.update(i for i in used if i in self.data_reshaped)
 
-    def _note_new_leaf_use(self, args, kwargs, out) -> None:
-        """A call that autograd recorded on a grad leaf made inside: the storage it was on.
-        (Outputs' grad_fn is read only for such a call under grad mode: reading it regenerates
-        a view's, which may assert after a write in inference mode.)"""
-        if not self.new_leaves or not torch.is_grad_enabled() or \
-                torch.is_inference_mode_enabled():
+    def _note_holders(self, args, kwargs, out, held: set) -> None:
+        """The outputs of a call autograd recorded hold the gradient nodes at the call that
+        its inputs reach (NOTE [.data = onto another shape while a use holds the node])."""
+        if self.node_holders:
+            for t in pytree.tree_leaves((args, kwargs)):
+                if isinstance(t, torch.Tensor) and t in self.node_holders:
+                    held = held | self.node_holders[t]
+        if not held:
             return
-        leaves = {id(t) for t in self.new_leaves if isinstance(t, torch.Tensor)}
-        used = [t for t in pytree.tree_leaves((args, kwargs))
-                if isinstance(t, torch.Tensor) and id(t) in leaves and t.layout == torch.strided]
-        if used and any(isinstance(o, torch.Tensor) and o.grad_fn is not None
-                        for o in pytree.tree_leaves(out)):
-            self.new_leaf_uses.update(storage_ref(t) for t in used)
+        for o in pytree.tree_leaves(out):
+            if isinstance(o, torch.Tensor) and o.grad_fn is not None:
+                self.node_holders[o] = self.node_holders.get(o, frozenset()) | held
 
     def regrad_reshaped(self, args) -> None:
         """Before a call that reads the wrapper of a leaf argument (and once more on all of
@@ -82,15 +151,16 @@ class ReshapeWatch:
         it is seen here, at the next call), it gets a gradient node of the new shape, as
         eager's leaf gets a new AccumulateGrad (NOTE [set_ under no_grad onto another shape]
         in runtime/swap_grad.py). Used under grad mode before, its gradient node at the call
-        is kept as a gradient target too (set_() left the uses before it there). Refused
-        (swaps.py): ``.data =`` after a use (eager's leaf keeps its AccumulateGrad while a
-        use holds it), and a second swap onto another shape."""
+        is kept as a gradient target too (set_() left the uses before it there); after
+        ``.data =``, while a use still holds that node, the wrapper keeps it (NOTE [.data =
+        onto another shape while a use holds the node]). Refused (swaps.py): a second swap
+        onto another shape."""
         for t in pytree.tree_leaves(args):
             if not isinstance(t, torch.Tensor) or id(t) not in self.grad_wrappers:
                 continue
             index, start, edge = self.grad_wrappers[id(t)]
             fn = t.grad_fn
-            if index in self.reshaped_after_use or not _mirrored_leaf(t) or \
+            if not _mirrored_leaf(t) or \
                     (tuple(fn._input_metadata[0].shape), fn._input_metadata[0].dtype) == \
                     (tuple(t.shape), t.dtype) or \
                     (storage_ref(t) == start and index not in self.reshaped):
@@ -103,10 +173,11 @@ class ReshapeWatch:
                 continue
             if index in self.grad_used:
                 if index in self.data_sets or self.data_lowered:
-                    # ``.data =``: eager's leaf keeps its gradient node of the old shape
-                    # while a use holds it; a use under grad mode from here on is refused
-                    # (``_note_grad_use``), so the uses before are the only ones that reach it
-                    self.data_reshaped.add(index)
+                    if self._old_node_held(index):
+                        # NOTE [.data = onto another shape while a use holds the node]
+                        self.kept_nodes.add(index)
+                        continue
                 self.old_edges[index] = edge
+            self.kept_nodes.discard(index)
             torch._mirror_autograd_meta_to(t.detach().requires_grad_(), t)
             self.reshaped.add(index)

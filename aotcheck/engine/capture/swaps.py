@@ -140,21 +140,6 @@ def storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, st
             raise swap_refusal(p, "a leaf that requires grad, under no_grad onto tensors of two "
                                 "other shapes in turn (eager's leaf then has a gradient node "
                                 "per shape; aotcheck replays one swap onto another shape)")
-        if kept and p in recorder.data_reshaped and start_refs[p] in recorder.new_leaf_uses:
-            # ``a.data, v.data = v.data, a.data; v.mean()`` with v a Parameter made inside:
-            # v, a leaf requiring grad, is used on the memory a had; the runtime's late replay
-            # of the swap (NOTE [set_ under no_grad onto another shape]) does not give v's
-            # gradient eager's path (fuzz seed 1: a (4, 3) gradient met the (2, 2) leaf)
-            recorder.reshaped_after_use.add(p)
-        if kept and p in recorder.reshaped_after_use:
-            # NOTE [set_ under no_grad onto another shape] in swap_grad.py
-            raise UnsupportedInputError(
-                f"the function assigns .data of another shape to input placeholder {p}, which "
-                "requires grad, between uses of it under grad mode: eager's leaf keeps its "
-                "gradient node of the old shape while an earlier use holds it, and a later use "
-                "gets that node (whose gradient is checked against the old shape) or a new one "
-                "as that use is alive or not, which a trace cannot see; aotcheck replays such "
-                "an assignment when the argument is not used under grad mode after it")
         # set_() under grad mode with the argument or its source requiring grad: autograd
         # records it (NOTE [set_ recorded by autograd])
         if recorded_by_autograd(w):

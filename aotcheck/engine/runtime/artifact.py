@@ -45,13 +45,14 @@ from ..capture.values import is_guarded
 from .regenerate import (addressing, alias, as_inference_tensors, as_ordinary_tensors,
                          detached_alias, restride, view_in_custom_function)
 from .codegen import to_callable
-from .imperative import add_retained, imperative_autograd, retain_at_call
-from .writeback import (apply_backward_mutations, apply_mutations, as_at_call, fits, geometry,
+from .function import make_function
+from .imperative import imperative_autograd, retain_at_call
+from .writeback import (apply_mutations, as_at_call, fits, geometry,
                         replay_reshaping_swaps, reshaped_leaves, restore_member_geometry)
 from .swap_grad import old_grad_edges
 from ..decide import TRAINING, Decision
-from ..joint import backward_error_type, retained_outputs
-from ...errors import AotcheckError, DoubleBackwardError
+from ..joint import retained_outputs
+from ...errors import AotcheckError
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ class CompiledArtifact:
         # NOTE [set_ under no_grad onto another shape] (swap_grad.py): leaves whose gradient
         # node of before their swap the compiled function takes too
         self._olds = tuple(m.placeholder for m in meta.mutations if m.old_edge)
-        self._function = _make_function(self) if self.training else None
+        self._function = make_function(self) if self.training else None
         # Decided once per artifact rather than on every call:
         # - whether the inference graph must run under no_grad (only if something requires grad);
         # - which fresh outputs the graph lays out differently from eager (fake-tensor strides);
@@ -166,17 +167,19 @@ class CompiledArtifact:
         self._member_swaps = any(m.storage_source.from_placeholder for m in meta.member_metadata)
         # NOTE [set_ under no_grad onto another shape] in swap_grad.py: swaps that may move a
         # leaf that requires grad onto another shape (decided per call, on the caller's tensors)
-        self._reshaping = tuple(m for m in meta.mutations if m.storage_source.swapped
-                                and not m.grad_mode and m.grad_value_output < 0) \
+        self._reshaping = tuple(m for m in meta.mutations if m.storage_source.swapped and not
+                                m.grad_mode and m.grad_value_output < 0 and not m.kept_node) \
             if self.training else ()
         # NOTE [imperative autograd on arguments and outputs]
         if len(parts.hook_fns) != len(meta.hooks):
             raise AotcheckError("a compiled entry registers tensor hooks on its arguments but has "
                                 "no hook functions for them; clear the cache entry "
                                 "and report this")
-        self._hooks_before = [(i, fn) for (i, written), fn in zip(meta.hooks, parts.hook_fns)
-                              if not written]
-        self._hooks_after = [(i, fn) for (i, written), fn in zip(meta.hooks, parts.hook_fns) if written]
+        hooks = list(zip(meta.hooks, parts.hook_fns))
+        self._hooks_before = [(i, fn) for (i, written), fn in hooks if not written and i >= 0]
+        self._hooks_after = [(i, fn) for (i, written), fn in hooks if written and i >= 0]
+        # NOTE [hooks on leaves made inside] (capture/autograd_facts.py)
+        self._hooks_new = [(-i - 1, fn) for (i, _), fn in hooks if i < 0]
         self._fresh_slots = None
         if all(o.kind == FRESH for o in meta.outputs) and not self._restride and not meta.mutations \
                 and not meta.retained and not meta.hooks \
@@ -229,6 +232,8 @@ class CompiledArtifact:
         else:
             primals = placeholder_tensors(self.plan, leaves)
         grad_leaves = _make_grad_leaves(self.meta.new_leaves, leaves) if self.meta.new_leaves else ()
+        for j, fn in self._hooks_new:
+            grad_leaves[j].register_hook(fn)
         late, pre, olds = (), None, ()
         if self.training:
             late = reshaped_leaves(self._reshaping, primals) if self._reshaping else ()
@@ -503,98 +508,3 @@ def _make_grad_leaves(specs, leaves: list) -> list:
         t.requires_grad_()
         out.append(t)
     return out
-
-
-class _DoubleBackwardGuard(torch.autograd.Function):
-    """Identity on gradients computed with create_graph=True; raises if they are
-    differentiated again (the saved values carry no history, so a second-order gradient
-    through them would be silently wrong)."""
-
-    @staticmethod
-    def forward(ctx, anchor, *grads):
-        return tuple(g.clone() if g is not None else None for g in grads)
-
-    @staticmethod
-    def backward(ctx, *_):
-        raise DoubleBackwardError(
-            "a second-order gradient was requested through an aotcheck-compiled function; "
-            "aotcheck compiles first-order gradients only (its backward graph is not differentiable)")
-
-
-def _make_function(art: CompiledArtifact):
-    n_fw = art.num_fw_outputs
-    nondiff = art._nondiff
-    diff = art.diff_outputs
-    grad_inputs = art.grad_inputs
-    n_primals = len(art.plan.placeholders)
-    bw_mutations = art.backward_mutations
-    n_grads = len(grad_inputs)
-    n_new = len(art.meta.new_leaves)
-    n_old = len(art._olds)
-    retained = art.retained_diff            # NOTE [retained outputs] in joint.py
-    n_ret = len(retained)
-    reach = [frozenset(r) for r in art.grad_reach] if len(art.grad_reach) == n_grads + n_ret else None
-    reach, ret_reach = (reach[:n_grads], reach[n_grads:]) if reach is not None else (None, None)
-    diff_like = [(c.shape, c.dtype) for c in (art.meta.candidates[art.fw_candidates[k]] for k in diff)]
-
-    class CompiledFunction(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, *inputs):
-            # then the grad leaves made inside (not read), then the geometry at the call of
-            # arguments whose metadata was replayed before it (see CompiledArtifact.__call__),
-            # then the graph's values where it ran before the call and the leaves' gradient
-            # nodes of before their swaps (NOTE [set_ under no_grad onto another shape] in
-            # swap_grad.py; not read)
-            primals = inputs[:n_primals]
-            pre = inputs[n_primals + n_new + 1]
-            outs = pre if pre is not None else \
-                art.forward(*as_at_call(primals, inputs[n_primals + n_new]))
-            ctx.set_materialize_grads(False)     # NOTE [per-output reach] in joint.py
-            fw, saved = list(outs[:n_fw]), outs[n_fw:]
-            for k, t in enumerate(fw):
-                if t._is_view():     # a Function may not return a view as a new value
-                    fw[k] = t.clone()
-            ctx.save_for_backward(*saved)
-            # an input that requires grad, kept only as an autograd edge for the guard below
-            ctx.anchor = next((p for p in primals if isinstance(p, torch.Tensor) and p.requires_grad), None)
-            if nondiff:
-                ctx.mark_non_differentiable(*[fw[k] for k in nondiff])
-            if bw_mutations:
-                # a negative index is forward output -index - 1 (NOTE [backward mutations of
-                # returned values] in joint.py): the very tensor the caller gets
-                ctx.mutated_in_backward = [primals[m[0]] if m[0] >= 0 else fw[-m[0] - 1]
-                                           for m in bw_mutations]
-            ctx.retained_refs = {}      # filled by the runtime (NOTE [retained outputs])
-            return tuple(fw)
-
-        @staticmethod
-        def backward(ctx, *grads):
-            if art.meta.backward_error:
-                err = art.meta.backward_error                        # where eager raises it
-                raise backward_error_type(err)(err)
-            create_graph = torch.is_grad_enabled()
-            bw = art.backward_module()
-            with torch.no_grad():
-                device = next(g for g in grads if g is not None).device
-                live = {pos for pos, k in enumerate(diff) if grads[k] is not None}
-                tangents = [grads[k].contiguous() if grads[k] is not None else
-                            torch.zeros(diff_like[pos][0], dtype=getattr(torch, diff_like[pos][1]),
-                                        device=device)
-                            for pos, k in enumerate(diff)]
-                gin = bw(*ctx.saved_tensors, *tangents)
-                if bw_mutations:
-                    apply_backward_mutations(ctx.mutated_in_backward, bw_mutations,
-                                             gin[n_grads + n_ret:])
-                if n_ret:
-                    add_retained(ctx.retained_refs, gin[n_grads:n_grads + n_ret], live, ret_reach)
-                gin = gin[:n_grads]
-            if create_graph and ctx.anchor is not None:
-                # first-order gradients are fine; differentiating them again is not
-                gin = _DoubleBackwardGuard.apply(ctx.anchor, *gin)
-            result = [None] * (n_primals + n_new + 2 + n_old)
-            for j, (p, g) in enumerate(zip(grad_inputs, gin)):
-                if reach is None or reach[j] & live:
-                    result[p] = g
-            return tuple(result)
-
-    return CompiledFunction

@@ -60,16 +60,13 @@ autograd sums a gradient of the new shape down to it where it broadcasts, and ra
   accumulates as eager's does.
 - ``.data =`` onto another shape after a use under grad mode: eager's leaf keeps its old
   AccumulateGrad while a use holds it (set_() would give it a new one). The uses before
-  the assignment reach that node either way, so with no use under grad mode after it the
-  assignment is replayed as a set_() is (the old edge as above). A use under grad mode
-  after it is refused (``reshaped_after_use``): it gets the old node or a new one as an
-  earlier use is alive or not, which a trace cannot see. Dynamo lowers ``.data =`` to
-  set_() under no_grad (and a version-counter call of its own), so in Dynamo's graph
-  (``reshaped.lowers_data_assignment``) every such swap is taken for a ``.data =``.
-  A second swap onto another shape is refused too. (After the call the caller's leaf
-  has the new AccumulateGrad of the replayed set_(), where eager's ``.data =`` keeps the
-  old one while an output's graph holds it: a use of the argument after the call, under
-  grad mode, then differs; not replayed.)
+  the assignment reach that node either way. A use after it gets the old node while a
+  graph still holds it, else a new one (NOTE [.data = onto another shape while a use
+  holds the node] in capture/reshaped.py); the latter is replayed as a set_() is (the old
+  edge as above). Dynamo lowers ``.data =`` to set_() under no_grad (and a
+  version-counter call of its own), so in Dynamo's graph
+  (``reshaped.lowers_data_assignment``) every such swap is taken for a ``.data =``. A
+  second swap onto another shape is refused too.
 
 # NOTE [grad writes after a swap]
 ``x.set_(y); x.mul_(u)`` (x, y requiring no grad, u requiring grad): the swap is not
@@ -127,6 +124,9 @@ class _OldGradEdge(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, t):
+        # no gradient reaching it (no output holds a use of before the swap) stays none: a
+        # materialized zero of the old shape would meet the leaf in its new one
+        ctx.set_materialize_grads(False)
         return t.new_empty(()).expand(t.shape)
 
     @staticmethod

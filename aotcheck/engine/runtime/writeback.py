@@ -130,8 +130,8 @@ def replay_swap(m, primals, storages, values, slot) -> None:
     placeholders' storages at the call."""
     storage = values[slot[m.storage_output]].untyped_storage() \
         if m.storage_source.new else storages[m.storage_source.placeholder]
-    if m.final_dtype:
-        _assign_data(primals[m.placeholder], storage, m)
+    if m.final_dtype or m.kept_node:    # kept_node: NOTE [.data = onto another shape while
+        _assign_data(primals[m.placeholder], storage, m)    # a use holds the node] (reshaped.py)
         return
     if m.storage_source.new:     # the whole of a storage made inside
         primals[m.placeholder].set_(storage, m.final_offset, m.final_shape, m.final_stride)

@@ -1,0 +1,111 @@
+"""function: the ``torch.autograd.Function`` a training artifact applies (artifact.py).
+
+Its forward runs the forward graph (or takes the values a late swap replay computed first:
+NOTE [set_ under no_grad onto another shape] in swap_grad.py); its backward runs the backward
+graph on the saved values and the outputs' gradients, replays what the user's backward did
+to saved arguments, and hands retained outputs their parts.
+"""
+from __future__ import annotations
+
+import torch
+
+from .imperative import add_retained
+from .writeback import apply_backward_mutations, as_at_call
+from ..joint import backward_error_type
+from ...errors import DoubleBackwardError
+
+
+class _DoubleBackwardGuard(torch.autograd.Function):
+    """Identity on gradients computed with create_graph=True; raises if they are
+    differentiated again (the saved values carry no history, so a second-order gradient
+    through them would be silently wrong)."""
+
+    @staticmethod
+    def forward(ctx, anchor, *grads):
+        return tuple(g.clone() if g is not None else None for g in grads)
+
+    @staticmethod
+    def backward(ctx, *_):
+        raise DoubleBackwardError(
+            "a second-order gradient was requested through an aotcheck-compiled function; "
+            "aotcheck compiles first-order gradients only (its backward graph is not differentiable)")
+
+
+def make_function(art):
+    """The autograd.Function of ``art`` (a training CompiledArtifact)."""
+    n_fw = art.num_fw_outputs
+    nondiff = art._nondiff
+    diff = art.diff_outputs
+    grad_inputs = art.grad_inputs
+    n_primals = len(art.plan.placeholders)
+    bw_mutations = art.backward_mutations
+    n_grads = len(grad_inputs)
+    n_new = len(art.meta.new_leaves)
+    n_old = len(art._olds)
+    retained = art.retained_diff            # NOTE [retained outputs] in joint.py
+    n_ret = len(retained)
+    reach = [frozenset(r) for r in art.grad_reach] if len(art.grad_reach) == n_grads + n_ret else None
+    reach, ret_reach = (reach[:n_grads], reach[n_grads:]) if reach is not None else (None, None)
+    diff_like = [(c.shape, c.dtype) for c in (art.meta.candidates[art.fw_candidates[k]] for k in diff)]
+
+    class CompiledFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *inputs):
+            # then the grad leaves made inside (not read), then the geometry at the call of
+            # arguments whose metadata was replayed before it (see CompiledArtifact.__call__),
+            # then the graph's values where it ran before the call and the leaves' gradient
+            # nodes of before their swaps (NOTE [set_ under no_grad onto another shape] in
+            # swap_grad.py; not read)
+            primals = inputs[:n_primals]
+            pre = inputs[n_primals + n_new + 1]
+            outs = pre if pre is not None else \
+                art.forward(*as_at_call(primals, inputs[n_primals + n_new]))
+            ctx.set_materialize_grads(False)     # NOTE [per-output reach] in joint.py
+            fw, saved = list(outs[:n_fw]), outs[n_fw:]
+            for k, t in enumerate(fw):
+                if t._is_view():     # a Function may not return a view as a new value
+                    fw[k] = t.clone()
+            ctx.save_for_backward(*saved)
+            # an input that requires grad, kept only as an autograd edge for the guard below
+            ctx.anchor = next((p for p in primals if isinstance(p, torch.Tensor) and p.requires_grad), None)
+            if nondiff:
+                ctx.mark_non_differentiable(*[fw[k] for k in nondiff])
+            if bw_mutations:
+                # a negative index is forward output -index - 1 (NOTE [backward mutations of
+                # returned values] in joint.py): the very tensor the caller gets
+                ctx.mutated_in_backward = [primals[m[0]] if m[0] >= 0 else fw[-m[0] - 1]
+                                           for m in bw_mutations]
+            ctx.retained_refs = {}      # filled by the runtime (NOTE [retained outputs])
+            return tuple(fw)
+
+        @staticmethod
+        def backward(ctx, *grads):
+            if art.meta.backward_error:
+                err = art.meta.backward_error                        # where eager raises it
+                raise backward_error_type(err)(err)
+            create_graph = torch.is_grad_enabled()
+            bw = art.backward_module()
+            with torch.no_grad():
+                device = next(g for g in grads if g is not None).device
+                live = {pos for pos, k in enumerate(diff) if grads[k] is not None}
+                tangents = [grads[k].contiguous() if grads[k] is not None else
+                            torch.zeros(diff_like[pos][0], dtype=getattr(torch, diff_like[pos][1]),
+                                        device=device)
+                            for pos, k in enumerate(diff)]
+                gin = bw(*ctx.saved_tensors, *tangents)
+                if bw_mutations:
+                    apply_backward_mutations(ctx.mutated_in_backward, bw_mutations,
+                                             gin[n_grads + n_ret:])
+                if n_ret:
+                    add_retained(ctx.retained_refs, gin[n_grads:n_grads + n_ret], live, ret_reach)
+                gin = gin[:n_grads]
+            if create_graph and ctx.anchor is not None:
+                # first-order gradients are fine; differentiating them again is not
+                gin = _DoubleBackwardGuard.apply(ctx.anchor, *gin)
+            result = [None] * (n_primals + n_new + 2 + n_old)
+            for j, (p, g) in enumerate(zip(grad_inputs, gin)):
+                if reach is None or reach[j] & live:
+                    result[p] = g
+            return tuple(result)
+
+    return CompiledFunction
