@@ -133,7 +133,12 @@ class ReshapeWatch:
 
     def _note_holders(self, args, kwargs, out, held: set) -> None:
         """The outputs of a call autograd recorded hold the gradient nodes at the call that
-        its inputs reach (NOTE [.data = onto another shape while a use holds the node])."""
+        its inputs reach (NOTE [.data = onto another shape while a use holds the node]).
+        Under no_grad a call records nothing (an in-place one keeps its tensor's mark), and
+        an output's grad_fn is not read there: reading it regenerates a view's, which may
+        assert after a write in inference mode."""
+        if not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
+            return
         if self.node_holders:
             for t in pytree.tree_leaves((args, kwargs)):
                 if isinstance(t, torch.Tensor) and t in self.node_holders:

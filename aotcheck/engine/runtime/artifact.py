@@ -234,7 +234,7 @@ class CompiledArtifact:
         grad_leaves = _make_grad_leaves(self.meta.new_leaves, leaves) if self.meta.new_leaves else ()
         for j, fn in self._hooks_new:
             grad_leaves[j].register_hook(fn)
-        late, pre, olds = (), None, ()
+        late, pre, olds, at_call_storages = (), None, (), None
         if self.training:
             late = reshaped_leaves(self._reshaping, primals) if self._reshaping else ()
             if late:
@@ -244,6 +244,7 @@ class CompiledArtifact:
                     pre = self.forward(*as_at_call(primals, early))
                 if self._olds:
                     olds = old_grad_edges(primals, self._olds, late, self._grad_region_only)
+                at_call_storages = [p.untyped_storage() for p in primals]
                 replay_reshaping_swaps(late, primals, pre, self._slot)
             inputs = primals if not self._unread else [
                 t.detach() if k in self._unread and t.requires_grad else t
@@ -284,7 +285,7 @@ class CompiledArtifact:
                 self._replay_metadata(primals, leaves, "placeholder")
             if meta.mutations:
                 apply_mutations(meta, self._slot, primals, values, at_call,
-                                frozenset(m.placeholder for m in late))
+                                frozenset(m.placeholder for m in late), at_call_storages)
             if meta.metadata_ops:
                 self._replay_metadata(primals, leaves, "leaf")
         if meta.member_metadata:

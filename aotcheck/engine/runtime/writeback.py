@@ -85,12 +85,13 @@ def too_small(p: int, t: torch.Tensor) -> str:
 
 
 def apply_mutations(meta, slot: dict, primals, values, at_call: dict,
-                    done: frozenset = frozenset()) -> None:
+                    done: frozenset = frozenset(), storages: list | None = None) -> None:
     """Write the graph's new values into the caller's tensors (NOTE [mutation replay] in
     artifact.py), resize their storages, and replay storage swaps; ``slot`` maps a candidate
     to its forward output, ``at_call`` gives an argument written before set_() moved it its
     geometry at the call; ``done``: placeholders whose mutations were replayed before the
-    call (NOTE [set_ under no_grad onto another shape] in swap_grad.py)."""
+    call (NOTE [set_ under no_grad onto another shape] in swap_grad.py), and ``storages``
+    then the placeholders' storages at the call (those swaps moved some since)."""
     grad_on = torch.is_grad_enabled()
     swaps = []
     for m in meta.mutations:
@@ -100,7 +101,7 @@ def apply_mutations(meta, slot: dict, primals, values, at_call: dict,
             swaps.append(m)
         _before_swap(m, primals, values, slot, at_call, grad_on)
     if swaps:                        # NOTE [storage swaps] in swaps.py
-        storages = [p.untyped_storage() for p in primals]     # as they were at the call
+        storages = storages or [p.untyped_storage() for p in primals]   # as they were at the call
         # NOTE [set_ recorded by autograd] in swap_grad.py
         recorded = recorded_swaps(swaps)
         with torch.no_grad():
