@@ -509,12 +509,15 @@ def _reach(outs: list, diff: tuple, targets: list) -> list[tuple]:
     zeros for the graph. An input found by no walk keeps the graph's value (conservative)."""
     from torch.autograd.graph import GradientEdge, get_gradient_edge
     everything = [tuple(range(len(diff)))] * len(targets)
-    try:
-        nodes = [t.node if isinstance(t, GradientEdge) else get_gradient_edge(t).node
-                 for t in targets]
-    except (RuntimeError, AttributeError):   # torch's view_as walk on an inference-mode leaf
-        return everything                     # (a Parameter made under inference_mode) has no node
-    target = {id(node): j for j, node in enumerate(nodes)}   # nodes kept alive: ids stay unique
+
+    def node(t):
+        try:
+            return t.node if isinstance(t, GradientEdge) else get_gradient_edge(t).node
+        except (RuntimeError, AttributeError):  # torch's view_as walk on an inference-mode leaf
+            return None                          # (a Parameter made under inference_mode): none
+    nodes = [node(t) for t in targets]
+    # nodes kept alive: ids stay unique; a target with no node keeps the graph's value
+    target = {id(n): j for j, n in enumerate(nodes) if n is not None}
     per_input: list[set] = [set() for _ in targets]
     for pos, k in enumerate(diff):
         for fn in grad_nodes([outs[k].grad_fn]):

@@ -1563,6 +1563,25 @@ def parameter_sliced_then_data_swapped_with_a_parameter_made_inside_that_is_used
     return f, seeded(_parameter(4, 3))
 
 
+@case("input_mutation", mode="training", tags=("data_assign", "parameter", "leaf_inside", "inference_mode"))
+def parameter_data_swapped_with_a_parameter_made_inside_then_its_old_slice_zeroed():
+    """Found by aotcheck fuzz --seed 1: the swap above, then the slice of the argument's old
+    memory (now the new Parameter's) zeroed under inference_mode, and the new Parameter's
+    mean returned. Eager's argument gets no gradient; the compiled one got a zero one: the
+    new Parameter had no gradient node to walk (its data written in inference mode), and
+    the joint then took every output to reach every input."""
+    def f(a):
+        v = torch.nn.Parameter(torch.randn((2, 2)))
+        w = a[:, :2]
+        a.data, v.data = v.data, a.data
+        with torch.inference_mode():
+            w.zero_()
+        with torch.no_grad():
+            with torch.enable_grad():
+                return v.mean(0, keepdim=True)
+    return f, seeded(_parameter(4, 3))
+
+
 @case("input_mutation", mode="training", tags=("data_assign", "parameter", "no_grad"))
 def parameter_set_onto_another_shape_under_no_grad_after_a_dropped_use():
     """a[:, :2].sum() dropped, then under no_grad a.set_(zeros(2, 2)); a * 2 returned: the
