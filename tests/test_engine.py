@@ -1005,12 +1005,44 @@ def test_argument_retained_grad_sits_where_eager_puts_it(fn, view, way, tmp_path
     assert inputs.args[0].grad is not None
 
 
-def test_argument_retained_between_a_write_and_a_metadata_call_is_refused():
-    """Eager's hook then sits on a value between two of the argument's in-place calls,
-    which the compiled function does not keep: refused by name, not silently wrong."""
-    from aotcheck.errors import UnsupportedInputError
-    with pytest.raises(UnsupportedInputError, match="retained gradient sits"):
-        aotcheck.aot_function(_retain_write_then_transpose)(*_nonleaf_argument(False).args)
+def _write_retain_then_transpose(x):
+    x.add_(2.0)
+    x.retain_grad()
+    b = (x * 5).sum()
+    x.t_()
+    return b, x * 1.5
+
+
+def _retain_transpose_then_write(x):
+    x.retain_grad()
+    x.t_()
+    x.mul_(3)
+    return (x * 1,)
+
+
+def test_argument_retained_between_a_write_and_a_metadata_call_matches_eager():
+    """NOTE [where an argument's retained gradient sits]: eager's hook stays on the node of
+    the value between the argument's writes and its metadata calls, and .grad has that
+    value's shape (fuzz seed 1: ``a0.add_(2); a0.retain_grad(); a0.t_()``, refused before).
+    The function's own uses of it, before and after the metadata call, add their part."""
+    from aotcheck.check.oracle import check
+    make = lambda: _nonleaf_argument(False)     # noqa: E731
+    for fn in (_retain_write_then_transpose, _write_retain_then_transpose):
+        r = check(fn, aotcheck.aot_function(fn), make)
+        assert r.ok, r.divergences
+        inputs = make()
+        outs = aotcheck.aot_function(fn)(*inputs.args)
+        sum(o.sum() for o in outs).backward()
+        assert inputs.args[0].grad.shape == (2, 3)      # its shape before t_(), as eager's
+
+
+def test_argument_retained_then_transposed_then_written_raises_eagers_assert():
+    """Eager's own autograd asserts (variable.cpp, 'out != nullptr') at a write after a
+    metadata call left the retain hook behind; the trace meets the same assert, and
+    aotcheck raises it inside its own error (never a result where eager has none)."""
+    from aotcheck.errors import AotcheckError
+    with pytest.raises(AotcheckError, match="out != nullptr"):
+        aotcheck.aot_function(_retain_transpose_then_write)(*_nonleaf_argument(False).args)
 
 
 def _use_held_then_data_of_another_shape(p):

@@ -188,7 +188,8 @@ def retained_outputs(meta: ViewMutationMeta, fw, diff) -> tuple[tuple, ...]:
             continue
         p = placeholder[0] if placeholder else -1
         info = meta.inputs[k]
-        if kind != "argument" or p < 0 or info.is_leaf or not info.requires_grad or \
+        if kind not in ("argument", "argument_between") or p < 0 or info.is_leaf or \
+                not info.requires_grad or \
                 not (info.data_mutated or info.metadata_mutated):
             continue
         value = next((m.value_output for m in meta.mutations if m.placeholder == p and m.data
@@ -254,7 +255,8 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     def body(*flat):
         prim, tangents = list(flat[:n]), flat[n:]
         outs, targets = _forward_again(run, prim, captured, fw, diff, grad_inputs, reach)
-        kept = _retained_targets(outs, diff, retained, reach, run.works)   # NOTE [retained outputs]
+        kept = _retained_targets(outs, diff, retained, reach, run)   # NOTE [retained outputs]
+        callers = _callers_parts(retained, kept, run.works, tangents)
         # NOTE [forward values before the backward]: a custom Function's backward may write a
         # tensor the forward returned or wrote back (a saved intermediate, an argument kept on
         # ctx); the forward's values are read here, before it runs, as eager's caller sees
@@ -277,7 +279,7 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
                 grads = [None] * (len(targets) + len(kept))
             else:
                 _replay_limit(run, e)
-        grads, own = _retained_parts(grads, len(targets), retained, tangents)
+        grads, own = _retained_parts(grads, len(targets), retained, callers)
         if not box.get("backward_error"):     # eager's backward raises: every edge stays
             _no_reach_without_gradient(reach, grads)
         _check_swapped_grads(captured, grad_inputs, grads, primals, run)
@@ -374,11 +376,22 @@ def _forward_again(run, prim: list, captured: Captured, fw, diff, grad_inputs, r
     return outs, targets
 
 
-def _retained_targets(outs: list, diff: tuple, retained: tuple, reach: list, works: list) -> list:
+def _retained_targets(outs: list, diff: tuple, retained: tuple, reach: list, run) -> list:
     """The retained tensors as gradient targets (None for an argument left without grad),
-    their reach after the inputs' (NOTE [retained outputs])."""
-    kept = [outs[diff[pos]] if p < 0 else works[p] for _, pos, p in retained]
-    kept = [t if isinstance(t, torch.Tensor) and t.requires_grad else None for t in kept]
+    their reach after the inputs' (NOTE [retained outputs]); an argument whose hook stays
+    between its writes and its metadata calls, the node the recorder took there."""
+    edges = getattr(getattr(run, "recorder", None), "retained_edges", {})
+    for (kind, _), _, p in retained:
+        if kind == "argument_between" and ("placeholder", p) not in edges:
+            raise UnsupportedInputError(
+                f"input placeholder {p} is retained between its in-place writes and its "
+                "metadata calls, and this trace did not see the node its hook stays on; "
+                "supported: retain_grad() before only metadata calls, or before only writes")
+    kept = [outs[diff[pos]] if p < 0 else
+            edges.get(("placeholder", p)) if kind == "argument_between" else run.works[p]
+            for (kind, _), pos, p in retained]
+    kept = [t if (isinstance(t, torch.Tensor) and t.requires_grad) or
+            (t is not None and not isinstance(t, torch.Tensor)) else None for t in kept]
     if kept:
         found = iter(_reach(outs, diff, [t for t in kept if t is not None]))
         reach.extend(next(found) if t is not None else () for t in kept)
@@ -400,12 +413,30 @@ def _no_reach_without_gradient(reach: list, grads: list) -> None:
             reach[j] = ()
 
 
-def _retained_parts(grads, n: int, retained: tuple, tangents: list) -> tuple[list, list]:
+def _callers_parts(retained: tuple, kept: list, works: list, tangents: list) -> list:
+    """Per retained tensor, the part of its gradient that the caller's uses give: its own
+    tangent, or for an argument retained between its writes and its metadata calls, that
+    tangent (of its written-back value) carried back through the metadata calls to the node
+    the hook stays on (NOTE [retained outputs]); None where no tangent reaches it."""
+    parts = []
+    for ((kind, _), pos, p), t in zip(retained, kept):
+        if pos < 0 or t is None:
+            parts.append(None)
+        elif kind == "argument_between":
+            (g,) = torch.autograd.grad([works[p]], [t], [tangents[pos]], retain_graph=True,
+                                       allow_unused=True)
+            parts.append(g)
+        else:
+            parts.append(tangents[pos])
+    return parts
+
+
+def _retained_parts(grads, n: int, retained: tuple, callers: list) -> tuple[list, list]:
     """The input gradients, and per retained output the part of its gradient that the
-    function's own uses of it give (its total less its own tangent)."""
+    function's own uses of it give (its total less the caller's part)."""
     grads = list(grads)
-    own = [None if g is None else g - tangents[pos] if pos >= 0 else g
-           for g, (_, pos, _) in zip(grads[n:], retained)]
+    own = [None if g is None else g - c if c is not None else g
+           for g, c in zip(grads[n:], callers)]
     return grads[:n], own
 
 
@@ -436,7 +467,8 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
     def body(*flat):
         prim, tangents = list(flat[:n]), list(flat[n:])
         outs, targets = _forward_again(run, prim, captured, fw, diff, grad_inputs, reach)
-        kept = _retained_targets(outs, diff, retained, reach, run.works)   # NOTE [retained outputs]
+        kept = _retained_targets(outs, diff, retained, reach, run)   # NOTE [retained outputs]
+        callers = _callers_parts(retained, kept, run.works, tangents)
         works = run.works
         before = [geometry_of(w) for w in works]
         written_from = len(run.tagger.writes)
@@ -449,7 +481,7 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
                 raise
             box["backward_error"] = error
             grads = [None] * (len(targets) + len(kept))
-        grads, own = _retained_parts(grads, len(targets), retained, tangents)
+        grads, own = _retained_parts(grads, len(targets), retained, callers)
         if not box.get("backward_error"):     # eager's backward raises: every edge stays
             _no_reach_without_gradient(reach, grads)
         _check_swapped_grads(captured, grad_inputs, grads, primals, run)

@@ -158,7 +158,16 @@ def argument_retained(calls, before: int, i: int | None, placeholder: int) -> tu
       made on the caller's tensor after the write-back (the caller's part); where the
       function writes the placeholder under grad, the function's own uses of the new value
       are its other part, traced into the joint (NOTE [retained outputs] in joint.py);
-    - between two of its in-place calls: not a value the compiled function keeps; refused."""
+    - ("argument_between", i, placeholder): on the node of a value between its writes and
+      its metadata calls (``a.add_(2); a.retain_grad(); a.t_()``: the add's node, whose
+      gradient has a's shape before t_), where every metadata call comes after the writes
+      (eager's autograd asserts at a write after a metadata call that left the hook behind)
+      and the argument is a graph placeholder: the runtime writes the value back in the
+      geometry the argument has at the call, calls retain_grad(), and only then replays the
+      metadata calls; the function's own part comes from the joint, at the node the recorder
+      took (``retained_edges``), less the caller's part (NOTE [retained outputs] in joint.py);
+    - between two of its in-place calls otherwise: not a value the compiled function
+      keeps; refused."""
     if i is None:
         return None
     after = list(calls[before:])
@@ -166,12 +175,17 @@ def argument_retained(calls, before: int, i: int | None, placeholder: int) -> tu
         return ("argument", i, placeholder)
     if after[0] == "meta" and "data" not in calls[:before]:
         return ("argument_at_call", i)
+    first_meta = before + after.index("meta")
+    if placeholder >= 0 and "meta" not in calls[:first_meta] and \
+            "data" not in calls[first_meta:]:
+        return ("argument_between", i, placeholder)
     raise UnsupportedInputError(
         f"the function calls retain_grad() on argument {i} and then both writes it in place "
         "and changes its metadata (t_, unsqueeze_, as_strided_, ...): eager's retained "
         "gradient is then that of a value between two of its in-place calls, which aotcheck "
-        "does not keep; supported: retain_grad() before only metadata calls, or before only "
-        "in-place writes (NOTE [where an argument's retained gradient sits])")
+        "does not keep; supported: retain_grad() before only metadata calls, before only "
+        "in-place writes, or between writes and the metadata calls that follow them all "
+        "(NOTE [where an argument's retained gradient sits])")
 
 
 def refuse_returned_leaf_hooks(hooked: list, out_leaves: list) -> None:

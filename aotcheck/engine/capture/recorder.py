@@ -185,6 +185,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
         self.retained: list[tuple] = []         # (kind, index, in-place calls on it before)
         self.inplace_calls: dict[tuple, list[str]] = {}     # watched -> "data"/"meta", in order
         self.retained_tensors: dict[int, torch.Tensor] = {}
+        self.retained_edges: dict[tuple, object] = {}   # watched -> GradientEdge
         self.argument_hooks: list[tuple] = []
         self._init_data_assign()                        # data_assign.py
         self._init_reshape_watch()                      # reshaped.py
@@ -228,8 +229,13 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
                 self._alive.append(target)
         if target is not None and id(target) in self.watched and (
                 name in METADATA_METHODS or _mutating(name)):
-            # NOTE [where an argument's retained gradient sits] in functional_run.py
-            self.inplace_calls.setdefault(self.watched[id(target)], []).append(
+            # NOTE [where an argument's retained gradient sits] in autograd_facts.py: where
+            # its hook stays behind, the node it stays on (a gradient target of the joint)
+            key = self.watched[id(target)]
+            if name in METADATA_METHODS and key not in self.retained_edges and \
+                    any(r[:2] == key for r in self.retained) and target.requires_grad:
+                self.retained_edges[key] = get_gradient_edge(target)
+            self.inplace_calls.setdefault(key, []).append(
                 "meta" if name in METADATA_METHODS else "data")
         if name == "register_hook" and target is not None and len(args) == 2 and not kwargs:
             if id(target) in self.watched and target.requires_grad:

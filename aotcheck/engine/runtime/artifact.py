@@ -46,7 +46,7 @@ from .regenerate import (addressing, alias, as_inference_tensors, as_ordinary_te
                          detached_alias, restride, view_in_custom_function)
 from .codegen import to_callable
 from .function import make_function
-from .imperative import imperative_autograd, retain_at_call
+from .imperative import imperative_autograd, retain_at_call, retain_between
 from .writeback import (apply_mutations, as_at_call, fits, geometry,
                         replay_reshaping_swaps, reshaped_leaves, restore_member_geometry)
 from .swap_grad import old_grad_edges
@@ -156,6 +156,12 @@ class CompiledArtifact:
         self._early_meta = frozenset(
             p for p in rg_on_placeholders if p is not None and plan.placeholders[p][0] == "leaf"
             and any(op.kind == "placeholder" and op.index == p for op in meta.metadata_ops))
+        # NOTE [where an argument's retained gradient sits] (capture/autograd_facts.py):
+        # placeholders retained between their writes and their metadata calls, with their
+        # final geometry (their write-back goes there while they keep their geometry at the call)
+        self._between = {m.placeholder: (tuple(m.final_shape), tuple(m.final_stride), m.final_offset)
+                         for m in meta.mutations if any(
+                             r[0] == "argument_between" and r[2] == m.placeholder for r in meta.retained)}
         self._inference_outputs = [o.index for o in meta.outputs if o.inference]
         self._ordinary_outputs = [o.index for o in meta.outputs if o.ordinary]
         self._inference_shared = frozenset(o.index for o in meta.outputs
@@ -274,6 +280,7 @@ class CompiledArtifact:
         # metadata calls (squeeze_, ...) change
         at_call = {p: geometry(primals[p]) for p in self._written_then_moved} \
             if meta.metadata_ops else {}
+        at_call.update(self._between)        # written back before their metadata calls
         nodes_at_call = retain_at_call(self, leaves) if meta.retained else {}
         # NOTE [writes in an enable_grad region]: grad mode is off at the call, but the
         # function wrote an argument inside an enable_grad region, where eager's autograd
@@ -286,6 +293,8 @@ class CompiledArtifact:
             if meta.mutations:
                 apply_mutations(meta, self._slot, primals, values, at_call,
                                 frozenset(m.placeholder for m in late), at_call_storages)
+            if self._between:
+                retain_between(self, leaves, primals, nodes_at_call)
             if meta.metadata_ops:
                 self._replay_metadata(primals, leaves, "leaf")
         if meta.member_metadata:
@@ -299,16 +308,20 @@ class CompiledArtifact:
                 imperative_autograd(self, leaves, out, values, nodes_at_call)
         return out
 
-    def _replay_metadata(self, primals, leaves, which: str, early: frozenset | None = None):
+    def _replay_metadata(self, primals, leaves, which: str, early: frozenset | None = None,
+                         between: bool = False):
         """Replay the logged calls of one kind; ``early``: only (placeholder kind) those of
         these placeholders, before the call, on the caller's tensors; otherwise all but
-        those (NOTE [requires_grad_ on an argument])."""
+        those (NOTE [requires_grad_ on an argument]); ``between``: only (placeholder kind)
+        those of arguments retained between their writes and their metadata calls, which
+        the others' replay leaves out (NOTE [where an argument's retained gradient sits])."""
         grad_on = torch.is_grad_enabled()
         for op in self.meta.metadata_ops:
             kind, index = op.kind, op.index
             if kind != which:
                 continue
-            if kind == "placeholder" and (index in self._early_meta) != (early is not None):
+            if kind == "placeholder" and ((index in self._early_meta) != (early is not None)
+                                          or (index in self._between) != between):
                 continue
             if kind == "placeholder":
                 target = primals[index] if early is None else leaves[self._leaf_of_placeholder[index]]

@@ -40,7 +40,7 @@ def imperative_autograd(art, leaves: list, out: list, values: list, at_call: dic
     for kind, index, *_ in art.meta.retained:
         if kind == "argument_at_call":
             continue                # made before the replays (retain_at_call)
-        t = leaves[index] if kind == "argument" else out[index]
+        t = out[index] if kind == "output" else leaves[index]
         if not isinstance(t, torch.Tensor) or not t.requires_grad:
             continue
         node = t.grad_fn if kind == "output" else compiled
@@ -49,7 +49,8 @@ def imperative_autograd(art, leaves: list, out: list, values: list, at_call: dic
                 t = own_node(art, out, index, t)
             # an argument's own part: only where the call gave it a new node (NOTE
             # [retained outputs]); on its node at the call, its hook gets the whole gradient
-            if (kind, index) in own and (kind == "output" or t.grad_fn is not at_call.get(index)):
+            node_now = at_call.get(("v", index), t.grad_fn)     # retain_between's
+            if (kind, index) in own and (kind == "output" or node_now is not at_call.get(index)):
                 node.retained_refs[own[kind, index]] = weakref.ref(t)
         t.retain_grad()
 
@@ -67,6 +68,21 @@ def retain_at_call(art, leaves: list) -> dict:
             if kind == "argument_at_call" and t.requires_grad:
                 t.retain_grad()
     return at_call
+
+def retain_between(art, leaves: list, primals: list, nodes: dict) -> None:
+    """retain_grad() on the arguments retained between their writes and their metadata calls
+    (NOTE [where an argument's retained gradient sits] in capture/autograd_facts.py), after
+    their write-back (made in their geometry at the call) and before their metadata calls
+    are replayed: the hook stays on the write-back's node, as eager's on the last write's.
+    ``nodes`` gets that node per argument, ("v", index)."""
+    for kind, index, *_ in art.meta.retained:
+        if kind == "argument_between":
+            t = leaves[index]
+            nodes["v", index] = t.grad_fn
+            if t.requires_grad:
+                t.retain_grad()
+    art._replay_metadata(primals, leaves, "placeholder", between=True)
+
 
 def own_node(art, out: list, k: int, t: torch.Tensor) -> torch.Tensor:
     """A retained output of the compiled function, on an autograd node of its own.
@@ -97,4 +113,13 @@ def add_retained(refs: dict, own: list, live: set, reach) -> None:
         t = ref() if ref is not None else None
         if t is None or g is None or (reach is not None and not reach[j] & live):
             continue
-        t.grad = g.detach().clone() if t.grad is None else t.grad + g
+        value = g.detach().clone() if t.grad is None else t.grad + g
+        if value.shape == t.shape:
+            t.grad = value
+        else:
+            # retained between its writes and its metadata calls: eager's .grad has the
+            # shape of the value the hook stayed on, which the .grad setter refuses; a fresh
+            # grad tensor is given that value in place, as eager's hook assigns it unchecked
+            t.grad = torch.zeros_like(t)
+            with torch.no_grad():
+                t.grad.set_(value)
