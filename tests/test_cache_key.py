@@ -393,3 +393,37 @@ def test_each_devices_autocast_is_in_both_keys(tmp_path, device):
     finally:
         torch.set_autocast_enabled(device, old)
     assert _k() == base and torch_mode() == mode
+
+
+def _double_then_square(x):
+    x.mul_(2)
+    return x * x
+
+
+def test_an_argument_the_caller_retains_is_a_key_component(tmp_path):
+    """NOTE [an argument the caller retains]: ``x.retain_grad()`` before the call changes
+    what the compiled function computes (its own part of x's retained gradient), so the
+    same shapes with and without it compile apart, in memory and in the persistent cache;
+    each gives eager's x.grad (the retained one was the caller's part only, silently)."""
+    from aotcheck.cache import Cache
+
+    def run(fn, retain):
+        torch.manual_seed(0)
+        leaf = torch.randn(3, requires_grad=True)
+        x = leaf * 1.0
+        if retain:
+            x.retain_grad()
+        out = fn(x)
+        (out.sum() + (x * 3).sum()).backward()
+        return x.grad, leaf.grad
+
+    cf = aotcheck.aot_function(_double_then_square, cache=Cache(tmp_path / "c"))
+    for retain in (False, True, False, True):
+        got, want = run(cf, retain), run(_double_then_square, retain)
+        for g, w in zip(got, want):
+            assert (g is None) == (w is None) and (g is None or torch.allclose(g, w)), retain
+    assert cf.num_compiled == 2
+    fresh = aotcheck.aot_function(_double_then_square, cache=Cache(tmp_path / "c", expect_hits=True))
+    for retain in (True, False):       # both entries hit, each its own
+        got, want = run(fresh, retain), run(_double_then_square, retain)
+        assert torch.allclose(got[1], want[1]) and (got[0] is None) == (want[0] is None)

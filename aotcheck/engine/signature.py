@@ -4,7 +4,8 @@ A compiled artifact is reused only for calls whose signature is equal. The
 signature covers the argument tree, and for each leaf:
 
 - a tensor: shape, stride, storage offset, dtype, device, requires_grad,
-  is_leaf, and which other arguments it shares storage with (or *is*);
+  is_leaf, whether the caller retains its grad, and which other arguments it shares
+  storage with (or *is*);
 - a Python scalar, None or str: its type and exact value;
 - a ``torch.Generator``: the object itself (its repr holds its address; the compiled
   graph draws from that very object, and keeps it alive, so no other takes its address).
@@ -48,6 +49,8 @@ class TensorSpec:
     storage: int          # alias-group number, by first appearance
     storage_numel: int    # storage size in elements of this dtype
     same_as: int          # index of an earlier leaf that is this very tensor, else -1
+    retains_grad: bool = False  # the caller called retain_grad() on it (NOTE [an argument the
+                                # caller retains] in capture/autograd_facts.py)
 
 
 @dataclass(frozen=True)
@@ -202,7 +205,8 @@ def call_key(leaves: list, spec) -> tuple:
             # the storage's size too (TensorSpec.storage_numel): a resize_ grows a storage or
             # not by it (NOTE [resize_ of an argument] in recorder.py)
             parts.append((t.shape, t.stride(), t.storage_offset(), t.dtype, t.device,
-                          t.requires_grad, t.is_leaf, group, same, t.untyped_storage().nbytes()))
+                          t.requires_grad, t.is_leaf, group, same, t.untyped_storage().nbytes(),
+                          t.retains_grad))
         else:
             parts.append((type(t).__name__, repr(t)))
     if shared:
@@ -228,7 +232,7 @@ def fast_call_key(args: tuple):
             return None
         storages.add(st)
         parts.append((a.shape, a.stride(), a.storage_offset(), a.dtype, a.device,
-                      a.requires_grad, a.is_leaf, storage.nbytes()))
+                      a.requires_grad, a.is_leaf, storage.nbytes(), a.retains_grad))
     return tuple(parts)
 
 
@@ -314,7 +318,7 @@ def signature(leaves: list, spec) -> Signature:
                 dtype=str(t.dtype).replace("torch.", ""), device=str(t.device),
                 requires_grad=t.requires_grad, is_leaf=t.is_leaf, storage=group,
                 storage_numel=t.untyped_storage().nbytes() // t.element_size(),
-                same_as=-1 if same == i else same))
+                same_as=-1 if same == i else same, retains_grad=t.retains_grad))
         else:
             kind = "none" if t is None else type(t).__name__
             out.append(ValueSpec(kind, repr(t)))

@@ -167,7 +167,16 @@ def argument_retained(calls, before: int, i: int | None, placeholder: int) -> tu
       metadata calls; the function's own part comes from the joint, at the node the recorder
       took (``retained_edges``), less the caller's part (NOTE [retained outputs] in joint.py);
     - between two of its in-place calls otherwise: not a value the compiled function
-      keeps; refused."""
+      keeps; refused.
+
+    # NOTE [an argument the caller retains]
+    ``x.retain_grad(); f(x)`` where f writes x in place (``x.mul_(2); return x * x``): eager
+    moves the hook to each write's node, so ``x.grad`` is the gradient of x's final value,
+    the function's own uses of it included. The runtime's write-back moves the caller's hook
+    to its own node, which sees the caller's part only (it was silently missing the rest).
+    So the signature carries each argument's ``retains_grad`` (a key component), and the
+    functional run starts as if the function had called retain_grad() first: the facts are
+    one of the kinds above, whose own part the joint computes."""
     if i is None:
         return None
     after = list(calls[before:])

@@ -198,6 +198,11 @@ class FunctionalRun:
         recorder = MetadataRecorder(watched, self.rules)
         recorder.watch_tensors(works)
         recorder.data_lowered = lowers_data_assignment(self.fn)
+        for i, spec in enumerate(self.sig.leaves):  # NOTE [an argument the caller retains]
+            src = self.plan.sources[i]
+            if getattr(spec, "retains_grad", False) and (i in st.member_meta or src.kind == "placeholder"):
+                recorder.retained.append(("leaf", i, 0) if i in st.member_meta
+                                         else ("placeholder", src.index, 0))
         views = st.all_views if self.argument_views else {}
         recorder.watch_argument_views(views, st.view_bases, works, st.own_at_call)
         # NOTE [resize_ of an argument] in recorder.py: eager's storage sizes, and how a
