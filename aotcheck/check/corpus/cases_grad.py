@@ -717,6 +717,24 @@ def imperative_retain_grad_on_an_argument_between_a_write_and_a_transpose():
     return f, seeded(make)
 
 
+@case("requires_grad_modes", mode="training", tags=("imperative_autograd", "retain_grad", "mutation", "no_grad"))
+def imperative_retain_grad_on_an_argument_between_a_write_and_a_transpose_then_set_under_no_grad():
+    """Found by aotcheck fuzz --seed 1: the case above, then ``a0[0] = -1.0`` under no_grad:
+    autograd records nothing there, so the hook stays on the add's node (a write under grad
+    mode would have tripped autograd's internal assert); the values change."""
+    def f(a0):
+        a0.add_(2.0)
+        a0.retain_grad()
+        a0.t_()
+        with torch.no_grad():
+            a0[0] = -1.0
+        return ()
+    def make():
+        l0 = leaf(3, 1)
+        return Inputs((l0.clone(),), leaves=(l0,))
+    return f, seeded(make)
+
+
 @case("requires_grad_modes", mode="training", tags=("imperative_autograd", "retain_grad", "mutation"))
 def imperative_retain_grad_on_an_argument_used_around_its_transpose():
     """x.mul_(w); x.retain_grad(); s = (x * 5).sum(); x.t_(); x.exp() and s returned: x.grad

@@ -228,9 +228,11 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
                 self.retained_tensors[id(target)] = target
                 self._alive.append(target)
         if target is not None and id(target) in self.watched and (
-                name in METADATA_METHODS or _mutating(name)):
+                name in METADATA_METHODS or _mutating(name)) and torch.is_grad_enabled() \
+                and not torch.is_inference_mode_enabled():
             # NOTE [where an argument's retained gradient sits] in autograd_facts.py: where
-            # its hook stays behind, the node it stays on (a gradient target of the joint)
+            # its hook stays behind (calls autograd does not record move nothing), the node
+            # it stays on (a gradient target of the joint)
             key = self.watched[id(target)]
             if name in METADATA_METHODS and key not in self.retained_edges and \
                     any(r[:2] == key for r in self.retained) and target.requires_grad:
