@@ -87,6 +87,8 @@ class OutputInfo:
     clips: tuple = ()                # (shape, stride, offset) per as_strided input cut through
                                      # (NOTE [as_strided clips] in recorder.py)
     from_root: bool = False          # rebuilt on the argument's own base (eager regenerated it)
+    at_call: bool = False            # rebuilt from the argument before the runtime replays its
+                                     # ``.data =`` (NOTE [views taken before .data =] in outputs.py)
 
 
 @dataclass(frozen=True)
@@ -253,7 +255,7 @@ def _classify(k, o) -> OutputInfo:
                   multi_output_view=o.multi_output_view, grad_dead_end=o.grad_dead_end,
                   custom_view=o.custom_view, new_leaf=o.new_leaf, inference=o.inference, ordinary=o.ordinary,
                   base_new_leaf=o.base_new_leaf, poisoned=o.poisoned, clips=o.clips,
-                  from_root=o.from_root)
+                  from_root=o.from_root, at_call=o.at_call)
     if o.same_output >= 0:
         return OutputInfo(k, SAME_AS_OUTPUT, o.same_output, **common)
     if o.is_input >= 0:

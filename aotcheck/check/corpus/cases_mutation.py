@@ -1582,6 +1582,30 @@ def parameter_data_swapped_with_a_parameter_made_inside_then_its_old_slice_zeroe
     return f, seeded(_parameter(4, 3))
 
 
+@case("input_mutation", mode="training", tags=("data_assign", "parameter", "view"))
+def parameter_view_taken_before_its_data_is_assigned_returned():
+    """v = p[:, :2]; p.data = zeros(2, 2); v * 2 and v returned: eager's v is still an
+    autograd view of the Parameter p (over its old memory), so writing it in place raises;
+    the compiled v was rebuilt as a view of an intermediate, and the write ran (NOTE [views
+    taken before .data =])."""
+    def f(p):
+        v = p[:, :2]
+        p.data = torch.zeros(2, 2)
+        return v * 2, v
+    return f, seeded(_parameter(4, 3))
+
+
+@case("input_mutation", mode="training", tags=("data_assign", "parameter", "view", "multi_output_view"))
+def parameter_unbound_before_its_data_is_assigned():
+    """u = p.unbind(0); p.data = ones(5); u[1] and p * 2 returned: u[1] views p's old memory
+    and is an output of a multi-output view op of p (in place on it raises in eager)."""
+    def f(p):
+        u = p.unbind(0)
+        p.data = torch.ones(5)
+        return u[1], p * 2
+    return f, seeded(_parameter(4, 3))
+
+
 @case("input_mutation", mode="training", tags=("data_assign", "parameter", "no_grad"))
 def parameter_set_onto_another_shape_under_no_grad_after_a_dropped_use():
     """a[:, :2].sum() dropped, then under no_grad a.set_(zeros(2, 2)); a * 2 returned: the

@@ -169,6 +169,8 @@ class OutputFacts:
                                       # (NOTE [as_strided clips] in recorder.py)
     from_root: bool = False           # eager regenerated it from its root base, reaching
                                       # outside the argument it aliases
+    at_call: bool = False             # a view of an argument taken before ``.data =`` moved it:
+                                      # rebuilt before the swap (NOTE [views taken before .data =])
 
 
 @dataclass(frozen=True)

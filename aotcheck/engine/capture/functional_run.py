@@ -481,7 +481,9 @@ class FunctionalRun:
             plain=st.plain, new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)},
             clips_of=recorder.clips_of, old_bases=st.old_bases, made_in_call=recorder.made_in_call,
             ordinary=recorder.ordinary, moved_kind=recorder.moved_kind,
-            grown=self.tagger.grown_storages() if st.plain else frozenset())
+            grown=self.tagger.grown_storages() if st.plain else frozenset(),
+            data_moved=frozenset(i for i, src in enumerate(self.plan.sources)
+                                 if src.kind == "placeholder" and src.index in recorder.data_sets))
         if st.swapped_views and any(c.requires_grad for c in candidates):
             # eager's set_() moved the view's version, so autograd regenerates its grad_fn as
             # a view of its base, over memory it no longer has: values computed from it get a

@@ -25,7 +25,8 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
                      eager_geometry, owners: dict, work_ids: set, new_leaf_ids: dict | None = None,
                      plain: bool = False, clips_of=None, old_bases: dict | None = None,
                      made_in_call: set | None = None, grown: frozenset = frozenset(),
-                     ordinary: set = frozenset(), moved_kind: set = frozenset()):
+                     ordinary: set = frozenset(), moved_kind: set = frozenset(),
+                     data_moved: frozenset = frozenset()):
     """Classify each returned leaf (fresh, an input, a view of an input, of an intermediate,
     of another output, ...) and append to ``candidates`` every graph value a later stage
     needs. Returns (output facts, intermediate-base candidate indices, new-leaf outputs,
@@ -126,6 +127,11 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
                 (shape, stride, offset), sig.leaves[source], o.dtype)
             outputs[k] = (OutputFacts(True, input_storage=source,
                                        graph_output=grad_value, **common))
+        elif o._base is not None and tensor_user.get(id(o._base)) in data_moved and \
+                storage_ref(o._base) != st and not poisoned and not custom and \
+                common["new_leaf"] < 0 and _old_base(old_bases, st, (shape, stride, offset)) is not None:
+            outputs[k] = OutputFacts(True, input_storage=tensor_user[id(o._base)], at_call=True,
+                                     **common)      # NOTE [views taken before .data =]
         elif id(o) in roots:
             # the base of earlier view outputs, returned itself: it is the fresh one
             outputs[k] = (OutputFacts(True, graph_output=intermediates[roots[id(o)]], **common))
@@ -225,7 +231,18 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
 
 def _old_base(old_bases: dict | None, st, geometry: tuple):
     """The alias of the memory an argument had before set_() moved it (storage ``st``), if
-    that memory holds all of ``geometry``'s elements; else None."""
+    that memory holds all of ``geometry``'s elements; else None.
+
+    # NOTE [views taken before .data =]
+    ``v = a[:, :2]; a.data = torch.zeros(2, 2); return v``: eager's v is still an autograd
+    view of a (``v._base is a``, its grad_fn reaches a's gradient node, an in-place op on it
+    raises where a is a leaf that requires grad), over the memory a had. Rebuilt from the
+    graph's value of that memory (as a view of an intermediate), the caller's v was a view
+    of nothing of theirs, and in place on it ran where eager raises. So an autograd view of
+    an argument given ``.data =`` (which keeps autograd identity), over its memory at the
+    call, is an alias of the argument marked ``at_call``: the runtime cuts it from the
+    caller's argument before it replays the swap (writes the function made to that memory
+    land in it after, through the same storage). A set_() swap keeps the rebuild above."""
     old = (old_bases or {}).get(st)
     return old[0] if old is not None and _holds(old[0], old[1], geometry) else None
 

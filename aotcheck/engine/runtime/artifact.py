@@ -163,6 +163,7 @@ class CompiledArtifact:
                          for m in meta.mutations if any(
                              r[0] == "argument_between" and r[2] == m.placeholder for r in meta.retained)}
         self._inference_outputs = [o.index for o in meta.outputs if o.inference]
+        self._at_call_outputs = [o for o in meta.outputs if o.kind == ALIAS_OF_INPUT and o.at_call]
         self._ordinary_outputs = [o.index for o in meta.outputs if o.ordinary]
         self._inference_shared = frozenset(o.index for o in meta.outputs
                                            if o.inference and o.kind == ALIAS_OF_INPUT)
@@ -238,6 +239,8 @@ class CompiledArtifact:
         else:
             primals = placeholder_tensors(self.plan, leaves)
         grad_leaves = _make_grad_leaves(self.meta.new_leaves, leaves) if self.meta.new_leaves else ()
+        # NOTE [views taken before .data =] (capture/outputs.py): cut before any swap replay
+        early_views = {o.index: alias(leaves[o.source], o) for o in self._at_call_outputs}
         for j, fn in self._hooks_new:
             grad_leaves[j].register_hook(fn)
         late, pre, olds, at_call_storages = (), None, (), None
@@ -300,7 +303,7 @@ class CompiledArtifact:
         if meta.member_metadata:
             restore_member_geometry(leaves, meta.member_metadata, storages_at_call,
                                      lambda c: values[self._slot[c]])
-        out = self._outputs(leaves, values, grad_leaves)
+        out = self._outputs(leaves, values, grad_leaves, early_views)
         if meta.retained or self._hooks_after:
             # a retained output made in an enable_grad region of a call under no_grad is
             # handed out on a node of its own (own_node) as under grad mode
@@ -367,7 +370,7 @@ class CompiledArtifact:
                     onto.untyped_storage(), spec.offset, spec.shape, spec.stride)
         return leaf
 
-    def _outputs(self, leaves, values, grad_leaves=()) -> list:
+    def _outputs(self, leaves, values, grad_leaves=(), early_views=None) -> list:
         meta = self.meta
         out: list = [None] * len(meta.outputs)
         pending = []
@@ -401,6 +404,8 @@ class CompiledArtifact:
                 out[o.index] = leaves[o.source]
             elif k == CONSTANT:
                 out[o.index] = self._constants[o.index]
+            elif k == ALIAS_OF_INPUT and o.at_call:
+                out[o.index] = early_views[o.index]
             elif k == ALIAS_OF_INPUT and o.base_new_leaf >= 0:
                 # a view of a grad leaf made inside over the argument's memory: eager's is a
                 # view of that leaf (in place on it raises; its gradient goes to the leaf)
