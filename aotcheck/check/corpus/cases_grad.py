@@ -849,6 +849,22 @@ def imperative_hook_on_a_leaf_made_inside_returned_and_used_inside():
 
 
 @case("requires_grad_modes", mode="training", tags=("imperative_autograd", "tensor_hook", "leaf_inside"))
+def imperative_hook_on_a_leaf_made_inside_that_nothing_uses():
+    """Found by aotcheck fuzz --seed 3: v = randn((), requires_grad=True) with a hook, used
+    by nothing, beside a write of the argument: eager runs no node of v, so the hook never
+    runs; the compiled function's edge to v handed it None at backward (TypeError in it)."""
+    def f(a):
+        v = torch.randn((), requires_grad=True)
+        a.zero_()
+        v.register_hook(lambda g: g * 2)
+        return a * 2
+    def make():
+        l = leaf(3)
+        return Inputs((l * 1.0,), leaves=(l,))
+    return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="training", tags=("imperative_autograd", "tensor_hook", "leaf_inside"))
 def imperative_hook_on_a_leaf_made_inside_not_returned():
     """A hook on a leaf made inside that is only used: its gradient is unobservable, the
     function's output is not; the hook (tripling) never changes the output's gradient."""

@@ -1582,6 +1582,23 @@ def parameter_data_swapped_with_a_parameter_made_inside_then_its_old_slice_zeroe
     return f, seeded(_parameter(4, 3))
 
 
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "view"))
+def nonleaf_written_then_given_data_of_its_own_slice():
+    """Found by aotcheck fuzz --seed 3: v = a[1:]; a.mul_(-1); a.data = v; a * 2 and v
+    returned: a keeps the write's history (MulBackward0) over its own memory in v's
+    geometry. The replay copied the storage under no_grad and lost the write (the leaf's
+    gradient came back with the wrong sign, silently; then it was refused)."""
+    def f(a):
+        v = a[1:]
+        a.mul_(-1.0)
+        a.data = v
+        return a * 2, v
+    def make():
+        l = leaf(4, 2)
+        return Inputs((l.clone(),), leaves=(l,))
+    return f, seeded(make)
+
+
 @case("input_mutation", mode="training", tags=("data_assign", "parameter", "view"))
 def parameter_view_taken_before_its_data_is_assigned_returned():
     """v = p[:, :2]; p.data = zeros(2, 2); v * 2 and v returned: eager's v is still an

@@ -166,13 +166,10 @@ def storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, st
         # leaf). A gradient of the new shape that the old grad_fn cannot take raises at
         # .backward() (NOTE [a gradient of a swapped argument's new shape] in joint.py).
         if data_only:
-            if source == p and recorder.data_set_state.get(p, before[p])[0] is not before[p][0]:
-                # ``a1.mul_(-1); a1.data = a1[:1]``: back onto its own storage after a
-                # write autograd recorded; the runtime sets the geometry and copies the
-                # storage under no_grad, which lost that history (fuzz seed 3: the sign of
-                # the leaf's gradient, silently)
-                raise swap_refusal(p, "an argument whose autograd history the function "
-                                      "changed, by .data = back onto its own storage")
+            # ``a1.mul_(-1); a1.data = a1[:1]``, back onto its own storage after a write
+            # autograd recorded: the runtime copies the storage in under grad mode after the
+            # swap (writeback._grad_own), which keeps that history (a copy under no_grad lost
+            # it: fuzz seed 3, the sign of the leaf's gradient, silently)
             return source
         # written with grad after a swap that autograd did not record (NOTE [grad writes
         # after a swap] in swap_grad.py), onto a storage whose tensor requires no grad

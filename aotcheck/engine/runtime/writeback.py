@@ -110,6 +110,10 @@ def apply_mutations(meta, slot: dict, primals, values, at_call: dict,
         if recorded:
             replay_recorded_swaps(primals, recorded)
         replay_grad_writes(swaps, primals, values, slot)
+        with torch.enable_grad():
+            for m in swaps:
+                if _grad_own(m):
+                    copy_whole_storage(m, primals[m.placeholder], values, slot)
 
 
 def _before_swap(m, primals, values, slot, at_call: dict, grad_on: bool) -> None:
@@ -145,12 +149,23 @@ def replay_swap(m, primals, storages, values, slot) -> None:
     else:
         target.set_(storages[m.storage_source.placeholder], m.final_offset, m.final_shape,
                     m.final_stride)
-    if m.data and m.storage_source.onto(m.placeholder):
-        # its own storage, written: the whole of it comes back
-        whole = values[slot[m.value_output]]
-        if whole.numel() * whole.element_size() > target.untyped_storage().nbytes():
-            raise UnsupportedInputError(too_small(m.placeholder, target))
-        target.as_strided(whole.shape, (1,), 0).copy_(whole)
+    if m.data and m.storage_source.onto(m.placeholder) and not _grad_own(m):
+        copy_whole_storage(m, target, values, slot)
+
+
+def _grad_own(m) -> bool:
+    """``a.mul_(-1); a.data = a[:1]``: back onto its own storage by ``.data =`` after a write
+    autograd recorded; the storage's value is copied in under grad mode after the swap, so
+    the argument keeps that write's history, as eager's (``.data =`` changes no grad_fn)."""
+    return m.data_only and m.grad_mode and m.data and m.storage_source.onto(m.placeholder)
+
+
+def copy_whole_storage(m, target, values, slot) -> None:
+    """A swap onto the argument's own storage, written: the whole of it comes back."""
+    whole = values[slot[m.value_output]]
+    if whole.numel() * whole.element_size() > target.untyped_storage().nbytes():
+        raise UnsupportedInputError(too_small(m.placeholder, target))
+    target.as_strided(whole.shape, (1,), 0).copy_(whole)
 
 
 def reshaped_leaves(swaps, primals) -> tuple:
