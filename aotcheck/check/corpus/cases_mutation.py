@@ -1599,6 +1599,52 @@ def nonleaf_written_then_given_data_of_its_own_slice():
     return f, seeded(make)
 
 
+@case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "view"))
+def row_of_an_argument_taken_before_it_swaps_data_with_another():
+    """v = a[0]; a.data, b.data = b.data, a.data; v returned (a, b non-leaf arguments): v is
+    an autograd view of a over the memory b now has, and its gradient goes to a's leaf. It
+    was rebuilt from b, whose storage it shares after the swap, and its gradient went to
+    b's leaf (silently)."""
+    def f(a, b):
+        v = a[0]
+        a.data, b.data = b.data, a.data
+        return v * 1, v
+    def make():
+        l0, l1 = leaf(2, 3), leaf(2, 3)
+        return Inputs((l0.clone(), l1.clone()), leaves=(l0, l1))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="inference", tags=("data_assign", "nonleaf", "view", "multi_output_view",
+                                               "custom_function", "inference_mode", "aliased"))
+def unbound_argument_swaps_data_with_a_custom_function_output_in_inference_mode():
+    """Found by aotcheck fuzz --seed 3: a2 is a0 (passed twice); v1 = a2.unbind(0); v2 a
+    custom Function's output; under inference_mode v2.data, a2.data = a2.data, v2.data; the
+    unbind outputs returned. They stay autograd views of a2 (in place on one raises); the
+    swap's replay by set_() bumped a2's version and their backward raised, and they were
+    rebuilt from another argument."""
+    class _Double(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    def f(a0, a1, a2):
+        v1 = a2.unbind(0)
+        v2 = _Double.apply(a1)
+        with torch.inference_mode():
+            v2.data, a2.data = a2.data, v2.data
+        return v1
+    def make():
+        l0, l1 = leaf(2), leaf(4)
+        a0 = l0.clone()
+        return Inputs((a0, l1.clone()[::2], a0), leaves=(l0, l1))
+    return f, seeded(make)
+
+
 @case("input_mutation", mode="training", tags=("data_assign", "parameter", "view"))
 def parameter_view_taken_before_its_data_is_assigned_returned():
     """v = p[:, :2]; p.data = zeros(2, 2); v * 2 and v returned: eager's v is still an

@@ -482,8 +482,7 @@ class FunctionalRun:
             clips_of=recorder.clips_of, old_bases=st.old_bases, made_in_call=recorder.made_in_call,
             ordinary=recorder.ordinary, moved_kind=recorder.moved_kind,
             grown=self.tagger.grown_storages() if st.plain else frozenset(),
-            data_moved=frozenset(i for i, src in enumerate(self.plan.sources)
-                                 if src.kind == "placeholder" and src.index in recorder.data_sets))
+            data_moved=_data_moved(self.plan, st.user, recorder.data_sets))
         if st.swapped_views and any(c.requires_grad for c in candidates):
             # eager's set_() moved the view's version, so autograd regenerates its grad_fn as
             # a view of its base, over memory it no longer has: values computed from it get a
@@ -504,6 +503,13 @@ class FunctionalRun:
                         recorder.view_replay_hazard(),
                         grad_leaves, custom_function_digests(candidates),
                         retained=retained, hooks=hooks)
+
+
+def _data_moved(plan, user: list, data_sets: list) -> frozenset:
+    """The user leaves given ``.data =`` (a tensor passed twice, at each place)."""
+    moved = {id(user[i]) for i, src in enumerate(plan.sources)
+             if src.kind == "placeholder" and src.index in data_sets}
+    return frozenset(i for i, u in enumerate(user) if id(u) in moved)
 
 
 def _refuse_functionalization_error(e: Exception, recorder: MetadataRecorder) -> None:

@@ -107,6 +107,11 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
             outputs[k] = (OutputFacts(True, same_output=out_ids[id(o)], **common))
         elif id(o) in tensor_user:
             outputs[k] = (OutputFacts(True, is_input=tensor_user[id(o)], **common))
+        elif o._base is not None and tensor_user.get(id(o._base)) in data_moved and \
+                storage_ref(o._base) != st and not poisoned and not custom and \
+                common["new_leaf"] < 0 and _old_base(old_bases, st, (shape, stride, offset)) is not None:
+            outputs[k] = OutputFacts(True, input_storage=tensor_user[id(o._base)], at_call=True,
+                                     **common)      # NOTE [views taken before .data =]
         elif st in input_storages:
             grad_value = -1
             leaf_base = -1 if poisoned or custom else _viewed_grad_leaf(o, new_leaf_ids or {})
@@ -127,11 +132,6 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
                 (shape, stride, offset), sig.leaves[source], o.dtype)
             outputs[k] = (OutputFacts(True, input_storage=source,
                                        graph_output=grad_value, **common))
-        elif o._base is not None and tensor_user.get(id(o._base)) in data_moved and \
-                storage_ref(o._base) != st and not poisoned and not custom and \
-                common["new_leaf"] < 0 and _old_base(old_bases, st, (shape, stride, offset)) is not None:
-            outputs[k] = OutputFacts(True, input_storage=tensor_user[id(o._base)], at_call=True,
-                                     **common)      # NOTE [views taken before .data =]
         elif id(o) in roots:
             # the base of earlier view outputs, returned itself: it is the fresh one
             outputs[k] = (OutputFacts(True, graph_output=intermediates[roots[id(o)]], **common))

@@ -135,20 +135,16 @@ def replay_swap(m, primals, storages, values, slot) -> None:
     placeholders' storages at the call."""
     storage = values[slot[m.storage_output]].untyped_storage() \
         if m.storage_source.new else storages[m.storage_source.placeholder]
-    if m.final_dtype or m.kept_node:    # kept_node: NOTE [.data = onto another shape while
-        _assign_data(primals[m.placeholder], storage, m)    # a use holds the node] (reshaped.py)
-        return
-    if m.storage_source.new:     # the whole of a storage made inside
-        primals[m.placeholder].set_(storage, m.final_offset, m.final_shape, m.final_stride)
-        return
     target = primals[m.placeholder]
-    if m.data_only and target._base is not None:
-        # eager's .data = bumps no version, so a view keeps its grad_fn (set_() would make
-        # autograd rebuild it on its base in the new geometry)
-        _assign_data(target, storages[m.storage_source.placeholder], m)
-    else:
-        target.set_(storages[m.storage_source.placeholder], m.final_offset, m.final_shape,
-                    m.final_stride)
+    if m.final_dtype or m.kept_node or m.data_only:
+        # ``.data =`` as eager's: it bumps no version, so a view keeps its grad_fn (set_()
+        # would make autograd rebuild it on its base in the new geometry), and views of the
+        # argument taken before it stay valid (NOTE [views taken before .data =] in
+        # capture/outputs.py); it keeps a leaf's gradient node (kept_node: NOTE [.data =
+        # onto another shape while a use holds the node] in capture/reshaped.py)
+        _assign_data(target, storage, m)
+    else:       # onto another argument's storage as it was at the call, or a new one
+        target.set_(storage, m.final_offset, m.final_shape, m.final_stride)
     if m.data and m.storage_source.onto(m.placeholder) and not _grad_own(m):
         copy_whole_storage(m, target, values, slot)
 
