@@ -87,6 +87,8 @@ class OutputInfo:
     clips: tuple = ()                # (shape, stride, offset) per as_strided input cut through
                                      # (NOTE [as_strided clips] in recorder.py)
     from_root: bool = False          # rebuilt on the argument's own base (eager regenerated it)
+    moved_kind: str = ""             # handed back as a mix of kinds, as eager's (NOTE [inference
+                                     # state moved by .data =] in capture/inference_call.py)
     at_call: bool = False            # rebuilt from the argument before the runtime replays its
                                      # ``.data =`` (NOTE [views taken before .data =] in outputs.py)
 
@@ -255,7 +257,7 @@ def _classify(k, o) -> OutputInfo:
                   multi_output_view=o.multi_output_view, grad_dead_end=o.grad_dead_end,
                   custom_view=o.custom_view, new_leaf=o.new_leaf, inference=o.inference, ordinary=o.ordinary,
                   base_new_leaf=o.base_new_leaf, poisoned=o.poisoned, clips=o.clips,
-                  from_root=o.from_root, at_call=o.at_call)
+                  from_root=o.from_root, at_call=o.at_call, moved_kind=o.moved_kind)
     if o.same_output >= 0:
         return OutputInfo(k, SAME_AS_OUTPUT, o.same_output, **common)
     if o.is_input >= 0:

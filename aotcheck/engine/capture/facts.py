@@ -169,6 +169,8 @@ class OutputFacts:
                                       # (NOTE [as_strided clips] in recorder.py)
     from_root: bool = False           # eager regenerated it from its root base, reaching
                                       # outside the argument it aliases
+    moved_kind: str = ""              # ``.data =`` in an inference call gave it the other kind:
+                                      # (NOTE [inference state moved by .data =])
     at_call: bool = False             # a view of an argument taken before ``.data =`` moved it:
                                       # rebuilt before the swap (NOTE [views taken before .data =])
 

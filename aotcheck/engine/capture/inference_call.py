@@ -88,9 +88,10 @@ def transform_results(out, inputs=()) -> list:
 # The other way, an ordinary tensor given an inference tensor's ``.data`` becomes one. The
 # recorder's ``made_in_call`` (which tensors eager's key set calls inference tensors) follows
 # each assignment, and ``counterless`` holds the tensors made as inference tensors that an
-# assignment made ordinary. The runtime cannot hand back either mix (an ordinary tensor with
-# no counter, an inference tensor with one): returning one is refused by name
-# (``refuse_moved_output``), not given back as the wrong kind.
+# assignment made ordinary. A returned one is marked (``moved_kind``, an output fact), and the
+# runtime hands back the same mix as eager's (regenerate.as_moved_kind): a shell of the kind
+# the tensor was made as (an ordinary one keeps a version counter, an inference one none),
+# given the output's value by ``.data =`` inside inference mode.
 
 NO_VERSION_COUNTER = "Inference tensors do not track version counter."
 
@@ -119,20 +120,6 @@ def note_data_moved(recorder, target: torch.Tensor, src) -> None:
     for ids, mixed in ((recorder.counterless, born[id(target)] and id(target) not in made),
                        (recorder.moved_kind, born[id(target)] != (id(target) in made))):
         (ids.add if mixed else ids.discard)(id(target))
-
-
-def refuse_moved_output(out_leaves: list, moved_kind, made_in_call) -> None:
-    """NOTE [inference state moved by .data =]: a returned tensor whose kind an assignment
-    changed (``moved_kind``) is refused by name."""
-    from ...errors import UnsupportedInputError
-    for k, o in enumerate(out_leaves):
-        if isinstance(o, torch.Tensor) and id(o) in moved_kind:
-            kind = "an inference tensor with a version counter" if id(o) in made_in_call \
-                else "an ordinary tensor with no version counter"
-            raise UnsupportedInputError(
-                f"output leaf {k} was given .data = of a tensor of the other kind inside an "
-                f"inference_mode call, which makes it {kind} in eager; aotcheck's outputs are "
-                "either inference tensors or ordinary ones. Return a clone() of it")
 
 
 def _as_in_inference_mode(out, target, args, kwargs, made: set):

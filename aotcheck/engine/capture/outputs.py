@@ -15,7 +15,6 @@ import torch
 from ...errors import UnsupportedInputError
 from .facts import OutputFacts
 from .functional import geometry_of, storage_ref
-from .inference_call import refuse_moved_output
 from .nondiff import refuse_nondiff_output
 from ..graph_walk import grad_nodes
 from ..signature import Signature, whole_storage
@@ -54,7 +53,6 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
         isinstance(out_leaves[k], torch.Tensor) and out_leaves[k]._base is None
         and out_leaves[k].requires_grad))
     outputs = [None] * len(out_leaves)
-    refuse_moved_output(out_leaves, moved_kind, made_in_call or ())
     for k in order:
         o = out_leaves[k]
         if isinstance(o, torch.Size):
@@ -102,6 +100,9 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
         clips, regenerated = clips_of(o) if clips_of is not None and not poisoned else ((), False)
         common["clips"] = clips
         common["new_leaf"] = (new_leaf_ids or {}).get(id(o), -1)
+        # NOTE [inference state moved by .data =] in inference_call.py: the kind it ends as
+        common["moved_kind"] = ("inference" if id(o) in (made_in_call or ()) else "ordinary") \
+            if id(o) in moved_kind else ""
         st = storage_ref(o)
         if id(o) in out_ids:
             outputs[k] = (OutputFacts(True, same_output=out_ids[id(o)], **common))

@@ -42,7 +42,7 @@ from ..analyze import (ALIAS_OF_INPUT, ALIAS_OF_INTERMEDIATE, ALIAS_OF_OUTPUT, C
 from ..capture.functional import outside_saved_tensors_hooks
 from ..capture.plan import InputPlan, placeholder_tensors
 from ..capture.values import is_guarded
-from .regenerate import (addressing, alias, as_inference_tensors, as_ordinary_tensors,
+from .regenerate import (addressing, alias, as_inference_tensors, as_moved_kind, as_ordinary_tensors,
                          detached_alias, restride, view_in_custom_function)
 from .codegen import to_callable
 from .function import make_function
@@ -169,6 +169,7 @@ class CompiledArtifact:
         self._inference_outputs = [o.index for o in meta.outputs if o.inference]
         self._at_call_outputs = [o for o in meta.outputs if o.kind == ALIAS_OF_INPUT and o.at_call]
         self._ordinary_outputs = [o.index for o in meta.outputs if o.ordinary]
+        self._moved_kind = [o for o in meta.outputs if o.moved_kind]
         self._inference_shared = frozenset(o.index for o in meta.outputs
                                            if o.inference and o.kind == ALIAS_OF_INPUT)
         self._written_then_moved = [m.placeholder for m in meta.mutations
@@ -196,7 +197,7 @@ class CompiledArtifact:
                 and not meta.retained and not meta.hooks \
                 and not meta.metadata_ops and not self._rg_on and not self._rg_off \
                 and not meta.new_leaves and not meta.member_metadata \
-                and not self._inference_outputs and not self._ordinary_outputs:
+                and not self._inference_outputs and not self._ordinary_outputs and not self._moved_kind:
             self._fresh_slots = [self._slot[o.graph_output] for o in meta.outputs]
         self._unflatten = _fast_unflatten(out_spec)
         # NOTE [value specialization] (values.py): a guard that fails raises before the graph
@@ -475,6 +476,8 @@ class CompiledArtifact:
             as_inference_tensors(out, self._inference_outputs, self._inference_shared)
         if self._ordinary_outputs and torch.is_inference_mode_enabled():
             as_ordinary_tensors(out, self._ordinary_outputs)
+        if self._moved_kind:
+            as_moved_kind(out, self._moved_kind)
         return out
 
 

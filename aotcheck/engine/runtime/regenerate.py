@@ -222,3 +222,28 @@ def as_ordinary_tensors(out: list, indices) -> None:
                 copies[storage.data_ptr()] = raw
             out[k] = made[id(t)] = raw.view(t.dtype).as_strided(t.shape, t.stride(),
                                                                 t.storage_offset())
+
+
+def as_moved_kind(out: list, outputs) -> None:
+    """NOTE [inference state moved by .data =] (capture/inference_call.py): each output
+    ``.data =`` gave the other kind inside the inference call, as eager's: a shell made as
+    the kind it was made as, given the output's value by ``.data =`` inside inference mode
+    (an inference tensor with a version counter, or an ordinary one with none). One tensor
+    returned twice stays one tensor."""
+    made: dict[int, torch.Tensor] = {}
+    for o in outputs:
+        t = out[o.index]
+        if not isinstance(t, torch.Tensor):
+            continue
+        key = id(t)
+        if key not in made:
+            final = o.moved_kind == "inference"
+            if t.is_inference() != final:
+                with torch.inference_mode(final):
+                    t = t.clone()
+            with torch.inference_mode(not final):     # made as the other kind
+                shell = torch.empty(0, dtype=t.dtype, device=t.device)
+            with torch.inference_mode():
+                shell.data = t
+            made[key] = shell
+        out[o.index] = made[key]
