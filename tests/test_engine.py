@@ -1817,3 +1817,21 @@ def test_data_back_onto_its_own_storage_after_a_recorded_write_keeps_the_write(f
         (aotcheck.aot_function(fn) if compiled else fn)(a1)
         (a1 * 3).sum().backward()
         assert leaf.grad.tolist() == [-3.0], compiled
+
+
+def _hooked_argument_and_another_output(x, y):
+    x.register_hook(lambda g: g * 2)
+    return x * 2, y * 3
+
+
+def test_a_hooked_argument_that_the_backward_does_not_reach_is_not_called():
+    """Eager's backward through ``y * 3`` alone never reaches x's node, so x's hook does not
+    run; the compiled function's edge to x handed it None, and the hook raised TypeError
+    (``None * 2``). The runtime's hooks skip a None gradient (imperative.skip_unreached)."""
+    for fn in (_hooked_argument_and_another_output, aotcheck.aot_function(_hooked_argument_and_another_output)):
+        x, y = torch.ones(3, requires_grad=True), torch.ones(3, requires_grad=True)
+        a, b = fn(x, y)
+        b.sum().backward(retain_graph=True)     # (the compiled outputs share one node)
+        assert x.grad is None and y.grad.tolist() == [3.0] * 3
+        a.sum().backward()
+        assert x.grad.tolist() == [4.0] * 3             # the hook doubled it

@@ -46,7 +46,7 @@ from .regenerate import (addressing, alias, as_inference_tensors, as_moved_kind,
                          detached_alias, restride, view_in_custom_function)
 from .codegen import to_callable
 from .function import make_function
-from .imperative import imperative_autograd, retain_at_call, retain_between
+from .imperative import imperative_autograd, retain_at_call, retain_between, skip_unreached
 from .writeback import (apply_mutations, as_at_call, fits, geometry,
                         replay_reshaping_swaps, reshaped_leaves, restore_member_geometry)
 from .swap_grad import old_grad_edges
@@ -187,7 +187,7 @@ class CompiledArtifact:
             raise AotcheckError("a compiled entry registers tensor hooks on its arguments but has "
                                 "no hook functions for them; clear the cache entry "
                                 "and report this")
-        hooks = list(zip(meta.hooks, parts.hook_fns))
+        hooks = [(h, skip_unreached(fn)) for h, fn in zip(meta.hooks, parts.hook_fns)]
         self._hooks_before = [(i, fn) for (i, written), fn in hooks if not written and i >= 0]
         self._hooks_after = [(i, fn) for (i, written), fn in hooks if written and i >= 0]
         # NOTE [hooks on leaves made inside] (capture/autograd_facts.py)

@@ -69,6 +69,22 @@ def retain_at_call(art, leaves: list) -> dict:
                 t.retain_grad()
     return at_call
 
+def skip_unreached(hook):
+    """A hook the runtime registers on a caller's tensor, skipped for a None gradient.
+
+    The compiled function is one node with an edge to every argument that requires grad; a
+    backward through only some of its outputs hands the others' arguments None (NOTE
+    [per-output reach] in joint.py), and autograd still calls their tensor hooks, with None,
+    where eager's backward never reaches their nodes: ``x.register_hook(lambda g: g * 2);
+    return x * 2, y * 3`` and a backward through ``y * 3`` raised TypeError in the hook.
+    (Eager does call a hook with None where a custom Function's backward returns None for
+    its input; that call is not made.)"""
+    def skipping(grad):
+        return None if grad is None else hook(grad)
+    skipping.__wrapped__ = hook
+    return skipping
+
+
 def retain_between(art, leaves: list, primals: list, nodes: dict) -> None:
     """retain_grad() on the arguments retained between their writes and their metadata calls
     (NOTE [where an argument's retained gradient sits] in capture/autograd_facts.py), after
