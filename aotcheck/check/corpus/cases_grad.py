@@ -864,6 +864,23 @@ def imperative_hook_on_a_leaf_made_inside_that_nothing_uses():
     return f, seeded(make)
 
 
+@case("requires_grad_modes", mode="training", tags=("leaf_inside", "no_grad", "view", "no_tensor_args"))
+def no_grad_view_of_a_leaf_made_inside_multiplied_in_a_grad_region():
+    """Found by aotcheck fuzz --seed 1 (a regression of a change made this stop): v0 =
+    randn((), requires_grad=True); v2 = v0.view(1) under no_grad; v2 @ v2 in an enable_grad
+    region. v2 requires grad through its base but no gradient reaches v0; the output requires
+    grad. Dropping the compiled function's edge to a leaf that no output's gradient reaches
+    made the output not require grad."""
+    def f():
+        v0 = torch.randn((), requires_grad=True)
+        with torch.no_grad():
+            v2 = v0.view((1,))
+        with torch.no_grad():
+            with torch.enable_grad():
+                return torch.matmul(v2, v2)
+    return f, seeded(lambda: Inputs(()))
+
+
 @case("requires_grad_modes", mode="training", tags=("imperative_autograd", "tensor_hook", "leaf_inside"))
 def imperative_hook_on_a_leaf_made_inside_not_returned():
     """A hook on a leaf made inside that is only used: its gradient is unobservable, the

@@ -124,10 +124,6 @@ class CompiledArtifact:
             if len(parts.grad_reach) >= len(parts.grad_inputs) else set()
         self._unread = frozenset(k for k, n in enumerate(fw_placeholders[:len(plan.placeholders)])
                                  if not n.users and k in no_grad) if self.training else frozenset()
-        # so does a grad leaf made inside that no output reaches: eager runs no node of it (a
-        # hook on it never runs; through an edge, it would get None)
-        self._unreached_new = frozenset(j for j in range(len(meta.new_leaves))
-                                        if len(plan.placeholders) + j in no_grad)
         # NOTE [set_ under no_grad onto another shape] (swap_grad.py): leaves whose gradient
         # node of before their swap the compiled function takes too
         self._olds = tuple(m.placeholder for m in meta.mutations if m.old_edge)
@@ -260,8 +256,6 @@ class CompiledArtifact:
                     olds = old_grad_edges(primals, self._olds, late, self._grad_region_only)
                 at_call_storages = [p.untyped_storage() for p in primals]
                 replay_reshaping_swaps(late, primals, pre, self._slot)
-            edged = [t.detach() if j in self._unreached_new else t for j, t in enumerate(grad_leaves)] \
-                if self._unreached_new else grad_leaves
             inputs = primals if not self._unread else [
                 t.detach() if k in self._unread and t.requires_grad else t
                 for k, t in enumerate(primals)]
@@ -269,9 +263,9 @@ class CompiledArtifact:
                 # grad mode is off at the call, but an enable_grad region inside the
                 # function records autograd: so does the compiled function
                 with torch.enable_grad():
-                    values = self._function.apply(*inputs, *edged, early, pre, *olds)
+                    values = self._function.apply(*inputs, *grad_leaves, early, pre, *olds)
             else:
-                values = self._function.apply(*inputs, *edged, early, pre, *olds)
+                values = self._function.apply(*inputs, *grad_leaves, early, pre, *olds)
         elif self._needs_no_grad:
             with torch.no_grad():
                 values = self.forward(*as_at_call(primals, early))
