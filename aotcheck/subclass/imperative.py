@@ -45,6 +45,7 @@ from torch.utils.hooks import RemovableHandle
 from torch.utils import _pytree as pytree
 
 from ..engine.capture.recorder import METADATA_METHODS, call_name
+from ..engine.runtime.imperative import skip_unreached
 from .autograd import STALE, grad_fn_of, reaches
 from ..errors import UnsupportedInputError
 
@@ -237,8 +238,8 @@ def argument_hooks(hooks: list, outer: list, written: bool) -> None:
     registered before the function wrote their argument (``written=False``, before the call),
     or after (``written=True``, after the write-back)."""
     for j, hook, after in hooks:
-        if after == written:
-            outer[j].register_hook(hook)
+        if after == written:     # None where the backward does not reach it, as eager's runs none
+            outer[j].register_hook(skip_unreached(hook))
 
 
 def retained_arguments(positions, outer: list) -> None:

@@ -640,3 +640,21 @@ def twotensor_enable_grad_region_of_a_no_grad_call():
         la, lb = two(3, requires_grad=True), two(3, requires_grad=True)
         return Inputs((la, lb * 1), leaves=(la, lb))
     return f, seeded(make)
+
+
+@case("subclass", mode="training", tags=("imperative_autograd", "tensor_hook", "fuzz"))
+def twotensor_call_with_a_hooked_plain_argument_the_outputs_do_not_reach():
+    """Found by aotcheck fuzz --seed 5: a hook on a plain leaf argument that no output reaches,
+    beside a TwoTensor argument and a write of one row of a non-leaf into the other: eager's
+    backward never reaches the hooked leaf; the compiled function's edge handed its hook None
+    (TypeError inside the hook)."""
+    def f(a0, a1, a2, a3):
+        a3.register_hook(lambda g: g * 2)
+        a0.copy_(a1)
+        return a2 * 2
+    def make():
+        l0 = leaf(2)
+        b0 = l0.clone()
+        t, s = two(2, 1, 4, requires_grad=True), leaf(())
+        return Inputs((b0[0], b0[1], t, s), leaves=(l0, t, s))
+    return f, seeded(make)
