@@ -658,3 +658,22 @@ def twotensor_call_with_a_hooked_plain_argument_the_outputs_do_not_reach():
         t, s = two(2, 1, 4, requires_grad=True), leaf(())
         return Inputs((b0[0], b0[1], t, s), leaves=(l0, t, s))
     return f, seeded(make)
+
+
+@case("subclass", mode="inference", tags=("data_assign", "parameter", "aliased", "fuzz"))
+def twotensor_call_with_a_parameter_passed_twice_given_data():
+    """Found by aotcheck fuzz --seed 5 (4 programs): a Parameter passed twice beside a
+    TwoTensor, given ``.data =`` of a Parameter made under no_grad: the runtime moved the
+    caller's Parameter through its first place, then its second place's alias, unmoved,
+    moved it back (silently: the argument kept its old values and shape)."""
+    def f(a0, a2, a3):
+        with torch.no_grad():
+            v1 = torch.nn.Parameter(torch.randn(()))
+        with torch.no_grad():
+            with torch.enable_grad():
+                a0.data = v1
+        return ()
+    def make():
+        p, t = torch.nn.Parameter(rand(2, 4)), two(2, 2, requires_grad=True)
+        return Inputs((p, t, p), leaves=(p, t))
+    return f, seeded(make)
