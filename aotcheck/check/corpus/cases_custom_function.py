@@ -84,6 +84,18 @@ class DoubleInPlace(torch.autograd.Function):
         return g * 2
 
 
+class Double(torch.autograd.Function):
+    """Doubles its input out of place; its backward doubles the gradient."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
 class SortedWithIndices(torch.autograd.Function):
     """Sorts; the indices are marked non-differentiable."""
 

@@ -1623,18 +1623,11 @@ def unbound_argument_swaps_data_with_a_custom_function_output_in_inference_mode(
     unbind outputs returned. They stay autograd views of a2 (in place on one raises); the
     swap's replay by set_() bumped a2's version and their backward raised, and they were
     rebuilt from another argument."""
-    class _Double(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * 2
+    from .cases_custom_function import Double
 
     def f(a0, a1, a2):
         v1 = a2.unbind(0)
-        v2 = _Double.apply(a1)
+        v2 = Double.apply(a1)
         with torch.inference_mode():
             v2.data, a2.data = a2.data, v2.data
         return v1

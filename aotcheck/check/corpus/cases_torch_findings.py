@@ -165,14 +165,7 @@ def fuzz_custom_function_graph_never_cached():
     """A graph that calls a custom ``autograd.Function`` is never saved by AOTAutogradCache
     (with ``force_autograd_cache`` and ``bundled_autograd_cache``): the cached run reports a
     bypass. Cold results match eager."""
-    class Double(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * 2
+    from .cases_custom_function import Double
 
     def f(x):
         return (Double.apply(x),)
