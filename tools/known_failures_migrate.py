@@ -72,7 +72,7 @@ def main(argv=None) -> int:
                 left.append(f"{engine} {k}: {o.status if o else 'not run'}")
                 continue
             tables[engine][k] = replace(tables[engine][k], fingerprint=o.fingerprint)
-    replace(rec, engines=tables).save(args.file or records.BUILTIN)
+    replace(rec, engines=tables).save(args.file or records.record_path())
     print(f"pinned {n - len(left)}; left unpinned {len(left)}")
     for line in left:
         print(f"  {line}")

@@ -4,8 +4,10 @@
     aotcheck check --engine all-torch --baseline main.json   # on your branch's build
     aotcheck baseline save --builtin --engine all-torch      # regenerate the built-in record
 
-A baseline has the built-in record's format (``aotcheck.regress.record``). ``--builtin`` rewrites
-``aotcheck/targets/known_failures.json`` for the engines run, keeping every other engine's table,
+A baseline has the built-in record's format (``aotcheck.regress.record``). ``--builtin`` writes
+the installed torch release's record, ``aotcheck/targets/records/torch-<release>.json`` (made
+from the nearest recorded release's when the release has none yet), for the engines run,
+keeping every other engine's table,
 the reasons of failures that are still there, and the entries of cases that were not run; a new
 failure gets the reason "recorded by aotcheck baseline save; no reason written yet", for a
 person to replace."""
@@ -22,8 +24,8 @@ def register(sub) -> None:
     bsub = p.add_subparsers(dest="baseline_command", required=True)
     s = bsub.add_parser("save", help="run the corpus and record every failure with its fingerprint")
     s.add_argument("file", nargs="?", default=None, help="where to write the baseline")
-    s.add_argument("--builtin", action="store_true", help="rewrite the built-in record "
-                   "(aotcheck/targets/known_failures.json) instead of FILE")
+    s.add_argument("--builtin", action="store_true", help="rewrite the installed torch release's "
+                   "built-in record (aotcheck/targets/records/torch-RELEASE.json) instead of FILE")
     add_run_options(s)
     s.set_defaults(func=save, engine="all-torch")
 
@@ -34,6 +36,7 @@ def save(args) -> int:
     from ..errors import AotcheckError
     from ..regress import record as records
     from ..regress.plan import engines_of
+    from ..targets.known_failures import own_record_path
     from .check import execute
     if (args.file is None) == (not args.builtin):
         print("aotcheck baseline save: give FILE or --builtin (not both)", file=sys.stderr)
@@ -51,7 +54,7 @@ def save(args) -> int:
                                 keep_unrun=args.builtin)
     if args.builtin:
         rec = _with_reasons(rec, engines)
-    path = records.BUILTIN if args.builtin else args.file
+    path = own_record_path() if args.builtin else args.file
     rec.save(path)
     n = sum(len(rec.engines.get(e, {})) for e in engines)
     print(f"saved {n} recorded failure(s) of {', '.join(engines)} on torch {rec.torch} to {path} "

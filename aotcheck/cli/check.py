@@ -41,8 +41,8 @@ def register(sub) -> None:
                         "built-in record (aotcheck/targets/known_failures.json)")
     p.add_argument("--strict", action="store_true", help="a FIXED failure (recorded, now passing) "
                    "fails the run too")
-    p.add_argument("--verbose", "-v", action="store_true", help="print every problem of each "
-                   "NEW and CHANGED failure")
+    p.add_argument("--verbose", "-v", action="store_true", help="print each NEW and CHANGED "
+                   "failure's problems in full under its one-line summary")
     p.set_defaults(func=run)
 
 
@@ -144,8 +144,10 @@ def print_report(plan, result, verdicts, record, *, verbose: bool = False, strea
             print(f"  {v.sentence}", file=out)
             if verbose and kind != "FIXED":
                 o = next(o for o in result.outcomes if (o.engine, o.stage, o.case_id) == (v.engine, v.stage, v.case_id))
-                for p in o.problems[1:]:
+                for p in o.problems:
                     print(f"      {p}", file=out)
+        if vs and kind != "FIXED" and not verbose:
+            print("  (one line each; -v prints every problem in full)", file=out)
 
 
 def _cell(c: Counter) -> str:

@@ -45,16 +45,19 @@ class Verdict:
 
     @property
     def sentence(self) -> str:
-        """One line saying what changed, for the NEW / CHANGED / FIXED lists."""
+        """One short line saying what changed, for the NEW / CHANGED / FIXED lists: the
+        fingerprints only (``aotcheck check -v`` prints the problems in full under it)."""
         where = f"{self.case_id} [{self.engine}, {self.stage}]"
         if self.kind == "NEW":
-            return f"{where}: {self.now} -- {self.detail}"
+            return f"{where}: {_short(str(self.now), 140)}"
         if self.kind == "CHANGED":
-            return f"{where}: was {self.was.fingerprint}; now {self.now} -- {self.detail}"
+            return f"{where}: was {_short(str(self.was.fingerprint), 90)}; now {_short(str(self.now), 90)}"
         if self.kind == "FIXED":
             was = self.was.fingerprint or self.was.reason
             return f"{where}: recorded as failing ({_short(str(was))}), now passes"
         return f"{where}: {self.kind}"
+
+
 
 
 def _short(s: str, n: int = 160) -> str:

@@ -8,6 +8,10 @@
     torch-inductor       torch.compile(backend="inductor"), C++ kernels: cold, cached (slow)
     torch-inductor-lite  Inductor with every op an aten fallback: cold, cached
     all-torch            torch, torch-aot-function, torch-inductor-lite
+    dynamo-aotcheck      torch.compile(fn, backend="aotcheck"): Dynamo's graphs through aotcheck's
+                         engine and cache (not in all-torch; tests/test_backend.py runs it, and
+                         ``aotcheck baseline save --builtin --engine dynamo-aotcheck`` records its
+                         failures for a new torch release)
 
 Every engine with a persistent cache also runs the key-variation phase (``variations``).
 
@@ -26,7 +30,8 @@ from dataclasses import dataclass
 ENGINE_SETS: dict[str, tuple[str, ...]] = {
     "all-torch": ("torch", "torch-aot-function", "torch-inductor-lite"),
 }
-SINGLE = ("aotcheck", "torch", "torch-aot-function", "torch-inductor", "torch-inductor-lite")
+SINGLE = ("aotcheck", "torch", "torch-aot-function", "torch-inductor", "torch-inductor-lite",
+          "dynamo-aotcheck")
 CHOICES = SINGLE + tuple(ENGINE_SETS)
 SHARES_FILL = frozenset({"torch", "torch-inductor", "torch-inductor-lite"})
 

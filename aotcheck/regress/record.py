@@ -1,7 +1,8 @@
 """Recorded failures: per engine, each failing (stage, case) with its reason and how it fails.
 
-One format serves the built-in record (``aotcheck/targets/known_failures.json``) and a saved
-baseline (``aotcheck baseline save FILE``)::
+One format serves the built-in records (``aotcheck/targets/records/torch-<release>.json``, one
+per recorded torch release; the installed release's is read) and a saved baseline
+(``aotcheck baseline save FILE``)::
 
     {"format": 2,
      "recorded_on": {"torch": "2.13.0"},
@@ -19,7 +20,8 @@ the case's own entry: a case whose cold run fails fails its cache round trip the
 ``fingerprint.py``), or, as in format 1, the reason alone: such an entry is *unpinned* and
 ``tools/known_failures_migrate.py`` pins it (runs the case and writes its fingerprint).
 ``recorded_on`` names the torch build the failures were seen on: a fingerprint is pinned per
-torch version, and a record read on another build says so (``known_failures.version_note``).
+torch release (NOTE [one record per torch release] in ``targets/known_failures.py``), and a
+release with no record of its own is told which one stands in (``known_failures.version_note``).
 """
 from __future__ import annotations
 
@@ -28,11 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from ..targets.known_failures import CRASH
+from ..targets.known_failures import CRASH, record_path
 from .fingerprint import FailurePrint, same_failure
 
 FORMAT = 2
-BUILTIN = Path(__file__).resolve().parent.parent / "targets" / "known_failures.json"
 
 
 class RecordError(ValueError):
@@ -146,8 +147,9 @@ def from_json(data: dict, source: str = "") -> Record:
 
 
 def load(path=None) -> Record:
-    """The record in ``path`` (default: the built-in ``known_failures.json``)."""
-    path = Path(path) if path is not None else BUILTIN
+    """The record in ``path`` (default: the built-in record of the installed torch release,
+    ``known_failures.record_path()``)."""
+    path = Path(path) if path is not None else record_path()
     try:
         text = path.read_text()
     except OSError as e:

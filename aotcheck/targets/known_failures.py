@@ -1,6 +1,7 @@
 """known_failures: every corpus case that an engine is expected to get wrong, with the reason.
 
-The table is data, in ``known_failures.json`` beside this file::
+The table is data, one file per torch release in ``records/`` beside this file
+(``records/torch-2.13.0.json``, ``records/torch-2.14.1.json``, ...)::
 
     {"format": 2,
      "recorded_on": {"torch": "2.13.0"},
@@ -20,8 +21,10 @@ pin unpinned entries (added by hand, reason only) with
 (tests/test_engines.py) keep the table exact: every entry must fail, the same way, and
 nothing else may.
 
-The table holds what the torch engines did on one torch build, ``recorded_on``. On any
-other torch (a nightly, a local build, a later release) :func:`version_note` says so once:
+Each file holds what the torch engines did on one torch release, ``recorded_on``; the one for
+the installed release is chosen automatically (:func:`record_path`, NOTE [one record per torch
+release]). On a release with no record (a nightly, a local build, a later release) the nearest
+recorded release is used and :func:`version_note` says so once:
 the strict xfails then compare that build's behaviour with the recorded one, so an XPASS or
 a new failure may be a difference between torch versions rather than a regression. The
 note points at the baseline workflow: record main's build with ``aotcheck baseline save``
@@ -30,9 +33,64 @@ and compare a branch's build with ``aotcheck check --baseline``.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
-_PATH = Path(__file__).with_name("known_failures.json")
+RECORDS = Path(__file__).with_name("records")
+
+# NOTE [one record per torch release]
+# The torch engines' verdicts are a property of the torch build: a Dynamo or AOTAutograd change
+# between releases turns a crash into a pass (or a silently wrong result), so one record cannot
+# serve 2.13.0, 2.14.1 and 2.15.0 at once. ``records/torch-<release>.json`` holds each recorded
+# release's; the installed release reads its own. A release with no file (a nightly, a local
+# build, a release not yet recorded) reads the newest recorded release at or below it (a
+# nightly of 2.16 reads 2.15.0's), else the oldest, and is told so once (``version_note``).
+# ``aotcheck baseline save --builtin`` writes the installed release's file, starting from the
+# nearest record's reasons; ``tools/torch_versions.py`` prepares the other releases' venvs and
+# regenerates or checks every file.
+
+
+def release(version: str) -> str:
+    """``2.13.0+cpu`` -> ``2.13.0``: the local build tag does not change recorded behaviour."""
+    return str(version).split("+")[0]
+
+
+def _numbers(version: str) -> tuple[int, ...]:
+    """``2.15.0.dev20261201`` -> ``(2, 15, 0)``: the release's leading numbers, for ordering."""
+    m = re.match(r"\d+(?:\.\d+)*", release(version))
+    return tuple(int(n) for n in m.group(0).split(".")) if m else ()
+
+
+def recorded_releases() -> list[str]:
+    """The torch releases with a record file, oldest first."""
+    names = [p.name[len("torch-"):-len(".json")] for p in RECORDS.glob("torch-*.json")]
+    return sorted(names, key=_numbers)
+
+
+def record_path(torch_version: str | None = None) -> Path:
+    """The record for ``torch_version`` (default: the installed torch): its own release's file,
+    else the newest recorded release at or below it, else the oldest (NOTE [one record per
+    torch release])."""
+    if torch_version is None:
+        import torch
+        torch_version = torch.__version__
+    known = recorded_releases()
+    if not known:
+        raise FileNotFoundError(f"no known-failures record in {RECORDS}")
+    own = release(torch_version)
+    if own in known:
+        return RECORDS / f"torch-{own}.json"
+    below = [r for r in known if _numbers(r) <= _numbers(own)]
+    return RECORDS / f"torch-{below[-1] if below else known[0]}.json"
+
+
+def own_record_path(torch_version: str | None = None) -> Path:
+    """Where the record of ``torch_version``'s own release lives (written by ``baseline save
+    --builtin``), whether or not it exists yet."""
+    if torch_version is None:
+        import torch
+        torch_version = torch.__version__
+    return RECORDS / f"torch-{release(torch_version)}.json"
 
 
 def _reason(entry) -> str:
@@ -41,38 +99,35 @@ def _reason(entry) -> str:
 
 
 def _load() -> tuple[str, dict[str, dict[str, str]]]:
-    data = json.loads(_PATH.read_text())
+    data = json.loads(record_path().read_text())
     reasons = data["reasons"]
     return data["recorded_on"]["torch"], {
         engine: {case: reasons.get(_reason(r), _reason(r)) for case, r in table.items()}
         for engine, table in data["engines"].items()}
 
 
-RECORDED_ON_TORCH, KNOWN_FAILURES = _load()   # the torch build the table was recorded on, and the table
-
-
-def _release(version: str) -> str:
-    """``2.13.0+cpu`` -> ``2.13.0``: the local build tag does not change recorded behaviour."""
-    return version.split("+")[0]
+RECORDED_ON_TORCH, KNOWN_FAILURES = _load()   # the release the table was recorded on, and the table
 
 
 def version_note(torch_version: str | None = None) -> str | None:
-    """None on the torch build the known failures were recorded on; otherwise one plain
-    paragraph saying which build that was and what it means for the strict xfails."""
+    """None on a torch release that has its own record; otherwise one plain paragraph saying
+    which recorded release stands in for it and what that means for the strict xfails."""
     if torch_version is None:
         import torch
         torch_version = torch.__version__
-    if _release(str(torch_version)) == _release(RECORDED_ON_TORCH):
+    if release(torch_version) in recorded_releases():
         return None
-    return (f"aotcheck: the torch engines' known failures were recorded on torch {RECORDED_ON_TORCH}; "
-            f"this is torch {torch_version}. Each known failure is a strict xfail: on this build a "
-            f"recorded failure that now passes is reported as XPASS (a failure of the run), and a "
-            f"failure that torch {RECORDED_ON_TORCH} did not have is reported as a failure. Either may "
-            f"be a difference between the two torch versions rather than a regression of this build; "
-            f"the aotcheck engine's own verdicts do not depend on the torch version's record. To "
-            f"compare two builds, record the reference one with `aotcheck baseline save FILE "
-            f"--engine all-torch` and run `aotcheck check --engine all-torch --baseline FILE` "
-            f"on the other (README: the regression workflow).")
+    used = record_path(torch_version).name[len("torch-"):-len(".json")]
+    return (f"aotcheck: torch {torch_version} has no known-failures record of its own (recorded: "
+            f"{', '.join(recorded_releases())}); the torch engines are judged against torch {used}'s. "
+            f"Each known failure is a strict xfail: on this build a recorded failure that now passes "
+            f"is reported as XPASS (a failure of the run), and a failure that torch {used} did not "
+            f"have is reported as a failure. Either may be a difference between the two torch "
+            f"versions rather than a regression of this build; the aotcheck engine's own verdicts do "
+            f"not depend on the record. To compare two builds, record the reference one with "
+            f"`aotcheck baseline save FILE --engine all-torch` and run `aotcheck check --engine "
+            f"all-torch --baseline FILE` on the other, or record this release's own with `aotcheck "
+            f"baseline save --builtin` (README: the regression workflow).")
 
 
 _NOTED: list[bool] = []

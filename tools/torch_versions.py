@@ -1,0 +1,159 @@
+"""The torch releases aotcheck keeps a record for: prepare a venv for each, then check or
+regenerate every record (NOTE [one record per torch release] in aotcheck/targets/known_failures.py).
+
+    python tools/torch_versions.py prepare                 # a venv per release (pip's wheel cache kept)
+    python tools/torch_versions.py check                   # the regression command in every venv
+    python tools/torch_versions.py record --only 2.15.0    # regenerate one release's record
+    python tools/torch_versions.py list                    # the releases, how each installs, its venv
+
+Each release installs its own way (``RELEASES``): 2.13.0 is the CPU wheel on this machine's disk
+(the constraints file's pin), 2.14.1 comes from the local index, 2.15.0 from PyPI with
+``PIP_CONFIG_FILE=/dev/null`` (the machine's pip config caps torch at 2.14.1, and ``--isolated``
+does not lift it). The newer releases are CUDA builds of several GB: every venv installs through
+one wheel cache (``--root``/pip-cache), so a venv made again downloads nothing.
+
+``check`` runs, in each venv, ``aotcheck check --engine all-torch --strict`` (NEW, CHANGED and
+FIXED against that release's own record all fail) and ``aotcheck check`` (aotcheck's engine),
+and prints one row per release: exit codes, NEW / CHANGED / FIXED, wall time. ``record`` runs
+``aotcheck baseline save --builtin`` for the torch engines (with their key variations) and for
+``dynamo-aotcheck`` (cold and cached: what tests/test_backend.py reads), which writes
+``aotcheck/targets/records/torch-<release>.json`` of this checkout. A release whose verdicts
+changed from the one before it deserves a findings row (docs/findings.md): a crash that became
+a silently wrong result is a torch regression.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Release:
+    version: str
+    how: str                      # one line: where the wheel comes from
+    lift_pip_config: bool = False  # PIP_CONFIG_FILE=/dev/null: past the machine's cap on torch
+    constraints: bool = False      # install through constraints.txt (the README's pin)
+
+
+RELEASES = (
+    Release("2.13.0", "the CPU wheel on this machine's disk, through constraints.txt", constraints=True),
+    Release("2.14.1", "the local index (a CUDA build)"),
+    Release("2.15.0", "PyPI, with PIP_CONFIG_FILE=/dev/null (a CUDA build)", lift_pip_config=True),
+)
+
+
+def venv_of(root: Path, r: Release) -> Path:
+    return root / f"torch-{r.version}"
+
+
+def _env(root: Path, r: Release) -> dict:
+    env = dict(os.environ, PIP_CACHE_DIR=str(root / "pip-cache"))
+    if r.lift_pip_config:
+        env["PIP_CONFIG_FILE"] = os.devnull
+    return env
+
+
+def _run(cmd, env=None, log=None) -> tuple[int, str, float]:
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    out = proc.stdout + proc.stderr
+    if log is not None:
+        log.write_text(out)
+    return proc.returncode, out, time.perf_counter() - t0
+
+
+def prepare(root: Path, r: Release) -> int:
+    """Make ``root/torch-<version>`` (if missing) with torch and this checkout's test extra."""
+    venv = venv_of(root, r)
+    env = _env(root, r)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+    steps = []
+    if not (venv / "bin" / "python").exists():
+        steps.append([sys.executable, "-m", "venv", str(venv)])
+    steps.append(pip + [f"torch=={r.version}"] + (["-c", "constraints.txt"] if r.constraints else []))
+    steps.append(pip + ["-e", ".[test]"] + (["-c", "constraints.txt"] if r.constraints else []))
+    for cmd in steps:
+        code, out, secs = _run(cmd, env)
+        print(f"[{r.version}] {' '.join(cmd[-3:])}: exit {code} ({secs:.0f}s)")
+        if code:
+            print(out[-3000:])
+            return code
+    code, out, _ = _run([str(venv / "bin" / "python"), "-c", "import torch; print(torch.__version__)"], env)
+    print(f"[{r.version}] venv {venv}: torch {out.strip()}")
+    return code
+
+
+_COUNT = re.compile(r"^(NEW|CHANGED|FIXED): (\d+)$", re.M)
+
+
+def _counts(out: str) -> str:
+    found = dict(_COUNT.findall(out))
+    return " / ".join(f"{k} {found.get(k, '?')}" for k in ("NEW", "CHANGED", "FIXED"))
+
+
+def check(root: Path, r: Release, logs: Path) -> int:
+    """The regression command and aotcheck's own check in ``r``'s venv; one printed row."""
+    bin_ = venv_of(root, r) / "bin"
+    worst = 0
+    for label, args in (("all-torch", ["--engine", "all-torch", "--strict"]), ("aotcheck", [])):
+        code, out, secs = _run([str(bin_ / "aotcheck"), "check", *args], _env(root, r),
+                               logs / f"check-{r.version}-{label}.log")
+        print(f"torch {r.version}  {label:9}  exit {code}  {_counts(out)}  wall {secs:.1f}s")
+        worst = worst or code
+    return worst
+
+
+def record(root: Path, r: Release, logs: Path) -> int:
+    """Regenerate ``records/torch-<version>.json``: the torch engines, then dynamo-aotcheck."""
+    bin_ = venv_of(root, r) / "bin"
+    for label, args in (("all-torch", ["--engine", "all-torch"]),
+                        ("dynamo-aotcheck", ["--engine", "dynamo-aotcheck", "--no-variations"])):
+        code, out, secs = _run([str(bin_ / "aotcheck"), "baseline", "save", "--builtin", *args],
+                               _env(root, r), logs / f"record-{r.version}-{label}.log")
+        last = out.strip().splitlines()[-1] if out.strip() else ""
+        print(f"torch {r.version}  {label:15}  exit {code}  ({secs:.0f}s)  {last}")
+        if code:
+            return code
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("action", choices=("list", "prepare", "check", "record"))
+    ap.add_argument("--root", type=Path, default=ROOT / ".venvs",
+                    help="where the venvs and the wheel cache live (default .venvs/)")
+    ap.add_argument("--only", action="append", help="only this release (repeatable)")
+    ap.add_argument("--logs", type=Path, default=None, help="where each run's output goes "
+                    "(default ROOT/logs under --root)")
+    args = ap.parse_args(argv)
+    chosen = [r for r in RELEASES if not args.only or r.version in args.only]
+    if args.only and len(chosen) != len(set(args.only)):
+        print(f"--only: choose from {', '.join(r.version for r in RELEASES)}", file=sys.stderr)
+        return 2
+    logs = args.logs or args.root / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    worst = 0
+    for r in chosen:
+        if args.action == "list":
+            print(f"{r.version:8} {venv_of(args.root, r)}  ({r.how})")
+            continue
+        if args.action != "prepare" and not (venv_of(args.root, r) / "bin" / "aotcheck").exists():
+            print(f"torch {r.version}: no venv at {venv_of(args.root, r)}; run `prepare` first", file=sys.stderr)
+            worst = worst or 2
+            continue
+        act = {"prepare": lambda r: prepare(args.root, r), "check": lambda r: check(args.root, r, logs),
+               "record": lambda r: record(args.root, r, logs)}[args.action]
+        worst = act(r) or worst
+    return worst
+
+
+if __name__ == "__main__":
+    sys.exit(main())
