@@ -5,6 +5,7 @@ regenerate every record (NOTE [one record per torch release] in aotcheck/targets
     python tools/torch_versions.py check                   # the regression command in every venv
     python tools/torch_versions.py record --only 2.15.0    # regenerate one release's record
     python tools/torch_versions.py list                    # the releases, how each installs, its venv
+    python tools/torch_versions.py diff 2.13.0 2.15.0      # the torch verdicts that changed between two records
 
 Each release installs its own way (``RELEASES``): 2.13.0 is the CPU wheel on this machine's disk
 (the constraints file's pin), 2.14.1 comes from the local index, 2.15.0 from PyPI with
@@ -19,7 +20,9 @@ and prints one row per release: exit codes, NEW / CHANGED / FIXED, wall time. ``
 ``dynamo-aotcheck`` (cold and cached: what tests/test_backend.py reads), which writes
 ``aotcheck/targets/records/torch-<release>.json`` of this checkout. A release whose verdicts
 changed from the one before it deserves a findings row (docs/findings.md): a crash that became
-a silently wrong result is a torch regression.
+a silently wrong result is a torch regression. ``diff`` lists those changes between two
+records, worst first: a recorded crash or refusal that became a silently wrong result, a pass
+that became a failure, then the rest (reads the records only; runs nothing).
 """
 from __future__ import annotations
 
@@ -125,15 +128,70 @@ def record(root: Path, r: Release, logs: Path) -> int:
     return 0
 
 
+# The checks a failure fingerprint can name that mean "silently wrong" (a result differs from
+# eager with no exception), as opposed to a crash, a graph break or a cache miss.
+SILENT = ("values", "grad values", "aliasing", "requires_grad", "autograd metadata", "mutation",
+          "output mutation", "grad presence", "retained grad presence", "layout", "structure",
+          "non-tensor output", "missing error", "random state", "stale hit")
+
+
+def _silent(fp) -> bool:
+    return fp is not None and any(fp.check == c or fp.check.startswith(c + " ") for c in SILENT)
+
+
+def _change(old, new) -> tuple[int, str]:
+    """(rank, words) for one entry's change between two records; lower rank is worse."""
+    if old is not None and not _silent(old.fingerprint) and new is not None and _silent(new.fingerprint):
+        return 0, "crash or refusal -> SILENTLY WRONG"
+    if old is None:
+        return 1, "passed -> fails"
+    if new is None:
+        return 3, "failed -> passes"
+    return 2, "fails differently"
+
+
+def diff(a: str, b: str) -> int:
+    """Print every torch-engine entry whose verdict differs between records ``a`` and ``b``."""
+    sys.path.insert(0, str(ROOT))
+    from aotcheck.regress import record as records
+    from aotcheck.targets.known_failures import RECORDS
+    ra, rb = (records.load(RECORDS / f"torch-{v}.json") for v in (a, b))
+    rows = []
+    for engine in sorted(set(ra.engines) | set(rb.engines)):
+        ta, tb = ra.engines.get(engine, {}), rb.engines.get(engine, {})
+        for key in sorted(set(ta) | set(tb)):
+            old, new = ta.get(key), tb.get(key)
+            if old is not None and new is not None and old.fingerprint == new.fingerprint:
+                continue
+            rank, words = _change(old, new)
+            rows.append((rank, engine, key, words, old, new))
+    for rank, engine, key, words, old, new in sorted(rows, key=lambda r: r[:3]):
+        fa = old.fingerprint if old is not None else "pass"
+        fb = new.fingerprint if new is not None else "pass"
+        print(f"{words:36} {engine:20} {key}\n{'':36} {a}: {fa}\n{'':36} {b}: {fb}")
+    counts = {}
+    for r in rows:
+        counts[r[3]] = counts.get(r[3], 0) + 1
+    print(f"{len(rows)} changed entries between torch {a} and {b}: "
+          + ", ".join(f"{n} {w}" for w, n in sorted(counts.items())))
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("action", choices=("list", "prepare", "check", "record"))
+    ap.add_argument("action", choices=("list", "prepare", "check", "record", "diff"))
+    ap.add_argument("releases", nargs="*", help="diff: the two releases whose records to compare")
     ap.add_argument("--root", type=Path, default=ROOT / ".venvs",
                     help="where the venvs and the wheel cache live (default .venvs/)")
     ap.add_argument("--only", action="append", help="only this release (repeatable)")
     ap.add_argument("--logs", type=Path, default=None, help="where each run's output goes "
                     "(default ROOT/logs under --root)")
     args = ap.parse_args(argv)
+    if args.action == "diff":
+        if len(args.releases) != 2:
+            print("diff: name two recorded releases, e.g. `diff 2.13.0 2.15.0`", file=sys.stderr)
+            return 2
+        return diff(*args.releases)
     chosen = [r for r in RELEASES if not args.only or r.version in args.only]
     if args.only and len(chosen) != len(set(args.only)):
         print(f"--only: choose from {', '.join(r.version for r in RELEASES)}", file=sys.stderr)
