@@ -1835,3 +1835,35 @@ def test_a_hooked_argument_that_the_backward_does_not_reach_is_not_called():
         assert x.grad is None and y.grad.tolist() == [3.0] * 3
         a.sum().backward()
         assert x.grad.tolist() == [4.0] * 3             # the hook doubled it
+
+
+def test_views_the_forward_returns_keep_the_memory_they_share():
+    """NOTE [views the forward returns] (runtime/function.py): no value the compiled Function
+    hands back is a view; one over memory another returned value shares stays over it (torch
+    2.14 traces ``y.detach()`` as ``aten.alias``, a view), the others are copies. Direct, so
+    that it is pinned on torch 2.13 too, which traces ``aten.detach``."""
+    from aotcheck.engine.runtime.function import returnable
+    arg = torch.randn(2, 3)
+    y = torch.randn(2, 3)
+    saved = torch.randn(3)
+    fw = [y.t(), y, saved[1:], arg.view(-1), torch.randn(4).view(2, 2)]
+    out = returnable(fw, (saved,), (arg,))
+    assert not any(t._is_view() for t in out)
+    shares = [t.untyped_storage()._cdata == s.untyped_storage()._cdata
+              for t, s in zip(out, fw)]
+    assert shares == [True, True, True, False, False]
+    assert out[1] is y
+    assert all(torch.equal(t, s) for t, s in zip(out, fw))
+
+
+def test_a_detached_view_and_a_view_of_one_intermediate_share_it_as_in_eager():
+    """alias_of_intermediate.detached_view_of_intermediate on every torch: output 1 shares
+    output 0's storage (torch 2.14 gave it a copy: NOTE [views the forward returns])."""
+    def f(x):
+        y = x.exp()
+        return y.detach().t(), y[0]
+    x = torch.randn(2, 3, requires_grad=True)
+    a, b = aotcheck.aot_function(f)(x)
+    assert a.untyped_storage()._cdata == b.untyped_storage()._cdata
+    b.sum().backward()
+    assert torch.allclose(x.grad[0], x[0].exp().detach()) and not x.grad[1].any()

@@ -145,7 +145,7 @@ def _check_leaf(leaf, where: str) -> None:
         "str, None and torch.Generator, nested in tuples, lists and dicts")
 
 
-def _storage_key(t: torch.Tensor) -> int:
+def storage_key(t: torch.Tensor) -> int:
     st = t.untyped_storage()
     return st._cdata if st.nbytes() else -id(t)    # empty storages never alias
 
@@ -196,7 +196,7 @@ def call_key(leaves: list, spec) -> tuple:
     for i, t in enumerate(leaves):
         if isinstance(t, torch.Tensor):
             same = objects.setdefault(id(t), i)
-            sk = _storage_key(t)
+            sk = storage_key(t)
             group = storages.get(sk)
             if group is None:
                 group = storages[sk] = len(storages)
@@ -242,7 +242,7 @@ def _roots(leaves: list) -> dict[int, list[int]]:
     order: dict[int, int] = {}
     for i, t in enumerate(leaves):
         if isinstance(t, torch.Tensor):
-            g = order.setdefault(_storage_key(t), len(order))
+            g = order.setdefault(storage_key(t), len(order))
             if id(t) in seen_ids:
                 continue
             seen_ids.add(id(t))
@@ -255,7 +255,7 @@ def root_of(t: torch.Tensor) -> torch.Tensor:
     onto another storage since (``a1 = b[1]; a1.set_(v[2:])`` keeps ``a1._base is b``: a
     stale base, whose storage ``a1`` no longer shares), then the tensor itself."""
     b = t._base
-    return b if b is not None and _storage_key(b) == _storage_key(t) else t
+    return b if b is not None and storage_key(b) == storage_key(t) else t
 
 
 def storage_extent(t: torch.Tensor) -> tuple[int, int]:
@@ -312,7 +312,7 @@ def signature(leaves: list, spec) -> Signature:
     for i, t in enumerate(leaves):
         if isinstance(t, torch.Tensor):
             same = objects.setdefault(id(t), i)
-            group = storages.setdefault(_storage_key(t), len(storages))
+            group = storages.setdefault(storage_key(t), len(storages))
             out.append(TensorSpec(
                 shape=tuple(t.shape), stride=tuple(t.stride()), offset=t.storage_offset(),
                 dtype=str(t.dtype).replace("torch.", ""), device=str(t.device),

@@ -88,7 +88,7 @@ def out_intermediate_resized_then_used_in_grad():
 
 # NOTE [out= strides] in aotcheck/engine/capture/functional.py: a structured kernel restrides
 # the out tensor it resized to its meta function's strides, which follow the inputs' layout;
-# other kernels (cholesky) leave it contiguous.
+# other kernels leave it as they lay it out (cholesky_inverse: column-major).
 
 
 @case("input_mutation", mode="inference", tags=("out", "out_resize", "noncontiguous", "no_grad_call"))
@@ -109,12 +109,18 @@ def out_fresh_tensor_of_a_pointwise_op_on_a_transposed_argument_under_no_grad():
 @case("input_mutation", mode="inference", tags=("out", "out_resize", "noncontiguous"))
 def out_arguments_resized_by_structured_and_other_kernels_on_a_transposed_input():
     """Out tensors of other shapes, resized by add and max (structured: laid out like the
-    transposed input) and by cholesky (not structured: contiguous), an argument and tensors
-    made inside; the strides of the first two are returned as well as the tensors."""
+    transposed input) and by cholesky_inverse (not structured: its LAPACK kernel leaves it
+    column-major, (1, 4), where the fake kernel says (4, 1)), an argument and tensors made
+    inside; the strides of the first two are returned as well as the tensors.
+
+    NOTE: this case used ``torch.cholesky(out=)`` (not structured, contiguous), which torch
+    2.14 removed (it raises); ``cholesky_inverse`` is an out= kernel of the same kind on
+    every supported version."""
     def f(x, o, values, indices):
         torch.add(x, 1, out=o)
         torch.max(x, 1, out=(values, indices))
-        c = torch.cholesky(x[0] @ x[0].mT + torch.eye(4), out=torch.empty(0))
+        factor = torch.linalg.cholesky(x[0] @ x[0].mT + torch.eye(4))
+        c = torch.cholesky_inverse(factor, out=torch.empty(0))
         return o.stride(), values.stride(), o, values, indices, c
     return f, seeded(lambda: Inputs((rand(2, 4, 4).transpose(-2, -1), rand(3), torch.empty(0),
                                      torch.empty(0, dtype=torch.long))))

@@ -12,6 +12,7 @@ import torch
 from .imperative import add_retained
 from .writeback import apply_backward_mutations, as_at_call
 from ..joint import backward_error_type
+from ..signature import storage_key
 from ...errors import DoubleBackwardError
 
 
@@ -29,6 +30,37 @@ class _DoubleBackwardGuard(torch.autograd.Function):
         raise DoubleBackwardError(
             "a second-order gradient was requested through an aotcheck-compiled function; "
             "aotcheck compiles first-order gradients only (its backward graph is not differentiable)")
+
+
+def returnable(fw, saved, primals) -> list:
+    """The forward graph's values ``fw`` as the Function hands them back: none a view.
+
+    # NOTE [views the forward returns]
+    A Function may not hand back a view as a new value (autograd would mark it as made inside
+    a custom Function: in place on it raises, where eager's output allows it). A view the
+    graph returns is therefore replaced by a tensor that is no view: a ``detach()`` of it
+    where it shares its memory with another value the graph returns (made by the graph, not
+    an argument's), else a copy. The detach keeps that memory shared: the runtime cuts the
+    outputs that share a storage in eager from the graph values over it (NOTE [one storage
+    per intermediate] in artifact.py), so two values over one storage must still be over one
+    after the Function. ``return y.detach().t(), y[0]`` needs both ``y`` and its detach as
+    bases: torch 2.13 traces ``y.detach()`` as ``aten.detach`` (no view), torch 2.14 and
+    later as ``aten.alias`` (a view), whose copy made output 0 a fresh tensor."""
+    fw = list(fw)
+    views = [k for k, t in enumerate(fw) if t._is_view()]
+    if not views:
+        return fw
+    count: dict[int, int] = {}
+    for t in (*fw, *saved):
+        if isinstance(t, torch.Tensor):
+            key = storage_key(t)
+            count[key] = count.get(key, 0) + 1
+    arguments = {storage_key(p) for p in primals if isinstance(p, torch.Tensor)}
+    for k in views:
+        key = storage_key(fw[k])
+        shared = count[key] > 1 and key not in arguments
+        fw[k] = fw[k].detach() if shared else fw[k].clone()
+    return fw
 
 
 def make_function(art):
@@ -61,10 +93,7 @@ def make_function(art):
             outs = pre if pre is not None else \
                 art.forward(*as_at_call(primals, inputs[n_primals + n_new]))
             ctx.set_materialize_grads(False)     # NOTE [per-output reach] in joint.py
-            fw, saved = list(outs[:n_fw]), outs[n_fw:]
-            for k, t in enumerate(fw):
-                if t._is_view():     # a Function may not return a view as a new value
-                    fw[k] = t.clone()
+            fw, saved = returnable(outs[:n_fw], outs[n_fw:], primals), outs[n_fw:]
             ctx.save_for_backward(*saved)
             # an input that requires grad, kept only as an autograd edge for the guard below
             ctx.anchor = next((p for p in primals if isinstance(p, torch.Tensor) and p.requires_grad), None)
