@@ -6,6 +6,7 @@ regenerate every record (NOTE [one record per torch release] in aotcheck/targets
     python tools/torch_versions.py record --only 2.15.0    # regenerate one release's record
     python tools/torch_versions.py list                    # the releases, how each installs, its venv
     python tools/torch_versions.py diff 2.13.0 2.15.0      # the torch verdicts that changed between two records
+    python tools/torch_versions.py explain-new 2.15.0      # placeholder reasons -> what the release before did
 
 Each release installs its own way (``RELEASES``): 2.13.0 is the CPU wheel on this machine's disk
 (the constraints file's pin), 2.14.1 comes from the local index, 2.15.0 from PyPI with
@@ -177,9 +178,48 @@ def diff(a: str, b: str) -> int:
     return 0
 
 
+def _flat(x) -> str:
+    return " ".join(str(x).split())
+
+
+PLACEHOLDER = "recorded by aotcheck baseline save; no reason written yet"
+
+
+def explain_new(version: str) -> int:
+    """Replace the placeholder reason of each entry in ``version``'s record that the previous
+    recorded release does not have in the same form by a sentence saying what the previous
+    release did (a starting point for the person who reads the case; the fingerprint says how
+    it fails now)."""
+    sys.path.insert(0, str(ROOT))
+    from dataclasses import replace
+
+    from aotcheck.regress import record as records
+    from aotcheck.targets.known_failures import RECORDS, recorded_releases
+    older = [r for r in recorded_releases() if r != version and recorded_releases().index(r) <
+             recorded_releases().index(version)]
+    if not older:
+        return 0
+    path = RECORDS / f"torch-{version}.json"
+    rec, prev = records.load(path), records.load(RECORDS / f"torch-{older[-1]}.json")
+    tables, n = {}, 0
+    for engine, table in rec.engines.items():
+        tables[engine] = dict(table)
+        for key, e in table.items():
+            if e.reason != PLACEHOLDER:
+                continue
+            was = prev.engines.get(engine, {}).get(key)
+            then = "passed" if was is None else f"failed otherwise ({_flat(was.fingerprint)})"
+            tables[engine][key] = replace(e, reason=f"new on torch {version}: {_flat(e.fingerprint)}, "
+                                          f"where eager runs; torch {older[-1]} {then} (not yet read by hand)")
+            n += 1
+    replace(rec, engines=tables).save(path)
+    print(f"torch {version}: {n} placeholder reason(s) replaced, against torch {older[-1]}'s record")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("action", choices=("list", "prepare", "check", "record", "diff"))
+    ap.add_argument("action", choices=("list", "prepare", "check", "record", "diff", "explain-new"))
     ap.add_argument("releases", nargs="*", help="diff: the two releases whose records to compare")
     ap.add_argument("--root", type=Path, default=ROOT / ".venvs",
                     help="where the venvs and the wheel cache live (default .venvs/)")
@@ -192,6 +232,8 @@ def main(argv=None) -> int:
             print("diff: name two recorded releases, e.g. `diff 2.13.0 2.15.0`", file=sys.stderr)
             return 2
         return diff(*args.releases)
+    if args.action == "explain-new":
+        return max([explain_new(v) for v in args.releases or [r.version for r in RELEASES]] + [0])
     chosen = [r for r in RELEASES if not args.only or r.version in args.only]
     if args.only and len(chosen) != len(set(args.only)):
         print(f"--only: choose from {', '.join(r.version for r in RELEASES)}", file=sys.stderr)
