@@ -1867,3 +1867,71 @@ def test_a_detached_view_and_a_view_of_one_intermediate_share_it_as_in_eager():
     assert a.untyped_storage()._cdata == b.untyped_storage()._cdata
     b.sum().backward()
     assert torch.allclose(x.grad[0], x[0].exp().detach()) and not x.grad[1].any()
+
+
+def _shallow_copy_data(x, y):
+    torch.ops.aten.shallow_copy_data_(x, y)
+
+
+def _data_of_a_written_nonleaf(x):
+    x.mul_(2)
+    _shallow_copy_data(x, torch.ones(3))
+    return x * 3
+
+
+def _data_kept_by_an_earlier_view(x):
+    v = x[0]
+    with torch.no_grad():
+        _shallow_copy_data(x, torch.zeros(5))
+    v.add_(3)
+    return v, x
+
+
+def _data_of_a_parameter_of_another_shape(w):
+    with torch.no_grad():
+        _shallow_copy_data(w, w[:2].t().contiguous())
+    return w * 2
+
+
+def _nonleaf_of(*shape):
+    from aotcheck.check.corpus.cases_basic import leaf, seeded
+    from aotcheck.check.oracle import Inputs
+
+    def make():
+        w = leaf(*shape)
+        return Inputs((w.clone(),), leaves=(w,))
+    return seeded(make)
+
+
+def _plain_of(*shape):
+    from aotcheck.check.corpus.cases_basic import seeded
+    from aotcheck.check.oracle import Inputs
+    return seeded(lambda: Inputs((torch.randn(*shape),)))
+
+
+def _parameter_of(*shape):
+    from aotcheck.check.corpus.cases_basic import seeded
+    from aotcheck.check.oracle import Inputs
+
+    def make():
+        w = torch.nn.Parameter(torch.randn(*shape))
+        return Inputs((w,), leaves=(w,))
+    return seeded(make)
+
+
+@pytest.mark.skipif(not hasattr(torch.ops.aten, "shallow_copy_data_"),
+                    reason="aten.shallow_copy_data_ is new in torch 2.14")
+@pytest.mark.parametrize("fn, make", [
+    (_data_of_a_written_nonleaf, _nonleaf_of(3)),
+    (_data_kept_by_an_earlier_view, _plain_of(2, 2)),
+    (_data_of_a_parameter_of_another_shape, _parameter_of(3, 2)),
+], ids=["written_nonleaf", "earlier_view", "parameter_of_another_shape"])
+def test_shallow_copy_data_is_traced_as_the_data_assignment_it_is(fn, make, tmp_path):
+    """NOTE [shallow_copy_data_] (capture/recorder.py): eager's ``aten.shallow_copy_data_(x, y)``
+    is ``x.data = y``, and Dynamo of torch 2.14 and later writes ``.data =`` so; functionalization
+    refused it ("cannot mutate tensors with frozen storage"), or aotcheck as a set_()."""
+    from aotcheck.check.oracle import check
+    for compiled in (aotcheck.aot_function(fn), aotcheck.aot_function(fn, cache=str(tmp_path)),
+                     aotcheck.aot_function(fn, cache=str(tmp_path))):
+        r = check(fn, compiled, make)
+        assert r.ok, r.divergences

@@ -67,6 +67,10 @@ def restore_data_assignments(gm: torch.fx.GraphModule) -> int:
     traces ``.data =`` as eager runs it (capture/data_assign.py), so the pair is put back
     as the assignment it stands for: the set_() node calls ``_assign_data`` and the version
     call goes. A set_() that the user wrote (no version call after it) stays as it is.
+
+    Dynamo of torch 2.14 and later lowers it to ``aten.shallow_copy_data_(x, y)`` instead,
+    which is eager's ``x.data = y`` and which aotcheck's trace takes as such (NOTE
+    [shallow_copy_data_] in capture/recorder.py): that graph needs nothing here.
     """
     done = 0
     for node in list(gm.graph.nodes):

@@ -4,17 +4,57 @@ Mixed into recorder.py's ``MetadataRecorder`` (``DataAssignWatch``: the ``data``
 the TorchFunctionMode, set_() does not), and read by functional_run.py: whether a swap moved
 data only (NOTE [.data assignment of an argument that requires grad] in swaps.py), and the
 refusal that sends a run failing after a viewed tensor's assignment to the second way (NOTE
-[.data assignment of a viewed tensor]).
+[.data assignment of a viewed tensor]). ``aten.shallow_copy_data_``, the op that is ``.data =``
+(NOTE [shallow_copy_data_]), is taken as the assignment in every run.
 """
 from __future__ import annotations
 
 import math
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from ...errors import UnsupportedInputError
 from .functional import dense_layout, storage_ref
 from .inference_call import note_data_moved
+from .storage_views import follow_data_assignment
+
+_DATA_ATTR = torch._C.TensorBase.data
+
+
+def sets_data(name: str, func) -> bool:
+    """Is the call the ``data`` setter (``x.data = y``), as a TorchFunctionMode sees it?"""
+    return name == "__set__" and getattr(func, "__self__", None) is _DATA_ATTR
+
+
+def data_assignment_op(func, args: tuple, kwargs: dict) -> tuple | None:
+    """``(x, y)`` where ``func`` is ``aten.shallow_copy_data_(x, y)``, else None.
+
+    # NOTE [shallow_copy_data_]
+    torch 2.14 added ``aten.shallow_copy_data_(x, y)``, whose eager run is ``x.data = y``
+    (the same autograd identity, version and storage afterwards), and its Dynamo lowers
+    ``x.data = y`` to it (``torch.compile(f, backend="aotcheck")`` hands aotcheck that op).
+    As an op it reaches what the ``data`` setter does not: functionalization, which refuses
+    it ("cannot mutate tensors with frozen storage"), and on fake tensors FakeTensorMode's
+    dispatch cache, which on a hit returns the tensor without the new data (a second trace
+    in one process read the old shape). So every run takes it as the assignment it is: the
+    recorder (``DataAssignWatch.assign_data``) and the eager-geometry run (``DataAssignmentOps``)."""
+    if getattr(func, "__name__", "").split(".")[0] != "shallow_copy_data_" or \
+            not isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return None
+    return tuple(args) + tuple(kwargs[n] for n in ("self", "source")[len(args):])
+
+
+class DataAssignmentOps(TorchFunctionMode):
+    """NOTE [shallow_copy_data_] for a run without the recorder: the op as ``x.data = y``."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        assigned = data_assignment_op(func, args, kwargs or {})
+        if assigned is None:
+            return func(*args, **(kwargs or {}))
+        x, source = assigned
+        x.data = source
+        return x
 
 
 class DataAssignWatch:
@@ -59,6 +99,14 @@ class DataAssignWatch:
                 and target.layout == torch.strided and args[1].layout == torch.strided:
             self.viewed_data_sets.append((len(self.events),
                                           {storage_ref(target), storage_ref(args[1])}))
+        # NOTE [.data assignment in the plain trace] in storage_views.py
+        follow_data_assignment(target, args, id(target) in self.watched)
+
+    def assign_data(self, types, assigned: tuple) -> torch.Tensor:
+        """``aten.shallow_copy_data_(x, y)`` recorded as the ``x.data = y`` it is (NOTE
+        [shallow_copy_data_]): the recorder's own call of the setter; returns ``x``."""
+        self.__torch_function__(_DATA_ATTR.__set__, types, assigned)
+        return assigned[0]
 
     def viewed_data_set_written(self) -> bool:
         """NOTE [.data assignment of a viewed tensor]

@@ -17,7 +17,7 @@ from torch.utils import _pytree as pytree
 
 from ...errors import UnsupportedInputError
 from .custom_ops import mutating_kernel
-from .data_assign import DataAssignWatch
+from .data_assign import DataAssignWatch, data_assignment_op, sets_data
 from .functional import geometry_of, storage_ref, unwrap_functorch
 from .inference_call import CallRules, call_in_inference_mode, is_data_read, transform_results
 from .overlap import outer_dims, piecewise
@@ -25,10 +25,9 @@ from .reshaped import ReshapeWatch, _mirrored_leaf
 from .resize import (check_out_dtypes, contiguous_layout, out_layouts, reaches_outside,
                      resize_geometry, result_shapes)
 from .set_calls import SetCallWatch
-from .storage_views import follow_data_assignment
 
 
-_REQUIRES_GRAD_ATTR, _DATA_ATTR = torch._C.TensorBase.requires_grad, torch._C.TensorBase.data
+_REQUIRES_GRAD_ATTR = torch._C.TensorBase.requires_grad
 # In-place ops that change a tensor's size, stride or offset (not its data).
 METADATA_METHODS = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_",
                               "squeeze_", "as_strided_", "resize_"})
@@ -215,6 +214,8 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = call_name(func)
+        if (assigned := data_assignment_op(func, args, kwargs)) is not None:
+            return self.assign_data(types, assigned)          # NOTE [shallow_copy_data_]
         if kwargs.get("out") is not None and name not in METADATA_METHODS:
             self._resize_outs(func, args, kwargs)
         target = args[0] if args and isinstance(args[0], torch.Tensor) else None
@@ -276,9 +277,8 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
             # NOTE [writes outside an argument] in plan.py
             self.writes.append((storage_ref(target),
                                 self.geometry.get(id(target)) or geometry_of(target)))
-        if name == "__set__" and target is not None and getattr(func, "__self__", None) is _DATA_ATTR:
+        if target is not None and sets_data(name, func):
             self.note_data_set(target, args)                # NOTE [.data assignment]
-            follow_data_assignment(target, args, id(target) in self.watched)   # storage_views
         if name == "resize_storage_bytes_" and target is not None:
             self._record_resize(target, args[1] if len(args) > 1 else kwargs.get("new_size"))
         sets_flag = target is not None and (name == "requires_grad_" or (
@@ -337,8 +337,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
             # only a mutation that autograd records can go wrong through view replay
             if target.requires_grad:
                 self.hazard_events.append(("data", storage_ref(target), False))
-        if target is not None and (name == "set_" or (
-                name == "__set__" and getattr(func, "__self__", None) is _DATA_ATTR)):
+        if target is not None and (name == "set_" or sets_data(name, func)):
             # NOTE [.data assignment] in runtime/writeback.py, NOTE [set_ in the recorder]: the
             # tensor now has its source's eager geometry (a leaf made inside is rebuilt in it)
             self.took_geometry(target, args)

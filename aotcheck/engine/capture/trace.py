@@ -45,7 +45,7 @@ from ...errors import TraceError, UnsupportedInputError, VIEW_LIMITS
 from .facts import RawFacts
 from .functional import (compiling, eager_view_strides, from_fun, geometry_of,
                          quiet_fake_tensor_log, stand_in, trace_functional, trace_grad_mode)
-from .data_assign import refuse_member_data_sets
+from .data_assign import DataAssignmentOps, refuse_member_data_sets
 from .functional_run import FunctionalRun
 from .mode import PLAIN, TraceMode
 from .nondiff import refuse_nondiff_arguments
@@ -112,7 +112,8 @@ def eager_geometry(fn, leaves: list, in_spec, sig: Signature) -> EagerGeometry |
         fakes = [mode.from_tensor(stand_in(t)) if isinstance(t, torch.Tensor) else t for t in leaves]
         args, kwargs = unflatten_inputs(fakes, in_spec)
         with quiet_fake_tensor_log(), eager_view_strides(), trace_grad_mode(sig), compiling(), \
-                GlobalGeneratorGuard(check=False), DrawLikeEager(), mode, EagerOutLayouts():
+                GlobalGeneratorGuard(check=False), DrawLikeEager(), mode, EagerOutLayouts(), \
+                DataAssignmentOps():
             out = fn(*args, **kwargs)
     except Exception:  # noqa: BLE001 - fall back to the functional wrappers' geometry
         return None
