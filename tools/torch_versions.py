@@ -141,7 +141,10 @@ def _silent(fp) -> bool:
 
 
 def _change(old, new) -> tuple[int, str]:
-    """(rank, words) for one entry's change between two records; lower rank is worse."""
+    """(rank, words) for one entry's change between two records; lower rank is worse. An
+    unpinned entry (no fingerprint: any failure) says nothing of how it failed."""
+    if old is not None and new is not None and old.fingerprint is None:
+        return 2, "fails (unpinned before)"
     if old is not None and not _silent(old.fingerprint) and new is not None and _silent(new.fingerprint):
         return 0, "crash or refusal -> SILENTLY WRONG"
     if old is None:
