@@ -17,6 +17,10 @@ import os
 from dataclasses import asdict, dataclass
 
 AREAS = ("cache", "metadata", "functional", "runtime", "partition")
+# the torch release whose ``_functorch`` sources the snippets are copied from; later releases
+# rewrote some of those lines (torch 2.14.1: four runtime-wrapper snippets, 2.15.0: those and
+# the autocast line of the cache key), and the harness refuses a run with a snippet missing
+WRITTEN_FOR = "2.13.0"
 
 
 class MutantError(RuntimeError):

@@ -136,9 +136,7 @@ def _compile(owner, plain, tensors: list, grad: bool, real: bool = False):
     """Trace ``plain`` over fake copies of ``tensors`` (``real``: real copies, NOTE [subclass
     joint on real tensors]; no functionalization: in-place ops stay in-place on the graph's
     inputs) into a plain-tensor graph, and compile it with the ordinary engine."""
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    from ..engine.capture.functional import TraceGuard, compiling, guard_trace
+    from ..engine.capture.functional import TraceGuard, compiling, guard_trace, make_fx_exact
     from ..engine.rng.layout import DrawLikeEager
     from ..engine.rng.seeding import GlobalGeneratorGuard, fresh_generators
 
@@ -153,7 +151,7 @@ def _compile(owner, plain, tensors: list, grad: bool, real: bool = False):
     # also lets the cache store the graph
     with torch.enable_grad() if grad else torch.no_grad(), compiling(), \
             GlobalGeneratorGuard() as generators:
-        gm = guard_trace(lambda: make_fx(traced, tracing_mode="real" if real else "fake")(*fakes))
+        gm = guard_trace(lambda: make_fx_exact(traced, tracing_mode="real" if real else "fake")(*fakes))
     fresh_generators(gm, generators)
     random = any(torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ())
                  for n in gm.graph.nodes if n.op == "call_function")

@@ -161,13 +161,30 @@ def dense_layout(shape, stride) -> bool:
     return True
 
 
+def make_fx_exact(fn, **kwargs):
+    """``make_fx(fn, **kwargs)`` that records ``detach()`` as ``aten.detach``.
+
+    # NOTE [detach in traced graphs]
+    Given no decomposition table, torch 2.14's ``make_fx`` rewrites ``detach`` to
+    ``aten.alias`` (its docstring: "re-differentiating the returned graph does not preserve
+    those detach calls as autograd gradient cuts"); 2.13's kept ``aten.detach``. aotcheck runs
+    traced graphs under autograd again: the subclass path's desugared graph is the plain
+    engine's function (``explain`` traces it with inner tensors that require grad, where an
+    alias of a bool tensor that requires grad raises "Autograd not support dtype: Bool"), and
+    the plain way's graph is functionalized by a run of it. An explicit table, even an empty
+    one, keeps every ``detach`` a gradient cut, as in eager; ``aten.alias`` in a graph is
+    then a view the function took (``x[...]``). The runtime does not rely on either (NOTE
+    [views the forward returns] in runtime/function.py)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    return make_fx(fn, decomposition_table={}, **kwargs)
+
+
 def trace_functional(body, example_placeholders: list[torch.Tensor], *,
                      functionalize: bool = True, guard: TraceGuard | None = None,
                      mode: str = "fake", constants: bool = False,
                      values_ok: bool = True) -> fx.GraphModule:
     """make_fx on fake copies of the placeholders, with functionalization around ``body``
     (without it when ``functionalize`` is False: a plain trace, see storage_views.py)."""
-    from torch.fx.experimental.proxy_tensor import make_fx
     guard = guard if guard is not None else TraceGuard()
 
     def traced(*args):
@@ -187,8 +204,9 @@ def trace_functional(body, example_placeholders: list[torch.Tensor], *,
     try:
         with quiet_fake_tensor_log(), eager_view_strides(), compiling(), \
                 GlobalGeneratorGuard(draws=mode != "fake") as generators:
-            gm = guard_trace(lambda: make_fx(traced, tracing_mode="real" if mode == "values" else mode,
-                                             _allow_non_fake_inputs=constants)(*example_placeholders))
+            gm = guard_trace(lambda: make_fx_exact(traced, tracing_mode="real" if mode == "values"
+                                                   else mode, _allow_non_fake_inputs=constants)(
+                                                       *example_placeholders))
     except DataDependentError:
         if mode != "fake" or not values_ok:
             raise
