@@ -155,20 +155,45 @@ class Selection:
     """The cases ``--quick`` runs and why: the chosen ones, plus the corpus cases newer than
     the set (NOTE [a corpus newer than the quick set]); the chosen ids the corpus lacks."""
     cases: tuple                      # corpus Case records, in corpus order
-    chosen: int                       # of them, in the set
+    corpus: int                       # how many corpus cases there are
     newer: tuple[str, ...]            # ids not in the set's corpus: run, never measured
     missing: tuple[str, ...]          # chosen ids not in the corpus: skipped
-    reason: str
+    quick_set: QuickSet
+    torch: str = ""                   # the release this runs on
+
+    @property
+    def chosen(self) -> int:
+        return len(self.cases) - len(self.newer)
+
+    @property
+    def reason(self) -> str:
+        """How many cases run, where the set came from, and what it could not hold."""
+        qs = self.quick_set
+        pct = 100 * qs.quick.lines / qs.full.lines if qs.full.lines else 0.0
+        text = (f"{len(self.cases)} of {self.corpus} corpus cases: {self.chosen} from the quick set "
+                f"{qs.source} ({len(qs.cases)} cases, {pct:.0f}% of the full run's lines, measured on "
+                f"torch {qs.torch})")
+        if self.newer:
+            text += f", {len(self.newer)} newer than the set (never measured: run as well)"
+        notes = []
+        if self.missing:
+            shown = ", ".join(self.missing[:5]) + (", ..." if len(self.missing) > 5 else "")
+            notes.append(f"{len(self.missing)} chosen case{'s' if len(self.missing) != 1 else ''} no "
+                         f"longer in the corpus, skipped: {shown}")
+        if self.torch and self.torch != qs.torch:
+            notes.append(f"this is torch {self.torch}: the lines may have moved")
+        if notes or self.newer:
+            notes.append("recompute with tools/quick_cover.py")
+        return "; ".join([text, *notes])
 
 
 def select(corpus: Sequence, qs: QuickSet, torch_version: str | None = None) -> Selection:
-    """The cases of ``corpus`` (every corpus case) that the quick set runs, with a sentence
-    saying how many, where the set came from, and what it could not hold.
+    """The cases of ``corpus`` (every corpus case) that the quick set runs, and why.
 
         >>> from types import SimpleNamespace as C
         >>> qs = QuickSet("2.13.0", ("torch",), 30.0, (), ("a", "b", "c", "gone"), (QuickCase("a", 1.0),
         ...     QuickCase("gone", 1.0)), Totals(10, 10, 1, 9.0, 4), Totals(8, 8, 1, 2.0, 2), source="q.json")
-        >>> s = select([C(id="a"), C(id="b"), C(id="c"), C(id="new")], qs, "2.13.0")
+        >>> s = select([C(id="a"), C(id="b"), C(id="c"), C(id="new")], qs, "2.13.0+cpu")
         >>> [c.id for c in s.cases], s.newer, s.missing
         (['a', 'new'], ('new',), ('gone',))
         >>> print(s.reason)
@@ -176,33 +201,10 @@ def select(corpus: Sequence, qs: QuickSet, torch_version: str | None = None) -> 
     """
     ids, known = set(qs.ids), set(qs.corpus)
     present = {c.id for c in corpus}
-    run = tuple(c for c in corpus if c.id in ids or c.id not in known)
-    newer = tuple(c.id for c in corpus if c.id not in known)
-    missing = tuple(i for i in qs.ids if i not in present)
-    chosen = len(run) - len(newer)
-    return Selection(run, chosen, newer, missing,
-                     _reason(qs, len(run), len(corpus), chosen, newer, missing, torch_version))
-
-
-def _reason(qs: QuickSet, n_run: int, n_cases: int, n_chosen: int, newer, missing,
-            torch_version: str | None) -> str:
-    pct = 100 * qs.quick.lines / qs.full.lines if qs.full.lines else 0.0
-    parts = [f"{n_run} of {n_cases} corpus cases: {n_chosen} from the quick set {qs.source} "
-             f"({len(qs.cases)} cases, {pct:.0f}% of the full run's lines, measured on torch {qs.torch})"]
-    if newer:
-        parts.append(f"{len(newer)} newer than the set (never measured: run as well)")
-    text = ", ".join(parts)
-    notes = []
-    if missing:
-        shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
-        notes.append(f"{len(missing)} chosen case{'s' if len(missing) != 1 else ''} no longer in "
-                     f"the corpus, skipped: {shown}")
-    release = (torch_version or "").split("+")[0]
-    if release and release != qs.torch:
-        notes.append(f"this is torch {release}: the lines may have moved")
-    if notes or newer:
-        notes.append("recompute with tools/quick_cover.py")
-    return "; ".join([text, *notes])
+    return Selection(tuple(c for c in corpus if c.id in ids or c.id not in known), len(corpus),
+                     tuple(c.id for c in corpus if c.id not in known),
+                     tuple(i for i in qs.ids if i not in present), qs,
+                     (torch_version or "").split("+")[0])
 
 
 # ---------------------------------------------------------------- the cover
