@@ -27,6 +27,11 @@ def add_run_options(p) -> None:
     p.add_argument("--no-cached", action="store_true", help="only the cold run (no cache round trip, "
                    "no key variations)")
     p.add_argument("--no-variations", action="store_true", help="skip the key-variation phase")
+    p.add_argument("--quick", action="store_true", help="only the quick set: the cases that reach "
+                   "most of the lines of torch's AOT autograd and its cache-key code that the whole "
+                   "corpus reaches, and every key-variation kind, chosen by measured coverage per "
+                   "second (aotcheck/regress/quick_set.json, tools/quick_cover.py); every stage "
+                   "still runs; corpus cases newer than the set run too")
     p.add_argument("--jobs", "-j", type=int, default=None,
                    help="worker processes (default: 2, or 1 on a one-core machine); 1 runs in this process")
     add_partitioner_option(p)
@@ -48,7 +53,20 @@ def register(sub) -> None:
 
 def selected_cases(args):
     from ..check.corpus import all_cases
-    return [c for c in all_cases() if (not args.theme or c.theme in args.theme) and args.pattern in c.id]
+    cases = all_cases()
+    if getattr(args, "quick", False):
+        cases = quick_cases(cases)
+    return [c for c in cases if (not args.theme or c.theme in args.theme) and args.pattern in c.id]
+
+
+def quick_cases(cases):
+    """--quick: the quick set's cases (aotcheck.regress.quick.select), saying which and why."""
+    import torch
+
+    from ..regress import quick
+    pick = quick.select(cases, quick.load(), torch.__version__)
+    print(f"quick: {pick.reason}")
+    return list(pick.cases)
 
 
 def execute(args, record):

@@ -1,5 +1,7 @@
 """aotcheck.regress: the regression command's data flow, one module per stage.
 
+    quick.py        the corpus -> the quick set's cases (``--quick``): chosen by measured line
+                    and variation-kind coverage per second (``quick_set.json``), with the reason
     plan.py         engine names (``all-torch``) -> the engines and the stages each runs
                     (cold; cached, sharing the cold run as the cache fill; key variations)
     run.py          the corpus through every engine, sharded over a pool of warm worker

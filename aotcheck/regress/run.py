@@ -246,37 +246,48 @@ CRASHED_NOW = ("compiled raised WorkerCrash: crashed the worker process in this 
 
 
 def _work(case_ids: list[str]) -> tuple[list[Outcome], dict[str, float], list]:
-    plan, crashing = _STATE["plan"], _STATE["crashing"]
     outcomes, seconds, leaks = [], defaultdict(float), []
     for cid in case_ids:
-        case = _STATE["cases"][cid]
         for eng in _STATE["engines"]:
-            if _STATE.get("beacon"):        # NOTE [a case that kills its worker]
-                with open(_STATE["beacon"], "w") as f:
-                    f.write(f"{cid}\t{eng.name}")
             t0 = time.process_time()
-            reason = crashing.get((eng.name, cid))
-            if reason == CRASHED_NOW:
-                outcomes.append(Outcome(eng.name, "cold", cid, case.theme, "fail", (CRASHED_NOW,),
-                                        FailurePrint("crash in process", "", "the worker process died")))
-            elif reason:
-                outcomes += not_run(eng.name, case, plan, reason, eng.supports_cache)
-            else:
-                isolation.fresh_caches()
-                outcomes += run_engine_case(eng, case, plan, _STATE["variations"])
-                after = isolation.snapshot()
-                if found := isolation.leaks(_STATE["start"], after):
-                    stuck = isolation.restore(_STATE["start"], after)
-                    leaks.append((eng.name, cid, tuple(found + [f"not put back: {x}" for x in stuck])))
+            outs, leak = work_pair(cid, eng)
+            outcomes += outs
+            leaks += leak
             seconds[eng.name] += time.process_time() - t0
     return outcomes, dict(seconds), leaks
+
+
+def work_pair(cid: str, eng) -> tuple[list[Outcome], list]:
+    """One (case, engine) in an initialised worker: its outcomes, and the state it leaked."""
+    plan, crashing, case = _STATE["plan"], _STATE["crashing"], _STATE["cases"][cid]
+    if _STATE.get("beacon"):        # NOTE [a case that kills its worker]
+        with open(_STATE["beacon"], "w") as f:
+            f.write(f"{cid}\t{eng.name}")
+    reason = crashing.get((eng.name, cid))
+    if reason == CRASHED_NOW:
+        return [Outcome(eng.name, "cold", cid, case.theme, "fail", (CRASHED_NOW,),
+                        FailurePrint("crash in process", "", "the worker process died"))], []
+    if reason:
+        return not_run(eng.name, case, plan, reason, eng.supports_cache), []
+    isolation.fresh_caches()
+    outcomes = run_engine_case(eng, case, plan, _STATE["variations"])
+    after = isolation.snapshot()
+    if found := isolation.leaks(_STATE["start"], after):
+        stuck = isolation.restore(_STATE["start"], after)
+        return outcomes, [(eng.name, cid, tuple(found + [f"not put back: {x}" for x in stuck]))]
+    return outcomes, []
+
+
+def crashing_of(record, plan: Plan, cases) -> dict[tuple[str, str], str]:
+    """(engine, case id) -> the record's reason, for each case recorded as crashing the process."""
+    return {(e, c.id): record.engines[e][c.id].reason for e in plan.engines for c in cases
+            if e in record.engines and record.crashes(e, c.id)}
 
 
 def run(cases, plan: Plan, record, jobs: int = 2, progress=None, chunk: int = 3) -> RunResult:
     """Run ``cases`` through ``plan`` in ``jobs`` worker processes (1: in this process)."""
     from .. import flags
-    crashing = {(e, c.id): record.engines[e][c.id].reason for e in plan.engines for c in cases
-                if e in record.engines and record.crashes(e, c.id)}
+    crashing = crashing_of(record, plan, cases)
     result = RunResult(workers=jobs, variations_available=variation_runner() is not None)
     ids = [c.id for c in cases]
     chunks = [ids[i:i + chunk] for i in range(0, len(ids), chunk)]

@@ -1,0 +1,372 @@
+"""Compute the quick set of ``aotcheck check --engine all-torch --quick`` and print how much of
+the full run's coverage of torch's AOT autograd it keeps.
+
+    python tools/quick_cover.py                    # measure, choose, write the built-in set
+    python tools/quick_cover.py --budget 24        # the same, another budget (CPU s of cases)
+    python tools/quick_cover.py --from cache/quick_cover/measure.json.gz   # choose again only
+    python tools/quick_cover.py --report           # the built-in set against its full run
+
+Measuring (NOTE [how the quick set is chosen] in ``aotcheck/regress/quick.py``) runs the whole
+corpus through the torch engines twice, in ``--jobs`` warm workers exactly as ``aotcheck check``
+does (``aotcheck.regress.run.work_pair``, one (case, engine) at a time): once under ``coverage``
+(the lines each (case, engine) executes in ``FILES``, and the key-variation kinds it runs), once
+without (its CPU seconds: coverage's tracer slows torch's Python unevenly). About 3x the full
+command's CPU time; the measurement is kept in ``cache/quick_cover/measure.json.gz`` so that
+``--from`` can choose again under another budget in seconds.
+
+The printout: per engine and per file, the lines the full run reaches and the share the quick set
+reaches; the variation kinds; the CPU seconds; and the verdicts on which the coverage run and the
+plain run disagree (coverage's tracer should change none).
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import re
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from aotcheck.regress import quick  # noqa: E402
+
+# torch's AOT autograd, its cache, and the FX graph cache's key code, relative to torch/
+FILES = ("_functorch/_aot_autograd/*", "_functorch/aot_autograd.py", "_functorch/partitioners.py",
+         "_inductor/codecache.py")
+# of a file, only the lines inside these top-level classes and functions count: codecache.py is
+# also Inductor's C++/Triton/CUTLASS build code, which is not what the quick set is for
+ONLY = {"_inductor/codecache.py": (
+    "TensorMetadataAndValues", "extract_tensor_metadata_for_cache_key", "_get_stable_obj_key",
+    "FxGraphCachePickler", "build_code_hash", "torch_key", "BypassFxGraphCache",
+    "CacheabilityValidator", "FxGraphHashDetails", "compiled_fx_graph_hash", "GuardedCache",
+    "FxGraphCache")}
+ENGINES = "all-torch"
+MEASURE = ROOT / "cache" / "quick_cover" / "measure.json.gz"
+DEFAULT_BUDGET = 24.0
+
+
+# ---------------------------------------------------------------- in each worker
+
+_COV: dict = {}
+
+
+def _torch_dir() -> str:
+    import torch
+    return os.path.dirname(os.path.realpath(torch.__file__))
+
+
+def _init(plan, crashing, flag_values, with_coverage: bool) -> None:
+    from aotcheck.regress import run
+    run._init_worker(plan, crashing, flag_values)
+    if with_coverage:
+        import coverage
+        top = _torch_dir()
+        _COV["cov"] = coverage.Coverage(data_file=None, config_file=False, branch=False,
+                                        include=[os.path.join(top, f) for f in FILES])
+        _COV["top"] = top
+    _warm_up()
+
+
+def _warm_up() -> None:
+    """The first compile in a process pays for lazy imports and first-use setup; run one case
+    unrecorded so that no case's measured cost includes it."""
+    from aotcheck.regress import run
+    first = next(iter(run._STATE["cases"]))
+    for eng in run._STATE["engines"]:
+        run.work_pair(first, eng)
+
+
+def _kind(stage: str) -> str | None:
+    """``variation.grad_mode=enabled`` -> ``grad_mode=enabled``; ``variation.dtype[input 0]=float64``
+    -> ``dtype``: a kind, with grad mode's direction (NOTE [how the quick set is chosen])."""
+    if not stage.startswith("variation."):
+        return None
+    label = stage[len("variation."):]
+    kind = re.match(r"[a-z_]+", label)
+    if kind is None:
+        return None
+    return label if kind.group(0) == "grad_mode" else kind.group(0)
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and of the children it waited for: Inductor builds some
+    graphs with g++ even in lite mode, and that build is the case's cost too."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _children() -> float:
+    t = os.times()
+    return t.children_user + t.children_system
+
+
+def _measure_pair(cid: str, eng) -> dict:
+    from aotcheck.regress import run
+    cov = _COV.get("cov")
+    if cov is not None:
+        cov.erase()
+        cov.start()
+    t0, c0 = _cpu(), _children()
+    try:
+        outcomes, _ = run.work_pair(cid, eng)
+    finally:
+        seconds, children = _cpu() - t0, _children() - c0
+        if cov is not None:
+            cov.stop()
+    lines = {}
+    if cov is not None:
+        data = cov.get_data()
+        lines = {os.path.relpath(f, _COV["top"]): quick.ranges(data.lines(f) or ())
+                 for f in data.measured_files() if f.endswith(".py")}   # not generated code
+    return {"case": cid, "engine": eng.name, "seconds": round(seconds, 4),
+            "children_seconds": round(children, 4), "lines": lines,
+            "kinds": sorted({k for o in outcomes if (k := _kind(o.stage))}),
+            "verdicts": {o.stage: o.status for o in outcomes}}
+
+
+def _measure_chunk(case_ids: list[str]) -> list[dict]:
+    from aotcheck.regress import run
+    return [_measure_pair(cid, eng) for cid in case_ids for eng in run._STATE["engines"]]
+
+
+# ---------------------------------------------------------------- in this process
+
+
+def measure(jobs: int, with_coverage: bool, pattern: str = "", chunk: int = 2) -> list[dict]:
+    """Every corpus case (whose id contains ``pattern``) through the torch engines, one row per
+    (case, engine)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    from aotcheck import flags
+    from aotcheck.check.corpus import all_cases
+    from aotcheck.regress import record, run
+    from aotcheck.regress.plan import Plan, engines_of
+    cases = [c for c in all_cases() if pattern in c.id]
+    plan = Plan(engines_of(ENGINES))
+    crashing = run.crashing_of(record.load(None), plan, cases)
+    ids = [c.id for c in cases]
+    chunks = [ids[i:i + chunk] for i in range(0, len(ids), chunk)]
+    rows, t0 = [], time.perf_counter()
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init,
+                             initargs=(plan, crashing, flags.overrides(), with_coverage)) as pool:
+        futures = [pool.submit(_measure_chunk, ch) for ch in chunks]
+        for k, f in enumerate(as_completed(futures), 1):
+            rows += f.result()
+            if k % 25 == 0 or k == len(futures):
+                print(f"  {'coverage' if with_coverage else 'cost'} pass: {k}/{len(futures)} chunks, "
+                      f"{time.perf_counter() - t0:.0f}s", file=sys.stderr, flush=True)
+    return rows
+
+
+def save_measure(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with gzip.open(tmp, "wt") as f:
+        json.dump(data, f)
+    tmp.replace(path)
+
+
+def load_measure(path: Path) -> dict:
+    with gzip.open(path, "rt") as f:
+        return json.load(f)
+
+
+# NOTE [a C++ build costs the toolchain probe]
+# torch-inductor-lite falls back to aten for every op it can, but a few graphs (a resize_ of an
+# argument, a convolution) still get a C++ kernel, and the first C++ build in a process first
+# probes the compiler and the CPU's vector ISA: ~16 g++ runs, ~12 CPU s, once per process. In the
+# full run that is two workers' one-time cost, paid by whichever case comes first; in a 30-second
+# quick run it is most of the budget. So a case that builds C++ is charged the probe once per
+# worker (``JOBS``) on top of its own build, and the case that happened to pay the probe in the
+# measurement is charged only its own build. The probe is measured: the largest build time seen
+# minus the median one.
+CPP_MIN_S = 0.3          # children CPU above this: the pair built C++
+JOBS = 2                 # the quick run's workers (aotcheck check's default on 2 cores)
+
+
+def cpp_probe(rows: list[dict]) -> tuple[float, float]:
+    """(the probe's CPU seconds, a build's median CPU seconds) from the plain pass's rows."""
+    builds = sorted(r.get("children_seconds", 0.0) for r in rows if r.get("children_seconds", 0.0) > CPP_MIN_S)
+    if not builds:
+        return 0.0, 0.0
+    median = builds[len(builds) // 2]
+    return max(builds[-1] - median, 0.0), median
+
+
+def case_costs(rows: list[dict]) -> dict[str, float]:
+    """CPU seconds per case (every engine), charged NOTE [a C++ build costs the toolchain probe]."""
+    probe, median = cpp_probe(rows)
+    seconds: dict[str, float] = defaultdict(float)
+    builds: set[str] = set()
+    for r in rows:
+        children = r.get("children_seconds", 0.0)
+        paid = probe if children > median + probe / 2 else 0.0     # this pair paid the probe
+        seconds[r["case"]] += r["seconds"] - paid
+        if children > CPP_MIN_S:
+            builds.add(r["case"])
+    for case in builds:
+        seconds[case] += probe * JOBS
+    return seconds
+
+
+def counted_lines(rel: str) -> range | set | None:
+    """The lines of torch/``rel`` that count (``ONLY``); None: all of them."""
+    names = ONLY.get(rel)
+    if names is None:
+        return None
+    import ast
+    tree = ast.parse(Path(_torch_dir(), rel).read_text())
+    keep: set[int] = set()
+    for node in tree.body:
+        if getattr(node, "name", None) in names:
+            first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+            keep.update(range(first, node.end_lineno + 1))
+    return keep
+
+
+def candidates(data: dict) -> list[quick.Candidate]:
+    """One Candidate per case: lines and kinds from the coverage pass, seconds from the plain one."""
+    seconds = case_costs(data["cost"])
+    lines: dict[str, set] = defaultdict(set)
+    kinds: dict[str, set] = defaultdict(set)
+    counted = {rel: counted_lines(rel) for rel in ONLY}
+    for r in data["coverage"]:
+        e = r["engine"]
+        for f, rs in r["lines"].items():
+            keep = counted.get(f)
+            lines[r["case"]].update((e, f, n) for n in quick.expand_ranges(rs) if keep is None or n in keep)
+        kinds[r["case"]].update(f"{e}:{k}" for k in r["kinds"])
+    return [quick.Candidate(cid, round(seconds[cid], 4), frozenset(lines[cid]), frozenset(kinds[cid]))
+            for cid in data["corpus"]]
+
+
+def choose(data: dict, budget: float, command: str) -> quick.QuickSet:
+    cands = candidates(data)
+    picks = quick.cover(cands, budget)
+    full = replace(quick.totals(cands), seconds=round(sum(r["seconds"] for r in data["cost"]), 2))
+    files = tuple(f"{f}: {', '.join(ONLY[f])}" if f in ONLY else f for f in FILES)
+    return quick.QuickSet(data["torch"], tuple(data["engines"]), budget, files, tuple(data["corpus"]),
+                          tuple(quick.quick_case(p) for p in picks), full, quick.totals(picks), command)
+
+
+# ---------------------------------------------------------------- the printout
+
+
+def _pct(a: int, b: int) -> str:
+    return f"{100 * a / b:5.1f}%" if b else "    -"
+
+
+def report(qs: quick.QuickSet, data: dict | None) -> None:
+    full, q = qs.full, qs.quick
+    print(f"quick set: {len(qs.cases)} of {full.cases} cases, measured on torch {qs.torch} "
+          f"({', '.join(qs.engines)}), budget {qs.budget_s:.0f} CPU s of case cost")
+    print(f"  lines (any engine)   {q.lines:6d} of {full.lines:6d}  {_pct(q.lines, full.lines)}")
+    print(f"  lines (per engine)   {q.engine_lines:6d} of {full.engine_lines:6d}  "
+          f"{_pct(q.engine_lines, full.engine_lines)}")
+    print(f"  variation kinds      {q.kinds:6d} of {full.kinds:6d}  {_pct(q.kinds, full.kinds)}")
+    print(f"  CPU seconds of cases {q.seconds:6.1f} of {full.seconds:6.1f}  {_pct(q.seconds, full.seconds)}")
+    if data is None:
+        return
+    cands = candidates(data)
+    chosen = [c for c in cands if c.id in set(qs.ids)]
+    _per_file(cands, chosen)
+    probe, median = cpp_probe(data["cost"])
+    n_cpp = len({r["case"] for r in data["cost"] if r.get("children_seconds", 0.0) > CPP_MIN_S})
+    print(f"  C++ builds: {n_cpp} cases build a C++ kernel ({median:.1f} CPU s each); each is charged "
+          f"the toolchain probe ({probe:.1f} CPU s) x {JOBS} workers")
+    missed = sorted(set().union(*(c.kinds for c in cands)) - set().union(*(c.kinds for c in chosen)))
+    if missed:
+        print(f"  variation kinds the quick set misses: {', '.join(missed)}")
+    _disagreements(data)
+
+
+def _per_file(cands, chosen) -> None:
+    def count(cs):
+        per = Counter()
+        for e, f, n in set().union(*(c.lines for c in cs)):
+            per[(e, f)] += 1
+        return per
+    full, q = count(cands), count(chosen)
+    print("  per engine and file (lines reached by the full run, share the quick set reaches):")
+    for (e, f), n in sorted(full.items()):
+        print(f"    {e:20} {f:55} {n:5d} {_pct(q[(e, f)], n)}")
+
+
+def _disagreements(data: dict) -> None:
+    if not data["cost"]:
+        return
+    plain = {(r["case"], r["engine"]): r["verdicts"] for r in data["cost"]}
+    diff = [(r["case"], r["engine"]) for r in data["coverage"]
+            if plain.get((r["case"], r["engine"])) != r["verdicts"]]
+    print(f"  (case, engine) pairs whose verdicts differ between the coverage run and the plain "
+          f"run: {len(diff)}" + (f" ({', '.join(f'{c} [{e}]' for c, e in diff[:6])}"
+                                 f"{', ...' if len(diff) > 6 else ''})" if diff else ""))
+
+
+# ---------------------------------------------------------------- main
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--budget", type=float, default=DEFAULT_BUDGET,
+                    help=f"CPU seconds of case cost the quick set may spend (default {DEFAULT_BUDGET:.0f})")
+    ap.add_argument("--jobs", type=int, default=2, help="worker processes for the measurement")
+    ap.add_argument("--from", dest="source", type=Path, default=None,
+                    help="choose from this saved measurement instead of measuring again")
+    ap.add_argument("--measure-out", type=Path, default=MEASURE, help=f"where the measurement is kept "
+                    f"(default {MEASURE.relative_to(ROOT)})")
+    ap.add_argument("--out", type=Path, default=quick.BUILTIN, help="where the quick set is written "
+                    "(default: the built-in aotcheck/regress/quick_set.json)")
+    ap.add_argument("--cost-again", action="store_true", help="with --from: measure the cases' "
+                    "cost again (the plain pass only), keep the coverage pass")
+    ap.add_argument("--lines-only", action="store_true", help="skip the plain pass (every case "
+                    "then costs 0 s): for checking what cases reach, not for choosing")
+    ap.add_argument("-k", dest="pattern", default="", help="measure only cases whose id contains "
+                    "this text (a trial run; the set it writes knows only those cases)")
+    ap.add_argument("--report", action="store_true", help="print the built-in set's coverage and exit "
+                    "(with --from: per file too)")
+    args = ap.parse_args(argv)
+    data = load_measure(args.source) if args.source else None
+    if args.report:
+        report(quick.load(), data)
+        return 0
+    if data is not None and args.cost_again:
+        data["cost"] = measure(args.jobs, False, args.pattern)
+        save_measure(args.measure_out, data)
+    if data is None:
+        data = measure_all(args.jobs, args.pattern, cost=not args.lines_only)
+        save_measure(args.measure_out, data)
+        print(f"measurement kept in {args.measure_out}", file=sys.stderr)
+    qs = choose(data, args.budget, f"python tools/quick_cover.py --budget {args.budget:g}")
+    quick.save(qs, args.out)
+    print(f"wrote {args.out}")
+    report(quick.load(args.out), data)
+    return 0
+
+
+def measure_all(jobs: int, pattern: str = "", cost: bool = True) -> dict:
+    import torch
+
+    from aotcheck.check.corpus import all_cases
+    from aotcheck.regress.plan import engines_of
+    t0 = time.perf_counter()
+    cov = measure(jobs, True, pattern)
+    t1 = time.perf_counter()
+    plain = measure(jobs, False, pattern) if cost else []
+    print(f"measured in {t1 - t0:.0f}s (coverage) + {time.perf_counter() - t1:.0f}s (plain), "
+          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", file=sys.stderr)
+    return {"torch": torch.__version__.split("+")[0], "engines": list(engines_of(ENGINES)),
+            "corpus": [c.id for c in all_cases() if pattern in c.id], "files": list(FILES),
+            "coverage": cov, "cost": plain}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
