@@ -9,7 +9,9 @@ functionalization, no ``torch._dynamo``):
                   closure values, the globals it names, the functions it reaches, the
                   modules it reads (``training``, hyperparameters)
     signature     the input signature (shapes, strides, dtypes, aliasing, scalars, grad mode)
-    torch_state   default dtype, deterministic algorithms, autocast, Python version
+    torch_state   every global torch setting that changes a trace (``ambient.py``'s census: the
+                  default dtype and device, autocast per device type, on or off, mode stacks,
+                  sdpa's kernels, ...), and the Python version
     flags         every flag in ``aotcheck.flags`` except those that only steer the cache
     engine        the partitioner; format, torch, aotcheck, engine_source: versions
 
@@ -45,7 +47,8 @@ from ..engine.signature import Signature, flatten_inputs, signature
 from .serialize import Uncacheable, graph_to_data
 from ..version import __version__
 from . import store
-from .fingerprint import Unfingerprintable, fingerprint, torch_state
+from .ambient import torch_state
+from .fingerprint import Unfingerprintable, fingerprint
 
 _SOURCE_HASH: str | None = None
 
@@ -78,6 +81,15 @@ def engine_source_hash() -> str:
     return _SOURCE_HASH
 
 
+def _torch_state_text() -> str:
+    """The ``torch_state`` component; raises Uncacheable where an ambient mode or hook has no
+    stable fingerprint (a key without it could serve another mode's graph)."""
+    try:
+        return json.dumps(torch_state(), sort_keys=True)
+    except Unfingerprintable as u:
+        raise Uncacheable("ambient_state", f"torch_state.{u}") from None
+
+
 def _common(sig: Signature, partitioner: str) -> dict[str, str]:
     return {
         "format": str(store.CACHE_FORMAT),
@@ -87,13 +99,14 @@ def _common(sig: Signature, partitioner: str) -> dict[str, str]:
         "engine": json.dumps({"partitioner": partitioner}, sort_keys=True),
         "flags": json.dumps({f.name: flags.get(f) for f in flags.ALL if f not in flags.NOT_IN_KEY},
                             sort_keys=True),
-        "torch_state": json.dumps(torch_state(), sort_keys=True),
+        "torch_state": _torch_state_text(),
         "signature": sig.to_json(),
     }
 
 
 def trace_free_components(fn_text: str, sig: Signature, partitioner: str = "default") -> dict[str, str]:
-    """The trace-free key's inputs: ``fn_text`` is the function's fingerprint text."""
+    """The trace-free key's inputs: ``fn_text`` is the function's fingerprint text. Raises
+    Uncacheable as ``_torch_state_text``."""
     return {**_common(sig, partitioner), "function": fn_text}
 
 
@@ -135,7 +148,10 @@ def cache_key(sig: Signature, partitioner: str = "default", *,
     reuse), or the Unfingerprintable it raised; then the key is read off ``captured``, the
     caller's capture of this call (NOTE [one capture per call])."""
     if not needs_capture(fn_print):
-        comps = trace_free_components(fn_print[0], sig, partitioner)
+        try:
+            comps = trace_free_components(fn_print[0], sig, partitioner)
+        except Uncacheable as u:
+            return Key("", {}, u)
         return Key(key_of(comps), comps)
     if captured is None:
         raise AotcheckError(f"the traced cache key needs the call's capture ({fn_print})")
