@@ -81,7 +81,7 @@ class CompiledFunction:
         self.cache = cache
         self.remote = remote
         self._artifacts: dict = {}   # CallRecord.key -> artifact
-        self._last_state = None      # (fingerprint data, (digest, fp), lifted) of the last walk
+        self._last_state = None      # (fingerprint data, (digest, fp, lifted)) of the last walk
         self._guard = None           # StateGuard of the last walk, or None (NOTE [skipping the state walk])
         functools.update_wrapper(self, fn)
 
@@ -104,6 +104,7 @@ class CompiledFunction:
             (data, lifted), err = fingerprint_walk(self.fn), None
         except Unfingerprintable as u:
             (data, lifted), err = fingerprint_walk(self.fn, identity_fallback=True), u
+        lifted = _lift.liftable(lifted)             # once per walk, not per call
         last = self._last_state
         if last is not None and last[0] == data:     # equal data; the tensors may be others
             state = (*last[1][:2], lifted)
@@ -123,7 +124,6 @@ class CompiledFunction:
         only under an equal fingerprint, so model.eval() after a train-mode compile compiles
         again (torch's guards do the same)."""
         state, fp, lifted = self._state()
-        lifted = _lift.liftable(lifted)
         self._lifted_now = lifted       # the traces of this call's compile read them (lift.wrap)
         if lifted:                      # NOTE [lifted tensors] (lift.py)
             kwargs = {**kwargs, _lift.LIFTED: lifted}

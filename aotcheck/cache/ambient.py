@@ -25,7 +25,7 @@ from torch.overrides import _get_current_function_mode_stack
 from torch.utils._device import DeviceContext
 from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 
-from .census import HOOK_DICTS, Role, autocast_devices, census, exists, read
+from .census import HOOK_DICTS, Role, autocast_devices, census, exists, mode_state, read
 from .fingerprint import fingerprint_data, fingerprint_of
 
 
@@ -118,7 +118,8 @@ def _accelerator_state() -> tuple:
 
 def _modes_key(stack) -> tuple:
     return tuple((type(m), m.device) if type(m) is DeviceContext else
-                 (type(m), fingerprint_of(fingerprint_data(m, identity_fallback=True))[1]) for m in stack)
+                 (type(m), fingerprint_of(fingerprint_data(mode_state(m), identity_fallback=True))[1])
+                 for m in stack)
 
 
 def _hooks_key() -> tuple:

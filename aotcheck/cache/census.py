@@ -44,9 +44,9 @@ from enum import Enum
 
 import torch
 import torch.nn.modules.module as _module_mod
-from torch.overrides import _get_current_function_mode_stack
+from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 from torch.utils._device import DeviceContext
-from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
 
 from .fingerprint import fingerprint_data, fingerprint_of
 
@@ -85,6 +85,7 @@ class Setting:
 
 # ---------------------------------------------------------------- the census
 
+PROBE_MARK = re.compile(r"\(probe\b")   # a ``why`` citing tools/ambient_probe.py, which checks it
 _RUN_TIME = ("a kernel reads it when the graph runs, under the caller's setting, as eager's "
              "kernels do; tracing records the same aten ops")
 _PROBED = " (probe: equal graphs)"
@@ -106,6 +107,11 @@ def _out(name, why, setters, read=None, write=None, domain=()) -> Setting:
     return Setting(name, Role.OUT, why, tuple(setters), read, write, tuple(domain))
 
 
+def _attr(name, why, path, *setters, role=Role.OUT) -> Setting:
+    """A boolean attribute (``torch.backends.cudnn.benchmark``), varied by a flip."""
+    return Setting(name, role, why, (path, *setters), path, f"{path} = value", ("not current",))
+
+
 def _flag(name, why, getter, setter, *public, role=Role.KEY, needs=None) -> Setting:
     """A boolean kept by a ``torch._C`` getter and setter pair, varied by a flip."""
     return Setting(name, role, why, (f"torch._C.{setter}", *public), f"torch._C.{getter}()",
@@ -123,8 +129,10 @@ def _autocast(device: str) -> tuple[Setting, ...]:
              f"torch.set_autocast_enabled({q}, value)", ("not current",), needs=needs),
         _key(f"autocast_dtype[{device}]",
              "a region the function enters without a dtype (torch.autocast(device)) casts to it, "
-             "autocast on or off at the call (probe: float16 casts under float16; served from "
-             "the cache before it was keyed, the bfloat16 graph)",
+             "autocast on or off at the call " + ("(probe: float16 casts under float16; served from "
+                                                 "the cache before it was keyed, the bfloat16 graph)"
+                                                 if device == "cpu" else "(as autocast_dtype[cpu], for "
+                                                 "tensors of this device type)"),
              f"torch.get_autocast_dtype({q})", ("torch.set_autocast_dtype", "torch.autocast", *legacy),
              f"torch.set_autocast_dtype({q}, value)",
              ("torch.float16 if current != torch.float16 else torch.bfloat16",), needs=needs),
@@ -146,7 +154,7 @@ def _torch_settings() -> tuple[Setting, ...]:
              ("'meta'",), restore="torch.set_default_device(None if value == torch.device('cpu') else value)"),
         _key("autocast_cache", "a region the function enters inherits it: with it on, eager casts a "
              "leaf that requires grad once for all the region's ops, and the trace does the same "
-             "(NOTE [the autocast cache]; probe: one cast against one per op)",
+             "(probe: one cast against one per op; NOTE [the autocast cache])",
              "torch.is_autocast_cache_enabled()", ("torch.set_autocast_cache_enabled", "torch.autocast"),
              "torch.set_autocast_cache_enabled(value)", ("not current",)),
         *(s for d in autocast_devices() for s in _autocast(d)),
@@ -157,22 +165,25 @@ def _torch_settings() -> tuple[Setting, ...]:
              ("torch.use_deterministic_algorithms", "torch.set_deterministic_debug_mode",
               "torch._C._set_deterministic_algorithms"), "torch.use_deterministic_algorithms(value)",
              ("not current",)),
-        _out("deterministic_warn_only", "whether a nondeterministic kernel raises or warns, "
-             "which the kernel decides when the graph runs" + _PROBED,
-             ("torch.use_deterministic_algorithms", "torch.set_deterministic_debug_mode"),
-             "torch.is_deterministic_algorithms_warn_only_enabled()"),
-        _out("fill_uninitialized_memory", "empty's " + _RUN_TIME[2:] + _PROBED,
-             ("torch.utils.deterministic.fill_uninitialized_memory",
+        Setting("deterministic_warn_only", Role.OUT, "whether a nondeterministic kernel raises or "
+                "warns, which the kernel decides when the graph runs (probe, with deterministic "
+                "algorithms on: equal graphs)",
+                ("torch.use_deterministic_algorithms", "torch.set_deterministic_debug_mode"),
+                "torch.is_deterministic_algorithms_warn_only_enabled()",
+                "torch.use_deterministic_algorithms(value, warn_only=value)", ("True",),
+                restore="torch.use_deterministic_algorithms(False, warn_only=value)"),
+        _attr("fill_uninitialized_memory", "empty's " + _RUN_TIME[2:] + _PROBED,
+              "torch.utils.deterministic.fill_uninitialized_memory",
               "torch._C._set_deterministic_fill_uninitialized_memory"),
-             "torch.utils.deterministic.fill_uninitialized_memory"),
         _key("anomaly_check_nan", "anomaly mode with check_nan traces the backward with a NaN check "
              "after each node (aten.isnan, a guard) (probe)",
              "torch.is_anomaly_enabled() and torch.is_anomaly_check_nan_enabled()",
              ("torch.set_anomaly_enabled", "torch.autograd.set_detect_anomaly",
               "torch.autograd.detect_anomaly"), "torch.set_anomaly_enabled(value)", ("not current",)),
-        _out("anomaly_enabled", "without check_nan it only keeps the forward's traceback for a "
-             "backward error" + _PROBED, ("torch.set_anomaly_enabled", "torch.autograd.set_detect_anomaly"),
-             "torch.is_anomaly_enabled()"),
+        Setting("anomaly_enabled", Role.OUT, "without check_nan it only keeps the forward's traceback "
+                "for a backward error" + _PROBED, ("torch.set_anomaly_enabled", "torch.autograd.set_detect_anomaly"),
+                "torch.is_anomaly_enabled()", "torch.set_anomaly_enabled(value, False)", ("not current",),
+                restore="torch.set_anomaly_enabled(value)"),
         _key("autograd_fallback_mode", "an op with no autograd kernel: under 'nothing' its output does "
              "not require grad, and the trace decides inference (probe: a torch.library op)",
              "torch._C._get_autograd_fallback_mode()", ("torch._C._set_autograd_fallback_mode",),
@@ -183,15 +194,14 @@ def _torch_settings() -> tuple[Setting, ...]:
                  "torch.no_grad", "torch.enable_grad", "torch.autograd.enable_grad"), "torch.is_grad_enabled()"),
         Setting("inference_mode", Role.SIGNATURE, "inference_mode traces an inference graph of "
                 "inference tensors", ("torch.inference_mode",), "torch.is_inference_mode_enabled()"),
-        _out("fwd_grad_enabled", "forward AD: the graph's aten ops carry the tangents when it runs, "
-             "as eager's do (probe: a dual input's tangent, compiled cold inside dual_level and out)",
-             ("torch._C._set_fwd_grad_enabled",), "torch._C._is_fwd_grad_enabled()"),
-        _out("multithreading", "how autograd's engine runs a backward, not what it computes",
-             ("torch._C._set_multithreading_enabled", "torch.autograd.set_multithreading_enabled"),
-             "torch._C._is_multithreading_enabled()"),
-        _out("view_replay", "functionalization's choice of how a view is regenerated; aotcheck "
-             "replays views itself" + _PROBED, ("torch._C._set_view_replay_enabled",),
-             "torch._C._is_view_replay_enabled()"),
+        _flag("fwd_grad_enabled", "forward AD only, whose tangents the graph's aten ops carry when it "
+              "runs, as eager's" + _PROBED, "_is_fwd_grad_enabled", "_set_fwd_grad_enabled", role=Role.OUT),
+        _flag("multithreading", "how autograd's engine runs a backward, not what it computes" + _PROBED,
+              "_is_multithreading_enabled", "_set_multithreading_enabled",
+              "torch.autograd.set_multithreading_enabled", role=Role.OUT),
+        _flag("view_replay", "functionalization's choice of how a view is regenerated; aotcheck "
+              "replays views itself" + _PROBED, "_is_view_replay_enabled", "_set_view_replay_enabled",
+              role=Role.OUT),
         _out("grad_layout_enforcement", "AccumulateGrad's layout of .grad, applied when the backward "
              "runs, as eager's", ("torch._C._set_grad_layout_enforcement_enabled",)),
         _out("rng_state", "values, not graphs: random ops draw from the caller's generator when the "
@@ -205,17 +215,21 @@ def _matmul_settings() -> tuple[Setting, ...]:
     return (
         _out("float32_matmul_precision", run + _PROBED,
              ("torch.set_float32_matmul_precision", "torch._C._set_float32_matmul_precision"),
-             "torch.get_float32_matmul_precision()"),
+             "torch.get_float32_matmul_precision()", "torch.set_float32_matmul_precision(value)",
+             ("'medium'", "'high'")),
         _out("fp32_precision", run + " (the per-backend form of float32_matmul_precision)",
              ("torch._C._set_fp32_precision_setter", "torch.backends.cudnn.fp32_precision",
               "torch.backends.mkldnn.fp32_precision")),
-        _out("cuda_matmul_allow_tf32", run + _PROBED, ("torch._C._set_cublas_allow_tf32",),
-             "torch._C._get_cublas_allow_tf32()"),
-        _out("cuda_matmul_fp16_reduction", run + _PROBED,
-             ("torch._C._set_cublas_allow_fp16_reduced_precision_reduction",)),
-        _out("cuda_matmul_bf16_reduction", run + _PROBED,
-             ("torch._C._set_cublas_allow_bf16_reduced_precision_reduction",)),
-        _out("cuda_matmul_fp16_accumulation", run + _PROBED, ("torch._C._set_cublas_allow_fp16_accumulation",)),
+        _attr("cuda_matmul_allow_tf32", run + _PROBED, "torch.backends.cuda.matmul.allow_tf32",
+              "torch._C._set_cublas_allow_tf32"),
+        _attr("cuda_matmul_fp16_reduction", run + _PROBED,
+              "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
+              "torch._C._set_cublas_allow_fp16_reduced_precision_reduction"),
+        _attr("cuda_matmul_bf16_reduction", run + _PROBED,
+              "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
+              "torch._C._set_cublas_allow_bf16_reduced_precision_reduction"),
+        _attr("cuda_matmul_fp16_accumulation", run + _PROBED, "torch.backends.cuda.matmul.allow_fp16_accumulation",
+              "torch._C._set_cublas_allow_fp16_accumulation"),
         _out("cublaslt_prefer_grouped_gemm", run, ("torch._C._set_cublaslt_prefer_grouped_gemm",)),
         _out("cpu_fp16_reduction", run, ("torch._C._set_cpu_allow_fp16_reduced_precision_reduction",)),
         _out("blas_library", run, ("torch.backends.cuda.preferred_blas_library",
@@ -228,10 +242,10 @@ def _matmul_settings() -> tuple[Setting, ...]:
               "op while tracing (CompositeImplicit _batch_norm_impl_index, _VF.lstm); CPU programs "
               "trace the same", "_get_cudnn_enabled", "_set_cudnn_enabled", "torch.backends.cudnn.enabled",
               "torch.backends.cudnn.set_flags", needs="accelerator"),
-        _out("cudnn_benchmark", run + _PROBED, ("torch.backends.cudnn.benchmark", "torch._C._set_cudnn_benchmark")),
+        _attr("cudnn_benchmark", run + _PROBED, "torch.backends.cudnn.benchmark", "torch._C._set_cudnn_benchmark"),
         _out("cudnn_benchmark_limit", run, ("torch.backends.cudnn.benchmark_limit",)),
-        _out("cudnn_deterministic", run + _PROBED,
-             ("torch.backends.cudnn.deterministic", "torch._C._set_cudnn_deterministic")),
+        _attr("cudnn_deterministic", run + _PROBED, "torch.backends.cudnn.deterministic",
+              "torch._C._set_cudnn_deterministic"),
         _out("cudnn_allow_tf32", run, ("torch.backends.cudnn.allow_tf32", "torch._C._set_cudnn_allow_tf32")),
         _out("cudnn_depthwise_kernel", run,
              ("torch.backends.cudnn.depthwise_kernel", "torch._C._set_cudnn_depthwise_kernel")),
@@ -240,22 +254,28 @@ def _matmul_settings() -> tuple[Setting, ...]:
         _flag("mkldnn_enabled", "an LSTM on CPU traces as mkldnn_rnn_layer with it on, as the "
               "unrolled cell ops with it off (probe)", "_get_mkldnn_enabled", "_set_mkldnn_enabled",
               "torch.backends.mkldnn.enabled", "torch.backends.mkldnn.set_flags"),
-        _out("mkldnn_deterministic", run + _PROBED,
-             ("torch.backends.mkldnn.deterministic", "torch._C._set_mkldnn_deterministic")),
+        _attr("mkldnn_deterministic", run + _PROBED, "torch.backends.mkldnn.deterministic",
+              "torch._C._set_mkldnn_deterministic"),
         _out("mkldnn_allow_tf32", run, ("torch.backends.mkldnn.allow_tf32", "torch._C._set_onednn_allow_tf32")),
-        _out("nnpack_enabled", run + _PROBED, ("torch.backends.nnpack.set_flags", "torch._C._set_nnpack_enabled"),
-             "torch._C._get_nnpack_enabled()"),
+        _flag("nnpack_enabled", run + _PROBED, "_get_nnpack_enabled", "_set_nnpack_enabled",
+              "torch.backends.nnpack.set_flags", role=Role.OUT),
         _out("quantized_engine", run + " (quantized kernels)" + _PROBED,
-             ("torch.backends.quantized.engine", "torch._C._set_qengine")),
+             ("torch.backends.quantized.engine", "torch._C._set_qengine"), "torch.backends.quantized.engine",
+             "torch.backends.quantized.engine = value",
+             ("next(e for e in torch.backends.quantized.supported_engines if e != current)",)),
         _out("quantized_supported_engines", "a read-only list (its setter raises)",
              ("torch.backends.quantized.supported_engines",)),
         _out("xnnpack_enabled", "a read-only flag (its setter raises)", ("torch.backends.xnnpack.enabled",)),
-        _out("flush_denormal", run + _PROBED, ("torch.set_flush_denormal",)),
-        _out("num_threads", run + _PROBED, ("torch.set_num_threads",), "torch.get_num_threads()"),
+        _out("flush_denormal", run, ("torch.set_flush_denormal",)),
+        _out("num_threads", run + _PROBED, ("torch.set_num_threads",), "torch.get_num_threads()",
+             "torch.set_num_threads(value)", ("1 if current != 1 else 2",)),
         _out("num_interop_threads", run, ("torch.set_num_interop_threads",)),
-        _out("native_aot_kernels", "which kernel computes an op, chosen when it runs (the embedded "
-             "AOT kernels compute aten's answers)" + _PROBED,
-             ("torch._C._set_native_aot_enabled", "torch._C._set_native_aot_unconditional_masked")),
+        _flag("native_aot_kernels", "which kernel computes an op, chosen when it runs (the embedded "
+              "AOT kernels compute aten's answers)" + _PROBED, "_get_native_aot_enabled",
+              "_set_native_aot_enabled", role=Role.OUT),
+        _out("native_aot_unconditional_masked", "which implementation computes an op whose override "
+             "is its implementation, chosen when it runs (torch._native rebuilds its routers)",
+             ("torch._C._set_native_aot_unconditional_masked",)),
         _out("python_native_dsls", "which DSL kernel computes an op on CUDA, chosen when it runs",
              tuple(f"torch.backends.python_native.{k}_{w}" for k in ("enable", "disable")
                    for w in ("operations", "dispatch_keys"))),
@@ -286,7 +306,8 @@ def _sdp_settings() -> tuple[Setting, ...]:
              "torch._C._set_sdp_priority_order(value)", ("list(reversed(current))",), needs="accelerator"),
         _out("mha_fastpath", "make_fx tracing turns nn.MultiheadAttention's fast path off, so either "
              "value traces the slow path" + _PROBED, ("torch.backends.mha.set_fastpath_enabled",),
-             "torch.backends.mha.get_fastpath_enabled()"),
+             "torch.backends.mha.get_fastpath_enabled()", "torch.backends.mha.set_fastpath_enabled(value)",
+             ("not current",)),
         _key("opt_einsum_enabled", "einsum of three or more operands traces in opt_einsum's contraction "
              "order (probe, with opt_einsum installed)", "torch.backends.opt_einsum.m.enabled",
              ("torch.backends.opt_einsum.enabled", "torch.backends.opt_einsum.set_flags"),
@@ -302,14 +323,14 @@ def _stack_settings() -> tuple[Setting, ...]:
     """Mode stacks, module hooks, transforms: state a context manager or a registration sets."""
     return (
         _key("function_modes", "the trace runs under them: a TorchFunctionMode that turns sin into "
-             "cos traces cos (probe; served stale both ways before it was keyed). Each by class and "
+             "cos traces cos (tried; served stale both ways before it was keyed). Each by class and "
              "the fingerprint of its state (a DeviceContext by its device)", "function_modes()",
              ("torch.overrides.TorchFunctionMode", "torch.set_default_device", "torch.device")),
         _key("dispatch_modes", "the trace runs under them: a TorchDispatchMode's rewrites are in the "
-             "graph (probe). Each by class and the fingerprint of its state", "dispatch_modes()",
+             "graph (tried). Each by class and the fingerprint of its state", "dispatch_modes()",
              ("torch.utils._python_dispatch.TorchDispatchMode",)),
         _key("module_hooks", "Module.__call__ runs them inside the trace: a global forward hook's "
-             "result is in the graph (probe; served stale both ways before it was keyed). Each by "
+             "result is in the graph (tried; served stale both ways before it was keyed). Each by "
              "the fingerprint of its function",
              "module_hooks()", tuple(f"torch.nn.modules.module.register_module_{k}" for k in (
                  "backward_hook", "buffer_registration_hook", "forward_hook", "forward_pre_hook",
@@ -322,14 +343,14 @@ def _stack_settings() -> tuple[Setting, ...]:
         _out("allow_mutation_on_saved_tensors", "a context for eager's in-place ops on saved tensors; "
              "the trace is functional", ("torch.autograd.graph.allow_mutation_on_saved_tensors",)),
         _out("functorch_levels", "a call inside a torch.func transform runs the graph traced outside it, "
-             "whose ops reach the transform when they run (probe: grad of a call equals eager's); a "
+             "whose ops reach the transform when they run (tried: grad of a call equals eager's); a "
              "compile inside one is refused (TraceError), so no graph is traced under a level",
              ("torch.func.grad", "torch.func.vmap", "torch.func.jvp")),
         _out("forward_ad_levels", "a dual tensor's tangent is carried by the graph's aten ops when "
-             "they run (probe: cold inside dual_level and out, eager's tangents)",
+             "they run (tried: compiled cold inside dual_level and out, eager's tangents)",
              ("torch.autograd.forward_ad.dual_level",)),
         _out("checkpoint_early_stop", "recomputation in the backward stops early or not: the backward "
-             "computes the same ops (probe: the graphs differ only in node names)",
+             "computes the same ops (tried: a checkpointed sin-cos, whose graphs differ only in node names)",
              ("torch.utils.checkpoint.set_checkpoint_early_stop",)),
         _out("checkpoint_debug", "only what a checkpoint error message says",
              ("torch.utils.checkpoint.set_checkpoint_debug_enabled",)),
@@ -417,7 +438,7 @@ def read(s: Setting):
 def exists(s: Setting) -> bool:
     """Whether this build has the setting: its reader runs (or, without one, a setter exists)."""
     if s.read is None:
-        return any(_resolves(name) for name in s.setters)
+        return any(resolves(name) for name in s.setters)
     try:
         read(s)
     except (AttributeError, RuntimeError):
@@ -425,7 +446,8 @@ def exists(s: Setting) -> bool:
     return True
 
 
-def _resolves(dotted: str) -> bool:
+def resolves(dotted: str) -> bool:
+    """Whether a dotted name (``torch._C._set_sdp_use_fa4``) exists in this process."""
     obj: object = sys.modules.get(dotted.split(".")[0])
     for part in dotted.split(".")[1:]:
         try:
@@ -451,13 +473,30 @@ def varied(s: Setting, value_expr: str):
 
 
 def _state_print(obj) -> str:
-    """A mode's or hook's state: its class and fingerprint digest (raises Unfingerprintable)."""
+    """A hook's or a mode's state as a fingerprint digest (raises Unfingerprintable)."""
     return fingerprint_of(fingerprint_data(obj))[1]
+
+
+@functools.lru_cache(maxsize=None)
+def _base_attributes(base: type) -> frozenset:
+    """What a mode base class keeps on an instance by itself (the flags ``__enter__`` saves)."""
+    mode = base()
+    with mode:
+        pass
+    return frozenset(vars(mode))
+
+
+def mode_state(mode) -> tuple:
+    """A mode as data to fingerprint: its class and the attributes its own code set (not the
+    bookkeeping TorchFunctionMode and TorchDispatchMode keep on it)."""
+    base = TorchDispatchMode if isinstance(mode, TorchDispatchMode) else TorchFunctionMode
+    own = {k: v for k, v in vars(mode).items() if k not in _base_attributes(base)}
+    return type(mode), own
 
 
 def _mode_data(mode) -> list:
     kind = f"{type(mode).__module__}.{type(mode).__qualname__}"
-    return [kind, str(mode.device)] if type(mode) is DeviceContext else [kind, _state_print(mode)]
+    return [kind, str(mode.device)] if type(mode) is DeviceContext else [kind, _state_print(mode_state(mode))]
 
 
 def function_modes() -> list:

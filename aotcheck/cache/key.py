@@ -123,6 +123,41 @@ def key_components(captured: Captured, sig: Signature, partitioner: str = "defau
     }
 
 
+def component_changes(name: str, a: str, b: str) -> list[str] | None:
+    """What differs between two texts of one JSON-object component, in words, one line per
+    setting or field (``torch_state.autocast_dtype[cpu]: torch.bfloat16 -> torch.float16``);
+    None where the component is not a JSON object (a graph, a function's fingerprint)."""
+    try:
+        da, db = json.loads(a), json.loads(b)
+    except ValueError:
+        return None
+    if not (isinstance(da, dict) and isinstance(db, dict)):
+        return None
+    fa, fb = _fields(da, name, {}), _fields(db, name, {})
+    return [f"{k}: {_word(fa.get(k, _ABSENT))} -> {_word(fb.get(k, _ABSENT))}"
+            for k in sorted(set(fa) | set(fb)) if fa.get(k, _ABSENT) != fb.get(k, _ABSENT)]
+
+
+_ABSENT = "(absent)"
+
+
+def _fields(x, path: str, out: dict) -> dict:
+    """Nested objects flattened to ``path.key``; lists of objects to ``path[i]``; other values kept."""
+    if isinstance(x, dict):
+        for k, v in x.items():
+            _fields(v, f"{path}.{k}", out)
+    elif isinstance(x, list) and any(isinstance(v, dict) for v in x):
+        for i, v in enumerate(x):
+            _fields(v, f"{path}[{i}]", out)
+    else:
+        out[path] = x
+    return out
+
+
+def _word(v) -> str:
+    return v if isinstance(v, str) else json.dumps(v)
+
+
 def key_of(components: dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(components, sort_keys=True).encode()).hexdigest()
 

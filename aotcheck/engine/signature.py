@@ -196,8 +196,10 @@ def fast_call_key(args: tuple):
         if st in storages:
             return None
         storages.add(st)
-        parts.append((a.shape, a.stride(), a.storage_offset(), a.dtype, a.device,
-                      a.requires_grad, a.is_leaf, storage.nbytes(), a.retains_grad))
+        # is_leaf and retains_grad only where it requires grad (any other tensor is a leaf
+        # that retains nothing): two reads fewer per tensor of the common inference call
+        parts.append((a.shape, a.stride(), a.storage_offset(), a.dtype, a.device, storage.nbytes(),
+                      a.requires_grad and (a.is_leaf, a.retains_grad)))
     return tuple(parts)
 
 
