@@ -86,13 +86,13 @@ def test_torch_state_holds_every_setting_in_the_key_with_autocast_off():
 def test_a_setting_in_the_key_misses_in_memory_and_on_disk(tmp_path, name, value):
     """Compiled and saved under the settings as they are; under the varied value both keys
     differ, a new aot_function over the directory misses, the first one compiles again (in
-    a process where the setting can matter: ``needs``), and each result is eager's."""
+    a process where the setting can matter: ``accelerator_only``), and each result is eager's."""
     s = _BY_NAME[name]
     x = torch.randn(3)
     base_key, base_state, base_call = compute_key(_double_sin, (x,))[0], torch_state(), call_state()
     first = aotcheck.aot_function(_double_sin, cache=str(tmp_path))
     first(x)
-    in_memory = not s.needs or bool(ambient.ACCELERATORS)
+    in_memory = not s.accelerator_only or bool(ambient.ACCELERATORS)
     with varied(s, value):
         assert torch_state()[name] != base_state[name]
         assert compute_key(_double_sin, (x,))[0] != base_key
@@ -110,7 +110,7 @@ def test_an_accelerator_process_reads_the_accelerator_settings(monkeypatch):
     live; planted here, as a process with CUDA would see it."""
     monkeypatch.setattr(ambient, "ACCELERATORS", ("cuda",))
     monkeypatch.setattr(ambient, "_AUTOCAST_LIVE", ("cpu", "cuda"))
-    needy = [s for s in census() if s.needs and s.domain and exists(s)
+    needy = [s for s in census() if s.accelerator_only and s.domain and exists(s)
              and not (s.name.startswith("autocast_") and not s.name.endswith("[cuda]"))]
     assert {"autocast_dtype[cuda]", "cudnn_enabled", "sdp_mem_efficient"} <= {s.name for s in needy}
     for s in needy:

@@ -17,6 +17,7 @@ Before and after one setter, with autocast itself off::
 """
 from __future__ import annotations
 
+import functools
 import sys
 
 import torch
@@ -29,6 +30,7 @@ from .census import HOOK_DICTS, Role, autocast_devices, census, exists, mode_sta
 from .fingerprint import fingerprint_data, fingerprint_of
 
 
+@functools.lru_cache(maxsize=1)
 def in_key() -> tuple:
     """The census's settings in ``torch_state`` that this build has."""
     return tuple(s for s in census() if s.role is Role.KEY and exists(s))
@@ -57,7 +59,7 @@ def torch_state() -> dict:
 # NOTE [the per-call read]
 # The in-memory reuse reads the ambient state on every call of a compiled function, before
 # the artifact lookup: C getters bound once here, in one tuple, about 40 ns each. A setting
-# that changes graphs only of tensors on an accelerator (``needs``) is read only in a
+# that changes graphs only of tensors on an accelerator (``accelerator_only``) is read only in a
 # process that has one (``ACCELERATORS``); autocast's on/off flags sit behind one
 # ``_is_any_autocast_enabled``, which misses some device types (``_UNCOVERED``, read
 # always). The function-mode, dispatch-mode and module-hook readers run only while their

@@ -50,6 +50,7 @@ from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatc
 
 from .fingerprint import fingerprint_data, fingerprint_of
 
+
 class Role(Enum):
     KEY = "in the key (torch_state)"
     SIGNATURE = "in the key (the signature)"
@@ -61,9 +62,9 @@ class Setting:
     """One global setting. ``read`` is an expression over ``torch`` (and this module's mode and
     hook readers); ``write`` a statement that sets it to ``value``; ``domain`` the expressions
     of the values it is varied over (``current``: its value now); ``restore`` a statement that
-    puts ``value`` back where ``write`` would not (default: ``write``). ``needs``: a setting
-    that changes graphs only of tensors on an accelerator (``"accelerator"``), which the
-    per-call read skips in a process without one."""
+    puts ``value`` back where ``write`` would not (default: ``write``). ``accelerator_only``:
+    a setting that changes graphs only of tensors on an accelerator, which the per-call read
+    skips in a process without one."""
     name: str
     role: Role
     why: str
@@ -72,7 +73,7 @@ class Setting:
     write: str | None = None
     domain: tuple[str, ...] = ()
     restore: str | None = None
-    needs: str | None = None
+    accelerator_only: bool = False
 
     def __post_init__(self):
         if not self.why:
@@ -86,8 +87,8 @@ class Setting:
 # ---------------------------------------------------------------- the census
 
 PROBE_MARK = re.compile(r"\(probe\b")   # a ``why`` citing tools/ambient_probe.py, which checks it
-_RUN_TIME = ("a kernel reads it when the graph runs, under the caller's setting, as eager's "
-             "kernels do; tracing records the same aten ops")
+_RUN_TIME = ("{} reads it when the graph runs, under the caller's setting, as eager's kernels "
+             "do; tracing records the same aten ops")
 _PROBED = " (probe: equal graphs)"
 _WARNINGS = "changes only which warnings are shown"
 _INTERNAL = "internal: torch sets it and puts it back around its own {}; no user setting reaches a trace through it"
@@ -112,30 +113,31 @@ def _attr(name, why, path, *setters, role=Role.OUT) -> Setting:
     return Setting(name, role, why, (path, *setters), path, f"{path} = value", ("not current",))
 
 
-def _flag(name, why, getter, setter, *public, role=Role.KEY, needs=None) -> Setting:
+def _flag(name, why, getter, setter, *public, role=Role.KEY, accelerator_only=False) -> Setting:
     """A boolean kept by a ``torch._C`` getter and setter pair, varied by a flip."""
     return Setting(name, role, why, (f"torch._C.{setter}", *public), f"torch._C.{getter}()",
-                   f"torch._C.{setter}(value)", ("not current",), needs=needs)
+                   f"torch._C.{setter}(value)", ("not current",), accelerator_only=accelerator_only)
 
 
 def _autocast(device: str) -> tuple[Setting, ...]:
     q = repr(device)
     legacy = _AUTOCAST_SETTERS.get(device, ())
-    needs = None if device == "cpu" else "accelerator"
+    evidence = ("(probe: float16 casts under float16; served from the cache before it was keyed, "
+                "the bfloat16 graph)" if device == "cpu" else
+                "(as autocast_dtype[cpu], for tensors of this device type)")
+    accelerator_only = device != "cpu"
     return (
         _key(f"autocast_enabled[{device}]",
              "the ops of a call under it trace with their casts", f"torch.is_autocast_enabled({q})",
              ("torch.set_autocast_enabled", "torch.autocast", *legacy),
-             f"torch.set_autocast_enabled({q}, value)", ("not current",), needs=needs),
+             f"torch.set_autocast_enabled({q}, value)", ("not current",), accelerator_only=accelerator_only),
         _key(f"autocast_dtype[{device}]",
              "a region the function enters without a dtype (torch.autocast(device)) casts to it, "
-             "autocast on or off at the call " + ("(probe: float16 casts under float16; served from "
-                                                 "the cache before it was keyed, the bfloat16 graph)"
-                                                 if device == "cpu" else "(as autocast_dtype[cpu], for "
-                                                 "tensors of this device type)"),
+             f"autocast on or off at the call {evidence}",
              f"torch.get_autocast_dtype({q})", ("torch.set_autocast_dtype", "torch.autocast", *legacy),
              f"torch.set_autocast_dtype({q}, value)",
-             ("torch.float16 if current != torch.float16 else torch.bfloat16",), needs=needs),
+             ("torch.float16 if current != torch.float16 else torch.bfloat16",),
+             accelerator_only=accelerator_only),
     )
 
 
@@ -172,7 +174,7 @@ def _torch_settings() -> tuple[Setting, ...]:
                 "torch.is_deterministic_algorithms_warn_only_enabled()",
                 "torch.use_deterministic_algorithms(value, warn_only=value)", ("True",),
                 restore="torch.use_deterministic_algorithms(False, warn_only=value)"),
-        _attr("fill_uninitialized_memory", "empty's " + _RUN_TIME[2:] + _PROBED,
+        _attr("fill_uninitialized_memory", _RUN_TIME.format("empty's kernel") + _PROBED,
               "torch.utils.deterministic.fill_uninitialized_memory",
               "torch._C._set_deterministic_fill_uninitialized_memory"),
         _key("anomaly_check_nan", "anomaly mode with check_nan traces the backward with a NaN check "
@@ -211,7 +213,7 @@ def _torch_settings() -> tuple[Setting, ...]:
 
 def _matmul_settings() -> tuple[Setting, ...]:
     """Matmul precision and the cuBLAS, cuDNN, oneDNN, NNPACK and MIOpen flags."""
-    run = _RUN_TIME
+    run = _RUN_TIME.format("a kernel")
     return (
         _out("float32_matmul_precision", run + _PROBED,
              ("torch.set_float32_matmul_precision", "torch._C._set_float32_matmul_precision"),
@@ -241,7 +243,7 @@ def _matmul_settings() -> tuple[Setting, ...]:
         _flag("cudnn_enabled", "on CUDA and ROCm, batch_norm and the RNNs choose the cuDNN or MIOpen "
               "op while tracing (CompositeImplicit _batch_norm_impl_index, _VF.lstm); CPU programs "
               "trace the same", "_get_cudnn_enabled", "_set_cudnn_enabled", "torch.backends.cudnn.enabled",
-              "torch.backends.cudnn.set_flags", needs="accelerator"),
+              "torch.backends.cudnn.set_flags", accelerator_only=True),
         _attr("cudnn_benchmark", run + _PROBED, "torch.backends.cudnn.benchmark", "torch._C._set_cudnn_benchmark"),
         _out("cudnn_benchmark_limit", run, ("torch.backends.cudnn.benchmark_limit",)),
         _attr("cudnn_deterministic", run + _PROBED, "torch.backends.cudnn.deterministic",
@@ -294,16 +296,16 @@ def _sdp_settings() -> tuple[Setting, ...]:
               "_get_math_sdp_allow_fp16_bf16_reduction", "_set_math_sdp_allow_fp16_bf16_reduction",
               "torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp"),
         _flag("sdp_mem_efficient", _SDP + " (CUDA)", "_get_mem_efficient_sdp_enabled",
-              "_set_sdp_use_mem_efficient", "torch.backends.cuda.enable_mem_efficient_sdp", needs="accelerator"),
+              "_set_sdp_use_mem_efficient", "torch.backends.cuda.enable_mem_efficient_sdp", accelerator_only=True),
         _flag("sdp_cudnn", _SDP + " (CUDA)", "_get_cudnn_sdp_enabled", "_set_sdp_use_cudnn",
-              "torch.backends.cuda.enable_cudnn_sdp", needs="accelerator"),
+              "torch.backends.cuda.enable_cudnn_sdp", accelerator_only=True),
         _flag("sdp_overrideable", _SDP + " (a device's own kernel)", "_get_overrideable_sdp_enabled",
-              "_set_sdp_use_overrideable", needs="accelerator"),
-        _flag("sdp_fa3", _SDP + " (CUDA)", "_get_fa3_sdp_enabled", "_set_sdp_use_fa3", needs="accelerator"),
-        _flag("sdp_fa4", _SDP + " (CUDA)", "_get_fa4_sdp_enabled", "_set_sdp_use_fa4", needs="accelerator"),
+              "_set_sdp_use_overrideable", accelerator_only=True),
+        _flag("sdp_fa3", _SDP + " (CUDA)", "_get_fa3_sdp_enabled", "_set_sdp_use_fa3", accelerator_only=True),
+        _flag("sdp_fa4", _SDP + " (CUDA)", "_get_fa4_sdp_enabled", "_set_sdp_use_fa4", accelerator_only=True),
         _key("sdp_priority_order", _SDP + ", in this order (CUDA)", "torch._C._get_sdp_priority_order()",
              ("torch._C._set_sdp_priority_order", "torch.nn.attention.sdpa_kernel"),
-             "torch._C._set_sdp_priority_order(value)", ("list(reversed(current))",), needs="accelerator"),
+             "torch._C._set_sdp_priority_order(value)", ("list(reversed(current))",), accelerator_only=True),
         _out("mha_fastpath", "make_fx tracing turns nn.MultiheadAttention's fast path off, so either "
              "value traces the slow path" + _PROBED, ("torch.backends.mha.set_fastpath_enabled",),
              "torch.backends.mha.get_fastpath_enabled()", "torch.backends.mha.set_fastpath_enabled(value)",
@@ -383,7 +385,7 @@ def _quiet_settings() -> tuple[Setting, ...]:
              ("torch.autograd.graph.set_override_stale_capture_stream", "torch._C._set_override_stale_capture_stream")),
         _out("cuda_graphs", _INTERNAL.format("CUDA graph trees"),
              ("torch._C._set_cached_tensors_enabled", "torch._C._set_graph_exec_group")),
-        _out("sm_carveout", "a CUDA " + _RUN_TIME[2:], ("torch._C._set_sm_carveout_experimental",)),
+        _out("sm_carveout", _RUN_TIME.format("a CUDA kernel"), ("torch._C._set_sm_carveout_experimental",)),
         _out("dtensor_implicit_replication", "DTensor only (no DTensor reaches aotcheck's engine)",
              ("torch._C._set_dtensor_allow_implicit_replication",)),
         _out("tracing_internals", _INTERNAL.format("tracers (dispatch and torch-function state, fake "
@@ -530,7 +532,8 @@ def global_setters() -> list[str]:
     out = {f"torch.{n}" for n in dir(torch) if n.startswith(("set_", "use_")) and callable(getattr(torch, n))}
     out |= {f"torch._C.{n}" for n in dir(torch._C) if n.startswith("_set_")}
     out |= set(_backend_setters())
-    for mod in (torch.autograd, torch.autograd.graph, torch.__future__, importlib.import_module("torch.utils.checkpoint")):
+    checkpoint = importlib.import_module("torch.utils.checkpoint")
+    for mod in (torch.autograd, torch.autograd.graph, torch.__future__, checkpoint):
         out |= {f"{mod.__name__}.{k}" for k, v in vars(mod).items() if _SETTER_NAME.match(k) and callable(v)}
     out |= {f"torch.nn.modules.module.{k}" for k in vars(_module_mod) if k.startswith("register_module_")}
     det = importlib.import_module("torch.utils.deterministic")
