@@ -23,6 +23,7 @@ import torch
 from . import flags
 from . import lift as _lift
 from .cache import bypass, cache_key, lookup, needs_capture, resolve, save
+from .cache.ambient import call_state
 from .cache.fingerprint import Unfingerprintable, fingerprint_of, fingerprint_walk
 from .cache.guard import state_guard
 from .engine.capture.functional import outside_saved_tensors_hooks
@@ -41,15 +42,16 @@ class CallRecord:
     fp: tuple | Unfingerprintable   # its (text, digest), or why it has none
     leaves: list                # the flattened arguments, lifted tensors included
     spec: Any                   # their tree spec (an int: a flat tuple)
-    key: tuple                  # the in-memory key: (state, "flat" | "tree", call key)
+    key: tuple                  # the in-memory key: (state, "flat" | "tree", ambient, call key)
 
 
 # NOTE [one read of the inputs]
 # A call reads its inputs once. A flat tuple of plain strided tensors over distinct
 # storages (the common call) is read by ``fast_call_key``, whose key decides equal
 # signatures alone; any other call is flattened and read by ``call_key``. Either key, with
-# the state digest and a tag that keeps the two kinds apart, indexes one table of
-# artifacts; a hit runs the artifact on the arguments read. The full ``signature`` (a
+# the state digest, a tag that keeps the two kinds apart and the ambient torch settings
+# (``ambient.call_state``: NOTE [the per-call read]), indexes one table of artifacts; a hit
+# runs the artifact on the arguments read. The full ``signature`` (a
 # third encoding, JSON-able) is built only on a miss, once, for the pipeline and the
 # persistent key.
 
@@ -59,15 +61,16 @@ def flat_key(state, args: tuple, kwargs: dict):
     if kwargs:
         return None
     key = fast_call_key(args)
-    return None if key is None else (state, "flat", key)
+    return None if key is None else (state, "flat", call_state(), key)
 
 
 class CompiledFunction:
     """A compiled callable: compiles per input signature on first use, then reuses.
 
     Calls with an equal signature (shapes, strides, offsets, dtypes, devices,
-    requires_grad, argument aliasing, scalar values, grad mode) share one
-    compiled artifact; any difference compiles again.
+    requires_grad, argument aliasing, scalar values, grad mode) under equal ambient
+    torch settings (``cache/ambient.py``) share one compiled artifact; any
+    difference compiles again.
     """
 
     def __init__(self, fn, partitioner: str | None = None, cache=None, remote=None):
@@ -78,7 +81,7 @@ class CompiledFunction:
         self.cache = cache
         self.remote = remote
         self._artifacts: dict = {}   # CallRecord.key -> artifact
-        self._last_state = None      # (fingerprint data, (digest, fp), lifted) of the last walk
+        self._last_state = None      # (fingerprint data, (digest, fp, lifted)) of the last walk
         self._guard = None           # StateGuard of the last walk, or None (NOTE [skipping the state walk])
         functools.update_wrapper(self, fn)
 
@@ -101,6 +104,7 @@ class CompiledFunction:
             (data, lifted), err = fingerprint_walk(self.fn), None
         except Unfingerprintable as u:
             (data, lifted), err = fingerprint_walk(self.fn, identity_fallback=True), u
+        lifted = _lift.liftable(lifted)             # once per walk, not per call
         last = self._last_state
         if last is not None and last[0] == data:     # equal data; the tensors may be others
             state = (*last[1][:2], lifted)
@@ -120,7 +124,6 @@ class CompiledFunction:
         only under an equal fingerprint, so model.eval() after a train-mode compile compiles
         again (torch's guards do the same)."""
         state, fp, lifted = self._state()
-        lifted = _lift.liftable(lifted)
         self._lifted_now = lifted       # the traces of this call's compile read them (lift.wrap)
         if lifted:                      # NOTE [lifted tensors] (lift.py)
             kwargs = {**kwargs, _lift.LIFTED: lifted}
@@ -145,7 +148,7 @@ class CompiledFunction:
         if key is not None:
             return CallRecord(state, fp, list(args), len(args), key)
         leaves, spec = flatten_inputs(args, kwargs)
-        return CallRecord(state, fp, leaves, spec, (state, "tree", call_key(leaves, spec)))
+        return CallRecord(state, fp, leaves, spec, (state, "tree", call_state(), call_key(leaves, spec)))
 
     def call_record(self, rec: CallRecord):
         """The call through its record: the artifact under its key, compiled on a miss."""

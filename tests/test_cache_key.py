@@ -370,10 +370,10 @@ def test_engine_source_hash_covers_nested_engine_modules(monkeypatch, nested):
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
 def test_each_devices_autocast_is_in_both_keys(tmp_path, device):
     """A graph traced under one device type's autocast holds its casts; the persistent key
-    (torch_state) and the in-memory one (signature.torch_mode) carry every device type's
+    (torch_state) and the in-memory one (ambient.call_state) carry every device type's
     autocast state, not only the CPU's. CUDA's flag is set directly (torch.autocast("cuda")
     turns itself off on a build without CUDA), so this runs on a CPU machine too."""
-    from aotcheck.engine.signature import torch_mode
+    from aotcheck.cache.ambient import call_state as torch_mode
     base, mode = _k(), torch_mode()
     calls = []
 

@@ -1485,6 +1485,36 @@ def test_a_leaf_cast_by_autocast_twice_gets_eagers_gradient(tmp_path):
                 assert r.ok, (order, cache_enabled, r.divergences)
 
 
+def _enters_autocast_and_casts_a_leaf_twice(x, w):
+    with torch.autocast("cpu"):
+        return (x @ w.mT) + (x @ w)
+
+
+def test_a_region_the_function_enters_caches_casts_as_eagers(tmp_path):
+    """NOTE [the autocast cache]: a region the function enters itself, the caller in none,
+    inherits the ambient cache setting (on by default): eager casts ``x`` once for both
+    matmuls and its gradient adds up in bfloat16. The trace cast it per op (a rounding
+    apart, 0.0156 on this input) before the ambient setting was emulated. With the setting
+    off, eager casts per op: another graph, under another key (in memory and on disk)."""
+    from aotcheck.check.oracle import Inputs, check
+
+    def make():
+        torch.manual_seed(0)
+        x, w = torch.randn(8, 8, requires_grad=True), torch.randn(8, 8, requires_grad=True)
+        return Inputs((x, w), {}, (x, w))
+    fn = _enters_autocast_and_casts_a_leaf_twice
+    compiled = aotcheck.aot_function(fn)
+    for cache_enabled in (True, False, True):
+        torch.set_autocast_cache_enabled(cache_enabled)
+        try:
+            for c in (compiled, aotcheck.aot_function(fn, cache=str(tmp_path))):
+                r = check(fn, c, make)
+                assert r.ok, (cache_enabled, r.divergences)
+        finally:
+            torch.set_autocast_cache_enabled(True)
+    assert compiled.num_compiled == 2
+
+
 # NOTE [hooks on returned tensors] (capture/autograd_facts.py)
 def _hook_double_grad(g):
     return g * 2

@@ -9,6 +9,8 @@ Modules, in the order a lookup uses them:
 
     fingerprint.py  the Python state a function reads, as data (no trace): the trace-free key
                   and the in-memory reuse in ``AotFunction`` share it
+    ambient.py    torch's global settings as a census; the ones a trace depends on, read for
+                  the persistent key (``torch_state``) and for the in-memory reuse (per call)
     key.py        the key of one call: named components, hashed (trace-free, or traced as a
                   named fallback)
     store.py      the directory, the checksummed file format, counters, strict mode

@@ -36,13 +36,10 @@ import functools
 import hashlib
 import json
 import os
-import sys
 import sysconfig
 import types
 
 import torch
-
-from ..engine.signature import autocast_state
 
 _LIBRARY_ROOTS = tuple(sorted({os.path.realpath(p) + os.sep for p in
                                (sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"],
@@ -100,14 +97,6 @@ def fingerprint_of(data) -> tuple[str, str]:
     """``(text, sha256)`` of fingerprint data from :func:`fingerprint_data`."""
     text = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return text, hashlib.sha256(text.encode()).hexdigest()
-
-
-def torch_state() -> dict:
-    """Global torch settings that change what tracing records (Dynamo guards on the same)."""
-    return {"default_dtype": str(torch.get_default_dtype()),
-            "deterministic": torch.are_deterministic_algorithms_enabled(),
-            "autocast": [[d, str(t)] for d, t in autocast_state()],
-            "python": sys.version_info[:3]}
 
 
 def _name_of(fn) -> str:

@@ -9,7 +9,9 @@ functionalization, no ``torch._dynamo``):
                   closure values, the globals it names, the functions it reaches, the
                   modules it reads (``training``, hyperparameters)
     signature     the input signature (shapes, strides, dtypes, aliasing, scalars, grad mode)
-    torch_state   default dtype, deterministic algorithms, autocast, Python version
+    torch_state   every global torch setting that changes a trace (``ambient.py``'s census: the
+                  default dtype and device, autocast per device type, on or off, mode stacks,
+                  sdpa's kernels, ...), and the Python version
     flags         every flag in ``aotcheck.flags`` except those that only steer the cache
     engine        the partitioner; format, torch, aotcheck, engine_source: versions
 
@@ -45,7 +47,8 @@ from ..engine.signature import Signature, flatten_inputs, signature
 from .serialize import Uncacheable, graph_to_data
 from ..version import __version__
 from . import store
-from .fingerprint import Unfingerprintable, fingerprint, torch_state
+from .ambient import torch_state
+from .fingerprint import Unfingerprintable, fingerprint
 
 _SOURCE_HASH: str | None = None
 
@@ -78,6 +81,15 @@ def engine_source_hash() -> str:
     return _SOURCE_HASH
 
 
+def _torch_state_text() -> str:
+    """The ``torch_state`` component; raises Uncacheable where an ambient mode or hook has no
+    stable fingerprint (a key without it could serve another mode's graph)."""
+    try:
+        return json.dumps(torch_state(), sort_keys=True)
+    except Unfingerprintable as u:
+        raise Uncacheable("ambient_state", f"torch_state.{u}") from None
+
+
 def _common(sig: Signature, partitioner: str) -> dict[str, str]:
     return {
         "format": str(store.CACHE_FORMAT),
@@ -87,13 +99,14 @@ def _common(sig: Signature, partitioner: str) -> dict[str, str]:
         "engine": json.dumps({"partitioner": partitioner}, sort_keys=True),
         "flags": json.dumps({f.name: flags.get(f) for f in flags.ALL if f not in flags.NOT_IN_KEY},
                             sort_keys=True),
-        "torch_state": json.dumps(torch_state(), sort_keys=True),
+        "torch_state": _torch_state_text(),
         "signature": sig.to_json(),
     }
 
 
 def trace_free_components(fn_text: str, sig: Signature, partitioner: str = "default") -> dict[str, str]:
-    """The trace-free key's inputs: ``fn_text`` is the function's fingerprint text."""
+    """The trace-free key's inputs: ``fn_text`` is the function's fingerprint text. Raises
+    Uncacheable as ``_torch_state_text``."""
     return {**_common(sig, partitioner), "function": fn_text}
 
 
@@ -108,6 +121,41 @@ def key_components(captured: Captured, sig: Signature, partitioner: str = "defau
         "facts": json.dumps(asdict(captured.facts), sort_keys=True),
         "plan": json.dumps(asdict(captured.plan), sort_keys=True),
     }
+
+
+def component_changes(name: str, a: str, b: str) -> list[str] | None:
+    """What differs between two texts of one JSON-object component, in words, one line per
+    setting or field (``torch_state.autocast_dtype[cpu]: torch.bfloat16 -> torch.float16``);
+    None where the component is not a JSON object (a graph, a function's fingerprint)."""
+    try:
+        da, db = json.loads(a), json.loads(b)
+    except ValueError:
+        return None
+    if not (isinstance(da, dict) and isinstance(db, dict)):
+        return None
+    fa, fb = _fields(da, name, {}), _fields(db, name, {})
+    return [f"{k}: {_word(fa.get(k, _ABSENT))} -> {_word(fb.get(k, _ABSENT))}"
+            for k in sorted(set(fa) | set(fb)) if fa.get(k, _ABSENT) != fb.get(k, _ABSENT)]
+
+
+_ABSENT = "(absent)"
+
+
+def _fields(x, path: str, out: dict) -> dict:
+    """Nested objects flattened to ``path.key``; lists of objects to ``path[i]``; other values kept."""
+    if isinstance(x, dict):
+        for k, v in x.items():
+            _fields(v, f"{path}.{k}", out)
+    elif isinstance(x, list) and any(isinstance(v, dict) for v in x):
+        for i, v in enumerate(x):
+            _fields(v, f"{path}[{i}]", out)
+    else:
+        out[path] = x
+    return out
+
+
+def _word(v) -> str:
+    return v if isinstance(v, str) else json.dumps(v)
 
 
 def key_of(components: dict[str, str]) -> str:
@@ -135,7 +183,10 @@ def cache_key(sig: Signature, partitioner: str = "default", *,
     reuse), or the Unfingerprintable it raised; then the key is read off ``captured``, the
     caller's capture of this call (NOTE [one capture per call])."""
     if not needs_capture(fn_print):
-        comps = trace_free_components(fn_print[0], sig, partitioner)
+        try:
+            comps = trace_free_components(fn_print[0], sig, partitioner)
+        except Uncacheable as u:
+            return Key("", {}, u)
         return Key(key_of(comps), comps)
     if captured is None:
         raise AotcheckError(f"the traced cache key needs the call's capture ({fn_print})")

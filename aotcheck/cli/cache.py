@@ -3,6 +3,8 @@
     aotcheck cache ls                  one line per entry: key, mode, backward?, size
     aotcheck cache show KEY            decision, metadata, forward (and backward) graph
     aotcheck cache explain KEY [KEY2]  the key's components; with two keys, which differ
+                                       (a setting or field each: torch_state.autocast_dtype[cpu]:
+                                       torch.bfloat16 -> torch.float16)
     aotcheck cache verify              check every file's checksum and graphs
     aotcheck cache clear               delete every entry
     aotcheck cache stats               entries, sizes, modes
@@ -20,6 +22,7 @@ import json
 from pathlib import Path
 
 from ..cache import BACKWARD_FILE, ENTRY_FILE, Cache, CacheCorrupt, default_dir, verify
+from ..cache.key import component_changes
 
 
 def register(sub) -> None:
@@ -121,6 +124,10 @@ def main(args) -> int:
             print(f"same: {', '.join(same) or '(none)'}\ndiffer: {', '.join(differ) or '(none)'}")
             for n in differ:
                 print(f"-- {n}")
+                changes = component_changes(n, a.get(n, "{}"), b.get(n, "{}"))
+                if changes is not None:         # a JSON object: each field that differs, in words
+                    print("\n".join(changes))
+                    continue
                 diff = difflib.unified_diff(_lines(a.get(n, "")), _lines(b.get(n, "")),
                                             keys[0][:12], keys[1][:12], lineterm="", n=1)
                 print("\n".join(list(diff)[2:]))

@@ -150,46 +150,11 @@ def storage_key(t: torch.Tensor) -> int:
     return st._cdata if st.nbytes() else -id(t)    # empty storages never alias
 
 
-def torch_mode() -> tuple:
-    """The global torch settings a trace records (the persistent key's ``torch_state``), for
-    the in-memory keys: a call under autocast compiles graphs holding its casts, which a later
-    call outside it must not reuse (it did: bfloat16-rounded values, silently)."""
-    return (autocast_state() if _any_autocast() else (), _default_dtype(), _deterministic())
-
-
-# the C functions behind torch_mode's reads (``torch.are_deterministic_algorithms_enabled`` is a
-# Python wrapper of the last): read on every call, so bound once (tools/bench_overhead.py)
-_any_autocast, _default_dtype, _deterministic = (
-    torch._C._is_any_autocast_enabled, torch.get_default_dtype, torch._C._get_deterministic_algorithms)
-
-
-# the device types autocast has a state for (torch.amp's list; CPU and CUDA are the ones a
-# trace here meets, the rest cost one check each and only while some autocast is on)
-AUTOCAST_DEVICES = ("cpu", "cuda", "xpu", "mps", "hpu", "mtia")
-
-
-def autocast_state() -> tuple:
-    """Each device type whose autocast is on, with its dtype: ``(("cuda", torch.float16),)``,
-    and ``("cache", False)`` when the region's cast cache is off. Empty when none is on. Part of both keys: a graph traced under one device's autocast holds
-    its casts, and must not serve a call under another state (nor under none)."""
-    on = []
-    for device in AUTOCAST_DEVICES:
-        try:
-            if torch.is_autocast_enabled(device):
-                on.append((device, torch.get_autocast_dtype(device)))
-        except RuntimeError:        # a device type this build does not know
-            continue
-    if on and not torch.is_autocast_cache_enabled():
-        # NOTE [the autocast cache] in capture/autocast_cache.py: a region entered with
-        # cache_enabled=False casts a leaf once per op (the default, on, stays out of the key)
-        on.append(("cache", False))
-    return tuple(on)
-
-
 def call_key(leaves: list, spec) -> tuple:
-    """A cheap hashable key that is equal exactly when :func:`signature` would be equal."""
+    """A cheap hashable key that is equal exactly when :func:`signature` would be equal. The
+    ambient torch settings are not in it: the caller adds them (``aotcheck.cache.ambient``)."""
     parts: list = [spec if isinstance(spec, int) else str(spec),
-                   torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch_mode()]
+                   torch.is_grad_enabled(), torch.is_inference_mode_enabled()]
     storages: dict[int, int] = {}
     objects: dict[int, int] = {}
     shared = False
@@ -221,7 +186,7 @@ _Tensor, _strided = torch.Tensor, torch.strided
 def fast_call_key(args: tuple):
     """The key of a call whose arguments are plain strided tensors over distinct storages,
     or None (then the general :func:`call_key` applies). Equal keys mean equal signatures."""
-    parts = [_grad_enabled(), _inference_mode(), torch_mode()]
+    parts = [_grad_enabled(), _inference_mode()]
     storages = set()
     for a in args:
         if type(a) is not _Tensor or a.layout is not _strided or a.is_conj() or a.is_neg():
@@ -231,8 +196,10 @@ def fast_call_key(args: tuple):
         if st in storages:
             return None
         storages.add(st)
-        parts.append((a.shape, a.stride(), a.storage_offset(), a.dtype, a.device,
-                      a.requires_grad, a.is_leaf, storage.nbytes(), a.retains_grad))
+        # is_leaf and retains_grad only where it requires grad (any other tensor is a leaf
+        # that retains nothing): two reads fewer per tensor of the common inference call
+        parts.append((a.shape, a.stride(), a.storage_offset(), a.dtype, a.device, storage.nbytes(),
+                      a.requires_grad and (a.is_leaf, a.retains_grad)))
     return tuple(parts)
 
 

@@ -11,6 +11,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from ..engine.capture.functional import storage_ref
+from ..cache.ambient import call_state
 from ..engine.signature import call_key, root_of
 from ..errors import TraceError
 from .autograd import flag_before_call, grad_region_of_no_grad_call, needs_history
@@ -37,7 +38,8 @@ def call(owner, state, memo: dict, args: tuple, kwargs: dict):
     roots = [root_of(t) for t in outer]
     kin = tuple(next(j for j, r in enumerate(roots) if r is roots[i]) for i in range(len(roots)))
     flags = tuple(t.requires_grad for t in outer)      # the caller's (inference mode: not traced)
-    base_key = (state, meta, call_key(tensors, len(tensors)), tuple(traced), inference, kin, flags)
+    base_key = (state, meta, call_state(), call_key(tensors, len(tensors)), tuple(traced), inference, kin,
+                flags)
 
     def cached(key, build):
         e = memo.get(key)

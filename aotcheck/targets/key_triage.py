@@ -6,7 +6,8 @@ directory, and reads two things on each side:
 
 - the **call's facts**, independent of any cache key: aotcheck's input signature field by
   field (``signature.grad_enabled``, ``signature.leaves[0].requires_grad``, ...), the torch
-  state (default dtype, autocast, deterministic algorithms), the fingerprint of the Python
+  state (each setting of ``cache/ambient.py``'s census in the key:
+  ``torch_state.autocast_dtype[cpu]``, ...), the fingerprint of the Python
   state the function reads (``function.*``: closures, globals, module ``training``) and the
   config flags a variation may set (``config.*``);
 - the **key as the engine computed it**, recorded at each lookup: for aotcheck, the named
@@ -95,8 +96,9 @@ def _paths(x, prefix: str, out: dict) -> dict:
 def call_facts(subject: V.Subject, v: V.Variation | None) -> dict[str, object]:
     """The facts of calling the subject under A (``v`` None) or B, by dotted path."""
     from .. import flags
-    from ..cache.fingerprint import fingerprint_data, torch_state
-    from ..engine.signature import autocast_state, flatten_inputs, signature
+    from ..cache.ambient import torch_state
+    from ..cache.fingerprint import fingerprint_data
+    from ..engine.signature import flatten_inputs, signature
     facts: dict[str, object] = {}
     with C.state_context(subject, v):
         make = subject.make_inputs if v is None else C.vary_inputs(v, subject.make_inputs)
@@ -108,10 +110,8 @@ def call_facts(subject: V.Subject, v: V.Variation | None) -> dict[str, object]:
                 _paths(asdict(signature(leaves, spec)), "signature", facts)
             except Exception:  # noqa: BLE001 - a subclass leaf: described here, by the same names
                 _paths(_plain_signature(inp), "signature", facts)
-            _paths(torch_state(), "torch_state", facts)
-            facts["torch_state.default_dtype"] = str(torch.get_default_dtype())
-            facts["torch_state.autocast"] = tuple((d, str(t)) for d, t in autocast_state())
-            facts["torch_state.deterministic"] = torch.are_deterministic_algorithms_enabled()
+            for name, value in torch_state().items():      # one fact per census setting
+                facts[f"torch_state.{name}"] = tuple(map(str, value)) if isinstance(value, list) else value
         try:
             _paths(fingerprint_data(subject.fn, identity_fallback=True), "function", facts)
         except Exception as e:  # noqa: BLE001 - a fact we cannot read is named as such

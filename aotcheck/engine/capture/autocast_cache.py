@@ -14,10 +14,14 @@ leaf once per op, summed in float32, and the gradient came out a rounding apart 
 tensor itself, once, before an op that autocast would run in the lower precision (found by
 running the op on the fake values with every floating input in float32: a lower-precision
 result), and hands the op the cast, which autocast leaves alone: one ``_to_copy`` node, as
-eager's. Whether the caller's cache was on is part of both keys (``autocast_state``).
+eager's. The same holds for a region the function enters itself while the caller is in
+none: it inherits the ambient ``torch.is_autocast_cache_enabled()`` (on by default), which
+the trace reads before make_fx switches it off (a function entering ``torch.autocast("cpu")``
+gave a leaf used twice a float32-summed gradient, a rounding apart from eager's). Whether
+the cache is on is part of both keys (``autocast_cache`` in cache/census.py).
 Not modelled: eager's cache outlives the call (a cast the caller made before the call, or
 makes after it in the same region, is the same tensor as the function's), and a region
-entered inside the function with ``cache_enabled=False`` while the caller's is on.
+entered inside the function with ``cache_enabled=False`` while the ambient setting is on.
 """
 from __future__ import annotations
 

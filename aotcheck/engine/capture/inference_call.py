@@ -24,15 +24,15 @@ _AUTODIFF_LEVELS = (torch._C._functorch.TransformType.Grad, torch._C._functorch.
 class CallRules:
     """The call's state that the trace emulates, read before make_fx runs (it switches the
     autocast cache off, and the trace's grad mode stands for inference mode): whether the
-    call is under inference_mode (NOTE [views of inference tensors]) and whether the caller's
-    autocast region caches casts (NOTE [the autocast cache]; None: no autocast at the call)."""
+    call is under inference_mode (NOTE [views of inference tensors]) and whether eager's
+    autocast regions cache casts (NOTE [the autocast cache]): the caller's region's setting,
+    or, outside any, the one a region the function enters inherits. None: not emulated."""
     inference: bool = False
     autocast_cache: bool | None = None
 
     @staticmethod
     def at_call(sig) -> "CallRules":
-        return CallRules(sig.inference_mode, torch.is_autocast_cache_enabled()
-                         if torch._C._is_any_autocast_enabled() else None)
+        return CallRules(sig.inference_mode, torch.is_autocast_cache_enabled())
 
     def autocast(self) -> AutocastCache | None:
         """A fresh cast cache for one run, or None outside autocast."""

@@ -241,7 +241,8 @@ class CompiledArtifact:
             primals = placeholder_tensors(self.plan, leaves)
         grad_leaves = _make_grad_leaves(self.meta.new_leaves, leaves) if self.meta.new_leaves else ()
         # NOTE [views taken before .data =] (capture/outputs.py): cut before any swap replay
-        early_views = {o.index: alias(leaves[o.source], o) for o in self._at_call_outputs}
+        early_views = {o.index: alias(leaves[o.source], o) for o in self._at_call_outputs} \
+            if self._at_call_outputs else {}
         for j, fn in self._hooks_new:
             grad_leaves[j].register_hook(fn)
         late, pre, olds, at_call_storages = (), None, (), None
