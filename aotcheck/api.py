@@ -41,8 +41,8 @@ class AotFunction(CompiledFunction):
         state, fp, kwargs = self.state_and_lift(kwargs)   # NOTE [python state], [lifted tensors]
         key = flat_key(state, args, kwargs)               # NOTE [one read of the inputs]
         if key is not None:
-            art = self.hit(key)
-            if art is not None:
+            art = self._artifacts.get(key)                # a hit that runs without a guard
+            if art is not None and not art.guarded:
                 return art.call(list(args))
         elif _subclass.has_subclass(args, kwargs):
             return _subclass.call(self, state, self._subclass, args, kwargs)

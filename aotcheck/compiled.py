@@ -129,17 +129,12 @@ class CompiledFunction:
             kwargs = {**kwargs, _lift.LIFTED: lifted}
         return state, fp, kwargs
 
-    def hit(self, key):
-        """The artifact under a flat key that runs without a guard, or None."""
-        art = self._artifacts.get(key)
-        return art if art is not None and not art.guarded else None
-
     def __call__(self, *args, **kwargs):
         state, fp, kwargs = self.state_and_lift(kwargs)
         key = flat_key(state, args, kwargs)
         if key is not None:
-            art = self.hit(key)
-            if art is not None:
+            art = self._artifacts.get(key)      # a hit that runs without a guard: run it
+            if art is not None and not art.guarded:
                 return art.call(list(args))
         return self.call_record(self.record(state, fp, args, kwargs, key))
 

@@ -449,13 +449,18 @@ def exists(s: Setting) -> bool:
 
 
 def resolves(dotted: str) -> bool:
-    """Whether a dotted name (``torch._C._set_sdp_use_fa4``) exists in this process."""
-    obj: object = sys.modules.get(dotted.split(".")[0])
-    for part in dotted.split(".")[1:]:
+    """Whether a dotted name (``torch._C._set_sdp_use_fa4``) exists in this torch, importing
+    the submodules on its way (``torch.backends.xnnpack``)."""
+    parts = dotted.split(".")
+    obj: object = sys.modules.get(parts[0])
+    for i, part in enumerate(parts[1:], start=2):
         try:
             obj = getattr(obj, part)
         except (AttributeError, RuntimeError):
-            return False
+            try:
+                obj = importlib.import_module(".".join(parts[:i]))
+            except ImportError:
+                return False
     return True
 
 
