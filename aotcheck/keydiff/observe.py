@@ -1,0 +1,303 @@
+"""observe: one compile of a program under one state, into one cache directory, observed.
+
+What was produced and what it was keyed by are read from torch's structured trace (the
+records ``tlparse`` reads; ``torch._logging._internal.trace_log``), which every compile
+writes whether it misses, hits or bypasses:
+
+    produced   aot_forward_graph, aot_backward_graph, aot_inference_graph (AOTAutograd's
+               graphs), aot_forward_graph_fw_metadata (the runtime metadata it hands on),
+               inductor_output_code (Inductor's wrapper and kernels)
+    keys       aotautograd_cache_{miss,hit,bypass} (AOTAutogradCache's key, or why none),
+               fx_graph_cache_{miss,hit,bypass} (the FX graph cache's keys)
+
+Texts are normalized (``normalize``): compile-order ids, addresses, temporary paths and
+content hashes are replaced, so two compiles of one thing read the same.
+
+The cache settings are the torch engine's (``aotcheck/targets/engines.py``):
+``force_autograd_cache`` (the cache is asked for a non-Inductor backend too),
+``force_non_lazy_backward_lowering`` (a training entry is saved at compile time) and, for any
+backend but Inductor, ``bundled_autograd_cache`` (an entry holds its graphs; without it an
+aot_eager entry is never written). ``TORCHINDUCTOR_CACHE_DIR`` is the directory given.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+import torch
+
+from . import setters
+from .program import ProgramError, arguments
+
+PRODUCED = ("aot_forward_graph", "aot_backward_graph", "aot_inference_graph",
+            "aot_forward_graph_fw_metadata", "aot_forward_graph_fw_subclass_metadata",
+            "inductor_output_code")
+SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One compile, observed. ``produced``: (artifact, normalized text) pairs in the order
+    written; ``aot_keys`` / ``fx_keys``: the keys computed, in order; ``events``: the cache
+    counters' deltas; ``bypass``: why a cache declined; ``key_details``: the AOTAutogradCache
+    key's components (detail name, hash) of its first key, when asked for; ``error``: the
+    compile or call failed (first line); ``eager``: None when not compared with eager, "" when
+    equal, else the oracle's first divergence."""
+    produced: tuple[tuple[str, str], ...] = ()
+    aot_keys: tuple[str, ...] = ()
+    fx_keys: tuple[str, ...] = ()
+    events: tuple[tuple[str, int], ...] = ()
+    bypass: tuple[str, ...] = ()
+    key_details: tuple[tuple[str, str], ...] = ()
+    error: str | None = None
+    eager: str | None = None
+    schema: int = field(default=SCHEMA)
+
+    def event(self, name: str) -> int:
+        return dict(self.events).get(name, 0)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(d: dict) -> "Observation":
+        if d.get("schema") != SCHEMA:
+            raise ValueError(f"observation schema {d.get('schema')}, expected {SCHEMA}")
+        tup = lambda xs: tuple(tuple(x) if isinstance(x, list) else x for x in xs)  # noqa: E731
+        return Observation(tup(d["produced"]), tuple(d["aot_keys"]), tuple(d["fx_keys"]), tup(d["events"]),
+                           tuple(d["bypass"]), tup(d["key_details"]), d["error"], d["eager"], d["schema"])
+
+
+# ---------------------------------------------------------------- normalization
+
+_NORMALIZE = [
+    (re.compile(r"^.*# File: .*$\n?", re.M), ""),                    # source locations
+    (re.compile(r"^\s*# (kernel path|Topologically Sorted|Source Nodes|Original ATen).*$\n?", re.M), ""),
+    (re.compile(r"\b\d+_(forward|backward|inference)\b"), r"N_\1"),   # AOT ids count compiles
+    (re.compile(r"0x[0-9a-fA-F]+"), "0x?"),                           # addresses
+    (re.compile(r"(/[\w.+-]+)+/torchinductor[\w.+-]*(/[\w.+-]+)*"), "<inductor-cache>"),
+    (re.compile(r"(/tmp|/var/folders)(/[\w.+-]+)+"), "<tmp>"),
+    (re.compile(r"\b[a-z0-9]{52}\b"), "<hash>"),                      # content-addressed names
+    (re.compile(r"compile_id=\S+"), "compile_id=?"),
+]
+
+
+def normalize(text: str) -> str:
+    for pattern, repl in _NORMALIZE:
+        text = pattern.sub(repl, text)
+    return text.strip()
+
+
+# ---------------------------------------------------------------- the structured trace
+
+
+class _Records(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.records: list[tuple[dict, object]] = []
+
+    def emit(self, record):
+        self.records.append((getattr(record, "metadata", {}) or {}, getattr(record, "payload", None)))
+
+
+@contextlib.contextmanager
+def structured_trace():
+    """Every structured-trace record written in the block: (metadata, payload)."""
+    from torch._logging._internal import trace_log
+    handler, level = _Records(), trace_log.level
+    trace_log.addHandler(handler)
+    trace_log.setLevel(logging.DEBUG)
+    try:
+        yield handler.records
+    finally:
+        trace_log.removeHandler(handler)
+        trace_log.setLevel(level)
+
+
+def _artifacts(records) -> list[tuple[str, object]]:
+    out = []
+    for metadata, payload in records:
+        for k, v in metadata.items():
+            if k == "artifact" and isinstance(v, dict):
+                out.append((v.get("name", ""), payload))
+            elif k in PRODUCED:
+                out.append((k, payload))
+    return out
+
+
+def _keys(artifacts, prefix: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    keys, bypass = [], []
+    for name, payload in artifacts:
+        if not name.startswith(prefix) or not isinstance(payload, str):
+            continue
+        try:
+            info = json.loads(payload)
+        except ValueError:
+            continue
+        if info.get("key"):
+            keys.append(info["key"])
+        if info.get("cache_bypass_reason"):
+            bypass.append(f"{prefix.rstrip('_')}: {info['cache_bypass_reason'].splitlines()[0]}")
+    return tuple(keys), tuple(bypass)
+
+
+# ---------------------------------------------------------------- one compile
+
+_EVENTS = (("aot_autograd", "autograd_cache_hit"), ("aot_autograd", "autograd_cache_miss"),
+           ("aot_autograd", "autograd_cache_bypass"), ("aot_autograd", "autograd_cache_saved"),
+           ("inductor", "fxgraph_cache_hit"), ("inductor", "fxgraph_cache_miss"),
+           ("inductor", "fxgraph_cache_bypass"))
+
+
+def _counts() -> dict[str, int]:
+    from torch._dynamo.utils import counters
+    return {f"{g}.{k}": counters[g][k] for g, k in _EVENTS}
+
+
+@contextlib.contextmanager
+def cache_settings(cache_dir: str, backend):
+    """The torch engine's cache settings (module docstring) around the block."""
+    import torch._functorch.config as fconfig
+    old = os.environ.get("TORCHINDUCTOR_CACHE_DIR")   # read by torch/_inductor/runtime/cache_dir_utils.py
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir)
+    patch = {"force_autograd_cache": True, "force_non_lazy_backward_lowering": True,
+             "bundled_autograd_cache": backend != "inductor"}
+    try:
+        with fconfig.patch(patch):
+            yield
+    finally:
+        if old is None:
+            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+        else:
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = old
+
+
+def fresh_torch() -> None:
+    """No Dynamo guard and no in-memory cache answers first: the persistent cache decides."""
+    from torch._inductor.utils import clear_caches
+    torch._dynamo.reset()
+    clear_caches()
+
+
+class KernelsNotBuilt(Exception):
+    """Raised by a stubbed C++ kernel (``stubbed_kernels``): the code was produced, not built."""
+
+
+@contextlib.contextmanager
+def stubbed_kernels():
+    """Inductor's C++ kernels are generated but not compiled (a build is seconds per kernel on
+    CPU): the output code and the keys are what the differential compares, and a call raises
+    ``KernelsNotBuilt`` after the compile. Only the in-process config census uses it."""
+    from torch._inductor.async_compile import AsyncCompile
+
+    def stub(*args, **kwargs):
+        def kernel(*a, **k):
+            raise KernelsNotBuilt("C++ kernels are not built in the config census")
+        return kernel
+    old = AsyncCompile.cpp, AsyncCompile.cpp_pybinding
+    AsyncCompile.cpp = lambda self, source_code: stub()
+    AsyncCompile.cpp_pybinding = lambda self, argtypes, source_code: stub()
+    try:
+        yield
+    finally:
+        AsyncCompile.cpp, AsyncCompile.cpp_pybinding = old
+
+
+def backend_of(module):
+    backend = getattr(module, "BACKEND", "aot_eager")
+    return backend() if callable(backend) else backend
+
+
+def compiler_of(module, backend) -> Callable:
+    """The program's entry point: its ``compile(fn)``, else ``torch.compile(fn, backend=...)``."""
+    if callable(getattr(module, "compile", None)):
+        return module.compile(module.fn)
+    return torch.compile(module.fn, backend=backend)
+
+
+def observe(module, state: dict, cache_dir: str, *, eager: bool = False, details: bool = False,
+            stub: bool = False) -> Observation:
+    """Compile ``module.fn`` with ``state`` (VARY name -> value) in place, into ``cache_dir``,
+    call it (``eager``: through the oracle, against eager under the same state), and observe."""
+    from ..targets.key_triage import record_torch_keys
+    keys: list = []
+    with contextlib.ExitStack() as stack:
+        for name, value in dict(getattr(module, "CONFIG", {})).items():
+            stack.enter_context(setters.applied(module, name, value))
+        for name, value in state.items():
+            stack.enter_context(setters.applied(module, name, value))
+        if stub:
+            stack.enter_context(stubbed_kernels())
+        make = _input_maker(module, state)
+        backend = backend_of(module)
+        fresh_torch()
+        before = _counts()
+        recording = record_torch_keys(keys) if details else contextlib.nullcontext()
+        with cache_settings(cache_dir, getattr(module, "BACKEND", "aot_eager")), structured_trace() as records, \
+                recording:
+            error, eager_text = _run(module, backend, make, eager)
+        after = _counts()
+    return _observation(records, keys, {k: after[k] - before[k] for k in after if after[k] != before[k]},
+                        error, eager_text)
+
+
+def _input_maker(module, state: dict) -> Callable[[], tuple]:
+    storage = [(setters.relation_pair(n), v) for n, v in state.items() if n.startswith("storage:")]
+
+    def make() -> tuple:
+        torch.manual_seed(0)
+        args = arguments(module)
+        for (i, j), relation in storage:
+            args = setters.related(args, i, j, relation)
+        return args
+    return make
+
+
+def _wants_backward(module, out) -> bool:
+    flag = getattr(module, "BACKWARD", None)
+    if flag is not None:
+        return bool(flag)
+    from torch.utils import _pytree as pytree
+    return any(isinstance(t, torch.Tensor) and t.requires_grad for t in pytree.tree_leaves(out))
+
+
+def _run(module, backend, make, eager: bool) -> tuple[str | None, str | None]:
+    """(error, eager comparison) of one compile and call."""
+    from ..check import oracle
+    try:
+        compiled = compiler_of(module, backend)
+        if not eager:
+            compiled(*make())
+            return None, None
+        probe = module.fn(*make())
+        backward = _wants_backward(module, probe)
+
+        def inputs():
+            args = make()
+            leaves = tuple(a for a in args if isinstance(a, torch.Tensor) and a.is_leaf and a.requires_grad)
+            return oracle.Inputs(args, leaves=leaves)
+        report = oracle.check(module.fn, compiled, inputs, backward=backward, mutate_outputs=False)
+        return None, "" if report.ok else report.divergences[0]
+    except KernelsNotBuilt:
+        return None, None
+    except ProgramError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a compile that fails is an observation
+        first = (str(e).strip().splitlines() or [""])[0]
+        return f"{type(e).__name__}: {first[:300]}", None
+
+
+def _observation(records, keys, events, error, eager_text) -> Observation:
+    artifacts = _artifacts(records)
+    produced = tuple((name, normalize(p if isinstance(p, str) else json.dumps(p, sort_keys=True)))
+                     for name, p in artifacts if name in PRODUCED and p is not None)
+    aot_keys, aot_bypass = _keys(artifacts, "aotautograd_cache_")
+    fx_keys, fx_bypass = _keys(artifacts, "fx_graph_cache_")
+    details = tuple(sorted(keys[0][1].items())) if keys else ()
+    return Observation(produced, aot_keys, fx_keys, tuple(sorted(events.items())), aot_bypass + fx_bypass,
+                       details, error, eager_text)

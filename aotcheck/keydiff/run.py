@@ -1,0 +1,136 @@
+"""run: a program through the differential, as a user runs it (``aotcheck keydiff PROGRAM.py``).
+
+For each input of compilation of the program (``setters.inputs_of``: its VARY entries, or the
+derived storage relations and ambient settings), every value is compiled cold into a cache
+directory of its own and checked against eager under that value (``worker.py``: the values of
+a ``setup`` input each in a process of their own, the others one after another in one
+process); every pair of values is compared (``differential.compare``); each KEY GAP is
+confirmed in both directions, the writer's directory read by the other value in a new process
+(``confirm.py``); and the differing component is named (``naming.py``).
+"""
+from __future__ import annotations
+
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import Path
+
+from . import confirm as C
+from . import naming, program, setters
+from .differential import Finding, Verdict, compare
+from .observe import Observation
+from .program import Kind
+from .worker import Request, run as run_worker
+
+SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Value ``a`` against value ``b`` of one input: the verdict, the component in words, and the
+    confirmations of a KEY GAP (one per direction)."""
+    input: str
+    kind: str
+    a: int
+    b: int
+    a_text: str
+    b_text: str
+    verdict: Verdict
+    component: str
+    confirmations: tuple[C.Confirmation, ...] = ()
+
+    @property
+    def stale(self) -> bool:
+        return any(c.outcome is C.Outcome.STALE_HIT for c in self.confirmations)
+
+    def to_json(self) -> dict:
+        d = {k: getattr(self, k) for k in ("input", "kind", "a", "b", "a_text", "b_text", "component")}
+        return {**d, "verdict": self.verdict.to_json(), "confirmations": [c.to_json() for c in self.confirmations]}
+
+    @staticmethod
+    def from_json(d: dict) -> "Comparison":
+        return Comparison(d["input"], d["kind"], d["a"], d["b"], d["a_text"], d["b_text"],
+                          Verdict.from_json(d["verdict"]), d["component"],
+                          tuple(C.Confirmation.from_json(c) for c in d["confirmations"]))
+
+
+@dataclass(frozen=True)
+class ProgramResult:
+    program: str
+    upstream: str
+    backend: str
+    comparisons: tuple[Comparison, ...]
+    schema: int = SCHEMA
+
+    def to_json(self) -> dict:
+        return {"program": self.program, "upstream": self.upstream, "backend": self.backend,
+                "comparisons": [c.to_json() for c in self.comparisons], "schema": self.schema}
+
+    @staticmethod
+    def from_json(d: dict) -> "ProgramResult":
+        if d.get("schema") != SCHEMA:
+            raise ValueError(f"result schema {d.get('schema')}, expected {SCHEMA}")
+        return ProgramResult(d["program"], d["upstream"], d["backend"],
+                             tuple(Comparison.from_json(c) for c in d["comparisons"]), d["schema"])
+
+
+def run_program(path, *, jobs: int = 2, confirm: bool = True, only: str | None = None) -> ProgramResult:
+    """The differential over one program file (module docstring). ``only``: one input's name."""
+    prog = program.load(path)
+    module = prog.module()
+    inputs = [(i, v) for i, v in setters.inputs_of(module) if only is None or i.name == only]
+    if only is not None and not inputs:
+        raise program.ProgramError(f"{path}: no input named {only!r}")
+    with tempfile.TemporaryDirectory(prefix="aotcheck-keydiff-") as tmp:
+        observed = _observe_all(prog.path, inputs, Path(tmp), jobs)
+        comparisons = [_compare(prog, module, inp, a, b, observed, Path(tmp), confirm)
+                       for inp, values in inputs for a, b in combinations(range(len(values)), 2)]
+        comparisons = _confirm_all(prog.path, comparisons, observed, Path(tmp), jobs) if confirm else comparisons
+    return ProgramResult(prog.path, prog.upstream, prog.backend, tuple(comparisons))
+
+
+def _dir(root: Path, name: str, index: int) -> str:
+    safe = "".join(c if c.isalnum() else "_" for c in name)
+    return str(root / safe / str(index))
+
+
+def _observe_all(path: str, inputs, root: Path, jobs: int) -> dict[tuple[str, int], Observation]:
+    """Every value of every input compiled cold (module docstring)."""
+    batches: list[list[Request]] = []
+    shared: list[Request] = []
+    for inp, values in inputs:
+        reqs = [Request(path, inp.name, k, _dir(root, inp.name, k)) for k in range(len(values))]
+        if inp.kind is Kind.SETUP:
+            batches += [[r] for r in reqs]
+        else:
+            shared += reqs
+    step = max(1, -(-len(shared) // max(1, jobs)))
+    batches += [shared[k:k + step] for k in range(0, len(shared), step)]
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        results = list(pool.map(run_worker, batches))
+    return {(r.name, r.index): o for batch, obs in zip(batches, results) for r, o in zip(batch, obs)}
+
+
+def _compare(prog, module, inp, a: int, b: int, observed, root: Path, confirm: bool) -> Comparison:
+    verdict = compare(observed[(inp.name, a)], observed[(inp.name, b)])
+    component = naming.component(module, inp, a, b)
+    return Comparison(inp.name, inp.kind.value, a, b, inp.values[a], inp.values[b], verdict, component)
+
+
+def _confirm_all(path: str, comparisons, observed, root: Path, jobs: int) -> list[Comparison]:
+    todo = [(n, x, y) for n, c in enumerate(comparisons) if c.verdict.finding is Finding.KEY_GAP
+            for x, y in ((c.a, c.b), (c.b, c.a))]
+
+    def one(item):
+        n, x, y = item
+        c = comparisons[n]
+        return n, C.confirm(path, c.input, x, y, _dir(root, c.input, x), observed[(c.input, y)])
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        done = list(pool.map(one, todo))
+    out = list(comparisons)
+    for n, conf in done:
+        c = out[n]
+        out[n] = Comparison(c.input, c.kind, c.a, c.b, c.a_text, c.b_text, c.verdict, c.component,
+                            c.confirmations + (conf,))
+    return out
