@@ -2,8 +2,10 @@
 
 The differential compiled A and B cold, each into its own cache directory, each checked against
 eager under its own condition. For a KEY GAP between value A (which writes) and value B (which
-reads), a new process compiles the program under B over a copy of A's directory, and calls it
-against eager under B. The decision, with its reason (``Confirmation``)::
+reads), a process that compiled nothing under A compiles the program under B over a copy of A's
+directory (after a Dynamo reset and cleared in-memory caches), and calls it against eager under
+B. The runner confirms A -> B first and B -> A only when that was no stale hit; the values of a
+``setup`` input each get a new process (a registration lasts as long as its process). The decision, with its reason (``Confirmation``)::
 
     STALE HIT         B was served A's entry (a hit) and differs from eager under B, while B's
                       own cold compile equals eager: the cache gave a wrong result
@@ -68,10 +70,15 @@ def decide(a: int, b: int, cold_b: Observation, warm_b: Observation) -> Confirma
                         f"under B")
 
 
+def request(program: str, name: str, b: int, a_dir: str, tmp) -> Request:
+    """The request that reads a copy of A's cache directory under B (the copy in ``tmp``)."""
+    copy = Path(tempfile.mkdtemp(prefix="confirm-", dir=tmp)) / "cache"
+    shutil.copytree(a_dir, copy)
+    return Request(program, name, b, str(copy), eager=True, details=False)
+
+
 def confirm(program: str, name: str, a: int, b: int, a_dir: str, cold_b: Observation) -> Confirmation:
     """Copy A's cache directory, compile under B over the copy in a new process, and decide."""
     with tempfile.TemporaryDirectory(prefix="aotcheck-keydiff-confirm-") as tmp:
-        copy = Path(tmp) / "cache"
-        shutil.copytree(a_dir, copy)
-        warm = run([Request(program, name, b, str(copy), eager=True, details=False)])[0]
+        warm = run([request(program, name, b, a_dir, tmp)])[0]
     return decide(a, b, cold_b, warm)

@@ -26,7 +26,7 @@ import difflib
 import enum
 from dataclasses import dataclass
 
-from .observe import Observation
+from .observe import Graph, Observation
 
 INDUCTOR_CODE = "inductor_output_code"
 
@@ -64,35 +64,50 @@ class Verdict:
 
 
 def compare(a: Observation, b: Observation) -> Verdict:
-    """The verdict on A against B (module docstring); symmetric but for the wording."""
+    """The verdict on A against B (module docstring): graph by graph, in compile order (a graph
+    break makes two; a graph after a break may be specialized on values computed before it,
+    so each graph is judged under its own key)."""
     if a.error or b.error:
         side, err = ("A", a.error) if a.error else ("B", b.error)
         return Verdict(Finding.FAILED, f"the compile under {side} failed: {err}")
+    verdicts = [_compare_graph(n, ga, gb) for n, (ga, gb) in enumerate(zip(a.graphs, b.graphs))]
+    if len(a.graphs) != len(b.graphs):
+        verdicts.append(Verdict(Finding.KEYED, f"Dynamo made {len(a.graphs)} graph(s) under A and "
+                                f"{len(b.graphs)} under B", "", ("graphs",), f"graphs: {len(a.graphs)} vs "
+                                f"{len(b.graphs)}"))
+    if not verdicts:
+        return Verdict(Finding.NO_KEY, "no graph was compiled under A or B")
+    for finding in (Finding.KEY_GAP, Finding.KEYED, Finding.LOST_HIT, Finding.NO_KEY):
+        found = [v for v in verdicts if v.finding is finding]
+        if found:
+            components = key_components(a, b) if finding in (Finding.KEYED, Finding.LOST_HIT) else ()
+            v = found[0]
+            return Verdict(v.finding, v.reason, v.cache, v.differs, v.first, components)
+    return Verdict(Finding.NO_EFFECT, "keys and everything produced are equal under A and B")
+
+
+def _compare_graph(n: int, a: Graph, b: Graph) -> Verdict:
+    where = f"graph {n} ({a.compile_id})"
     differs, first = produced_difference(a, b)
-    if not a.aot_keys or not b.aot_keys:
+    if not a.aot_key or not b.aot_key:
         why = "; ".join(a.bypass + b.bypass) or "no AOTAutogradCache key was computed"
-        return Verdict(Finding.NO_KEY, f"no key to compare ({why})", "AOTAutogradCache", differs, first)
-    components = key_components(a, b)
-    if a.aot_keys == b.aot_keys:
+        return Verdict(Finding.NO_KEY, f"{where}: no key to compare ({why})", "AOTAutogradCache", differs, first)
+    if a.aot_key == b.aot_key:
         if differs:
-            return Verdict(Finding.KEY_GAP, f"AOTAutogradCache key {a.aot_keys[0][:12]}... is equal under A "
+            return Verdict(Finding.KEY_GAP, f"{where}: AOTAutogradCache key {a.aot_key[:12]}... is equal under A "
                            f"and B while {', '.join(differs)} differ", "AOTAutogradCache", differs, first)
-        fx_gap = _fx_gap(a, b)
-        if fx_gap:
-            return fx_gap
-        return Verdict(Finding.NO_EFFECT, "keys and everything produced are equal under A and B")
-    fx_gap = _fx_gap(a, b)
-    if fx_gap:
-        return fx_gap
+        return _fx_gap(where, a, b) or Verdict(Finding.NO_EFFECT, f"{where}: key and what it serves are equal")
+    gap = _fx_gap(where, a, b)
+    if gap:
+        return gap
     if differs:
-        return Verdict(Finding.KEYED, f"the key differs, and so does {', '.join(differs)}", "AOTAutogradCache",
-                       differs, first, components)
-    what = f" (key components that differ: {', '.join(components)})" if components else ""
-    return Verdict(Finding.LOST_HIT, f"the AOTAutogradCache key differs while everything produced is "
-                   f"equal{what}", "AOTAutogradCache", (), "", components)
+        return Verdict(Finding.KEYED, f"{where}: the key differs, and so does {', '.join(differs)}",
+                       "AOTAutogradCache", differs, first)
+    return Verdict(Finding.LOST_HIT, f"{where}: the AOTAutogradCache key differs while everything produced is "
+                   f"equal", "AOTAutogradCache")
 
 
-def produced_difference(a: Observation, b: Observation) -> tuple[tuple[str, ...], str]:
+def produced_difference(a: Graph, b: Graph) -> tuple[tuple[str, ...], str]:
     """The artifact names whose texts differ, in A's order, and the first differing line."""
     ga, gb = _grouped(a), _grouped(b)
     names = [n for n in dict.fromkeys(list(ga) + list(gb)) if ga.get(n) != gb.get(n)]
@@ -102,9 +117,9 @@ def produced_difference(a: Observation, b: Observation) -> tuple[tuple[str, ...]
     return tuple(names), f"{n}: {first_difference(chr(10).join(ga.get(n, [])), chr(10).join(gb.get(n, [])))}"
 
 
-def _grouped(o: Observation) -> dict[str, list[str]]:
+def _grouped(g: Graph) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
-    for name, text in o.produced:
+    for name, text in g.produced:
         out.setdefault(name, []).append(text)
     return out
 
@@ -129,14 +144,14 @@ def key_components(a: Observation, b: Observation) -> tuple[str, ...]:
     return tuple(k for k in sorted(set(da) | set(db)) if da.get(k) != db.get(k))
 
 
-def _fx_gap(a: Observation, b: Observation) -> Verdict | None:
+def _fx_gap(where: str, a: Graph, b: Graph) -> Verdict | None:
     """An FX graph cache key equal under A and B whose output code differs (keys and codes pair
-    up in the order written: one code per compiled graph)."""
+    up in the order written: one code per compiled forward or backward)."""
     ca = [t for n, t in a.produced if n == INDUCTOR_CODE]
     cb = [t for n, t in b.produced if n == INDUCTOR_CODE]
     for ka, kb, ta, tb in zip(a.fx_keys, b.fx_keys, ca, cb):
         if ka == kb and ta != tb:
-            return Verdict(Finding.KEY_GAP, f"FX graph cache key {ka[:12]}... is equal under A and B while "
-                           f"its output code differs", "FX graph cache", (INDUCTOR_CODE,),
+            return Verdict(Finding.KEY_GAP, f"{where}: FX graph cache key {ka[:12]}... is equal under A and B "
+                           f"while its output code differs", "FX graph cache", (INDUCTOR_CODE,),
                            f"{INDUCTOR_CODE}: {first_difference(ta, tb)}")
     return None

@@ -2,7 +2,8 @@
 
 What was produced and what it was keyed by are read from torch's structured trace (the
 records ``tlparse`` reads; ``torch._logging._internal.trace_log``), which every compile
-writes whether it misses, hits or bypasses:
+writes whether it misses, hits or bypasses, per graph (a graph break makes two; each record
+carries its compile id):
 
     produced   aot_forward_graph, aot_backward_graph, aot_inference_graph (AOTAutograd's
                graphs), aot_forward_graph_fw_metadata (the runtime metadata it hands on),
@@ -41,18 +42,27 @@ SCHEMA = 1
 
 
 @dataclass(frozen=True)
-class Observation:
-    """One compile, observed. ``produced``: (artifact, normalized text) pairs in the order
-    written; ``aot_keys`` / ``fx_keys``: the keys computed, in order; ``events``: the cache
-    counters' deltas; ``bypass``: why a cache declined; ``key_details``: the AOTAutogradCache
-    key's components (detail name, hash) of its first key, when asked for; ``error``: the
-    compile or call failed (first line); ``eager``: None when not compared with eager, "" when
-    equal, else the oracle's first divergence."""
+class Graph:
+    """One graph Dynamo handed to the backend (one compile id): what was produced for it, as
+    (artifact, normalized text) pairs in the order written, the AOTAutogradCache key it was
+    looked up under (``""``: none), the FX graph cache keys of its compiled graphs, and why a
+    cache declined it."""
+    compile_id: str
     produced: tuple[tuple[str, str], ...] = ()
-    aot_keys: tuple[str, ...] = ()
+    aot_key: str = ""
     fx_keys: tuple[str, ...] = ()
-    events: tuple[tuple[str, int], ...] = ()
     bypass: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One compile of a program, observed: its graphs in compile order; ``events``: the cache
+    counters' deltas; ``key_details``: the AOTAutogradCache key's components (detail name,
+    hash) of its first key, when asked for; ``error``: the compile or call failed (first line);
+    ``eager``: None when not compared with eager, "" when equal, else the oracle's first
+    divergence."""
+    graphs: tuple[Graph, ...] = ()
+    events: tuple[tuple[str, int], ...] = ()
     key_details: tuple[tuple[str, str], ...] = ()
     error: str | None = None
     eager: str | None = None
@@ -61,6 +71,14 @@ class Observation:
     def event(self, name: str) -> int:
         return dict(self.events).get(name, 0)
 
+    @property
+    def aot_keys(self) -> tuple[str, ...]:
+        return tuple(g.aot_key for g in self.graphs if g.aot_key)
+
+    @property
+    def bypass(self) -> tuple[str, ...]:
+        return tuple(b for g in self.graphs for b in g.bypass)
+
     def to_json(self) -> dict:
         return asdict(self)
 
@@ -68,9 +86,11 @@ class Observation:
     def from_json(d: dict) -> "Observation":
         if d.get("schema") != SCHEMA:
             raise ValueError(f"observation schema {d.get('schema')}, expected {SCHEMA}")
-        tup = lambda xs: tuple(tuple(x) if isinstance(x, list) else x for x in xs)  # noqa: E731
-        return Observation(tup(d["produced"]), tuple(d["aot_keys"]), tuple(d["fx_keys"]), tup(d["events"]),
-                           tuple(d["bypass"]), tup(d["key_details"]), d["error"], d["eager"], d["schema"])
+        pairs = lambda xs: tuple(tuple(x) for x in xs)  # noqa: E731
+        graphs = tuple(Graph(g["compile_id"], pairs(g["produced"]), g["aot_key"], tuple(g["fx_keys"]),
+                             tuple(g["bypass"])) for g in d["graphs"])
+        return Observation(graphs, pairs(d["events"]), pairs(d["key_details"]), d["error"], d["eager"],
+                           d["schema"])
 
 
 # ---------------------------------------------------------------- normalization
@@ -119,31 +139,43 @@ def structured_trace():
         trace_log.setLevel(level)
 
 
-def _artifacts(records) -> list[tuple[str, object]]:
+def _artifacts(records) -> list[tuple[str, str, object]]:
+    """(compile id, artifact name, payload) of every record that names an artifact."""
     out = []
     for metadata, payload in records:
+        cid = f"{metadata.get('frame_id', '?')}/{metadata.get('frame_compile_id', '?')}"
         for k, v in metadata.items():
             if k == "artifact" and isinstance(v, dict):
-                out.append((v.get("name", ""), payload))
+                out.append((cid, v.get("name", ""), payload))
             elif k in PRODUCED:
-                out.append((k, payload))
+                out.append((cid, k, payload))
     return out
 
 
-def _keys(artifacts, prefix: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    keys, bypass = [], []
-    for name, payload in artifacts:
-        if not name.startswith(prefix) or not isinstance(payload, str):
-            continue
-        try:
-            info = json.loads(payload)
-        except ValueError:
-            continue
-        if info.get("key"):
-            keys.append(info["key"])
-        if info.get("cache_bypass_reason"):
-            bypass.append(f"{prefix.rstrip('_')}: {info['cache_bypass_reason'].splitlines()[0]}")
-    return tuple(keys), tuple(bypass)
+def _cache_info(payload) -> dict:
+    try:
+        info = json.loads(payload) if isinstance(payload, str) else {}
+    except ValueError:
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+def _graph(cid: str, artifacts) -> Graph:
+    produced, aot_key, fx_keys, bypass = [], "", [], []
+    for _, name, payload in artifacts:
+        if name in PRODUCED and payload is not None:
+            produced.append((name, normalize(payload if isinstance(payload, str)
+                                             else json.dumps(payload, sort_keys=True))))
+        elif name.startswith(("aotautograd_cache_", "fx_graph_cache_")):
+            info, aot = _cache_info(payload), name.startswith("aotautograd_cache_")
+            if info.get("key") and aot:
+                aot_key = aot_key or info["key"]
+            elif info.get("key"):
+                fx_keys.append(info["key"])
+            if info.get("cache_bypass_reason"):
+                which = "AOTAutogradCache" if aot else "FX graph cache"
+                bypass.append(f"{which}: {info['cache_bypass_reason'].splitlines()[0]}")
+    return Graph(cid, tuple(produced), aot_key, tuple(fx_keys), tuple(bypass))
 
 
 # ---------------------------------------------------------------- one compile
@@ -294,10 +326,8 @@ def _run(module, backend, make, eager: bool) -> tuple[str | None, str | None]:
 
 def _observation(records, keys, events, error, eager_text) -> Observation:
     artifacts = _artifacts(records)
-    produced = tuple((name, normalize(p if isinstance(p, str) else json.dumps(p, sort_keys=True)))
-                     for name, p in artifacts if name in PRODUCED and p is not None)
-    aot_keys, aot_bypass = _keys(artifacts, "aotautograd_cache_")
-    fx_keys, fx_bypass = _keys(artifacts, "fx_graph_cache_")
+    ids = list(dict.fromkeys(cid for cid, name, _ in artifacts
+                             if name in PRODUCED or name.startswith(("aotautograd_cache_", "fx_graph_cache_"))))
+    graphs = tuple(_graph(cid, [a for a in artifacts if a[0] == cid]) for cid in ids)
     details = tuple(sorted(keys[0][1].items())) if keys else ()
-    return Observation(produced, aot_keys, fx_keys, tuple(sorted(events.items())), aot_bypass + fx_bypass,
-                       details, error, eager_text)
+    return Observation(graphs, tuple(sorted(events.items())), details, error, eager_text)

@@ -97,19 +97,21 @@ def _dir(root: Path, name: str, index: int) -> str:
 
 def _observe_all(path: str, inputs, root: Path, jobs: int) -> dict[tuple[str, int], Observation]:
     """Every value of every input compiled cold (module docstring)."""
-    batches: list[list[Request]] = []
-    shared: list[Request] = []
-    for inp, values in inputs:
-        reqs = [Request(path, inp.name, k, _dir(root, inp.name, k)) for k in range(len(values))]
-        if inp.kind is Kind.SETUP:
-            batches += [[r] for r in reqs]
-        else:
-            shared += reqs
+    reqs = [(inp.kind, Request(path, inp.name, k, _dir(root, inp.name, k)))
+            for inp, values in inputs for k in range(len(values))]
+    return {(r.name, r.index): o for r, o in _run_batched(reqs, jobs)}
+
+
+def _run_batched(reqs: list, jobs: int) -> list[tuple[Request, Observation]]:
+    """(kind, request) pairs run in new processes: a ``setup`` input's each alone, the others
+    one after another in ``jobs`` shared processes."""
+    batches = [[r] for kind, r in reqs if kind is Kind.SETUP]
+    shared = [r for kind, r in reqs if kind is not Kind.SETUP]
     step = max(1, -(-len(shared) // max(1, jobs)))
     batches += [shared[k:k + step] for k in range(0, len(shared), step)]
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         results = list(pool.map(run_worker, batches))
-    return {(r.name, r.index): o for batch, obs in zip(batches, results) for r, o in zip(batch, obs)}
+    return [(r, o) for batch, obs in zip(batches, results) for r, o in zip(batch, obs)]
 
 
 def _compare(prog, module, inp, a: int, b: int, observed, root: Path, confirm: bool) -> Comparison:
@@ -119,18 +121,30 @@ def _compare(prog, module, inp, a: int, b: int, observed, root: Path, confirm: b
 
 
 def _confirm_all(path: str, comparisons, observed, root: Path, jobs: int) -> list[Comparison]:
-    todo = [(n, x, y) for n, c in enumerate(comparisons) if c.verdict.finding is Finding.KEY_GAP
-            for x, y in ((c.a, c.b), (c.b, c.a))]
-
-    def one(item):
-        n, x, y = item
-        c = comparisons[n]
-        return n, C.confirm(path, c.input, x, y, _dir(root, c.input, x), observed[(c.input, y)])
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        done = list(pool.map(one, todo))
+    """Each KEY GAP confirmed A -> B, and B -> A where that was no stale hit (confirm.py)."""
     out = list(comparisons)
-    for n, conf in done:
-        c = out[n]
-        out[n] = Comparison(c.input, c.kind, c.a, c.b, c.a_text, c.b_text, c.verdict, c.component,
-                            c.confirmations + (conf,))
+    first = [(n, c.a, c.b) for n, c in enumerate(out) if c.verdict.finding is Finding.KEY_GAP]
+    for n, conf in _confirm_round(path, out, first, observed, root, jobs):
+        out[n] = _with(out[n], conf)
+    second = [(n, c.b, c.a) for n, c in enumerate(out) if c.verdict.finding is Finding.KEY_GAP and not c.stale]
+    for n, conf in _confirm_round(path, out, second, observed, root, jobs):
+        out[n] = _with(out[n], conf)
     return out
+
+
+def _confirm_round(path, comparisons, todo, observed, root: Path, jobs: int):
+    if not todo:
+        return []
+    kinds = {c.input: Kind(c.kind) for c in comparisons}
+    reqs = [(kinds[comparisons[n].input],
+             C.request(path, comparisons[n].input, y, _dir(root, comparisons[n].input, x), root))
+            for n, x, y in todo]
+    done = _run_batched(reqs, jobs)
+    by_req = {id(r): o for r, o in done}
+    return [(n, C.decide(x, y, observed[(comparisons[n].input, y)], by_req[id(req)]))
+            for (n, x, y), (_, req) in zip(todo, reqs)]
+
+
+def _with(c: Comparison, conf: C.Confirmation) -> Comparison:
+    return Comparison(c.input, c.kind, c.a, c.b, c.a_text, c.b_text, c.verdict, c.component,
+                      c.confirmations + (conf,))

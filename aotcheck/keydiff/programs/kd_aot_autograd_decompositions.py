@@ -12,6 +12,7 @@ import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._dynamo.backends.debugging import boxed_nop
 
+KIND = "entry"
 UPSTREAM = ""
 DECOMPOSITIONS = {}
 

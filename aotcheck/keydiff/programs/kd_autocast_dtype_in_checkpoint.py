@@ -12,6 +12,7 @@ is invisible to the root-only scan").
 import torch
 from torch.utils.checkpoint import checkpoint
 
+KIND = "ambient"
 UPSTREAM = "pytorch/pytorch#191110"
 
 

@@ -9,6 +9,7 @@ checkpoint bodies).
 """
 import torch
 
+KIND = "reached"
 UPSTREAM = "pytorch/pytorch#194658"
 CONFIG = {"torch._functorch.config.autograd_cache_allow_custom_autograd_functions": True}
 OFFSET = 1.0

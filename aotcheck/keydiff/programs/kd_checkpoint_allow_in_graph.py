@@ -9,6 +9,7 @@ Upstream: pytorch/pytorch PR #194658 (open), whose description has this program.
 import torch
 from torch.utils.checkpoint import checkpoint
 
+KIND = "reached"
 UPSTREAM = "pytorch/pytorch#194658"
 SCALE = [2.0]
 

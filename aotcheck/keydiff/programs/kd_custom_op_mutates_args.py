@@ -10,6 +10,7 @@ Upstream: pytorch/pytorch#187319 (open).
 import torch
 from torch import Tensor
 
+KIND = "registration"
 UPSTREAM = "pytorch/pytorch#187319"
 BACKWARD = False
 

@@ -9,6 +9,7 @@ Upstream: pytorch/pytorch#144344 (open), whose report has this program.
 import torch
 from torch import Tensor
 
+KIND = "registration"
 UPSTREAM = "pytorch/pytorch#144344"
 
 

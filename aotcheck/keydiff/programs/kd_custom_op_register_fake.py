@@ -9,6 +9,7 @@ Upstream: pytorch/pytorch#160472 (open).
 import torch
 from torch import Tensor
 
+KIND = "registration"
 UPSTREAM = "pytorch/pytorch#160472"
 BACKWARD = False
 

@@ -9,6 +9,7 @@ functorch's joint_custom_pass has no such interface).
 """
 import torch
 
+KIND = "config"
 UPSTREAM = ""
 
 

@@ -9,6 +9,7 @@ Upstream: pytorch/pytorch#139789 (open).
 """
 import torch
 
+KIND = "storage"
 UPSTREAM = "pytorch/pytorch#139789"
 BACKWARD = False
 
