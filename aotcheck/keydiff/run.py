@@ -10,6 +10,7 @@ confirmed in both directions, the writer's directory read by the other value in 
 """
 from __future__ import annotations
 
+import json
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -18,12 +19,14 @@ from pathlib import Path
 
 from . import confirm as C
 from . import naming, program, setters
+from .config_run import FieldResult
 from .differential import Finding, Verdict, compare
 from .observe import Observation
 from .program import Kind
 from .worker import Request, run as run_worker
 
 SCHEMA = 1
+KINDS_ALL = ("config", "reached", "ambient", "registration", "storage", "entry")
 
 
 @dataclass(frozen=True)
@@ -148,3 +151,52 @@ def _confirm_round(path, comparisons, todo, observed, root: Path, jobs: int):
 def _with(c: Comparison, conf: C.Confirmation) -> Comparison:
     return Comparison(c.input, c.kind, c.a, c.b, c.a_text, c.b_text, c.verdict, c.component,
                       c.confirmations + (conf,))
+
+
+# ---------------------------------------------------------------- the census
+
+
+@dataclass(frozen=True)
+class CensusResult:
+    """A run: the torch release, each program's result, each config field's, wall seconds."""
+    torch: str
+    programs: tuple[ProgramResult, ...]
+    config: tuple[FieldResult, ...]
+    seconds: float = 0.0
+    schema: int = SCHEMA
+
+    def to_json(self) -> dict:
+        return {"torch": self.torch, "programs": [p.to_json() for p in self.programs],
+                "config": [c.to_json() for c in self.config], "seconds": self.seconds, "schema": self.schema}
+
+    @staticmethod
+    def from_json(d: dict) -> "CensusResult":
+        if d.get("schema") != SCHEMA:
+            raise ValueError(f"keydiff result schema {d.get('schema')}, expected {SCHEMA}")
+        return CensusResult(d["torch"], tuple(ProgramResult.from_json(p) for p in d["programs"]),
+                            tuple(FieldResult.from_json(c) for c in d["config"]), d["seconds"], d["schema"])
+
+    def save(self, path) -> Path:
+        p = Path(path)
+        p.write_text(json.dumps(self.to_json(), indent=1) + "\n")
+        return p
+
+
+def run_census(kinds=KINDS_ALL, *, jobs: int = 2, only: list[str] | None = None, confirm: bool = True,
+               progress=None) -> CensusResult:
+    """The installed torch's census (``census.load``): its config fields (``config_run``) and its
+    probe programs of the kinds asked for, through the differential. ``only``: config fields
+    or programs whose name contains one of these strings."""
+    import time
+
+    from . import census, config_run
+    data = census.load()
+    start = time.perf_counter()
+    config = config_run.run_config(data, jobs=jobs, only=only, progress=progress) if "config" in kinds else []
+    names = [n for k in kinds for n in data["programs"].get(k, []) if not only or any(o in n for o in only)]
+    programs = []
+    for n in names:
+        programs.append(run_program(census.PROGRAMS_DIR / f"{n}.py", jobs=jobs, confirm=confirm))
+        if progress:
+            progress(len(programs), len(names))
+    return CensusResult(data["torch"], tuple(programs), tuple(config), time.perf_counter() - start)
