@@ -209,11 +209,12 @@ def unjustified(data: dict) -> list[str]:
 
 
 def write(rel: str | None = None) -> Path:
-    """Write the installed torch's census: existing entries kept as written, new fields derived,
-    fields this torch lacks dropped; the program lists kept (or, for a new file, every probe
-    program by its kind prefix)."""
+    """Write the installed torch's census: existing entries kept as written (for a release with
+    no census yet, those of the newest census there is), new fields derived, fields this torch
+    lacks dropped; the program lists and known gaps kept (or, for the first census, every probe
+    program by its ``KIND``)."""
     p = path_for(rel)
-    old = json.loads(p.read_text()) if p.is_file() else {}
+    old = json.loads(p.read_text()) if p.is_file() else _nearest()
     config = {}
     for name, (default, tp) in sorted(live_fields().items()):
         if name in old.get("config", {}):
@@ -222,10 +223,18 @@ def write(rel: str | None = None) -> Path:
         vary, reason = derive(name, default, tp)
         config[name] = {"vary": vary, "reason": reason}
     data = {"schema": SCHEMA, "torch": rel or release(), "config": config,
-            "programs": old.get("programs") or default_programs()}
+            "programs": old.get("programs") or default_programs(), "known_gaps": old.get("known_gaps", {})}
     CENSUS_DIR.mkdir(exist_ok=True)
     p.write_text(json.dumps(data, indent=1, sort_keys=True, default=_json_default) + "\n")
     return p
+
+
+def _nearest() -> dict:
+    """The census of the newest other release, to seed a new release's census: its reasons,
+    values, programs and known gaps carry over for the fields both releases have."""
+    files = sorted(CENSUS_DIR.glob("torch-*.json"),
+                   key=lambda f: tuple(int(x) for x in re.findall(r"\d+", f.stem)))
+    return json.loads(files[-1].read_text()) if files else {}
 
 
 def _json_default(v):

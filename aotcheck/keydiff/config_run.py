@@ -73,6 +73,8 @@ def run_config(data: dict, *, jobs: int = 2, only: list[str] | None = None, prog
 def _chunk(args) -> list[dict]:
     """A pool worker: the probe under A, then each (field, value index) under B."""
     probe, items, rel = args
+    import logging
+    logging.getLogger("torch._dynamo").setLevel(logging.ERROR)   # the probe's .item() graph break, once per field
     from . import program
     data = census.load(rel)
     values = dict(census.config_inputs(data))

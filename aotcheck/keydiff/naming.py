@@ -98,7 +98,10 @@ def _reads(node, name: str) -> bool:
 def _describe(f: _Func, funcs: dict[str, _Func], tree) -> str:
     if f.owner is not None and _is_autograd_function(f.owner):
         return f"the {f.name} of autograd.Function {f.owner.name}"
-    what = "helper" if f.name != "fn" else "the compiled function"
+    what = {"fn": "the compiled function", "BACKEND": "the backend factory",
+            "compile": "the entry point"}.get(f.name, "helper")
+    if f.name in ("BACKEND", "compile"):
+        return f"{what} {f.name}"
     tags = [t for t in (_decorator(f.node, "allow_in_graph"),) if t]
     text = f"{what} {f.name}" + (f" ({', '.join(tags)})" if tags else "")
     where = _where(f.name, funcs, tree, seen=set())

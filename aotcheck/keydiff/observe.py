@@ -104,6 +104,7 @@ _NORMALIZE = [
     (re.compile(r"(/tmp|/var/folders)(/[\w.+-]+)+"), "<tmp>"),
     (re.compile(r"\b[a-z0-9]{52}\b"), "<hash>"),                      # content-addressed names
     (re.compile(r"compile_id=\S+"), "compile_id=?"),
+    (re.compile(r"ac_graph_id: \d+"), "ac_graph_id: N"),                  # checkpoint regions count compiles
 ]
 
 

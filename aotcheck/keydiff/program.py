@@ -42,6 +42,7 @@ from __future__ import annotations
 import enum
 import importlib
 import inspect
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -183,7 +184,8 @@ def declared_inputs(module: ModuleType) -> list[Input]:
 
 
 def _text(value) -> str:
+    """A value for reports: a function by its qualified name; addresses left out."""
     if callable(value) and hasattr(value, "__qualname__"):
         return f"{getattr(value, '__module__', '?')}.{value.__qualname__}"
-    text = repr(value)
+    text = re.sub(r"<function (\S+) at 0x[0-9a-f]+>", r"\1", repr(value))
     return text if len(text) <= 120 else text[:117] + "..."
