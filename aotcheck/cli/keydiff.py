@@ -28,6 +28,8 @@ def register(sub) -> None:
                    help="with --census: only config fields or programs whose name contains this (repeatable)")
     p.add_argument("--input", default=None, help="with a program: only this input (a VARY name)")
     p.add_argument("--no-confirm", action="store_true", help="do not confirm key gaps as stale hits")
+    p.add_argument("--lost-hits", action="store_true", help="with --census: compile every keyed config field "
+                   "in full too, to tell a LOST HIT from a keyed change (slower)")
     p.add_argument("--jobs", type=int, default=2, help="processes at a time (default 2)")
     p.add_argument("--json", default=None, metavar="OUT.json", help="write the result as JSON")
     p.add_argument("--repro-dir", default=None, metavar="DIR",
@@ -68,7 +70,8 @@ def _run(args):
         print(f"  {done}/{total}", file=sys.stderr, flush=True)
     if args.census:
         kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
-        return R.run_census(kinds, jobs=args.jobs, only=args.only, confirm=not args.no_confirm, progress=progress)
+        return R.run_census(kinds, jobs=args.jobs, only=args.only, confirm=not args.no_confirm,
+                            lost_hits=args.lost_hits, progress=progress)
     import time
     start = time.perf_counter()
     programs = tuple(R.run_program(p, jobs=args.jobs, confirm=not args.no_confirm, only=args.input)

@@ -39,6 +39,7 @@ PRODUCED = ("aot_forward_graph", "aot_backward_graph", "aot_inference_graph",
             "aot_forward_graph_fw_metadata", "aot_forward_graph_fw_subclass_metadata",
             "inductor_output_code")
 SCHEMA = 1
+KEY_ONLY = "key only: "
 
 
 @dataclass(frozen=True)
@@ -126,18 +127,51 @@ class _Records(logging.Handler):
         self.records.append((getattr(record, "metadata", {}) or {}, getattr(record, "payload", None)))
 
 
+def _wanted(name: str, metadata_fn) -> tuple[bool, object]:
+    if name in PRODUCED:
+        return True, metadata_fn
+    if name != "artifact":
+        return False, metadata_fn
+    metadata = metadata_fn()
+    wanted = metadata.get("name", "") if isinstance(metadata, dict) else ""
+    return wanted in PRODUCED or wanted.startswith(("aotautograd_cache_", "fx_graph_cache_")), lambda: metadata
+
+
 @contextlib.contextmanager
 def structured_trace():
-    """Every structured-trace record written in the block: (metadata, payload)."""
-    from torch._logging._internal import trace_log
-    handler, level = _Records(), trace_log.level
-    trace_log.addHandler(handler)
-    trace_log.setLevel(logging.DEBUG)
+    """Every structured-trace record written in the block that names a produced artifact or a
+    cache event: (metadata, payload).
+
+    With a handler on ``trace_log``, every ``trace_structured`` call computes its payload (a
+    runnable repro of each graph, every config module as text, the guards): seconds per compile.
+    So for the block, ``trace_structured`` skips the records this module does not read, before
+    their payloads are computed; it is replaced in ``torch._logging._internal`` and in every
+    torch module that imported it by name."""
+    import sys
+
+    from torch._logging import _internal
+    original = _internal.trace_structured
+
+    def filtered(name, metadata_fn=dict, **kwargs):
+        wanted, metadata_fn = _wanted(name, metadata_fn)
+        if wanted:
+            original(name, metadata_fn, **kwargs)
+    owners = [m for n, m in list(sys.modules.items()) if n.startswith("torch") and m is not None
+              and getattr(m, "trace_structured", None) is original]
+    handler, level = _Records(), _internal.trace_log.level
+    # first: torch's LazyTraceHandler removes itself from this list while the logger iterates it
+    # (at the first record, when no trace directory is set), which skips the handler after it
+    _internal.trace_log.handlers.insert(0, handler)
+    _internal.trace_log.setLevel(logging.DEBUG)
+    for m in owners:
+        m.trace_structured = filtered
     try:
         yield handler.records
     finally:
-        trace_log.removeHandler(handler)
-        trace_log.setLevel(level)
+        for m in owners:
+            m.trace_structured = original
+        _internal.trace_log.removeHandler(handler)
+        _internal.trace_log.setLevel(level)
 
 
 def _artifacts(records) -> list[tuple[str, str, object]]:
@@ -217,6 +251,29 @@ def fresh_torch() -> None:
     clear_caches()
 
 
+class KeyComputed(BaseException):
+    """Raised right after AOTAutogradCache computed its key (``key_only``): the compile stops
+    there. A BaseException, so that the cache's own ``except Exception`` (which turns any error
+    into a bypass and compiles on) lets it through."""
+
+
+@contextlib.contextmanager
+def stop_after_key():
+    """The block's compile stops once AOTAutogradCache has its key (Dynamo has traced; nothing
+    is lowered): the key is read from ``KeyComputed``'s argument."""
+    import torch._functorch._aot_autograd.autograd_cache as ac
+    original = ac.autograd_cache_key
+
+    def stop(*args, **kwargs):
+        key, _ = original(*args, **kwargs)
+        raise KeyComputed(key)
+    ac.autograd_cache_key = stop
+    try:
+        yield
+    finally:
+        ac.autograd_cache_key = original
+
+
 class KernelsNotBuilt(Exception):
     """Raised by a stubbed C++ kernel (``stubbed_kernels``): the code was produced, not built."""
 
@@ -254,9 +311,12 @@ def compiler_of(module, backend) -> Callable:
 
 
 def observe(module, state: dict, cache_dir: str, *, eager: bool = False, details: bool = False,
-            stub: bool = False) -> Observation:
+            stub: bool = False, key_only: bool = False) -> Observation:
     """Compile ``module.fn`` with ``state`` (VARY name -> value) in place, into ``cache_dir``,
-    call it (``eager``: through the oracle, against eager under the same state), and observe."""
+    call it (``eager``: through the oracle, against eager under the same state), and observe.
+    ``key_only``: stop once the first graph's AOTAutogradCache key is computed (an observation
+    with that key and nothing produced)."""
+    from ..targets.engines import _no_compile_telemetry   # NOTE [no compile telemetry] there
     from ..targets.key_triage import record_torch_keys
     keys: list = []
     with contextlib.ExitStack() as stack:
@@ -266,13 +326,15 @@ def observe(module, state: dict, cache_dir: str, *, eager: bool = False, details
             stack.enter_context(setters.applied(module, name, value))
         if stub:
             stack.enter_context(stubbed_kernels())
+        if key_only:
+            stack.enter_context(stop_after_key())
         make = _input_maker(module, state)
         backend = backend_of(module)
         fresh_torch()
         before = _counts()
         recording = record_torch_keys(keys) if details else contextlib.nullcontext()
         with cache_settings(cache_dir, getattr(module, "BACKEND", "aot_eager")), structured_trace() as records, \
-                recording:
+                recording, _no_compile_telemetry():
             error, eager_text = _run(module, backend, make, eager)
         after = _counts()
     return _observation(records, keys, {k: after[k] - before[k] for k in after if after[k] != before[k]},
@@ -318,6 +380,8 @@ def _run(module, backend, make, eager: bool) -> tuple[str | None, str | None]:
         return None, "" if report.ok else report.divergences[0]
     except KernelsNotBuilt:
         return None, None
+    except KeyComputed as k:
+        return None, f"{KEY_ONLY}{k.args[0]}"
     except ProgramError:
         raise
     except Exception as e:  # noqa: BLE001 - a compile that fails is an observation
@@ -326,6 +390,8 @@ def _run(module, backend, make, eager: bool) -> tuple[str | None, str | None]:
 
 
 def _observation(records, keys, events, error, eager_text) -> Observation:
+    if eager_text and eager_text.startswith(KEY_ONLY):
+        return Observation((Graph("0/0", (), eager_text[len(KEY_ONLY):]),), tuple(sorted(events.items())))
     artifacts = _artifacts(records)
     ids = list(dict.fromkeys(cid for cid, name, _ in artifacts
                              if name in PRODUCED or name.startswith(("aotautograd_cache_", "fx_graph_cache_"))))

@@ -183,7 +183,7 @@ class CensusResult:
 
 
 def run_census(kinds=KINDS_ALL, *, jobs: int = 2, only: list[str] | None = None, confirm: bool = True,
-               progress=None) -> CensusResult:
+               lost_hits: bool = False, progress=None) -> CensusResult:
     """The installed torch's census (``census.load``): its config fields (``config_run``) and its
     probe programs of the kinds asked for, through the differential. ``only``: config fields
     or programs whose name contains one of these strings."""
@@ -192,7 +192,8 @@ def run_census(kinds=KINDS_ALL, *, jobs: int = 2, only: list[str] | None = None,
     from . import census, config_run
     data = census.load()
     start = time.perf_counter()
-    config = config_run.run_config(data, jobs=jobs, only=only, progress=progress) if "config" in kinds else []
+    config = config_run.run_config(data, jobs=jobs, only=only, lost_hits=lost_hits, progress=progress) \
+        if "config" in kinds else []
     names = [n for k in kinds for n in data["programs"].get(k, []) if not only or any(o in n for o in only)]
     programs = []
     for n in names:
