@@ -94,7 +94,7 @@ def _report(args, result) -> int:
     return 1 if j.new or (args.strict and j.fixed) else 0
 
 
-def _write_repros(result, out_dir) -> dict[tuple[str, str], str]:
+def _write_repros(result, out_dir) -> dict[tuple[str, str, int, int], str]:
     from ..keydiff import program, repro
     out = {}
     for p in result.programs:
@@ -103,5 +103,5 @@ def _write_repros(result, out_dir) -> dict[tuple[str, str], str]:
             for conf in c.confirmations:
                 if conf.outcome.value == "STALE HIT":
                     path = repro.write(module, c.input, conf.a, conf.b, c.component, out_dir)
-                    out.setdefault((Path(p.program).stem, c.input), str(path))
+                    out[(Path(p.program).stem, c.input, c.a, c.b)] = str(path)
     return out

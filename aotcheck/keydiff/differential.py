@@ -16,9 +16,11 @@ and the verdict, with the sentence that says why (``Verdict.reason``)::
     no key     a side has no key to compare (the cache bypassed it; ``Observation.bypass``)
     failed     a side did not compile (``Observation.error``)
 
-For example (``programs/reached_checkpoint_global.py``, SCALE [2.0] -> [3.0]): the forward
-graph under A multiplies by 2.0 and under B by 3.0, and both have key ``alm...``: a KEY GAP in
-AOTAutogradCache, first difference ``aot_forward_graph: 'mul = ... 2.0)' vs '... 3.0)'``.
+Each graph Dynamo made is judged under its own key (a graph after a graph break may be
+specialized on values computed before it). For example (``programs/kd_checkpoint_allow_in_graph.py``,
+SCALE [2.0] -> [3.0]): the forward graph under A multiplies by 2.0 and under B by 3.0, and both
+have key ``ar4jl...``: a KEY GAP in AOTAutogradCache, first difference
+``aot_forward_graph: 'mul: ... aten.mul.Tensor(primals_1, 2.0) ...' vs '... 3.0) ...'``.
 """
 from __future__ import annotations
 

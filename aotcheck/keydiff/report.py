@@ -52,7 +52,7 @@ def judge(result: CensusResult, known: dict[str, str]) -> Judgement:
 
 
 def format_result(result: CensusResult, known: dict[str, str], *, verbose: bool = False,
-                  repros: dict[tuple[str, str], str] | None = None) -> str:
+                  repros: dict[tuple[str, str, int, int], str] | None = None) -> str:
     lines = [f"aotcheck keydiff: torch {result.torch}"]
     if result.config:
         lines += _config_lines(result.config, known, verbose)
@@ -97,8 +97,8 @@ def _program_lines(p: ProgramResult, known, verbose, repros) -> list[str]:
             lines.append(f"     first difference: {c.verdict.first}")
         for conf in c.confirmations:
             lines.append(f"     {conf.outcome.value} (value {conf.a} wrote, value {conf.b} read): {conf.reason}")
-        if (stem, c.input) in repros:
-            lines.append(f"     reproducer: {repros[(stem, c.input)]}")
+        if (stem, c.input, c.a, c.b) in repros:
+            lines.append(f"     reproducer: {repros[(stem, c.input, c.a, c.b)]}")
     counts = collections.Counter(c.verdict.finding.value for c in p.comparisons)
     lines.append("  " + ", ".join(f"{n} {k}" for k, n in counts.most_common()))
     return lines

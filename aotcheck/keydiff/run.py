@@ -87,7 +87,7 @@ def run_program(path, *, jobs: int = 2, confirm: bool = True, only: str | None =
         raise program.ProgramError(f"{path}: no input named {only!r}")
     with tempfile.TemporaryDirectory(prefix="aotcheck-keydiff-") as tmp:
         observed = _observe_all(prog.path, inputs, Path(tmp), jobs)
-        comparisons = [_compare(prog, module, inp, a, b, observed, Path(tmp), confirm)
+        comparisons = [_compare(module, inp, a, b, observed)
                        for inp, values in inputs for a, b in combinations(range(len(values)), 2)]
         comparisons = _confirm_all(prog.path, comparisons, observed, Path(tmp), jobs) if confirm else comparisons
     return ProgramResult(prog.path, prog.upstream, prog.backend, tuple(comparisons))
@@ -117,7 +117,7 @@ def _run_batched(reqs: list, jobs: int) -> list[tuple[Request, Observation]]:
     return [(r, o) for batch, obs in zip(batches, results) for r, o in zip(batch, obs)]
 
 
-def _compare(prog, module, inp, a: int, b: int, observed, root: Path, confirm: bool) -> Comparison:
+def _compare(module, inp, a: int, b: int, observed) -> Comparison:
     verdict = compare(observed[(inp.name, a)], observed[(inp.name, b)])
     component = naming.component(module, inp, a, b)
     return Comparison(inp.name, inp.kind.value, a, b, inp.values[a], inp.values[b], verdict, component)
@@ -196,8 +196,12 @@ def run_census(kinds=KINDS_ALL, *, jobs: int = 2, only: list[str] | None = None,
         if "config" in kinds else []
     names = [n for k in kinds for n in data["programs"].get(k, []) if not only or any(o in n for o in only)]
     programs = []
-    for n in names:
-        programs.append(run_program(census.PROGRAMS_DIR / f"{n}.py", jobs=jobs, confirm=confirm))
-        if progress:
-            progress(len(programs), len(names))
+    with tempfile.TemporaryDirectory(prefix="aotcheck-keydiff-gaps-") as tmp:
+        paths = [census.PROGRAMS_DIR / f"{n}.py" for n in names]
+        if confirm:      # a config field's gap, confirmed on its probe with real kernels
+            paths += [config_run.confirm_gap(f, tmp) for f in config if f.verdict.finding is Finding.KEY_GAP]
+        for path in paths:
+            programs.append(run_program(path, jobs=jobs, confirm=confirm))
+            if progress:
+                progress(len(programs), len(paths))
     return CensusResult(data["torch"], tuple(programs), tuple(config), time.perf_counter() - start)

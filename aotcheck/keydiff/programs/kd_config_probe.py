@@ -2,7 +2,8 @@
 (aot_eager): a small training step that reaches many decisions a config field can change: a
 matmul and gelu (decompositions, the partitioner's recomputation), dropout (random ops), a
 reduction and a softmax, an input written in place, a view returned, a Python int argument,
-a scalar read back (``.item()``), an ``nn.Module`` called.
+an ``nn.Module`` called. One graph (no graph break): the census compares the first graph's
+key before compiling in full (``config_run.py``).
 """
 import torch
 
