@@ -22,6 +22,8 @@ The packages, in the order data flows through them; each imports only those abov
     fuzz/          generated programs: strategies, programs, the runner
     strategies     the public alias of fuzz.strategies (``aotcheck.strategies``)
     grad/          the numerical gradient checker and the OpInfo suite
+    keydiff/       the key-completeness differential for torch's caches: every input of
+                   compilation compiled under A and B, what was produced against the keys
     cli/           one module per ``aotcheck`` subcommand
 """
 from .version import __version__  # noqa: E402

@@ -3,7 +3,7 @@
 The order is the data flow (see ``aotcheck/__init__.py``)::
 
     base (errors, flags, version) < engine < cache < lift < compiled < subclass < api
-        < check < targets < {fuzz, grad} < regress (the regression command) < cli
+        < check < targets < {fuzz, grad, keydiff} < regress (the regression command) < cli
 
 Every import in every module is read from the source (module-level and inside
 functions alike), resolved to an ``aotcheck`` module, and checked against the
@@ -35,7 +35,8 @@ ALLOWED: dict[str, set[str]] = {
     "fuzz": BELOW_API | {"api", "check", "targets"},
     "grad": BELOW_API | {"api", "targets"},
     "regress": BELOW_API | {"api", "check", "targets", "fuzz"},
-    "cli": BELOW_API | {"api", "check", "targets", "fuzz", "grad", "regress"},
+    "keydiff": BELOW_API | {"api", "check", "targets"},
+    "cli": BELOW_API | {"api", "check", "targets", "fuzz", "grad", "regress", "keydiff"},
 }
 _TOP = {"errors": "base", "flags": "base", "version": "base", "api": "api", "__init__": "api",
         "lift": "lift",            # aotcheck.lift: tensors the function reads become arguments

@@ -36,3 +36,21 @@ def test_readme_shows_a_backend_author_both_commands():
     text = README.read_text()
     assert "aotcheck ops --samples first --backend mypkg.compile:my_backend" in text
     assert "aotcheck ops --kernels my_kernels/" in text
+
+
+def test_readme_keydiff_program_is_a_program_the_loader_takes(tmp_path):
+    """The README's user-program example loads as written, with the input it says, and the
+    storage relations the README lists are the lattice's."""
+    from aotcheck.keydiff import program, setters
+    text = README.read_text()
+    block = text.split("<!-- keydiff:program -->", 1)[1].split("<!-- keydiff:end -->", 1)[0]
+    code = block.split("```python", 1)[1].split("```", 1)[0]
+    path = tmp_path / "kd_readme_program.py"
+    path.write_text(code)
+    module = program.load(path).module()
+    [(inp, values)] = setters.inputs_of(module)
+    assert (inp.name, inp.kind, values) == ("SCALE", program.Kind.GLOBAL, ([2.0], [3.0]))
+    for relation in setters.RELATIONS:
+        assert f"`{relation}`" in text
+    for name in setters.AMBIENT:
+        assert name in (README.parent / "aotcheck" / "keydiff" / "setters.py").read_text()

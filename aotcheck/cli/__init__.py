@@ -1,4 +1,4 @@
-"""The ``aotcheck`` command line: check, baseline, cache, fuzz, ops, report and triage.
+"""The ``aotcheck`` command line: check, baseline, cache, fuzz, ops, report, triage and keydiff.
 
 Each subcommand lives in its own module (``check.py``, ``baseline.py``, ``cache.py``, ``fuzz.py``,
 ``ops.py``, ``report.py``, ``triage.py``), which defines ``register(subparsers)``; this file only
@@ -20,6 +20,7 @@ SUBCOMMANDS = (
     "aotcheck.cli.ops",        # aotcheck ops
     "aotcheck.cli.report",     # aotcheck report
     "aotcheck.cli.triage",     # aotcheck triage REPRO.py
+    "aotcheck.cli.keydiff",    # aotcheck keydiff PROGRAM.py | --census
 )
 
 
