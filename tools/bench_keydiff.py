@@ -44,9 +44,11 @@ def timed(args: list[str]) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", choices=sorted(COMMANDS), default=None)
+    ap.add_argument("--census-json", default=None, metavar="OUT.json", help="keep the census's result")
     args = ap.parse_args(argv)
     for name in ([args.only] if args.only else list(COMMANDS)):
-        r = timed(COMMANDS[name])
+        extra = ["--json", args.census_json] if name == "census" and args.census_json else []
+        r = timed(COMMANDS[name] + extra)
         summary = re.search(r"^summary: .*$", r["out"], re.M)
         print(f"command      aotcheck {' '.join(r['args'])}")
         print(f"exit code    {r['code']}")

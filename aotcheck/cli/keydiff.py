@@ -71,7 +71,7 @@ def _run(args):
     if args.census:
         kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
         return R.run_census(kinds, jobs=args.jobs, only=args.only, confirm=not args.no_confirm,
-                            lost_hits=args.lost_hits, progress=progress)
+                            lost_hits=args.lost_hits, gap_dir=args.repro_dir, progress=progress)
     import time
     start = time.perf_counter()
     programs = tuple(R.run_program(p, jobs=args.jobs, confirm=not args.no_confirm, only=args.input)
@@ -86,10 +86,10 @@ def _report(args, result) -> int:
         known = census.load().get("known_gaps", {})
     except FileNotFoundError:
         known = {}
+    if args.json:          # first: nothing after the run may lose it
+        print(f"result: {result.save(args.json)}")
     repros = _write_repros(result, args.repro_dir) if args.repro_dir else {}
     print(report.format_result(result, known, verbose=args.verbose, repros=repros))
-    if args.json:
-        print(f"result: {result.save(args.json)}")
     j = report.judge(result, known)
     return 1 if j.new or (args.strict and j.fixed) else 0
 
@@ -98,6 +98,8 @@ def _write_repros(result, out_dir) -> dict[tuple[str, str, int, int], str]:
     from ..keydiff import program, repro
     out = {}
     for p in result.programs:
+        if not Path(p.program).is_file():      # a temporary program (a config gap's, without --repro-dir)
+            continue
         module = program.load(p.program).module()
         for c in p.comparisons:
             for conf in c.confirmations:

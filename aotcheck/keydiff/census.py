@@ -72,7 +72,7 @@ RULES: list[tuple[str, str]] = [
     (r"(autotun|benchmark|coordinate_descent|max_autotune|search_autotune|precompilation_timeout|"
      r"bw_outputs_user_visible_timing|_timing)",
      "autotuning benchmarks candidate kernels at compile time; the census builds no kernel"),
-    (r"(cache|_pgo|caching_precompile|strict_precompile|force_autograd_cache)",
+    (r"(cache|_pgo|caching_precompile|strict_precompile|force_autograd_cache|force_non_lazy_backward_lowering)",
      "decides how a cache is used or keyed, which the differential itself sets "
      "(force_autograd_cache, bundled_autograd_cache, force_non_lazy_backward_lowering) or compares"),
     (r"(compile_threads|worker|subproc|async_compile|_start_method|num_workers|parallel_compile|"

@@ -45,17 +45,21 @@ class FieldResult:
     value: str
     probe: str
     verdict: Verdict
+    default: str = "default"
 
     @property
     def component(self) -> str:
-        return f"{self.field}: default -> {self.value}"
+        """``torch._inductor.config.foo: False -> True``."""
+        return f"{self.field}: {self.default} -> {self.value}"
 
     def to_json(self) -> dict:
-        return {"field": self.field, "value": self.value, "probe": self.probe, "verdict": self.verdict.to_json()}
+        return {"field": self.field, "value": self.value, "probe": self.probe, "verdict": self.verdict.to_json(),
+                "default": self.default}
 
     @staticmethod
     def from_json(d: dict) -> "FieldResult":
-        return FieldResult(d["field"], d["value"], d["probe"], Verdict.from_json(d["verdict"]))
+        return FieldResult(d["field"], d["value"], d["probe"], Verdict.from_json(d["verdict"]),
+                           d.get("default", "default"))
 
 
 def run_config(data: dict, *, jobs: int = 2, only: list[str] | None = None, lost_hits: bool = False,
@@ -83,10 +87,10 @@ def _chunk(args) -> list[dict]:
     """A pool worker: the probe under A, then each (field, value index) under B, key first."""
     probe, items, rel, lost_hits = args
     import logging
-    logging.getLogger("torch._dynamo").setLevel(logging.ERROR)   # the probe's .item() graph break, once per field
+    logging.getLogger("torch._dynamo").setLevel(logging.ERROR)   # a field that breaks the graph warns once per compile
     from . import program
     data = census.load(rel)
-    values = dict(census.config_inputs(data))
+    values, defaults = dict(census.config_inputs(data)), census.live_fields()
     module = program.load(census.PROGRAMS_DIR / f"{probe}.py").module()
     inductor = getattr(module, "BACKEND", "") == "inductor"
     from .observe import observe
@@ -105,7 +109,7 @@ def _chunk(args) -> list[dict]:
                     a_full.append(observe(module, {}, str(Path(tmp) / "A"), stub=inductor))
                 b = observe(module, {field: value}, str(Path(tmp) / str(n)), stub=inductor)
                 verdict = compare(a_full[0], b)
-            out.append(FieldResult(field, _text(value), probe, verdict).to_json())
+            out.append(FieldResult(field, _text(value), probe, verdict, _text(defaults[field][0])).to_json())
     return out
 
 

@@ -209,7 +209,7 @@ def _graph(cid: str, artifacts) -> Graph:
                 fx_keys.append(info["key"])
             if info.get("cache_bypass_reason"):
                 which = "AOTAutogradCache" if aot else "FX graph cache"
-                bypass.append(f"{which}: {info['cache_bypass_reason'].splitlines()[0]}")
+                bypass.append(normalize(f"{which}: {info['cache_bypass_reason'].splitlines()[0]}"))
     return Graph(cid, tuple(produced), aot_key, tuple(fx_keys), tuple(bypass))
 
 

@@ -183,10 +183,12 @@ class CensusResult:
 
 
 def run_census(kinds=KINDS_ALL, *, jobs: int = 2, only: list[str] | None = None, confirm: bool = True,
-               lost_hits: bool = False, progress=None) -> CensusResult:
+               lost_hits: bool = False, gap_dir=None, progress=None) -> CensusResult:
     """The installed torch's census (``census.load``): its config fields (``config_run``) and its
     probe programs of the kinds asked for, through the differential. ``only``: config fields
-    or programs whose name contains one of these strings."""
+    or programs whose name contains one of these strings. A config field's KEY GAP is confirmed
+    by a program written into ``gap_dir`` (kept there, so that a reproducer can be made from
+    it; default: a temporary folder)."""
     import time
 
     from . import census, config_run
@@ -199,7 +201,9 @@ def run_census(kinds=KINDS_ALL, *, jobs: int = 2, only: list[str] | None = None,
     with tempfile.TemporaryDirectory(prefix="aotcheck-keydiff-gaps-") as tmp:
         paths = [census.PROGRAMS_DIR / f"{n}.py" for n in names]
         if confirm:      # a config field's gap, confirmed on its probe with real kernels
-            paths += [config_run.confirm_gap(f, tmp) for f in config if f.verdict.finding is Finding.KEY_GAP]
+            where = Path(gap_dir) if gap_dir else Path(tmp)
+            where.mkdir(parents=True, exist_ok=True)
+            paths += [config_run.confirm_gap(f, where) for f in config if f.verdict.finding is Finding.KEY_GAP]
         for path in paths:
             programs.append(run_program(path, jobs=jobs, confirm=confirm))
             if progress:

@@ -23,4 +23,5 @@ def inputs():
     return (torch.arange(4.0), torch.arange(4.0) + 10)
 
 
-VARY = {"storage:0,1": ("disjoint", "overlap", "overlap_reversed", "offset", "shared_disjoint")}
+VARY = {"storage:0,1": ("disjoint", "overlap", "overlap_reversed", "offset", "shared_disjoint", "same",
+                        "view_of_base")}
