@@ -24,6 +24,7 @@ from __future__ import annotations
 import multiprocessing
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,8 +77,13 @@ def run_config(data: dict, *, jobs: int = 2, only: list[str] | None = None, lost
     ctx = multiprocessing.get_context("spawn")     # torch's thread pools do not survive a fork
     results: list[FieldResult] = []
     with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=ctx) as pool:
-        for got in pool.map(_chunk, [(p, c, data["torch"], lost_hits) for p, c in chunks if c]):
-            results += [FieldResult.from_json(r) for r in got]
+        futures = [(pool.submit(_chunk, (p, c, data["torch"], lost_hits)), p, c) for p, c in chunks if c]
+        for future, probe, chunk in futures:
+            try:
+                results += [FieldResult.from_json(r) for r in future.result()]
+            except BrokenProcessPool as e:     # a field that kills its process: its chunk is failed
+                results += [FieldResult(f, str(k), probe, Verdict(Finding.FAILED, f"the census process died: {e}"))
+                            for f, k in chunk]
             if progress:
                 progress(len(results), len(items))
     return sorted(results, key=lambda r: (r.field, r.value))
