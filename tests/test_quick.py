@@ -1,5 +1,5 @@
 """The quick set (aotcheck.regress.quick) and ``aotcheck check --quick``: the built-in set names
-corpus cases, reaches the share of the full run's lines it records, holds every variation kind;
+corpus cases, reaches the share of the full run's lines it records, holds every feature;
 ``--quick`` runs exactly its cases plus the corpus cases newer than it, and names the ids it
 cannot find; the cover never spends more than its budget."""
 from __future__ import annotations
@@ -55,21 +55,25 @@ def test_the_chosen_cases_fit_the_budget(builtin):
 
 
 def test_what_the_cases_added_is_the_recorded_cover(builtin):
-    """The lines and kinds each case added, put together, are the recorded quick totals: no two
-    cases claim the same element, and the share of the full run is what the set says it is."""
+    """The lines, branches and features each case added, put together, are the recorded quick
+    totals: no two cases claim the same line, no feature is claimed more than FEATURE_TIMES times,
+    and the share of the full run is what the set says it is."""
+    from collections import Counter
     picks = [quick.added(c) for c in builtin.cases]
     lines = [e for p in picks for e in p.lines]
-    kinds = [k for p in picks for k in p.kinds]
-    assert len(lines) == len(set(lines)) and len(kinds) == len(set(kinds))
+    features = Counter(k for p in picks for k in p.features)
+    assert len(lines) == len(set(lines)) and max(features.values()) <= quick.FEATURE_TIMES
     got = quick.totals(picks)
-    assert (got.lines, got.engine_lines, got.kinds) == (builtin.quick.lines, builtin.quick.engine_lines,
-                                                        builtin.quick.kinds)
-    assert all(c.n_lines_added or c.kinds_added for c in builtin.cases)   # each added something
+    assert (got.lines, got.engine_lines, got.features) == (
+        builtin.quick.lines, builtin.quick.engine_lines, builtin.quick.features)
+    assert sum(c.arcs_added for c in builtin.cases) == builtin.quick.engine_arcs
+    assert all(c.n_lines_added or c.arcs_added or c.features_added for c in builtin.cases)
 
 
-def test_the_set_holds_every_variation_kind_and_most_lines(builtin):
-    assert builtin.quick.kinds == builtin.full.kinds
-    assert builtin.quick.lines / builtin.full.lines >= 0.9
+def test_the_set_holds_every_feature_and_most_lines_and_branches(builtin):
+    assert builtin.quick.features == builtin.full.features
+    assert builtin.quick.lines / builtin.full.lines >= 0.95
+    assert builtin.quick.engine_arcs / builtin.full.engine_arcs >= 0.9
 
 
 def test_a_chosen_case_still_reaches_the_lines_it_added(builtin, tmp_path):
@@ -151,29 +155,37 @@ def test_a_broken_set_file_is_named(tmp_path):
 
 _line = st.tuples(st.sampled_from(["torch", "torch-aot-function"]), st.sampled_from(["a.py", "b.py"]),
                   st.integers(1, 40))
+_feature = st.sampled_from(["torch:dtype:miss", "torch:autocast:miss", "torch:input[mutates_data]"])
 _cand = st.builds(Candidate, st.text("abcdef", min_size=1, max_size=4), st.floats(0.0, 5.0),
-                  st.frozensets(_line, max_size=30), st.frozensets(st.sampled_from(["torch:dtype", "torch:autocast",
-                                                                                     "torch:grad_mode=enabled"])))
+                  st.frozensets(_line, max_size=30), st.frozensets(_feature),
+                  st.frozensets(st.tuples(st.just("torch"), st.just("a.py"), st.integers(-5, 40),
+                                          st.integers(-5, 40)), max_size=10))
 
 
-@given(st.lists(_cand, max_size=8, unique_by=lambda c: c.id), st.floats(0.0, 20.0))
-def test_the_cover_spends_at_most_its_budget_and_adds_disjoint_elements(cands, budget):
-    picks = quick.cover(cands, budget)
+@given(st.lists(_cand, max_size=8, unique_by=lambda c: c.id), st.floats(0.0, 20.0), st.integers(1, 3))
+def test_the_cover_spends_at_most_its_budget_and_adds_what_is_new(cands, budget, times):
+    from collections import Counter
+    picks = quick.cover(cands, budget, times)
     assert sum(p.seconds for p in picks) <= budget
     seen: set = set()
+    held: Counter = Counter()
     for p in picks:
         orig = next(c for c in cands if c.id == p.id)
-        assert p.lines <= orig.lines and p.kinds <= orig.kinds and (p.lines or p.kinds)
-        assert not (p.lines | p.kinds) & seen
-        seen |= p.lines | p.kinds
+        assert p.lines <= orig.lines and p.arcs <= orig.arcs and p.features <= orig.features
+        assert p.lines or p.arcs or p.features
+        assert not (p.lines | p.arcs) & seen and all(held[f] < times for f in p.features)
+        seen |= p.lines | p.arcs
+        held.update(p.features)
     if budget >= sum(c.seconds for c in cands):        # room for all: everything is covered
-        assert seen == set().union(*(c.lines | c.kinds for c in cands)) if cands else not seen
+        assert seen == set().union(*(c.lines | c.arcs for c in cands)) if cands else not seen
+        every = Counter(f for c in cands for f in c.features)
+        assert all(held[f] == min(n, times) for f, n in every.items())
 
 
-def test_a_kind_outweighs_lines():
+def test_a_feature_outweighs_lines():
     many = Candidate("many", 1.0, frozenset(("torch", "f.py", i) for i in range(500)))
-    kind = Candidate("kind", 1.0, frozenset(), frozenset({"torch:autocast"}))
-    assert [p.id for p in quick.cover([many, kind], 1.0)] == ["kind"]
+    feature = Candidate("feature", 1.0, frozenset(), frozenset({"torch:autocast:miss"}))
+    assert [p.id for p in quick.cover([many, feature], 1.0)] == ["feature"]
 
 
 @given(st.frozensets(st.integers(1, 3000)))

@@ -2,20 +2,21 @@
 the full run's coverage of torch's AOT autograd it keeps.
 
     python tools/quick_cover.py                    # measure, choose, write the built-in set
-    python tools/quick_cover.py --budget 24        # the same, another budget (CPU s of cases)
+    python tools/quick_cover.py --budget 10        # the same, another budget (% of the full run)
     python tools/quick_cover.py --from cache/quick_cover/measure.json.gz   # choose again only
     python tools/quick_cover.py --report           # the built-in set against its full run
 
 Measuring (NOTE [how the quick set is chosen] in ``aotcheck/regress/quick.py``) runs the whole
 corpus through the torch engines twice, in ``--jobs`` warm workers exactly as ``aotcheck check``
 does (``aotcheck.regress.run.work_pair``, one (case, engine) at a time): once under ``coverage``
-(the lines each (case, engine) executes in ``FILES``, and the key-variation kinds it runs), once
+(the lines and branches each (case, engine) executes in ``FILES``, the key variations it runs with
+the cache's answer, and the facts of AOT autograd's analysis of it: its features), once
 without (its CPU seconds: coverage's tracer slows torch's Python unevenly). About 3x the full
 command's CPU time; the measurement is kept in ``cache/quick_cover/measure.json.gz`` so that
 ``--from`` can choose again under another budget in seconds.
 
 The printout: per engine and per file, the lines the full run reaches and the share the quick set
-reaches; the variation kinds; the CPU seconds; and the verdicts on which the coverage run and the
+reaches; the branches; the features; the CPU seconds; and the verdicts on which the coverage run and the
 plain run disagree (coverage's tracer should change none).
 """
 from __future__ import annotations
@@ -48,12 +49,18 @@ ONLY = {"_inductor/codecache.py": (
     "FxGraphCache")}
 ENGINES = "all-torch"
 MEASURE = ROOT / "cache" / "quick_cover" / "measure.json.gz"
-DEFAULT_BUDGET = 24.0
+# NOTE [the budget is a share of the full run]
+# The cover spends CPU seconds of case cost; measured on a shared machine they grow with its load
+# (the same corpus measured 311 s at load 6 and 390 s at load 9), so the budget is a share of the
+# full run measured in the same pass: 8% of the corpus's CPU is ~25 CPU s on an idle 2-core
+# machine, ~12 s of wall time on two workers, beside ~8 s of start-up (aotcheck and two workers
+# importing torch and the corpus) and the first compile in each worker.
+DEFAULT_BUDGET = 8.0
 
 
 # ---------------------------------------------------------------- in each worker
 
-_COV: dict = {}
+_WORKER: dict = {}
 
 
 def _torch_dir() -> str:
@@ -67,10 +74,72 @@ def _init(plan, crashing, flag_values, with_coverage: bool) -> None:
     if with_coverage:
         import coverage
         top = _torch_dir()
-        _COV["cov"] = coverage.Coverage(data_file=None, config_file=False, branch=False,
+        _WORKER["cov"] = coverage.Coverage(data_file=None, config_file=False, branch=True,
                                         include=[os.path.join(top, f) for f in FILES])
-        _COV["top"] = top
+        _WORKER["top"] = top
+    _record_variations()
+    _record_metadata()
     _warm_up()
+
+
+def _record_metadata() -> None:
+    """Keep the facts of every ``ViewAndMutationMeta`` AOT autograd builds (``metadata_facts``)
+    in ``_WORKER["facts"]``."""
+    from torch._functorch._aot_autograd.schemas import ViewAndMutationMeta
+    inner = ViewAndMutationMeta.__post_init__
+
+    def recording(self):
+        inner(self)
+        _WORKER["facts"] |= metadata_facts(self)
+    _WORKER["facts"] = set()
+    ViewAndMutationMeta.__post_init__ = recording
+
+
+INPUT_FLAGS = ("is_leaf", "mutates_data", "mutates_metadata", "mutations_hidden_from_autograd",
+               "mutations_under_no_grad_or_inference_mode", "mutation_inductor_storage_resize",
+               "mutates_storage_metadata", "requires_grad", "keep_input_mutations")
+
+
+def metadata_facts(meta) -> set[str]:
+    """What AOT autograd's analysis found, in its own vocabulary (``schemas.py``): each input's
+    flags, each output's type, and which kinds of inputs and outputs the function combines.
+
+        input[is_leaf,mutates_data,requires_grad]
+        output[alias_of_input,Tensor,requires_grad]
+        function[aliased_outputs,mutated_inputs]
+    """
+    out = set()
+    for i in meta.input_info:
+        out.add("input[" + ",".join(f for f in INPUT_FLAGS if getattr(i, f, False)) + "]")
+    for o in meta.output_info:
+        out.add(f"output[{o.output_type.name},{getattr(o.raw_type, '__name__', '?')}"
+                f"{',requires_grad' if o.requires_grad else ''}{',dynamic' if o.dynamic_dims else ''}]")
+    combo = {"mutated_inputs": meta.num_mutated_inp_runtime_indices,
+             "aliased_outputs": meta.num_outputs_aliased,
+             "unsafe_view_outputs": meta.num_unsafe_view_outputs,
+             "intermediate_bases": meta.num_intermediate_bases,
+             "non_aliased_outputs": meta.num_outputs_non_aliased,
+             "keep_input_mutations": meta.keep_input_mutations,
+             "grad_enabled_mutation": meta.grad_enabled_mutation is not None,
+             "subclass_inputs": any(type(m).__name__ == "SubclassCreationMeta" for m in meta.subclass_inp_meta or ())}
+    out.add("function[" + ",".join(k for k, v in combo.items() if v) + "]")
+    return out
+
+
+def _record_variations() -> None:
+    """Keep each key variation's own verdict (ok-hit, ok-miss, ...), which the stages fold into
+    a pass, in ``_WORKER["seen"]``."""
+    from aotcheck.regress import run
+    inner = run._STATE.get("variations")
+    if inner is None:
+        return
+
+    def recording(engine, case, cache_dir):
+        out = inner(engine, case, cache_dir)
+        _WORKER["seen"] += out
+        return out
+    _WORKER["seen"] = []
+    run._STATE["variations"] = recording
 
 
 def _warm_up() -> None:
@@ -94,6 +163,21 @@ def _kind(stage: str) -> str | None:
     return label if kind.group(0) == "grad_mode" else kind.group(0)
 
 
+ANSWERS = {"ok-hit": "hit", "ok-miss": "miss"}
+
+
+def kind_elements(engine: str, answers: dict[str, str]) -> set[str]:
+    """``engine:kind:hit`` or ``engine:kind:miss`` per key variation that ran and gave eager's
+    result: what the cache answered is what a key mutant changes (a miss that turns into a hit
+    serves a stale entry; a hit that turns into a miss is a lost one)."""
+    out = set()
+    for label, answer in answers.items():
+        kind = _kind(f"variation.{label}")
+        if kind and answer in ANSWERS:
+            out.add(f"{engine}:{kind}:{ANSWERS[answer]}")
+    return out
+
+
 def _cpu() -> float:
     """CPU seconds of this process and of the children it waited for: Inductor builds some
     graphs with g++ even in lite mode, and that build is the case's cost too."""
@@ -108,10 +192,12 @@ def _children() -> float:
 
 def _measure_pair(cid: str, eng) -> dict:
     from aotcheck.regress import run
-    cov = _COV.get("cov")
+    cov = _WORKER.get("cov")
     if cov is not None:
         cov.erase()
         cov.start()
+    _WORKER["seen"] = []
+    _WORKER["facts"] = set()
     t0, c0 = _cpu(), _children()
     try:
         outcomes, _ = run.work_pair(cid, eng)
@@ -119,14 +205,19 @@ def _measure_pair(cid: str, eng) -> dict:
         seconds, children = _cpu() - t0, _children() - c0
         if cov is not None:
             cov.stop()
-    lines = {}
+    lines, arcs = {}, {}
     if cov is not None:
         data = cov.get_data()
-        lines = {os.path.relpath(f, _COV["top"]): quick.ranges(data.lines(f) or ())
-                 for f in data.measured_files() if f.endswith(".py")}   # not generated code
+        files = [f for f in data.measured_files() if f.endswith(".py")]   # not generated code
+        lines = {os.path.relpath(f, _WORKER["top"]): quick.ranges(data.lines(f) or ()) for f in files}
+        arcs = {os.path.relpath(f, _WORKER["top"]): ",".join(f"{a}>{b}" for a, b in sorted(data.arcs(f) or ()))
+                for f in files}
     return {"case": cid, "engine": eng.name, "seconds": round(seconds, 4),
-            "children_seconds": round(children, 4), "lines": lines,
+            "children_seconds": round(children, 4), "lines": lines, "arcs": arcs,
             "kinds": sorted({k for o in outcomes if (k := _kind(o.stage))}),
+            "variations": {v.variation: v.detail if v.verdict == "ok" else v.verdict
+                           for v in _WORKER.get("seen", ())},
+            "facts": sorted(_WORKER.get("facts", ())),
             "verdicts": {o.stage: o.status for o in outcomes}}
 
 
@@ -232,24 +323,39 @@ def counted_lines(rel: str) -> range | set | None:
     return keep
 
 
+def _arcs(text: str) -> list[tuple[int, int]]:
+    """``"-3>4,4>-3"`` -> ``[(-3, 4), (4, -3)]`` (coverage's arcs: negative = entry or exit)."""
+    return [(int(a), int(b)) for a, _, b in (p.partition(">") for p in text.split(",") if p)]
+
+
 def candidates(data: dict) -> list[quick.Candidate]:
-    """One Candidate per case: lines and kinds from the coverage pass, seconds from the plain one."""
+    """One Candidate per case: lines, branches and analysis facts from the coverage pass; the
+    variations' answers and the seconds from the plain one."""
     seconds = case_costs(data["cost"])
     lines: dict[str, set] = defaultdict(set)
-    kinds: dict[str, set] = defaultdict(set)
+    arcs: dict[str, set] = defaultdict(set)
+    features: dict[str, set] = defaultdict(set)
     counted = {rel: counted_lines(rel) for rel in ONLY}
     for r in data["coverage"]:
         e = r["engine"]
         for f, rs in r["lines"].items():
             keep = counted.get(f)
             lines[r["case"]].update((e, f, n) for n in quick.expand_ranges(rs) if keep is None or n in keep)
-        kinds[r["case"]].update(f"{e}:{k}" for k in r["kinds"])
-    return [quick.Candidate(cid, round(seconds[cid], 4), frozenset(lines[cid]), frozenset(kinds[cid]))
+        for f, text in r.get("arcs", {}).items():
+            keep = counted.get(f)
+            arcs[r["case"]].update((e, f, a, b) for a, b in _arcs(text) if keep is None or abs(a) in keep)
+    for r in data["cost"] or data["coverage"]:
+        features[r["case"]] |= kind_elements(r["engine"], r.get("variations", {}))
+    for r in data["coverage"]:
+        features[r["case"]] |= {f"{r['engine']}:{fact}" for fact in r.get("facts", ())}
+    return [quick.Candidate(cid, round(seconds[cid], 4), frozenset(lines[cid]), frozenset(features[cid]),
+                            frozenset(arcs[cid]))
             for cid in data["corpus"]]
 
 
-def choose(data: dict, budget: float, command: str) -> quick.QuickSet:
+def choose(data: dict, budget_pct: float, command: str) -> quick.QuickSet:
     cands = candidates(data)
+    budget = round(budget_pct / 100 * sum(r["seconds"] for r in data["cost"]), 2)
     picks = quick.cover(cands, budget)
     full = replace(quick.totals(cands), seconds=round(sum(r["seconds"] for r in data["cost"]), 2))
     files = tuple(f"{f}: {', '.join(ONLY[f])}" if f in ONLY else f for f in FILES)
@@ -267,11 +373,14 @@ def _pct(a: int, b: int) -> str:
 def report(qs: quick.QuickSet, data: dict | None) -> None:
     full, q = qs.full, qs.quick
     print(f"quick set: {len(qs.cases)} of {full.cases} cases, measured on torch {qs.torch} "
-          f"({', '.join(qs.engines)}), budget {qs.budget_s:.0f} CPU s of case cost")
+          f"({', '.join(qs.engines)}), budget {qs.budget_s:.1f} CPU s of case cost")
     print(f"  lines (any engine)   {q.lines:6d} of {full.lines:6d}  {_pct(q.lines, full.lines)}")
     print(f"  lines (per engine)   {q.engine_lines:6d} of {full.engine_lines:6d}  "
           f"{_pct(q.engine_lines, full.engine_lines)}")
-    print(f"  variation kinds      {q.kinds:6d} of {full.kinds:6d}  {_pct(q.kinds, full.kinds)}")
+    print(f"  branches (per engine){q.engine_arcs:6d} of {full.engine_arcs:6d}  "
+          f"{_pct(q.engine_arcs, full.engine_arcs)}")
+    print(f"  features             {q.features:6d} of {full.features:6d}  {_pct(q.features, full.features)} "
+          f"(variation answers and analysis facts, each in {quick.FEATURE_TIMES} cases where it can)")
     print(f"  CPU seconds of cases {q.seconds:6.1f} of {full.seconds:6.1f}  {_pct(q.seconds, full.seconds)}")
     if data is None:
         return
@@ -282,9 +391,9 @@ def report(qs: quick.QuickSet, data: dict | None) -> None:
     n_cpp = len({r["case"] for r in data["cost"] if r.get("children_seconds", 0.0) > CPP_MIN_S})
     print(f"  C++ builds: {n_cpp} cases build a C++ kernel ({median:.1f} CPU s each); each is charged "
           f"the toolchain probe ({probe:.1f} CPU s) x {JOBS} workers")
-    missed = sorted(set().union(*(c.kinds for c in cands)) - set().union(*(c.kinds for c in chosen)))
+    missed = sorted(set().union(*(c.features for c in cands)) - set().union(*(c.features for c in chosen)))
     if missed:
-        print(f"  variation kinds the quick set misses: {', '.join(missed)}")
+        print(f"  features the quick set misses: {', '.join(missed)}")
     _disagreements(data)
 
 
@@ -317,7 +426,8 @@ def _disagreements(data: dict) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--budget", type=float, default=DEFAULT_BUDGET,
-                    help=f"CPU seconds of case cost the quick set may spend (default {DEFAULT_BUDGET:.0f})")
+                    help=f"the share of the full run's CPU the quick set's cases may cost, in percent "
+                         f"(default {DEFAULT_BUDGET:g}; NOTE [the budget is a share of the full run])")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes for the measurement")
     ap.add_argument("--from", dest="source", type=Path, default=None,
                     help="choose from this saved measurement instead of measuring again")
@@ -325,6 +435,8 @@ def main(argv=None) -> int:
                     f"(default {MEASURE.relative_to(ROOT)})")
     ap.add_argument("--out", type=Path, default=quick.BUILTIN, help="where the quick set is written "
                     "(default: the built-in aotcheck/regress/quick_set.json)")
+    ap.add_argument("--coverage-again", action="store_true", help="with --from: run the coverage "
+                    "pass again, keep the plain pass")
     ap.add_argument("--cost-again", action="store_true", help="with --from: measure the cases' "
                     "cost again (the plain pass only), keep the coverage pass")
     ap.add_argument("--lines-only", action="store_true", help="skip the plain pass (every case "
@@ -338,6 +450,9 @@ def main(argv=None) -> int:
     if args.report:
         report(quick.load(), data)
         return 0
+    if data is not None and args.coverage_again:
+        data["coverage"] = measure(args.jobs, True, args.pattern)
+        save_measure(args.measure_out, data)
     if data is not None and args.cost_again:
         data["cost"] = measure(args.jobs, False, args.pattern)
         save_measure(args.measure_out, data)
@@ -345,7 +460,7 @@ def main(argv=None) -> int:
         data = measure_all(args.jobs, args.pattern, cost=not args.lines_only)
         save_measure(args.measure_out, data)
         print(f"measurement kept in {args.measure_out}", file=sys.stderr)
-    qs = choose(data, args.budget, f"python tools/quick_cover.py --budget {args.budget:g}")
+    qs = choose(data, args.budget, f"python tools/quick_cover.py --budget {args.budget:g} (percent)")
     quick.save(qs, args.out)
     print(f"wrote {args.out}")
     report(quick.load(args.out), data)

@@ -9,18 +9,33 @@ torch's AOT autograd, chosen by measurement, for ``aotcheck check --engine all-t
 # NOTE [how the quick set is chosen]
 ``tools/quick_cover.py`` runs every corpus case through the torch engines (cold, cached and its
 key variations, exactly as ``aotcheck check --engine all-torch``) once under ``coverage`` and once
-without, and records per case and engine the lines it executes in torch's AOT autograd
-(``torch/_functorch/_aot_autograd/``, ``aot_autograd.py``, ``partitioners.py``; AOTAutogradCache
-is ``_aot_autograd/autograd_cache.py``) and in Inductor's FX graph cache key code
-(``torch/_inductor/codecache.py``), the key-variation kinds it runs, and its CPU seconds.
-An *element* is a line under one engine (the same line reached through ``aot_function`` and
-through Dynamo runs on different arguments), or a variation kind under one engine: a cache-key
-mutant changes no line that a cold and a cached run reach differently, so only the variation
-that changes the dropped key component shows it, and lines alone would not pick it
-(grad mode counts once per direction: NOTE [the stale direction] in ``targets/variations.py``).
-:func:`cover` is the greedy weighted set cover over those elements: it takes the case with the
-most new elements per second (a kind weighs ``KIND_WEIGHT`` lines, so every kind is taken first,
-by its cheapest case) until the budget is spent. No case is chosen by hand.
+without, and records per case and engine what it exercises:
+- *lines* and *branches* (coverage's arcs) of torch's AOT autograd (``torch/_functorch/
+  _aot_autograd/``, ``aot_autograd.py``, ``partitioners.py``; AOTAutogradCache is
+  ``_aot_autograd/autograd_cache.py``) and of the FX graph cache's key code in
+  ``torch/_inductor/codecache.py``;
+- *features*: what lines do not show. Each key variation's kind with the cache's answer
+  (``torch:requires_grad:miss``: a cache-key mutant turns exactly that miss into a hit; grad mode
+  counts once per direction, NOTE [the stale direction] in ``targets/variations.py``), and each
+  fact of AOT autograd's own analysis of the function (``torch:input[mutates_data,requires_grad]``,
+  ``torch:output[alias_of_input,Tensor]``, ``torch:function[aliased_outputs,mutated_inputs]``:
+  ``ViewAndMutationMeta``, the vocabulary of ``schemas.py``);
+- its CPU seconds, without coverage.
+Lines, branches and features are counted per engine: the same line reached through
+``aot_function`` and through Dynamo runs on different arguments. :func:`cover` is a greedy
+weighted set cover: it takes the case with the most new elements per second until the budget is
+spent. A feature weighs ``FEATURE_WEIGHT`` lines, so features are covered first, each by
+``FEATURE_TIMES`` cases where the corpus has that many (NOTE [two cases per feature]); lines and
+branches count once. No case is chosen by hand.
+
+# NOTE [two cases per feature]
+Lines saturate: ~70 cases reach 99% of the lines the whole corpus reaches, and most mutants of
+AOT autograd sit on lines every case runs (a condition, an offset, an index), so a line-only
+cover caught 17 of the 25 mutants the full run catches (docs/mutants.md). A feature is closer to
+what a mutant needs (a keyed miss, an output aliasing an input that needs no grad), but one case
+holding it may still not show the bug: of the 20 cases whose ``requires_grad`` variation missed
+on the torch engine, 7 show a key without ``requires_grad`` (the others' outputs do not depend
+on that flag). Two cases per feature halve that risk for ~2 CPU s more.
 
 # NOTE [a corpus newer than the quick set]
 The set names case ids; the corpus moves on. A corpus case that did not exist when the set was
@@ -38,7 +53,8 @@ from typing import Mapping, Sequence
 
 SCHEMA = 1
 BUILTIN = Path(__file__).with_name("quick_set.json")
-KIND_WEIGHT = 100_000      # a variation kind outweighs any case's lines: kinds first
+FEATURE_WEIGHT = 100_000   # a feature outweighs any case's lines: features first
+FEATURE_TIMES = 2          # NOTE [two cases per feature]
 
 
 class QuickSetError(ValueError):
@@ -48,45 +64,48 @@ class QuickSetError(ValueError):
 @dataclass(frozen=True)
 class QuickCase:
     """One chosen case: its measured CPU seconds (every engine and stage), the elements it added
-    to the cover when it was chosen: variation kinds (``engine:kind``) and lines
-    (engine -> file under torch/ -> line ranges, ``"12-30,45"``)."""
+    to the cover when it was chosen: features (``engine:kind:miss``, ``engine:input[...]``), lines
+    (engine -> file under torch/ -> line ranges, ``"12-30,45"``) and how many branches (arcs)."""
     id: str
     seconds: float
-    kinds_added: tuple[str, ...] = ()
+    features_added: tuple[str, ...] = ()
     lines_added: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    arcs_added: int = 0
 
     @property
     def n_lines_added(self) -> int:
         return sum(len(expand_ranges(r)) for files in self.lines_added.values() for r in files.values())
 
     def to_json(self) -> dict:
-        return {"id": self.id, "seconds": self.seconds, "kinds_added": list(self.kinds_added),
-                "lines_added": {e: dict(f) for e, f in self.lines_added.items()}}
+        return {"id": self.id, "seconds": self.seconds, "features_added": list(self.features_added),
+                "arcs_added": self.arcs_added, "lines_added": {e: dict(f) for e, f in self.lines_added.items()}}
 
     @staticmethod
     def from_json(d: dict) -> "QuickCase":
-        return QuickCase(d["id"], float(d["seconds"]), tuple(d.get("kinds_added", ())),
-                         {e: dict(f) for e, f in d.get("lines_added", {}).items()})
+        return QuickCase(d["id"], float(d["seconds"]), tuple(d.get("features_added", ())),
+                         {e: dict(f) for e, f in d.get("lines_added", {}).items()}, int(d.get("arcs_added", 0)))
 
 
 @dataclass(frozen=True)
 class Totals:
     """What a set of cases covers: distinct lines (any engine), lines per engine summed,
-    variation kinds per engine, and the CPU seconds they cost."""
+    features per engine, the CPU seconds they cost, branches (arcs) per
+    engine summed."""
     lines: int
     engine_lines: int
-    kinds: int
+    features: int
     seconds: float
     cases: int
+    engine_arcs: int = 0
 
     def to_json(self) -> dict:
-        return {"lines": self.lines, "engine_lines": self.engine_lines, "kinds": self.kinds,
-                "seconds": self.seconds, "cases": self.cases}
+        return {"lines": self.lines, "engine_lines": self.engine_lines, "engine_arcs": self.engine_arcs,
+                "features": self.features, "seconds": self.seconds, "cases": self.cases}
 
     @staticmethod
     def from_json(d: dict) -> "Totals":
-        return Totals(int(d["lines"]), int(d["engine_lines"]), int(d["kinds"]), float(d["seconds"]),
-                      int(d["cases"]))
+        return Totals(int(d["lines"]), int(d["engine_lines"]), int(d["features"]), float(d["seconds"]),
+                      int(d["cases"]), int(d.get("engine_arcs", 0)))
 
 
 @dataclass(frozen=True)
@@ -213,50 +232,71 @@ def select(corpus: Sequence, qs: QuickSet, torch_version: str | None = None) -> 
 @dataclass(frozen=True)
 class Candidate:
     """A corpus case as the cover sees it: its cost, and the elements it reaches
-    (NOTE [how the quick set is chosen]): lines as (engine, file, line), kinds as ``engine:kind``."""
+    (NOTE [how the quick set is chosen]): lines as (engine, file, line), branches as
+    (engine, file, from line, to line), features as strings that start with the engine."""
     id: str
     seconds: float
     lines: frozenset = frozenset()
-    kinds: frozenset = frozenset()
+    features: frozenset = frozenset()
+    arcs: frozenset = frozenset()
 
 
 MIN_SECONDS = 0.05      # a case never costs less than this (a measured 0.0 would divide by zero)
 
 
-def cover(candidates: Sequence[Candidate], budget_s: float) -> tuple[Candidate, ...]:
+def cover(candidates: Sequence[Candidate], budget_s: float, feature_times: int = FEATURE_TIMES
+          ) -> tuple[Candidate, ...]:
     """Greedy weighted set cover under a budget: repeatedly the case with the most new elements
-    (a kind weighs ``KIND_WEIGHT`` lines) per second that still fits, until none adds anything
-    or fits. Each result holds only what that case *added*; ties go to the earlier candidate.
+    per second that still fits, until none adds anything or fits. A line or a branch counts once;
+    a feature counts until ``feature_times`` chosen cases hold it (:func:`_feature_gain`). Each
+    result holds only what that case *added*; ties go to the earlier candidate.
 
         >>> cs = [Candidate("big", 4.0, frozenset({("t", "f", i) for i in range(8)})),
         ...       Candidate("small", 1.0, frozenset({("t", "f", 0), ("t", "f", 9), ("t", "f", 10)})),
-        ...       Candidate("kind", 2.0, frozenset(), frozenset({"torch:autocast"}))]
-        >>> [(p.id, len(p.lines), sorted(p.kinds)) for p in cover(cs, 7.0)]
-        [('kind', 0, ['torch:autocast']), ('small', 3, []), ('big', 7, [])]
-        >>> [p.id for p in cover(cs, 3.5)]
+        ...       Candidate("kind", 2.0, frozenset(), frozenset({"torch:autocast:miss"}))]
+        >>> [(p.id, len(p.lines), sorted(p.features)) for p in cover(cs, 7.0, feature_times=1)]
+        [('kind', 0, ['torch:autocast:miss']), ('small', 3, []), ('big', 7, [])]
+        >>> [p.id for p in cover(cs, 3.5, feature_times=1)]
         ['kind', 'small']
+        >>> twice = cs + [Candidate("kind2", 3.0, frozenset(), frozenset({"torch:autocast:miss"}))]
+        >>> [p.id for p in cover(twice, 10.0, feature_times=2)]
+        ['kind', 'kind2', 'small', 'big']
     """
     index: dict = {}
-    bits = [(_bits(c.lines, index), _bits(c.kinds, index)) for c in candidates]
+    bits = [_bits(c.lines | c.arcs, index) for c in candidates]
+    times: dict[str, int] = {}
     covered, spent, picks, left = 0, 0.0, [], list(range(len(candidates)))
     while True:
         best, best_score = None, 0.0
         for i in left:
-            c, (lb, kb) = candidates[i], bits[i]
+            c = candidates[i]
             if spent + c.seconds > budget_s:
                 continue
-            gain = KIND_WEIGHT * (kb & ~covered).bit_count() + (lb & ~covered).bit_count()
+            gain = sum(_feature_gain(times.get(k, 0), feature_times) for k in c.features)
+            gain += (bits[i] & ~covered).bit_count()
             score = gain / max(c.seconds, MIN_SECONDS)
             if gain and score > best_score:
                 best, best_score = i, score
         if best is None:
             return tuple(picks)
-        c, (lb, kb) = candidates[best], bits[best]
-        picks.append(Candidate(c.id, c.seconds, _unbits(lb & ~covered, index, c.lines),
-                               _unbits(kb & ~covered, index, c.kinds)))
-        covered |= lb | kb
+        c = candidates[best]
+        features = frozenset(k for k in c.features if times.get(k, 0) < feature_times)
+        new = bits[best] & ~covered
+        picks.append(Candidate(c.id, c.seconds, _unbits(new, index, c.lines), features,
+                               _unbits(new, index, c.arcs)))
+        for k in features:
+            times[k] = times.get(k, 0) + 1
+        covered |= bits[best]
         spent += c.seconds
         left.remove(best)
+
+
+def _feature_gain(held: int, feature_times: int) -> int:
+    """A feature no chosen case holds weighs ``FEATURE_WEIGHT``; one held, but by fewer than
+    ``feature_times`` cases, a hundredth of that (every feature once before any twice); else 0."""
+    if held >= feature_times:
+        return 0
+    return FEATURE_WEIGHT if held == 0 else FEATURE_WEIGHT // 100
 
 
 def _bits(elements, index: dict) -> int:
@@ -273,9 +313,10 @@ def _unbits(n: int, index: dict, elements) -> frozenset:
 def totals(candidates: Sequence[Candidate]) -> Totals:
     """What these cases reach together (lines: distinct (file, line) whatever the engine)."""
     lines = set().union(*(c.lines for c in candidates)) if candidates else set()
-    kinds = set().union(*(c.kinds for c in candidates)) if candidates else set()
-    return Totals(len({(f, n) for _, f, n in lines}), len(lines), len(kinds),
-                  round(sum(c.seconds for c in candidates), 2), len(candidates))
+    features = set().union(*(c.features for c in candidates)) if candidates else set()
+    arcs = set().union(*(c.arcs for c in candidates)) if candidates else set()
+    return Totals(len({(f, n) for _, f, n in lines}), len(lines), len(features),
+                  round(sum(c.seconds for c in candidates), 2), len(candidates), len(arcs))
 
 
 def quick_case(pick: Candidate) -> QuickCase:
@@ -283,15 +324,17 @@ def quick_case(pick: Candidate) -> QuickCase:
     per: dict[str, dict[str, list[int]]] = {}
     for engine, f, n in pick.lines:
         per.setdefault(engine, {}).setdefault(f, []).append(n)
-    return QuickCase(pick.id, round(pick.seconds, 3), tuple(sorted(pick.kinds)),
-                     {e: {f: ranges(ns) for f, ns in sorted(fs.items())} for e, fs in sorted(per.items())})
+    return QuickCase(pick.id, round(pick.seconds, 3), tuple(sorted(pick.features)),
+                     {e: {f: ranges(ns) for f, ns in sorted(fs.items())} for e, fs in sorted(per.items())},
+                     len(pick.arcs))
 
 
 def added(qc: QuickCase) -> Candidate:
-    """The inverse of :func:`quick_case`: what a stored case added, as a Candidate."""
+    """The inverse of :func:`quick_case`: what a stored case added, as a Candidate (the branches
+    are stored as a count only, so they come back empty)."""
     lines = frozenset((e, f, n) for e, fs in qc.lines_added.items() for f, r in fs.items()
                       for n in expand_ranges(r))
-    return Candidate(qc.id, qc.seconds, lines, frozenset(qc.kinds_added))
+    return Candidate(qc.id, qc.seconds, lines, frozenset(qc.features_added))
 
 
 def ranges(numbers) -> str:

@@ -75,7 +75,7 @@ _OK_VERDICTS = ("ok-hit", "ok-miss", "refused under B")
 class VariationOutcome:
     variation: str                    # a stable label: kind[target]=b
     verdict: str                      # "ok" or the bad verdict (STALE HIT, LOST HIT, FAILS UNDER B)
-    detail: str = ""
+    detail: str = ""                  # the reason; for "ok", which ok (ok-hit, ok-miss, refused under B)
     fingerprint: FailurePrint | None = None
 
 
@@ -95,7 +95,7 @@ def variation_runner():
         for r in sub.results:
             label = r.variation.label.replace(":", ";")     # a record key is STAGE:CASE
             if r.verdict in _OK_VERDICTS:
-                out.append(VariationOutcome(label, "ok"))
+                out.append(VariationOutcome(label, "ok", r.verdict))    # ok-hit, ok-miss, refused
                 continue
             check = fingerprint(list(r.divergences))
             out.append(VariationOutcome(label, r.verdict, r.reason, FailurePrint(
