@@ -154,6 +154,75 @@ def test_a_real_gap_of_the_installed_torch_is_observed_in_process(tmp_path):
     assert "3.0" in v.first and "2.0" in v.first
 
 
+# ---------------------------------------------------------------- aotcheck's own cache as the target
+
+
+AUTOCAST_NO_DTYPE = textwrap.dedent('''
+    import torch
+
+    def fn(x, w):
+        with torch.autocast("cpu"):          # no dtype: the ambient one, read at trace time
+            return x @ w
+
+    def inputs():
+        return (torch.randn(4, 4, requires_grad=True), torch.randn(4, 4, requires_grad=True))
+
+    VARY = {"ambient:autocast_dtype.cpu": (torch.bfloat16, torch.float16)}
+''')
+
+
+def test_aotchecks_key_holds_the_ambient_autocast_dtype_and_a_planted_drop_is_a_gap(tmp_path, monkeypatch):
+    """The aotcheck target: the issue's program (autocast without a dtype, the ambient dtype
+    changed with autocast off) is KEYED, each side equal to eager; with the dtype planted out
+    of aotcheck's key (``ambient.in_key``) the differential reports a KEY GAP."""
+    from aotcheck.cache import ambient
+    from aotcheck.keydiff import observe_aotcheck
+    module = program.load(_write(tmp_path, "kd_test_autocast_no_dtype", AUTOCAST_NO_DTYPE)).module()
+    name = "ambient:autocast_dtype.cpu"
+
+    def pair(tag):
+        a = observe_aotcheck.observe(module, {name: torch.bfloat16}, str(tmp_path / f"{tag}A"), eager=True)
+        b = observe_aotcheck.observe(module, {name: torch.float16}, str(tmp_path / f"{tag}B"), eager=True)
+        assert a.eager == "" and b.eager == "", (a.eager, b.eager)
+        assert len(a.graphs) == 1 and a.graphs[0].cache == observe_aotcheck.CACHE_NAME
+        return compare(a, b)
+    keyed = pair("u")
+    assert keyed.finding is Finding.KEYED, keyed.reason
+    assert "float16" in keyed.first
+    kept = tuple(s for s in ambient.in_key() if s.name != "autocast_dtype[cpu]")
+    assert len(kept) == len(ambient.in_key()) - 1
+    monkeypatch.setattr(ambient, "in_key", lambda: kept)
+    planted = pair("p")
+    assert planted.finding is Finding.KEY_GAP, planted.reason
+    assert planted.cache == observe_aotcheck.CACHE_NAME and "aotcheck_entry" in planted.differs
+
+
+def test_aotchecks_key_holds_a_global_a_checkpoint_body_reads(tmp_path):
+    """The torch gap of pytorch/pytorch#194658 (findings C4) is keyed in aotcheck's cache."""
+    from aotcheck.keydiff import observe_aotcheck
+    module = program.load(PROGRAMS / "kd_checkpoint_allow_in_graph.py").module()
+    a = observe_aotcheck.observe(module, {"SCALE": [2.0]}, str(tmp_path / "A"), eager=True, details=True)
+    b = observe_aotcheck.observe(module, {"SCALE": [3.0]}, str(tmp_path / "B"), eager=True, details=True)
+    assert a.eager == "" and b.eager == ""
+    v = compare(a, b)
+    assert v.finding is Finding.KEYED, v.reason
+    assert v.key_components, "the differing key components are named"
+    assert a.event("aotcheck.saves") == 1 and a.event("aotcheck.misses") >= 1
+
+
+def test_an_uncacheable_call_is_a_keyless_graph_that_says_why(tmp_path):
+    from aotcheck.keydiff import observe_aotcheck
+    (tmp_path / "empty").mkdir()
+    graphs = observe_aotcheck.entries(tmp_path / "empty", bypassed=["aotcheck.bypass.unsupported_target"])
+    assert graphs[0].aot_key == "" and "unsupported_target" in graphs[0].bypass[0]
+    assert observe_aotcheck.entries(tmp_path / "empty") == ()
+
+
+def test_a_hit_in_aotchecks_cache_counts_as_served():
+    served = Observation((), (("aotcheck.hits", 1),), (), None, "output 0 values")
+    assert decide(0, 1, _obs(""), served).outcome is Outcome.STALE_HIT
+
+
 # ---------------------------------------------------------------- stale-hit confirmation
 
 

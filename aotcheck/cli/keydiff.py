@@ -22,6 +22,9 @@ def register(sub) -> None:
                                        "against the cache keys (KEY GAP, LOST HIT), gaps confirmed as stale hits")
     p.add_argument("programs", nargs="*", help="user-program files (fn, inputs, optional VARY; see README)")
     p.add_argument("--census", action="store_true", help="run the installed torch's census")
+    p.add_argument("--target", choices=("torch", "aotcheck"), default="torch",
+                   help="whose cache: torch's (AOTAutogradCache, the FX graph cache; default) or "
+                        "aotcheck's own engine and cache")
     p.add_argument("--kinds", default="config,reached,ambient,registration,storage,entry",
                    help="with --census: the kinds to run (comma-separated)")
     p.add_argument("-k", "--only", action="append", default=None,
@@ -71,19 +74,20 @@ def _run(args):
     if args.census:
         kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
         return R.run_census(kinds, jobs=args.jobs, only=args.only, confirm=not args.no_confirm,
-                            lost_hits=args.lost_hits, gap_dir=args.repro_dir, progress=progress)
+                            lost_hits=args.lost_hits, gap_dir=args.repro_dir, progress=progress,
+                            target=args.target)
     import time
     start = time.perf_counter()
-    programs = tuple(R.run_program(p, jobs=args.jobs, confirm=not args.no_confirm, only=args.input)
-                     for p in args.programs)
+    programs = tuple(R.run_program(p, jobs=args.jobs, confirm=not args.no_confirm, only=args.input,
+                                   target=args.target) for p in args.programs)
     from ..keydiff import census
     return R.CensusResult(census.release(), programs, (), time.perf_counter() - start)
 
 
 def _report(args, result) -> int:
     from ..keydiff import census, report
-    try:
-        known = census.load().get("known_gaps", {})
+    try:      # aotcheck's own cache has no known gap: any gap in it is NEW
+        known = census.load().get("known_gaps", {}) if args.target == "torch" else {}
     except FileNotFoundError:
         known = {}
     if args.json:          # first: nothing after the run may lose it

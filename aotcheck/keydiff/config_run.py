@@ -64,20 +64,21 @@ class FieldResult:
 
 
 def run_config(data: dict, *, jobs: int = 2, only: list[str] | None = None, lost_hits: bool = False,
-               progress=None) -> list[FieldResult]:
+               progress=None, target: str = "torch") -> list[FieldResult]:
     """The census's varied fields (``only``: those whose name contains one of these strings),
-    key first (module docstring); ``lost_hits``: compile every keyed field in full too."""
+    key first (module docstring); ``lost_hits``: compile every keyed field in full too.
+    ``target`` ``aotcheck`` (NOTE [the config census on aotcheck's cache])."""
     items = [(f, k) for f, values in census.config_inputs(data) for k in range(len(values))
              if not only or any(o in f for o in only)]
     chunks = []
     for probe in PROBES.values():           # one process per probe (each imports and warms torch)
-        mine = [it for it in items if probe_for(it[0]) == probe]
+        mine = [it for it in items if _probe(it[0], target) == probe]
         per = max(1, -(-len(mine) // max(1, jobs // len(PROBES))))
         chunks += [(probe, mine[k:k + per]) for k in range(0, len(mine), per)]
     ctx = multiprocessing.get_context("spawn")     # torch's thread pools do not survive a fork
     results: list[FieldResult] = []
     with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=ctx) as pool:
-        futures = [(pool.submit(_chunk, (p, c, data["torch"], lost_hits)), p, c) for p, c in chunks if c]
+        futures = [(pool.submit(_chunk, (p, c, data["torch"], lost_hits, target)), p, c) for p, c in chunks if c]
         for future, probe, chunk in futures:
             try:
                 results += [FieldResult.from_json(r) for r in future.result()]
@@ -89,9 +90,23 @@ def run_config(data: dict, *, jobs: int = 2, only: list[str] | None = None, lost
     return sorted(results, key=lambda r: (r.field, r.value))
 
 
+# NOTE [the config census on aotcheck's cache]
+# aotcheck's engine traces with its own capture, not through AOTAutograd or Inductor, so a torch
+# config field changes its artifact only through what the capture calls (make_fx, decompositions,
+# fake tensors). Each field is compiled in full on the aot_eager probe with aotcheck's engine
+# (``observe_aotcheck``): no key-first shortcut, since aotcheck's key is computed with the
+# capture itself; a field whose artifact differs while aotcheck's key is equal is a KEY GAP.
+
+
+def _probe(field: str, target: str) -> str:
+    return PROBES["aot_eager"] if target == "aotcheck" else probe_for(field)
+
+
 def _chunk(args) -> list[dict]:
     """A pool worker: the probe under A, then each (field, value index) under B, key first."""
-    probe, items, rel, lost_hits = args
+    probe, items, rel, lost_hits, target = args
+    if target == "aotcheck":
+        return _chunk_aotcheck(probe, items, rel)
     import logging
     logging.getLogger("torch._dynamo").setLevel(logging.ERROR)   # a field that breaks the graph warns once per compile
     from . import program
@@ -116,6 +131,23 @@ def _chunk(args) -> list[dict]:
                 b = observe(module, {field: value}, str(Path(tmp) / str(n)), stub=inductor)
                 verdict = compare(a_full[0], b)
             out.append(FieldResult(field, _text(value), probe, verdict, _text(defaults[field][0])).to_json())
+    return out
+
+
+def _chunk_aotcheck(probe: str, items, rel: str) -> list[dict]:
+    """The probe under A, then each (field, value index) under B, in full, on aotcheck's engine."""
+    from . import program
+    from .observe_aotcheck import observe
+    data = census.load(rel)
+    values, defaults = dict(census.config_inputs(data)), census.live_fields()
+    module = program.load(census.PROGRAMS_DIR / f"{probe}.py").module()
+    out = []
+    with tempfile.TemporaryDirectory(prefix="aotcheck-keydiff-config-") as tmp:
+        a = observe(module, {}, str(Path(tmp) / "A"))
+        for n, (field, k) in enumerate(items):
+            value = values[field][k]
+            b = observe(module, {field: value}, str(Path(tmp) / str(n)))
+            out.append(FieldResult(field, _text(value), probe, compare(a, b), _text(defaults[field][0])).to_json())
     return out
 
 

@@ -54,7 +54,8 @@ class Confirmation:
 
 def decide(a: int, b: int, cold_b: Observation, warm_b: Observation) -> Confirmation:
     """The outcome of reading A's entry under B (``warm_b``), given B's own cold compile."""
-    hits = warm_b.event("aot_autograd.autograd_cache_hit") + warm_b.event("inductor.fxgraph_cache_hit")
+    hits = warm_b.event("aot_autograd.autograd_cache_hit") + warm_b.event("inductor.fxgraph_cache_hit") \
+        + warm_b.event("aotcheck.hits")
     if warm_b.error:
         return Confirmation(a, b, Outcome.FAILED, f"B over A's cache directory failed: {warm_b.error}")
     if cold_b.eager:
@@ -70,15 +71,16 @@ def decide(a: int, b: int, cold_b: Observation, warm_b: Observation) -> Confirma
                         f"under B")
 
 
-def request(program: str, name: str, b: int, a_dir: str, tmp) -> Request:
+def request(program: str, name: str, b: int, a_dir: str, tmp, target: str = "torch") -> Request:
     """The request that reads a copy of A's cache directory under B (the copy in ``tmp``)."""
     copy = Path(tempfile.mkdtemp(prefix="confirm-", dir=tmp)) / "cache"
     shutil.copytree(a_dir, copy)
-    return Request(program, name, b, str(copy), eager=True, details=False)
+    return Request(program, name, b, str(copy), eager=True, details=False, target=target)
 
 
-def confirm(program: str, name: str, a: int, b: int, a_dir: str, cold_b: Observation) -> Confirmation:
+def confirm(program: str, name: str, a: int, b: int, a_dir: str, cold_b: Observation,
+            target: str = "torch") -> Confirmation:
     """Copy A's cache directory, compile under B over the copy in a new process, and decide."""
     with tempfile.TemporaryDirectory(prefix="aotcheck-keydiff-confirm-") as tmp:
-        warm = run([request(program, name, b, a_dir, tmp)])[0]
+        warm = run([request(program, name, b, a_dir, tmp, target)])[0]
     return decide(a, b, cold_b, warm)

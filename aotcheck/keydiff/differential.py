@@ -92,21 +92,21 @@ def _compare_graph(n: int, a: Graph, b: Graph) -> Verdict:
     where = f"graph {n} ({a.compile_id})"
     differs, first = produced_difference(a, b)
     if not a.aot_key or not b.aot_key:
-        why = "; ".join(a.bypass + b.bypass) or "no AOTAutogradCache key was computed"
-        return Verdict(Finding.NO_KEY, f"{where}: no key to compare ({why})", "AOTAutogradCache", differs, first)
+        why = "; ".join(a.bypass + b.bypass) or f"no {a.cache} key was computed"
+        return Verdict(Finding.NO_KEY, f"{where}: no key to compare ({why})", a.cache, differs, first)
     if a.aot_key == b.aot_key:
         if differs:
-            return Verdict(Finding.KEY_GAP, f"{where}: AOTAutogradCache key {a.aot_key[:12]}... is equal under A "
-                           f"and B while {', '.join(differs)} differ", "AOTAutogradCache", differs, first)
+            return Verdict(Finding.KEY_GAP, f"{where}: {a.cache} key {a.aot_key[:12]}... is equal under A "
+                           f"and B while {', '.join(differs)} differ", a.cache, differs, first)
         return _fx_gap(where, a, b) or Verdict(Finding.NO_EFFECT, f"{where}: key and what it serves are equal")
     gap = _fx_gap(where, a, b)
     if gap:
         return gap
     if differs:
         return Verdict(Finding.KEYED, f"{where}: the key differs, and so does {', '.join(differs)}",
-                       "AOTAutogradCache", differs, first)
-    return Verdict(Finding.LOST_HIT, f"{where}: the AOTAutogradCache key differs while everything produced is "
-                   f"equal", "AOTAutogradCache")
+                       a.cache, differs, first)
+    return Verdict(Finding.LOST_HIT, f"{where}: the {a.cache} key differs while everything produced is "
+                   f"equal", a.cache)
 
 
 def produced_difference(a: Graph, b: Graph) -> tuple[tuple[str, ...], str]:

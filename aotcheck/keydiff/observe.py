@@ -47,12 +47,14 @@ class Graph:
     """One graph Dynamo handed to the backend (one compile id): what was produced for it, as
     (artifact, normalized text) pairs in the order written, the AOTAutogradCache key it was
     looked up under (``""``: none), the FX graph cache keys of its compiled graphs, and why a
-    cache declined it."""
+    cache declined it. ``cache``: the cache ``aot_key`` belongs to (aotcheck's own, for the
+    ``aotcheck`` target: ``observe_aotcheck.py``)."""
     compile_id: str
     produced: tuple[tuple[str, str], ...] = ()
     aot_key: str = ""
     fx_keys: tuple[str, ...] = ()
     bypass: tuple[str, ...] = ()
+    cache: str = "AOTAutogradCache"
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,7 @@ class Observation:
             raise ValueError(f"observation schema {d.get('schema')}, expected {SCHEMA}")
         pairs = lambda xs: tuple(tuple(x) for x in xs)  # noqa: E731
         graphs = tuple(Graph(g["compile_id"], pairs(g["produced"]), g["aot_key"], tuple(g["fx_keys"]),
-                             tuple(g["bypass"])) for g in d["graphs"])
+                             tuple(g["bypass"]), g.get("cache", "AOTAutogradCache")) for g in d["graphs"])
         return Observation(graphs, pairs(d["events"]), pairs(d["key_details"]), d["error"], d["eager"],
                            d["schema"])
 
@@ -361,11 +363,12 @@ def _wants_backward(module, out) -> bool:
     return any(isinstance(t, torch.Tensor) and t.requires_grad for t in pytree.tree_leaves(out))
 
 
-def _run(module, backend, make, eager: bool) -> tuple[str | None, str | None]:
-    """(error, eager comparison) of one compile and call."""
+def _run(module, backend, make, eager: bool, compile=None) -> tuple[str | None, str | None]:
+    """(error, eager comparison) of one compile and call; ``compile()``: the compiled function
+    (default: the program's torch entry point, ``compiler_of``)."""
     from ..check import oracle
     try:
-        compiled = compiler_of(module, backend)
+        compiled = compile() if compile is not None else compiler_of(module, backend)
         if not eager:
             compiled(*make())
             return None, None

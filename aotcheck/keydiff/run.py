@@ -78,19 +78,23 @@ class ProgramResult:
                              tuple(Comparison.from_json(c) for c in d["comparisons"]), d["schema"])
 
 
-def run_program(path, *, jobs: int = 2, confirm: bool = True, only: str | None = None) -> ProgramResult:
-    """The differential over one program file (module docstring). ``only``: one input's name."""
+def run_program(path, *, jobs: int = 2, confirm: bool = True, only: str | None = None,
+                target: str = "torch") -> ProgramResult:
+    """The differential over one program file (module docstring). ``only``: one input's name;
+    ``target``: whose cache (``torch`` or ``aotcheck``: ``worker.Request``)."""
     prog = program.load(path)
     module = prog.module()
     inputs = [(i, v) for i, v in setters.inputs_of(module) if only is None or i.name == only]
     if only is not None and not inputs:
         raise program.ProgramError(f"{path}: no input named {only!r}")
     with tempfile.TemporaryDirectory(prefix="aotcheck-keydiff-") as tmp:
-        observed = _observe_all(prog.path, inputs, Path(tmp), jobs)
+        observed = _observe_all(prog.path, inputs, Path(tmp), jobs, target)
         comparisons = [_compare(module, inp, a, b, observed)
                        for inp, values in inputs for a, b in combinations(range(len(values)), 2)]
-        comparisons = _confirm_all(prog.path, comparisons, observed, Path(tmp), jobs) if confirm else comparisons
-    return ProgramResult(prog.path, prog.upstream, prog.backend, tuple(comparisons))
+        comparisons = _confirm_all(prog.path, comparisons, observed, Path(tmp), jobs, target) \
+            if confirm else comparisons
+    return ProgramResult(prog.path, prog.upstream, "aotcheck" if target == "aotcheck" else prog.backend,
+                         tuple(comparisons))
 
 
 def _dir(root: Path, name: str, index: int) -> str:
@@ -98,9 +102,9 @@ def _dir(root: Path, name: str, index: int) -> str:
     return str(root / safe / str(index))
 
 
-def _observe_all(path: str, inputs, root: Path, jobs: int) -> dict[tuple[str, int], Observation]:
+def _observe_all(path: str, inputs, root: Path, jobs: int, target: str) -> dict[tuple[str, int], Observation]:
     """Every value of every input compiled cold (module docstring)."""
-    reqs = [(inp.kind, Request(path, inp.name, k, _dir(root, inp.name, k)))
+    reqs = [(inp.kind, Request(path, inp.name, k, _dir(root, inp.name, k), target=target))
             for inp, values in inputs for k in range(len(values))]
     return {(r.name, r.index): o for r, o in _run_batched(reqs, jobs)}
 
@@ -123,24 +127,24 @@ def _compare(module, inp, a: int, b: int, observed) -> Comparison:
     return Comparison(inp.name, inp.kind.value, a, b, inp.values[a], inp.values[b], verdict, component)
 
 
-def _confirm_all(path: str, comparisons, observed, root: Path, jobs: int) -> list[Comparison]:
+def _confirm_all(path: str, comparisons, observed, root: Path, jobs: int, target: str) -> list[Comparison]:
     """Each KEY GAP confirmed A -> B, and B -> A where that was no stale hit (confirm.py)."""
     out = list(comparisons)
     first = [(n, c.a, c.b) for n, c in enumerate(out) if c.verdict.finding is Finding.KEY_GAP]
-    for n, conf in _confirm_round(path, out, first, observed, root, jobs):
+    for n, conf in _confirm_round(path, out, first, observed, root, jobs, target):
         out[n] = _with(out[n], conf)
     second = [(n, c.b, c.a) for n, c in enumerate(out) if c.verdict.finding is Finding.KEY_GAP and not c.stale]
-    for n, conf in _confirm_round(path, out, second, observed, root, jobs):
+    for n, conf in _confirm_round(path, out, second, observed, root, jobs, target):
         out[n] = _with(out[n], conf)
     return out
 
 
-def _confirm_round(path, comparisons, todo, observed, root: Path, jobs: int):
+def _confirm_round(path, comparisons, todo, observed, root: Path, jobs: int, target: str):
     if not todo:
         return []
     kinds = {c.input: Kind(c.kind) for c in comparisons}
     reqs = [(kinds[comparisons[n].input],
-             C.request(path, comparisons[n].input, y, _dir(root, comparisons[n].input, x), root))
+             C.request(path, comparisons[n].input, y, _dir(root, comparisons[n].input, x), root, target))
             for n, x, y in todo]
     done = _run_batched(reqs, jobs)
     by_req = {id(r): o for r, o in done}
@@ -183,7 +187,7 @@ class CensusResult:
 
 
 def run_census(kinds=KINDS_ALL, *, jobs: int = 2, only: list[str] | None = None, confirm: bool = True,
-               lost_hits: bool = False, gap_dir=None, progress=None) -> CensusResult:
+               lost_hits: bool = False, gap_dir=None, progress=None, target: str = "torch") -> CensusResult:
     """The installed torch's census (``census.load``): its config fields (``config_run``) and its
     probe programs of the kinds asked for, through the differential. ``only``: config fields
     or programs whose name contains one of these strings. A config field's KEY GAP is confirmed
@@ -194,7 +198,8 @@ def run_census(kinds=KINDS_ALL, *, jobs: int = 2, only: list[str] | None = None,
     from . import census, config_run
     data = census.load()
     start = time.perf_counter()
-    config = config_run.run_config(data, jobs=jobs, only=only, lost_hits=lost_hits, progress=progress) \
+    config = config_run.run_config(data, jobs=jobs, only=only, lost_hits=lost_hits, progress=progress,
+                                   target=target) \
         if "config" in kinds else []
     names = [n for k in kinds for n in data["programs"].get(k, []) if not only or any(o in n for o in only)]
     programs = []
@@ -205,7 +210,7 @@ def run_census(kinds=KINDS_ALL, *, jobs: int = 2, only: list[str] | None = None,
             where.mkdir(parents=True, exist_ok=True)
             paths += [config_run.confirm_gap(f, where) for f in config if f.verdict.finding is Finding.KEY_GAP]
         for path in paths:
-            programs.append(run_program(path, jobs=jobs, confirm=confirm))
+            programs.append(run_program(path, jobs=jobs, confirm=confirm, target=target))
             if progress:
                 progress(len(programs), len(paths))
     return CensusResult(data["torch"], tuple(programs), tuple(config), time.perf_counter() - start)

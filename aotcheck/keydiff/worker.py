@@ -21,25 +21,29 @@ MARK = "AOTCHECK-KEYDIFF-OBSERVATION "
 @dataclass(frozen=True)
 class Request:
     """Compile ``program`` with input ``name`` at value ``index`` (``name`` empty: nothing set)
-    into ``cache_dir``; ``eager``: compare with eager; ``details``: record the key's components."""
+    into ``cache_dir``; ``eager``: compare with eager; ``details``: record the key's components;
+    ``target``: whose cache (``torch``: torch's entry point and caches, ``observe.py``;
+    ``aotcheck``: aotcheck's engine and cache, ``observe_aotcheck.py``)."""
     program: str
     name: str
     index: int
     cache_dir: str
     eager: bool = True
     details: bool = True
+    target: str = "torch"
 
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     with open(argv[0]) as f:
         requests = [Request(**r) for r in json.load(f)]
-    from . import program, setters
-    from .observe import observe
+    from . import observe_aotcheck, program, setters
+    from .observe import observe as observe_torch
     prog = program.load(requests[0].program)
     module = prog.module()
     for r in requests:
         state = {r.name: setters.value_of(module, r.name, r.index)} if r.name else {}
+        observe = observe_aotcheck.observe if r.target == "aotcheck" else observe_torch
         obs = observe(module, state, r.cache_dir, eager=r.eager, details=r.details)
         print(MARK + json.dumps(obs.to_json()), flush=True)
     return 0
