@@ -16,6 +16,7 @@ import torch
 from aotcheck.cache import key as key_module
 from aotcheck.targets import key_triage
 from aotcheck.targets import variations as V
+from aotcheck.targets.variation_repro import is_repro
 from aotcheck.targets.conditions import vary_inputs
 from aotcheck.targets.engines import get_engine
 
@@ -68,7 +69,7 @@ def test_planted_grad_mode_bug_is_a_stale_hit_and_triage_names_it(monkeypatch, t
     (r,) = run.results
     assert r.verdict == V.STALE_HIT, r
     assert r.hits >= 1 and "requires_grad" in r.divergences[0]
-    assert V.is_repro(r.repro)
+    assert is_repro(r.repro)
     t = key_triage.triage_repro(r.repro)
     assert t.verdict == V.STALE_HIT
     assert t.component == "signature.grad_enabled"
@@ -227,7 +228,7 @@ def test_fuzz_key_variations_find_a_planted_key_bug(monkeypatch, tmp_path):
     stale = [f for sig, f in r.findings.items() if sig.startswith("variation") and "STALE HIT" in sig]
     assert stale and r.variations >= 4, format_summary(r)
     repro = r.reproducers[next(s for s, f in r.findings.items() if f is stale[0])]
-    assert V.is_repro(repro)
+    assert is_repro(repro)
     t = key_triage.triage_repro(repro)
     assert t.verdict == V.STALE_HIT and t.component.startswith("signature."), t
     assert t.key_equal is True and t.carrier == "signature"

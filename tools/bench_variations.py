@@ -62,13 +62,13 @@ def main() -> None:
                     print(f"   {x}" + (f"\n      reproducer: {x.repro}" if x.repro else ""))
         not_varied: dict[str, int] = {}
         for r in runs:
-            if r.a != "ok":
+            if r.a != "ok" and not r.results:
                 head = r.a.split(":")[0]
                 not_varied[head] = not_varied.get(head, 0) + 1
         print("   not varied: " + ", ".join(f"{k} {v}" for k, v in sorted(not_varied.items())))
         dump[engine] = {"seconds": wall, "load": [load0, load1], "counts": counts,
                         "results": [json.loads(x.to_json()) for r in runs for x in r.results],
-                        "not_varied": {r.subject: r.a for r in runs if r.a != "ok"}}
+                        "not_varied": {r.subject: r.a for r in runs if r.a != "ok" and not r.results}}
     out = _arg("--json", None)
     if out:
         with open(out, "w") as f:

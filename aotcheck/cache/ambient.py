@@ -28,6 +28,10 @@ from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 
 from .census import HOOK_DICTS, Role, autocast_devices, census, exists, mode_state, read
 from .fingerprint import fingerprint_data, fingerprint_of
+from .registrations import EPOCH as _EPOCH
+from .registrations import install as _install_registration_epoch
+
+_install_registration_epoch()      # NOTE [a registration changed in-process] (registrations.py)
 
 
 @functools.lru_cache(maxsize=1)
@@ -137,4 +141,4 @@ def call_state() -> tuple:
             _reduction(), _opt_einsum["enabled"], _opt_einsum["strategy"],
             _function_stack() and _modes_key(_get_current_function_mode_stack()),
             _dispatch_stack() and _modes_key(_get_current_dispatch_mode_stack()),
-            any(_hooks) and _hooks_key(), ACCELERATORS and _accelerator_state())
+            any(_hooks) and _hooks_key(), ACCELERATORS and _accelerator_state(), _EPOCH[0])

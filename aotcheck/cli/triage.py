@@ -28,7 +28,8 @@ def run(args) -> int:
     import sys
     from pathlib import Path
 
-    from ..targets.variations import BAD, is_repro
+    from ..targets.variation_repro import is_repro
+    from ..targets.variations import BAD
     if is_repro(args.repro):
         from ..targets.key_triage import triage_repro
         t = triage_repro(args.repro)

@@ -172,7 +172,7 @@ def run_engine_case(engine, case, plan: Plan, variations=None) -> list[Outcome]:
             else:
                 t1 = time.process_time()
                 run, p = _guarded(lambda: _run_case(engine, case, d, plan.backward))
-                if not p and run is not None and (cp := cache_problem(run)):
+                if not p and run is not None and (cp := cache_problem(run, case)):
                     p = [cp]
                 out.append(_outcome(name, "cached", case, p, t1))
         else:

@@ -76,6 +76,105 @@ def _cell_ok(c) -> bool:
     return True
 
 
+# NOTE [numbers the compiled code reads]
+# A compiled graph bakes in the Python numbers its function reads, and a cache key that hashes
+# only the function's own code and globals misses the ones read elsewhere: by a helper it calls
+# (an ``allow_in_graph`` function is keyed by its import path; the body of a checkpoint or of a
+# custom ``autograd.Function`` is not vetted), or as an element of a list or dict
+# (``SCALE[0]``, ``cfg["scale"]``). ``numeric_reads`` follows the function's globals and
+# closure cells, the code objects nested in it (lambdas, inner functions), the plain Python
+# functions and ``autograd.Function`` classes it names (``DEPTH`` levels down, none of torch's
+# own), and the first elements of lists and dicts it reaches; each number found is a
+# :class:`Read` that a ``closure`` or ``global`` variation can change and put back. A label
+# names the place: ``SCALE``, ``SCALE[0]``, ``cfg['scale']``, and ``@helper`` when a helper
+# reads it (``SCALE[0]@_opaque``).
+DEPTH = 3
+ELEMENTS = 2       # numbers taken from one list or dict
+
+
+@dataclass(frozen=True)
+class Read:
+    """A number the function reads: ``kind`` closure or global, ``label`` (NOTE [numbers the
+    compiled code reads]), its value, and where it lives (``owner[index]``, or a cell)."""
+    kind: str
+    label: str
+    value: object
+    owner: object
+    index: object = None
+
+    def set(self, value) -> None:
+        if isinstance(self.owner, types.CellType):
+            self.owner.cell_contents = value
+        else:
+            self.owner[self.index] = value
+
+
+def _code_names(code) -> list[str]:
+    names = list(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names += _code_names(c)
+    return list(dict.fromkeys(names))
+
+
+def _helpers_of(v) -> list:
+    """The functions a value read by the function leads to: itself if a plain function of user
+    code, an ``autograd.Function``'s forward and backward."""
+    if isinstance(v, types.FunctionType):
+        return [] if (v.__module__ or "").startswith("torch") else [v]
+    if isinstance(v, type) and issubclass(v, torch.autograd.Function) and not v.__module__.startswith("torch"):
+        return [f for f in (v.__dict__.get("forward"), v.__dict__.get("backward")) if f is not None]
+    return []
+
+
+def _unwrap(f):
+    f = getattr(f, "__func__", f)                    # staticmethod
+    return getattr(f, "__wrapped__", f)
+
+
+def _place(kind: str, label: str, value, owner, index, where: str) -> list[Read]:
+    """The numbers at one place: the value itself, or the first elements of a list or dict."""
+    suffix = f"@{where}" if where else ""
+    if type(value) in (int, float):
+        return [Read(kind, label + suffix, value, owner, index)]
+    if isinstance(value, list):
+        return [Read(kind, f"{label}[{k}]{suffix}", x, value, k)
+                for k, x in enumerate(value) if type(x) in (int, float)][:ELEMENTS]
+    if isinstance(value, dict):
+        return [Read(kind, f"{label}[{k!r}]{suffix}", x, value, k)
+                for k, x in value.items() if type(x) in (int, float) and isinstance(k, (str, int))][:ELEMENTS]
+    return []
+
+
+def numeric_reads(fn) -> list[Read]:
+    """Every number the function reads (NOTE [numbers the compiled code reads]), in a fixed order."""
+    out: list[Read] = []
+    seen: set = set()
+
+    def visit(f, where: str, depth: int) -> None:
+        f = _unwrap(f)
+        if not isinstance(f, types.FunctionType) or id(f) in seen or depth > DEPTH:
+            return
+        seen.add(id(f))
+        helpers = []
+        for name, cell in zip(f.__code__.co_freevars, f.__closure__ or ()):
+            if _cell_ok(cell):
+                out.extend(_place("closure", name, cell.cell_contents, cell, None, where))
+                helpers += _helpers_of(cell.cell_contents)
+        for name in _code_names(f.__code__):
+            if name in f.__globals__:
+                v = f.__globals__[name]
+                out.extend(_place("global", name, v, f.__globals__, name, where))
+                helpers += _helpers_of(v)
+        for h in helpers:
+            visit(h, getattr(_unwrap(h), "__qualname__", "helper"), depth + 1)
+    visit(fn, "", 0)
+    unique: dict[tuple, Read] = {}
+    for r in out:
+        unique.setdefault((id(r.owner), r.index if not isinstance(r.owner, types.CellType) else None), r)
+    return list(unique.values())
+
+
 def _number(v) -> bool:
     return type(v) in (int, float)
 
@@ -256,16 +355,11 @@ def state_context(subject, v):
             restore.append(subject.states[0])
         if v is not None and v.kind in ("closure", "global", "training"):
             cells, gl = _python_reads(subject.fn)
-            fn = getattr(subject.fn, "__wrapped__", subject.fn)
-            if v.kind == "closure":
-                cell = fn.__closure__[fn.__code__.co_freevars.index(v.target)]
-                old = cell.cell_contents
-                cell.cell_contents = type(old)(float(v.b)) if type(old) is int else float(v.b)
-                restore.append(lambda: setattr(cell, "cell_contents", old))
-            elif v.kind == "global":
-                g, old = fn.__globals__, fn.__globals__[v.target]
-                g[v.target] = type(old)(float(v.b)) if type(old) is int else float(v.b)
-                restore.append(lambda: g.__setitem__(v.target, old))
+            if v.kind in ("closure", "global"):
+                read = next(r for r in numeric_reads(subject.fn) if r.kind == v.kind and r.label == v.target)
+                old = read.value
+                read.set(type(old)(float(v.b)) if type(old) is int else float(v.b))
+                restore.append(lambda: read.set(old))
             else:
                 m = dict(cells + gl)[v.target]
                 was = m.training

@@ -281,5 +281,6 @@ def triage_variation(engine_name: str, subject: V.Subject, v: V.Variation) -> Ke
 
 def triage_repro(path) -> KeyTriage:
     """``aotcheck triage REPRO.py`` on a variation reproducer."""
-    engine, subject, v = V.load_repro(path)
+    from .variation_repro import load_repro
+    engine, subject, v = load_repro(path)
     return triage_variation(engine, subject, v)

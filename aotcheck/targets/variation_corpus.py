@@ -1,7 +1,7 @@
 """variation_corpus: the key-variation pass over the corpus, in a pool of processes.
 
 ``run_corpus(engine_name, case_ids, per_case=K, jobs=N)`` splits the cases into chunks, runs
-each chunk in a spawned process (``run_cases``: a case an engine is known to get wrong is not
+each chunk in a spawned process (``run_cases``: a case an engine is known to crash on is not
 varied; every other one through ``variations.run_subject``), and returns one
 ``SubjectRun`` per case. ``tally`` counts the verdicts; ``format_results`` prints the bad ones.
 
@@ -29,7 +29,8 @@ from .variations import (BAD, EAGER_DIED, FAILS_UNDER_B, VERDICTS, Result, Subje
 def run_cases(engine_name: str, case_ids: list[str], per_case: int | None = None,
               repro_dir: str | None = None, progress: str | None = None) -> list[SubjectRun]:
     """The pass over these corpus cases in this process (a pool worker's task). Cases an engine
-    is known to get wrong cold, or to crash on, are not varied. ``progress``: a file that gets
+    is known to crash on are not varied; one it is known to get wrong is varied against B's own
+    cold compile (NOTE [a variation of a subject the engine gets wrong] in variations.py). ``progress``: a file that gets
     a line before A, before each B and after each case (``run_corpus`` reads it after a crash)."""
     from ..check.corpus import all_cases
     from .engines import get_engine
@@ -44,8 +45,8 @@ def run_cases(engine_name: str, case_ids: list[str], per_case: int | None = None
         for cid in case_ids:
             c = cases[cid]
             reason = known_failure(engine_name, cid) or (c.xfail if engine_name == "aotcheck" else None)
-            if crashes(reason) or reason:
-                run = SubjectRun(cid, engine_name, f"known failure, not varied: {reason}")
+            if crashes(reason):       # a known wrong result is varied against B cold (run_relative)
+                run = SubjectRun(cid, engine_name, f"known crash, not varied: {reason}")
             else:
                 run = run_subject(engine, Subject.of_case(c), per_case=per_case, repro_dir=repro_dir)
             mark("DONE\t" + run.to_json())
@@ -138,7 +139,7 @@ def tally(runs: list[SubjectRun]) -> dict[str, int]:
     counts = {v: 0 for v in VERDICTS}
     counts["not varied"] = 0
     for r in runs:
-        if r.a != "ok":
+        if r.a != "ok" and not r.results:
             counts["not varied"] += 1
         for x in r.results:
             counts[x.verdict] += 1

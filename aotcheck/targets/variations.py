@@ -144,7 +144,7 @@ CONFIG_FLAGS: dict[str, tuple[str, str, object]] = {
 # not applicable instead of inventing a cache to test.
 
 from .conditions import (CacheEvents, _aliased, _flat, _floating, _number, _new_number, _plain,  # noqa: F401
-                         _python_reads, check_under, compile_and_check, mark, observe, quiet_torch_logs)
+                         _python_reads, check_under, compile_and_check, mark, numeric_reads, observe, quiet_torch_logs)
 from .shape_guards import dynamic_shape_engine, run_dynamic, smaller_sizes
 
 
@@ -283,13 +283,9 @@ def derive(subject: Subject, engine: str = "aotcheck") -> list[Variation]:
     for i, v in enumerate(flat):
         if _number(v):
             out.append(Variation("scalar", f"input {i}", repr(_new_number(v))))
+    for r in numeric_reads(subject.fn):      # NOTE [numbers the compiled code reads]
+        out.append(Variation(r.kind, r.label, repr(_new_number(r.value))))
     cells, gl = _python_reads(subject.fn)
-    for name, v in cells:
-        if _number(v):
-            out.append(Variation("closure", name, repr(_new_number(v))))
-    for name, v in gl:
-        if _number(v):
-            out.append(Variation("global", name, repr(_new_number(v))))
     for name, v in cells + gl:
         if isinstance(v, torch.nn.Module):
             out.append(Variation("training", name, str(not v.training)))
@@ -310,6 +306,18 @@ def derive(subject: Subject, engine: str = "aotcheck") -> list[Variation]:
     return out
 
 
+# NOTE [the subject's own kinds]
+# Most kinds apply to every subject (grad mode, autocast, a dtype, a shape), and the rotation
+# draws each of them for dozens of cases. A few apply only where the program itself holds the
+# thing varied: its own Python states, a number it (or a helper it calls) reads from a global
+# or a closure, a module's training flag, a 4-d input's memory format, a number argument. Drawn
+# by the rotation they came up for 0 of the corpus's 8 subjects with states, and the classes of
+# stale hit that live there (state the compiled code reads that the key does not name) were
+# never asked. ``pick`` gives a subject's first draws to these kinds, rotated among them, so
+# every such subject is asked within the same budget (a case draws as many variations as before).
+OWN_KINDS = ("state", "global", "closure", "training", "memory_format", "scalar")
+
+
 def pick(variations: list[Variation], subject_name: str, per_case: int | None,
          size_guards: bool = False) -> list[Variation]:
     """At most ``per_case`` variations of distinct kinds, chosen by a rotation that depends on
@@ -320,7 +328,9 @@ def pick(variations: list[Variation], subject_name: str, per_case: int | None,
         return list(variations)
     stale_dir = [v for v in variations if (v.kind == "grad_mode" and v.b == "enabled")
                  or (v.kind == "dynamic_shape" and size_guards)]
-    chosen = _rotate(variations, subject_name, per_case)
+    own = [v for v in variations if v.kind in OWN_KINDS]        # NOTE [the subject's own kinds]
+    chosen = _rotate(own, subject_name, per_case) if own else []
+    chosen += _rotate([v for v in variations if v not in chosen], subject_name, per_case - len(chosen))
     return [v for v in stale_dir if v not in chosen] + chosen
 
 
@@ -398,18 +408,23 @@ def _run_subject(engine, subject, variations, repro_dir, workdir, a_dir, t0) -> 
             why = "ok"
         else:
             why = _compile_a(engine, subject, dir_a)
-        if why != "ok":
+        relative = why.startswith(A_DIFFERS) and (dir_a / ".").exists() and any(dir_a.iterdir())
+        if why != "ok" and not relative:
             return SubjectRun(subject.name, engine.name, why, seconds=time.perf_counter() - t0)
         results = []
         for k, v in enumerate(variations):
             mark(f"B\t{subject.name}\t{v.to_json()}")
             dir_b = Path(tmp) / f"B{k}"
             shutil.copytree(dir_a, dir_b)
-            r = run_variation(engine, subject, v, dir_b)
+            r = run_relative(engine, subject, v, dir_b, Path(tmp) / f"cold{k}") if relative \
+                else run_variation(engine, subject, v, dir_b)
             if r.verdict in BAD and repro_dir is not None:
                 r = replace(r, repro=str(write_repro(r, subject, repro_dir)))
             results.append(r)
-    return SubjectRun(subject.name, engine.name, "ok", tuple(results), time.perf_counter() - t0)
+    return SubjectRun(subject.name, engine.name, why, tuple(results), time.perf_counter() - t0)
+
+
+A_DIFFERS = "A differs from eager: "
 
 
 def _compile_a(engine, subject: Subject, dir_a: Path) -> str:
@@ -419,7 +434,7 @@ def _compile_a(engine, subject: Subject, dir_a: Path) -> str:
     except Exception as e:  # noqa: BLE001 - recorded, not hidden
         return f"A raised {type(e).__name__}: {e}"[:300]
     if not report.ok:
-        return "A differs from eager: " + report.divergences[0]
+        return A_DIFFERS + report.divergences[0]
     if events.saves == 0:
         return f"A wrote no cache entry (bypasses={events.bypasses})"
     return "ok"
@@ -444,6 +459,39 @@ def run_variation(engine, subject: Subject, v: Variation, dir_b: Path) -> Result
         result = replace(result, reason=f"every graph hit (hits={events.hits}) although B's sizes "
                          f"fail a shape guard of A's entry ({guard})")
     return confirm_stale(engine, subject, v, result) if result.verdict == STALE_HIT else result
+
+
+# NOTE [a variation of a subject the engine gets wrong]
+# Where the engine's result under A already differs from eager, a stale hit under B cannot be
+# told from eager alone: both the served entry and a right one would differ. The entry A wrote
+# is still served or not, so B is compared with B's own cold compile (a fresh cache directory):
+# a hit whose divergences from eager are not those of the cold compile is a STALE HIT (the cache
+# changed the result); otherwise the variation is ok, and says it was judged this way. The
+# divergence texts carry the mismatched values (torch.testing's greatest differences), so two
+# different wrong results read differently.
+
+
+def run_relative(engine, subject: Subject, v: Variation, dir_b: Path, cold_dir: Path) -> Result:
+    """B over A's entries against B cold (NOTE [a variation of a subject the engine gets wrong])."""
+    if v.kind == "dynamic_shape":
+        return Result(subject.name, engine.name, v, REFUSED, "does not apply: A differs from eager")
+    try:
+        events, warm, _ = compile_and_check(engine, subject, v, dir_b)
+        _, cold, _ = compile_and_check(engine, subject, v, cold_dir)
+    except Exception as e:  # noqa: BLE001 - recorded, not hidden
+        first = str(e).splitlines()[0][:200] if str(e) else ""
+        return Result(subject.name, engine.name, v, FAILS_UNDER_B, f"the run under B raised {type(e).__name__}: {first}")
+    seen = f"hits={events.hits} misses={events.misses} bypasses={events.bypasses}"
+    counts = dict(hits=events.hits, misses=events.misses, bypasses=events.bypasses,
+                  divergences=tuple(warm.divergences))
+    w, c = list(warm.divergences), list(cold.divergences)
+    if events.hits and w != c:
+        return Result(subject.name, engine.name, v, STALE_HIT, f"an entry written under A (which differs from "
+                      f"eager) was served under B ({seen}), and B's result differs from B's own cold compile: "
+                      f"{(w or ['equals eager'])[0]} / cold: {(c or ['equals eager'])[0]}", **counts)
+    answer = OK_HIT if events.hits and not events.misses else OK_MISS
+    return Result(subject.name, engine.name, v, answer, f"{seen}; A differs from eager, so B was compared with "
+                  f"its own cold compile: the same", **counts)
 
 
 def confirm_stale(engine, subject: Subject, v: Variation, stale: Result) -> Result:
@@ -515,11 +563,11 @@ def judge(subject: str, engine: str, v: Variation, ev: CacheEvents, divergences:
                   f"({v.label}), so every graph should have hit", **counts)
 
 
-# ---------------------------------------------------------------- reproducers
+# ---------------------------------------------------------------- reproducers (read: variation_repro.py)
 
 
 REPRO_MARK = "# aotcheck key-variation reproducer"
-_BEGIN, _END = "# --- program: defines f and make_inputs ---", "# --- end of program ---"
+PROGRAM_BEGIN, PROGRAM_END = "# --- program: defines f and make_inputs ---", "# --- end of program ---"
 
 
 def write_repro(r: Result, subject: Subject, out_dir) -> Path:
@@ -532,7 +580,7 @@ def write_repro(r: Result, subject: Subject, out_dir) -> Path:
     source = getattr(subject, "source", "")
     body = [REPRO_MARK,
             f"# verdict: {r.verdict}: {r.reason}",
-            "from aotcheck.targets.variations import replay_file",
+            "from aotcheck.targets.variation_repro import replay_file",
             f"ENGINE = {r.engine!r}",
             f"CASE = {r.subject!r}" if not source else "CASE = None",
             f"SUBJECT = {r.subject!r}",
@@ -541,41 +589,7 @@ def write_repro(r: Result, subject: Subject, out_dir) -> Path:
             f"VARIATION = {r.variation.to_json()!r}",
             ""]
     if source:
-        body += [_BEGIN, source.strip("\n"), _END, ""]
+        body += [PROGRAM_BEGIN, source.strip("\n"), PROGRAM_END, ""]
     body += ["if __name__ == '__main__':", "    raise SystemExit(replay_file(__file__))", ""]
     path.write_text("\n".join(body))
     return path
-
-
-def load_repro(path) -> tuple[str, Subject, Variation]:
-    """(engine name, subject, variation) of a reproducer written by ``write_repro``."""
-    import runpy
-    ns = runpy.run_path(str(path), run_name="aotcheck_keyvar_repro")
-    v = Variation.from_json(ns["VARIATION"])
-    if ns.get("CASE"):
-        from ..check.corpus import all_cases
-        case = {c.id: c for c in all_cases()}[ns["CASE"]]
-        return ns["ENGINE"], Subject.of_case(case), v
-    text = Path(path).read_text()
-    source = text.split(_BEGIN, 1)[1].split(_END, 1)[0] if _BEGIN in text else ""
-    return ns["ENGINE"], Subject(ns.get("SUBJECT", Path(path).stem), ns["f"], ns["make_inputs"],
-                                 ns.get("GRAD_MODE", "enabled"), ns.get("BACKWARD", True), (), source), v
-
-
-def is_repro(path) -> bool:
-    try:
-        return Path(path).read_text().startswith(REPRO_MARK)
-    except OSError:
-        return False
-
-
-def replay_file(path) -> int:
-    """Run a reproducer: A then B; print the verdict; 1 when it is bad."""
-    from .engines import get_engine
-    engine, subject, v = load_repro(path)
-    run = run_subject(get_engine(engine), subject, [v])
-    for r in run.results:
-        print(r)
-    if run.a != "ok":
-        print(f"A: {run.a}")
-    return 1 if any(r.verdict in BAD for r in run.results) else 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+import torch.utils.checkpoint
 from torch.func import functional_call
 
 from .registry import Inputs, case
@@ -145,3 +146,99 @@ def parameterless_module_attribute():
         return set_
     return f, one_leaf(6), (approx("none"), approx("tanh"))
 
+
+
+# ---------------------------------------------------------------- state reached past the function
+# The classes of stale hit that live where the function does not name the state (issue 36):
+# a number read by a helper the function calls (an ``allow_in_graph`` helper is keyed by its
+# import path; the bodies of a checkpoint or a custom autograd.Function are not vetted by
+# torch's key), the ambient autocast dtype read with autocast off, and a custom op's autograd
+# formula registered again. The key-variation pass varies the numbers (``global`` kind, NOTE
+# [numbers the compiled code reads] in targets/conditions.py) and the states (``state`` kind).
+
+_GAIN = [2.0]
+
+
+@torch._dynamo.allow_in_graph
+def _gained(x):
+    return torch.tanh(x) * _GAIN[0]
+
+
+@case("python_state", mode="training")
+def global_read_by_an_allow_in_graph_helper_inside_a_checkpoint_body():
+    def f(x):
+        return torch.utils.checkpoint.checkpoint(_gained, x, use_reentrant=False).sum(0)
+    return f, one_leaf(3, 4)
+
+
+_BOUND = [0.5]
+
+
+@torch._dynamo.allow_in_graph
+def _clipped(x):
+    return x.clamp(-_BOUND[0], _BOUND[0])
+
+
+class _ClipStraightThrough(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return _clipped(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+@case("python_state", mode="training")
+def global_read_by_an_allow_in_graph_helper_inside_a_custom_function():
+    def f(x):
+        return _ClipStraightThrough.apply(x) * x
+    return f, one_leaf(6)
+
+
+def _autocast_dtype(dtype):
+    def set_():
+        torch.set_autocast_dtype("cpu", dtype)
+    return set_
+
+
+@case("python_state", mode="training", tags=("autocast",))
+def autocast_without_a_dtype_in_a_checkpoint_body_after_the_ambient_dtype_changed():
+    def body(x, w):
+        with torch.autocast("cpu"):                 # the ambient CPU dtype, read at trace time
+            return x @ w
+
+    def f(x, w):
+        return torch.utils.checkpoint.checkpoint(body, x, w, use_reentrant=False)
+
+    def make():
+        x, w = leaf(3, 4), leaf(4, 2)
+        return Inputs((x, w), leaves=(x, w))
+    # autocast itself is off at every call; state 0 is torch's default and is put back last
+    return f, seeded(make), (_autocast_dtype(torch.bfloat16), _autocast_dtype(torch.float16))
+
+
+@torch.library.custom_op("aotcheck_ps::scaled_copy", mutates_args=())
+def _scaled_copy(x: torch.Tensor) -> torch.Tensor:
+    return x.clone()
+
+
+@_scaled_copy.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+def _formula(k):
+    def set_():
+        _scaled_copy.register_autograd(lambda ctx, grad: grad * k)
+    return set_
+
+
+_formula(1.0)()
+
+
+@case("python_state", mode="training", tags=("custom_op",))
+def custom_op_autograd_formula_registered_again():
+    def f(x):
+        return torch.ops.aotcheck_ps.scaled_copy(x).sin()
+    return f, one_leaf(5), (_formula(1.0), _formula(3.0))
