@@ -127,19 +127,75 @@ def metadata_facts(meta) -> set[str]:
 
 
 def _record_variations() -> None:
-    """Keep each key variation's own verdict (ok-hit, ok-miss, ...), which the stages fold into
-    a pass, in ``_WORKER["seen"]``."""
+    """Keep each key variation's answer, which the stages fold into a pass, in
+    ``_WORKER["seen"]`` (label -> answer): its verdict (ok-hit, ok-miss, ...), an ok-miss made
+    precise by :func:`_why_missed`."""
     from aotcheck.regress import run
     inner = run._STATE.get("variations")
     if inner is None:
         return
 
     def recording(engine, case, cache_dir):
+        from torch._dynamo.utils import counters
+        before = counters["aot_autograd"]["autograd_cache_guard_miss"]
         out = inner(engine, case, cache_dir)
-        _WORKER["seen"] += out
+        guard_missed = counters["aot_autograd"]["autograd_cache_guard_miss"] > before
+        for v in out:
+            answer = v.detail if v.verdict == "ok" else v.verdict
+            if answer == "ok-miss":
+                answer = _why_missed(engine, case, v.variation, guard_missed)
+            _WORKER["seen"][v.variation] = answer
         return out
-    _WORKER["seen"] = []
+    _WORKER["seen"] = {}
     run._STATE["variations"] = recording
+
+
+# NOTE [a miss a stale entry would show]
+# A cache-key mutant that drops a component turns a miss into a hit, and the hit is caught only
+# where the entry written under A behaves visibly unlike eager under B. For the call-wide state
+# the key is built to hold (grad mode, autocast, ...) any such hit is an UNKEYED HIT; for a
+# dynamic-shape variation, a hit on an entry whose shape guards B fails is one, and the cache
+# counts that rejection (``autograd_cache_guard_miss``). For an input's properties the served
+# entry is seen only if B changes what eager returns beyond values: each output's requires_grad,
+# dtype, shape or strides. On the torch engine, of the 20 cases whose requires_grad variation
+# missed, 7 show a key without requires_grad; they are the ones whose flipped input reaches an
+# output's requires_grad. So an ok-miss answer is ``miss-guard`` (rejected on guards),
+# ``miss-seen`` (B changes eager's outputs beyond values) or ``miss``.
+
+
+def _why_missed(engine, case, label: str, guard_missed: bool) -> str:
+    """``ok-miss-guard``, ``ok-miss-seen`` or ``ok-miss`` (NOTE [a miss a stale entry would show])."""
+    if label.startswith("dynamic_shape"):
+        return "ok-miss-guard" if guard_missed else "ok-miss"
+    from aotcheck.regress import run
+    from aotcheck.targets import variations as mod
+    subject = mod.Subject.of_case(case)
+    picked = mod.pick(mod.derive(subject, engine.name), subject.name,
+                      run.variations_per_case(engine.name, case.id), subject.size_guards)
+    v = next((x for x in picked if x.label.replace(":", ";") == label), None)
+    if v is None:
+        return "ok-miss"
+    return "ok-miss-seen" if _eager_print(subject, None) != _eager_print(subject, v) else "ok-miss"
+
+
+def _eager_print(subject, v) -> tuple:
+    """What eager returns under A (``v`` None) or B, beyond values: per output, requires_grad,
+    dtype, shape and strides; or the exception's type."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    from aotcheck.targets.conditions import call_context, state_context, vary_inputs, wrapped
+    make = subject.make_inputs if v is None else vary_inputs(v, subject.make_inputs)
+    torch.manual_seed(0)
+    try:
+        with state_context(subject, v):
+            inp = make()
+            out = wrapped(subject.fn, call_context(subject, v))(*inp.args, **inp.kwargs)
+    except Exception as e:  # noqa: BLE001 - a raise is a behaviour too
+        return ("raised", type(e).__name__)
+    return tuple((o.requires_grad, str(o.dtype), tuple(o.shape), o.stride())
+                 if isinstance(o, torch.Tensor) and o.layout == torch.strided else type(o).__name__
+                 for o in pytree.tree_leaves(out))
 
 
 def _warm_up() -> None:
@@ -163,13 +219,14 @@ def _kind(stage: str) -> str | None:
     return label if kind.group(0) == "grad_mode" else kind.group(0)
 
 
-ANSWERS = {"ok-hit": "hit", "ok-miss": "miss"}
+ANSWERS = {"ok-hit": "hit", "ok-miss": "miss", "ok-miss-seen": "miss-seen", "ok-miss-guard": "miss-guard"}
 
 
 def kind_elements(engine: str, answers: dict[str, str]) -> set[str]:
-    """``engine:kind:hit`` or ``engine:kind:miss`` per key variation that ran and gave eager's
-    result: what the cache answered is what a key mutant changes (a miss that turns into a hit
-    serves a stale entry; a hit that turns into a miss is a lost one)."""
+    """``engine:kind:hit``, ``engine:kind:miss-seen``, ... per key variation that ran and gave
+    eager's result: what the cache answered is what a key mutant changes (a miss that turns into
+    a hit serves a stale entry, NOTE [a miss a stale entry would show]; a hit that turns into a
+    miss is a lost one)."""
     out = set()
     for label, answer in answers.items():
         kind = _kind(f"variation.{label}")
@@ -196,7 +253,7 @@ def _measure_pair(cid: str, eng) -> dict:
     if cov is not None:
         cov.erase()
         cov.start()
-    _WORKER["seen"] = []
+    _WORKER["seen"] = {}
     _WORKER["facts"] = set()
     t0, c0 = _cpu(), _children()
     try:
@@ -215,8 +272,7 @@ def _measure_pair(cid: str, eng) -> dict:
     return {"case": cid, "engine": eng.name, "seconds": round(seconds, 4),
             "children_seconds": round(children, 4), "lines": lines, "arcs": arcs,
             "kinds": sorted({k for o in outcomes if (k := _kind(o.stage))}),
-            "variations": {v.variation: v.detail if v.verdict == "ok" else v.verdict
-                           for v in _WORKER.get("seen", ())},
+            "variations": dict(_WORKER.get("seen", {})),
             "facts": sorted(_WORKER.get("facts", ())),
             "verdicts": {o.stage: o.status for o in outcomes}}
 
