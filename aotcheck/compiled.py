@@ -93,9 +93,9 @@ class CompiledFunction:
     def _state(self):
         """The fingerprint of the Python state ``fn`` reads (NOTE [python state]): the digest
         that keys the in-memory reuse, and what the persistent key is built from. The walk
-        is skipped while the last walk's guard holds (NOTE [skipping the state walk] in
-        cache/guard.py); its canonical text and digest are computed only when the walked
-        data differs from the last walk's (equal data gives equal text)."""
+        is skipped while the last walk's guard holds
+        (NOTE [skipping the state walk] in cache/guard.py); its canonical text and digest are computed only
+        when the walked data differs from the last walk's (equal data gives equal text)."""
         guard = self._guard
         if guard is not None and guard.holds():
             return self._last_state[1]
@@ -118,7 +118,8 @@ class CompiledFunction:
     def state_and_lift(self, kwargs: dict):
         """(state digest, fingerprint, kwargs with the lifted tensors) for one call.
 
-        NOTE [python state]: a compiled graph depends on more than the tensors: closure and
+        # NOTE [python state]
+        a compiled graph depends on more than the tensors: closure and
         global values, defaults, helpers, module.training. Every call fingerprints that
         state (no trace; or checks the last fingerprint's guard), and artifacts are reused
         only under an equal fingerprint, so model.eval() after a train-mode compile compiles

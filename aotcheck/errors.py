@@ -23,8 +23,9 @@ class TraceError(AotcheckError):
 
 
 class GuardFailed(AotcheckError):
-    """A value a compiled graph was specialized on differs at this call (NOTE [value
-    specialization]); the API compiles again for the call, so users see it only from a backward."""
+    """A value a compiled graph was specialized on differs at this call
+    (NOTE [value specialization]); the API compiles again for the call, so users see it only from a
+    backward."""
 
 
 class DoubleBackwardError(AotcheckError):

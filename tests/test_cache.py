@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import aotcheck
 from aotcheck import cache as cache_mod
 from aotcheck.cache import Cache, compute_key
-from aotcheck.cache.serialize import _dec, _enc, graph_from_data, graph_to_data
+from aotcheck.cache.serialize import Uncacheable, _dec, _enc, graph_from_data, graph_to_data
 
 WORKER = textwrap.dedent('''
     import json, sys
@@ -271,14 +271,6 @@ def test_argument_encoding_round_trips(a):
     assert _same(_dec(data, {}), a)
 
 
-def _corpus_cases():
-    try:
-        from aotcheck.check.corpus import all_cases
-        return all_cases()
-    except ImportError:
-        return []
-
-
 def _round_trip_graphs(case):
     """One corpus case's captured, forward and backward graphs through JSON and back."""
     from aotcheck.engine.pipeline import graph_constants, run_stages
@@ -302,21 +294,32 @@ def _round_trip_graphs(case):
         assert back.python_code("self").src == g.python_code("self").src, case.name
 
 
-@pytest.mark.skipif(not _corpus_cases(), reason="corpus not importable")
 def test_corpus_graphs_round_trip():
     """Every corpus case's captured, forward and backward graphs survive JSON. (It sampled
     25 cases at random before, and failed only when it drew one with a tensor constant.)
     Cases rejected on purpose (an AotcheckError) and known failures of the engine (a case
-    with ``xfail``) are skipped."""
-    for case in _corpus_cases():
+    with ``xfail``) are left out; the rest, most of the corpus, must round-trip, so the test
+    cannot pass by leaving every case out."""
+    from aotcheck.check.corpus import all_cases
+    cases = all_cases()
+    ran, left_out = [], []
+    for case in cases:
         try:
             _round_trip_graphs(case)
         except aotcheck.AotcheckError:
-            continue                                # a case that is rejected on purpose
+            left_out.append(case.name)              # a case that is rejected on purpose
+            continue
+        except Uncacheable:                         # a graph the cache bypasses by design:
+            left_out.append(case.name)              # NOTE [a custom op the cache does not hold]
+            continue
         except Exception:  # noqa: BLE001
             if case.xfail:                          # a known failure of the engine (its case says which)
+                left_out.append(case.name)
                 continue
             raise
+        ran.append(case.name)
+    assert len(ran) + len(left_out) == len(cases) > 400
+    assert len(ran) >= 0.8 * len(cases), f"only {len(ran)} of {len(cases)} cases round-tripped"
 
 
 def test_cli_lists_verifies_and_explains(tmp_path, capsys):

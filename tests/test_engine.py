@@ -272,8 +272,8 @@ def _nonleaf(*shape):
         "as_strided_of_view_grad"])
 def test_view_limits_of_functionalization_match_eager(fn, make):
     """Programs the engine used to refuse by name (the view limits of functionalization, once
-    errors.DOCUMENTED_LIMITS): traced the second way now (NOTE [plain trace, then
-    functionalize]), they give eager's values, mutations and gradients."""
+    errors.DOCUMENTED_LIMITS): traced the second way now
+    (NOTE [plain trace, then functionalize]), they give eager's values, mutations and gradients."""
     from aotcheck.check.oracle import Inputs, check
 
     def inputs():
@@ -573,8 +573,8 @@ def test_set_of_an_aliased_argument_onto_another_storage_gives_eager_result():
 
 
 def test_a_strided_nonleaf_argument_is_not_written_back():
-    """The traced copy of a strided non-leaf argument is written as it is made (NOTE [non-leaf
-    copies]); that write is not the function's, so the runtime must not write the argument
+    """The traced copy of a strided non-leaf argument is written as it is made
+    (NOTE [non-leaf copies]); that write is not the function's, so the runtime must not write the argument
     back: eager leaves its version alone, and the caller's saved tensors stay valid."""
     b = torch.randn(4, requires_grad=True)
     a = b.clone()[::2]
@@ -988,8 +988,8 @@ def _nonleaf_argument(view: bool):
                                 _transpose_then_retain, _no_grad_write_then_retain])
 def test_argument_retained_grad_sits_where_eager_puts_it(fn, view, way, tmp_path, monkeypatch):
     """Also the function's own uses of the argument after its last in-place call, which
-    reach the compiled function's input and not the caller's new node (NOTE [retained
-    outputs]): `x.t_(); x.retain_grad(); return x * w` had lost them."""
+    reach the compiled function's input and not the caller's new node
+    (NOTE [retained outputs]): `x.t_(); x.retain_grad(); return x * w` had lost them."""
     from aotcheck.check.oracle import check
     if way == "plain":
         monkeypatch.setenv("AOTCHECK_TRACE_PLAIN", "1")
@@ -1957,7 +1957,7 @@ def _parameter_of(*shape):
     (_data_of_a_parameter_of_another_shape, _parameter_of(3, 2)),
 ], ids=["written_nonleaf", "earlier_view", "parameter_of_another_shape"])
 def test_shallow_copy_data_is_traced_as_the_data_assignment_it_is(fn, make, tmp_path):
-    """NOTE [shallow_copy_data_] (capture/recorder.py): eager's ``aten.shallow_copy_data_(x, y)``
+    """NOTE [shallow_copy_data_] (capture/data_assign.py): eager's ``aten.shallow_copy_data_(x, y)``
     is ``x.data = y``, and Dynamo of torch 2.14 and later writes ``.data =`` so; functionalization
     refused it ("cannot mutate tensors with frozen storage"), or aotcheck as a set_()."""
     from aotcheck.check.oracle import check

@@ -84,10 +84,10 @@ class EngineCorpus:
 
     @pytest.fixture(autouse=True)
     def _as_if_alone(self, _only_selected):
-        """Each case as ``aotcheck check`` runs it (NOTE [a case's run as if alone] in
-        aotcheck/regress/run.py): emptied in-memory caches before, process state put back after.
-        After ``_only_selected``: a case of an engine not selected is skipped before any of it
-        (isolating each of the 1,803 skipped torch cases of ``-k "TestTorch and cold"`` had
+        """Each case as ``aotcheck check`` runs it
+        (NOTE [a case's run as if alone] in aotcheck/regress/run.py): emptied in-memory caches before,
+        process state put back after. After ``_only_selected``: a case of an engine not selected is skipped
+        before any of it (isolating each of the 1,803 skipped torch cases of ``-k "TestTorch and cold"`` had
         taken that run from 30 s to 11 min 42 s)."""
         before = isolation.snapshot()
         isolation.fresh_caches()

@@ -54,3 +54,11 @@ def test_readme_keydiff_program_is_a_program_the_loader_takes(tmp_path):
         assert f"`{relation}`" in text
     for name in setters.AMBIENT:
         assert name in (README.parent / "aotcheck" / "keydiff" / "setters.py").read_text()
+
+
+def test_tests_readme_names_every_file_in_tests():
+    """tests/README.md gives each Python file in tests/ its line, and names no file that is gone."""
+    text = (README.parent / "tests" / "README.md").read_text()
+    listed = set(re.findall(r"^- `([\w.]+\.py)`", text, re.M))
+    present = {p.name for p in (README.parent / "tests").glob("*.py") if p.name != "__init__.py"}
+    assert listed == present, (sorted(present - listed), sorted(listed - present))

@@ -1,5 +1,5 @@
-"""cache/registrations.py: a registration made in-process compiles again (NOTE [a registration
-changed in-process])."""
+"""cache/registrations.py: a registration made in-process compiles again
+(NOTE [a registration changed in-process])."""
 from __future__ import annotations
 
 import torch

@@ -343,7 +343,7 @@ def test_a_case_that_leaks_process_state_is_named_and_the_next_case_runs_as_if_a
 
 
 def test_a_graph_break_with_another_first_reason_is_the_known_failure():
-    """NOTE [graph breaks are not pinned by their reason] (judge.py): Dynamo names either of
+    """NOTE [graph breaks are not pinned by their reason] (fingerprint.py): Dynamo names either of
     two breaks first from run to run; a break that became a crash is still CHANGED."""
     from aotcheck.regress.fingerprint import FailurePrint as F
     from aotcheck.regress.judge import judge_one

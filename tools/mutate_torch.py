@@ -109,8 +109,8 @@ DEFAULT_JUDGES: tuple[str, ...] = (*REGRESSION_JUDGES, FUZZ_JUDGE)
 # - ``fuzz``: 15 generated programs against torch, with key variations (every area).
 # The two torch judges share one stock baseline (recorded with the variation phase; a run
 # without it has no variation stages to compare). Every judge runs with ``--jobs 1`` against a
-# baseline recorded on stock torch by the same command (NOTE [one worker, a fixed order] in
-# check_judge.py).
+# baseline recorded on stock torch by the same command
+# (NOTE [one worker, a fixed order] in check_judge.py).
 
 
 @dataclass(frozen=True)

@@ -50,8 +50,8 @@ log = logging.getLogger("aotcheck.cache")
 def lookup(cache: Cache, key: Key, fn, leaves: list, spec, sig, partitioner: str = "default",
            captured=None):
     """The artifact stored under ``key``, or None (a miss, counted; strict mode raises).
-    ``captured``: the call's capture where its key is the traced one (NOTE [one capture per
-    call] in key.py), checked against the stored input plan and reused by a backward
+    ``captured``: the call's capture where its key is the traced one
+    (NOTE [one capture per call] in key.py), checked against the stored input plan and reused by a backward
     re-derived from this entry."""
     with _gc_paused():
         entry = _load_entry(cache, key.digest)
@@ -239,7 +239,8 @@ def _artifact_from_entry(cache: Cache, key: str, entry: dict, fn, partitioner: s
         # NOTE [imperative autograd on arguments and outputs]: hooks are Python callables
         hook_fns=argument_hooks(fn, leaves, spec, sig, meta.hooks) if meta.hooks else ()))
     if art.training:
-        # NOTE [a hit traces nothing]: with the backward stored, the hit loads it now and
+        # NOTE [a hit traces nothing]
+        # with the backward stored, the hit loads it now and
         # needs nothing else; only an entry whose backward is not written yet snapshots the
         # leaves as fakes, so that a later backward can be re-derived (NOTE [lazy backward]).
         stored = _load_backward(cache, key, fw_sha)

@@ -18,8 +18,8 @@ other than its tensor arguments:
 # NOTE [tensors in the fingerprint]
 A tensor reached this way (a closure, a global, a module parameter) is fingerprinted
 by its metadata (type, dtype, shape, strides, device, requires_grad), not its values:
-the API passes every such tensor to the graph as an extra argument (NOTE [lifted
-tensors] in aotcheck/lift.py), so values never reach a graph, while Python code can
+the API passes every such tensor to the graph as an extra argument
+(NOTE [lifted tensors] in aotcheck/lift.py), so values never reach a graph, while Python code can
 branch on metadata (``if w.shape[0] > 2``). This is also what keeps a
 ``functional_call`` wrapper's key stable while an optimizer updates the model.
 

@@ -1,8 +1,8 @@
 """guard: when a function's state walk (fingerprint.py) can be skipped.
 
 # NOTE [skipping the state walk]
-The fingerprint walk runs on every call of a compiled function (NOTE [python state] in
-aotcheck/compiled.py) and was about a third of a call's cost. For a plain Python
+The fingerprint walk runs on every call of a compiled function
+(NOTE [python state] in aotcheck/compiled.py) and was about a third of a call's cost. For a plain Python
 function whose walk reaches only values whose fingerprint is fixed by their identity
 (scalars, strings, torch dtypes and devices, tuples of these, ops, builtins, library
 modules and classes, plain tensors by their metadata, and user functions built of the

@@ -22,7 +22,7 @@ component naming the value and why (``aotcheck cache explain`` prints it). That 
 needs a capture, which the caller makes and passes in (NOTE [one capture per call]).
 Nothing in either key depends on ids, addresses or hash randomisation.
 
-NOTE [one capture per call]
+# NOTE [one capture per call]
 A call whose key is the traced one is captured once, by the compiled function
 (``aotcheck/compiled.py``), which hands that one capture to the key, the lookup (which
 checks a stored entry's input plan against it, and re-derives a lazy backward from it)

@@ -70,8 +70,8 @@ class Uncacheable(Exception):
 # ---------------------------------------------------------------- graph -> data
 
 
-# the counter a graph calling an op outside aten and prims moves (NOTE [a custom op the cache
-# does not hold] in check/harness.py)
+# the counter a graph calling an op outside aten and prims moves
+# (NOTE [a custom op the cache does not hold] in check/harness.py)
 OPAQUE_OP_BYPASS = "bypass.unsupported_target"
 
 

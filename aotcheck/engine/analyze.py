@@ -87,8 +87,8 @@ class OutputInfo:
     clips: tuple = ()                # (shape, stride, offset) per as_strided input cut through
                                      # (NOTE [as_strided clips] in recorder.py)
     from_root: bool = False          # rebuilt on the argument's own base (eager regenerated it)
-    moved_kind: str = ""             # handed back as a mix of kinds, as eager's (NOTE [inference
-                                     # state moved by .data =] in capture/inference_call.py)
+    moved_kind: str = ""             # handed back as a mix of kinds, as eager's
+                                     # (NOTE [inference state moved by .data =] in capture/inference_call.py)
     at_call: bool = False            # rebuilt from the argument before the runtime replays its
                                      # ``.data =`` (NOTE [views taken before .data =] in outputs.py)
 
@@ -111,18 +111,17 @@ class MutationInfo:
     storage_output: int = -1        # a new storage_source: the candidate holding that storage
     grad_value_output: int = -1     # after the swap, copy_() this candidate into it under grad
                                     # mode (NOTE [grad writes after a swap] in swap_grad.py)
-    final_dtype: str = ""           # the swap is ``x.data = y`` onto another dtype: y's (NOTE
-                                    # [.data assignment] in runtime/writeback.py)
+    final_dtype: str = ""           # the swap is ``x.data = y`` onto another dtype: y's
+                                    # (NOTE [.data assignment] in runtime/writeback.py)
     old_edge: bool = False          # the compiled function also takes the leaf's gradient node
-                                    # of before the swap (NOTE [set_ under no_grad onto another
-                                    # shape] in runtime/swap_grad.py)
-    data_only: bool = False         # the swap is ``.data =``, never recorded by autograd (NOTE
-                                    # [.data assignment of an argument that requires grad] in
-                                    # capture/swaps.py)
+                                    # of before the swap
+                                    # (NOTE [set_ under no_grad onto another shape] in runtime/swap_grad.py)
+    data_only: bool = False         # the swap is ``.data =``, never recorded by autograd
+                                    # (NOTE [.data assignment of an argument that requires grad] in capture/swaps.py)
     kept_node: bool = False         # ``.data =`` onto another shape that kept the leaf's gradient
                                     # node: replayed as ``.data =``, after the compiled function
-                                    # takes its input (NOTE [.data = onto another shape while a
-                                    # use holds the node] in capture/reshaped.py)
+                                    # takes its input
+                                    # (NOTE [.data = onto another shape while a use holds the node] in capture/reshaped.py)
 
 
 @dataclass(frozen=True)
@@ -141,10 +140,10 @@ class ViewMutationMeta:
     # in-place acosh_): the compiled function raises it there too, never at compile time
     backward_error: str = ""
     trace_mode: TraceMode = TraceMode()     # which way capture traced it, and why
-    # NOTE [imperative autograd on arguments and outputs] (runtime/artifact.py)
+    # NOTE [imperative autograd on arguments and outputs] (runtime/imperative.py)
     retained: tuple = ()       # ("argument", leaf, placeholder) | ("argument_at_call", leaf) |
-                               # ("output", k): retain_grad() on the caller's (NOTE [where an
-                               # argument's retained gradient sits] in capture/autograd_facts.py)
+                               # ("output", k): retain_grad() on the caller's
+                               # (NOTE [where an argument's retained gradient sits] in capture/autograd_facts.py)
     hooks: tuple = ()          # (argument leaf, written before) per hook registered on an argument
 
     def to_json(self) -> str:

@@ -55,8 +55,8 @@ def decide(meta: ViewMutationMeta, sig: Signature) -> Decision:
     regrad = [m.placeholder for m in meta.mutations if m.grad_value_output >= 0]
     if regrad:
         return Decision(TRAINING, f"placeholder {regrad[0]} is set_() onto another storage and "
-                                  "then written with values that require grad (NOTE [grad "
-                                  "writes after a swap])")
+                                  "then written with values that require grad "
+                                  "(NOTE [grad writes after a swap])")
     if not sig.grad_enabled:
         for o in meta.outputs:
             if o.kind != CONSTANT and o.requires_grad and not _alias_of_argument(meta, o):

@@ -66,8 +66,8 @@ class Joint:
                                       # the user's backward mutates (NOTE [backward mutations])
     grad_reach: tuple = ()            # per grad input: the diff-output positions (into diff_outputs)
                                       # whose autograd graph reaches it (NOTE [per-output reach])
-    backward_error: str = ""          # eager's "derivative ... not implemented" (or NOTE [a
-                                      # gradient of a swapped argument's new shape]), for .backward()
+    backward_error: str = ""          # eager's "derivative ... not implemented" (or
+                                      # NOTE [a gradient of a swapped argument's new shape]), for .backward()
 
 
 # NOTE [graph freed inside the function]
@@ -160,16 +160,16 @@ def retained_outputs(meta: ViewMutationMeta, fw, diff) -> tuple[tuple, ...]:
     # NOTE [retained outputs]
     Eager's ``y.retain_grad(); z = y * 3; return z, y`` gives ``y.grad`` the whole gradient
     that reaches y: the caller's (through the returned y) and the function's own uses of it
-    (through z). The runtime calls retain_grad() on the output the caller gets (NOTE
-    [imperative autograd on arguments and outputs], runtime/artifact.py), so autograd adds the
+    (through z). The runtime calls retain_grad() on the output the caller gets
+    (NOTE [imperative autograd on arguments and outputs], runtime/imperative.py), so autograd adds the
     caller's part; the rest is traced into the joint: y is one more gradient target, whose
     captured gradient is the total, and the joint returns the total less y's own tangent
     (after the input gradients, before the values the user's backward wrote). The runtime's
     backward adds it to the output's ``.grad``, where a live output reaches y (its reach is
     kept after the inputs' in ``grad_reach``).
 
-    An argument the function changes in place and retains at its final node (NOTE [where an
-    argument's retained gradient sits] in capture/autograd_facts.py) is the same: the
+    An argument the function changes in place and retains at its final node
+    (NOTE [where an argument's retained gradient sits] in capture/autograd_facts.py) is the same: the
     caller's tensor gets a new gradient node from the write-back or the replayed metadata
     call, and its retain_grad() hook there sees the caller's part only; the target is the
     argument as the function left it (the run's work for its placeholder), less the tangent
@@ -240,9 +240,9 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     # leaves made inside the function come after the placeholders (NOTE [new grad leaves])
     grad_inputs += tuple(len(primals) + j for j in range(len(meta.new_leaves)))
     # then, per leaf used under grad mode and then set_() under no_grad onto another shape, its
-    # gradient node at the call (NOTE [set_ under no_grad onto another shape] in
-    # runtime/swap_grad.py): the compiled function's inputs after the two that follow the
-    # leaves made inside
+    # gradient node at the call
+    # (NOTE [set_ under no_grad onto another shape] in runtime/swap_grad.py): the compiled function's inputs
+    # after the two that follow the leaves made inside
     grad_inputs += tuple(len(primals) + len(meta.new_leaves) + 2 + k
                          for k in range(sum(m.old_edge for m in meta.mutations)))
     if captured.plain:
@@ -257,7 +257,8 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
         outs, targets = _forward_again(run, prim, captured, fw, diff, grad_inputs, reach)
         kept = _retained_targets(outs, diff, retained, reach, run)   # NOTE [retained outputs]
         callers = _callers_parts(retained, kept, run.works, tangents)
-        # NOTE [forward values before the backward]: a custom Function's backward may write a
+        # NOTE [forward values before the backward]
+        # a custom Function's backward may write a
         # tensor the forward returned or wrote back (a saved intermediate, an argument kept on
         # ctx); the forward's values are read here, before it runs, as eager's caller sees
         # them when the forward returns (the backward's writes are the later bw_values)
@@ -406,8 +407,8 @@ def _gradients(outputs: list, inputs: list, tangents: list) -> list:
 
 
 def _no_reach_without_gradient(reach: list, grads: list) -> None:
-    """An input whose gradient the joint finds None is reached by no output (NOTE [unread
-    placeholders], runtime/artifact.py)."""
+    """An input whose gradient the joint finds None is reached by no output
+    (NOTE [unread placeholders], runtime/artifact.py)."""
     for j, g in enumerate(grads):
         if g is None and j < len(reach):
             reach[j] = ()
@@ -508,12 +509,12 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
 
 def _check_swapped_grads(captured: Captured, grad_inputs: tuple, grads, primals: list,
                          run) -> None:
-    """An argument set_() onto another storage and then given requires_grad_() (NOTE
-    [storage swaps] in swaps.py) gets its gradient through the compiled function's
+    """An argument set_() onto another storage and then given requires_grad_()
+    (NOTE [storage swaps] in swaps.py) gets its gradient through the compiled function's
     input, which has the argument's shape at the call; a gradient of its new shape cannot
     pass there. A leaf that required grad at the call and was set_() under no_grad onto
-    another shape gets it through an input taken after the swap (NOTE [set_ under no_grad
-    onto another shape] in runtime/swap_grad.py)."""
+    another shape gets it through an input taken after the swap
+    (NOTE [set_ under no_grad onto another shape] in runtime/swap_grad.py)."""
     recorder = getattr(run, "recorder", None)
     reshaped = recorder.reshaped if recorder is not None else set()
     swapped = {f.placeholder for f in captured.facts.inputs if f.storage_source.swapped} - \

@@ -49,8 +49,8 @@ class TensorSpec:
     storage: int          # alias-group number, by first appearance
     storage_numel: int    # storage size in elements of this dtype
     same_as: int          # index of an earlier leaf that is this very tensor, else -1
-    retains_grad: bool = False  # the caller called retain_grad() on it (NOTE [an argument the
-                                # caller retains] in capture/autograd_facts.py)
+    retains_grad: bool = False  # the caller called retain_grad() on it
+                                # (NOTE [an argument the caller retains] in capture/autograd_facts.py)
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,7 @@ def call_key(leaves: list, spec) -> tuple:
             elif same == i:
                 shared = True     # a distinct tensor over a storage seen before
             # the storage's size too (TensorSpec.storage_numel): a resize_ grows a storage or
-            # not by it (NOTE [resize_ of an argument] in recorder.py)
+            # not by it (NOTE [resize_ of an argument] in resize.py)
             parts.append((t.shape, t.stride(), t.storage_offset(), t.dtype, t.device,
                           t.requires_grad, t.is_leaf, group, same, t.untyped_storage().nbytes(),
                           t.retains_grad))

@@ -3,8 +3,8 @@ a run uses.
 
 ``_global_state()`` reads the thread-local state a compiled call must not change (grad mode,
 inference mode, the dispatch key sets); ``_leak(before)`` says what changed and puts it back,
-so one program that leaks (a finding) does not poison the next. ``quiet_gc`` is NOTE [quiet GC
-during a run].
+so one program that leaks (a finding) does not poison the next. ``quiet_gc`` is
+NOTE [quiet GC during a run].
 """
 from __future__ import annotations
 

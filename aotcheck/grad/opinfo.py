@@ -65,7 +65,7 @@ class Verdict:
 
 
 def pytorch_verdicts(op) -> list[Verdict]:
-    """The gradient-related skips and xfails active for CPU float64 (see NOTE [Honouring ...])."""
+    """The gradient-related skips and xfails active for CPU float64 (see NOTE [Honouring PyTorch's skips])."""
     from torch.testing._internal.opinfo.core import DecorateInfo
     out = []
     for info in op.decorators:

@@ -60,8 +60,9 @@ HALF_VARIED = ("torch-inductor-lite",)
 
 
 def variations_per_case(engine: str, case_id: str) -> int:
-    """The rotated variations a case draws on ``engine`` (NOTE [inductor-lite varies half the
-    corpus]): ``VARIATIONS_PER_CASE``, or 0 on a half-varied engine for the odd half."""
+    """The rotated variations a case draws on ``engine``
+    (NOTE [inductor-lite varies half the corpus]): ``VARIATIONS_PER_CASE``, or 0 on a half-varied engine for
+    the odd half."""
     import hashlib
     if engine in HALF_VARIED and hashlib.sha256(f"vary:{case_id}".encode()).digest()[0] % 2:
         return 0

@@ -1,9 +1,9 @@
-"""The outer-level autograd graph of a tensor-subclass call (NOTE [outer-level facts] in
-``facts.py``), read off the forward trace: which argument an output views, whether an
-output's gradient reaches that argument, which arguments given ``requires_grad_()`` inside
+"""The outer-level autograd graph of a tensor-subclass call
+(NOTE [outer-level facts] in ``facts.py``), read off the forward trace: which argument an output views,
+whether an output's gradient reaches that argument, which arguments given ``requires_grad_()`` inside
 take a gradient, and the outputs remade at the call from those facts; and the arguments that
-are views of another one, traced so that their flag reads through their base's (NOTE [subclass
-views of an argument given requires_grad_]).
+are views of another one, traced so that their flag reads through their base's
+(NOTE [subclass views of an argument given requires_grad_]).
 
 Eager's autograd drops an edge where a view has no history of its own::
 
@@ -69,8 +69,8 @@ def view_home(o, outer: list, keys: list, key, plain, hidden: dict = {}) -> int 
     over that storage. Two rows of one base passed as two arguments share a storage: remade
     from the other row, the output's gradient would fall outside it (as_strided's backward
     drops it). ``plain(t)``: a plain tensor over ``t``'s storage; ``hidden``: per hidden leaf
-    (by id), the argument it stands for (NOTE [subclass views of an argument given
-    requires_grad_])."""
+    (by id), the argument it stands for
+    (NOTE [subclass views of an argument given requires_grad_])."""
     homes = [j for j, k in enumerate(keys) if k == key]
     base = o._base if o._is_view() else None
     base = hidden.get(id(base), base)
@@ -166,8 +166,8 @@ def routed_grad_set(reached: list, moved: dict, outer: list, keys: list,
                     family: dict | None = None, written: list = ()) -> list:
     """Of the arguments given ``requires_grad_()`` inside whose gradient an output reaches,
     those the runtime flags before the call (NOTE [requires_grad_ on a subclass argument]).
-    ``family``: per argument, the arguments traced as its base or its argument views (NOTE
-    [subclass views of an argument given requires_grad_]): where nothing of them is written,
+    ``family``: per argument, the arguments traced as its base or its argument views
+    (NOTE [subclass views of an argument given requires_grad_]): where nothing of them is written,
     sharing a storage with them alone is no hindrance, since the trace reads their flags
     through one another as eager does."""
     family = family or {}
@@ -232,14 +232,14 @@ def outer_training(box: dict, requires: list):
     if torch.is_grad_enabled() and box.get("views") and any(box["diff"]):
         # the hidden leaves' flags are no input of the plain graph, which sees no grad there
         return ("training", "an output requires grad through an argument that views another "
-                "one given requires_grad_() inside (NOTE [subclass views of an argument given "
-                "requires_grad_])")
+                "one given requires_grad_() inside "
+                "(NOTE [subclass views of an argument given requires_grad_])")
     if not torch.is_grad_enabled() or any(requires):
         return False
     if box["facts"].routed:
         return ("training", "requires_grad_() on an argument inside the call: the runtime sets "
-                "its flag before the call, and it takes a gradient (NOTE [requires_grad_ on a "
-                "subclass argument])")
+                "its flag before the call, and it takes a gradient "
+                "(NOTE [requires_grad_ on a subclass argument])")
     return needs_history(box) and ("training", "an output has autograd history from a leaf "
                                    "made inside, though no argument requires grad")
 
@@ -341,8 +341,8 @@ def own_flag(t: torch.Tensor) -> bool:
 
 def argument_view_bases(outer: list) -> list:
     """``[view, base, own flag]`` per argument that is a leaf view of another argument (its
-    ``._base``), for the trace's meta (NOTE [subclass views of an argument given
-    requires_grad_])."""
+    ``._base``), for the trace's meta
+    (NOTE [subclass views of an argument given requires_grad_])."""
     found = []
     for j, t in enumerate(outer):
         if not t._is_view() or t.is_inference() or t.grad_fn is not None \
@@ -356,8 +356,8 @@ def argument_view_bases(outer: list) -> list:
 
 def as_argument_view(t: torch.Tensor, base_flag: bool, own: bool) -> tuple:
     """(view, hidden leaf): ``t`` as a view of a leaf holding its value with its base's flag;
-    the view has its own flag where ``own`` (NOTE [subclass views of an argument given
-    requires_grad_])."""
+    the view has its own flag where ``own``
+    (NOTE [subclass views of an argument given requires_grad_])."""
     leaf = t.detach()
     view = leaf.view(leaf.shape)
     leaf.requires_grad_(base_flag)

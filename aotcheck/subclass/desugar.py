@@ -2,8 +2,8 @@
 
 ``prepare`` flattens the call's arguments (NOTE [subclass keys] in ``__init__.py``);
 ``forward_graph`` traces the user's function on outer tensors rebuilt from the inner ones and
-compiles the plain graph it gives, reading the outer-level facts off that trace (NOTE
-[outer-level facts] in facts.py); ``joint_graph`` does the same for the outer-level backward
+compiles the plain graph it gives, reading the outer-level facts off that trace
+(NOTE [outer-level facts] in facts.py); ``joint_graph`` does the same for the outer-level backward
 (NOTE [subclass autograd]). Each plain graph is compiled by a
 :class:`~aotcheck.compiled.CompiledFunction` derived from the caller's::
 
@@ -47,8 +47,8 @@ class _Alias(torch.autograd.Function):
 def _alias_argument(i: int, t):
     """``_Alias.apply(t)``, which remembers ``t``: a ``.data =`` of the alias is one of the
     traced input too (NOTE [subclass .data assignment]). Made with grad on: under a no_grad
-    call the argument is a non-leaf that requires grad all the same (NOTE [subclass no_grad
-    calls])."""
+    call the argument is a non-leaf that requires grad all the same
+    (NOTE [subclass no_grad calls])."""
     with torch.enable_grad():
         a = _Alias.apply(t)
     a._aotcheck_argument = t
@@ -63,11 +63,11 @@ def _rebuild_args(meta: str, descs: list, values: list, ts, requires: list | Non
     non-leaf; ``member(i, t)``, when it returns a tensor, gives what the function sees for
     outer tensor ``i`` instead (a member of an alias group, NOTE [subclass alias groups]), with
     no grad leaf of its own. ``inference``: per outer tensor, whether the caller's is an
-    inference tensor: it is made inside inference mode, the others outside it (NOTE [subclass
-    inference views] in facts.py). ``hidden`` (a dict, filled here): with it, each
+    inference tensor: it is made inside inference mode, the others outside it
+    (NOTE [subclass inference views] in facts.py). ``hidden`` (a dict, filled here): with it, each
     argument that is a leaf view of another one is made a view of a hidden leaf, ``{view:
-    (leaf, base)}`` (NOTE [subclass views of an argument given requires_grad_] in
-    autograd.py)."""
+    (leaf, base)}``
+    (NOTE [subclass views of an argument given requires_grad_] in autograd.py)."""
     it_t, it_v = iter(ts), iter(values)
     leaves, outer, grad_leaves = [], [], []
     same = json.loads(meta)["same"]
@@ -123,8 +123,9 @@ def _flatten_out(out, box: dict, outer: list, before: list, hidden: dict | None 
     box["values"] = [v for v, d in zip(out_leaves, odescs) if d == "value"]
     box["diff"] = [o.requires_grad for o in out_leaves if isinstance(o, torch.Tensor)]
     for k, o in enumerate(out_leaves):
-        if isinstance(o, torch.Tensor):     # NOTE [outputs of a non-differentiable dtype that
-            refuse_nondiff_output(k, o, o.requires_grad)    # require grad] (capture/nondiff.py)
+        if isinstance(o, torch.Tensor):
+            # NOTE [outputs of a non-differentiable dtype that require grad] (capture/nondiff.py)
+            refuse_nondiff_output(k, o, o.requires_grad)
     box["recorded"] = recorded_in_trace([o for o in out_leaves if isinstance(o, torch.Tensor)], before)
     box["spec"] = spec
     box["facts"] = outer_facts([o for o in out_leaves if isinstance(o, torch.Tensor)], outer, before,
@@ -133,8 +134,8 @@ def _flatten_out(out, box: dict, outer: list, before: list, hidden: dict | None 
 
 
 def _compile(owner, plain, tensors: list, grad: bool, real: bool = False):
-    """Trace ``plain`` over fake copies of ``tensors`` (``real``: real copies, NOTE [subclass
-    joint on real tensors]; no functionalization: in-place ops stay in-place on the graph's
+    """Trace ``plain`` over fake copies of ``tensors`` (``real``: real copies,
+    NOTE [subclass joint on real tensors]; no functionalization: in-place ops stay in-place on the graph's
     inputs) into a plain-tensor graph, and compile it with the ordinary engine."""
     from ..engine.capture.functional import TraceGuard, compiling, guard_trace, make_fx_exact
     from ..engine.rng.layout import DrawLikeEager
@@ -144,7 +145,8 @@ def _compile(owner, plain, tensors: list, grad: bool, real: bool = False):
         with TraceGuard(), DrawLikeEager(), WrapperSetOntoPlain():
             return plain(*ts)
     fakes = save_primals(tensors) if real else [t.detach() for t in tensors]
-    # NOTE [subclass random draws]: the outer trace watches the generators as the plain
+    # NOTE [subclass random draws]
+    # The outer trace watches the generators as the plain
     # engine's does (engine/rng/seeding.py): seeding the default generator inside the function becomes
     # an aotcheck op of this graph (not a real seeding at trace time), and a torch.Generator
     # made inside is reset before its first draw on every call (eager makes it anew), which
@@ -160,7 +162,8 @@ def _compile(owner, plain, tensors: list, grad: bool, real: bool = False):
             "a function with a tensor-subclass argument on a non-CPU device that requires "
             "grad draws random numbers; aotcheck replays the forward's draws in the backward "
             "from the CPU generator only, so it refuses it. Call it without grad, or on CPU")
-    # NOTE [subclass trace]: the desugared graph is compiled, and persistently cached, as a
+    # NOTE [subclass trace]
+    # the desugared graph is compiled, and persistently cached, as a
     # function that closes over the graph AND the user's function: a GraphModule's fingerprint
     # is its code, which does not hold the values of tensor constants made inside the function
     # (``torch.tensor([2., 3.])``); the user's function's fingerprint does (tested). Rebuilding
@@ -223,10 +226,10 @@ def desugared(owner, args: tuple, kwargs: dict):
 # NOTE [subclass no_grad calls]
 # Under no_grad, eager's arguments still require grad where they did: a view of one requires
 # grad too (with no grad_fn), a view of its ``detach()`` does not, and a view taken before a
-# write of the argument is poisoned (reading its grad_fn raises: NOTE [poisoned views] in
-# engine/capture/outputs.py). No gradient flows, so ``requires`` (what takes a gradient) is all False
-# then; the forward trace still gives those arguments the flag, as grad leaves, so that its
-# outer-level facts (NOTE [outer-level facts]) see what eager's views see; a non-leaf stays
+# write of the argument is poisoned (reading its grad_fn raises:
+# NOTE [poisoned views] in engine/capture/outputs.py). No gradient flows, so ``requires`` (what takes a
+# gradient) is all False then; the forward trace still gives those arguments the flag, as grad leaves, so
+# that its outer-level facts (NOTE [outer-level facts]) see what eager's views see; a non-leaf stays
 # one (a ``"nonleaf"``, traced again as a non-leaf alias where it is written in place: writing
 # a leaf that requires grad in an ``enable_grad`` region raises, writing eager's non-leaf does not).
 
@@ -246,8 +249,8 @@ def inference_args(outer: list) -> tuple:
 
 def _member_view(roots: dict, g: int, t, group: dict, i: int):
     """Member ``i`` of a group that takes no gradient, as a view of the group's root over the
-    inputs' memory (``t``: the first member's tensor makes it), NOTE [subclass alias groups
-    written with grad]."""
+    inputs' memory (``t``: the first member's tensor makes it),
+    NOTE [subclass alias groups written with grad]."""
     if g not in roots:
         # no view itself (a detach): the root member is it, as eager's base is no view (an
         # in-place op on a view made before its base came to require grad raises in PyTorch)
@@ -258,8 +261,9 @@ def _member_view(roots: dict, g: int, t, group: dict, i: int):
 
 def forward_graph(owner, meta, descs, values, tensors, requires, inference: tuple = (),
                   groups: tuple = (), caller_flags: tuple | None = None):
-    """``groups``: arguments traced as views of one root (NOTE [subclass alias groups written
-    with grad]); ``caller_flags``: per outer tensor, the caller's requires_grad."""
+    """``groups``: arguments traced as views of one root
+    (NOTE [subclass alias groups written with grad]); ``caller_flags``: per outer tensor, the caller's
+    requires_grad."""
     box: dict = {"alias": False, "views": False}
     bases = {i for _, i, _ in json.loads(meta).get("bases", [])}
     member_of = {i: g for g, grp in enumerate(groups) for i in grp["members"]}
@@ -277,13 +281,13 @@ def forward_graph(owner, meta, descs, values, tensors, requires, inference: tupl
                                                inference=inference, hidden=hidden)
         before = [(geometry_of(a), own_flag(a) if j in (hidden or {}) else a.requires_grad,
                    a.grad_fn, version_of(a)) for j, a in enumerate(outer)]
-        # NOTE [subclass metadata replay]
+        # NOTE [subclass metadata replay] (replay.py)
         # NOTE [subclass imperative autograd] (imperative.py)
         with OuterCallLog(outer) as log, BaseFlags(outer, hidden or {}) as flags, \
                 ImperativeWatch(outer, requires, caller_flags) as imperative:
             res = owner.call_fn(*args, **kwargs)
-        for j, a in enumerate(outer):   # NOTE [outputs of a non-differentiable dtype that
-            refuse_nondiff_argument(j, a.dtype, before[j][1], a.requires_grad)  # require grad]
+        for j, a in enumerate(outer):   # NOTE [outputs of a non-differentiable dtype that require grad]
+            refuse_nondiff_argument(j, a.dtype, before[j][1], a.requires_grad)
         retained, early = imperative.check(res), imperative.retained_before()
         box["retained"] = [j for j in retained if j not in early]
         box["retained_before"] = [j for j in retained if j in early]
@@ -305,7 +309,7 @@ def forward_graph(owner, meta, descs, values, tensors, requires, inference: tupl
             if box["views"] or not box["flips_base"]:
                 raise       # else the facts of the views' trace decide
         if box["flips_base"] and not box["views"]:
-            # NOTE [subclass views of an argument given requires_grad_]
+            # see NOTE [subclass views of an argument given requires_grad_]
             box["views"] = True
             compiled = compile_fake_else_real(
                 lambda real: _compile(owner, plain, tensors, grad=grad, real=real))
@@ -329,8 +333,8 @@ def joint_graph(owner, meta, descs, values, tensors, requires, tangent_descs, n:
     arguments in ``dirty`` were written in place (NOTE [subclass non-leaf writes]); the
     members of ``groups`` are views of their group's root (NOTE [subclass alias groups]).
     One gradient per input of :class:`Outer` that takes one (``grad_slots``). ``views``: the
-    forward was traced with argument views (NOTE [subclass views of an argument given
-    requires_grad_] in autograd.py)."""
+    forward was traced with argument views
+    (NOTE [subclass views of an argument given requires_grad_] in autograd.py)."""
     box: dict = {}
     member_of = {i: g for g, grp in enumerate(groups) for i in grp["members"]}
 

@@ -47,16 +47,17 @@ from .wrapper_set import move_outer
 #
 # NOTE [subclass poisoned views]
 # A view that autograd cannot rebuild after its base was written (made under no_grad of a
-# base that requires grad, or one of an unbind's views; NOTE [poisoned views] in
-# engine/capture/outputs.py): reading its grad_fn or is_leaf raises, and so does writing it in place.
-# The trace reads its kind off the outer output (``poisoned_kind``); the call makes the same
-# kind of view, of the argument it views (a "stale" view) or else of the compiled output over
+# base that requires grad, or one of an unbind's views;
+# NOTE [poisoned views] in engine/capture/outputs.py): reading its grad_fn or is_leaf raises, and so does
+# writing it in place. The trace reads its kind off the outer output (``poisoned_kind``); the call makes the
+# same kind of view, of the argument it views (a "stale" view) or else of the compiled output over
 # its memory, and bumps its version (``poisoned_view``), before any other output is made.
 
 def outer_facts(outs: list, outer: list, before: list, hidden: dict | None = None) -> OuterFacts:
     """``before``: each outer argument's (geometry, requires_grad, grad_fn, version) at the call;
-    ``hidden``: per argument view (NOTE [subclass views of an argument given requires_grad_] in
-    autograd.py), its hidden leaf and its base's index; its requires_grad in
+    ``hidden``: per argument view
+    (NOTE [subclass views of an argument given requires_grad_] in autograd.py), its hidden leaf and its
+    base's index; its requires_grad in
     ``before`` is its own flag."""
     hidden = hidden or {}
     by_leaf = {id(leaf): outer[i] for leaf, i in hidden.values()}
@@ -151,12 +152,12 @@ def _remade(o, outs: list, outer: list, before: list, keys: list, by_leaf: dict)
 # of it at the outer level: it is the compiled graph's value, whose inner tensors the plain
 # engine makes aliases of ``p``'s memory, rebuilt as the subclass it was in the trace.
 
-# NOTE [subclass leaf made inside over an argument's memory]
+# see NOTE [subclass leaf made inside over an argument's memory]
             leaf = _leaf_made_inside(o, outer, by_leaf)
             if leaf:
                 fact = replace(fact, mode="alias", **leaf)
     elif poisoned_kind(o):
-        # NOTE [subclass poisoned views]
+        # see NOTE [subclass poisoned views]
         fact = OutFact(poisoned=poisoned_kind(o))
     else:
         fact = OutFact(**_leaf_made_inside(o, outer, by_leaf))
@@ -184,8 +185,8 @@ def _remade(o, outs: list, outer: list, before: list, keys: list, by_leaf: dict)
 def _leaf_made_inside(o: torch.Tensor, outer: list, by_leaf: dict) -> dict:
     """The leaf facts of an output (``OutFact`` fields) that is a leaf made inside with
     ``requires_grad_()`` (``new_leaf``) or a view in grad mode of one (``leaf_view``), else
-    ``{}``. An argument, an argument's base or a hidden leaf standing for an argument (NOTE
-    [subclass views of an argument given requires_grad_]) is no leaf made inside."""
+    ``{}``. An argument, an argument's base or a hidden leaf standing for an argument
+    (NOTE [subclass views of an argument given requires_grad_]) is no leaf made inside."""
     if not o._is_view():
         return {"new_leaf": NEW_LEAF} if o.requires_grad and o.is_leaf else {}
     base = o._base

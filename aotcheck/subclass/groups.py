@@ -50,8 +50,8 @@ def grad_slots(requires: list, groups: list) -> list:
 
 def alias_groups(outer: list, requires: list, written: list, rebased=()) -> tuple[list, list]:
     """(groups, extra roots) for this call (NOTE [subclass alias groups]; with ``rebased``,
-    the arguments the trace saw written in grad mode: NOTE [subclass alias groups written
-    with grad])."""
+    the arguments the trace saw written in grad mode:
+    NOTE [subclass alias groups written with grad])."""
     if not written:
         return [], []
     by_storage: dict = {}

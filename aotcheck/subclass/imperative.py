@@ -2,7 +2,8 @@
 arguments, made where eager makes them, or refused by name where the subclass path would lose
 them.
 
-NOTE [subclass imperative autograd]: the subclass path traces the user's function with
+# NOTE [subclass imperative autograd]
+the subclass path traces the user's function with
 ``make_fx`` (desugar.py), which records aten ops only. ``retain_grad()``, ``register_hook``
 and ``x.data = y`` act on a tensor's autograd identity or swap its data outside the
 dispatcher, so the trace drops them: an argument's hook never ran, ``retains_grad`` of an
@@ -10,8 +11,8 @@ argument or a returned tensor was False, and the values after ``.data =`` were t
 (silently wrong; found by ``aotcheck fuzz --engine aotcheck --seed 3``). The plain engine
 replays them on the caller's tensors (NOTE [imperative autograd on arguments and outputs]
 in engine/runtime/imperative.py); :class:`ImperativeWatch` watches the traces and:
-- ``x.data = y``: recorded in the graph as a call the plain engine traces (NOTE [subclass
-  .data assignment]); refused where ``x`` or ``y`` is a subclass;
+- ``x.data = y``: recorded in the graph as a call the plain engine traces
+  (NOTE [subclass .data assignment]); refused where ``x`` or ``y`` is a subclass;
 - ``retain_grad()`` on a tensor the function returns that is not an argument: refused (its
   ``.grad`` holds the function's own later uses of it too, which the outer backward does not hand
   out); on an intermediate that is not returned nothing can see it, and it runs. On a leaf
@@ -26,10 +27,10 @@ in engine/runtime/imperative.py); :class:`ImperativeWatch` watches the traces an
   not registered in the traces, forward or joint (the joint would apply it to the function's
   part of the gradient only, and a hook on a non-leaf argument was lost): it is recorded
   (``hooks``: position, hook, whether the argument was written before it) and registered on
-  the caller's tensor, as the plain engine does (NOTE [imperative autograd on arguments and
-  outputs] in engine/runtime/imperative.py): before the call, or after the write-back when
-  the function wrote the argument first (the hook then belongs to the gradient of the
-  argument as written, as eager's). The handle it returns is a real one on a dict of the
+  the caller's tensor, as the plain engine does
+  (NOTE [imperative autograd on arguments and outputs] in engine/runtime/imperative.py): before the call, or
+  after the write-back when the function wrote the argument first (the hook then belongs to the gradient of
+  the argument as written, as eager's). The handle it returns is a real one on a dict of the
   watch's, so ``remove()`` inside the function takes the hook off the record. Hooks on
   intermediates run inside the traced joint as in eager (tested in tests/test_engine.py).
 """
@@ -54,8 +55,8 @@ _DATA_ATTR = torch._C.TensorBase.data
 
 class ImperativeWatch(TorchFunctionMode):
     """Watches the user's function run over ``outer`` (the tensors it is given) and, with
-    :meth:`check`, refuses the calls the subclass trace would lose (NOTE [subclass imperative
-    autograd])."""
+    :meth:`check`, refuses the calls the subclass trace would lose
+    (NOTE [subclass imperative autograd])."""
 
     def __init__(self, outer: list, requires: list, caller_flags: tuple | None = None):
         """``caller_flags``: per outer tensor, whether the caller's requires grad (under
@@ -120,8 +121,8 @@ class ImperativeWatch(TorchFunctionMode):
         if self.refusal is not None:
             raise UnsupportedInputError(
                 f"a function called with a tensor-subclass argument {self.refusal}; the subclass "
-                "path traces aten ops only and would lose it (NOTE [subclass imperative "
-                "autograd]). Call it with plain tensors, or move that call outside the function")
+                "path traces aten ops only and would lose it "
+                "(NOTE [subclass imperative autograd]). Call it with plain tensors, or move that call outside the function")
         return [self._position[i] for i in self.retained if i in self._outer]
 
     def retained_before(self) -> set[int]:
@@ -136,8 +137,8 @@ class ImperativeWatch(TorchFunctionMode):
     def held(self, result) -> set[int]:
         """The positions of the leaf arguments given ``.data =`` of another shape after a use
         in grad mode whose gradient node of the old shape outlives the call: a use after the
-        assignment holds it, or an output's history reaches it (NOTE [subclass .data
-        assignment onto another shape])."""
+        assignment holds it, or an output's history reaches it
+        (NOTE [subclass .data assignment onto another shape])."""
         if not self._reshaped_after_use:
             return set()
         # (a stale view's grad_fn raises when read: it reaches nothing)
@@ -209,9 +210,9 @@ class ImperativeWatch(TorchFunctionMode):
 
 # NOTE [subclass .data assignment onto another shape]
 # ``p.data = y`` onto a leaf argument that requires grad, with ``y`` of another shape: eager's
-# leaf gets a gradient node of the new shape at its next use (NOTE [set_ under no_grad onto
-# another shape] in engine/runtime/swap_grad.py), and ``p.grad`` has the new shape. Outer's
-# edge to an input is taken when it is applied, with the shape the argument has then, and
+# leaf gets a gradient node of the new shape at its next use
+# (NOTE [set_ under no_grad onto another shape] in engine/runtime/swap_grad.py), and ``p.grad`` has the new
+# shape. Outer's edge to an input is taken when it is applied, with the shape the argument has then, and
 # autograd checks the gradient against it ('invalid gradient'): so for such a call the graph
 # runs first (``run_graph`` in outer.py), the caller's arguments move with it, and Outer is
 # applied to the moved arguments with the graph's values. After a use in grad mode, eager's

@@ -27,8 +27,8 @@ from .wrapper_set import move_outer
 def call(owner, state, memo: dict, args: tuple, kwargs: dict):
     """Run ``owner.call_fn(*args, **kwargs)`` (a :class:`~aotcheck.compiled.CompiledFunction`'s)
     with subclass arguments, with eager's outer-level autograd (NOTE [subclass autograd]).
-    ``state``: the digest of the Python state the function reads at this call (NOTE [python
-    state]); ``memo``: the caller's compiled plain graphs of earlier calls, by key (filled
+    ``state``: the digest of the Python state the function reads at this call
+    (NOTE [python state]); ``memo``: the caller's compiled plain graphs of earlier calls, by key (filled
     here)."""
     meta, descs, values, tensors, outer, requires = prepare(args, kwargs)
     traced = traced_requires(outer, requires)
@@ -67,8 +67,8 @@ def call(owner, state, memo: dict, args: tuple, kwargs: dict):
 def _with_autograd(owner, box, compiled, meta, descs, values, tensors, outer, requires, base_key,
                    cached, at_forward):
     """The call through ``Outer``, with eager's outer-level autograd; ``at_forward``: the state
-    the forward ran in, which the joint is traced in (NOTE [subclass joint in the forward's
-    state])."""
+    the forward ran in, which the joint is traced in
+    (NOTE [subclass joint in the forward's state])."""
     groups, extra = alias_groups(outer, requires, box["facts"].written, box["facts"].rebased)
     extra += [] if any(requires) else [torch.zeros((), requires_grad=True)]   # needs_history
 
@@ -101,8 +101,8 @@ def _with_autograd(owner, box, compiled, meta, descs, values, tensors, outer, re
 
 def _forward(owner, meta, descs, values, tensors, traced, inference, outer, flags):
     """The forward graph; traced again with members of alias groups as views where the first
-    trace saw one written in grad mode, or raised and the call has such members (NOTE
-    [subclass alias groups written with grad])."""
+    trace saw one written in grad mode, or raised and the call has such members
+    (NOTE [subclass alias groups written with grad])."""
     try:
         compiled, box = forward_graph(owner, meta, descs, values, tensors, traced, inference,
                                       caller_flags=flags)
@@ -122,8 +122,8 @@ def _forward(owner, meta, descs, values, tensors, traced, inference, outer, flag
 def _finish(box: dict, outs: list, outer: list, moved: bool = True, early: dict | None = None):
     """The call's result: the outer outputs with the trace's outer-level facts applied, and the
     non-tensor values, in the returned tree; the arguments the function retained the grad of
-    retain it, and the hooks registered on arguments after writing them are registered (NOTE
-    [subclass imperative autograd])."""
+    retain it, and the hooks registered on arguments after writing them are registered
+    (NOTE [subclass imperative autograd])."""
     retained_arguments(box.get("retained", ()), outer)
     argument_hooks(box["hooks"], outer, written=True)
     m = box["meta"]
@@ -164,7 +164,7 @@ def run_graph(compiled, box: dict, tensors: list) -> tuple:
     argument)."""
     before = _versions(tensors)
     saved = save_primals(tensors)     # the primals before any mutation
-    # NOTE [subclass random draws]: the backward recomputes the forward inside the joint
+    # NOTE [subclass random draws] (desugar.py), in the backward: it recomputes the forward inside the joint
     # graph, so it starts the joint from the generator state the forward started from (its
     # draws then equal the forward's) and puts the generator back afterwards: eager's
     # backward draws nothing.
@@ -230,7 +230,8 @@ class Outer(torch.autograd.Function):
         outer = inputs[:n_outer]
         saved, ctx.rng, flat_out, ctx.written = res.pop("pre", None) or run_graph(compiled, box, tensors)
         facts = box["facts"]
-        # NOTE [subclass non-leaf writes]: an argument written in grad mode (in data or in
+        # NOTE [subclass non-leaf writes]
+        # an argument written in grad mode (in data or in
         # shape; one that required grad and was no leaf, or one that did not and was given a
         # value that does) gets a copy of its new value as one more output; the caller gives
         # it its new shape and copies the value back in grad mode, which rebases the
@@ -257,7 +258,8 @@ class Outer(torch.autograd.Function):
             return (None,) * (7 + ctx.n_inputs)
         tdescs, tflat = [], []
         for g in grads:
-            # NOTE [subclass tangent layout]: autograd hands in a gradient laid out as the
+            # NOTE [subclass tangent layout]
+            # autograd hands in a gradient laid out as the
             # caller's backward made it (a write-back into a view of another tensor gives
             # another layout than into a tensor of its own): it keys and feeds the joint
             # contiguous, whose values are the same; the caller's values changing its layout
@@ -265,13 +267,14 @@ class Outer(torch.autograd.Function):
             # the leaf's own layout in AccumulateGrad either way
             g = None if g is None else g.contiguous()
             tdescs.append("none" if g is None else flatten(g, "gradient of an output", tflat))
-        # NOTE [subclass primals of a second backward]: the joint replays the function's
+        # NOTE [subclass primals of a second backward]
+        # the joint replays the function's
         # writes of its arguments on its inputs, and a backward that runs again (retain_graph)
         # must read the primals as they were before the forward: a forward that wrote or moved
         # an argument gives the joint copies of them (a second backward read the first one's
         # writes: silently wrong gradients), any other detached aliases (the joint's ``.data =``
-        # of an argument moves its own input, not the saved primal: NOTE [subclass .data
-        # assignment])
+        # of an argument moves its own input, not the saved primal:
+        # NOTE [subclass .data assignment])
         primals = save_primals(ctx.saved_primals) if ctx.written else \
             [t.detach() for t in ctx.saved_primals]
         ins = primals + tflat

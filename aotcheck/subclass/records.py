@@ -2,11 +2,11 @@
 
 What the forward trace reads off the OUTER tensors (NOTE [outer-level facts] in facts.py), per
 output (:class:`OutFact`) and per argument (:class:`OuterFacts`), with the in-place metadata
-calls replayed on the caller's arguments (:class:`Replay`, NOTE [subclass metadata replay] in
-replay.py). No tensors, autograd nodes or callables. They live in memory only, beside the
-compiled plain graph of their trace (the persistent cache stores that plain graph, under its
-own key, and a call always traces at the outer level first: NOTE [subclass trace] in
-desugar.py), so no schema version; they still round-trip through JSON (``to_data`` /
+calls replayed on the caller's arguments (:class:`Replay`,
+NOTE [subclass metadata replay] in replay.py). No tensors, autograd nodes or callables. They live in memory
+only, beside the compiled plain graph of their trace (the persistent cache stores that plain graph, under its
+own key, and a call always traces at the outer level first:
+NOTE [subclass trace] in desugar.py), so no schema version; they still round-trip through JSON (``to_data`` /
 ``from_data``), which a test checks on the corpus's subclass calls.
 
 ``f(a: TwoTensor)`` returning ``a[0], a.sin(), a``, ``a`` of shape (2, 3) requiring grad (output
@@ -57,10 +57,10 @@ class OutFact:
     geometry: tuple = ()            # ... in this (size, stride, offset) ...
     mode: str = ""                  # ... as ``autograd.view_mode`` says ("grad", "no_grad",
                                     # "stale", "dropped", "written", "detached", "plain"), or
-                                    # "alias": a leaf made inside over its memory (NOTE [subclass
-                                    # leaf made inside over an argument's memory])
-    poisoned: str = ""              # its grad_fn raises in eager: ``poisoned_kind`` (NOTE
-                                    # [subclass poisoned views])
+                                    # "alias": a leaf made inside over its memory
+                                    # (NOTE [subclass leaf made inside over an argument's memory])
+    poisoned: str = ""              # its grad_fn raises in eager: ``poisoned_kind``
+                                    # (NOTE [subclass poisoned views])
     new_leaf: str = ""              # NEW_LEAF or NEW_LEAF_VIEW: a leaf made inside, given
                                     # requires_grad_()
     leaf_view: bool = False         # a view in grad mode of a leaf made inside ...
@@ -106,8 +106,8 @@ class OuterCall:
 
 @dataclass(frozen=True)
 class Replay:
-    """An argument's in-place metadata calls, split at the last write to its storage (NOTE
-    [subclass metadata replay])."""
+    """An argument's in-place metadata calls, split at the last write to its storage
+    (NOTE [subclass metadata replay])."""
     __repr__ = _short_repr       # the fields that differ from their defaults
 
     arg: int
@@ -141,8 +141,8 @@ class OuterFacts:
                                     # (NOTE [subclass non-leaf writes])
     written: tuple[int, ...] = ()   # written, in data or in geometry
     routed: tuple[int, ...] = ()    # of grad_set, those flagged before the call, whose gradient
-                                    # an output reaches (NOTE [requires_grad_ on a subclass
-                                    # argument])
+                                    # an output reaches
+                                    # (NOTE [requires_grad_ on a subclass argument])
     replay: tuple[Replay, ...] = ()     # set by ``replay.split_rebased``
     covered: tuple[Covered, ...] = ()   # set by ``replay.split_rebased``
 

@@ -1,8 +1,9 @@
 """In-place metadata calls on the arguments of a call with a tensor-subclass argument, replayed
-on the caller's tensors (the subclass path's counterpart of NOTE [mutation replay] in
-engine/runtime/artifact.py), and the outer-level joint traced on real tensors where fake ones fail.
+on the caller's tensors (the subclass path's counterpart of
+NOTE [mutation replay] in engine/runtime/artifact.py), and the outer-level joint traced on real tensors where
+fake ones fail.
 
-NOTE [subclass metadata replay]
+# NOTE [subclass metadata replay]
 An argument whose shape changes in place in grad mode (``a1.transpose_(0, 2)``) gets a new
 grad_fn in eager, of that very call (``TransposeBackward1``, next to its old grad_fn). The
 runtime gives an argument that autograd rebased its new value with a ``copy_`` in grad mode
@@ -37,7 +38,7 @@ After ``split_rebased`` (calls before the last write, after it, geometry at it, 
     OuterFacts(moved=(...), rebased=(),
                replay=(Replay(arg=1, after=(OuterCall('transpose_', (0, 2), (), True),)),))
 
-NOTE [subclass writes through another argument]
+# NOTE [subclass writes through another argument]
 ``a1.unsqueeze_(1); a3.copy_(v)`` with ``a1``, ``a3`` views of one TwoTensor ``a0``: eager
 writes only ``a3`` (``a0`` gets ``CopySlices``); ``a0`` and ``a1`` see the new value through
 the storage, and ``a1``'s grad_fn is rebuilt from ``a0``'s when next read. A ``copy_`` into
@@ -47,7 +48,7 @@ target, whose every element a written argument that an op did target addressed a
 write, takes no ``copy_``: only its metadata calls, and that one's ``copy_`` gives it its
 value and (through the shared base) its history, as in eager.
 
-NOTE [subclass joint on real tensors]
+# NOTE [subclass joint on real tensors]
 The outer-level joint is traced with ``make_fx`` on fake tensors. A fake tensor has no
 ``as_strided`` replay, so when a view is written after an in-place metadata change (a row of
 an argument ``squeeze_()``d, then zeroed), autograd rebuilds its grad_fn by replaying the
@@ -90,8 +91,8 @@ def _storage(t):
 class OuterCallLog(TorchFunctionMode):
     """Logs, while the user's function runs on the outer tensors, each argument's in-place
     metadata calls (in order, with whether autograd recorded them) and, per argument, how
-    many of them came before the last write to its storage and its geometry then (NOTE
-    [subclass metadata replay])."""
+    many of them came before the last write to its storage and its geometry then
+    (NOTE [subclass metadata replay])."""
 
     def __init__(self, outer: list):
         super().__init__()
@@ -288,17 +289,17 @@ def _regenerate_view_node(t: torch.Tensor) -> None:
             pass
 
 
-# What fails on fake tensors where eager's real ones run (NOTE [subclass joint on real
-# tensors]): autograd's view replay across an in-place metadata change; a value that requires
-# grad written into a slice of a bool or integer tensor (``v[:, 0] = w``): eager's setitem
+# What fails on fake tensors where eager's real ones run
+# (NOTE [subclass joint on real tensors]): autograd's view replay across an in-place metadata change; a value
+# that requires grad written into a slice of a bool or integer tensor (``v[:, 0] = w``): eager's setitem
 # gives the tensor a CopySlices node, a fake one raises (fuzz seed 1, docs/findings.md row 47)
 FAKE_ONLY_ERRORS = ("invalid gradient", "Autograd not support dtype")
 
 
 def compile_fake_else_real(compile_fn):
     """``compile_fn(real=False)``, or where the trace on fake tensors failed as eager's real
-    ones do not (``FAKE_ONLY_ERRORS``), ``compile_fn(real=True)`` (NOTE [subclass joint on
-    real tensors]): the forward graph and the joint alike."""
+    ones do not (``FAKE_ONLY_ERRORS``), ``compile_fn(real=True)``
+    (NOTE [subclass joint on real tensors]): the forward graph and the joint alike."""
     try:
         return compile_fn(False)
     except TraceError as e:

@@ -51,8 +51,8 @@ class WrapperSetOntoPlain(TorchDispatchMode):
 
 def move_outer(t: torch.Tensor, size, stride, offset) -> None:
     """``t.as_strided_(size, stride, offset)`` on an outer argument after the call. A wrapper
-    whose inner tensors set_() moved onto a plain tensor's storage (the inner graph did, NOTE
-    [subclass set_ onto a plain tensor]) has a storage of its own too small for the new
+    whose inner tensors set_() moved onto a plain tensor's storage (the inner graph did,
+    NOTE [subclass set_ onto a plain tensor]) has a storage of its own too small for the new
     geometry, where eager's wrapper took the plain tensor's storage: it takes its first
     inner tensor's storage (that plain tensor's) with the geometry, its metadata only (its
     inner tensors have theirs already)."""

@@ -69,8 +69,8 @@ def restore_data_assignments(gm: torch.fx.GraphModule) -> int:
     call goes. A set_() that the user wrote (no version call after it) stays as it is.
 
     Dynamo of torch 2.14 and later lowers it to ``aten.shallow_copy_data_(x, y)`` instead,
-    which is eager's ``x.data = y`` and which aotcheck's trace takes as such (NOTE
-    [shallow_copy_data_] in capture/recorder.py): that graph needs nothing here.
+    which is eager's ``x.data = y`` and which aotcheck's trace takes as such
+    (NOTE [shallow_copy_data_] in capture/data_assign.py): that graph needs nothing here.
     """
     done = 0
     for node in list(gm.graph.nodes):

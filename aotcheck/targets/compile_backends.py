@@ -58,7 +58,7 @@ class CompileBackend:
         return torch.compile(fn, backend=self.backend, dynamic=False)
 
     def not_compiled(self) -> str | None:
-        """Why the calls since ``compile`` compiled no graph, else None (NOTE [A case Dynamo ...])."""
+        """Why the calls since ``compile`` compiled no graph, else None (NOTE [A case Dynamo did not compile])."""
         graphs, breaks = _graph_counts()
         if graphs > self._graphs_at_compile:
             return None

@@ -94,8 +94,8 @@ ELEMENTS = 2       # numbers taken from one list or dict
 
 @dataclass(frozen=True)
 class Read:
-    """A number the function reads: ``kind`` closure or global, ``label`` (NOTE [numbers the
-    compiled code reads]), its value, and where it lives (``owner[index]``, or a cell)."""
+    """A number the function reads: ``kind`` closure or global, ``label``
+    (NOTE [numbers the compiled code reads]), its value, and where it lives (``owner[index]``, or a cell)."""
     kind: str
     label: str
     value: object

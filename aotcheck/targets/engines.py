@@ -88,8 +88,8 @@ class Engine:
 
     def recompile_cached(self, compiled: Callable, fn: Callable, cache_dir) -> Callable:
         """The cached run after ``compiled`` (the cold compile into ``cache_dir``) has run: by
-        default a new ``compile_cached``. The torch engine overrides it (NOTE [the cached run
-        reuses Dynamo's trace])."""
+        default a new ``compile_cached``. The torch engine overrides it
+        (NOTE [the cached run reuses Dynamo's trace])."""
         return self.compile_cached(fn, cache_dir)
 
     def _snapshot(self):
@@ -318,8 +318,8 @@ class _TorchCompiled:
             return self.compiled(*args, **kwargs)
 
     def recompiled(self) -> "_TorchCompiled | None":
-        """This function with every recorded graph compiled again from the cache (NOTE [the
-        cached run reuses Dynamo's trace]), or None when nothing was recorded."""
+        """This function with every recorded graph compiled again from the cache
+        (NOTE [the cached run reuses Dynamo's trace]), or None when nothing was recorded."""
         if not self.graphs:
             return None
         from torch._dynamo.utils import counters

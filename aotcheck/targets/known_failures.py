@@ -22,9 +22,9 @@ pin unpinned entries (added by hand, reason only) with
 nothing else may.
 
 Each file holds what the torch engines did on one torch release, ``recorded_on``; the one for
-the installed release is chosen automatically (:func:`record_path`, NOTE [one record per torch
-release]). On a release with no record (a nightly, a local build, a later release) the nearest
-recorded release is used and :func:`version_note` says so once:
+the installed release is chosen automatically (:func:`record_path`,
+NOTE [one record per torch release]). On a release with no record (a nightly, a local build, a later release)
+the nearest recorded release is used and :func:`version_note` says so once:
 the strict xfails then compare that build's behaviour with the recorded one, so an XPASS or
 a new failure may be a difference between torch versions rather than a regression. The
 note points at the baseline workflow: record main's build with ``aotcheck baseline save``
@@ -69,8 +69,8 @@ def recorded_releases() -> list[str]:
 
 def record_path(torch_version: str | None = None) -> Path:
     """The record for ``torch_version`` (default: the installed torch): its own release's file,
-    else the newest recorded release at or below it, else the oldest (NOTE [one record per
-    torch release])."""
+    else the newest recorded release at or below it, else the oldest
+    (NOTE [one record per torch release])."""
     if torch_version is None:
         import torch
         torch_version = torch.__version__

@@ -175,8 +175,8 @@ def inference_mode_region_inside():
 @case("requires_grad_modes", mode="training", tags=("region", "inference_tensor"))
 def inference_mode_value_returned():
     """A value computed inside an inference_mode block and returned is an inference tensor:
-    writing it in place outside the block raises. aotcheck returned an ordinary tensor (NOTE
-    [inference outputs]); torch.compile does too. Found by aotcheck fuzz --engine torch --seed 31
+    writing it in place outside the block raises. aotcheck returned an ordinary tensor
+    (NOTE [inference outputs]); torch.compile does too. Found by aotcheck fuzz --engine torch --seed 31
     and 41 (``dropout`` and ``mul`` inside inference_mode)."""
     def f(x):
         with torch.inference_mode():
@@ -511,8 +511,8 @@ def factory_with_requires_grad_inside():
 
 # ---------------------------------------------------------------- .grad None versus zeros
 # The compiled function is one autograd node for all its outputs; an input that only
-# outputs the backward never reaches depend on must keep .grad None (NOTE [per-output
-# reach]). The oracle backpropagates from floating outputs only, so a complex output is
+# outputs the backward never reaches depend on must keep .grad None
+# (NOTE [per-output reach]). The oracle backpropagates from floating outputs only, so a complex output is
 # one that backward does not reach.
 
 @case("requires_grad_modes", mode="training", tags=("grad_none",))
@@ -539,9 +539,9 @@ def unreached_output_of_no_materialize_function():
 
 
 # ---------------------------------------------------------------- outer-level autograd of subclass calls
-# With a TwoTensor argument the call runs at the outer level (NOTE [outer-level facts] in
-# aotcheck/subclass/facts.py): outputs over an argument's storage are remade from that argument,
-# and the trace's autograd graph says how (aotcheck/subclass/autograd.py).
+# With a TwoTensor argument the call runs at the outer level
+# (NOTE [outer-level facts] in aotcheck/subclass/facts.py): outputs over an argument's storage are remade
+# from that argument, and the trace's autograd graph says how (aotcheck/subclass/autograd.py).
 
 def _two(*shape, requires_grad=False):
     from .cases_subclass import two
@@ -827,8 +827,8 @@ def imperative_hook_registered_then_removed_inside():
 def imperative_hook_on_a_parameter_made_inside_whose_view_is_returned():
     """Found by aotcheck fuzz --seed 1: v = Parameter(randn(())); v1 = v.unsqueeze(0);
     v.register_hook(double); v1 returned. Eager's hook doubles the whole gradient that v's
-    AccumulateGrad sums, the caller's through v1 included (NOTE [hooks on leaves made
-    inside]); it was refused by name."""
+    AccumulateGrad sums, the caller's through v1 included
+    (NOTE [hooks on leaves made inside]); it was refused by name."""
     def f():
         v = torch.nn.Parameter(torch.randn((), dtype=torch.float64))
         v1 = v.unsqueeze(0)

@@ -86,7 +86,7 @@ def out_intermediate_resized_then_used_in_grad():
     return f, seeded(make)
 
 
-# NOTE [out= strides] in aotcheck/engine/capture/functional.py: a structured kernel restrides
+# NOTE [out= strides] in aotcheck/engine/capture/resize.py: a structured kernel restrides
 # the out tensor it resized to its meta function's strides, which follow the inputs' layout;
 # other kernels leave it as they lay it out (cholesky_inverse: column-major).
 

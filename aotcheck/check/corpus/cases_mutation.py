@@ -760,8 +760,8 @@ def unsqueeze_nongrad_then_mul_by_grad_value():
 
 # ---------------------------------------------------------------- storage resizes (issue 11, class 12)
 # FSDP2's pattern: a parameter's storage is freed (resized to zero bytes) between uses and
-# allocated again (resized up from zero) before it is filled. NOTE [storage resizes] in
-# aotcheck/engine/capture/functional_run.py.
+# allocated again (resized up from zero) before it is filled.
+# NOTE [storage resizes] in aotcheck/engine/capture/resize.py.
 
 
 def _freed(*shape) -> torch.Tensor:
@@ -817,7 +817,7 @@ def resize_mutate_then_free():
 
 
 # ---------------------------------------------------------------- resize_ of arguments
-# NOTE [resize_ of an argument] in aotcheck/engine/capture/recorder.py. Eager's t.resize_(size) grows
+# NOTE [resize_ of an argument] in aotcheck/engine/capture/resize.py. Eager's t.resize_(size) grows
 # t's storage in place when size needs more bytes (old bytes kept, new ones uninitialised) and
 # makes t contiguous from its offset. Each case writes every element it grows (the new ones
 # are undefined in eager), so the oracle compares defined values only.
@@ -1226,8 +1226,8 @@ def set_a_member_elsewhere_then_write_its_old_base_with_grad():
 @case("mutation_autograd", mode="training", tags=("value_specialization", "returned"))
 def index_fill_tensor_value_on_nonleaf():
     """index_fill_ with a 0-dim tensor value on a non-leaf argument: the value's derivative
-    reads the indices' values (``_unique``), so the joint is traced on real copies (NOTE
-    [value specialization]). Those copies were leaves, so the argument was mutated without a
+    reads the indices' values (``_unique``), so the joint is traced on real copies
+    (NOTE [value specialization]). Those copies were leaves, so the argument was mutated without a
     non-leaf copy first: its gradient was taken after the fill and came back unmasked
     (``l.grad`` 1 where eager's is 0 at the filled rows; silently wrong)."""
     def f(x, idx, v):
@@ -1351,7 +1351,7 @@ def data_assign_under_no_grad_call_keeps_an_earlier_view():
     return f, seeded(lambda: Inputs((rand(2, 2),)))
 
 
-# NOTE [.data assignment of a viewed tensor] in aotcheck/engine/capture/recorder.py: after
+# NOTE [.data assignment of a viewed tensor] in aotcheck/engine/capture/data_assign.py: after
 # ``.data =`` of a tensor with views, a write, then a read of a view: functionalization
 # replays the view's ops on the new value (IndexError); the second way runs as eager.
 
@@ -1381,8 +1381,8 @@ def fuzz_parameter_at_an_offset_given_data_of_its_diagonal_then_written_through_
     """The key-variation pass's storage_offset[input 0]=1 of the case above (fuzz seed 1,
     09): a Parameter one element into its storage given .data of its diagonal, then written
     through it (zero_, .data.mul_ of the view, add_ under inference_mode): only the diagonal
-    changes, as in eager (the second way's graph zeroed all of the argument before NOTE
-    [.data assignment in the plain trace]; at an offset it was refused)."""
+    changes, as in eager (the second way's graph zeroed all of the argument before
+    NOTE [.data assignment in the plain trace]; at an offset it was refused)."""
     def f(a):
         v = a.diagonal(-2, 0, 1)
         with torch.no_grad():
@@ -1642,8 +1642,8 @@ def unbound_argument_swaps_data_with_a_custom_function_output_in_inference_mode(
 def parameter_view_taken_before_its_data_is_assigned_returned():
     """v = p[:, :2]; p.data = zeros(2, 2); v * 2 and v returned: eager's v is still an
     autograd view of the Parameter p (over its old memory), so writing it in place raises;
-    the compiled v was rebuilt as a view of an intermediate, and the write ran (NOTE [views
-    taken before .data =])."""
+    the compiled v was rebuilt as a view of an intermediate, and the write ran
+    (NOTE [views taken before .data =])."""
     def f(p):
         v = p[:, :2]
         p.data = torch.zeros(2, 2)

@@ -153,8 +153,8 @@ def parameterless_module_attribute():
 # a number read by a helper the function calls (an ``allow_in_graph`` helper is keyed by its
 # import path; the bodies of a checkpoint or a custom autograd.Function are not vetted by
 # torch's key), the ambient autocast dtype read with autocast off, and a custom op's autograd
-# formula registered again. The key-variation pass varies the numbers (``global`` kind, NOTE
-# [numbers the compiled code reads] in targets/conditions.py) and the states (``state`` kind).
+# formula registered again. The key-variation pass varies the numbers (``global`` kind,
+# NOTE [numbers the compiled code reads] in targets/conditions.py) and the states (``state`` kind).
 
 _GAIN = [2.0]
 

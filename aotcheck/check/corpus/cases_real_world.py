@@ -843,8 +843,8 @@ def transposed_argument_times_two_strides_of_size_one_dims():
 
 
 # ---------------------------------------------------------------- set_() under no_grad onto
-# another shape of an argument that requires grad (NOTE [set_ under no_grad onto another
-# shape] in engine/runtime/swap_grad.py; the class of i122981)
+# another shape of an argument that requires grad
+# (NOTE [set_ under no_grad onto another shape] in engine/runtime/swap_grad.py; the class of i122981)
 
 @_case(mode="inference", tags=("real_world", "issue:none", "set_", "no_grad", "storage_resize"))
 def set_after_resizing_storage_to_zero_under_no_grad():

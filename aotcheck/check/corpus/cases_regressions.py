@@ -667,8 +667,9 @@ def fuzz_inference_mode_write_through_as_strided_reaching_outside_a_strided_argu
     is multiplied in place under inference_mode, then returned. The graph held a0 alone, so
     the write to b0[1] was lost (silently wrong values); and eager regenerates the written
     view's grad_fn from the root base b0, so b0[1] gets a gradient. The argument is now
-    planned as a synthetic base of one, its whole storage (NOTE [writes outside an
-    argument]), and the view rebuilt from its root. Found by aotcheck fuzz --seed 1."""
+    planned as a synthetic base of one, its whole storage
+    (NOTE [writes outside an argument]), and the view rebuilt from its root. Found by aotcheck fuzz --seed
+    1."""
     def f(a0, a2):
         v0 = a0.as_strided((1, 2), (3, 1), 0)
         with torch.no_grad():
@@ -773,8 +774,8 @@ def as_strided_view_of_an_offset_argument_read_after_the_argument_is_written():
     """``a = l[1:]`` (offset 1), ``v = a.as_strided((1, 2), (2, 1), 3)``, then ``a`` written and
     ``v`` read: functionalization replayed the as_strided (absolute offset 3) on a's compact
     new value, one element off (silently wrong values). A written argument with an as_strided
-    view that does not fill its storage from offset 0 is planned as its whole storage (NOTE
-    [writes outside an argument])."""
+    view that does not fill its storage from offset 0 is planned as its whole storage
+    (NOTE [writes outside an argument])."""
     def f(a, w):
         v = a.as_strided((1, 2), (2, 1), 3)
         a.add_(w)
@@ -1066,8 +1067,8 @@ def fuzz_twotensor_argument_set_onto_a_plain_tensor_made_inside():
     and the wrapper's metadata step raised ('Attempted to set the storage of a tensor on
     device "cpu" to a storage on different device "meta"'; a TraceError for a function eager
     runs). The trace now completes the wrapper's geometry itself, and the runtime gives the
-    caller's wrapper the inner tensors' new storage (its own is too small): NOTE [subclass
-    set_ onto a plain tensor]. Found by aotcheck fuzz --seed 1."""
+    caller's wrapper the inner tensors' new storage (its own is too small):
+    NOTE [subclass set_ onto a plain tensor]. Found by aotcheck fuzz --seed 1."""
     from torch.testing._internal.two_tensor import TwoTensor
 
     def f(a0, a2, a3):
@@ -1090,8 +1091,8 @@ def fuzz_inference_mode_reshape_of_a_view_of_a_twotensor_argument():
     wrapper there, so the output is an inference tensor (no view of the argument at the outer
     level) whose inner tensors share the argument's memory, and writing it in place afterwards
     raises. The subclass layer rebuilt it as an ordinary view of the argument, which could be
-    written. It is now rebuilt as an inference wrapper over the compiled inner tensors (NOTE
-    [subclass inference views]). Found by aotcheck fuzz --seed 1."""
+    written. It is now rebuilt as an inference wrapper over the compiled inner tensors
+    (NOTE [subclass inference views]). Found by aotcheck fuzz --seed 1."""
     from torch.testing._internal.two_tensor import TwoTensor
 
     def f(a0):
@@ -1114,8 +1115,8 @@ def twotensor_views_of_an_intermediate_poisoned_by_its_write():
     the intermediate written in place, all returned: eager's two views are poisoned (reading
     their grad_fn or is_leaf, or writing them, raises; NOTE [poisoned views]). The subclass
     trace read is_leaf of the no_grad view and raised, so aotcheck refused a function eager
-    runs; it now makes both the same kinds of view, version bumped (NOTE [subclass poisoned
-    views]). Found while checking the fix for
+    runs; it now makes both the same kinds of view, version bumped
+    (NOTE [subclass poisoned views]). Found while checking the fix for
     fuzz_inference_mode_reshape_of_a_view_of_a_twotensor_argument."""
     from torch.testing._internal.two_tensor import TwoTensor
 
@@ -1213,8 +1214,8 @@ def twotensor_view_argument_given_its_own_requires_grad_after_its_base():
     reaches ``a2``'s own gradient edge, ``a1.cos()`` reaches ``a1``'s; ``a0.grad`` gets the
     product's gradient. The subclass layer refused it (an argument given requires_grad_()
     that shares a storage with another); with the view traced as a view of a hidden leaf
-    whose flag follows ``a1``'s, the flags are routed as eager's (NOTE [subclass views of an
-    argument given requires_grad_])."""
+    whose flag follows ``a1``'s, the flags are routed as eager's
+    (NOTE [subclass views of an argument given requires_grad_])."""
     from torch.testing._internal.two_tensor import TwoTensor
 
     def f(a0, a1, a2):

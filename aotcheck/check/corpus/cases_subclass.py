@@ -517,8 +517,8 @@ def fuzz_twotensor_view_unsqueezed_in_place_other_view_written():
     (the transpose, without the unsqueeze_), and backward crashed ("CopySlices returned an
     invalid gradient at index 1 - got [1, 3, 4] but expected shape compatible with
     [1, 1, 3, 4]"). An argument that no op wrote as its own target, all of whose elements a
-    written argument that one did addressed, now takes no ``copy_`` (NOTE [subclass writes
-    through another argument]). Found by aotcheck fuzz --seed 1."""
+    written argument that one did addressed, now takes no ``copy_``
+    (NOTE [subclass writes through another argument]). Found by aotcheck fuzz --seed 1."""
     def f(a0, a1, a3):
         a1.unsqueeze_(1)
         a3.copy_(torch.ones_like(a3))
@@ -571,8 +571,8 @@ def twotensor_chunks_made_before_their_base_requires_grad():
 # NOTE [subclass joint on real tensors] (aotcheck/subclass/replay.py): a value that requires
 # grad written into a slice of a bool or integer tensor raises on fake tensors ("Autograd not
 # support dtype: Bool"), not on eager's real ones; the outer trace is taken again on real
-# copies. The written tensor, returned or an argument, is refused by name (NOTE [outputs of a
-# non-differentiable dtype that require grad] in aotcheck/engine/capture/nondiff.py).
+# copies. The written tensor, returned or an argument, is refused by name
+# (NOTE [outputs of a non-differentiable dtype that require grad] in aotcheck/engine/capture/nondiff.py).
 
 
 @case("subclass", mode="training", tags=("fuzz", "mixed", "mutation", "casts", "non_leaf"))

@@ -8,8 +8,8 @@ writes a custom op makes inside it to a tensor the transformed function closes o
 (eager refuses a plain in-place op on such a tensor inside grad; the op's kernel runs
 below the transform). A custom op that mutates
 (``mutates_args``) must leave its arguments, and views of them, as eager's kernel does.
-See NOTE [calls inside a torch.func transform] (engine/capture/recorder.py) and NOTE
-[mutating custom ops] (engine/capture/custom_ops.py).
+See NOTE [calls inside a torch.func transform] (engine/capture/recorder.py) and
+NOTE [mutating custom ops] (engine/capture/custom_ops.py).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """autocast_cache: eager's cast cache for leaves inside an autocast region, in the trace.
 
-NOTE [the autocast cache]
+# NOTE [the autocast cache]
 Inside an autocast region eager casts a float32 leaf that requires grad (and is no view) to
 the region's lower precision once, and every later op of the region that casts it gets that
 same tensor (autocast's ``cached_cast``, while the region's ``cache_enabled`` is on, as it

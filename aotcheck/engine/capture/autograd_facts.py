@@ -141,9 +141,9 @@ def imperative_facts(recorder, plan, out_leaves) -> tuple[tuple, tuple, list]:
     return tuple(retained), tuple(hooks), fns
 
 
+# NOTE [where an argument's retained gradient sits]
 def argument_retained(calls, before: int, i: int | None, placeholder: int) -> tuple | None:
-    """NOTE [where an argument's retained gradient sits]
-    Eager's retain_grad() puts a hook on the tensor's gradient node of the moment. An
+    """Eager's retain_grad() puts a hook on the tensor's gradient node of the moment. An
     in-place write (add_, copy_, set_, ``.data =``) moves it to the write's new node; a
     metadata call (t_, unsqueeze_, as_strided_, ...) leaves it where it was, so ``x.grad``
     is then the gradient of x as it was before the call (of its old shape). Per argument
@@ -197,9 +197,9 @@ def argument_retained(calls, before: int, i: int | None, placeholder: int) -> tu
         "(NOTE [where an argument's retained gradient sits])")
 
 
+# NOTE [hooks on returned tensors]
 def refuse_returned_leaf_hooks(hooked: list, out_leaves: list) -> None:
-    """NOTE [hooks on returned tensors]
-    A hook on a tensor the function makes is traced into the joint with its uses, and a
+    """A hook on a tensor the function makes is traced into the joint with its uses, and a
     returned intermediate's tangent enters the joint at that tensor, so its hook sees the
     caller's part too, as eager's.
 

@@ -1,6 +1,6 @@
 """custom_ops: the Python kernel eager runs for a ``torch.library`` custom op that mutates.
 
-NOTE [mutating custom ops]
+# NOTE [mutating custom ops]
 A custom op whose schema writes an argument (``Tensor(a!)``, as ``torch.library.custom_op``
 writes it from ``mutates_args``) is opaque to functionalization: aotcheck's trace uses the
 C++ functionalization pass, whose fallback refuses any non-ATen op with alias annotations

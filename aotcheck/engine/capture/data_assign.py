@@ -3,8 +3,8 @@
 Mixed into recorder.py's ``MetadataRecorder`` (``DataAssignWatch``: the ``data`` setter reaches
 the TorchFunctionMode, set_() does not), and read by functional_run.py: whether a swap moved
 data only (NOTE [.data assignment of an argument that requires grad] in swaps.py), and the
-refusal that sends a run failing after a viewed tensor's assignment to the second way (NOTE
-[.data assignment of a viewed tensor]). ``aten.shallow_copy_data_``, the op that is ``.data =``
+refusal that sends a run failing after a viewed tensor's assignment to the second way
+(NOTE [.data assignment of a viewed tensor]). ``aten.shallow_copy_data_``, the op that is ``.data =``
 (NOTE [shallow_copy_data_]), is taken as the assignment in every run.
 """
 from __future__ import annotations
@@ -91,8 +91,8 @@ class DataAssignWatch:
             anchor = target._base if target._base is not None else target
             self.data_set_state.setdefault(p, (anchor.grad_fn, target.requires_grad))
             if p not in self.data_set_alias and target.layout == torch.strided:
-                # a view keeps the old storage (NOTE [.data assignment of an argument that
-                # requires grad] in swaps.py)
+                # a view keeps the old storage
+                # (NOTE [.data assignment of an argument that requires grad] in swaps.py)
                 with torch.enable_grad():
                     self.data_set_alias[p] = target.view_as(target)
         if id(target) in self.has_views and len(args) > 1 and isinstance(args[1], torch.Tensor) \
@@ -103,14 +103,14 @@ class DataAssignWatch:
         follow_data_assignment(target, args, id(target) in self.watched)
 
     def assign_data(self, types, assigned: tuple) -> torch.Tensor:
-        """``aten.shallow_copy_data_(x, y)`` recorded as the ``x.data = y`` it is (NOTE
-        [shallow_copy_data_]): the recorder's own call of the setter; returns ``x``."""
+        """``aten.shallow_copy_data_(x, y)`` recorded as the ``x.data = y`` it is
+        (NOTE [shallow_copy_data_]): the recorder's own call of the setter; returns ``x``."""
         self.__torch_function__(_DATA_ATTR.__set__, types, assigned)
         return assigned[0]
 
+    # NOTE [.data assignment of a viewed tensor]
     def viewed_data_set_written(self) -> bool:
-        """NOTE [.data assignment of a viewed tensor]
-        ``v = a.diagonal(); a.data = v; a.zero_(); v[1:].exp()``: eager's views of ``a``
+        """``v = a.diagonal(); a.data = v; a.zero_(); v[1:].exp()``: eager's views of ``a``
         keep their own geometry over the memory; functionalization regenerates a view after
         a write by replaying the ops that made it on its base's value, which ``.data =``
         replaced by one of another shape (an IndexError, or a view of the wrong elements).
@@ -135,8 +135,8 @@ def data_assign_swap(recorder, p: int, anchor: torch.Tensor, w: torch.Tensor,
     same = (anchor.grad_fn, w.requires_grad) == recorder.data_set_state[p]
     if same:
         return p in recorder.data_set_alias, False
-    # (a leaf's gradient node of its new shape is no record: NOTE [set_ under no_grad onto
-    # another shape] in runtime/swap_grad.py)
+    # (a leaf's gradient node of its new shape is no record:
+    # NOTE [set_ under no_grad onto another shape] in runtime/swap_grad.py)
     rewritten = not plain and w.requires_grad and p in recorder.data_set_alias and \
         not torch._functionalize_was_storage_changed(w) and not recorder.regraded(p, anchor)
     if rewritten and any(r[:2] == ("placeholder", p) for r in recorder.retained):

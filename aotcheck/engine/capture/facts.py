@@ -107,21 +107,21 @@ class InputFacts:
                                     # argument does not (NOTE [writes outside an argument])
     storage_output: int = -1        # a new storage_source: the candidate holding all of the
                                     # storage made inside (value_output, when data_mutated,
-                                    # is what was written to the old one: NOTE [writes before a
-                                    # storage swap] in swaps.py)
+                                    # is what was written to the old one:
+                                    # NOTE [writes before a storage swap] in swaps.py)
     grad_value_output: int = -1     # after a swap, written with grad: the candidate holding
                                     # its final value (NOTE [grad writes after a swap])
-    final_dtype: str = ""           # after ``x.data = y`` of another dtype: y's dtype (NOTE
-                                    # [.data assignment] in runtime/writeback.py), else ""
+    final_dtype: str = ""           # after ``x.data = y`` of another dtype: y's dtype
+                                    # (NOTE [.data assignment] in runtime/writeback.py), else ""
     old_grad_edge: bool = False     # a leaf used under grad mode, then set_() under no_grad onto
                                     # another shape: its gradient node at the call is a gradient
                                     # target too (NOTE [set_ under no_grad onto another shape])
     data_only: bool = False         # the swap is ``.data =`` with nothing autograd recorded on
-                                    # the argument after it (NOTE [.data assignment of an
-                                    # argument that requires grad] in swaps.py)
+                                    # the argument after it
+                                    # (NOTE [.data assignment of an argument that requires grad] in swaps.py)
     kept_grad_node: bool = False    # ``.data =`` onto another shape of a leaf while a use held
-                                    # its gradient node: eager's leaf keeps that node (NOTE
-                                    # [.data = onto another shape while a use holds the node])
+                                    # its gradient node: eager's leaf keeps that node
+                                    # (NOTE [.data = onto another shape while a use holds the node])
 
 
 @dataclass(frozen=True)
@@ -189,7 +189,7 @@ class RawFacts:
     new_leaves: tuple[NewLeaf, ...] = ()      # per leaf made inside (NOTE [new grad leaves])
     custom_functions: tuple = ()              # "name:digest" per custom Function backward reached
                                               # (NOTE [custom Function backward in the key])
-    # NOTE [imperative autograd on arguments and outputs] (runtime/artifact.py)
+    # NOTE [imperative autograd on arguments and outputs] (runtime/imperative.py)
     retained: tuple = ()                      # ("argument", leaf) | ("output", k) per retain_grad()
     hooks: tuple = ()                         # (argument leaf, written before) per hook registered
 

@@ -40,9 +40,9 @@ def storage_ref(t: torch.Tensor):
     return StorageWeakRef(unwrap_functorch(t).untyped_storage())
 
 
+# NOTE [functorch wrappers]
 def unwrap_functorch(t: torch.Tensor) -> torch.Tensor:
-    """NOTE [functorch wrappers]
-    Inside a ``torch.func`` transform the function works on functorch's wrappers
+    """Inside a ``torch.func`` transform the function works on functorch's wrappers
     (``TensorWrapper`` for grad/jvp/vjp, ``BatchedTensor`` for vmap), which have no storage of
     their own: each wraps the tensor of the level below, and its ops reach that tensor (the
     functional one, at the bottom) as aten ops. Where aotcheck asks a tensor for its storage,
@@ -173,8 +173,8 @@ def make_fx_exact(fn, **kwargs):
     alias of a bool tensor that requires grad raises "Autograd not support dtype: Bool"), and
     the plain way's graph is functionalized by a run of it. An explicit table, even an empty
     one, keeps every ``detach`` a gradient cut, as in eager; ``aten.alias`` in a graph is
-    then a view the function took (``x[...]``). The runtime does not rely on either (NOTE
-    [views the forward returns] in runtime/function.py)."""
+    then a view the function took (``x[...]``). The runtime does not rely on either
+    (NOTE [views the forward returns] in runtime/function.py)."""
     from torch.fx.experimental.proxy_tensor import make_fx
     return make_fx(fn, decomposition_table={}, **kwargs)
 
@@ -281,9 +281,9 @@ class eager_view_strides:
 EAGER_STRIDES_MAX_NUMEL = 1 << 18
 
 
+# NOTE [fake pointwise strides]
 def _pointwise_eager_strides(dispatch):
-    """NOTE [fake pointwise strides]
-    Eager lays out a pointwise op's result by TensorIterator's rules: the inputs' strides
+    """Eager lays out a pointwise op's result by TensorIterator's rules: the inputs' strides
     kept as they are when they are all non-overlapping and dense alike (size-1 dimensions
     included: ``a.transpose(1, 0)`` of a (1, 2, 4) tensor times 2 is (4, 8, 1)), else
     dense in the order of the inputs' strides, broadcast dimensions placed by its own

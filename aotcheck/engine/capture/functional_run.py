@@ -125,7 +125,8 @@ class FunctionalRun:
             copy = (p.requires_grad and nonleaf) or (
                 plain and not p.requires_grad and not fills_storage(p))
             if copy:
-                # NOTE [non-leaf copies under no_grad]: the copy stands for a tensor that
+                # NOTE [non-leaf copies under no_grad]
+                # the copy stands for a tensor that
                 # requires grad whatever mode the function is called in (the caller made it
                 # with grad on): made under no_grad or inference_mode it would not, and views
                 # of it would not either, where eager's views of the argument do
@@ -134,7 +135,7 @@ class FunctionalRun:
             else:
                 works.append(w)
         st = _RunState(placeholders, plain, wrappers, nbytes, works)
-        # NOTE [views of an argument given requires_grad_]
+        # see NOTE [views of an argument given requires_grad_]
         st.all_views, own_at_call = argument_views(self.sig, self.plan)
         views = st.all_views if self.argument_views else {}
         st.own_at_call = own_at_call if self.argument_views else {}
@@ -205,7 +206,7 @@ class FunctionalRun:
                                          else ("placeholder", src.index, 0))
         views = st.all_views if self.argument_views else {}
         recorder.watch_argument_views(views, st.view_bases, works, st.own_at_call)
-        # NOTE [resize_ of an argument] in recorder.py: eager's storage sizes, and how a
+        # NOTE [resize_ of an argument] in resize.py: eager's storage sizes, and how a
         # functional run grows a tensor (a plain run's fake tensors grow as eager's do)
         recorder.storage_nbytes = dict(enumerate(st.nbytes))
         if not st.plain:
@@ -279,7 +280,7 @@ class FunctionalRun:
                                                                    recorder.log, p)
                                        not in (None, geometry_of(w)))))
         if p in recorder.grown and not plain:
-            # NOTE [resize_ of an argument] in recorder.py: set_() onto its grown value is
+            # NOTE [resize_ of an argument] in resize.py: set_() onto its grown value is
             # no swap; the runtime replays the resize_ and writes the value back
             swapped, data, meta = False, True, True
         return data, meta, swapped
@@ -289,8 +290,8 @@ class FunctionalRun:
         the graph returns for it. Returns (data, storage_source, regrad, value, new_storage)."""
         plan, recorder, works = self.plan, st.recorder, st.works
         value, new_storage = w, None
-        # the flags that give gradient edges: an argument view's own (NOTE [views of
-        # an argument given requires_grad_])
+        # the flags that give gradient edges: an argument view's own
+        # (NOTE [views of an argument given requires_grad_])
         flags = [recorder.own_flags[q] if q in st.own_at_call else works[q].requires_grad
                  for q in range(len(works))]
         # a leaf's new gradient node after a swap onto another shape is no record of autograd
@@ -340,8 +341,8 @@ class FunctionalRun:
             # offset 3)
             new_storage = whole_storage(w)
             if recorded_by_autograd(w):
-                # the runtime replays autograd's record of set_() itself (NOTE
-                # [set_ recorded by autograd] in swap_grad.py); no gradient
+                # the runtime replays autograd's record of set_() itself
+                # (NOTE [set_ recorded by autograd] in swap_grad.py); no gradient
                 # reaches the storage's value through that node
                 new_storage = new_storage.detach()
         return data, storage_source, regrad, value, new_storage
@@ -384,7 +385,8 @@ class FunctionalRun:
         storage_bytes = _resized_storage_bytes(st.nbytes[p], recorder.resizes.get(p), p)
         if storage_bytes == 0:
             data = False        # nothing to write into a storage resized to zero bytes
-        # NOTE [requires_grad_ on an argument]: a leaf argument is still a leaf afterwards,
+        # NOTE [requires_grad_ on an argument]
+        # a leaf argument is still a leaf afterwards,
         # so requires_grad_() changed its flag, and no in-place op it had was recorded
         # by autograd (its mutations are replayed under no_grad). The runtime sets the
         # caller's flag: to True before the compiled function runs (so that it becomes
@@ -393,8 +395,8 @@ class FunctionalRun:
         # squeeze_, ...) give the gradient their geometry, so the runtime replays those
         # before the call too, and the graph reads the argument through an alias in its
         # geometry at the call (CompiledArtifact.__call__).
-        # an argument view's flag shows its base's (NOTE [views of an argument given
-        # requires_grad_]): only its own is the function's to set
+        # an argument view's flag shows its base's
+        # (NOTE [views of an argument given requires_grad_]): only its own is the function's to set
         anchor, before = st.anchors[p], st.before[p]
         flag = recorder.own_flags[p] if p in st.own_at_call else anchor.requires_grad
         rg_set = anchor.is_leaf and before[0] is None and flag != before[1]
@@ -491,8 +493,8 @@ class FunctionalRun:
                 f"input placeholder {st.swapped_views[0]} is a view of another argument (taken "
                 "before the call), the function calls set_() on it and a requires_grad setter "
                 "on that argument, and returns values that require grad; eager regenerates the "
-                "view's grad_fn onto its old base, which aotcheck does not replay (NOTE [views "
-                "of an argument given requires_grad_])")
+                "view's grad_fn onto its old base, which aotcheck does not replay "
+                "(NOTE [views of an argument given requires_grad_])")
         cands = tuple(Candidate(tuple(c.shape), str(c.dtype).replace("torch.", ""), c.requires_grad,
                                 *self.base_geometry.get(id(c), recorder.geometry.get(id(c), geometry_of(c)))[1:])
                       for c in candidates)

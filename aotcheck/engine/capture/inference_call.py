@@ -4,8 +4,8 @@ The trace of such a call runs under no_grad (``trace_grad_mode``), whose rules f
 requires grad differ from inference mode's (``CallRules`` holds what the trace emulates of
 the call's state); the recorder (recorder.py) runs each op through
 ``call_in_inference_mode`` (NOTE [views of inference tensors]) and collects, with
-``transform_results``, the tensors eager makes ordinary inside it (NOTE [ordinary outputs of
-an inference call] in outputs.py).
+``transform_results``, the tensors eager makes ordinary inside it
+(NOTE [ordinary outputs of an inference call] in outputs.py).
 """
 from __future__ import annotations
 
@@ -49,8 +49,8 @@ def call_in_inference_mode(func, args: tuple, kwargs: dict, target, recorder):
     under no_grad's rules, never under inference mode's), so the op runs under no_grad; its
     results get inference mode's flags (``_as_in_inference_mode``). ``recorder.made_in_call``:
     the tensors eager makes as inference tensors (NOTE [inference tensors made in the call]);
-    a view of one that ``.data =`` made ordinary raises as eager's does (NOTE [inference
-    state moved by .data =])."""
+    a view of one that ``.data =`` made ordinary raises as eager's does
+    (NOTE [inference state moved by .data =])."""
     with torch.no_grad():
         out = func(*args, **kwargs)
     if target is not None and id(target) in recorder.counterless and any(
@@ -130,8 +130,8 @@ def _as_in_inference_mode(out, target, args, kwargs, made: set):
     differs from inference mode in what requires grad. Inside inference mode autograd does
     not run at all, not even in an ``enable_grad`` region: no op's result requires grad,
     except a view of an ordinary tensor (an argument, or a view of one), which reads its
-    flag through its base. A view of a tensor made in the call, an inference tensor (NOTE
-    [inference tensors made in the call]), does not: ``p = nn.Parameter(...); v = p.view(2)``
+    flag through its base. A view of a tensor made in the call, an inference tensor
+    (NOTE [inference tensors made in the call]), does not: ``p = nn.Parameter(...); v = p.view(2)``
     gives ``v.requires_grad`` False, so ``v.retain_grad()`` raises; under no_grad the view
     would require grad. So a result that requires grad is replaced by its detach() (an alias
     to functionalization, as the view was), unless it is a view of an ordinary tensor or a

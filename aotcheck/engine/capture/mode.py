@@ -28,8 +28,8 @@ class TraceMode:
     way: str = FUNCTIONAL
     nonleaf_views: bool = False     # non-leaf argument copies are views of fresh storage
                                     # (NOTE [non-leaf copies] in functional_run.py)
-    argument_views: bool = False    # argument views are views in the trace too (NOTE [views
-                                    # of an argument given requires_grad_] in view_flags.py)
+    argument_views: bool = False    # argument views are views in the trace too
+                                    # (NOTE [views of an argument given requires_grad_] in view_flags.py)
     synthetic: tuple[int, ...] = ()  # alias groups (storage numbers) traced through a
                                      # synthetic base (NOTE [synthetic bases] in trace.py)
     reason: str = FIRST_WAY         # why: each change of way adds its sentence

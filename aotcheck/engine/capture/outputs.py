@@ -127,8 +127,8 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
             source = _alias_source(sig, input_storages[st], (shape, stride, offset),
                                         o.dtype, rg, tensor_user.get(id(o._base)))
             # eager regenerated its grad_fn as an as_strided of the root base: where it reaches
-            # outside the argument, the runtime cuts it from the argument's base (NOTE [as_strided
-            # clips] in recorder.py)
+            # outside the argument, the runtime cuts it from the argument's base
+            # (NOTE [as_strided clips] in recorder.py)
             common["from_root"] = regenerated and rg and not _inside(
                 (shape, stride, offset), sig.leaves[source], o.dtype)
             outputs[k] = (OutputFacts(True, input_storage=source,
@@ -267,9 +267,9 @@ def _alias_source(sig: Signature, candidates: list[int], geometry: tuple, dtype,
 
     Arguments that did not share storage at the call and do now (``a1.data = a0``, or
     ``a1.set_(a0)``): an autograd view of one of them (``viewed``, taken after the swap) is
-    rebuilt from that one, whose autograd history eager's view has (NOTE [.data assignment
-    of an argument that requires grad] in swaps.py: ``a1[1:]``'s gradient goes to a1's,
-    though its memory is a0's)."""
+    rebuilt from that one, whose autograd history eager's view has
+    (NOTE [.data assignment of an argument that requires grad] in swaps.py: ``a1[1:]``'s gradient goes to
+    a1's, though its memory is a0's)."""
     if len(candidates) == 1:
         return candidates[0]
     if viewed in candidates and len({sig.leaves[i].storage for i in candidates}) > 1:
@@ -349,8 +349,8 @@ _MULTI_VIEW_FNS = frozenset({"UnbindBackward0", "SplitBackward0", "SplitWithSize
 
 
 # NOTE [ordinary outputs of an inference call]
-# Called under ``inference_mode``, eager makes every tensor an inference tensor (NOTE
-# [inference tensors made in the call] in recorder.py) except views of ordinary tensors and
+# Called under ``inference_mode``, eager makes every tensor an inference tensor
+# (NOTE [inference tensors made in the call] in recorder.py) except views of ordinary tensors and
 # what a torch.func grad or jvp level computes: functorch runs those levels, and the function
 # ``vjp`` returns, with inference mode off (``_disable_inference_mode``), so
 # ``torch.func.grad(g)(p)``, ``torch.func.vjp(torch.sin, p)[1](t)[0]`` (a torch.autograd.grad

@@ -1,8 +1,8 @@
 """plan: how the graph's placeholders map to the user's argument leaves.
 
 Most arguments are their own placeholder. Arguments that share one storage and are
-mutated become members of a *synthetic base* (see NOTE [synthetic bases] in
-trace.py): the graph takes the group's root tensor and rebuilds each member
+mutated become members of a *synthetic base* (see
+NOTE [synthetic bases] in trace.py): the graph takes the group's root tensor and rebuilds each member
 inside the graph with ``as_strided``.
 
 Example: ``f(a, a[1:])`` where ``a[1:]`` is mutated, planned with a synthetic base::

@@ -120,8 +120,8 @@ def _mutating(name: str) -> bool:
 
 class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctionMode):
     """Records in-place metadata calls (``t_``, ``transpose_``, ...) on arguments, as the
-    user wrote them, so the runtime can replay exactly those calls (see NOTE [mutation
-    replay] in runtime/artifact.py): eager's strides and grad_fns then come out as eager's."""
+    user wrote them, so the runtime can replay exactly those calls (see
+    NOTE [mutation replay] in runtime/artifact.py): eager's strides and grad_fns then come out as eager's."""
 
     def __init__(self, watched: dict[int, tuple], rules: CallRules = CallRules()):
         super().__init__()
@@ -166,14 +166,14 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
         self.storage_nbytes: dict[int, int] = {}
         self.grown: set[int] = set()
         self.grow = None
-        # NOTE [inference tensors made in the call]: the tensors (by id) that eager, called
-        # inside inference_mode, makes as inference tensors: every tensor an op makes, except
-        # a view (or detach) of a tensor that is not one (a view of an argument is an ordinary
-        # tensor that only remembers it was made in inference mode). The trace runs outside
-        # inference mode, so its tensors do not say it themselves.
+        # NOTE [inference tensors made in the call]
+        # the tensors (by id) that eager, called inside inference_mode, makes as inference tensors:
+        # every tensor an op makes, except a view (or detach) of a tensor that is not one (a view of
+        # an argument is an ordinary tensor that only remembers it was made in inference mode). The
+        # trace runs outside inference mode, so its tensors do not say it themselves.
         self.made_in_call: set[int] = set()
-        self.inference_call = rules.inference   # the call is under inference_mode (NOTE
-                                                # [views of inference tensors])
+        self.inference_call = rules.inference   # the call is under inference_mode
+                                                # (NOTE [views of inference tensors])
         self.autocast = rules.autocast()        # NOTE [the autocast cache], or None
         # NOTE [ordinary outputs of an inference call] in outputs.py: tensors eager makes
         # with inference mode off although the call is under it
@@ -285,7 +285,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
             name == "__set__" and getattr(func, "__self__", None) is _REQUIRES_GRAD_ATTR))
         flag_before = target.requires_grad if sets_flag else None
         if name == "view" and target is not None and target.layout == torch.strided and not kwargs:
-            # NOTE [view strides on fake tensors]
+            # see NOTE [view strides on fake tensors]
             shape, stride, _ = self.geometry.get(id(target)) or geometry_of(target)
             sizes = view_sizes(shape, args[1:])
             if sizes is not None and not viewable(shape, stride, sizes):
@@ -376,9 +376,9 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
                 self._alive.append(t)
         return out
 
+    # NOTE [calls inside a torch.func transform]
     def _inside_transform(self, func, name, target, args, kwargs):
-        """NOTE [calls inside a torch.func transform]
-        Inside ``torch.func.grad`` / ``jvp`` / ``vjp`` / ``vmap`` the function's tensors are
+        """Inside ``torch.func.grad`` / ``jvp`` / ``vjp`` / ``vmap`` the function's tensors are
         functorch's wrappers (NOTE [functorch wrappers] in functional.py): the transform's
         own levels, which it unwraps before it returns. Its leaves (``requires_grad_()`` on
         its inputs), views and geometry are the transform's, never the caller's, so none of
@@ -403,9 +403,9 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
                 self.ordinary.add(id(bottom))
                 self._alive.append(bottom)
 
+    # NOTE [out= resizes]
     def _resize_outs(self, func, args: tuple, kwargs: dict) -> None:
-        """NOTE [out= resizes]
-        Eager's ``out=`` variants resize an out tensor whose shape is not the result's
+        """Eager's ``out=`` variants resize an out tensor whose shape is not the result's
         (``at::native::resize_output``: a ``resize_`` of the argument, with a deprecation
         warning when it had elements), then write it. Functionalization resizes its
         functional value inside the op, where neither this recorder nor the runtime sees it:
@@ -440,8 +440,8 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
                              own: dict) -> None:
         """``views``: per base placeholder, the placeholders whose caller's tensor is a view
         of the base's; ``bases``: per such view placeholder, the leaf its work views in the
-        trace; ``own``: each one's own flag at the call (NOTE [views of an argument given
-        requires_grad_] in view_flags.py)."""
+        trace; ``own``: each one's own flag at the call
+        (NOTE [views of an argument given requires_grad_] in view_flags.py)."""
         for p, qs in views.items():
             self._views_of[id(works[p])] = [bases[q] for q in qs]
             for q in qs:
@@ -458,9 +458,9 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
         for leaf in self._views_of.get(id(target), ()):
             leaf.requires_grad_(target.requires_grad)
 
+    # NOTE [as_strided clips]
     def _note_view(self, name: str, target: torch.Tensor, t: torch.Tensor) -> None:
-        """NOTE [as_strided clips]
-        Eager's ``AsStridedBackward0`` reads the gradient back with the geometry of the tensor
+        """Eager's ``AsStridedBackward0`` reads the gradient back with the geometry of the tensor
         ``as_strided`` was called on: where the view reaches outside that tensor's memory
         (``a[3].as_strided(...)`` onto row 2), those elements get no gradient. The runtime
         rebuilds an aliased output with ``as_strided`` on its base (NOTE [alias regeneration]),
@@ -506,8 +506,8 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
 
     def _argument_hook(self, target: torch.Tensor, hook, key: tuple | None = None):
         """``register_hook`` on an argument (or on a grad leaf made inside, ``key`` ("new", j)):
-        recorded for the runtime, which registers it on the caller's tensor (NOTE [imperative
-        autograd on arguments and outputs]), not on the trace's (the joint would apply it
+        recorded for the runtime, which registers it on the caller's tensor
+        (NOTE [imperative autograd on arguments and outputs]), not on the trace's (the joint would apply it
         twice); its real handle's ``remove()`` unrecords it."""
         from collections import OrderedDict
         from torch.utils.hooks import RemovableHandle
@@ -520,7 +520,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
         return handle
 
     def _record_resize(self, target: torch.Tensor, size) -> None:
-        """NOTE [storage resizes] in functional_run.py: a resize of an argument is replayed."""
+        """NOTE [storage resizes] in resize.py: a resize of an argument is replayed."""
         kind, index = self.watched.get(id(target), (None, None))
         if kind == "placeholder":
             self.resizes[index] = int(size)
@@ -545,8 +545,8 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
                 and all(t is not n for n in self.new_leaves):
             self.new_leaves.append(t)
             self._alive.append(t)
-            # its geometry when it became a leaf (a wrapper's own can drift later: NOTE
-            # [eager geometry]); one recorded before of another shape is stale: set_(), which
+            # its geometry when it became a leaf (a wrapper's own can drift later:
+            # NOTE [eager geometry]); one recorded before of another shape is stale: set_(), which
             # reaches no TorchFunctionMode, changed it (``v.set_(a[1:])``)
             known = self.geometry.get(id(t))
             if known is None or tuple(known[0]) != tuple(t.shape):

@@ -1,6 +1,6 @@
 """reshaped: set_() (or ``.data =``) under no_grad onto another shape of a leaf argument that
-requires grad, as the recorder sees it (NOTE [set_ under no_grad onto another shape] in
-runtime/swap_grad.py).
+requires grad, as the recorder sees it
+(NOTE [set_ under no_grad onto another shape] in runtime/swap_grad.py).
 
 Mixed into recorder.py's ``MetadataRecorder``: set_() reaches no TorchFunctionMode, so a swap
 is noticed at the next call that reads the argument's wrapper (``regrad_reshaped``), which gives
@@ -30,8 +30,8 @@ def lowers_data_assignment(fn) -> bool:
     """Is ``fn`` Dynamo's graph (a GraphModule's forward) of a function that assigned
     ``.data``? Dynamo lowers ``x.data = y`` to ``set_()`` under no_grad followed by a call of
     its own that lowers the version counter: the graph's swaps may then be ``.data =``, whose
-    AccumulateGrad eager keeps (NOTE [set_ under no_grad onto another shape] in
-    runtime/swap_grad.py)."""
+    AccumulateGrad eager keeps
+    (NOTE [set_ under no_grad onto another shape] in runtime/swap_grad.py)."""
     fn = inspect.unwrap(fn)                 # aotcheck's lifting wraps it (lift.py)
     graph = getattr(getattr(fn, "__self__", fn), "graph", None)
     return isinstance(graph, torch.fx.Graph) and any(
@@ -73,8 +73,8 @@ class ReshapeWatch:
         shape: autograd sums the (2, 2) gradient down to (2,), and AccumulateGrad broadcasts
         it into ``.grad`` in the leaf's new shape. Once nothing holds it (``del y`` before
         the use, or a use whose result was dropped), the next use makes a new node of the new
-        shape, as after a set_() (NOTE [set_ under no_grad onto another shape] in
-        runtime/swap_grad.py).
+        shape, as after a set_()
+        (NOTE [set_ under no_grad onto another shape] in runtime/swap_grad.py).
 
         The trace runs the function's Python, so what it holds is what eager's function
         holds. The recorder notes, weakly, every tensor made by a call autograd recorded
@@ -157,8 +157,8 @@ class ReshapeWatch:
         eager's leaf gets a new AccumulateGrad (NOTE [set_ under no_grad onto another shape]
         in runtime/swap_grad.py). Used under grad mode before, its gradient node at the call
         is kept as a gradient target too (set_() left the uses before it there); after
-        ``.data =``, while a use still holds that node, the wrapper keeps it (NOTE [.data =
-        onto another shape while a use holds the node]). Refused (swaps.py): a second swap
+        ``.data =``, while a use still holds that node, the wrapper keeps it
+        (NOTE [.data = onto another shape while a use holds the node]). Refused (swaps.py): a second swap
         onto another shape."""
         for t in pytree.tree_leaves(args):
             if not isinstance(t, torch.Tensor) or id(t) not in self.grad_wrappers:
@@ -179,7 +179,7 @@ class ReshapeWatch:
             if index in self.grad_used:
                 if index in self.data_sets or self.data_lowered:
                     if self._old_node_held(index):
-                        # NOTE [.data = onto another shape while a use holds the node]
+                        # see NOTE [.data = onto another shape while a use holds the node]
                         self.kept_nodes.add(index)
                         continue
                 self.old_edges[index] = edge

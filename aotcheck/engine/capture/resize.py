@@ -1,7 +1,7 @@
 """resize: what ``resize_`` and ``out=`` do to a tensor's geometry while it is traced.
 
-The recorder (``recorder.py``) asks these: the shapes an op gives without ``out=`` (NOTE
-[out= resizes]), the geometry a ``resize_`` leaves (NOTE [resize_ of an argument]), whether a
+The recorder (``recorder.py``) asks these: the shapes an op gives without ``out=``
+(NOTE [out= resizes]), the geometry a ``resize_`` leaves (NOTE [resize_ of an argument]), whether a
 view reaches outside its source, and the geometry a logged replay ends in.
 """
 from __future__ import annotations
@@ -52,9 +52,9 @@ def result_shapes(func, args: tuple, kwargs: dict, geometry: dict | None = None)
     return None
 
 
+# NOTE [out= strides]
 def restrides_out(func) -> bool:
-    """NOTE [out= strides]
-    Eager's TensorIterator kernels (pointwise ops) give an out tensor they resize the layout
+    """Eager's TensorIterator kernels (pointwise ops) give an out tensor they resize the layout
     of their result (TensorIteratorBase::set_output_raw_strided: ``resize_output``, then
     ``as_strided_`` to the strides computed from the inputs), so ``torch.sin(x.t(),
     out=torch.empty(0))`` is laid out as ``x.t()``; fake and meta tensors resize it contiguous
@@ -72,8 +72,8 @@ EAGER_OUT_MAX_NUMEL = 1 << 18
 
 def _run_on_ones(func, args: tuple, kwargs: dict, geometry: dict | None) -> list:
     """Run ``func`` with its ``out=`` on real CPU tensors of the same dtypes and geometries
-    (ones; out tensors as they are before the op; ``geometry``: eager's, NOTE [eager
-    geometry]), outside the trace; returns the out tensors after it. Raises what eager's
+    (ones; out tensors as they are before the op; ``geometry``: eager's,
+    NOTE [eager geometry]), outside the trace; returns the out tensors after it. Raises what eager's
     kernel raises on those tensors, or ValueError past ``EAGER_OUT_MAX_NUMEL`` elements."""
     import warnings
     from torch.utils._python_dispatch import _disable_current_modes
@@ -127,9 +127,9 @@ def out_layouts(func, args: tuple, kwargs: dict, shapes: list,
 OUT_DTYPE_ERRORS = re.compile(r"dtype|can't be cast to the desired output type|out type", re.I)
 
 
+# NOTE [out= dtype checks]
 def check_out_dtypes(func, args: tuple, kwargs: dict, geometry: dict | None = None) -> None:
-    """NOTE [out= dtype checks]
-    ``torch.clamp(a, 0, 1, out=torch.empty(0, dtype=torch.float64))`` with a float32 ``a``:
+    """``torch.clamp(a, 0, 1, out=torch.empty(0, dtype=torch.float64))`` with a float32 ``a``:
     eager's CPU kernel refuses the out tensor's dtype (RuntimeError), but the meta and fake
     kernels the trace runs do not check it, and functionalization turns the call into the op
     without out= and a copy, which casts. So each out= call also runs as eager runs it, on
@@ -174,9 +174,9 @@ class EagerOutLayouts(torch.overrides.TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+# NOTE [resize_ of an argument]
 def resize_geometry(rec, target, args, kwargs) -> tuple:
-    """NOTE [resize_ of an argument]
-    Eager's ``t.resize_(size)`` keeps ``t``'s storage and offset: when ``size`` needs more
+    """Eager's ``t.resize_(size)`` keeps ``t``'s storage and offset: when ``size`` needs more
     bytes than the storage has, the storage grows in place (its bytes kept, the new ones
     uninitialised), and ``t`` becomes contiguous from its offset (a resize to the sizes it
     already has changes nothing). A shrink is a view, which functionalization replays as
@@ -185,16 +185,17 @@ def resize_geometry(rec, target, args, kwargs) -> tuple:
     a tensor itself (``resize.grow``): its value becomes ``aten.resize`` of it (a
     clone, grown), set_() onto the tensor. Where another tensor views the storage (eager's
     view sees the grown tensor's writes; the clone's would not) the first way refuses, and
-    capture takes the second, which grows the storage itself (NOTE [a storage grown by
-    resize_] in storage_views.py); a view of an argument grown inside is refused by name.
+    capture takes the second, which grows the storage itself
+    (NOTE [a storage grown by resize_] in storage_views.py); a view of an argument grown inside is refused by
+    name.
 
     The clone holds ``t``'s own elements only. That is eager's grown tensor when ``t`` is dense
     and ends where its storage ends (``randn(0)``, ``randn(2)``, ``x[1:]`` of a 1-d ``x``): it
     then holds ``t``'s elements, in memory order, and new ones. Otherwise eager's grown
     tensor also reads the storage's other elements, which the graph does not hold: refused.
-    The runtime replays the user's resize_ on the caller's tensor (NOTE [mutation replay] in
-    runtime/artifact.py), which grows its storage as eager's does, and then writes the argument's
-    new value back.
+    The runtime replays the user's resize_ on the caller's tensor
+    (NOTE [mutation replay] in runtime/artifact.py), which grows its storage as eager's does, and then writes
+    the argument's new value back.
 
     Returns (eager's geometry after the call, whether it grows the storage), or (None,
     False) when the call will raise as eager's does (a tensor that requires grad: "cannot
@@ -293,8 +294,9 @@ def replayed_geometry(start: tuple, log: list, p: int) -> tuple | None:
 
 
 def grow(t: torch.Tensor, size: tuple, watched: dict, old_storage: dict) -> None:
-    """Grow functional tensor ``t`` to ``size`` as eager's resize_ does (NOTE [resize_ of an
-    argument] in recorder.py): its value becomes ``aten.resize`` of it, set_() onto it."""
+    """Grow functional tensor ``t`` to ``size`` as eager's resize_ does
+    (NOTE [resize_ of an argument] in resize.py): its value becomes ``aten.resize`` of it, set_() onto
+    it."""
     kind, p = watched.get(id(t), (None, None))
     if kind == "placeholder":
         old_storage.pop(p, None)        # aotcheck's own alias (NOTE [writes before a storage swap])
@@ -304,8 +306,9 @@ def grow(t: torch.Tensor, size: tuple, watched: dict, old_storage: dict) -> None
         torch._C._functionalization.get_view_meta_sequence(t)
     del storage
     if shared:
-        # the second way grows the storage itself (NOTE [a storage grown by resize_] in
-        # storage_views.py): capture takes it on this refusal (errors.VIEW_LIMITS)
+        # the second way grows the storage itself
+        # (NOTE [a storage grown by resize_] in storage_views.py): capture takes it on this refusal
+        # (errors.VIEW_LIMITS)
         raise UnsupportedInputError(
             "the function grows a tensor with resize_() beyond its storage while another tensor "
             "views that storage (or it is itself a view); functionalization cannot grow a "

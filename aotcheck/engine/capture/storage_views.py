@@ -86,8 +86,8 @@ class StorageTagger:
         self.alive: list[torch.Tensor] = []      # keeps every numbered storage alive
         self.writes: list[int] = []
         self.nbytes: dict[int, int] = {}         # storage -> its size in bytes when last seen
-        self.grown: set[int] = set()             # storages a resize_ grew (NOTE [a storage
-                                                 # grown by resize_])
+        self.grown: set[int] = set()             # storages a resize_ grew
+                                                 # (NOTE [a storage grown by resize_])
 
     def sid(self, t: torch.Tensor) -> int:
         ref = storage_ref(t)
@@ -299,9 +299,9 @@ def _out_of_place(func):
     return None
 
 
+# NOTE [.data assignment in the plain trace]
 def follow_data_assignment(target: torch.Tensor, args: tuple, argument: bool) -> None:
-    """NOTE [.data assignment in the plain trace]
-    ``b.data = c`` is no aten op: make_fx records nothing, and its tracer keeps ``b`` on the
+    """``b.data = c`` is no aten op: make_fx records nothing, and its tracer keeps ``b`` on the
     node of its old value, so the plain graph computed ``b * 2`` from the memory ``b`` had,
     and returned it for ``b`` (every ``.data =`` the second way traced was lost: the values
     of ``b.data = c; return b * 2``, an argument given ``.data =``, a Parameter made inside

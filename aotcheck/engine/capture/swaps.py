@@ -106,9 +106,9 @@ def storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, st
         copies the graph's value of the whole storage into it, since the final geometry
         may cover less of it than the writes did.
 
-        Autograd and a swap: a set_() that autograd recorded (NOTE [set_ recorded by
-        autograd] in swap_grad.py: the argument's grad_fn is the NotImplemented node at the
-        end), and one under no_grad of an argument that requires grad onto a tensor of its
+        Autograd and a swap: a set_() that autograd recorded
+        (NOTE [set_ recorded by autograd] in swap_grad.py: the argument's grad_fn is the NotImplemented node
+        at the end), and one under no_grad of an argument that requires grad onto a tensor of its
         shape (NOTE [set_ under no_grad]), are replayed as eager's. Other swaps of arguments
         that require grad are refused, and so are swaps onto another argument that requires
         grad, unless the one that requires grad was given requires_grad_() only after the
@@ -158,8 +158,8 @@ def storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, st
         # no_grad). Where the argument was moved by ``.data =`` only (no set_()) and autograd
         # recorded something on it since (``data_only`` here also carries that case,
         # data_assign.data_assign_swap's ``rewritten``), the swap is replayed as above and then
-        # the graph's final value of the argument is copied into it under grad mode (NOTE [grad
-        # writes after a swap] in swap_grad.py): its gradient reaches the argument's history at
+        # the graph's final value of the argument is copied into it under grad mode
+        # (NOTE [grad writes after a swap] in swap_grad.py): its gradient reaches the argument's history at
         # the call, and the operands of the writes, through the compiled function, as eager's
         # does; a0 and a1 share a0's memory after the call, as in eager. On a leaf that
         # requires grad that copy raises eager's error (an in-place op autograd records on a
@@ -171,8 +171,8 @@ def storage_swap(plan: InputPlan, p: int, w: torch.Tensor, works, start_refs, st
             # swap (writeback._grad_own), which keeps that history (a copy under no_grad lost
             # it: fuzz seed 3, the sign of the leaf's gradient, silently)
             return source
-        # written with grad after a swap that autograd did not record (NOTE [grad writes
-        # after a swap] in swap_grad.py), onto a storage whose tensor requires no grad
+        # written with grad after a swap that autograd did not record
+        # (NOTE [grad writes after a swap] in swap_grad.py), onto a storage whose tensor requires no grad
         if regrad and source != p and (source == -2 or not flags[source]):
             return source
         if (flags[p] and not kept and not grad_after_swap(recorder, before, p, p, ref)) or (

@@ -66,9 +66,9 @@ class Captured:
     out_spec: object = field(repr=False, default=None)
     geometry: object = field(repr=False, default=None)   # EagerGeometry or None (joint reuses it)
     mode: TraceMode = TraceMode()   # which way it was traced, and why (mode.py)
-    hook_fns: tuple = field(repr=False, default=())   # per facts.hooks, the hook (NOTE [imperative
-                                    # autograd on arguments and outputs]); not data: a cache hit
-                                    # collects them again (argument_hooks)
+    hook_fns: tuple = field(repr=False, default=())   # per facts.hooks, the hook
+                                    # (NOTE [imperative autograd on arguments and outputs]); not data: a
+                                    # cache hit collects them again (argument_hooks)
 
     @property
     def plain(self) -> bool:        # traced on plain fake tensors, then functionalized
@@ -138,10 +138,10 @@ def eager_geometry(fn, leaves: list, in_spec, sig: Signature) -> EagerGeometry |
 
 
 def argument_hooks(fn, leaves: list, in_spec, sig: Signature, expected: tuple) -> tuple:
-    """The hooks ``fn`` registers on its arguments (NOTE [imperative autograd on arguments and
-    outputs], runtime/artifact.py), from a run of it on fake copies of the arguments, as
-    eager runs it: a cache hit has the graphs but not these Python callables. ``expected``
-    is the entry's ``meta.hooks``; a run that registers others raises ValueError (the entry
+    """The hooks ``fn`` registers on its arguments
+    (NOTE [imperative autograd on arguments and outputs], runtime/imperative.py), from a run of it on fake
+    copies of the arguments, as eager runs it: a cache hit has the graphs but not these Python callables.
+    ``expected`` is the entry's ``meta.hooks``; a run that registers others raises ValueError (the entry
     is then compiled again)."""
     from collections import OrderedDict
     from torch._subclasses.fake_tensor import FakeTensorMode

@@ -34,9 +34,9 @@ def argument_views(sig: Signature, plan: InputPlan) -> tuple[dict[int, list[int]
     work made a view of a leaf holding its value (``_as_argument_view``; only then, as the
     other facts, set_() among them, read arguments as non-views), and the recorder gives
     that leaf the flag the base's work gets: autograd then gives the view eager's flag and
-    edges. Its own flag alone is the function's to set (NOTE [requires_grad_ on an
-    argument]); the joint takes a gradient for it only where that is on, with the view as
-    the target. Which argument is whose ``._base`` is in the signature (``GroupSpec.bases``).
+    edges. Its own flag alone is the function's to set
+    (NOTE [requires_grad_ on an argument]); the joint takes a gradient for it only where that is on, with the
+    view as the target. Which argument is whose ``._base`` is in the signature (``GroupSpec.bases``).
     A mutated alias group's members are views of its synthetic base in the trace, outside
     this path.
     """
@@ -71,15 +71,15 @@ def caller_view(base: torch.Tensor, shape, stride, offset) -> torch.Tensor:
     """An aliased argument (a member of a synthetic base), rebuilt in the trace as the view its
     caller took before the call, with grad on: made in the call's grad mode (no_grad,
     inference_mode), the view would carry that creation mode, and an in-place op on it inside
-    an enable_grad region of the function would raise where eager runs it (NOTE [non-leaf
-    copies under no_grad] in functional_run.py)."""
+    an enable_grad region of the function would raise where eager runs it
+    (NOTE [non-leaf copies under no_grad] in functional_run.py)."""
     with torch.inference_mode(False), torch.enable_grad():
         return base.as_strided(shape, stride, offset)
 
 
+# NOTE [requires_grad_ on an aliased argument]
 def check_member_flags(graph, facts: RawFacts, plan: InputPlan) -> None:
-    """NOTE [requires_grad_ on an aliased argument]
-    ``a0.requires_grad_()`` where ``a0`` shares storage with another argument that the
+    """``a0.requires_grad_()`` where ``a0`` shares storage with another argument that the
     function mutates (in data or metadata): in the trace ``a0`` is a view of the group's
     synthetic base, not the caller's tensor. The runtime replays the flag on the caller's
     tensor, in order with the members' metadata calls, so the caller's ``a0`` and the

@@ -147,7 +147,8 @@ def _build(joint: Joint, fw_set: set[fx.Node], bw_set: set[fx.Node], saved: list
         val = s.meta.get("val")
         if isinstance(val, torch.Tensor) and val.layout == torch.strided \
                 and StorageWeakRef(val.untyped_storage()) in mutated_vals:   # sparse: no storage
-            # NOTE [saved values of mutated inputs]: the runtime mutates that input after the
+            # NOTE [saved values of mutated inputs]
+            # the runtime mutates that input after the
             # forward; the backward needs the value from before, so save a copy.
             clone = fg.call_function(torch.ops.aten.clone.default, (node,))
             clone.meta = dict(node.meta)

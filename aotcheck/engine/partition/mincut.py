@@ -51,9 +51,9 @@ backward could read a forward value, and a cut must save something on it. A
 candidate whose ``n_in`` falls on the sink side is recomputed in the backward;
 a candidate whose edge is cut is saved. Saving an input costs nothing (its
 memory is held by the caller), unless the runtime mutates it after the forward:
-then the forward saves a copy (NOTE [saved values of mutated inputs] in
-cut.py), which costs its bytes. Among the minimum cuts, the one nearest
-the sink is taken: it saves the same bytes and recomputes the fewest ops.
+then the forward saves a copy
+(NOTE [saved values of mutated inputs] in cut.py), which costs its bytes. Among the minimum cuts, the one
+nearest the sink is taken: it saves the same bytes and recomputes the fewest ops.
 
 # NOTE [min-cut and inputs mutated later]
 Rematerializing from an input means the backward reads the input as it was

@@ -20,7 +20,7 @@ on only if autograd saw the original mutation (otherwise under no_grad, which is
 what makes mutations under no_grad or through ``.detach()`` legal on leaves that
 require grad).
 
-# NOTE [lazy backward]
+# NOTE [the backward built at first use]
 The backward graph is turned into code at the first backward, not before. An
 artifact loaded from the cache may have no backward at all; it then asks its
 ``backward_source`` (a re-trace of the joint) and reports it through
@@ -69,14 +69,14 @@ class ArtifactParts:
     fw_candidates: tuple[int, ...]          # the candidate values the forward graph returns
     diff_outputs: tuple[int, ...] = ()
     grad_inputs: tuple[int, ...] = ()
-    backward: fx.Graph | None = None        # None: built at the first backward (NOTE [lazy backward])
+    backward: fx.Graph | None = None        # None: built at the first backward (NOTE [the backward built at first use])
     out_spec: Any = None                    # the pytree spec of the function's result
     constants: dict = field(default_factory=dict)   # get_attr target -> tensor, for both graphs
     backward_mutations: tuple = ()          # NOTE [backward mutations], joint.py
     grad_reach: tuple = ()                  # NOTE [per-output reach], joint.py
-    hook_fns: tuple = ()                    # per meta.hooks (NOTE [imperative autograd on
-                                            # arguments and outputs]); an entry's come from a run
-                                            # on fakes (capture.trace.argument_hooks)
+    hook_fns: tuple = ()                    # per meta.hooks
+                                            # (NOTE [imperative autograd on arguments and outputs]); an
+                                            # entry's come from a run on fakes (capture.trace.argument_hooks)
 
 
 _NO_CONTEXT = contextlib.nullcontext()
@@ -114,7 +114,8 @@ class CompiledArtifact:
         self._nondiff = nondiff
         self.retained_diff = retained_outputs(meta, fw_candidates, diff_outputs) if self.training \
             else ()
-        # NOTE [unread placeholders]: a placeholder the forward graph never reads and whose
+        # NOTE [unread placeholders]
+        # a placeholder the forward graph never reads and whose
         # gradient the joint found None (a lifted tensor the function overwrote in its Python
         # state before reading it) gets no gradient edge, as eager's function has none to it:
         # autograd's engine runs every node that an edge reaches, even with no gradient, and
@@ -178,7 +179,7 @@ class CompiledArtifact:
         self._reshaping = tuple(m for m in meta.mutations if m.storage_source.swapped and not
                                 m.grad_mode and m.grad_value_output < 0 and not m.kept_node) \
             if self.training else ()
-        # NOTE [imperative autograd on arguments and outputs]
+        # NOTE [imperative autograd on arguments and outputs] (imperative.py)
         if len(parts.hook_fns) != len(meta.hooks):
             raise AotcheckError("a compiled entry registers tensor hooks on its arguments but has "
                                 "no hook functions for them; clear the cache entry "
@@ -287,7 +288,8 @@ class CompiledArtifact:
             if meta.metadata_ops else {}
         at_call.update(self._between)        # written back before their metadata calls
         nodes_at_call = retain_at_call(self, leaves) if meta.retained else {}
-        # NOTE [writes in an enable_grad region]: grad mode is off at the call, but the
+        # NOTE [writes in an enable_grad region]
+        # grad mode is off at the call, but the
         # function wrote an argument inside an enable_grad region, where eager's autograd
         # recorded the write (the argument's grad_fn changes); each write and metadata call
         # is replayed in the grad mode it ran in, so the replay turns grad on for the
@@ -426,7 +428,8 @@ class CompiledArtifact:
                 c = meta.intermediate_bases[o.source]
                 base = bases.get(c)
                 if base is None:
-                    # NOTE [one storage per intermediate]: every view of one intermediate is
+                    # NOTE [one storage per intermediate]
+                    # every view of one intermediate is
                     # cut from the same tensor, so they share storage as in eager. The graph's
                     # value is re-laid out only when its elements sit elsewhere in memory
                     # (a size-1 dimension's stride addresses nothing); a copy per output
@@ -505,8 +508,8 @@ def _fast_unflatten(spec):
 
 
 def _make_grad_leaves(specs, leaves: list) -> list:
-    """The leaves that require grad which the function makes (NOTE [new grad leaves] in
-    capture/autograd_facts.py), made before the graph runs."""
+    """The leaves that require grad which the function makes
+    (NOTE [new grad leaves] in capture/autograd_facts.py), made before the graph runs."""
     device = next((t.device for t in leaves if isinstance(t, torch.Tensor)), torch.device("cpu"))
     out = []
     for spec in specs:

@@ -55,7 +55,8 @@ def _last_uses(graph: fx.Graph) -> dict[fx.Node, list[fx.Node]]:
 
 
 def _free(lines: list[str], values, names: dict) -> None:
-    # NOTE [free after last use]: each local is dropped after its last use, as eager drops a
+    # NOTE [free after last use]
+    # each local is dropped after its last use, as eager drops a
     # temporary, so a backward that recomputes a chain holds only what is still needed.
     if values:
         lines.append(f"    del {', '.join(names[v] for v in values)}")

@@ -41,9 +41,9 @@ def returnable(fw, saved, primals) -> list:
     graph returns is therefore replaced by a tensor that is no view: a ``detach()`` of it
     where it shares its memory with another value the graph returns (made by the graph, not
     an argument's), else a copy. The detach keeps that memory shared: the runtime cuts the
-    outputs that share a storage in eager from the graph values over it (NOTE [one storage
-    per intermediate] in artifact.py), so two values over one storage must still be over one
-    after the Function. ``return y.detach().t(), y[0]`` needs both ``y`` and its detach as
+    outputs that share a storage in eager from the graph values over it
+    (NOTE [one storage per intermediate] in artifact.py), so two values over one storage must still be over
+    one after the Function. ``return y.detach().t(), y[0]`` needs both ``y`` and its detach as
     bases: torch 2.13 traces ``y.detach()`` as ``aten.detach`` (no view), torch 2.14 and
     later as ``aten.alias`` (a view), whose copy made output 0 a fresh tensor."""
     fw = list(fw)
@@ -94,8 +94,8 @@ def make_function(art):
             # then the grad leaves made inside (not read), then the geometry at the call of
             # arguments whose metadata was replayed before it (see CompiledArtifact.__call__),
             # then the graph's values where it ran before the call and the leaves' gradient
-            # nodes of before their swaps (NOTE [set_ under no_grad onto another shape] in
-            # swap_grad.py; not read)
+            # nodes of before their swaps
+            # (NOTE [set_ under no_grad onto another shape] in swap_grad.py; not read)
             primals = inputs[:n_primals]
             pre = inputs[n_primals + n_new + 1]
             outs = pre if pre is not None else \
@@ -108,8 +108,8 @@ def make_function(art):
             if nondiff:
                 ctx.mark_non_differentiable(*[fw[k] for k in nondiff])
             if bw_mutations:
-                # a negative index is forward output -index - 1 (NOTE [backward mutations of
-                # returned values] in joint.py): the very tensor the caller gets
+                # a negative index is forward output -index - 1
+                # (NOTE [backward mutations of returned values] in joint.py): the very tensor the caller gets
                 ctx.mutated_in_backward = [primals[m[0]] if m[0] >= 0 else fw[-m[0] - 1]
                                            for m in bw_mutations]
             ctx.retained_refs = {}      # filled by the runtime (NOTE [retained outputs])

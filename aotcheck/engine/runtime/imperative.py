@@ -15,17 +15,17 @@ import torch
 
 from ..analyze import ALIAS_OF_OUTPUT, SAME_AS_OUTPUT
 
+# NOTE [imperative autograd on arguments and outputs]
 def imperative_autograd(art, leaves: list, out: list, values: list, at_call: dict) -> None:
-    """NOTE [imperative autograd on arguments and outputs]
-    ``retain_grad()`` and ``register_hook`` act on a tensor's autograd identity, which
+    """``retain_grad()`` and ``register_hook`` act on a tensor's autograd identity, which
     the trace's tensors do not share with the caller's: capture records them (recorder.py)
     and the runtime makes the same calls on the caller's tensors. An argument's hook is
     registered on the caller's tensor, persisting after the call as eager's does, and is
     never traced into the joint (it would apply twice); before the call when the function
     registered it before writing the argument in place (it then belongs to the gradient of
     the argument as it was, as eager's), after the write-back otherwise. retain_grad() on an
-    argument is made on the caller's tensor, where eager's hook ends (NOTE [where an
-    argument's retained gradient sits] in capture/autograd_facts.py: before the replays
+    argument is made on the caller's tensor, where eager's hook ends
+    (NOTE [where an argument's retained gradient sits] in capture/autograd_facts.py: before the replays
     when a metadata call follows it, else after the write-back, with the function's own part
     of the gradient added by the backward), and on a returned tensor on the output the
     caller gets, after the call.
@@ -47,8 +47,8 @@ def imperative_autograd(art, leaves: list, out: list, values: list, at_call: dic
         if node is not None and hasattr(node, "retained_refs"):
             if kind == "output":
                 t = own_node(art, out, index, t)
-            # an argument's own part: only where the call gave it a new node (NOTE
-            # [retained outputs]); on its node at the call, its hook gets the whole gradient
+            # an argument's own part: only where the call gave it a new node
+            # (NOTE [retained outputs]); on its node at the call, its hook gets the whole gradient
             node_now = at_call.get(("v", index), t.grad_fn)     # retain_between's
             if (kind, index) in own and (kind == "output" or node_now is not at_call.get(index)):
                 node.retained_refs[own[kind, index]] = weakref.ref(t)
@@ -56,8 +56,8 @@ def imperative_autograd(art, leaves: list, out: list, values: list, at_call: dic
 
 
 def retain_at_call(art, leaves: list) -> dict:
-    """retain_grad() on the arguments whose hook stays on their node at the call (NOTE
-    [where an argument's retained gradient sits] in capture/autograd_facts.py), before the
+    """retain_grad() on the arguments whose hook stays on their node at the call
+    (NOTE [where an argument's retained gradient sits] in capture/autograd_facts.py), before the
     runtime replays their metadata calls: autograd leaves it there, as eager's. Returns the
     retained arguments' gradient nodes at the call."""
     at_call = {}
@@ -73,8 +73,8 @@ def skip_unreached(hook):
     """A hook the runtime registers on a caller's tensor, skipped for a None gradient.
 
     The compiled function is one node with an edge to every argument that requires grad; a
-    backward through only some of its outputs hands the others' arguments None (NOTE
-    [per-output reach] in joint.py), and autograd still calls their tensor hooks, with None,
+    backward through only some of its outputs hands the others' arguments None
+    (NOTE [per-output reach] in joint.py), and autograd still calls their tensor hooks, with None,
     where eager's backward never reaches their nodes: ``x.register_hook(lambda g: g * 2);
     return x * 2, y * 3`` and a backward through ``y * 3`` raised TypeError in the hook.
     (Eager does call a hook with None where a custom Function's backward returns None for

@@ -73,8 +73,8 @@ def poisoned_view(base: torch.Tensor, kind: str, geometry: tuple) -> torch.Tenso
     """A view of ``base`` in ``geometry`` (size, stride, offset) made the way eager made a
     view whose grad_fn now raises (``kind``: 'multi_output', 'inference_mode' or 'no_grad'),
     its version then bumped as eager's write of its base bumped it: reading its autograd
-    facts, or writing it in place, raises as eager's does (NOTE [poisoned views] in
-    outputs.py). Its values are ``base``'s memory."""
+    facts, or writing it in place, raises as eager's does
+    (NOTE [poisoned views] in outputs.py). Its values are ``base``'s memory."""
     mode = {"inference_mode": torch.inference_mode, "no_grad": torch.no_grad,
             "multi_output": torch.enable_grad}[kind]
     with mode():

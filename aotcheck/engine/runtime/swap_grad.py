@@ -25,8 +25,8 @@ backward reaches it.
 Under no_grad autograd records nothing: an argument that required grad keeps its
 grad_fn (a non-leaf) or stays a leaf, only its data moves. The swap is replayed under
 no_grad as any other; gradients of outputs computed from it after the swap reach it
-through the compiled function's input. A swap onto another shape: NOTE [set_ under
-no_grad onto another shape].
+through the compiled function's input. A swap onto another shape:
+NOTE [set_ under no_grad onto another shape].
 
 # NOTE [set_ under no_grad onto another shape]
 FSDP's ``with no_grad(): p.set_(full.view(2, 2)); return p * inp`` with p a Parameter of
@@ -61,9 +61,9 @@ autograd sums a gradient of the new shape down to it where it broadcasts, and ra
 - ``.data =`` onto another shape after a use under grad mode: eager's leaf keeps its old
   AccumulateGrad while a use holds it (set_() would give it a new one). The uses before
   the assignment reach that node either way. A use after it gets the old node while a
-  graph still holds it, else a new one (NOTE [.data = onto another shape while a use
-  holds the node] in capture/reshaped.py); the latter is replayed as a set_() is (the old
-  edge as above). Dynamo lowers ``.data =`` to set_() under no_grad (and a
+  graph still holds it, else a new one
+  (NOTE [.data = onto another shape while a use holds the node] in capture/reshaped.py); the latter is
+  replayed as a set_() is (the old edge as above). Dynamo lowers ``.data =`` to set_() under no_grad (and a
   version-counter call of its own), so in Dynamo's graph
   (``reshaped.lowers_data_assignment``) every such swap is taken for a ``.data =``. A
   second swap onto another shape is refused too.
@@ -77,8 +77,8 @@ no_grad, then copies that value into x under grad mode (the same data again), so
 requires grad and its gradient reaches u through the compiled function. Where x's history
 reaches a recorded set_() (NotImplemented), or the storage's other tensor requires grad,
 the swap stays refused. A ``.data =`` (never recorded) followed by writes that autograd
-records is replayed the same way, whatever requires grad (NOTE [.data assignment of an
-argument that requires grad] in capture/swaps.py).
+records is replayed the same way, whatever requires grad
+(NOTE [.data assignment of an argument that requires grad] in capture/swaps.py).
 """
 from __future__ import annotations
 
@@ -90,8 +90,8 @@ from ...errors import AotcheckError
 def recorded_swaps(swaps) -> list[int]:
     """The swapped placeholders whose set_() autograd recorded (their grad_mode: the
     argument's grad_fn changed, which capture allows for a swap only when set_() made it, or,
-    for a ``.data =`` that moved data only, when a write before it did: NOTE [.data
-    assignment of an argument that requires grad] in capture/swaps.py)."""
+    for a ``.data =`` that moved data only, when a write before it did:
+    NOTE [.data assignment of an argument that requires grad] in capture/swaps.py)."""
     return [m.placeholder for m in swaps if m.grad_mode and m.grad_value_output < 0
             and not m.data_only]
 

@@ -86,9 +86,9 @@ def too_small(p: int, t: torch.Tensor) -> str:
 
 def apply_mutations(meta, slot: dict, primals, values, at_call: dict,
                     done: frozenset = frozenset(), storages: list | None = None) -> None:
-    """Write the graph's new values into the caller's tensors (NOTE [mutation replay] in
-    artifact.py), resize their storages, and replay storage swaps; ``slot`` maps a candidate
-    to its forward output, ``at_call`` gives an argument written before set_() moved it its
+    """Write the graph's new values into the caller's tensors
+    (NOTE [mutation replay] in artifact.py), resize their storages, and replay storage swaps; ``slot`` maps a
+    candidate to its forward output, ``at_call`` gives an argument written before set_() moved it its
     geometry at the call; ``done``: placeholders whose mutations were replayed before the
     call (NOTE [set_ under no_grad onto another shape] in swap_grad.py), and ``storages``
     then the placeholders' storages at the call (those swaps moved some since)."""
@@ -118,7 +118,7 @@ def apply_mutations(meta, slot: dict, primals, values, at_call: dict,
 
 def _before_swap(m, primals, values, slot, at_call: dict, grad_on: bool) -> None:
     """A placeholder's storage resize and data write-back, which come before any swap."""
-    if m.storage_bytes >= 0:     # NOTE [storage resizes] in capture/functional_run.py
+    if m.storage_bytes >= 0:     # NOTE [storage resizes] in capture/resize.py
         torch.ops.inductor.resize_storage_bytes_(primals[m.placeholder], m.storage_bytes)
     if m.data and not m.storage_source.onto(m.placeholder):
         target = primals[m.placeholder]
@@ -139,9 +139,9 @@ def replay_swap(m, primals, storages, values, slot) -> None:
     if m.final_dtype or m.kept_node or m.data_only:
         # ``.data =`` as eager's: it bumps no version, so a view keeps its grad_fn (set_()
         # would make autograd rebuild it on its base in the new geometry), and views of the
-        # argument taken before it stay valid (NOTE [views taken before .data =] in
-        # capture/outputs.py); it keeps a leaf's gradient node (kept_node: NOTE [.data =
-        # onto another shape while a use holds the node] in capture/reshaped.py)
+        # argument taken before it stay valid
+        # (NOTE [views taken before .data =] in capture/outputs.py); it keeps a leaf's gradient node
+        # (kept_node: NOTE [.data = onto another shape while a use holds the node] in capture/reshaped.py)
         _assign_data(target, storage, m)
     else:       # onto another argument's storage as it was at the call, or a new one
         target.set_(storage, m.final_offset, m.final_shape, m.final_stride)
@@ -166,9 +166,10 @@ def copy_whole_storage(m, target, values, slot) -> None:
 
 def reshaped_leaves(swaps, primals) -> tuple:
     """The swaps (under no_grad) that move a leaf requiring grad onto another shape: their
-    compiled function takes its inputs after them (NOTE [set_ under no_grad onto another
-    shape] in swap_grad.py), or onto another dtype (``.data =``, replayed by ``_assign_data``):
-    the leaf's new AccumulateGrad has the new dtype, as eager's made at the next use has."""
+    compiled function takes its inputs after them
+    (NOTE [set_ under no_grad onto another shape] in swap_grad.py), or onto another dtype (``.data =``,
+    replayed by ``_assign_data``): the leaf's new AccumulateGrad has the new dtype, as eager's made at the
+    next use has."""
     return tuple(m for m in swaps if primals[m.placeholder].requires_grad
                  and primals[m.placeholder].is_leaf
                  and (tuple(primals[m.placeholder].shape) != tuple(m.final_shape) or (
@@ -188,9 +189,9 @@ def replay_reshaping_swaps(late, primals, values, slot) -> None:
             replay_swap(m, primals, storages, values, slot)
 
 
+# NOTE [.data assignment]
 def _assign_data(target: torch.Tensor, storage, m) -> None:
-    """NOTE [.data assignment]
-    ``x.data = y`` (``set_data``) keeps ``x``'s identity and autograd metadata and gives it
+    """``x.data = y`` (``set_data``) keeps ``x``'s identity and autograd metadata and gives it
     ``y``'s storage, geometry and dtype; views of ``x`` taken before keep the old storage.
     Tracing sees it as a storage swap of the argument's wrapper (the recorder notes the
     ``data`` setter, which functionalization does not flag as a swap), replayed as one; a
