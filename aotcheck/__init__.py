@@ -1,30 +1,16 @@
 """aotcheck: a regression suite and compact reference engine for AOT autograd.
 
-The packages, in the order data flows through them; each imports only those above it
-(``tests/test_layering.py`` enforces this):
+The packages, in the order data flows through them; each imports only those before it
+(``tests/test_layering.py`` enforces this)::
 
-    errors, flags, version  what every layer shares: named errors, the flags table
-    engine/        the reference engine, one module per stage (signature -> capture ->
-                   analyze -> decide -> joint -> partition -> codegen -> runtime)
-    cache/         the persistent store: key, entry, lazy backward, serialization
-    lift           tensors the function reads (closures, globals, module parameters) become
-                   arguments of the graph
-    compiled       CompiledFunction, the one compiled call: Python state -> lifted tensors ->
-                   signature -> key -> lookup -> pipeline -> store
-    subclass/      tensor-subclass calls (TwoTensor, ...) desugared to plain graphs, each a
-                   CompiledFunction (base: flatten/unflatten; wrapper_set; autograd and facts:
-                   the outer-level facts; replay; groups; desugar: the graphs; outer: the call)
-    api            aot_function and explain; AotFunction only dispatches (subclass or plain)
-    check/         the oracle (one comparison with eager), the corpus, the test harness
-                   (xfail_inherited) and the pytest plugin
-    targets/       the engines under test (aotcheck, torch.compile, aot_function), their
-                   known failures (data), the torch.compile backend, the report
-    fuzz/          generated programs: strategies, programs, the runner
-    strategies     the public alias of fuzz.strategies (``aotcheck.strategies``)
-    grad/          the numerical gradient checker and the OpInfo suite
-    keydiff/       the key-completeness differential for torch's caches: every input of
-                   compilation compiled under A and B, what was produced against the keys
-    cli/           one module per ``aotcheck`` subcommand
+    base (errors, flags, version) < engine < cache < lift < compiled < subclass < api
+        < check < targets < {fuzz, grad, keydiff} < regress < cli
+
+The engine compiles a function (signature -> capture -> analyze -> decide -> joint ->
+partition -> runtime); ``compiled.CompiledFunction`` is the one compiled call (Python state
+-> lifted tensors -> signature -> key -> lookup -> pipeline -> save); everything after the
+API judges compiled functions against eager. Every module, one line each: the map in
+README.md, "Layout". This file only re-exports the public names.
 """
 from .version import __version__  # noqa: E402
 

@@ -38,7 +38,7 @@ class AotFunction(CompiledFunction):
         self._subclass: dict = {}    # subclass calls: key -> (compiled plain graph, out meta)
 
     def __call__(self, *args, **kwargs):
-        state, fp, kwargs = self.state_and_lift(kwargs)   # NOTE [python state], [lifted tensors]
+        state, fp, kwargs = self.state_and_lift(kwargs)   # NOTE [python state], NOTE [lifted tensors]
         key = flat_key(state, args, kwargs)               # NOTE [one read of the inputs]
         if key is not None:
             art = self._artifacts.get(key)                # a hit that runs without a guard

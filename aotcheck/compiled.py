@@ -57,7 +57,7 @@ class CallRecord:
 
 
 def flat_key(state, args: tuple, kwargs: dict):
-    """The in-memory key of a call of plain tensors (see the NOTE), or None."""
+    """The in-memory key of a call of plain tensors (NOTE [one read of the inputs]), or None."""
     if kwargs:
         return None
     key = fast_call_key(args)

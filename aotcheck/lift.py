@@ -51,7 +51,7 @@ def liftable(tensors) -> tuple:
 
 
 def wrap(fn):
-    """``fn`` taking its lifted tensors as the keyword ``LIFTED`` (see the NOTE above)."""
+    """``fn`` taking its lifted tensors as the keyword ``LIFTED`` (NOTE [lifted tensors])."""
     @functools.wraps(fn)
     def lifted(*args, **kwargs):
         state = PythonState(fn)

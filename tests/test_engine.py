@@ -29,8 +29,9 @@ input 0: not mutated; requires_grad, leaf
 output 0: alias_of_input 0, requires_grad""")
 
     def test_custom_function_view_and_requires_grad_(self):
-        """NOTE [custom Function views], [requires_grad_ on an argument], [new grad leaves],
-        [backward mutations] as the metadata and the joint say them."""
+        """NOTE [custom Function views], NOTE [requires_grad_ on an argument],
+        NOTE [new grad leaves] and NOTE [backward mutations] as the metadata and the joint say
+        them."""
         from aotcheck.check.corpus.cases_custom_function import (HalfGradIdentity,
                                                                  ScaleBackwardMutatesSaved)
 

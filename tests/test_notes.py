@@ -3,7 +3,9 @@
 A NOTE is defined by a line that holds only ``# NOTE [title]`` (in a comment or inside a
 docstring), with its text on the lines below, and is referred to as ``NOTE [title]``
 anywhere else. A reference that names a file (``NOTE [title] in capture/swaps.py``,
-``NOTE [title] (values.py)``) names the file that holds the definition. The scan covers
+``NOTE [title] (values.py)``) names the file that holds the definition. A reference without
+its title (``NOTE in x.py``, ``see the NOTE``, the second title of ``NOTE [a], [b]``) is
+reported, since nothing could check it. The scan covers
 ``aotcheck/``, ``tools/``, ``tests/`` and ``README.md``, so ``grep 'NOTE \\[title\\]'``
 finds every use of a title.
 """
@@ -24,6 +26,10 @@ NAMED_FILE = re.compile(r"NOTE \[(?P<title>[^\]\n]+)\](?: in|,| \()[ \t]*`*(?P<f
 SPLIT = re.compile(r"\bNOTE[ \t]*\n|\bNOTE \[[^\]\n]*\n|\bNOTE \[[^\]\n]+\] in[ \t]*\n")
 # another spelling of the marker: "Note [", "NOTE[", "NOTE: [", "NOTE  ["
 MISSPELT = re.compile(r"\b(?!NOTE \[)(?:NOTE|Note)[: \t]*\[")
+# a reference without its title, which nothing can resolve: "NOTE in x.py", "see the NOTE",
+# "the NOTEs in ...", and the second title of "NOTE [a], [b]"
+UNTITLED = re.compile(r"\bNOTE in `*[\w./]+\.py|\bsee the NOTE\b(?! \[)|\bthe NOTEs\b"
+                      r"|NOTE \[[^\]\n]+\], \[")
 
 
 def scanned_files(repo: Path = REPO) -> list[Path]:
@@ -51,6 +57,9 @@ def note_problems(texts: dict[str, str]) -> list[str]:
         for m in SPLIT.finditer(text):
             problems.append(f"{path}:{_line(text, m.start())}: a NOTE reference is split over a "
                             "line break; re-wrap the prose so `NOTE [title]` is on one line")
+        for m in UNTITLED.finditer(text):
+            problems.append(f"{path}:{_line(text, m.start())}: {m.group(0)!r} names no NOTE; "
+                            "give each reference its title, `NOTE [title]`")
         for m in MISSPELT.finditer(text):
             problems.append(f"{path}:{_line(text, m.start())}: {m.group(0)!r} is no NOTE spelling; "
                             "write `NOTE [title]`")
@@ -102,3 +111,20 @@ def test_scanner_finds_each_kind_of_broken_note():
         "aotcheck/engine/b.py:1"], "\n".join(problems)
     assert "defined again" in problems[0] and "no NOTE spelling" in problems[4]
     assert "no definition" in problems[5] and "names engine/c.py" in problems[6]
+
+
+def test_scanner_finds_a_reference_without_its_title():
+    """A reference that names a file or "the NOTE" but no title is reported, as is the second
+    title of a list; each spelt in full is clean."""
+    good = {"aotcheck/engine/a.py": "# NOTE [lazy backward]\n# text\n# NOTE [eager forward]\n# text\n",
+            "aotcheck/engine/b.py": "# NOTE [lazy backward] in a.py, NOTE [eager forward]\n"
+                                    "# see the NOTE [lazy backward] above\n"}
+    assert note_problems(good) == []
+    planted = dict(good)
+    planted["aotcheck/engine/b.py"] = ("# NOTE in a.py\n# (see the NOTE)\n# See the NOTEs in engine/\n"
+                                       "# NOTE [lazy backward], [eager forward]\n")
+    problems = note_problems(planted)
+    assert [p.split(": ", 1)[0] for p in problems] == [
+        "aotcheck/engine/b.py:1", "aotcheck/engine/b.py:2", "aotcheck/engine/b.py:3",
+        "aotcheck/engine/b.py:4"], "\n".join(problems)
+    assert all("names no NOTE" in p for p in problems)

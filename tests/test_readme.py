@@ -4,6 +4,8 @@ import io
 import pathlib
 import re
 
+import pytest
+
 from aotcheck import flags
 
 README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
@@ -62,3 +64,99 @@ def test_tests_readme_names_every_file_in_tests():
     listed = set(re.findall(r"^- `([\w.]+\.py)`", text, re.M))
     present = {p.name for p in (README.parent / "tests").glob("*.py") if p.name != "__init__.py"}
     assert listed == present, (sorted(present - listed), sorted(listed - present))
+
+
+# the README's module map: a nested list between these markers, one `name.py` or `package/` a line
+MAP_START, MAP_END = "<!-- layout:map -->", "<!-- layout:end -->"
+MAP_ITEM = re.compile(r"^(?P<indent> *)- `(?P<name>[\w.]+(?:\.py|/))`")
+
+
+def module_map(text: str) -> list[str]:
+    """The paths (relative to ``aotcheck/``) that the README's map lists, in its order: a
+    module as ``engine/capture/trace.py``, a package or folder as ``engine/capture/``. An
+    item's indent (two spaces a level) puts it inside the package listed above it."""
+    block = text.split(MAP_START, 1)[1].split(MAP_END, 1)[0]
+    stack: list[str] = []
+    listed = []
+    for line in block.splitlines():
+        m = MAP_ITEM.match(line)
+        if not line.strip():
+            continue
+        assert m, f"a line of the module map that names no module: {line!r}"
+        depth = len(m["indent"]) // 2
+        assert len(m["indent"]) % 2 == 0 and depth <= len(stack), f"misindented: {line!r}"
+        del stack[depth:]
+        listed.append("".join(stack) + m["name"])
+        if m["name"].endswith("/"):
+            stack.append(m["name"])
+    return listed
+
+
+def map_problems(listed: list[str], root: pathlib.Path) -> list[str]:
+    """What the map gets wrong about the modules under ``root``: a module it leaves out, a
+    name it lists that is not there, a name it lists twice. A package's line stands for its
+    ``__init__.py``."""
+    present = {str(p.relative_to(root)) for p in root.rglob("*.py")}
+    covered = {p + "__init__.py" if p.endswith("/") else p for p in listed}
+    problems = [f"aotcheck/{p} is in no line of the README's module map"
+                for p in sorted(present - covered) if not p.endswith("__init__.py")
+                or p[:-len("__init__.py")] not in listed]
+    problems += [f"the README's module map lists aotcheck/{p}, which does not exist"
+                 for p in listed if not (root / p).exists()]
+    problems += [f"the README's module map lists aotcheck/{p} twice"
+                 for p in sorted({p for p in listed if listed.count(p) > 1})]
+    return problems
+
+
+def test_module_map_lists_every_module_and_nothing_stale():
+    """README.md's "Layout" is the one map of the modules: every .py file under aotcheck/ has
+    its line, and every line names a module or package that exists."""
+    listed = module_map(README.read_text())
+    assert len(listed) > 150
+    problems = map_problems(listed, README.parent / "aotcheck")
+    assert problems == [], "\n".join(problems)
+
+
+def test_module_map_check_finds_a_missing_and_a_stale_module(tmp_path):
+    """The map's check itself can fail: a module left out, a package left out, a name that is
+    gone and a name listed twice are each reported; the repaired map is clean."""
+    for path in ("__init__.py", "api.py", "engine/__init__.py", "engine/joint.py",
+                 "engine/capture/__init__.py", "engine/capture/trace.py",
+                 "cache/__init__.py", "cache/key.py"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("")
+    good = ("- `__init__.py`: the names\n- `engine/`: the engine\n  - `capture/`: capture\n"
+            "    - `trace.py`: the entry\n  - `joint.py`: joint\n"
+            "- `cache/`: the cache\n  - `key.py`: the key\n- `api.py`: the API\n")
+    text = f"intro\n{MAP_START}\n{good}{MAP_END}\n- `gone.py`: outside the map\n"
+    assert module_map(text) == ["__init__.py", "engine/", "engine/capture/",
+                                "engine/capture/trace.py", "engine/joint.py", "cache/",
+                                "cache/key.py", "api.py"]
+    assert map_problems(module_map(text), tmp_path) == []
+    planted = (good.replace("`trace.py`: the entry", "`tracer.py`: renamed")
+               .replace("- `cache/`: the cache\n  - `key.py`: the key\n", "")
+               + "- `api.py`: again\n")
+    problems = map_problems(module_map(f"{MAP_START}\n{planted}{MAP_END}"), tmp_path)
+    assert problems == [
+        "aotcheck/cache/__init__.py is in no line of the README's module map",
+        "aotcheck/cache/key.py is in no line of the README's module map",
+        "aotcheck/engine/capture/trace.py is in no line of the README's module map",
+        "the README's module map lists aotcheck/engine/capture/tracer.py, which does not exist",
+        "the README's module map lists aotcheck/api.py twice"], "\n".join(problems)
+    misplaced = good.replace("  - `joint.py`", "      - `joint.py`")
+    with pytest.raises(AssertionError, match="misindented"):
+        module_map(f"{MAP_START}\n{misplaced}{MAP_END}")
+
+
+def test_readme_module_paths_exist():
+    """Every module path the README's prose names (`engine/capture/trace.py`,
+    `aotcheck/compiled.py`, `tools/bench_overhead.py`) is a file, read from the repository or
+    from aotcheck/; a path under a folder of neither (`OUT/...`) is an example, not checked."""
+    repo = README.parent
+    stale = []
+    for path in sorted(set(re.findall(r"`([\w./-]+/[\w.-]+\.py)`", README.read_text()))):
+        head = path.split("/", 1)[0]
+        roots = [r for r in (repo, repo / "aotcheck") if (r / head).is_dir()]
+        if roots and not any((r / path).is_file() for r in roots):
+            stale.append(path)
+    assert stale == []

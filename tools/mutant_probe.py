@@ -11,8 +11,9 @@ Each program's fingerprint is written as JSON: values (rounded), dtype, shape, s
 offset, requires_grad, whether an output is an argument, the arguments after the call, the
 leaves' gradients, the exception type where one was raised, and for the cache programs the
 AOTAutogradCache hits and misses. The harness runs it once on stock torch and once per mutant:
-a mutant whose fingerprints all equal stock's is treated as equivalent (NOTE in
-mutate_torch.py). Nothing here compares with eager: the reference is stock torch.
+a mutant whose fingerprints all equal stock's is treated as equivalent
+(NOTE [equivalent mutants] in mutate_torch.py). Nothing here compares with eager: the
+reference is stock torch.
 """
 from __future__ import annotations
 

@@ -81,7 +81,8 @@ REGRESSION_JUDGES = (
     f"check-torch[{NON_CACHE}]=" + CHECK % "check-torch" + "--engine torch --no-variations",
 )
 # the regression command as written in the issue (two workers, the built-in record): not a
-# judge on a build where the record's order-dependent verdicts differ (NOTE in check_judge.py)
+# judge on a build where the record's order-dependent verdicts differ
+# (NOTE [one worker, a fixed order] in check_judge.py)
 REGRESSION_JUDGE = "check={aotcheck} check --engine all-torch"
 FUZZ_JUDGE = ("fuzz={python} tools/fuzz_judge.py {baselines}/fuzz-torch.json -- --engine torch "
               "--examples 15 --seed 0 --no-shrink")
@@ -99,7 +100,8 @@ DEFAULT_JUDGES: tuple[str, ...] = (*REGRESSION_JUDGES, FUZZ_JUDGE)
 # it changes, cheapest first, and (``--stop-at-first``) no more once one catches it:
 # - ``check-aotf``: the corpus through functorch's aot_function, cold only (~30 CPU s): every
 #   path of AOT autograd without Dynamo in front (duplicate and aliased arguments, synthetic
-#   bases), but no cache: aot_function never consults AOTAutogradCache (NOTE in variations.py);
+#   bases), but no cache: aot_function never consults AOTAutogradCache
+#   (NOTE [which engines have a cache to vary] in variations.py);
 # - ``check-torch``: torch.compile(aot_eager) cold and cached, without the key-variation phase
 #   (min-cut partitioner, Dynamo's view of arguments, the cache's serialize/load path);
 # - ``check-torch-var``: the same with the key-variation phase, only for ``cache`` mutants: a

@@ -3,20 +3,10 @@
 ``aot_function(fn, cache=PATH)`` looks each new signature up before compiling.
 The cache is disposable: a run with it off gives the same results, and any entry
 that cannot be read is a miss plus a warning, never an error and never a wrong
-result.
-
-Modules, in the order a lookup uses them:
-
-    fingerprint.py  the Python state a function reads, as data (no trace): the trace-free key
-                  and the in-memory reuse in ``AotFunction`` share it
-    ambient.py    torch's global settings as a census; the ones a trace depends on, read for
-                  the persistent key (``torch_state``) and for the in-memory reuse (per call)
-    key.py        the key of one call: named components, hashed (trace-free, or traced as a
-                  named fallback)
-    store.py      the directory, the checksummed file format, counters, strict mode
-    remote.py     the Redis half of a cache (local first, then remote; writes to both)
-    entry.py      artifact <-> entry; the lazily saved backward (NOTE [lazy backward])
-    serialize.py  FX graphs as JSON data, rebuilt against aten/prims only
+result. The key is computed without a trace where it can be (the Python state the
+function reads, torch's global settings), the backward is saved lazily
+(NOTE [lazy backward]), and graphs are stored as JSON data. Its modules, one line each,
+in the order a lookup uses them: the map in README.md, "Layout".
 
 What it may import: the engine (``aotcheck.engine``), ``aotcheck.errors`` and
 ``aotcheck.flags``. Nothing above it (the API, check, fuzz, grad, targets, cli).

@@ -55,7 +55,8 @@ def tensor_meta(t: torch.Tensor) -> tuple:
 
 
 class StateGuard:
-    """The slots a function's walk read (see the NOTE above); :meth:`holds` when none changed."""
+    """The slots a function's walk read (NOTE [skipping the state walk]); :meth:`holds` when none
+    changed."""
 
     __slots__ = ("functions", "cells", "items", "builtins", "classes", "modules", "tensors")
 

@@ -71,7 +71,7 @@ def default_dir() -> Path:
 
 
 class Cache:
-    """A cache directory, plus optionally a remote (NOTE in ``remote.py``).
+    """A cache directory, plus optionally a remote (NOTE [remote faults] in ``remote.py``).
     ``expect_hits=True``: any miss or bypass raises CacheError. ``remote``: a Redis URL or a
     ``RemoteStore``; None: ``AOTCHECK_REMOTE_CACHE``; "" : none."""
 

@@ -1,8 +1,7 @@
 """The ``aotcheck`` command line: check, baseline, cache, fuzz, ops, report, triage and keydiff.
 
-Each subcommand lives in its own module (``check.py``, ``baseline.py``, ``cache.py``, ``fuzz.py``,
-``ops.py``, ``report.py``, ``triage.py``), which defines ``register(subparsers)``; this file only
-lists them. ``progress.py`` draws progress bars and tables (rich) for all of them.
+Each subcommand lives in its own module, which defines ``register(subparsers)``; this file
+only lists them. Its modules, one line each: the map in README.md, "Layout".
 
 What it may import: everything else in aotcheck; nothing imports it.
 """

@@ -45,8 +45,9 @@ from .programs import KIND_OF_OP, render_expr
 # a root cause in AOT autograd is made of.
 _COMPUTE_KINDS = ("pointwise", "reduction", "matmul", "random", "scalar", "cast")
 
-# Checks that alone name the defect (see the NOTE): crashes with an internal stem, and a
-# generator left in another state than eager's; a backward crash does not.
+# Checks that alone name the defect (NOTE [known matching is by check and ops, not by message]):
+# crashes with an internal stem, and a generator left in another state than eager's; a
+# backward crash does not.
 _CHECK_IDENTIFIES = ("crash in dynamo", "crash in aot_autograd", "crash in compiled forward",
                      "crash in inductor", "random state")
 # Names in a rendered statement that say nothing about the op: the program's variables, the

@@ -12,7 +12,8 @@ eager is a few milliseconds. What is shared:
   Inductor and the corpus once, and take cases in small chunks in corpus order, so one worker
   never waits on the other's slow theme; intra-op threads are set to 1 (two workers fill two
   cores; more threads only contend);
-- *the cold run and the cache fill* (NOTE in ``plan.py``): one compile less per case and engine;
+- *the cold run and the cache fill* (NOTE [the cold run is the cache fill] in ``plan.py``):
+  one compile less per case and engine;
 - *one case, every engine in a row*, in one worker: the case's inputs and eager code are hot.
 What is not shared, so that a case's verdict is the one it has alone in a fresh process
 (``aotcheck check -k CASE``), whatever ran before it: the in-memory caches, emptied before each
@@ -243,7 +244,8 @@ CRASHED_NOW = ("compiled raised WorkerCrash: crashed the worker process in this 
 # process starts without (``isolation.fresh_caches``); after it, it compares the process-global
 # settings with the snapshot taken when the worker started and puts back any that differ,
 # naming them in ``RunResult.leaks`` (the report prints them: a leak is a finding about the
-# case, the engine or the harness, not a verdict). Measured cost: NOTE in ``isolation.py``.
+# case, the engine or the harness, not a verdict). Measured cost: see
+# NOTE [which state a case may leak] in ``isolation.py``.
 
 
 def _work(case_ids: list[str]) -> tuple[list[Outcome], dict[str, float], list]:

@@ -40,20 +40,9 @@ named error, never a wrong result. Eager's outer-level semantics (outputs that a
 views of them, writes, reshapes) follow NOTE [outer-level facts] (facts.py) and
 NOTE [subclass non-leaf writes].
 
-The modules, in the order a call flows through them; this package may import the base
-(errors, flags), engine/, cache/, lift and compiled, never api (which imports it):
-
-    base         flatten/unflatten (plain-data desc + inner tensors), storage keys, has_subclass
-    records      the outer-level facts as frozen data (OuterFacts, OutFact, Replay, ...)
-    wrapper_set  a wrapper's set_() onto a plain tensor, in the trace
-    imperative   retain_grad, hooks on arguments, .data =: made as eager does, or refused by name
-    autograd     the outer-level autograd facts read off the trace
-    facts        the outer-level facts read off the trace and applied to each call
-    replay       in-place metadata calls replayed on the caller's argument; the real-tensor
-                 joint retry
-    groups       arguments that share a storage and are written (alias groups)
-    desugar      the call as plain forward and joint graphs, each a CompiledFunction
-    outer        one call: the forward graph, the facts applied, the outer autograd Function
+This package may import the base (errors, flags), engine/, cache/, lift and compiled, never
+api (which imports it). Its modules, one line each, in the order a call flows through them:
+the map in README.md, "Layout".
 """
 from .base import has_subclass
 from .desugar import desugared

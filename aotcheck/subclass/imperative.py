@@ -184,7 +184,8 @@ class ImperativeWatch(TorchFunctionMode):
         return out
 
     def _argument_hook(self, target: torch.Tensor, hook) -> RemovableHandle:
-        """A hook on an argument, recorded for the call (see the NOTE), not registered here."""
+        """A hook on an argument, recorded for the call (NOTE [subclass imperative autograd]), not
+        registered here."""
         live: OrderedDict = OrderedDict()       # weakly referenced by the handle
         handle = RemovableHandle(live)
         live[handle.id] = hook

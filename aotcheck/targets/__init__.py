@@ -1,16 +1,11 @@
 """aotcheck.targets: the engines the corpus and the fuzzer run against.
 
-    engines.py           adapters: aotcheck, torch (torch.compile aot_eager with
-                         AOTAutogradCache), torch-aot-function, dynamo-aotcheck,
-                         torch-inductor and torch-inductor-lite (Inductor, ops as aten fallbacks)
-    known_failures.py    per engine, the cases expected to differ from eager, and why;
-                         the table itself is data (known_failures.json)
-    backend.py           ``torch.compile(fn, backend="aotcheck")`` (torch_dynamo_backends)
-    report.py            the side-by-side table per theme for several engines
-    compile_backends.py  any torch.compile backend by name, entry point or module:function,
-                         for the OpInfo suite (``aotcheck ops --backend``)
-    kernels.py           a user's kernels directory, registered over aten for a run
-                         (``aotcheck ops --kernels``)
+Adapters over every AOT autograd implementation under test (aotcheck, torch.compile's,
+functorch's ``aot_function``, Inductor), the cases each is expected to get wrong (data, one
+record per torch release), the ``aotcheck`` torch.compile backend, the side-by-side report,
+any backend or kernels directory for the OpInfo suite, and the key-variation pass (cache-key
+variation, one thing at a time, against an engine's persistent cache). Its modules, one line
+each: the map in README.md, "Layout".
 
 What it may import: check (the oracle, the corpus, the harness), the API, the cache,
 errors and flags. Nothing from fuzz, grad or cli.

@@ -226,17 +226,17 @@ def _no_compile_telemetry():
 
 # NOTE [the cached run reuses Dynamo's trace]
 # The fuzzer's cached run asks one thing of AOTAutogradCache: that a fresh compile of the graph
-# Dynamo gave the backend, with no in-memory state, loads what the cold compile saved and runs
-# like it. Dynamo's tracing was 70% of a cold+cached program (cProfile, 40 programs), and a
-# second trace of the same function gives the same graphs. So ``recompile_cached`` keeps
-# Dynamo's compiled code and guards and compiles each recorded graph again, with its example
-# inputs and tracing context, after clearing the in-memory caches: every AOTAutogradCache
-# lookup and load runs as on a warm start. What it skips is Dynamo's second trace; the fuzzer's
-# ``--warm`` run (a new process, NOTE in fuzz/warm.py) and the corpus's cached reports trace
-# afresh. If Dynamo compiles a frame during the cached run (a guard failed), that compile ran in
-# the cold run's Dynamo state (automatic dynamic shapes, for one), which no new process has:
-# ``reuse_held`` says so, and the runner redoes the cached run with a fresh trace (fuzz seed 51:
-# such a recompile failed in Dynamo's fake-tensor run where a fresh trace passes).
+# Dynamo gave the backend, with no in-memory state, loads what the cold compile saved and runs like
+# it. Dynamo's tracing was 70% of a cold+cached program (cProfile, 40 programs), and a second trace
+# of the same function gives the same graphs. So ``recompile_cached`` keeps Dynamo's compiled code
+# and guards and compiles each recorded graph again, with its example inputs and tracing context,
+# after clearing the in-memory caches: every AOTAutogradCache lookup and load runs as on a warm
+# start. What it skips is Dynamo's second trace; the fuzzer's ``--warm`` run (a new process,
+# NOTE [one worker, fresh state per program] in fuzz/warm.py) and the corpus's cached reports
+# trace afresh. If Dynamo compiles a frame during the cached run (a guard failed), that compile
+# ran in the cold run's Dynamo state (automatic dynamic shapes, for one), which no new process
+# has: ``reuse_held`` says so, and the runner redoes the cached run with a fresh trace (fuzz seed
+# 51: such a recompile failed in Dynamo's fake-tensor run where a fresh trace passes).
 
 
 class _RecordedGraph:

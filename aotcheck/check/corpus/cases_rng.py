@@ -1,6 +1,7 @@
 """Corpus theme ``rng``: random ops draw eager's values and leave the default generator in
 eager's state (the oracle compares it after the call); the backward reuses the forward's
-random values. See the NOTE in ``aotcheck/engine/rng/``.
+random values. See NOTE [a draw in eager's layout], NOTE [every draw in the forward] and
+NOTE [seeding as graph ops] (``aotcheck/engine/rng/``).
 
 Every case's inputs are built under seed 0, so eager and compiled draw from the same state.
 """
@@ -125,7 +126,7 @@ def random_from_to_in_place():
 def manual_seed_inside_the_function():
     """``torch.manual_seed`` inside the function reseeds the generator between draws: eager's
     second draw repeats nothing of the first, and the state after the call is the new seed's.
-    The graph holds the seeding as an op (NOTE in engine/rng/seeding.py)."""
+    The graph holds the seeding as an op (NOTE [seeding as graph ops] in engine/rng/seeding.py)."""
     def f(x):
         a = torch.rand(3)
         torch.manual_seed(3)

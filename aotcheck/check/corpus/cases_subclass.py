@@ -1,7 +1,8 @@
 """Corpus theme ``subclass``: traceable wrapper subclasses (``TwoTensor``, which runs every op
 on both of its inner tensors) as arguments and outputs. Eager autograd works at the OUTER
 level: the ``.grad`` of a TwoTensor leaf is a TwoTensor, and so is that of a plain tensor
-that meets a TwoTensor. See the NOTEs in ``aotcheck/subclass/``.
+that meets a TwoTensor. See NOTE [subclass keys], NOTE [subclass autograd] and
+NOTE [subclass limits] in ``aotcheck/subclass/__init__.py``.
 """
 from __future__ import annotations
 

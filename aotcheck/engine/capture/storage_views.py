@@ -1,7 +1,7 @@
 """storage_views: trace on plain tensors, then functionalize with views cut from storages.
 
 The second way to trace (capture and joint alike), taken when functionalization
-cannot follow the program (see the NOTE). Two steps:
+cannot follow the program (NOTE [plain trace, then functionalize]). Two steps:
 
 1. ``trace_plain``: make_fx on real copies of the arguments, *without* functionalization. The user's
    function and ``torch.autograd.grad`` run as in eager, so autograd rebuilds views'

@@ -30,7 +30,7 @@ tensor instead, and rebuilds each argument inside the graph with
 The first capture learns whether a group is mutated; only then is the group
 captured again this way.
 
-The stage's modules, in the order it uses them, are listed in ``capture/__init__.py``.
+The stage's modules, in the order it uses them, are listed in README.md, "Layout".
 """
 from __future__ import annotations
 

@@ -16,9 +16,9 @@ graph was specialized on is pinned by a guard op right after the op that produce
 At run time a guard whose value differs raises :class:`GuardFailed` before any later op has
 run: the forward graph is functional (the runtime writes argument mutations back only after
 it), so the API puts the random generator back and compiles again for this call's values.
-The guards are tagged like random ops (NOTE in rng/draws.py): impure, kept in the forward graph,
-in call order. A backward graph that meets a changed value has nothing to retry: its guard
-names the value.
+The guards are tagged like random ops (NOTE [every draw in the forward] in rng/draws.py):
+impure, kept in the forward graph, in call order. A backward graph that meets a changed value
+has nothing to retry: its guard names the value.
 
 Before and after, for ``f(x) = x[x > 0] * 2`` on ``x = [1., -2., 3.]``::
 

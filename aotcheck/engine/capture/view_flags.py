@@ -1,9 +1,10 @@
 """view_flags: ``requires_grad_()`` on an argument that another argument views or aliases.
 
 Two cases, each with its NOTE: an argument viewed by another (taken before the call) whose
-flag the function sets (``argument_views``, used by the functional run and the joint), and
-an argument of a mutated alias group whose flag the function sets (``check_member_flags``,
-after capture).
+flag the function sets (``argument_views``, used by the functional run and the joint;
+NOTE [views of an argument given requires_grad_]), and an argument of a mutated alias group
+whose flag the function sets (``check_member_flags``, after capture;
+NOTE [requires_grad_ on an aliased argument]).
 """
 from __future__ import annotations
 

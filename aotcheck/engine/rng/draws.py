@@ -1,5 +1,6 @@
 """rng.draws: every draw runs, in the forward graph, in eager's order.
 
+# NOTE [every draw in the forward]
 A random op whose value nothing uses still advances the generator in eager; the partitioner
 keeps each random node (and what it needs) in the forward graph (:func:`random_nodes`), and
 never in the backward, so the backward reuses the forward's values instead of redrawing.

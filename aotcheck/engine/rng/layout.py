@@ -1,5 +1,6 @@
 """rng.layout: a random op draws into memory laid out as eager's draw was.
 
+# NOTE [a draw in eager's layout]
 A CPU random kernel fills its output in memory order, so the values at each index depend on
 the strides of the tensor drawn into. Functionalization turns an in-place draw
 ``t.bernoulli_(p)`` into the functional variant ``bernoulli.p(t, p)``, whose kernel draws

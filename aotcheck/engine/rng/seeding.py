@@ -1,5 +1,6 @@
 """rng.seeding: seeding and restoring a generator inside the function are graph ops.
 
+# NOTE [seeding as graph ops]
 A function may seed or restore the default generator in Python (``torch.manual_seed``,
 ``torch.get_rng_state``/``set_rng_state``, ``fork_rng``, OpInfo's ``wrapper_set_seed``);
 eager then draws what follows from the new state. While the function is traced,

@@ -94,7 +94,8 @@ def compile_graph(graph: fx.Graph, name: str = "forward", constants: dict | None
                 lines.append(f"    {var} = {arg(n.args[0])}[{arg(n.args[1])}]")
                 _free(lines, last_use.get(n, ()), names)
                 continue
-            # random draws run as eager draws them (NOTE in rng/layout.py)
+            # random draws run as eager draws them
+            # (NOTE [a draw in eager's layout] in rng/layout.py)
             fn = runtime_kernel(n.target) or \
                 (n.target._op if isinstance(n.target, torch._ops.OpOverload) else n.target)
             key = f"_op{i}"
