@@ -480,3 +480,102 @@ def test_every_grad_mode_change_misses_and_matches_eager(name, a):
     assert run.a == "ok", run.a
     assert [r.verdict for r in run.results] == [V.OK_MISS] * len(vs), run.results
     assert all(r.hits == 0 and r.misses >= 1 for r in run.results), run.results
+
+
+# ---------------------------------------------------------------- numbers past the function, own kinds, A wrong
+
+_HELPER_SCALE = [2.0]
+_HELPER_CFG = {"gain": 0.5, "name": "x"}
+
+
+@torch._dynamo.allow_in_graph
+def _scaled_by_a_helper(x):
+    return x * _HELPER_SCALE[0] + _HELPER_CFG["gain"]
+
+
+class _ShiftByGlobal(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x + _HELPER_CFG["gain"]
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def test_numbers_read_past_the_function_are_found_and_put_back():
+    """NOTE [numbers the compiled code reads]: a list element read by an allow_in_graph helper
+    inside a checkpoint body, a dict element read by a custom Function's forward, a closure's
+    dict; a string in the dict is no number. A global variation sets the number for the run
+    and puts it back."""
+    from aotcheck.targets.conditions import numeric_reads, state_context
+    cfg = {"k": 3}
+
+    def f(x):
+        y = torch.utils.checkpoint.checkpoint(lambda t: _scaled_by_a_helper(t), x, use_reentrant=False)
+        return _ShiftByGlobal.apply(y) * cfg["k"]
+    reads = {(r.kind, r.label): r.value for r in numeric_reads(f)}
+    assert reads[("global", "_HELPER_SCALE[0]@_scaled_by_a_helper")] == 2.0
+    gains = [label for kind, label in reads if label.startswith("_HELPER_CFG['gain']@")]
+    assert len(gains) == 1, reads          # one place, named by the first reader found
+    assert ("closure", "cfg['k']") in reads
+    assert not any("name" in label for _, label in reads)
+    from aotcheck.check.oracle import Inputs
+    subject = V.Subject("helper", f, lambda: Inputs((torch.randn(3, requires_grad=True),)))
+    v = next(v for v in V.derive(subject, "aotcheck") if v.target == "_HELPER_SCALE[0]@_scaled_by_a_helper")
+    with state_context(subject, v):
+        assert _HELPER_SCALE[0] == float(v.b) != 2.0
+    assert _HELPER_SCALE == [2.0]
+
+
+def test_aotchecks_cache_misses_when_a_helpers_number_changes():
+    """The variation against aotcheck's cache: the helper's number changed misses and equals
+    eager under B (torch's AOTAutogradCache serves the stale entry: findings C4)."""
+    def f(x):
+        return torch.utils.checkpoint.checkpoint(_scaled_by_a_helper, x, use_reentrant=False)
+    from aotcheck.check.oracle import Inputs
+    subject = V.Subject("helper_global", f, lambda: Inputs((torch.randn(4, requires_grad=True),)))
+    v = next(v for v in V.derive(subject, "aotcheck") if v.kind == "global" and "_HELPER_SCALE" in v.target)
+    (r,) = V.run_subject(get_engine("aotcheck"), subject, [v]).results
+    assert r.verdict == V.OK_MISS, r
+
+
+def test_a_subjects_own_kinds_take_its_draws():
+    """NOTE [the subject's own kinds]: with one draw, every corpus subject with states draws one
+    of its own kinds (the rotation alone drew a state for none of them); a subject without any
+    draws none of them."""
+    from aotcheck.check.corpus import all_cases
+    cases = {c.id: c for c in all_cases()}
+    with_states = [V.Subject.of_case(c) for c in cases.values() if c.states]
+    assert len(with_states) >= 8
+    drawn = []
+    for s in with_states:
+        picked = [v for v in V.pick(V.derive(s, "torch"), s.name, 1, s.size_guards) if v.kind != "grad_mode"]
+        assert len(picked) == 1 and picked[0].kind in V.OWN_KINDS, (s.name, picked)
+        drawn.append(picked[0].kind)
+    assert "state" in drawn
+    plain = V.Subject.of_case(cases["basics.scalar_args"])
+    assert not {v.kind for v in V.pick(V.derive(plain, "torch"), plain.name, 1)} & set(V.OWN_KINDS) - {"scalar"}
+
+
+@pytest.mark.parametrize("same", [True, False])
+def test_a_subject_the_engine_gets_wrong_is_judged_against_b_cold(monkeypatch, same):
+    """NOTE [a variation of a subject the engine gets wrong]: A differs from eager (planted), so
+    B over A's entries is compared with B's own cold compile: equal divergences are ok, other
+    ones are a STALE HIT."""
+    from aotcheck.targets import conditions
+    real = conditions.check_under
+    calls = []
+
+    def planted(subject, compiled, v):
+        report = real(subject, compiled, v)
+        calls.append(v)
+        text = "values, output 0 -- planted" if (v is None or same or len(calls) != 2) else "values, output 0 -- other"
+        return dataclasses.replace(report, divergences=[text])
+    monkeypatch.setattr(conditions, "check_under", planted)
+    subject = V.Subject.from_source("wrong.planted", PROGRAM)
+    run = V.run_subject(get_engine("aotcheck"), subject, [V.Variation("values", "", "changed", relevant=False)])
+    assert run.a.startswith(V.A_DIFFERS)
+    (r,) = run.results
+    assert r.hits >= 1
+    assert r.verdict == (V.OK_HIT if same else V.STALE_HIT), r
