@@ -42,7 +42,10 @@ def test_every_chosen_case_is_a_corpus_case(builtin, corpus):
 
 def test_the_set_says_where_it_came_from(builtin):
     import torch
-    assert builtin.torch == torch.__version__.split("+")[0]
+    from aotcheck.targets.known_failures import recorded_releases
+    # measured on one recorded release (NOTE [a corpus newer than the quick set]: on another
+    # torch the set still runs, and the command says it was measured elsewhere)
+    assert builtin.torch in recorded_releases() and torch.__version__
     assert builtin.engines == ("torch", "torch-aot-function", "torch-inductor-lite")
     assert builtin.command.startswith("python tools/quick_cover.py")
     assert builtin.full.cases == len(builtin.corpus) and builtin.quick.cases == len(builtin.cases)
