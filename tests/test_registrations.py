@@ -55,3 +55,47 @@ def test_installing_twice_wraps_once():
     method = CustomOpDef.register_autograd
     registrations.install()
     assert CustomOpDef.register_autograd is method
+
+
+# ---------------------------------------------------------------- the persistent key (NOTE [custom ops in the persistent key])
+
+@torch.library.custom_op("aotcheck_test_reg::add_into", mutates_args=("out",))
+def _add_into(out: torch.Tensor, x: torch.Tensor) -> None:
+    out.add_(x)
+
+
+def test_the_key_holds_a_traced_custom_ops_kernel_a_new_kernel_misses(tmp_path):
+    """A mutating custom op's kernel is traced into the stored graph: a kernel registered after
+    the entry was written (as another process would) misses, and the result is eager's."""
+    import aotcheck
+    from aotcheck.cache import counters, reset_counters
+
+    def f(out, x):
+        torch.ops.aotcheck_test_reg.add_into(out, x)
+        return out * 2
+
+    def call():
+        out, x = torch.zeros(3), torch.ones(3)
+        return aotcheck.aot_function(f, cache=str(tmp_path))(out, x), f(torch.zeros(3), torch.ones(3))
+    reset_counters()
+    got, want = call()
+    assert torch.equal(got, want) and counters["saves"] == 1
+    got, want = call()
+    assert counters["hits"] == 1                                  # the same registration hits
+    before = registrations.custom_ops_print()
+    def subtract(out, x):
+        out.sub_(x)
+    _add_into.register_kernel("cpu", subtract)
+    assert registrations.custom_ops_print() != before
+    reset_counters()
+    got, want = call()
+    assert counters["hits"] == 0 and counters["misses"] == 1 and torch.equal(got, want), (got, want)
+
+
+def test_the_key_component_is_stable_and_leaves_torchs_own_ops_out():
+    import json
+    text = registrations.custom_ops_print()
+    assert registrations.custom_ops_print() is text or registrations.custom_ops_print() == text
+    ops = json.loads(text)
+    assert "aotcheck_test_reg::add_into" in ops and not any(k.startswith("prims::") for k in ops)
+    assert not any(v.startswith("identity:") for op in ops.values() for v in op.values())

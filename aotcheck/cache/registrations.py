@@ -11,10 +11,26 @@ registration then compiles again at the next call, like any other change of stat
 depends on; reading one integer costs nothing per call. The persistent cache never holds a
 graph that calls an operator outside aten and prims (``serialize.target_name``: uncacheable),
 so a registration made in another process cannot be served stale.
+
+# NOTE [custom ops in the persistent key]
+A ``custom_op`` that writes its arguments is traced through: its Python kernel's aten ops are
+recorded in the graph (NOTE [mutating custom ops] in engine/capture/custom_ops.py), so the
+stored graph depends on the kernel's code and on the schema's ``mutates_args`` (which decides
+whether the kernel is traced at all), neither of which the function's own fingerprint sees (it
+reaches the op as ``torch.ops.ns.name``). The persistent key therefore holds ``custom_ops``
+(:func:`custom_ops_print`): per ``custom_op`` registered in the process, its schema and the
+fingerprint of each Python function registered for it (kernels per device, fake kernel,
+autograd formula and setup_context, torch_dispatch rules, vmap); torch's own ops (``prims``,
+whose kernels live in torch) are left out. A function without a stable
+fingerprint (NOTE [python state] in compiled.py) is named by its identity, which no other
+process shares: a miss, never a stale hit. Found by ``aotcheck keydiff --census --target
+aotcheck`` (an op whose schema changed from ``mutates_args=()`` to ``("out",)`` between two
+processes was served the first process's graph).
 """
 from __future__ import annotations
 
 import functools
+import json
 
 EPOCH = [0]
 _METHODS = {"torch._library.custom_ops.CustomOpDef": ("register_autograd", "register_fake", "register_kernel",
@@ -45,3 +61,56 @@ def install() -> None:
             method = getattr(cls, name, None) if cls is not None else None
             if method is not None and not getattr(method, _MARK, False):
                 setattr(cls, name, _moving(method))
+
+
+_PRINTED: dict = {}
+
+
+def custom_ops_print() -> str:
+    """The ``custom_ops`` key component (NOTE [custom ops in the persistent key]): canonical JSON,
+    computed again only after a registration moved ``EPOCH`` or a new op was defined."""
+    from torch._library.custom_ops import OPDEFS
+    memo = (EPOCH[0], len(OPDEFS))
+    if _PRINTED.get("at") != memo:
+        ops = {name: _op_print(d) for name, d in sorted(OPDEFS.items()) if not _torchs_own(d)}
+        _PRINTED.update(at=memo, text=json.dumps(ops, sort_keys=True))
+    return _PRINTED["text"]
+
+
+def _torchs_own(opdef) -> bool:
+    """An op torch itself defines (``prims``, debugging ops): every function registered for it
+    lives in torch, the same in every process of one torch build (the key holds its version)."""
+    return all((getattr(_user_function(f), "__module__", "") or "").startswith("torch")
+               for f in [opdef._init_fn, *opdef._backend_fns.values()] if f is not None)
+
+
+def _op_print(opdef) -> dict:
+    fns = {f"kernel[{k}]": f for k, f in sorted(opdef._backend_fns.items(), key=lambda kv: str(kv[0]))}
+    fns.update({"fake": opdef._abstract_fn, "backward": opdef._backward_fn,
+                "setup_context": opdef._setup_context_fn, "vmap": getattr(opdef, "_vmap_fn", None)})
+    fns.update({f"torch_dispatch[{getattr(k, '__qualname__', k)}]": f
+                for k, f in getattr(opdef, "_torch_dispatch_fns", {}).items()})
+    return {"schema": str(opdef._schema),
+            **{name: _function_print(f) for name, f in fns.items() if f is not None}}
+
+
+def _user_function(fn):
+    """The user's function under torch's registration wrappers (``register_kernel`` wraps it in
+    closures of ``torch._library`` that hold it as ``fn``)."""
+    for _ in range(8):
+        if not (getattr(fn, "__module__", "") or "").startswith("torch._library"):
+            break
+        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+        if "fn" not in cells:
+            break
+        fn = cells["fn"].cell_contents
+    return fn
+
+
+def _function_print(fn) -> str:
+    """The fingerprint of the user's function under torch's registration wrappers."""
+    from .fingerprint import Unfingerprintable, fingerprint
+    try:
+        return fingerprint(_user_function(fn))[1]
+    except Unfingerprintable:
+        return f"identity:{id(fn)}"
