@@ -26,6 +26,7 @@ from .cache import bypass, cache_key, lookup, needs_capture, resolve, save
 from .cache.ambient import call_state
 from .cache.fingerprint import Unfingerprintable, fingerprint_of, fingerprint_walk
 from .cache.guard import state_guard
+from .engine.capture.custom_ops import recording
 from .engine.capture.functional import outside_saved_tensors_hooks
 from .engine.capture.trace import capture
 from .engine.partition.cut import STRATEGIES
@@ -194,7 +195,8 @@ class CompiledFunction:
             return build_artifact(run_stages(self.call_fn, leaves, spec, sig, self.partitioner))
         cache = resolve(True if self.cache is None else self.cache, remote=self.remote)
         # NOTE [one capture per call] (cache/key.py): a traced key's capture, made once here
-        captured = capture(self.call_fn, leaves, spec, sig) if needs_capture(rec.fp) else None
+        with recording() as touched:
+            captured = capture(self.call_fn, leaves, spec, sig) if needs_capture(rec.fp) else None
         key = cache_key(sig, self.partitioner, fn_print=rec.fp, captured=captured)
         if key.uncacheable is not None:
             bypass(cache, key.uncacheable)
@@ -202,10 +204,11 @@ class CompiledFunction:
             art = lookup(cache, key, self.call_fn, leaves, spec, sig, self.partitioner, captured)
             if art is not None:
                 return art
-        stages = run_stages(self.call_fn, leaves, spec, sig, self.partitioner, captured=captured)
+        with recording() as traced:
+            stages = run_stages(self.call_fn, leaves, spec, sig, self.partitioner, captured=captured)
         art = build_artifact(stages)
         if key.uncacheable is None:
-            save(cache, key, stages, art)
+            save(cache, key, stages, art, touched | traced)
         return art
 
     @property

@@ -57,18 +57,19 @@ def test_installing_twice_wraps_once():
     assert CustomOpDef.register_autograd is method
 
 
-# ---------------------------------------------------------------- the persistent key (NOTE [custom ops in the persistent key])
+# ---------------------------------------------------------------- the stored entry (NOTE [custom ops an entry was traced with])
 
 @torch.library.custom_op("aotcheck_test_reg::add_into", mutates_args=("out",))
 def _add_into(out: torch.Tensor, x: torch.Tensor) -> None:
     out.add_(x)
 
 
-def test_the_key_holds_a_traced_custom_ops_kernel_a_new_kernel_misses(tmp_path):
+def test_an_entry_traced_with_another_kernel_is_a_miss(tmp_path):
     """A mutating custom op's kernel is traced into the stored graph: a kernel registered after
-    the entry was written (as another process would) misses, and the result is eager's."""
+    the entry was written (as another process would) misses, and the result is eager's; the
+    entry names the op it was traced with."""
     import aotcheck
-    from aotcheck.cache import counters, reset_counters
+    from aotcheck.cache import Cache, counters, reset_counters
 
     def f(out, x):
         torch.ops.aotcheck_test_reg.add_into(out, x)
@@ -80,22 +81,28 @@ def test_the_key_holds_a_traced_custom_ops_kernel_a_new_kernel_misses(tmp_path):
     reset_counters()
     got, want = call()
     assert torch.equal(got, want) and counters["saves"] == 1
+    (key,) = Cache(tmp_path).keys()
+    assert list(Cache(tmp_path).read(key, "entry.json")["custom_ops"]) == ["aotcheck_test_reg::add_into"]
     got, want = call()
     assert counters["hits"] == 1                                  # the same registration hits
-    before = registrations.custom_ops_print()
+
     def subtract(out, x):
         out.sub_(x)
     _add_into.register_kernel("cpu", subtract)
-    assert registrations.custom_ops_print() != before
     reset_counters()
     got, want = call()
     assert counters["hits"] == 0 and counters["misses"] == 1 and torch.equal(got, want), (got, want)
+    assert Cache(tmp_path).keys() == [key]                        # the same key, entry replaced
+    reset_counters()
+    call()
+    assert counters["hits"] == 1
 
 
-def test_the_key_component_is_stable_and_leaves_torchs_own_ops_out():
-    import json
-    text = registrations.custom_ops_print()
-    assert registrations.custom_ops_print() is text or registrations.custom_ops_print() == text
-    ops = json.loads(text)
-    assert "aotcheck_test_reg::add_into" in ops and not any(k.startswith("prims::") for k in ops)
-    assert not any(v.startswith("identity:") for op in ops.values() for v in op.values())
+def test_a_function_without_custom_ops_stores_none_and_what_is_stored_is_stable():
+    from aotcheck.cache import registrations as R
+    assert R.ops_print([]) == {}
+    stored = R.ops_print(["aotcheck_test_reg::add_into"])
+    assert R.changed(stored) == [] and stored == R.ops_print(["aotcheck_test_reg::add_into"])
+    assert not any(v.startswith("identity:") for v in stored["aotcheck_test_reg::add_into"].values())
+    assert R.changed({"aotcheck_test_reg::gone": None}) == []       # unregistered then and now
+    assert R.changed({"aotcheck_test_reg::add_into": None}) == ["aotcheck_test_reg::add_into"]

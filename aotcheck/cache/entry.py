@@ -39,6 +39,7 @@ from ..engine.capture.trace import argument_hooks
 from ..engine.runtime.artifact import ArtifactParts, CompiledArtifact
 from ..errors import AotcheckError
 from .key import Key, key_of
+from .registrations import changed, ops_print
 from .serialize import SerializeError, Uncacheable, graph_from_data, graph_to_data
 from .serialize import graph_constants as stored_constants
 from .store import (BACKWARD_FILE, CACHE_FORMAT, ENTRY_FILE, Cache, CacheCorrupt, CacheWarning, count,
@@ -55,6 +56,10 @@ def lookup(cache: Cache, key: Key, fn, leaves: list, spec, sig, partitioner: str
     re-derived from this entry."""
     with _gc_paused():
         entry = _load_entry(cache, key.digest)
+    moved = changed(entry.get("custom_ops") or {}) if entry is not None else []
+    if moved:               # NOTE [custom ops an entry was traced with] (registrations.py)
+        log.debug("aotcheck cache: %s registered otherwise than in %s", ", ".join(moved), key.digest[:12])
+        entry = None
     if entry is not None:
         try:
             with _gc_paused():
@@ -89,11 +94,13 @@ def _gc_paused():
             gc.enable()
 
 
-def save(cache: Cache, key: Key, stages: Stages, art: CompiledArtifact) -> None:
+def save(cache: Cache, key: Key, stages: Stages, art: CompiledArtifact, custom_ops=()) -> None:
     """Write the entry of a freshly compiled artifact; its backward is saved at the first
-    backward (NOTE [lazy backward]). An artifact that cannot be stored is a bypass."""
+    backward (NOTE [lazy backward]). An artifact that cannot be stored is a bypass.
+    ``custom_ops``: the ones its trace called (NOTE [custom ops an entry was traced with])."""
     try:
-        payload = _entry_payload(key.digest, key.components, stages, art)
+        payload = {**_entry_payload(key.digest, key.components, stages, art),
+                   "custom_ops": ops_print(custom_ops)}
     except Uncacheable as u:
         count("misses", -1)
         bypass(cache, u)

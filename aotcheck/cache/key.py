@@ -48,7 +48,6 @@ from .serialize import Uncacheable, graph_to_data
 from ..version import __version__
 from . import store
 from .ambient import torch_state
-from .registrations import custom_ops_print
 from .fingerprint import Unfingerprintable, fingerprint
 
 _SOURCE_HASH: str | None = None
@@ -101,7 +100,6 @@ def _common(sig: Signature, partitioner: str) -> dict[str, str]:
         "flags": json.dumps({f.name: flags.get(f) for f in flags.ALL if f not in flags.NOT_IN_KEY},
                             sort_keys=True),
         "torch_state": _torch_state_text(),
-        "custom_ops": custom_ops_print(),      # NOTE [custom ops in the persistent key]
         "signature": sig.to_json(),
     }
 

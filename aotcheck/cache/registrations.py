@@ -12,16 +12,19 @@ depends on; reading one integer costs nothing per call. The persistent cache nev
 graph that calls an operator outside aten and prims (``serialize.target_name``: uncacheable),
 so a registration made in another process cannot be served stale.
 
-# NOTE [custom ops in the persistent key]
+# NOTE [custom ops an entry was traced with]
 A ``custom_op`` that writes its arguments is traced through: its Python kernel's aten ops are
-recorded in the graph (NOTE [mutating custom ops] in engine/capture/custom_ops.py), so the
-stored graph depends on the kernel's code and on the schema's ``mutates_args`` (which decides
-whether the kernel is traced at all), neither of which the function's own fingerprint sees (it
-reaches the op as ``torch.ops.ns.name``). The persistent key therefore holds ``custom_ops``
-(:func:`custom_ops_print`): per ``custom_op`` registered in the process, its schema and the
-fingerprint of each Python function registered for it (kernels per device, fake kernel,
-autograd formula and setup_context, torch_dispatch rules, vmap); torch's own ops (``prims``,
-whose kernels live in torch) are left out. A function without a stable
+recorded in the graph (NOTE [mutating custom ops] in engine/capture/custom_ops.py), so a stored
+graph depends on the kernel's code and on the schema's ``mutates_args`` (which decides whether
+the kernel is traced at all), and its fake kernel and autograd formula shape the rest; the
+function's own fingerprint sees none of them (it reaches the op as ``torch.ops.ns.name``).
+The trace records the custom ops it called (``custom_ops.recording``), and the entry stores,
+per op, its schema and the fingerprint of each Python function registered for it (kernels per
+device, fake kernel, autograd formula and setup_context, torch_dispatch rules, vmap:
+:func:`ops_print`). A lookup whose process registers any of them otherwise is a miss
+(:func:`changed`), and the new compile's entry replaces the old. They are not in the key: the
+custom ops a process has registered depend on what it imported, and a key holding all of them
+missed in a second process that imported one module more. A function without a stable
 fingerprint (NOTE [python state] in compiled.py) is named by its identity, which no other
 process shares: a miss, never a stale hit. Found by ``aotcheck keydiff --census --target
 aotcheck`` (an op whose schema changed from ``mutates_args=()`` to ``("out",)`` between two
@@ -63,18 +66,17 @@ def install() -> None:
                 setattr(cls, name, _moving(method))
 
 
-_PRINTED: dict = {}
-
-
-def custom_ops_print() -> str:
-    """The ``custom_ops`` key component (NOTE [custom ops in the persistent key]): canonical JSON,
-    computed again only after a registration moved ``EPOCH`` or a new op was defined."""
+def ops_print(names) -> dict:
+    """Per custom op named (``ns::name``), what the entry was traced with
+    (NOTE [custom ops an entry was traced with]); an op no longer registered is None."""
     from torch._library.custom_ops import OPDEFS
-    memo = (EPOCH[0], len(OPDEFS))
-    if _PRINTED.get("at") != memo:
-        ops = {name: _op_print(d) for name, d in sorted(OPDEFS.items()) if not _torchs_own(d)}
-        _PRINTED.update(at=memo, text=json.dumps(ops, sort_keys=True))
-    return _PRINTED["text"]
+    return {n: (_op_print(OPDEFS[n]) if n in OPDEFS else None) for n in sorted(names)}
+
+
+def changed(stored: dict) -> list[str]:
+    """The ops of ``stored`` (an entry's ``ops_print``) registered otherwise in this process."""
+    now = ops_print(stored)
+    return [n for n in sorted(stored) if now[n] != stored[n]]
 
 
 def _torchs_own(opdef) -> bool:

@@ -5,9 +5,11 @@ The ``aotcheck`` target of the differential (``aotcheck keydiff --target aotchec
 directory instead of torch's structured trace:
 
     graphs       one per entry written, in the order written: its key is the entry's directory
-                 name; what it serves is the entry (decision, view/mutation metadata, input
-                 plan, forward graph, output tree: everything but the key and its components)
-                 and the backward graph the first backward saved beside it
+                 name, with the custom ops the entry was traced with, which a lookup checks
+                 beside the name (NOTE [custom ops an entry was traced with] in
+                 cache/registrations.py); what it serves is the rest of the entry (decision,
+                 view/mutation metadata, input plan, forward graph, output tree) and the
+                 backward graph the first backward saved beside it
     key_details  the entry's key components (name -> hash), for naming a keyed change
     events       aotcheck's cache counters (``aotcheck.hits``, ``aotcheck.misses``, ...)
 
@@ -18,6 +20,7 @@ A program's ``BACKEND`` and ``compile(fn)`` name torch entry points and are not 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 from pathlib import Path
 
@@ -26,7 +29,7 @@ from .observe import Graph, Observation, _input_maker, _run, normalize
 
 CACHE_NAME = "aotcheck cache"
 # the entry's fields that are its key, not what it serves
-_KEY_FIELDS = ("key", "components")
+_KEY_FIELDS = ("key", "components", "custom_ops")
 
 
 def observe(module, state: dict, cache_dir: str, *, eager: bool = False, details: bool = False) -> Observation:
@@ -76,11 +79,15 @@ def _served(data: dict) -> str:
 
 def _graph(n: int, entry_dir: Path) -> Graph:
     from aotcheck.cache import BACKWARD_FILE, ENTRY_FILE
-    produced = [("aotcheck_entry", _served(_read(entry_dir / ENTRY_FILE)))]
+    entry = _read(entry_dir / ENTRY_FILE)
+    produced = [("aotcheck_entry", _served(entry))]
     backward = _read(entry_dir / BACKWARD_FILE)
     if backward is not None:
         produced.append(("aotcheck_backward", _served(backward)))
-    return Graph(str(n), tuple(produced), entry_dir.name, (), (), CACHE_NAME)
+    checked = entry.get("custom_ops") or {}
+    key = entry_dir.name if not checked else \
+        f"{entry_dir.name}+ops:{hashlib.sha256(json.dumps(checked, sort_keys=True).encode()).hexdigest()[:16]}"
+    return Graph(str(n), tuple(produced), key, (), (), CACHE_NAME)
 
 
 def _components(cache_dir: Path, key: str) -> dict[str, str]:

@@ -164,7 +164,6 @@ def _order(path: str):
 
 # the key component that should carry a fact, by the fact's path prefix
 _AOTCHECK_CARRIER = {"signature": "signature", "torch_state": "torch_state", "function": "function",
-                     "custom_ops": "custom_ops",
                      "config.aotcheck.AOTCHECK_PARTITIONER": "engine", "config.aotcheck": "flags"}
 _TORCH_CARRIER = [("signature.grad_enabled", "grad_enabled"), ("signature.inference_mode", "grad_enabled"),
                   ("signature.leaves", "example_inputs / the graph's placeholder metadata"),

@@ -34,6 +34,33 @@ import torch
 from torch.utils import _pytree as pytree
 
 _OWN_NAMESPACES = frozenset({"aten", "prims", "prim", "inductor", "aotcheck"})
+_TOUCHED: list[set] = []       # one set per open ``recording()`` block
+
+
+@contextlib.contextmanager
+def recording():
+    """The names (``ns::name``) of the ``custom_op``s a trace inside the block called, kernel
+    traced through or not (NOTE [custom ops an entry was traced with] in cache/registrations.py)."""
+    touched: set = set()
+    _TOUCHED.append(touched)
+    try:
+        yield touched
+    finally:
+        _TOUCHED.remove(touched)
+
+
+def note_call(func) -> None:
+    """Record ``func`` in the open ``recording()`` blocks when it is a ``custom_op``."""
+    if not _TOUCHED:
+        return
+    if isinstance(func, torch._ops.OpOverloadPacket):
+        func = getattr(func, "default", None)
+    if isinstance(func, torch._ops.OpOverload) and func.namespace not in _OWN_NAMESPACES:
+        from torch._library.custom_ops import OPDEFS
+        name = f"{func.namespace}::{func._opname}"
+        if name in OPDEFS:
+            for touched in _TOUCHED:
+                touched.add(name)
 
 
 def mutating_kernel(func, args: tuple, kwargs: dict):

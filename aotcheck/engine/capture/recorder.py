@@ -16,7 +16,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
 from ...errors import UnsupportedInputError
-from .custom_ops import mutating_kernel
+from .custom_ops import mutating_kernel, note_call
 from .data_assign import DataAssignWatch, data_assignment_op, sets_data
 from .functional import geometry_of, storage_ref, unwrap_functorch
 from .inference_call import CallRules, call_in_inference_mode, is_data_read, transform_results
@@ -249,6 +249,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
             self.inner_hooks.append(target)     # NOTE [hooks on returned tensors] (autograd_facts)
         if self.grad_wrappers and name != "__set__":
             self.regrad_reshaped((args, kwargs))
+        note_call(func)
         kernel = mutating_kernel(func, args, kwargs)
         if kernel is not None:
             with self:          # the kernel's own calls are recorded (NOTE [mutating custom ops])
