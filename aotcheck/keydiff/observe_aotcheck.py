@@ -6,10 +6,11 @@ directory instead of torch's structured trace:
 
     graphs       one per entry written, in the order written: its key is the entry's directory
                  name, with the custom ops the entry was traced with, which a lookup checks
-                 beside the name (NOTE [custom ops an entry was traced with] in
-                 cache/registrations.py); what it serves is the rest of the entry (decision,
-                 view/mutation metadata, input plan, forward graph, output tree) and the
-                 backward graph the first backward saved beside it
+                 beside the name
+                 (NOTE [custom ops an entry was traced with] in cache/registrations.py); what
+                 it serves is the rest of the entry (decision, view/mutation metadata, input
+                 plan, forward graph, output tree) and the backward graph the first backward
+                 saved beside it
     key_details  the entry's key components (name -> hash), for naming a keyed change
     events       aotcheck's cache counters (``aotcheck.hits``, ``aotcheck.misses``, ...)
 
