@@ -79,13 +79,6 @@ def changed(stored: dict) -> list[str]:
     return [n for n in sorted(stored) if now[n] != stored[n]]
 
 
-def _torchs_own(opdef) -> bool:
-    """An op torch itself defines (``prims``, debugging ops): every function registered for it
-    lives in torch, the same in every process of one torch build (the key holds its version)."""
-    return all((getattr(_user_function(f), "__module__", "") or "").startswith("torch")
-               for f in [opdef._init_fn, *opdef._backend_fns.values()] if f is not None)
-
-
 def _op_print(opdef) -> dict:
     fns = {f"kernel[{k}]": f for k, f in sorted(opdef._backend_fns.items(), key=lambda kv: str(kv[0]))}
     fns.update({"fake": opdef._abstract_fn, "backward": opdef._backward_fn,
