@@ -140,6 +140,26 @@ def test_from_outcomes_pins_failures_and_keeps_reasons_and_unrun_entries():
                .engines["torch"]) == {"a", "b", "cached:c", "d", "e", "f"}
 
 
+def test_a_recorded_variation_the_run_no_longer_gives_is_fixed_and_dropped_from_a_regenerated_record():
+    """NOTE [a recorded stage the run no longer reaches]: a variation entry of a case that ran
+    but gave no such stage is judged FIXED ("no longer runs") and dropped by ``--builtin``;
+    kept when the case did not run or the plan ran no variations."""
+    prev = Record("2.13.0", {"torch": {"variation.values=changed:a": Entry("lost", V),
+                                       "variation.values=changed:z": Entry("lost", V),
+                                       "variation.values=changed:d": Entry("lost", V)}})
+    outs = [_o("a", "pass"), _o("a", "pass", stage="cached"), _o("d", "not run")]
+    every = frozenset(("cold", "cached", "variation"))
+    gone = [v for v in judge.judge(outs, prev, every) if v.kind == "FIXED"]
+    assert [(v.stage, v.case_id) for v in gone] == [("variation.values=changed", "a")]
+    assert "this stage no longer runs" in gone[0].sentence
+    assert judge.exit_code(gone, strict=True) == 1
+    assert not [v for v in judge.judge(outs, prev, frozenset(("cold", "cached"))) if v.kind == "FIXED"]
+    kept = record.from_outcomes(outs, "2.13.0", ["torch"], prev, kinds=every).engines["torch"]
+    assert set(kept) == {"variation.values=changed:z", "variation.values=changed:d"}
+    assert len(record.from_outcomes(outs, "2.13.0", ["torch"], prev,
+                                    kinds=frozenset(("cold", "cached"))).engines["torch"]) == 3
+
+
 # ---------------------------------------------------------------- verdicts and exit codes
 
 

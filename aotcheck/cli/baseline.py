@@ -47,11 +47,11 @@ def save(args) -> int:
     except (records.RecordError, AotcheckError) as e:
         print(f"aotcheck baseline save: {e}", file=sys.stderr)
         return 2
-    _, result = execute(args, previous)
+    plan, result = execute(args, previous)
     from .check import print_leaks
     print_leaks(result, sys.stdout)
     rec = records.from_outcomes(result.outcomes, torch.__version__.split("+")[0], engines, previous,
-                                keep_unrun=args.builtin)
+                                keep_unrun=args.builtin, kinds=plan.stage_kinds(result.variations_available))
     if args.builtin:
         rec = _with_reasons(rec, engines)
     path = own_record_path() if args.builtin else args.file

@@ -97,7 +97,7 @@ def run(args) -> int:
     if args.baseline:
         _note_baseline_version(record)
     plan, result = execute(args, record)
-    verdicts = judge.judge(result.outcomes, record)
+    verdicts = judge.judge(result.outcomes, record, plan.stage_kinds(result.variations_available))
     print_report(plan, result, verdicts, record, verbose=args.verbose)
     return judge.exit_code(verdicts, strict=args.strict)
 

@@ -9,13 +9,14 @@
     fail            unpinned (reason only)          known    (counted as unpinned)
     graph break     pinned, a graph break           known    (whichever break Dynamo names first)
     not run         a recorded crash                known    (never run: it takes the process down)
+    (no outcome)    a stage of a case that ran      FIXED    (no longer run: record.unreached)
     skipped         (cached run of a failing cold run: the same failure, judged once)
 
 ``exit_code(verdicts, strict)``: 1 on any NEW or CHANGED, and under ``strict`` on FIXED too;
 else 0::
 
     >>> from .fingerprint import FailurePrint as F
-    >>> from .record import Entry, Record
+    >>> from .record import Entry, Record, split_key, unreached
     >>> rec = Record("2.13.0", {"torch": {"a": Entry("why", F("values", "output 0"))}})
     >>> judge_one(rec, "torch", "cold", "a", F("values", "output 1")).kind
     'CHANGED'
@@ -27,10 +28,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .fingerprint import FailurePrint, same_failure
-from .record import Entry, Record
+from .record import Entry, Record, split_key, unreached
 
 KINDS = ("pass", "known", "NEW", "CHANGED", "FIXED", "skipped")
 FAILING = ("NEW", "CHANGED")
+NO_LONGER_RUN = "no longer run: the case ran, but this stage was not picked or not reached"
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,8 @@ class Verdict:
             return f"{where}: was {_short(str(self.was.fingerprint), 90)}; now {_short(str(self.now), 90)}"
         if self.kind == "FIXED":
             was = self.was.fingerprint or self.was.reason
-            return f"{where}: recorded as failing ({_short(str(was))}), now passes"
+            now = "this stage no longer runs" if self.detail == NO_LONGER_RUN else "now passes"
+            return f"{where}: recorded as failing ({_short(str(was))}), {now}"
         return f"{where}: {self.kind}"
 
 
@@ -87,9 +90,15 @@ def judge_one(record: Record, engine: str, stage: str, case_id: str, now: Failur
     return Verdict(kind, engine, stage, case_id, now, entry, detail)
 
 
-def judge(outcomes, record: Record) -> list[Verdict]:
-    return [judge_one(record, o.engine, o.stage, o.case_id, o.fingerprint, status=o.status,
-                      detail=o.problems[0] if o.problems else "") for o in outcomes]
+def judge(outcomes, record: Record, kinds: frozenset[str] = frozenset()) -> list[Verdict]:
+    """A verdict per outcome, and a FIXED one per recorded stage of ``kinds`` that a case which
+    ran did not give (``record.unreached``)."""
+    out = [judge_one(record, o.engine, o.stage, o.case_id, o.fingerprint, status=o.status,
+                     detail=o.problems[0] if o.problems else "") for o in outcomes]
+    for engine, key, entry in unreached(record, outcomes, kinds):
+        stage, case_id = split_key(key)
+        out.append(Verdict("FIXED", engine, stage, case_id, None, entry, NO_LONGER_RUN))
+    return out
 
 
 def exit_code(verdicts, strict: bool = False) -> int:

@@ -43,6 +43,12 @@ class Plan:
     variations: bool = True          # run the key-variation phase where it is available
     backward: bool = True
 
+    def stage_kinds(self, variations_available: bool = True) -> frozenset[str]:
+        """The kinds of stage this plan runs on an engine with a cache (``record.stage_kind``):
+        a recorded entry of another kind is out of its reach, whatever the run gives."""
+        return frozenset(("cold",) + (("cached",) if self.cached else ())
+                         + (("variation",) if self.variations and variations_available else ()))
+
 
 def engines_of(name: str) -> tuple[str, ...]:
     """``all-torch`` -> its engines; a single engine -> itself; a comma list -> each."""

@@ -60,6 +60,41 @@ def split_key(key: str) -> tuple[str, str]:
     return (stage, case_id) if sep else ("cold", key)
 
 
+def stage_kind(stage: str) -> str:
+    """``cold``, ``cached``, or ``variation`` for ``variation.<name>`` (and the phase's own
+    ``variation`` stage, where the harness raised)."""
+    return "variation" if stage.startswith("variation") else stage
+
+
+# NOTE [a recorded stage the run no longer reaches]
+# A case's cold and cached stages run whenever the case does, but its variation stages are what
+# the key-variation phase picks and reaches that day: a variation is picked by the subject's name
+# among the variations A's run offers, and none runs when the cold run fails or A's entry is not
+# saved. An entry recorded for a variation the run no longer gives would otherwise stay in the
+# record for good, judged by nothing: ``unreached`` names each such entry of a case the run ran,
+# of a stage kind its plan runs; ``aotcheck check`` reports it as FIXED ("no longer run"), and
+# ``from_outcomes`` drops it when it regenerates a record.
+
+
+def unreached(record: "Record", outcomes: Iterable, kinds: frozenset[str]) -> list[tuple[str, str, "Entry"]]:
+    """(engine, key, entry) for each entry of ``record`` whose case this run ran on that engine
+    (an outcome other than "not run"), whose stage is of one of ``kinds``, and for which the run
+    gave no outcome (NOTE [a recorded stage the run no longer reaches])."""
+    ran: dict[str, set[str]] = {}
+    given: dict[str, set[str]] = {}
+    for o in outcomes:
+        given.setdefault(o.engine, set()).add(key_of(o.stage, o.case_id))
+        if o.status != "not run":
+            ran.setdefault(o.engine, set()).add(o.case_id)
+    out = []
+    for engine, cases in ran.items():
+        for key, entry in record.engines.get(engine, {}).items():
+            stage, case_id = split_key(key)
+            if case_id in cases and stage_kind(stage) in kinds and key not in given[engine]:
+                out.append((engine, key, entry))
+    return sorted(out, key=lambda x: (x[0], x[1]))
+
+
 @dataclass(frozen=True)
 class Record:
     torch: str                                          # the build it was recorded on
@@ -162,12 +197,16 @@ def load(path=None) -> Record:
 
 
 def from_outcomes(outcomes: Iterable, torch_version: str, engines: Iterable[str],
-                  previous: Record | None = None, *, keep_unrun: bool = True) -> Record:
+                  previous: Record | None = None, *, keep_unrun: bool = True,
+                  kinds: frozenset[str] = frozenset(("cold", "cached", "variation"))) -> Record:
     """The record of this run: every failing outcome, pinned by its fingerprint, with the
     reason ``previous`` gave it, if any; an entry of a recorded crash (never run) is kept. With
     ``keep_unrun`` (regenerating the built-in record) the result is ``previous`` updated: other
-    engines' tables are kept, and so is every entry of a case or stage this run did not reach
-    (``-k``, ``--theme``); without it (a baseline) it holds only the engines and cases run."""
+    engines' tables are kept, and so is every entry of a case this run did not run (``-k``,
+    ``--theme``) or of a stage kind outside ``kinds`` (``--no-variations``); an entry of a stage
+    the run no longer reaches is dropped (NOTE [a recorded stage the run no longer reaches]).
+    Without it (a baseline) it holds only the engines and cases run."""
+    outcomes = list(outcomes)
     engines = set(engines)
     prev = previous.engines if previous is not None else {}
     tables: dict[str, dict[str, Entry]] = {n: dict(t) for n, t in prev.items()
@@ -196,9 +235,10 @@ def from_outcomes(outcomes: Iterable, torch_version: str, engines: Iterable[str]
         if o.fingerprint.check == "crash in process" and not reason.startswith(CRASH):
             reason = f"{CRASH} (found by a run that lost its worker process): {o.problems[0]}"
         tables[o.engine][key] = Entry(reason, o.fingerprint)
-    for n in engines if keep_unrun else ():     # entries for stages or cases not reached
+    gone = {(e, k) for e, k, _ in unreached(previous, outcomes, kinds)} if previous is not None else set()
+    for n in engines if keep_unrun else ():     # entries for stages or cases not run
         for key, e in prev.get(n, {}).items():
-            if key not in ran[n] and key not in tables[n]:
+            if key not in ran[n] and key not in tables[n] and (n, key) not in gone:
                 tables[n][key] = e
     reasons = dict(previous.reasons) if previous is not None else {}
     return Record(torch_version, tables, "", reasons)
