@@ -129,13 +129,16 @@ def test_from_outcomes_pins_failures_and_keeps_reasons_and_unrun_entries():
     t = new.engines["torch"]
     assert new.torch == "2.14.0"
     assert t["a"] == Entry("", R)            # fails another way: re-pinned, its reason dropped
-    assert t["b"] == Entry("b fails, unpinned", V)            # pinned
+    assert t["b"] == Entry("b fails, unpinned")               # unpinned stays so (the migrate tool pins)
     assert t["cached:c"] == Entry("", V)                     # another way again: reason dropped
     assert t["d"] == prev.engines["torch"]["d"]               # a recorded crash, not run: kept
     assert t["e"] == Entry("", V) and "cached:e" not in t     # the cached twin of a cold failure
     assert t["f"].crashes                                     # a crash found now: never run again
     assert record.from_outcomes([_o("a", "fail", V)], "2.13.0", ["torch"], prev).engines["torch"]["a"] \
         == prev.engines["torch"]["a"]                         # same way: reason kept
+    unpinned = Record("2.13.0", {"torch": {"g": Entry("flickers")}})
+    assert record.from_outcomes([_o("g", "fail", V)], "2.13.0", ["torch"], unpinned).engines["torch"]["g"] \
+        == Entry("flickers")                                  # left unpinned on purpose: stays so
     assert set(record.from_outcomes(outs, "2.14.0", ["torch"], prev, keep_unrun=False)
                .engines["torch"]) == {"a", "b", "cached:c", "d", "e", "f"}
 

@@ -18,7 +18,9 @@ the case's own entry: a case whose cold run fails fails its cache round trip the
 ``variation.<name>:<id>`` for one key variation. A value is an object with ``reason`` (a name in
 ``reasons`` or a sentence; may be empty in a baseline) and ``fingerprint`` (see
 ``fingerprint.py``), or, as in format 1, the reason alone: such an entry is *unpinned* and
-``tools/known_failures_migrate.py`` pins it (runs the case and writes its fingerprint).
+``tools/known_failures_migrate.py`` pins it (runs the case and writes its fingerprint);
+``aotcheck baseline save --builtin`` keeps it unpinned (an entry is left unpinned on purpose where
+its message differs between runs of one build).
 ``recorded_on`` names the torch build the failures were seen on: a fingerprint is pinned per
 torch release (NOTE [one record per torch release] in ``targets/known_failures.py``), and a
 release with no record of its own is told which one stands in (``known_failures.version_note``).
@@ -234,7 +236,9 @@ def from_outcomes(outcomes: Iterable, torch_version: str, engines: Iterable[str]
         reason = was.reason if was and same_failure(was.fingerprint, o.fingerprint) else ""
         if o.fingerprint.check == "crash in process" and not reason.startswith(CRASH):
             reason = f"{CRASH} (found by a run that lost its worker process): {o.problems[0]}"
-        tables[o.engine][key] = Entry(reason, o.fingerprint)
+        # an entry left unpinned on purpose (its message differs between runs) stays unpinned
+        pin = None if old is not None and old.fingerprint is None else o.fingerprint
+        tables[o.engine][key] = Entry(reason, pin)
     gone = {(e, k) for e, k, _ in unreached(previous, outcomes, kinds)} if previous is not None else set()
     for n in engines if keep_unrun else ():     # entries for stages or cases not run
         for key, e in prev.get(n, {}).items():
