@@ -30,6 +30,7 @@ from pathlib import Path
 
 from . import census
 from .differential import Finding, Verdict, compare
+from ..engine import serial
 
 PROBES = {"aot_eager": "kd_config_probe", "inductor": "kd_config_probe_inductor"}
 SCHEMA = 1
@@ -54,13 +55,11 @@ class FieldResult:
         return f"{self.field}: {self.default} -> {self.value}"
 
     def to_json(self) -> dict:
-        return {"field": self.field, "value": self.value, "probe": self.probe, "verdict": self.verdict.to_json(),
-                "default": self.default}
+        return serial.to_data(self)
 
     @staticmethod
     def from_json(d: dict) -> "FieldResult":
-        return FieldResult(d["field"], d["value"], d["probe"], Verdict.from_json(d["verdict"]),
-                           d.get("default", "default"))
+        return serial.from_data(FieldResult, d)
 
 
 def run_config(data: dict, *, jobs: int = 2, only: list[str] | None = None, lost_hits: bool = False,

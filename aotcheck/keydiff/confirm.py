@@ -26,6 +26,7 @@ from pathlib import Path
 
 from .observe import Observation
 from .worker import Request, run
+from ..engine import serial
 
 
 class Outcome(enum.Enum):
@@ -45,11 +46,11 @@ class Confirmation:
     reason: str
 
     def to_json(self) -> dict:
-        return {"a": self.a, "b": self.b, "outcome": self.outcome.value, "reason": self.reason}
+        return serial.to_data(self)
 
     @staticmethod
     def from_json(d: dict) -> "Confirmation":
-        return Confirmation(d["a"], d["b"], Outcome(d["outcome"]), d["reason"])
+        return serial.from_data(Confirmation, d)
 
 
 def decide(a: int, b: int, cold_b: Observation, warm_b: Observation) -> Confirmation:

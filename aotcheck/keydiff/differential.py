@@ -29,6 +29,7 @@ import enum
 from dataclasses import dataclass
 
 from .observe import Graph, Observation
+from ..engine import serial
 
 INDUCTOR_CODE = "inductor_output_code"
 
@@ -56,13 +57,11 @@ class Verdict:
     key_components: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
-        return {"finding": self.finding.value, "reason": self.reason, "cache": self.cache,
-                "differs": list(self.differs), "first": self.first, "key_components": list(self.key_components)}
+        return serial.to_data(self)
 
     @staticmethod
     def from_json(d: dict) -> "Verdict":
-        return Verdict(Finding(d["finding"]), d["reason"], d["cache"], tuple(d["differs"]), d["first"],
-                       tuple(d["key_components"]))
+        return serial.from_data(Verdict, d)
 
 
 def compare(a: Observation, b: Observation) -> Verdict:

@@ -27,13 +27,14 @@ import json
 import logging
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
 
 from . import setters
 from .program import ProgramError, arguments
+from ..engine import serial
 
 PRODUCED = ("aot_forward_graph", "aot_backward_graph", "aot_inference_graph",
             "aot_forward_graph_fw_metadata", "aot_forward_graph_fw_subclass_metadata",
@@ -83,17 +84,13 @@ class Observation:
         return tuple(b for g in self.graphs for b in g.bypass)
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return serial.to_data(self)
 
     @staticmethod
     def from_json(d: dict) -> "Observation":
         if d.get("schema") != SCHEMA:
             raise ValueError(f"observation schema {d.get('schema')}, expected {SCHEMA}")
-        pairs = lambda xs: tuple(tuple(x) for x in xs)  # noqa: E731
-        graphs = tuple(Graph(g["compile_id"], pairs(g["produced"]), g["aot_key"], tuple(g["fx_keys"]),
-                             tuple(g["bypass"]), g.get("cache", "AOTAutogradCache")) for g in d["graphs"])
-        return Observation(graphs, pairs(d["events"]), pairs(d["key_details"]), d["error"], d["eager"],
-                           d["schema"])
+        return serial.from_data(Observation, d)
 
 
 # ---------------------------------------------------------------- normalization

@@ -24,6 +24,7 @@ from .differential import Finding, Verdict, compare
 from .observe import Observation
 from .program import Kind
 from .worker import Request, run as run_worker
+from ..engine import serial
 
 SCHEMA = 1
 KINDS_ALL = ("config", "reached", "ambient", "registration", "storage", "entry")
@@ -48,14 +49,11 @@ class Comparison:
         return any(c.outcome is C.Outcome.STALE_HIT for c in self.confirmations)
 
     def to_json(self) -> dict:
-        d = {k: getattr(self, k) for k in ("input", "kind", "a", "b", "a_text", "b_text", "component")}
-        return {**d, "verdict": self.verdict.to_json(), "confirmations": [c.to_json() for c in self.confirmations]}
+        return serial.to_data(self)
 
     @staticmethod
     def from_json(d: dict) -> "Comparison":
-        return Comparison(d["input"], d["kind"], d["a"], d["b"], d["a_text"], d["b_text"],
-                          Verdict.from_json(d["verdict"]), d["component"],
-                          tuple(C.Confirmation.from_json(c) for c in d["confirmations"]))
+        return serial.from_data(Comparison, d)
 
 
 @dataclass(frozen=True)
@@ -67,15 +65,13 @@ class ProgramResult:
     schema: int = SCHEMA
 
     def to_json(self) -> dict:
-        return {"program": self.program, "upstream": self.upstream, "backend": self.backend,
-                "comparisons": [c.to_json() for c in self.comparisons], "schema": self.schema}
+        return serial.to_data(self)
 
     @staticmethod
     def from_json(d: dict) -> "ProgramResult":
         if d.get("schema") != SCHEMA:
             raise ValueError(f"result schema {d.get('schema')}, expected {SCHEMA}")
-        return ProgramResult(d["program"], d["upstream"], d["backend"],
-                             tuple(Comparison.from_json(c) for c in d["comparisons"]), d["schema"])
+        return serial.from_data(ProgramResult, d)
 
 
 def run_program(path, *, jobs: int = 2, confirm: bool = True, only: str | None = None,
@@ -170,15 +166,13 @@ class CensusResult:
     schema: int = SCHEMA
 
     def to_json(self) -> dict:
-        return {"torch": self.torch, "programs": [p.to_json() for p in self.programs],
-                "config": [c.to_json() for c in self.config], "seconds": self.seconds, "schema": self.schema}
+        return serial.to_data(self)
 
     @staticmethod
     def from_json(d: dict) -> "CensusResult":
         if d.get("schema") != SCHEMA:
             raise ValueError(f"keydiff result schema {d.get('schema')}, expected {SCHEMA}")
-        return CensusResult(d["torch"], tuple(ProgramResult.from_json(p) for p in d["programs"]),
-                            tuple(FieldResult.from_json(c) for c in d["config"]), d["seconds"], d["schema"])
+        return serial.from_data(CensusResult, d)
 
     def save(self, path) -> Path:
         p = Path(path)
