@@ -61,7 +61,7 @@ def from_data(hint, data, where: str = ""):
         if data is None and type(None) in args:
             return None
         rest = [a for a in args if a is not type(None)]
-        return from_data(rest[0], data, where) if len(rest) == 1 else data
+        return from_data(rest[0], data, where) if len(rest) == 1 else _union(rest, data, where)
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         try:
             return hint(data)
@@ -86,6 +86,20 @@ def _record(cls, data, where: str):
     hints = _hints(cls)
     return cls(**{f.name: from_data(hints[f.name], data[f.name], f"{where}.{f.name}")
                   for f in dataclasses.fields(cls) if f.init and f.name in data})
+
+
+def _union(options, data, where: str):
+    """``data`` read as the first record of ``options`` whose fields it fits (every key one of
+    its fields, every field without a default present); plain data as it is."""
+    if not isinstance(data, dict):
+        return deep_tuple(data)
+    for cls in (o for o in options if dataclasses.is_dataclass(o)):
+        names = {f.name for f in dataclasses.fields(cls)}
+        needed = {f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING
+                  and f.default_factory is dataclasses.MISSING}
+        if set(data) <= names and needed <= set(data):
+            return _record(cls, data, where)
+    raise SerialError(f"{where}: fits none of {', '.join(getattr(o, '__name__', str(o)) for o in options)}")
 
 
 def _tuple(args, data, where: str):

@@ -24,14 +24,14 @@ Example::
 """
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch.utils import _pytree as pytree
 
 from ..errors import UnsupportedInputError
+from . import serial
 
 SCHEMA_VERSION = 1
 _SCALARS = (bool, int, float, str, type(None))
@@ -91,20 +91,14 @@ class Signature:
         return [i for i, l in enumerate(self.leaves) if isinstance(l, TensorSpec)]
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        return serial.dumps(self)
 
     @staticmethod
     def from_json(text: str) -> "Signature":
-        d = json.loads(text)
-        if d.get("schema") != SCHEMA_VERSION:
-            raise ValueError(f"signature schema {d.get('schema')} != {SCHEMA_VERSION}")
-        leaves = tuple(TensorSpec(**_tuples(l)) if "shape" in l else ValueSpec(**l) for l in d["leaves"])
-        groups = tuple(GroupSpec(**_tuples(g)) for g in d["groups"])
-        return Signature(d["tree"], leaves, groups, d["grad_enabled"], d["inference_mode"], d["schema"])
-
-
-def _tuples(d: dict) -> dict:
-    return {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
+        try:
+            return serial.loads(Signature, text, schema=SCHEMA_VERSION)
+        except serial.SerialError as e:
+            raise ValueError(f"signature: {e}") from None
 
 
 def flatten_inputs(args: tuple, kwargs: dict) -> tuple[list, Any]:
