@@ -26,6 +26,7 @@ from .cache import bypass, cache_key, lookup, needs_capture, resolve, save
 from .cache.ambient import call_state
 from .cache.fingerprint import Unfingerprintable, fingerprint_of, fingerprint_walk
 from .cache.guard import state_guard
+from .cache import registrations
 from .engine.capture.custom_ops import recording
 from .engine.capture.functional import outside_saved_tensors_hooks
 from .engine.capture.trace import capture
@@ -182,8 +183,8 @@ class CompiledFunction:
         without the caller's saved_tensors_hooks (NOTE [saved tensors hooks around the call]),
         reading the call's own lifted tensors (lift.wrap)."""
         self.call_fn.reals = getattr(self, "_lifted_now", None)
-        try:
-            with outside_saved_tensors_hooks():
+        try:   # NOTE [a registration changed in-process]: torch's lazy registrations while tracing
+            with outside_saved_tensors_hooks(), registrations.quiet():
                 return self._compile_outside_hooks(rec, fresh)
         finally:
             self.call_fn.reals = None

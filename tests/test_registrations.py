@@ -106,3 +106,31 @@ def test_a_function_without_custom_ops_stores_none_and_what_is_stored_is_stable(
     assert not any(v.startswith("identity:") for v in stored["aotcheck_test_reg::add_into"].values())
     assert R.changed({"aotcheck_test_reg::gone": None}) == []       # unregistered then and now
     assert R.changed({"aotcheck_test_reg::add_into": None}) == ["aotcheck_test_reg::add_into"]
+
+
+def test_the_first_compile_of_a_fresh_process_is_reused_by_the_next_call():
+    """Tracing imports parts of torch that register kernels; made inside aotcheck's compile
+    (``registrations.quiet``), they do not move the epoch, so the next call with the same
+    arguments reuses the graph. A fresh interpreter: in this one torch is imported already."""
+    import subprocess
+    import sys
+    script = ("import torch, aotcheck\n"
+              "from aotcheck.cache import registrations as R\n"
+              "cf = aotcheck.aot_function(lambda x: torch.nn.functional.batch_norm(x, None, None, training=True))\n"
+              "x = torch.randn(3, 4, requires_grad=True)\n"
+              "e0 = R.EPOCH[0]; cf(x).sum().backward(); e1 = R.EPOCH[0]; cf(x)\n"
+              "print(cf.num_compiled, e1 - e0)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["1", "0"], out.stdout
+
+
+def test_a_registration_inside_quiet_leaves_the_epoch_and_outside_moves_it():
+    lib = torch.library.Library("aotcheck_test_quiet", "FRAGMENT")
+    lib.define("twice(Tensor x) -> Tensor")
+    before = registrations.EPOCH[0]
+    with registrations.quiet():
+        lib.impl("twice", lambda x: x * 2, "CPU")
+    assert registrations.EPOCH[0] == before
+    lib.impl("twice", lambda x: x * 2, "Meta")
+    assert registrations.EPOCH[0] == before + 1

@@ -10,7 +10,10 @@ kernel, torch_dispatch, vmap, autocast), ``Library.impl`` and ``Library._registe
 registration then compiles again at the next call, like any other change of state the graph
 depends on; reading one integer costs nothing per call. The persistent cache never holds a
 graph that calls an operator outside aten and prims (``serialize.target_name``: uncacheable),
-so a registration made in another process cannot be served stale.
+so a registration made in another process cannot be served stale. A registration made while
+aotcheck compiles (:func:`quiet`) does not move it: tracing imports parts of torch lazily, and
+those register kernels (about 200 on the first compile of a fresh process); counted, they made
+the first compile's key stale at once, so the next call with the same arguments compiled again.
 
 # NOTE [custom ops an entry was traced with]
 A ``custom_op`` that writes its arguments is traced through: its Python kernel's aten ops are
@@ -32,10 +35,13 @@ processes was served the first process's graph).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import threading
 
 EPOCH = [0]
+_QUIET = threading.local()
 _METHODS = {"torch._library.custom_ops.CustomOpDef": ("register_autograd", "register_fake", "register_kernel",
                                                       "register_torch_dispatch", "register_vmap",
                                                       "register_autocast"),
@@ -49,9 +55,20 @@ def _moving(method):
         try:
             return method(*args, **kwargs)
         finally:
-            EPOCH[0] += 1
+            if not getattr(_QUIET, "depth", 0):
+                EPOCH[0] += 1
     setattr(registered, _MARK, True)
     return registered
+
+
+@contextlib.contextmanager
+def quiet():
+    """Registrations made inside (aotcheck's own compile) leave ``EPOCH`` as it was."""
+    _QUIET.depth = getattr(_QUIET, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _QUIET.depth -= 1
 
 
 def install() -> None:
