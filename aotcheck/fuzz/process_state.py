@@ -35,7 +35,7 @@ def quiet_gc():
 _KEPT_GUARDS: list = []
 
 
-def _keys(keyset) -> frozenset[str]:
+def dispatch_key_names(keyset) -> frozenset[str]:
     import re
     return frozenset(re.findall(r"\w+", str(keyset).split("(", 1)[1]))
 
@@ -45,11 +45,11 @@ def _global_state() -> tuple:
     dispatcher's local include and exclude key sets."""
     import torch
     return (torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
-            _keys(torch._C._dispatch_tls_local_include_set()),
-            _keys(torch._C._dispatch_tls_local_exclude_set()))
+            dispatch_key_names(torch._C._dispatch_tls_local_include_set()),
+            dispatch_key_names(torch._C._dispatch_tls_local_exclude_set()))
 
 
-def _restore_global_state(state: tuple) -> None:
+def restore_global_state(state: tuple) -> None:
     """Put it back (a compiled call that raised inside a region or a dispatcher mode can leave
     it changed; eager's ``with`` blocks never do)."""
     import torch
@@ -81,7 +81,7 @@ def _leak(before: tuple) -> str:
     # collect them now, then put back whatever is still changed.
     import gc
     gc.collect()
-    _restore_global_state(before)
+    restore_global_state(before)
     out = []
     for name, b, a in zip(("grad mode", "inference mode"), before, after):
         if a != b:

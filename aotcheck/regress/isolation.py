@@ -56,7 +56,7 @@ def _readers() -> dict[str, Callable[[], object]]:
     from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 
     from .. import flags
-    from ..fuzz.process_state import _keys
+    from ..fuzz.process_state import dispatch_key_names as _keys
     return {
         "grad_enabled": torch.is_grad_enabled,
         "inference_mode": torch.is_inference_mode_enabled,
@@ -129,7 +129,7 @@ def _short(v) -> str:
 # depended on how the two workers happened to take their chunks. There is no setter for the
 # mode: ``restore`` collects the garbage first (the failed compile's guards sit in reference
 # cycles; destroyed later, each would put back the state it saw, at a random point), then puts
-# the mode back with the fuzzer's ``_restore_global_state`` (a kept guard for the old mode).
+# the mode back with the fuzzer's ``restore_global_state`` (a kept guard for the old mode).
 
 
 def restore(before: dict, now: dict | None = None) -> list[str]:
@@ -141,14 +141,14 @@ def restore(before: dict, now: dict | None = None) -> list[str]:
     import torch
 
     from .. import flags
-    from ..fuzz.process_state import _restore_global_state
+    from ..fuzz.process_state import restore_global_state
     tls = ("grad_enabled", "inference_mode", "dispatch_keys_included", "dispatch_keys_excluded")
     now = snapshot() if now is None else now     # a snapshot is ~1 ms; the collection ~160 ms
     if any(now[k] != before[k] for k in tls):
         # NOTE [a failed compile inside inference_mode]: collect first; then no torch op may
         # run until the dispatcher's thread-local key sets are put back
         gc.collect()
-        _restore_global_state((before["grad_enabled"], before["inference_mode"],
+        restore_global_state((before["grad_enabled"], before["inference_mode"],
                                frozenset(before["dispatch_keys_included"]),
                                frozenset(before["dispatch_keys_excluded"])))
     now = snapshot()

@@ -38,7 +38,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
 from ...errors import GuardFailed
-from ..rng.seeding import _SEEDED as _TAGS      # impure, forward-only, in order (rng/seeding.py)
+from ..rng.seeding import SEEDED_TAGS as _TAGS     # impure, forward-only, in order (rng/seeding.py)
 
 _lib = torch.library.Library("aotcheck", "FRAGMENT")
 _lib.define("guard_value(Tensor t, Scalar expected) -> ()", tags=_TAGS)

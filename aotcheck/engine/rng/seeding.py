@@ -292,15 +292,15 @@ _REAL_GENERATOR = torch._C.default_generator
 _REAL_SEED = torch.random.seed
 _STATE_BYTES = _REAL_GENERATOR.get_state().numel()
 _lib = torch.library.Library("aotcheck", "DEF")
-_SEEDED = (torch.Tag.nondeterministic_seeded,)   # impure, ordered among the draws, never folded
-_lib.define("rng_manual_seed(int seed) -> ()", tags=_SEEDED)
-_lib.define("rng_get_state() -> Tensor", tags=_SEEDED)
-_lib.define("rng_set_state(Tensor state) -> ()", tags=_SEEDED)
-_lib.define("rng_generator_set_state(Generator gen, Tensor state) -> ()", tags=_SEEDED)
-_lib.define("rng_generator_manual_seed(Generator gen, int seed) -> ()", tags=_SEEDED)
-_lib.define("rng_seed() -> ()", tags=_SEEDED)
-_lib.define("rng_generator_get_state(Generator gen) -> Tensor", tags=_SEEDED)
-_lib.define("guard_initial_seed(int expected) -> ()", tags=_SEEDED)
+SEEDED_TAGS = (torch.Tag.nondeterministic_seeded,)   # impure, ordered among the draws, never folded
+_lib.define("rng_manual_seed(int seed) -> ()", tags=SEEDED_TAGS)
+_lib.define("rng_get_state() -> Tensor", tags=SEEDED_TAGS)
+_lib.define("rng_set_state(Tensor state) -> ()", tags=SEEDED_TAGS)
+_lib.define("rng_generator_set_state(Generator gen, Tensor state) -> ()", tags=SEEDED_TAGS)
+_lib.define("rng_generator_manual_seed(Generator gen, int seed) -> ()", tags=SEEDED_TAGS)
+_lib.define("rng_seed() -> ()", tags=SEEDED_TAGS)
+_lib.define("rng_generator_get_state(Generator gen) -> Tensor", tags=SEEDED_TAGS)
+_lib.define("guard_initial_seed(int expected) -> ()", tags=SEEDED_TAGS)
 
 
 def _with_real_generator(call):
