@@ -10,7 +10,7 @@ from ..oracle import Inputs
 THEMES = (
     "basics", "input_mutation", "mutation_autograd", "metadata_mutation", "alias_of_input",
     "alias_of_intermediate", "aliased_inputs", "requires_grad_modes", "non_differentiable",
-    "layers", "dtypes", "regressions", "custom_function", "rng", "subclass", "python_state",
+    "layers", "dtypes", "custom_function", "rng", "subclass", "python_state",
     "real_world",
 )
 
