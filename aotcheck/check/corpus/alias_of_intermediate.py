@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 from .builders import leaf, one_leaf, one_leaf as _one_leaf, rand, randn, seeded
-from .registry import Inputs, case
+from .registry import CallMode, Inputs, case
 
 
 # ---------------------------------------------------------------- from cases_alias
@@ -520,7 +520,7 @@ def add_in_place_on_an_overlapping_unfold_of_an_intermediate():
     return f, seeded(lambda: Inputs((rand(10),)))
 
 
-@case("alias_of_intermediate", mode="inference", tags=("overlap", "unfold", "no_grad_call"))
+@case("alias_of_intermediate", mode="inference", call=CallMode.NO_GRAD, tags=("overlap", "unfold"))
 def overlapping_iadd_of_an_unfold_returned_with_its_base():
     """v += 1 on an overlapping unfold under no_grad; v and its base both returned."""
     def f(x):

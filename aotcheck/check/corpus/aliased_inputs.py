@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 from .builders import leaf, rand, randn, seeded
-from .registry import Inputs, case
+from .registry import CallMode, Inputs, case
 
 
 # ---------------------------------------------------------------- from cases_mutation
@@ -829,7 +829,7 @@ def fuzz_sibling_row_written_with_a_grad_value_after_squeeze_():
 # ---------------------------------------------------------------- from cases_memory
 
 
-@case("aliased_inputs", mode="inference", tags=("out", "out_resize", "no_grad_call"))
+@case("aliased_inputs", mode="inference", call=CallMode.NO_GRAD, tags=("out", "out_resize"))
 def out_argument_aliased_with_its_transpose_resized_under_no_grad():
     """f(a, a.t(), w): under no_grad, sin(w) written into a through a resize from (3, 2) to
     (2, 1, 3); the transposed alias sees the new values in memory order."""

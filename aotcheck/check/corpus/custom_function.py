@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch.autograd.function import once_differentiable
 from .builders import leaf, one_leaf, rand, randn, seeded
-from .registry import Inputs, case
+from .registry import CallMode, Inputs, case
 
 
 class HalfGradIdentity(torch.autograd.Function):
@@ -385,7 +385,7 @@ def backward_returns_none_for_an_input():
     return f, seeded(_two_leaves)
 
 
-@case("custom_function", mode="inference", tags=("no_grad_call",))
+@case("custom_function", mode="inference", call=CallMode.NO_GRAD, tags=())
 def identity_forward_under_no_grad():
     def f(x):
         return HalfGradIdentity.apply(x), SinOnce.apply(x)

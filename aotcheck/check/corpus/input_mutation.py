@@ -22,7 +22,7 @@ from .builders import (
     two_nonleaf, two_nonleaf_and_a_leaf
 )
 from .custom_function import DoubleInPlace
-from .registry import Inputs, case
+from .registry import CallMode, Inputs, case
 
 
 # ---------------------------------------------------------------- from cases_basic
@@ -455,7 +455,7 @@ def fuzz_transpose_then_set_onto_its_own_transpose():
     return f, seeded(lambda: Inputs((rand(4, 1, 4),)))
 
 
-@case("input_mutation", mode="inference", tags=("set_", "fuzz", "no_grad_call"))
+@case("input_mutation", mode="inference", call=CallMode.NO_GRAD, tags=("set_", "fuzz"))
 def fuzz_unsqueeze_then_set_back_onto_a_view_taken_before_then_doubled():
     # found by aotcheck fuzz --seed 1 (repro s32/00): a.unsqueeze_(1) under no_grad, then
     # set_() onto a.t() taken before it, which is a's geometry at the call again; the
@@ -560,7 +560,7 @@ def data_assign_to_float64_then_written():
     return f, seeded(lambda: Inputs((rand(2, 3),)))
 
 
-@case("input_mutation", mode="inference", tags=("data_assign", "no_grad_call"))
+@case("input_mutation", mode="inference", call=CallMode.NO_GRAD, tags=("data_assign",))
 def data_assign_under_no_grad_call_keeps_an_earlier_view():
     """Called under no_grad: a view taken before x.data = new keeps the old storage and
     is written through after."""
@@ -632,7 +632,7 @@ def data_assign_onto_its_own_diagonal_then_written_and_a_slice_read():
     return f, seeded(lambda: Inputs((rand(4, 3),)))
 
 
-@case("input_mutation", mode="inference", tags=("data_assign", "view", "no_grad_call"))
+@case("input_mutation", mode="inference", call=CallMode.NO_GRAD, tags=("data_assign", "view"))
 def data_assign_onto_its_first_column_then_doubled_with_a_row_taken_before():
     """x.data = x[:, 0], x.mul_(2): the row x[1] taken before sees its first element
     doubled (same memory); both returned, called under no_grad too."""
@@ -1217,7 +1217,7 @@ def saved_argument_read_by_backward_after_written_through_a_tensor_given_its_dat
     return f, seeded(two_nonleaf(3, 3))
 
 
-@case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "no_grad_call", "region"))
+@case("input_mutation", mode="training", call=CallMode.NO_GRAD, tags=("data_assign", "nonleaf", "region"))
 def nonleaf_argument_given_data_of_another_then_written_in_an_enable_grad_region():
     """Called under no_grad: inside enable_grad, a1.data = a0; a1.add_(2.0); a1 * 3
     returned: the write is recorded on a1 as under grad mode."""
@@ -1506,7 +1506,7 @@ def out_argument_resized_then_written_again():
     return f, seeded(lambda: Inputs((rand(2, 3), rand(1, 3), torch.empty(0))))
 
 
-@case("input_mutation", mode="inference", tags=("out", "out_resize", "noncontiguous", "no_grad_call"))
+@case("input_mutation", mode="inference", call=CallMode.NO_GRAD, tags=("out", "out_resize", "noncontiguous"))
 def out_fresh_tensor_of_a_pointwise_op_on_a_transposed_argument_under_no_grad():
     """torch.sin(x, out=torch.empty(0)) under no_grad, x a transposed (1, 4, 4) view of a
     tensor that requires grad: eager's out tensor is resized and then restrided like x,
@@ -1602,8 +1602,8 @@ def out_fresh_tensor_of_an_argument_set_back_after_unsqueeze_():
     return f, seeded(lambda: Inputs((rand(4)[::2],)))
 
 
-@case("input_mutation", mode="inference", tags=("out", "out_resize", "set_", "metadata",
-                                                "custom_function", "no_grad_call"))
+@case("input_mutation", mode="inference", call=CallMode.NO_GRAD, tags=("out", "out_resize", "set_", "metadata",
+                                                "custom_function"))
 def out_fresh_tensor_after_set_back_and_a_custom_function_write():
     """The fuzzer's program: the unsqueeze_ under no_grad, then the set_() back, a custom
     Function's in-place doubling (mark_dirty), and sin into a fresh out tensor, called twice."""

@@ -14,7 +14,7 @@ memory, storage changes on views, and output strides.
 Effects the oracle could not see before are made visible either by the oracle itself (the
 ``.grad`` of outputs and arguments that retain their grad is compared) or by the case returning
 what a hook recorded. ``saved_tensors_hooks`` around the call is the call mode
-``saved_tensors_hooks_call`` (``harness.call_mode``): its unpack hook doubles every saved
+``CallMode.SAVED_TENSORS_HOOKS`` (``harness.call_mode``): its unpack hook doubles every saved
 tensor, so a compiled function that skips it gets other gradients.
 
 A case that aotcheck's engine gets wrong today carries ``xfail`` with the failure named (silently
@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch.func import grad
 from .builders import leaf
-from .registry import Inputs, case
+from .registry import CallMode, Inputs, case
 
 
 THEME = "real_world"
@@ -45,10 +45,11 @@ THEME = "real_world"
 AOTCHECK_FAILURES: dict[str, str] = {}
 
 
-def _case(*, mode, tags):
+def _case(*, mode, tags, call=CallMode.GRAD):
     """``case`` in this theme, with the case's known aotcheck failure from the table above."""
     def deco(builder):
-        return case(THEME, mode=mode, tags=tags, xfail=AOTCHECK_FAILURES.get(builder.__name__))(builder)
+        return case(THEME, mode=mode, call=call, tags=tags,
+                    xfail=AOTCHECK_FAILURES.get(builder.__name__))(builder)
     return deco
 
 
@@ -301,7 +302,7 @@ def i117758_forward_hook_records_the_output():
     return f, _leaves((3, 4), seed=6)
 
 
-@_case(mode="training", tags=_tags(116221, "saved_tensors_hooks", "saved_tensors_hooks_call"))
+@_case(mode="training", call=CallMode.SAVED_TENSORS_HOOKS, tags=_tags(116221, "saved_tensors_hooks"))
 def i116221_saved_tensors_hooks_around_the_call():
     """saved_tensors_hooks active around the call: the unpack hook doubles each saved tensor,
     so the gradients of a * b are doubled in eager."""
@@ -342,7 +343,7 @@ def i132929_autograd_grad_wrt_an_intermediate_with_create_graph():
     return f, _leaves((2, 3), (3, 4), (4, 3), seed=10)
 
 
-@_case(mode="training", tags=_tags(114338, "no_grad_call", "enable_grad"))
+@_case(mode="training", call=CallMode.NO_GRAD, tags=_tags(114338, "enable_grad"))
 def i114338_enable_grad_inside_under_ambient_no_grad():
     """Called under no_grad, the function enables grad for one op: its output requires grad."""
     def f(x):
@@ -598,7 +599,7 @@ def i144072_custom_op_with_an_optional_mutable_tensor_list():
     return f, _plain((3,), (3,), (2,), seed=31)
 
 
-@_case(mode="inference", tags=_tags(139257, "custom_op", "set_", "no_grad_call"))
+@_case(mode="inference", call=CallMode.NO_GRAD, tags=_tags(139257, "custom_op", "set_"))
 def i139257_custom_op_that_calls_set_on_a_parameter():
     """A custom op whose body is param.set_(new_data), called under no_grad on an empty
     parameter."""
@@ -655,7 +656,7 @@ def i98143_abs_in_place_on_an_overlapping_unfold():
     return f, make
 
 
-@_case(mode="inference", tags=_tags(165409, "overlap", "unfold", "no_grad_call"))
+@_case(mode="inference", call=CallMode.NO_GRAD, tags=_tags(165409, "overlap", "unfold"))
 def i165409_overlapping_unfold_written_under_no_grad():
     """The same in-place abs_ on an overlapping unfold, called under no_grad (eval)."""
     def f(x):

@@ -2,8 +2,8 @@
 ``inference_mode`` regions and calls, ``requires_grad_()`` and ``detach`` inside, leaves made
 inside, parameters, inference tensors.
 
-Tag ``no_grad_call`` (or ``inference_mode_call``): the test calls both eager and compiled inside
-``torch.no_grad()`` (or ``torch.inference_mode()``).
+A case with ``call=CallMode.NO_GRAD`` (or ``INFERENCE_MODE``): the test calls both eager and
+compiled inside ``torch.no_grad()`` (or ``torch.inference_mode()``).
 
 Where a case came from is a tag, not a module: ``regression`` (a minimized reproducer of a bug
 aotcheck's engine had, most found by ``aotcheck fuzz``), ``fuzz`` (found by the fuzzer),
@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from .builders import leaf, one_leaf as _one_leaf, rand, randn, seeded
-from .registry import Inputs, case
+from .registry import CallMode, Inputs, case
 
 
 def _inference_linear(*shape):
@@ -132,7 +132,7 @@ def set_recorded_by_autograd_then_written():
 # ---------------------------------------------------------------- from cases_grad
 
 
-@case("requires_grad_modes", mode="inference", tags=("no_grad_call",))
+@case("requires_grad_modes", mode="inference", call=CallMode.NO_GRAD, tags=())
 def call_under_no_grad():
     def f(x, w):
         return x @ w, w.sum()
@@ -142,7 +142,7 @@ def call_under_no_grad():
     return f, seeded(make)
 
 
-@case("requires_grad_modes", mode="inference", tags=("no_grad_call", "mutation"))
+@case("requires_grad_modes", mode="inference", call=CallMode.NO_GRAD, tags=("mutation",))
 def call_under_no_grad_with_mutation():
     def f(a, w):
         a.add_(w)
@@ -153,7 +153,7 @@ def call_under_no_grad_with_mutation():
     return f, seeded(make)
 
 
-@case("requires_grad_modes", mode="inference", tags=("no_grad_call", "mutation"))
+@case("requires_grad_modes", mode="inference", call=CallMode.NO_GRAD, tags=("mutation",))
 def call_under_no_grad_mutating_grad_leaf():
     def f(w):
         w.mul_(0.5)
@@ -164,14 +164,14 @@ def call_under_no_grad_mutating_grad_leaf():
     return f, seeded(make)
 
 
-@case("requires_grad_modes", mode="inference", tags=("no_grad_call", "alias"))
+@case("requires_grad_modes", mode="inference", call=CallMode.NO_GRAD, tags=("alias",))
 def call_under_no_grad_view_output():
     def f(x):
         return x.view(-1), x * 2
     return f, seeded(lambda: Inputs((leaf(2, 2),)))
 
 
-@case("requires_grad_modes", mode="inference", tags=("inference_mode_call",))
+@case("requires_grad_modes", mode="inference", call=CallMode.INFERENCE_MODE, tags=())
 def call_under_inference_mode():
     def f(x, w):
         return (x * w).sum(0)
@@ -181,7 +181,7 @@ def call_under_inference_mode():
     return f, seeded(make)
 
 
-@case("requires_grad_modes", mode="inference", tags=("inference_mode_call", "mutation"))
+@case("requires_grad_modes", mode="inference", call=CallMode.INFERENCE_MODE, tags=("mutation",))
 def call_under_inference_mode_with_mutation():
     def f(a):
         a.mul_(2)
@@ -250,7 +250,7 @@ def enable_grad_region_inside():
     return f, seeded(make)
 
 
-@case("requires_grad_modes", mode="training", tags=("region", "no_grad_call"))
+@case("requires_grad_modes", mode="training", call=CallMode.NO_GRAD, tags=("region",))
 def enable_grad_region_inside_no_grad_call():
     def f(x, w):
         with torch.enable_grad():
@@ -361,7 +361,7 @@ def no_input_requires_grad():
     return f, seeded(lambda: Inputs((rand(3), rand(3))))
 
 
-@case("requires_grad_modes", mode="inference", tags=("inference_mode_call", "alias"))
+@case("requires_grad_modes", mode="inference", call=CallMode.INFERENCE_MODE, tags=("alias",))
 def call_under_inference_mode_view_output():
     def f(x):
         return x[0], x * 2
@@ -377,15 +377,15 @@ def views_of_intermediate_in_no_grad_region():
     return f, _one_leaf(2, 3)
 
 
-@case("requires_grad_modes", mode="inference", tags=("inference_mode_call", "inference_tensor"))
+@case("requires_grad_modes", mode="inference", call=CallMode.INFERENCE_MODE, tags=("inference_tensor",))
 def inference_tensor_parameters_that_require_grad():
     def f(w, b, x):
         return F.linear(x, w, b).relu(), w.t(), b
     return f, _inference_linear(3, 4)
 
 
-@case("requires_grad_modes", mode="inference",
-      tags=("inference_mode_call", "inference_tensor", "mutation"))
+@case("requires_grad_modes", mode="inference", call=CallMode.INFERENCE_MODE,
+      tags=("inference_tensor", "mutation"))
 def inference_tensor_parameter_mutated():
     def f(w, b, x):
         b.mul_(0.5)
@@ -394,7 +394,7 @@ def inference_tensor_parameter_mutated():
     return f, _inference_linear(3, 2)
 
 
-@case("requires_grad_modes", mode="inference", tags=("inference_mode_call", "inference_tensor", "torch_func"))
+@case("requires_grad_modes", mode="inference", call=CallMode.INFERENCE_MODE, tags=("inference_tensor", "torch_func"))
 def vjp_primal_made_in_an_inference_call_stays_an_inference_tensor():
     def f(x):
         v = (x * 2).as_strided((2,), (2,), 0)
@@ -403,7 +403,7 @@ def vjp_primal_made_in_an_inference_call_stays_an_inference_tensor():
     return f, seeded(lambda: Inputs((rand(4),)))
 
 
-@case("requires_grad_modes", mode="inference", tags=("inference_mode_call", "inference_tensor", "torch_func"))
+@case("requires_grad_modes", mode="inference", call=CallMode.INFERENCE_MODE, tags=("inference_tensor", "torch_func"))
 def data_assigned_back_to_its_kind_in_an_inference_call():
     def f(x):
         p = x * 2
@@ -1038,7 +1038,7 @@ def fuzz_detach_of_an_intermediate_made_a_grad_leaf_and_returned_with_it():
 # ---------------------------------------------------------------- from cases_transforms
 
 
-@case("requires_grad_modes", mode="inference", tags=("custom_op", "no_grad_call"))
+@case("requires_grad_modes", mode="inference", call=CallMode.NO_GRAD, tags=("custom_op",))
 def custom_op_under_no_grad_on_a_nonleaf_that_requires_grad():
     """Called under no_grad: autograd records nothing of the op; the argument's new values and
     its version are eager's."""

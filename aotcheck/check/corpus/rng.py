@@ -1,8 +1,8 @@
 """Corpus theme ``rng``: random ops draw eager's values and leave the default generator in eager's
 state (the oracle compares it after the call); the backward reuses the forward's random values.
-See NOTE [a draw in eager's layout], NOTE [every draw in the forward] and NOTE [seeding as graph
-ops] (``aotcheck/engine/rng/``). Every case's inputs are built under seed 0, so eager and
-compiled draw from the same state.
+See NOTE [a draw in eager's layout], NOTE [every draw in the forward] and
+NOTE [seeding as graph ops] (``aotcheck/engine/rng/``). Every case's inputs are built under
+seed 0, so eager and compiled draw from the same state.
 
 Where a case came from is a tag, not a module: ``regression`` (a minimized reproducer of a bug
 aotcheck's engine had, most found by ``aotcheck fuzz``), ``fuzz`` (found by the fuzzer),

@@ -1,8 +1,8 @@
 """Corpus theme ``subclass``: traceable wrapper subclasses (``TwoTensor``, which runs every op on
 both of its inner tensors) as arguments and outputs. Eager autograd works at the OUTER level: the
 ``.grad`` of a TwoTensor leaf is a TwoTensor, and so is that of a plain tensor that meets a
-TwoTensor. See NOTE [subclass keys], NOTE [subclass autograd] and NOTE [subclass limits] in
-``aotcheck/subclass/__init__.py``.
+TwoTensor. See NOTE [subclass keys], NOTE [subclass autograd] and
+NOTE [subclass limits] in ``aotcheck/subclass/__init__.py``.
 
 Where a case came from is a tag, not a module: ``regression`` (a minimized reproducer of a bug
 aotcheck's engine had, most found by ``aotcheck fuzz``), ``fuzz`` (found by the fuzzer),
@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch.testing._internal.two_tensor import TwoTensor
 from .builders import leaf, rand, randn, seeded
-from .registry import Inputs, case
+from .registry import CallMode, Inputs, case
 
 
 def two(*shape, requires_grad=False) -> TwoTensor:
@@ -833,7 +833,7 @@ def twotensor_intermediate_written_into_bool_and_integer_tensors():
     return f, seeded(make)
 
 
-@case("subclass", mode="inference", tags=("mixed", "mutation", "casts", "no_grad_call"))
+@case("subclass", mode="inference", call=CallMode.NO_GRAD, tags=("mixed", "mutation", "casts"))
 def twotensor_written_into_a_bool_tensor_under_no_grad():
     """The same write inside no_grad: eager's bool tensor has no history; returned as it is,
     next to a use of the TwoTensor under grad mode."""
@@ -848,7 +848,7 @@ def twotensor_written_into_a_bool_tensor_under_no_grad():
     return f, seeded(make)
 
 
-@case("subclass", mode="training", tags=("no_grad_call", "region", "fuzz"))
+@case("subclass", mode="training", call=CallMode.NO_GRAD, tags=("region", "fuzz"))
 def twotensor_enable_grad_region_of_a_no_grad_call():
     """Found by aotcheck fuzz --seed 1 (key variation grad_mode=no_grad, 08): called under
     no_grad, an enable_grad region writes a non-leaf TwoTensor argument that requires grad
