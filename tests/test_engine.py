@@ -32,7 +32,7 @@ output 0: alias_of_input 0, requires_grad""")
         """NOTE [custom Function views], NOTE [requires_grad_ on an argument],
         NOTE [new grad leaves] and NOTE [backward mutations] as the metadata and the joint say
         them."""
-        from aotcheck.check.corpus.cases_custom_function import (HalfGradIdentity,
+        from aotcheck.check.corpus.custom_function import (HalfGradIdentity,
                                                                  ScaleBackwardMutatesSaved)
 
         def f(x, y, z):
@@ -726,9 +726,9 @@ _VARIATION_FIXES = [
     # an intermediate made in the caller's inference mode, then set_() onto an argument's
     # storage (or the argument onto it), is an inference tensor: eager refuses writing it
     ("input_mutation.set_an_aliased_argument_onto_a_new_storage", ("grad_mode", "", "inference_mode")),
-    ("regressions.fuzz_argument_set_onto_an_element_of_an_intermediate",
+    ("metadata_mutation.fuzz_argument_set_onto_an_element_of_an_intermediate",
      ("grad_mode", "", "inference_mode")),
-    ("regressions.fuzz_intermediate_set_onto_argument_returned", ("grad_mode", "", "inference_mode")),
+    ("alias_of_input.fuzz_intermediate_set_onto_argument_returned", ("grad_mode", "", "inference_mode")),
     # y.view(-1) of a [2, 1, 4] intermediate with strides [1, 8, 2]: eager refuses, a fake
     # tensor's view does not (NOTE [view strides on fake tensors] in recorder.py)
     ("alias_of_intermediate.two_views_of_grad_intermediate_with_size_one_dim",
@@ -903,7 +903,7 @@ def test_retain_grad_on_an_argument_view_written_by_a_custom_function_beside_a_s
     assert (variable.cpp ``new_fn``); the traces skip it and the call replays it."""
     from torch.testing._internal.two_tensor import TwoTensor
 
-    from aotcheck.check.corpus.cases_custom_function import DoubleInPlace
+    from aotcheck.check.corpus.custom_function import DoubleInPlace
     from aotcheck.check.oracle import Inputs, check
 
     def f(a0, a1, a2, a3):
@@ -1925,7 +1925,7 @@ def _data_of_a_parameter_of_another_shape(w):
 
 
 def _nonleaf_of(*shape):
-    from aotcheck.check.corpus.cases_basic import leaf, seeded
+    from aotcheck.check.corpus.builders import leaf, seeded
     from aotcheck.check.oracle import Inputs
 
     def make():
@@ -1935,13 +1935,13 @@ def _nonleaf_of(*shape):
 
 
 def _plain_of(*shape):
-    from aotcheck.check.corpus.cases_basic import seeded
+    from aotcheck.check.corpus.builders import seeded
     from aotcheck.check.oracle import Inputs
     return seeded(lambda: Inputs((torch.randn(*shape),)))
 
 
 def _parameter_of(*shape):
-    from aotcheck.check.corpus.cases_basic import seeded
+    from aotcheck.check.corpus.builders import seeded
     from aotcheck.check.oracle import Inputs
 
     def make():

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 import aotcheck
 from aotcheck import flags
-from aotcheck.check.corpus import all_cases
+from aotcheck.check.corpus import CallMode, all_cases
 from aotcheck.engine.partition.mincut import choose_saved, node_cost, recompute_policy, regions
 from aotcheck.engine.partition.cut import default_partition
 from aotcheck.engine.printer import format_graph
@@ -124,8 +124,8 @@ recomputed exp: aten.exp.default is pointwise, instead of saving 48 B""")
 def _joint_and_parts(c):
     torch.manual_seed(0)
     inputs = c.make_inputs()
-    with torch.no_grad() if "no_grad_call" in c.tags else torch.enable_grad():
-        if "inference_mode_call" in c.tags:
+    with torch.no_grad() if c.call is CallMode.NO_GRAD else torch.enable_grad():
+        if c.call is CallMode.INFERENCE_MODE:
             return None
         s = aotcheck.explain(c.fn, *inputs.args, print_result=False, **inputs.kwargs).stages
     return s if s.joint is not None else None

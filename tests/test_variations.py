@@ -261,8 +261,8 @@ def test_a_subject_called_without_grad_always_gets_the_stale_direction():
         rotated = V._rotate(every, name, 1)
         assert V.Variation("grad_mode", "", "enabled") in got, (name, got)
         assert got[-len(rotated):] == rotated and len(got) <= 2
-    from aotcheck.check.corpus import all_cases
-    no_grad = [c for c in all_cases() if "no_grad_call" in c.tags or "inference_mode_call" in c.tags]
+    from aotcheck.check.corpus import CallMode, all_cases
+    no_grad = [c for c in all_cases() if c.call in (CallMode.NO_GRAD, CallMode.INFERENCE_MODE)]
     assert len(no_grad) >= 5
     for c in no_grad:
         s = V.Subject.of_case(c)

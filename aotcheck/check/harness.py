@@ -74,18 +74,15 @@ def xfail_inherited(failures: dict[str, str]):
 
 def call_mode(case):
     """The grad mode a corpus case is called in (a fresh context manager)."""
-    if "inference_mode_call" in case.tags:
-        return torch.inference_mode()
-    if "no_grad_call" in case.tags:
-        return torch.no_grad()
-    if "saved_tensors_hooks_call" in case.tags:
-        return saved_tensors_doubled()
-    return contextlib.nullcontext()
+    from .corpus import CallMode
+    return {CallMode.INFERENCE_MODE: torch.inference_mode, CallMode.NO_GRAD: torch.no_grad,
+            CallMode.SAVED_TENSORS_HOOKS: saved_tensors_doubled,
+            CallMode.GRAD: contextlib.nullcontext}[getattr(case, "call", CallMode.GRAD)]()
 
 
 def saved_tensors_doubled():
     """``saved_tensors_hooks`` whose unpack doubles every saved tensor (the call mode
-    ``saved_tensors_hooks_call``): a compiled function that saves around the hooks, or
+    ``CallMode.SAVED_TENSORS_HOOKS``): a compiled function that saves around the hooks, or
     unpacks before them, gets other gradients than eager's."""
     return torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t * 2)
 

@@ -122,7 +122,7 @@ def _short(v) -> str:
 # NOTE [a failed compile inside inference_mode]
 # The root cause of issue 26's verdicts that changed from run to run: a compile that fails
 # inside a ``with torch.inference_mode():`` region of the function (docs/findings.md rows 38 and
-# 39; regressions.fuzz_views_made_in_inference_mode_returned_after_their_base_is_written under
+# 39; alias_of_input.fuzz_views_made_in_inference_mode_returned_after_their_base_is_written under
 # torch-inductor-lite, "Cannot set version_counter for inference tensor") leaves inference mode
 # on, so every later case in that worker ran without autograd: backward crashes, gradient
 # mismatches and cache bypasses of training graphs all "passed". Which cases followed it

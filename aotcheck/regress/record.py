@@ -11,7 +11,7 @@ per recorded torch release; the installed release's is read) and a saved baselin
         "basics.returns_none": {"reason": "NO_GRAPH",
                                 "fingerprint": {"check": "no graph", "subject": "", "error": ""}},
         "cached:alias_of_input.x": {"reason": "a sentence of its own", "fingerprint": {...}},
-        "regressions.y": "a reason alone (format 1): unpinned, any failure of it is known"}}}
+        "rng.y": "a reason alone (format 1): unpinned, any failure of it is known"}}}
 
 A key is the case id for the cold run, ``cached:<id>`` for the cached run (which falls back to
 the case's own entry: a case whose cold run fails fails its cache round trip the same way), and

@@ -233,8 +233,7 @@ class Subject:
 
     @staticmethod
     def of_case(case) -> "Subject":
-        mode = "inference_mode" if "inference_mode_call" in case.tags else \
-            "no_grad" if "no_grad_call" in case.tags else "enabled"
+        mode = {"inference_mode": "inference_mode", "no_grad": "no_grad"}.get(case.call.value, "enabled")
         return Subject(case.id, case.fn, case.make_inputs, mode, case.backward, tuple(case.states),
                        size_guards="size_guards" in case.tags)
 

@@ -5,7 +5,8 @@ inference-or-training mode, and (rarely) a known failure with its reason.
 Tests cross the corpus with the modes (cold or cached; forward, or forward
 plus backward) and compare every run with eager through the oracle.
 
-Add a case with the decorator, in the module of its theme::
+Add a case with the decorator, in the module named for its theme (``input_mutation.py``
+for ``input_mutation``; shared builders in ``builders.py``); where it came from is a tag::
 
     @case("input_mutation", mode="inference")
     def mutate_simple():
@@ -19,12 +20,13 @@ package imports them in ``all_cases``, so nothing imports in a circle.
 """
 from __future__ import annotations
 
-from .registry import CASES, THEMES, Case, Inputs, case  # noqa: F401  (the corpus's public names)
+from .registry import CASES, THEMES, CallMode, Case, Inputs, case  # noqa: F401  (the corpus's public names)
 
 
 def all_cases() -> list[Case]:
-    from . import cases_basic, cases_mutation, cases_alias, cases_grad, cases_regressions  # noqa: F401
-    from . import cases_torch_findings  # noqa: F401
-    from . import cases_custom_function, cases_rng, cases_subclass, cases_python_state  # noqa: F401
-    from . import cases_real_world, cases_memory, cases_transforms  # noqa: F401
+    from . import (  # noqa: F401  (each module registers its theme's cases)
+        basics, input_mutation, mutation_autograd, metadata_mutation, alias_of_input,
+        alias_of_intermediate, aliased_inputs, requires_grad_modes, non_differentiable, layers,
+        dtypes, custom_function, rng, subclass, python_state, real_world,
+    )
     return list(CASES)

@@ -3,6 +3,7 @@ themes. The case modules import it (not the package, whose ``all_cases`` imports
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Callable
 
 from ..oracle import Inputs
@@ -10,9 +11,18 @@ from ..oracle import Inputs
 THEMES = (
     "basics", "input_mutation", "mutation_autograd", "metadata_mutation", "alias_of_input",
     "alias_of_intermediate", "aliased_inputs", "requires_grad_modes", "non_differentiable",
-    "layers", "dtypes", "regressions", "custom_function", "rng", "subclass", "python_state",
+    "layers", "dtypes", "custom_function", "rng", "subclass", "python_state",
     "real_world",
 )
+
+
+class CallMode(Enum):
+    """What the test puts around the call of eager and of the compiled function alike
+    (``harness.call_mode``)."""
+    GRAD = "grad"                                  # nothing: grad mode on
+    NO_GRAD = "no_grad"                            # torch.no_grad()
+    INFERENCE_MODE = "inference_mode"              # torch.inference_mode()
+    SAVED_TENSORS_HOOKS = "saved_tensors_hooks"    # hooks whose unpack doubles every saved tensor
 
 
 @dataclass(frozen=True)
@@ -30,6 +40,7 @@ class Case:
     # (``model.eval()``, a closure value); the harness runs the case in each state in turn
     # with ONE compiled function, comparing every call with eager, then restores the first.
     states: tuple = ()
+    call: CallMode = CallMode.GRAD
 
     @property
     def id(self) -> str:
@@ -39,15 +50,19 @@ class Case:
 CASES: list[Case] = []
 
 
-def case(theme: str, *, mode: str, tags=(), xfail=None, backward=True, xfail_engines=None):
+def case(theme: str, *, mode: str, tags=(), xfail=None, backward=True, xfail_engines=None,
+         call: CallMode = CallMode.GRAD):
     """Register a case: the decorated function returns ``(fn, make_inputs)``, or
     ``(fn, make_inputs, states)`` (see ``Case.states``)."""
     if theme not in THEMES:
         raise ValueError(f"unknown theme {theme!r}; themes: {THEMES}")
+    if not isinstance(tags, tuple) or any(t.endswith("_call") and t != "functional_call" for t in tags):
+        raise ValueError(f"tags must be a tuple of names, and a call mode is the ``call`` field "
+                         f"({', '.join(m.name for m in CallMode)}), not a tag: {tags!r}")
 
     def deco(builder):
         fn, make, *states = builder()
         CASES.append(Case(builder.__name__, fn, make, theme, mode, tuple(tags), xfail, backward,
-                          dict(xfail_engines or {}), tuple(states[0]) if states else ()))
+                          dict(xfail_engines or {}), tuple(states[0]) if states else (), call))
         return builder
     return deco

@@ -1,19 +1,18 @@
 """Corpus theme ``python_state``: Python state the function reads, changed between calls.
 
-Each case returns ``(fn, make_inputs, states)``; the harness calls ONE compiled function in
-each state in turn and compares every call with eager (``Case.states``). A compiled graph
-reused across a state change (``model.eval()``, a new closure or global value, a swapped
-helper, new defaults, a hyperparameter) gives the old state's result: issue 11, class 7.
+Each case returns ``(fn, make_inputs, states)``; the harness calls ONE compiled function in each
+state in turn and compares every call with eager (``Case.states``). A compiled graph reused
+across a state change (``model.eval()``, a new closure or global value, a swapped helper, new
+defaults, a hyperparameter) gives the old state's result: issue 11, class 7.
 """
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 import torch.utils.checkpoint
-from torch.func import functional_call
-
+from torch.func import functional_call, grad
+from .builders import leaf, one_leaf, seeded
 from .registry import Inputs, case
-from .cases_basic import leaf, one_leaf, seeded
 
 
 def _module_inputs(model, *x_shape):
@@ -25,6 +24,74 @@ def _module_inputs(model, *x_shape):
         x = torch.randn(*x_shape)
         return Inputs((p, b, x), leaves=tuple(p.values()))
     return seeded(make)
+
+
+_OFFSET = [1.0]
+
+
+def _double(x):
+    return x * 2
+
+
+def _cube(x):
+    return x ** 3
+
+
+_HELPERS = {"act": _double}
+
+
+_GAIN = [2.0]
+
+
+@torch._dynamo.allow_in_graph
+def _gained(x):
+    return torch.tanh(x) * _GAIN[0]
+
+
+_BOUND = [0.5]
+
+
+@torch._dynamo.allow_in_graph
+def _clipped(x):
+    return x.clamp(-_BOUND[0], _BOUND[0])
+
+
+class _ClipStraightThrough(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return _clipped(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+def _autocast_dtype(dtype):
+    def set_():
+        torch.set_autocast_dtype("cpu", dtype)
+    return set_
+
+
+@torch.library.custom_op("aotcheck_ps::scaled_copy", mutates_args=())
+def _scaled_copy(x: torch.Tensor) -> torch.Tensor:
+    return x.clone()
+
+
+@_scaled_copy.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+def _formula(k):
+    def set_():
+        _scaled_copy.register_autograd(lambda ctx, grad: grad * k)
+    return set_
+
+
+_formula(1.0)()
+
+
+# ---------------------------------------------------------------- from cases_python_state
 
 
 @case("python_state", mode="training")
@@ -65,9 +132,6 @@ def closure_value_changed():
     return f, one_leaf(3), (state(2.0, 2), state(-1.5, 3))
 
 
-_OFFSET = [1.0]
-
-
 @case("python_state", mode="training")
 def global_value_changed():
     def f(x):
@@ -78,17 +142,6 @@ def global_value_changed():
             _OFFSET[0] = v
         return set_
     return f, one_leaf(4), (offset(1.0), offset(-3.0))
-
-
-def _double(x):
-    return x * 2
-
-
-def _cube(x):
-    return x ** 3
-
-
-_HELPERS = {"act": _double}
 
 
 @case("python_state", mode="training")
@@ -147,23 +200,6 @@ def parameterless_module_attribute():
     return f, one_leaf(6), (approx("none"), approx("tanh"))
 
 
-
-# ---------------------------------------------------------------- state reached past the function
-# The classes of stale hit that live where the function does not name the state (issue 36):
-# a number read by a helper the function calls (an ``allow_in_graph`` helper is keyed by its
-# import path; the bodies of a checkpoint or a custom autograd.Function are not vetted by
-# torch's key), the ambient autocast dtype read with autocast off, and a custom op's autograd
-# formula registered again. The key-variation pass varies the numbers (``global`` kind,
-# NOTE [numbers the compiled code reads] in targets/conditions.py) and the states (``state`` kind).
-
-_GAIN = [2.0]
-
-
-@torch._dynamo.allow_in_graph
-def _gained(x):
-    return torch.tanh(x) * _GAIN[0]
-
-
 @case("python_state", mode="training")
 def global_read_by_an_allow_in_graph_helper_inside_a_checkpoint_body():
     def f(x):
@@ -171,35 +207,11 @@ def global_read_by_an_allow_in_graph_helper_inside_a_checkpoint_body():
     return f, one_leaf(3, 4)
 
 
-_BOUND = [0.5]
-
-
-@torch._dynamo.allow_in_graph
-def _clipped(x):
-    return x.clamp(-_BOUND[0], _BOUND[0])
-
-
-class _ClipStraightThrough(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return _clipped(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad * 2
-
-
 @case("python_state", mode="training")
 def global_read_by_an_allow_in_graph_helper_inside_a_custom_function():
     def f(x):
         return _ClipStraightThrough.apply(x) * x
     return f, one_leaf(6)
-
-
-def _autocast_dtype(dtype):
-    def set_():
-        torch.set_autocast_dtype("cpu", dtype)
-    return set_
 
 
 @case("python_state", mode="training", tags=("autocast",))
@@ -216,25 +228,6 @@ def autocast_without_a_dtype_in_a_checkpoint_body_after_the_ambient_dtype_change
         return Inputs((x, w), leaves=(x, w))
     # autocast itself is off at every call; state 0 is torch's default and is put back last
     return f, seeded(make), (_autocast_dtype(torch.bfloat16), _autocast_dtype(torch.float16))
-
-
-@torch.library.custom_op("aotcheck_ps::scaled_copy", mutates_args=())
-def _scaled_copy(x: torch.Tensor) -> torch.Tensor:
-    return x.clone()
-
-
-@_scaled_copy.register_fake
-def _(x):
-    return torch.empty_like(x)
-
-
-def _formula(k):
-    def set_():
-        _scaled_copy.register_autograd(lambda ctx, grad: grad * k)
-    return set_
-
-
-_formula(1.0)()
 
 
 @case("python_state", mode="training", tags=("custom_op",))

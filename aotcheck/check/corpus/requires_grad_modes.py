@@ -1,18 +1,138 @@
-"""Corpus cases: grad modes and requires_grad.
+"""Corpus theme ``requires_grad_modes``: grad modes and requires_grad: ``no_grad`` and
+``inference_mode`` regions and calls, ``requires_grad_()`` and ``detach`` inside, leaves made
+inside, parameters, inference tensors.
 
-Tag ``no_grad_call`` (or ``inference_mode_call``): the test calls both eager
-and compiled inside ``torch.no_grad()`` (or ``torch.inference_mode()``).
+A case with ``call=CallMode.NO_GRAD`` (or ``INFERENCE_MODE``): the test calls both eager and
+compiled inside ``torch.no_grad()`` (or ``torch.inference_mode()``).
+
+Where a case came from is a tag, not a module: ``regression`` (a minimized reproducer of a bug
+aotcheck's engine had, most found by ``aotcheck fuzz``), ``fuzz`` (found by the fuzzer),
+``torch_finding`` (a divergence of PyTorch's own AOTAutograd from eager that the fuzzer found;
+docs/findings.md has a row per case, and ``xfail_engines`` names the torch engines that fail it),
+``issue:N`` (restated from PyTorch's issue N).
 """
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from .builders import leaf, one_leaf as _one_leaf, rand, randn, seeded
+from .registry import CallMode, Inputs, case
 
-from .registry import Inputs, case
-from .cases_basic import leaf, one_leaf as _one_leaf, rand, seeded
+
+def _inference_linear(*shape):
+    """A Linear built under inference_mode: its parameters are inference tensors that require
+    grad (NOTE [inference tensors] in aotcheck/engine/capture/functional.py)."""
+    def make():
+        with torch.inference_mode():
+            lin = torch.nn.Linear(*shape)
+            x = torch.randn(2, shape[0])
+        return Inputs((lin.weight, lin.bias, x))
+    return seeded(make)
 
 
-@case("requires_grad_modes", mode="inference", tags=("no_grad_call",))
+def _vjp_grad(p):
+    return torch.func.vjp(torch.sin, p)[1](torch.ones_like(p))[0]
+
+
+def _plain_arg():
+    x = rand(2, 3)
+    return Inputs((x,), leaves=(x,))
+
+
+def _plain_and_leaf():
+    x, w = rand(2, 3), leaf(2, 3)
+    return Inputs((x, w), leaves=(x, w))
+
+
+def _two(*shape, requires_grad=False):
+    from .subclass import two
+    return two(*shape, requires_grad=requires_grad)
+
+
+# ---------------------------------------------------------------- from cases_mutation
+
+
+@case("requires_grad_modes", mode="training", tags=("requires_grad_",))
+def requires_grad_false_on_a_grad_leaf_argument():
+    # eager: the caller's leaf stops requiring grad (its .grad stays None), the product
+    # still requires grad through w; the first way's non-leaf copies cannot change the flag
+    def f(x, w):
+        x.requires_grad_(False)
+        return (x * w).sum()
+    def make():
+        x, w = leaf(3), leaf(3)
+        return Inputs((x, w), leaves=(x, w))
+    return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="training", tags=("set_", "no_grad", "fuzz"))
+def set_under_no_grad_of_arguments_requiring_grad():
+    # eager: set_() under no_grad records nothing, so the leaf x stays a leaf requiring grad
+    # (its .grad gets x * y's gradient, read at its new data), the non-leaf z keeps its
+    # grad_fn (MulBackward0, reaching w) on k's storage, and q, set onto the leaf g that
+    # requires grad, requires none (q.mul_(2) doubles g's data, not its gradient); aotcheck
+    # refused any swap of an argument that requires grad or onto one that does
+    def f(x, z, y, k, q, g):
+        with torch.no_grad():
+            x.set_(y)
+            z.set_(k)
+            q.set_(g)
+            q.mul_(2)
+        return x * y, z * 3, g * q
+    def make():
+        x, w, g = leaf(3), leaf(3), leaf(3)
+        return Inputs((x, w * 1, rand(3), rand(3), rand(3), g), leaves=(x, w, g))
+    return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="training", tags=("set_", "fuzz"))
+def set_onto_grad_values_recorded_by_autograd():
+    # eager: under grad mode x.set_(w * 2) and z.set_(w) (x, z requiring no grad) make x and
+    # z non-leaves whose grad_fn is NotImplemented; a backward through them raises
+    # "derivative for set_ is not implemented" (the oracle's backward includes non-leaf
+    # arguments, so both raise), while w.sin() alone would be fine; aotcheck refused the swaps
+    def f(x, z, w):
+        x.set_(w * 2)
+        z.set_(w)
+        return w.sin(), x.detach() + 1
+    def make():
+        w = leaf(3)
+        return Inputs((rand(3), rand(3), w), leaves=(w,))
+    return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="training", tags=("set_", "fuzz"))
+def set_of_a_nonleaf_argument_recorded_by_autograd():
+    # eager: x (a non-leaf requiring grad) set_() onto another argument under grad mode gets
+    # a NotImplemented grad_fn; y * 2 still reaches v, x's backward raises; aotcheck refused
+    def f(x, y):
+        x.set_(y)
+        return y * 2
+    def make():
+        w, v = leaf(3), leaf(2)
+        return Inputs((w * 1, v * 1), leaves=(w, v))
+    return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="training", tags=("set_", "fuzz"))
+def set_recorded_by_autograd_then_written():
+    # eager: x.set_(w * 2) is recorded (NotImplemented), x.mul_(3) on top (MulBackward0):
+    # x requires grad and any backward through it raises "derivative for set_ is not
+    # implemented"; w.sin() alone is fine; aotcheck refused the swap
+    def f(x, w):
+        x.set_(w * 2)
+        x.mul_(3)
+        return w.sin()
+    def make():
+        w = leaf(3)
+        return Inputs((rand(3), w), leaves=(w,))
+    return f, seeded(make)
+
+
+# ---------------------------------------------------------------- from cases_grad
+
+
+@case("requires_grad_modes", mode="inference", call=CallMode.NO_GRAD, tags=())
 def call_under_no_grad():
     def f(x, w):
         return x @ w, w.sum()
@@ -22,7 +142,7 @@ def call_under_no_grad():
     return f, seeded(make)
 
 
-@case("requires_grad_modes", mode="inference", tags=("no_grad_call", "mutation"))
+@case("requires_grad_modes", mode="inference", call=CallMode.NO_GRAD, tags=("mutation",))
 def call_under_no_grad_with_mutation():
     def f(a, w):
         a.add_(w)
@@ -33,7 +153,7 @@ def call_under_no_grad_with_mutation():
     return f, seeded(make)
 
 
-@case("requires_grad_modes", mode="inference", tags=("no_grad_call", "mutation"))
+@case("requires_grad_modes", mode="inference", call=CallMode.NO_GRAD, tags=("mutation",))
 def call_under_no_grad_mutating_grad_leaf():
     def f(w):
         w.mul_(0.5)
@@ -44,14 +164,14 @@ def call_under_no_grad_mutating_grad_leaf():
     return f, seeded(make)
 
 
-@case("requires_grad_modes", mode="inference", tags=("no_grad_call", "alias"))
+@case("requires_grad_modes", mode="inference", call=CallMode.NO_GRAD, tags=("alias",))
 def call_under_no_grad_view_output():
     def f(x):
         return x.view(-1), x * 2
     return f, seeded(lambda: Inputs((leaf(2, 2),)))
 
 
-@case("requires_grad_modes", mode="inference", tags=("inference_mode_call",))
+@case("requires_grad_modes", mode="inference", call=CallMode.INFERENCE_MODE, tags=())
 def call_under_inference_mode():
     def f(x, w):
         return (x * w).sum(0)
@@ -61,7 +181,7 @@ def call_under_inference_mode():
     return f, seeded(make)
 
 
-@case("requires_grad_modes", mode="inference", tags=("inference_mode_call", "mutation"))
+@case("requires_grad_modes", mode="inference", call=CallMode.INFERENCE_MODE, tags=("mutation",))
 def call_under_inference_mode_with_mutation():
     def f(a):
         a.mul_(2)
@@ -130,7 +250,7 @@ def enable_grad_region_inside():
     return f, seeded(make)
 
 
-@case("requires_grad_modes", mode="training", tags=("region", "no_grad_call"))
+@case("requires_grad_modes", mode="training", call=CallMode.NO_GRAD, tags=("region",))
 def enable_grad_region_inside_no_grad_call():
     def f(x, w):
         with torch.enable_grad():
@@ -241,7 +361,7 @@ def no_input_requires_grad():
     return f, seeded(lambda: Inputs((rand(3), rand(3))))
 
 
-@case("requires_grad_modes", mode="inference", tags=("inference_mode_call", "alias"))
+@case("requires_grad_modes", mode="inference", call=CallMode.INFERENCE_MODE, tags=("alias",))
 def call_under_inference_mode_view_output():
     def f(x):
         return x[0], x * 2
@@ -257,29 +377,15 @@ def views_of_intermediate_in_no_grad_region():
     return f, _one_leaf(2, 3)
 
 
-# ---------------------------------------------------------------- inference tensors (issue 11, class 12)
-
-
-def _inference_linear(*shape):
-    """A Linear built under inference_mode: its parameters are inference tensors that require
-    grad (NOTE [inference tensors] in aotcheck/engine/capture/functional.py)."""
-    def make():
-        with torch.inference_mode():
-            lin = torch.nn.Linear(*shape)
-            x = torch.randn(2, shape[0])
-        return Inputs((lin.weight, lin.bias, x))
-    return seeded(make)
-
-
-@case("requires_grad_modes", mode="inference", tags=("inference_mode_call", "inference_tensor"))
+@case("requires_grad_modes", mode="inference", call=CallMode.INFERENCE_MODE, tags=("inference_tensor",))
 def inference_tensor_parameters_that_require_grad():
     def f(w, b, x):
         return F.linear(x, w, b).relu(), w.t(), b
     return f, _inference_linear(3, 4)
 
 
-@case("requires_grad_modes", mode="inference",
-      tags=("inference_mode_call", "inference_tensor", "mutation"))
+@case("requires_grad_modes", mode="inference", call=CallMode.INFERENCE_MODE,
+      tags=("inference_tensor", "mutation"))
 def inference_tensor_parameter_mutated():
     def f(w, b, x):
         b.mul_(0.5)
@@ -288,15 +394,7 @@ def inference_tensor_parameter_mutated():
     return f, _inference_linear(3, 2)
 
 
-# Inside an inference_mode call, a torch.func grad level computes ordinary tensors; the
-# primal it differentiates stays an inference tensor, and ``.data =`` between the two kinds
-# moves the key set but not the version counter (NOTE [inference state moved by .data =]).
-
-def _vjp_grad(p):
-    return torch.func.vjp(torch.sin, p)[1](torch.ones_like(p))[0]
-
-
-@case("requires_grad_modes", mode="inference", tags=("inference_mode_call", "inference_tensor", "torch_func"))
+@case("requires_grad_modes", mode="inference", call=CallMode.INFERENCE_MODE, tags=("inference_tensor", "torch_func"))
 def vjp_primal_made_in_an_inference_call_stays_an_inference_tensor():
     def f(x):
         v = (x * 2).as_strided((2,), (2,), 0)
@@ -305,7 +403,7 @@ def vjp_primal_made_in_an_inference_call_stays_an_inference_tensor():
     return f, seeded(lambda: Inputs((rand(4),)))
 
 
-@case("requires_grad_modes", mode="inference", tags=("inference_mode_call", "inference_tensor", "torch_func"))
+@case("requires_grad_modes", mode="inference", call=CallMode.INFERENCE_MODE, tags=("inference_tensor", "torch_func"))
 def data_assigned_back_to_its_kind_in_an_inference_call():
     def f(x):
         p = x * 2
@@ -315,21 +413,6 @@ def data_assigned_back_to_its_kind_in_an_inference_call():
         p.data = x * 5
         return p.view(3), p, q
     return f, seeded(lambda: Inputs((rand(3),)))
-
-
-# ---------------------------------------------------------------- requires_grad_() inside
-# Eager makes the tensor a leaf that requires grad: what is computed from it afterwards
-# requires grad, and backward fills its .grad (NOTE [requires_grad_ on an argument] and
-# NOTE [new grad leaves] in the engine).
-
-def _plain_arg():
-    x = rand(2, 3)
-    return Inputs((x,), leaves=(x,))
-
-
-def _plain_and_leaf():
-    x, w = rand(2, 3), leaf(2, 3)
-    return Inputs((x, w), leaves=(x, w))
 
 
 @case("requires_grad_modes", mode="training", tags=("requires_grad_",))
@@ -509,12 +592,6 @@ def factory_with_requires_grad_inside():
     return f, seeded(lambda: Inputs((rand(2, 3),)))
 
 
-# ---------------------------------------------------------------- .grad None versus zeros
-# The compiled function is one autograd node for all its outputs; an input that only
-# outputs the backward never reaches depend on must keep .grad None
-# (NOTE [per-output reach]). The oracle backpropagates from floating outputs only, so a complex output is
-# one that backward does not reach.
-
 @case("requires_grad_modes", mode="training", tags=("grad_none",))
 def unreached_output_leaves_grad_none():
     def f(x, y):
@@ -527,7 +604,7 @@ def unreached_output_leaves_grad_none():
 
 @case("requires_grad_modes", mode="training", tags=("grad_none", "custom_function"))
 def unreached_output_of_no_materialize_function():
-    from .cases_custom_function import TwoOutputsNoMaterialize
+    from .custom_function import TwoOutputsNoMaterialize
 
     def f(x, y):
         a, _ = TwoOutputsNoMaterialize.apply(x)
@@ -536,16 +613,6 @@ def unreached_output_of_no_materialize_function():
         x, y = leaf(3), leaf(3)
         return Inputs((x, y), leaves=(x, y))
     return f, seeded(make)
-
-
-# ---------------------------------------------------------------- outer-level autograd of subclass calls
-# With a TwoTensor argument the call runs at the outer level
-# (NOTE [outer-level facts] in aotcheck/subclass/facts.py): outputs over an argument's storage are remade
-# from that argument, and the trace's autograd graph says how (aotcheck/subclass/autograd.py).
-
-def _two(*shape, requires_grad=False):
-    from .cases_subclass import two
-    return two(*shape, requires_grad=requires_grad)
 
 
 @case("requires_grad_modes", mode="inference", tags=("fuzz", "subclass", "non_leaf", "alias_of_input"))
@@ -684,10 +751,6 @@ def fuzz_view_of_a_view_of_a_leaf_flagged_after_the_first_view():
         return Inputs((x,), leaves=(x,))
     return f, seeded(make)
 
-
-# ---------------------------------------------------------------- imperative autograd
-# retain_grad() and tensor hooks act on a tensor's autograd identity: the compiled function
-# makes them on the caller's tensors (NOTE [imperative autograd on arguments and outputs]).
 
 @case("requires_grad_modes", mode="training", tags=("imperative_autograd", "retain_grad"))
 def imperative_retained_intermediate_used_twice_inside():
@@ -892,8 +955,6 @@ def imperative_hook_on_a_leaf_made_inside_not_returned():
     return f, _one_leaf(3)
 
 
-# ---------------------------------------------------------------- leaves made inside (issue 27)
-
 @case("requires_grad_modes", mode="training", tags=("leaf_inside", "no_tensor_args"))
 def leaf_made_inside_with_only_a_scalar_argument():
     """A Python scalar argument only: a leaf made with requires_grad=True, scaled."""
@@ -921,3 +982,70 @@ def parameter_made_under_no_grad_written_into_an_argument():
         a[1] = v
         return (v * 3,)
     return f, lambda: Inputs((torch.arange(2),))
+
+
+# ---------------------------------------------------------------- from cases_regressions
+
+
+@case("requires_grad_modes", mode="inference", tags=("regression", "fuzz", "requires_grad_"))
+def fuzz_requires_grad_after_the_output_is_computed():
+    """requires_grad_() on an argument after the output was computed from it: eager's output
+    does not require grad; the runtime set the flag before running the (inference) graph with
+    grad on, so the output came back requiring grad. Found by aotcheck fuzz --seed 13."""
+    def f(a0):
+        v0 = a0.mean()
+        a0.requires_grad_()
+        return (v0,)
+    return f, lambda: Inputs((randn((1,)),))
+
+
+@case("requires_grad_modes", mode="training", tags=("regression", "fuzz", "requires_grad_", "detach", "non_contiguous"))
+def fuzz_detach_of_a_mutated_strided_argument_made_a_grad_leaf():
+    """A strided argument mutated in place, then its detach() made a leaf that requires grad
+    and returned: eager's leaf has the argument's stride 2; the wrapper's geometry drifts to
+    contiguous with the write, and the leaf was made with stride 1. Found by aotcheck fuzz
+    --seed 22 (requires_grad_ extension)."""
+    def f(a0):
+        a0.add_(0.5)
+        v0 = a0.detach()
+        v0.requires_grad_()
+        return (v0,)
+    return f, lambda: Inputs((randn((8,))[::2],))
+
+
+@case("requires_grad_modes", mode="training", tags=("regression", "fuzz", "requires_grad_", "detach", "non_contiguous"))
+def fuzz_detach_of_an_intermediate_made_a_grad_leaf_and_returned_with_it():
+    """``v2 = v0.detach()`` of an intermediate, v0 written and squeezed in place, v2 made a leaf
+    that requires grad, both returned: the runtime returned v2 as the empty tensor it made
+    before the graph ran (uninitialised memory: silently wrong values), and v0 in storage of
+    its own (eager: v0 and v2 share it). The leaf now gets its graph value, and v0 is moved
+    into the leaf's memory. Found by aotcheck fuzz --seed 32 --extensions all."""
+    def f(a0):
+        v0 = a0.sin()
+        v2 = v0.detach()
+        v0.copy_(a0)
+        v2.requires_grad_()
+        v0.squeeze_(1)
+        v4 = v2.sum()
+        return (v4, v2, v2, v0)
+
+    def make():
+        l0 = randn((6, 2), 2419).requires_grad_()
+        return Inputs((l0.clone()[::2],), leaves=(l0,))
+    return f, make
+
+
+# ---------------------------------------------------------------- from cases_transforms
+
+
+@case("requires_grad_modes", mode="inference", call=CallMode.NO_GRAD, tags=("custom_op",))
+def custom_op_under_no_grad_on_a_nonleaf_that_requires_grad():
+    """Called under no_grad: autograd records nothing of the op; the argument's new values and
+    its version are eager's."""
+    def f(x, w):
+        torch.ops.aotcheck_tr.scale_(x, 0.5)
+        return x * w
+    def make():
+        w = leaf(4)
+        return Inputs((w.clone() * 1, rand(4)), leaves=(w,))
+    return f, seeded(make)

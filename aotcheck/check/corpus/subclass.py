@@ -1,21 +1,254 @@
-"""Corpus theme ``subclass``: traceable wrapper subclasses (``TwoTensor``, which runs every op
-on both of its inner tensors) as arguments and outputs. Eager autograd works at the OUTER
-level: the ``.grad`` of a TwoTensor leaf is a TwoTensor, and so is that of a plain tensor
-that meets a TwoTensor. See NOTE [subclass keys], NOTE [subclass autograd] and
+"""Corpus theme ``subclass``: traceable wrapper subclasses (``TwoTensor``, which runs every op on
+both of its inner tensors) as arguments and outputs. Eager autograd works at the OUTER level: the
+``.grad`` of a TwoTensor leaf is a TwoTensor, and so is that of a plain tensor that meets a
+TwoTensor. See NOTE [subclass keys], NOTE [subclass autograd] and
 NOTE [subclass limits] in ``aotcheck/subclass/__init__.py``.
+
+Where a case came from is a tag, not a module: ``regression`` (a minimized reproducer of a bug
+aotcheck's engine had, most found by ``aotcheck fuzz``), ``fuzz`` (found by the fuzzer),
+``torch_finding`` (a divergence of PyTorch's own AOTAutograd from eager that the fuzzer found;
+docs/findings.md has a row per case, and ``xfail_engines`` names the torch engines that fail it),
+``issue:N`` (restated from PyTorch's issue N).
 """
 from __future__ import annotations
 
 import torch
 from torch.testing._internal.two_tensor import TwoTensor
-
-from .registry import Inputs, case
-from .cases_basic import leaf, rand, seeded
+from .builders import leaf, rand, randn, seeded
+from .registry import CallMode, Inputs, case
 
 
 def two(*shape, requires_grad=False) -> TwoTensor:
     t = TwoTensor(rand(*shape), rand(*shape))
     return t.requires_grad_() if requires_grad else t
+
+
+# ---------------------------------------------------------------- from cases_regressions
+
+
+@case("subclass", mode="training", tags=("regression", "fuzz", "subclass", "multi_output_view", "mutation"))
+def fuzz_unbind_view_of_an_argument_written_after_in_a_subclass_call():
+    """A call with a TwoTensor argument (unused) returns unbind() views of a plain non-leaf
+    argument that it then writes in place: eager's views are multi-output views whose base
+    was modified, so reading their grad_fn (or writing them) raises. The subclass layer made
+    such a "stale" view under no_grad before the write-back and then re-made it an unbind
+    view, which raised 'A view was created in no_grad mode ...' (a crash of the compiled
+    forward). It now makes it an unbind view in grad mode and bumps its version, as eager's
+    write did. Found by aotcheck fuzz --seed 1."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def f(a0, a1, a2):
+        v0 = a1.unbind(0)
+        a1.add_(a2)
+        return (v0,)
+
+    def make():
+        l0 = TwoTensor(randn((4,), 1920), randn((4,), 1921)).requires_grad_()
+        l1, l2 = randn((1, 2, 4), 101).requires_grad_(), randn((4,), 947).requires_grad_()
+        return Inputs((l0.clone(), l1.clone(), l2.clone()), leaves=(l0, l1, l2))
+    return f, make
+
+
+@case("subclass", mode="inference", tags=("regression", "fuzz", "subclass", "set_", "input_mutation"))
+def fuzz_twotensor_argument_set_onto_a_plain_tensor_made_inside():
+    """A TwoTensor argument set_() onto a plain tensor the function made: eager's TwoTensor
+    sets both inner tensors onto it and the wrapper takes its storage and geometry. In the
+    subclass trace the plain tensor is a FakeTensor, whose storage is on the meta device,
+    and the wrapper's metadata step raised ('Attempted to set the storage of a tensor on
+    device "cpu" to a storage on different device "meta"'; a TraceError for a function eager
+    runs). The trace now completes the wrapper's geometry itself, and the runtime gives the
+    caller's wrapper the inner tensors' new storage (its own is too small):
+    NOTE [subclass set_ onto a plain tensor]. Found by aotcheck fuzz --seed 1."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def f(a0, a2, a3):
+        with torch.no_grad():
+            v0 = a3.detach()
+        a2.set_(v0.exp())
+        return ()
+
+    def make():
+        l0 = randn((4, 2, 3), 154).requires_grad_()
+        b0 = l0.clone()
+        a2 = TwoTensor(randn((), 451), randn((), 452))
+        return Inputs((b0, a2, b0.transpose(-2, -1)), leaves=(l0,))
+    return f, make
+
+
+@case("subclass", mode="inference", tags=("regression", "fuzz", "subclass", "inference_mode", "alias_of_input"))
+def fuzz_inference_mode_reshape_of_a_view_of_a_twotensor_argument():
+    """A view of a TwoTensor argument reshaped inside inference_mode: eager's reshape makes its
+    wrapper there, so the output is an inference tensor (no view of the argument at the outer
+    level) whose inner tensors share the argument's memory, and writing it in place afterwards
+    raises. The subclass layer rebuilt it as an ordinary view of the argument, which could be
+    written. It is now rebuilt as an inference wrapper over the compiled inner tensors
+    (NOTE [subclass inference views]). Found by aotcheck fuzz --seed 1."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def f(a0):
+        with torch.no_grad():
+            with torch.enable_grad():
+                v1 = a0.narrow(0, 0, 2)
+        with torch.inference_mode():
+            v3 = v1.reshape((2,))
+        return (v3,)
+
+    def make():
+        return Inputs((TwoTensor(randn((2,), 75), randn((2,), 76)),))
+    return f, make
+
+
+@case("subclass", mode="training", tags=("regression", "subclass", "no_grad", "multi_output_view", "mutation",
+                                            "alias_of_intermediate"))
+def twotensor_views_of_an_intermediate_poisoned_by_its_write():
+    """A no_grad view and an unbind view of a TwoTensor intermediate that requires grad, then
+    the intermediate written in place, all returned: eager's two views are poisoned (reading
+    their grad_fn or is_leaf, or writing them, raises; NOTE [poisoned views]). The subclass
+    trace read is_leaf of the no_grad view and raised, so aotcheck refused a function eager
+    runs; it now makes both the same kinds of view, version bumped
+    (NOTE [subclass poisoned views]). Found while checking the fix for
+    fuzz_inference_mode_reshape_of_a_view_of_a_twotensor_argument."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def f(a0):
+        b = a0 * 2
+        with torch.no_grad():
+            v = b.view(6)
+        u = b.unbind(0)
+        b.mul_(2)
+        return (v, u[0], b)
+
+    def make():
+        l0 = TwoTensor(randn((2, 3), 1), randn((2, 3), 2)).requires_grad_()
+        return Inputs((l0.clone(),), leaves=(l0,))
+    return f, make
+
+
+@case("subclass", mode="training", tags=("regression", "fuzz", "subclass", "requires_grad_", "no_grad",
+                                            "aliased_inputs"))
+def fuzz_view_argument_of_a_base_given_requires_grad_with_a_twotensor_argument():
+    """The case ``fuzz_view_argument_of_a_base_given_requires_grad_inside`` with a TwoTensor
+    argument present: ``a2 = a1[1:]`` taken before the call, ``a1.requires_grad_()`` under
+    no_grad inside; eager's ``a2`` requires grad through its base (no gradient edge), so
+    ``a2.sin()`` requires grad. The tensor-subclass layer rebuilds each argument on its own
+    for its trace, so ``a2`` did not, and aotcheck returned ``v2`` without requires_grad.
+    The trace now makes such a view a view of a hidden leaf whose flag follows its base's
+    (NOTE [subclass views of an argument given requires_grad_]). Found by aotcheck fuzz
+    --seed 1."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def f(a0, a1, a2):
+        with torch.no_grad():
+            a1.requires_grad_()
+        v2 = a2.sin()
+        return (v2,)
+
+    def make():
+        l0 = TwoTensor(randn((1, 1), 397), randn((1, 1), 398)).requires_grad_()
+        a1 = randn((3, 3), 2677)
+        return Inputs((l0.clone(), a1, a1[1:]), leaves=(l0,))
+    return f, make
+
+
+@case("subclass", mode="training", tags=("regression", "subclass", "requires_grad_", "aliased_inputs"))
+def twotensor_view_argument_given_its_own_requires_grad_after_its_base():
+    """A TwoTensor view ``a2 = a1[1:]`` of a TwoTensor argument, both passed, the function
+    flagging ``a1`` then ``a2`` and returning values computed from each: eager's ``a2.sin()``
+    reaches ``a2``'s own gradient edge, ``a1.cos()`` reaches ``a1``'s; ``a0.grad`` gets the
+    product's gradient. The subclass layer refused it (an argument given requires_grad_()
+    that shares a storage with another); with the view traced as a view of a hidden leaf
+    whose flag follows ``a1``'s, the flags are routed as eager's
+    (NOTE [subclass views of an argument given requires_grad_])."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def f(a0, a1, a2):
+        a1.requires_grad_()
+        v0 = a2 * 2
+        a2.requires_grad_()
+        return (v0, a2.sin() * a0, a1.cos())
+
+    def make():
+        l0 = TwoTensor(randn((1, 1), 397), randn((1, 1), 398)).requires_grad_()
+        a1 = TwoTensor(randn((3, 3), 5), randn((3, 3), 6))
+        a2 = a1[1:]
+        return Inputs((l0.clone(), a1, a2), leaves=(l0, a1, a2))
+    return f, make
+
+
+@case("subclass", mode="training", tags=("regression", "fuzz", "subclass", "set_", "requires_grad_", "alias_of_input"))
+def fuzz_twotensor_made_inside_set_onto_argument_then_requires_grad():
+    """A TwoTensor made under no_grad, set_() onto the TwoTensor argument, then given
+    requires_grad_() and returned: eager's output is a leaf that requires grad over the
+    argument's memory (its own ``.grad`` after backward; nothing reaches the argument).
+    aotcheck read the output as an alias of the argument (it shares its storage) and remade it
+    from the caller's argument without the flag (requires_grad False, no ``.grad``). The leaf
+    facts are now read for outputs over an argument's memory too, and the alias is remade as
+    the leaf: NOTE [subclass leaf made inside over an argument's memory]. Found by aotcheck
+    fuzz --seed 1."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def f(a1):
+        with torch.no_grad():
+            v1 = a1 * 2
+        v1.set_(a1)
+        v1.requires_grad_()
+        return (v1,)
+
+    def make():
+        return Inputs((TwoTensor(randn((), 5196), randn((), 5197)),))
+    return f, make
+
+
+@case("subclass", mode="training", tags=("regression", "subclass", "set_", "requires_grad_", "alias_of_input"))
+def twotensor_view_of_a_leaf_made_inside_set_onto_an_argument_that_requires_grad():
+    """As ``fuzz_twotensor_made_inside_set_onto_argument_then_requires_grad``, the argument a
+    TwoTensor that requires grad, the set_() under no_grad (so the new tensor stays a leaf) and
+    a view of the new leaf returned with a value computed from the argument: eager's view
+    requires grad through the new leaf, refuses an in-place write (a view of a leaf that
+    requires grad), and shares the argument's memory; the argument gets the product's
+    gradient. aotcheck remade the view as a plain view of the argument (no grad, writable).
+    NOTE [subclass leaf made inside over an argument's memory]."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def f(a1):
+        with torch.no_grad():
+            v1 = a1 * 2
+            v1.set_(a1)
+        v1.requires_grad_()
+        return (v1[1:], a1 * 3)
+
+    def make():
+        l0 = TwoTensor(randn((3,), 11), randn((3,), 12)).requires_grad_()
+        return Inputs((l0,), leaves=(l0,))
+    return f, make
+
+
+# ---------------------------------------------------------------- from cases_torch_findings
+
+
+@case("subclass", mode="training", tags=("fuzz", "torch_finding", "mixed", "metadata_mutation"))
+def plain_value_multiplied_into_a_twotensor_after_a_graph_break():
+    """A plain intermediate multiplied into a TwoTensor argument after the argument is
+    ``unsqueeze_``d in place: eager's gradient of the plain value is a TwoTensor. Under
+    torch.compile the metadata mutation of a subclass is a graph break, so the plain value is
+    the first graph's output, and its cotangent from the second graph is a TwoTensor: the
+    backward raises 'we guessed its metadata incorrectly. Expected: ... torch.Tensor, got: ...
+    TwoTensor' (docs/findings.md row 64; backend="eager" passes)."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def f(x, y):
+        b = y.sin()
+        x.unsqueeze_(0)
+        return x * b
+
+    def make():
+        lx = TwoTensor(randn((3,), 1), randn((3,), 2)).requires_grad_()
+        y = randn((3,), 3).requires_grad_()
+        return Inputs((lx.clone(), y), leaves=(lx, y))
+    return f, make
+
+
+# ---------------------------------------------------------------- from cases_subclass
 
 
 @case("subclass", mode="training")
@@ -109,8 +342,6 @@ def twotensor_argument_returned_unchanged():
         return Inputs((x, y), leaves=(x, y))
     return f, seeded(make)
 
-
-# -- found by the fuzzer's subclass arguments (each was silently wrong or refused) ------------
 
 @case("subclass", mode="training", tags=("non_leaf", "mutation"))
 def twotensor_non_leaf_argument_written_in_place():
@@ -569,13 +800,6 @@ def twotensor_chunks_made_before_their_base_requires_grad():
     return f, seeded(make)
 
 
-# NOTE [subclass joint on real tensors] (aotcheck/subclass/replay.py): a value that requires
-# grad written into a slice of a bool or integer tensor raises on fake tensors ("Autograd not
-# support dtype: Bool"), not on eager's real ones; the outer trace is taken again on real
-# copies. The written tensor, returned or an argument, is refused by name
-# (NOTE [outputs of a non-differentiable dtype that require grad] in aotcheck/engine/capture/nondiff.py).
-
-
 @case("subclass", mode="training", tags=("fuzz", "mixed", "mutation", "casts", "non_leaf"))
 def twotensor_written_into_a_slice_of_a_bool_tensor():
     """The fuzzer's program (seed 1): a 0-dim TwoTensor that requires grad (a non-leaf)
@@ -609,7 +833,7 @@ def twotensor_intermediate_written_into_bool_and_integer_tensors():
     return f, seeded(make)
 
 
-@case("subclass", mode="inference", tags=("mixed", "mutation", "casts", "no_grad_call"))
+@case("subclass", mode="inference", call=CallMode.NO_GRAD, tags=("mixed", "mutation", "casts"))
 def twotensor_written_into_a_bool_tensor_under_no_grad():
     """The same write inside no_grad: eager's bool tensor has no history; returned as it is,
     next to a use of the TwoTensor under grad mode."""
@@ -624,7 +848,7 @@ def twotensor_written_into_a_bool_tensor_under_no_grad():
     return f, seeded(make)
 
 
-@case("subclass", mode="training", tags=("no_grad_call", "region", "fuzz"))
+@case("subclass", mode="training", call=CallMode.NO_GRAD, tags=("region", "fuzz"))
 def twotensor_enable_grad_region_of_a_no_grad_call():
     """Found by aotcheck fuzz --seed 1 (key variation grad_mode=no_grad, 08): called under
     no_grad, an enable_grad region writes a non-leaf TwoTensor argument that requires grad

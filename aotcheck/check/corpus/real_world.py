@@ -1,28 +1,39 @@
-"""Programs from PyTorch's issue tracker (theme ``real_world``, issue 27).
+"""Corpus theme ``real_world``: whole programs as real code writes them, several behaviours in one
+function: a training step, a model with hooks, an optimizer-like update (issue 27).
 
 Each case restates, in code of our own, the program of one issue or pull-request thread on
 github.com/pytorch/pytorch (AOTAutograd, functionalization and torch.compile correctness
 reports); the case's name starts with the thread's number and its tags hold ``issue:N``.
-The classes are those issue 27 lists: imperative autograd inside the function or around
-the call (``retain_grad``, tensor and module hooks, ``saved_tensors_hooks``,
+The classes are those issue 27 lists: imperative autograd inside the function or around the
+call (``retain_grad``, tensor and module hooks, ``saved_tensors_hooks``,
 ``torch.autograd.grad``), ``.data`` assignment, leaves made inside, custom
 ``autograd.Function`` backwards that mutate, ``torch.func`` transforms inside,
-``torch.library`` custom ops that mutate, ``out=`` that resizes, in-place ops on
-overlapping memory, storage changes on views, and output strides.
+``torch.library`` custom ops that mutate, ``out=`` that resizes, in-place ops on overlapping
+memory, storage changes on views, and output strides.
 
-Effects the oracle could not see before are made visible either by the oracle itself
-(the ``.grad`` of outputs and arguments that retain their grad is compared) or by the
-case returning what a hook recorded. ``saved_tensors_hooks`` around the call is the
-call mode ``saved_tensors_hooks_call`` (``harness.call_mode``): its unpack hook doubles
-every saved tensor, so a compiled function that skips it gets other gradients.
+Effects the oracle could not see before are made visible either by the oracle itself (the
+``.grad`` of outputs and arguments that retain their grad is compared) or by the case returning
+what a hook recorded. ``saved_tensors_hooks`` around the call is the call mode
+``CallMode.SAVED_TENSORS_HOOKS`` (``harness.call_mode``): its unpack hook doubles every saved
+tensor, so a compiled function that skips it gets other gradients.
 
-A case that aotcheck's engine gets wrong today carries ``xfail`` with the failure named
-(silently wrong / internal error TYPE / refusal); the torch engines' failures sit in
-``aotcheck/targets/known_failures.json``.
+A case that aotcheck's engine gets wrong today carries ``xfail`` with the failure named (silently
+wrong / internal error TYPE / refusal).
+
+Where a case came from is a tag, not a module: ``regression`` (a minimized reproducer of a bug
+aotcheck's engine had, most found by ``aotcheck fuzz``), ``fuzz`` (found by the fuzzer),
+``torch_finding`` (a divergence of PyTorch's own AOTAutograd from eager that the fuzzer found;
+docs/findings.md has a row per case, and ``xfail_engines`` names the torch engines that fail it),
+``issue:N`` (restated from PyTorch's issue N).
 """
-import torch
+from __future__ import annotations
 
-from .registry import Inputs, case
+import torch
+import torch.nn.functional as F
+from torch.func import grad
+from .builders import leaf
+from .registry import CallMode, Inputs, case
+
 
 THEME = "real_world"
 
@@ -34,10 +45,11 @@ THEME = "real_world"
 AOTCHECK_FAILURES: dict[str, str] = {}
 
 
-def _case(*, mode, tags):
+def _case(*, mode, tags, call=CallMode.GRAD):
     """``case`` in this theme, with the case's known aotcheck failure from the table above."""
     def deco(builder):
-        return case(THEME, mode=mode, tags=tags, xfail=AOTCHECK_FAILURES.get(builder.__name__))(builder)
+        return case(THEME, mode=mode, call=call, tags=tags,
+                    xfail=AOTCHECK_FAILURES.get(builder.__name__))(builder)
     return deco
 
 
@@ -62,9 +74,6 @@ def _plain(*shapes, seed=0):
 def _tags(issue: int, *cls):
     return ("real_world", f"issue:{issue}") + tuple(cls)
 
-
-# ---------------------------------------------------------------- custom ops (torch.library)
-# Registered once, at import, under a namespace of our own.
 
 @torch.library.custom_op("aotcheck_rw::two_inplace", mutates_args={"x1", "x2"})
 def _two_inplace(x1: torch.Tensor, x2: torch.Tensor) -> None:
@@ -112,7 +121,100 @@ def _set_data_fake(param, new_data):
     return None
 
 
-# ================================================================ imperative autograd
+class _SinZeroBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(x):
+        return torch.sin(x)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
+        ctx.save_for_forward(*inputs)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return torch.zeros_like(grad)
+
+    @staticmethod
+    def jvp(ctx, dx):
+        return torch.zeros_like(dx)
+
+
+class _MutateSavedInBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, offsets):
+        ctx.save_for_backward(offsets)
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        offsets, = ctx.saved_tensors
+        offsets.add_(grad_out)
+        return grad_out.clone(), None
+
+
+class _MutateBufInBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, buf):
+        ctx.save_for_backward(buf)
+        return x * buf.mean()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        buf, = ctx.saved_tensors
+        buf.mul_(2.0)
+        return grad_output * buf.mean(), None
+
+
+class _InplaceAcrossForwardBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, dummy, inplace_tensor):
+        inplace_tensor.add_(1)
+        ctx.inplace_tensor = inplace_tensor
+        return dummy.clone()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        ctx.inplace_tensor.add_(grad_output * 0 + 1)
+        return grad_output, None
+
+
+class _CopyGradInBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone(), x.clone()
+
+    @staticmethod
+    def backward(ctx, grad1, grad2):
+        return grad1.copy_(grad2)
+
+
+class _Bilinear(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b + a + b
+
+    @staticmethod
+    def backward(ctx, go):
+        a, b = ctx.saved_tensors
+        return go * (b + 1), go * (a + 1)
+
+
+class _InplaceInForward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = x * 2
+        y += 1
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+# ---------------------------------------------------------------- from cases_real_world
+
 
 @_case(mode="training", tags=_tags(91468, "retain_grad"))
 def i91468_retain_grad_on_returned_intermediates():
@@ -200,7 +302,7 @@ def i117758_forward_hook_records_the_output():
     return f, _leaves((3, 4), seed=6)
 
 
-@_case(mode="training", tags=_tags(116221, "saved_tensors_hooks", "saved_tensors_hooks_call"))
+@_case(mode="training", call=CallMode.SAVED_TENSORS_HOOKS, tags=_tags(116221, "saved_tensors_hooks"))
 def i116221_saved_tensors_hooks_around_the_call():
     """saved_tensors_hooks active around the call: the unpack hook doubles each saved tensor,
     so the gradients of a * b are doubled in eager."""
@@ -241,7 +343,7 @@ def i132929_autograd_grad_wrt_an_intermediate_with_create_graph():
     return f, _leaves((2, 3), (3, 4), (4, 3), seed=10)
 
 
-@_case(mode="training", tags=_tags(114338, "no_grad_call", "enable_grad"))
+@_case(mode="training", call=CallMode.NO_GRAD, tags=_tags(114338, "enable_grad"))
 def i114338_enable_grad_inside_under_ambient_no_grad():
     """Called under no_grad, the function enables grad for one op: its output requires grad."""
     def f(x):
@@ -250,8 +352,6 @@ def i114338_enable_grad_inside_under_ambient_no_grad():
         return out
     return f, _leaves((4,), seed=11)
 
-
-# ================================================================ .data assignment
 
 @_case(mode="inference", tags=_tags(113030, "data_assign"))
 def i113030_data_swap_between_arguments():
@@ -314,8 +414,6 @@ def i191337_data_assignment_to_a_transposed_argument_beside_normal_():
     return f, make
 
 
-# ================================================================ leaves made inside
-
 @_case(mode="training", tags=_tags(99455, "leaf_inside", "no_tensor_args"))
 def i99455_leaf_made_inside_with_no_arguments():
     """No arguments: a leaf made with requires_grad=True and a value computed from it."""
@@ -363,8 +461,6 @@ def i128035_detach_then_mutate_a_grad_nonleaf():
     return f, make
 
 
-# ================================================================ torch.func inside
-
 @_case(mode="inference", tags=_tags(94851, "torch_func"))
 def i94851_torch_func_grad_of_a_quadratic():
     """torch.func.grad of a scalar function, called inside."""
@@ -385,25 +481,6 @@ def i136662_torch_func_grad_over_in_place_index_adds():
     def f(x):
         return torch.func.grad(g)(x)
     return f, _plain((2, 3), seed=20)
-
-
-class _SinZeroBackward(torch.autograd.Function):
-    @staticmethod
-    def forward(x):
-        return torch.sin(x)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(*inputs)
-        ctx.save_for_forward(*inputs)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return torch.zeros_like(grad)
-
-    @staticmethod
-    def jvp(ctx, dx):
-        return torch.zeros_like(dx)
 
 
 @_case(mode="inference", tags=_tags(193279, "torch_func", "custom_function"))
@@ -433,21 +510,6 @@ def i97909_functional_call_with_zeroed_parameters():
     return f, _plain((1, 1), seed=23)
 
 
-# ================================================================ custom autograd.Function
-
-class _MutateSavedInBackward(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, offsets):
-        ctx.save_for_backward(offsets)
-        return x * 2
-
-    @staticmethod
-    def backward(ctx, grad_out):
-        offsets, = ctx.saved_tensors
-        offsets.add_(grad_out)
-        return grad_out.clone(), None
-
-
 @_case(mode="training", tags=_tags(172956, "custom_function", "backward_mutation"))
 def i172956_backward_mutates_a_saved_intermediate_that_is_returned():
     """The backward adds the gradient into a tensor saved for it, which the function
@@ -459,38 +521,12 @@ def i172956_backward_mutates_a_saved_intermediate_that_is_returned():
     return f, _leaves((6,), seed=24)
 
 
-class _MutateBufInBackward(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, buf):
-        ctx.save_for_backward(buf)
-        return x * buf.mean()
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        buf, = ctx.saved_tensors
-        buf.mul_(2.0)
-        return grad_output * buf.mean(), None
-
-
 @_case(mode="training", tags=_tags(177213, "custom_function", "backward_mutation"))
 def i177213_backward_mutates_a_saved_argument():
     """The backward doubles a saved argument (a leaf that requires grad) in place."""
     def f(x, buf):
         return _MutateBufInBackward.apply(x, buf)
     return f, _leaves((5,), (5,), seed=25)
-
-
-class _InplaceAcrossForwardBackward(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, dummy, inplace_tensor):
-        inplace_tensor.add_(1)
-        ctx.inplace_tensor = inplace_tensor
-        return dummy.clone()
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        ctx.inplace_tensor.add_(grad_output * 0 + 1)
-        return grad_output, None
 
 
 @_case(mode="training", tags=_tags(154820, "custom_function", "backward_mutation"))
@@ -504,34 +540,12 @@ def i154820_forward_and_backward_each_add_into_an_argument():
     return f, make
 
 
-class _CopyGradInBackward(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x.clone(), x.clone()
-
-    @staticmethod
-    def backward(ctx, grad1, grad2):
-        return grad1.copy_(grad2)
-
-
 @_case(mode="training", tags=_tags(141111, "custom_function", "backward_mutation"))
 def i141111_backward_writes_into_its_incoming_gradient():
     """The backward copies one incoming gradient into the other and returns it."""
     def f(x):
         return _CopyGradInBackward.apply(x)
     return f, _leaves((3,), seed=27)
-
-
-class _Bilinear(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a * b + a + b
-
-    @staticmethod
-    def backward(ctx, go):
-        a, b = ctx.saved_tensors
-        return go * (b + 1), go * (a + 1)
 
 
 @_case(mode="training", tags=_tags(183604, "custom_function", "aliased_inputs"))
@@ -545,18 +559,6 @@ def i183604_custom_function_given_one_tensor_twice():
     return f, make
 
 
-class _InplaceInForward(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        y = x * 2
-        y += 1
-        return y
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * 2
-
-
 @_case(mode="training", tags=_tags(180642, "custom_function"))
 def i180642_in_place_add_inside_a_custom_forward():
     """A custom Function whose forward updates its result in place (y += 1)."""
@@ -564,8 +566,6 @@ def i180642_in_place_add_inside_a_custom_forward():
         return _InplaceInForward.apply(x) * 3
     return f, _leaves((6,), seed=28)
 
-
-# ================================================================ torch.library custom ops
 
 @_case(mode="inference", tags=_tags(153389, "custom_op", "aliased_inputs"))
 def i153389_custom_ops_mutating_rows_of_one_base():
@@ -599,7 +599,7 @@ def i144072_custom_op_with_an_optional_mutable_tensor_list():
     return f, _plain((3,), (3,), (2,), seed=31)
 
 
-@_case(mode="inference", tags=_tags(139257, "custom_op", "set_", "no_grad_call"))
+@_case(mode="inference", call=CallMode.NO_GRAD, tags=_tags(139257, "custom_op", "set_"))
 def i139257_custom_op_that_calls_set_on_a_parameter():
     """A custom op whose body is param.set_(new_data), called under no_grad on an empty
     parameter."""
@@ -611,8 +611,6 @@ def i139257_custom_op_that_calls_set_on_a_parameter():
         return Inputs((torch.nn.Parameter(torch.empty(0)), _randn((3, 3), 32)))
     return f, make
 
-
-# ================================================================ out= and overlapping memory
 
 @_case(mode="inference", tags=_tags(98835, "out_resize"))
 def i98835_out_argument_resized_from_empty():
@@ -658,7 +656,7 @@ def i98143_abs_in_place_on_an_overlapping_unfold():
     return f, make
 
 
-@_case(mode="inference", tags=_tags(165409, "overlap", "unfold", "no_grad_call"))
+@_case(mode="inference", call=CallMode.NO_GRAD, tags=_tags(165409, "overlap", "unfold"))
 def i165409_overlapping_unfold_written_under_no_grad():
     """The same in-place abs_ on an overlapping unfold, called under no_grad (eval)."""
     def f(x):
@@ -675,8 +673,6 @@ def i183888_wider_overlapping_unfold_abs_():
         return Inputs((torch.linspace(-3, 3, 7).reshape(1, 7),))
     return f, make
 
-
-# ================================================================ storage changes on views
 
 @_case(mode="inference", tags=_tags(77714, "resize", "view"))
 def i77714_resize_of_a_view_of_an_intermediate():
@@ -724,8 +720,6 @@ def i136064_copy_into_a_same_dtype_view_of_an_argument():
     return f, _plain((4,), (4,), seed=38)
 
 
-# ================================================================ output strides
-
 @_case(mode="inference", tags=_tags(198364, "strides"))
 def i198364_copysign_and_floor_divide_of_a_transposed_argument():
     """copysign and floor_divide of a transposed first argument keep its layout in eager."""
@@ -758,8 +752,6 @@ def i183771_nearest_interpolate_of_a_channels_last_like_input():
         return Inputs((_randn((2, 5, 2, 3, 2), 43).permute(0, 4, 1, 2, 3),))
     return f, make
 
-
-# ================================================================ set_ on arguments and views
 
 @_case(mode="inference", tags=_tags(110842, "set_"))
 def i110842_set_onto_a_larger_tensor_then_back():
@@ -841,10 +833,6 @@ def transposed_argument_times_two_strides_of_size_one_dims():
         return Inputs((leaf.clone(),), leaves=(leaf,))
     return f, make
 
-
-# ---------------------------------------------------------------- set_() under no_grad onto
-# another shape of an argument that requires grad
-# (NOTE [set_ under no_grad onto another shape] in engine/runtime/swap_grad.py; the class of i122981)
 
 @_case(mode="inference", tags=("real_world", "issue:none", "set_", "no_grad", "storage_resize"))
 def set_after_resizing_storage_to_zero_under_no_grad():

@@ -1,18 +1,43 @@
-"""Corpus cases: input data mutation, mutation and autograd, metadata mutation.
+"""Corpus theme ``input_mutation``: the function writes its arguments' data (in-place ops,
+``copy_``, index writes, ``out=`` arguments the op resizes, ``.data`` and writes through views,
+overlapping memory, mutating ``torch.library`` custom ops); the compiled function leaves every
+argument, and views of it, as eager does.
 
-A mutated argument that requires grad must be a non-leaf (in-place on a leaf
-that requires grad is an error in eager), so those cases pass ``leaf.clone()``
-and compare the gradient of ``leaf``.
+A mutated argument that requires grad must be a non-leaf (in-place on a leaf that requires grad
+is an error in eager), so those cases pass ``leaf.clone()`` and compare the gradient of ``leaf``.
+
+Where a case came from is a tag, not a module: ``regression`` (a minimized reproducer of a bug
+aotcheck's engine had, most found by ``aotcheck fuzz``), ``fuzz`` (found by the fuzzer),
+``torch_finding`` (a divergence of PyTorch's own AOTAutograd from eager that the fuzzer found;
+docs/findings.md has a row per case, and ``xfail_engines`` names the torch engines that fail it),
+``issue:N`` (restated from PyTorch's issue N).
 """
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from torch.func import grad
+from .builders import (
+    freed, leaf, parameter, parameter_and_input, plain, rand, randn, seeded, three_nonleaf,
+    two_nonleaf, two_nonleaf_and_a_leaf
+)
+from .custom_function import DoubleInPlace
+from .registry import CallMode, Inputs, case
 
-from .registry import Inputs, case
-from .cases_basic import leaf, one_leaf, rand, seeded
 
-# ---------------------------------------------------------------- input_mutation
+# ---------------------------------------------------------------- from cases_basic
+
+
+@case("input_mutation", mode="training", tags=("size_guards",))
+def write_into_a_constant_window_of_an_argument():
+    """buf[:, 1:5] += x[:, :4] on a (4, 7) buffer: an input mutation through a guarded slice."""
+    def f(x, buf):
+        buf[:, 1:5].add_(x[:, :4])
+        return buf.sum(1) * x.sum()
+    return f, seeded(lambda: (lambda x: Inputs((x, rand(4, 7)), leaves=(x,)))(leaf(4, 6)))
+
+
+# ---------------------------------------------------------------- from cases_mutation
 
 
 @case("input_mutation", mode="inference")
@@ -215,425 +240,6 @@ def float_input_mutated_by_int_tensor():
     return f, seeded(lambda: Inputs((rand(3), torch.tensor([1, 2, 3]))))
 
 
-# ---------------------------------------------------------------- mutation_autograd
-
-
-@case("mutation_autograd", mode="training", tags=("no_functional_kernel",))
-def polygamma_in_place_on_nonleaf():
-    """Issue 11, class 11: functionalization has no kernel for polygamma_ (its out-of-place
-    twin takes (n, self)); the engine raised a TraceError. Traced the second way now, where
-    it runs as polygamma then copy_."""
-    def f(x):
-        y = x * 1
-        y.polygamma_(1)
-        return y.sum(0), x.polygamma(2)
-    def make():
-        x = (torch.rand(2, 3) + 0.5).requires_grad_()
-        return Inputs((x,), leaves=(x,))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training", tags=("missing_derivative",))
-def inplace_op_without_derivative():
-    """Issue 11, class 11: acosh_ has no derivative; eager runs the forward and raises
-    NotImplementedError at .backward(). The engine refused it while tracing the joint."""
-    def f(x):
-        y = x * 1
-        y.acosh_()
-        return y * 2, x.sin()
-    def make():
-        x = (torch.rand(3) + 1.5).requires_grad_()
-        return Inputs((x,), leaves=(x,))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training")
-def mul_nonleaf_return_empty():
-    def f(a):
-        a.mul_(2)
-        return ()
-    def make():
-        x = leaf(3)
-        return Inputs((x.clone(),), leaves=(x,))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training", tags=("detach",))
-def detach_then_mutate():
-    def f(a):
-        tmp = a.detach()
-        a.mul_(2)
-        return a, tmp
-    def make():
-        x = leaf(3)
-        return Inputs((x.clone(),), leaves=(x,))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training", tags=("no_grad",))
-def no_grad_mutation_of_leaf_then_use():
-    def f(x, w):
-        with torch.no_grad():
-            w.add_(1)
-        return x * w
-    def make():
-        x, w = leaf(3), leaf(3)
-        return Inputs((x, w), leaves=(x, w))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="inference", tags=("no_grad",))
-def no_grad_mutation_of_leaf_only():
-    def f(w):
-        with torch.no_grad():
-            w.mul_(0.5)
-        return ()
-    def make():
-        w = leaf(4)
-        return Inputs((w,), leaves=(w,))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="inference", tags=("no_grad", "returned"))
-def no_grad_mutation_of_leaf_returned():
-    def f(w):
-        with torch.no_grad():
-            w.sub_(1)
-        return w
-    def make():
-        w = leaf(4)
-        return Inputs((w,), leaves=(w,))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training", tags=("detach",))
-def detach_mutation_of_leaf():
-    def f(x):
-        x.detach().mul_(2)
-        return x * 3
-    def make():
-        x = leaf(4)
-        return Inputs((x,), leaves=(x,))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="inference", tags=("detach",))
-def detach_mutation_of_leaf_only():
-    def f(x):
-        x.detach().add_(1)
-        return ()
-    def make():
-        x = leaf(4)
-        return Inputs((x,), leaves=(x,))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training")
-def nongrad_input_mutated_with_grad_value():
-    def f(a, w):
-        a.add_(w)
-        return a * 2
-    def make():
-        w = leaf(3)
-        return Inputs((rand(3), w), leaves=(w,))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training")
-def nongrad_input_mutated_with_grad_value_return_empty():
-    def f(a, w):
-        a.add_(w)
-        return ()
-    def make():
-        w = leaf(3)
-        return Inputs((rand(3), w), leaves=(w,))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training", tags=("unused",))
-def unused_mutated_nonleaf_input():
-    def f(a, b):
-        a.mul_(2)
-        return b * 3
-    def make():
-        x, b = leaf(3), leaf(3)
-        return Inputs((x.clone(), b), leaves=(x, b))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training", tags=("unused", "no_grad"))
-def unused_leaf_mutated_under_no_grad():
-    def f(a, b):
-        with torch.no_grad():
-            a.mul_(2)
-        return b * 3
-    def make():
-        a, b = leaf(3), leaf(3)
-        return Inputs((a, b), leaves=(a, b))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training")
-def mutate_nonleaf_with_grad_value():
-    def f(a, b):
-        a.add_(b)
-        return a.sum()
-    def make():
-        x, b = leaf(3), leaf(3)
-        return Inputs((x.clone(), b), leaves=(x, b))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training", tags=("view",))
-def mutate_nonleaf_return_view():
-    def f(a):
-        a.mul_(2)
-        return a.view(-1)
-    def make():
-        x = leaf(2, 3)
-        return Inputs((x.clone(),), leaves=(x,))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training", tags=("view",))
-def mutate_row_of_nonleaf_with_grad_value():
-    def f(a, b):
-        a[0].mul_(b)
-        return a + 1
-    def make():
-        x, b = leaf(2, 3), leaf(3)
-        return Inputs((x.clone(), b), leaves=(x, b))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training")
-def sin_in_place_nonleaf():
-    def f(a):
-        a.sin_()
-        return a.sum()
-    def make():
-        x = leaf(4)
-        return Inputs((x * 1,), leaves=(x,))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training", tags=("no_grad",))
-def copy_grad_value_under_no_grad():
-    def f(a, x):
-        with torch.no_grad():
-            a.copy_(x * 2)
-        return x.sum()
-    def make():
-        x = leaf(3)
-        return Inputs((rand(3), x), leaves=(x,))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training", tags=("returned",))
-def mutated_nonleaf_returned_and_used():
-    def f(a, w):
-        a.mul_(w)
-        return a, a * w
-    def make():
-        x, w = leaf(3), leaf(3)
-        return Inputs((x.clone(), w), leaves=(x, w))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training", tags=("no_grad", "parameter"))
-def sgd_step_on_parameter():
-    def f(p, g):
-        with torch.no_grad():
-            p.sub_(g * 0.1)
-        return p * 2
-    def make():
-        p = torch.nn.Parameter(torch.randn(3))
-        return Inputs((p, rand(3)), leaves=(p,))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training", tags=("detach", "aliased"))
-def mutate_detached_twin_of_nonleaf():
-    def f(a, b):
-        b.mul_(2)
-        return a * 3
-    def make():
-        x = leaf(3)
-        base = x.clone()
-        return Inputs((base, base.detach()), leaves=(x,))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training", tags=("no_grad", "intermediate"))
-def mutate_intermediate_under_no_grad():
-    def f(x):
-        y = x * 2
-        with torch.no_grad():
-            y.add_(1)
-        return y
-    return f, one_leaf(3)
-
-
-@case("mutation_autograd", mode="training", tags=("view", "intermediate"))
-def mutate_view_of_intermediate_return_base():
-    def f(x):
-        y = x * 2
-        y.view(-1).mul_(3)
-        return y
-    return f, one_leaf(2, 2)
-
-
-# ---------------------------------------------------------------- metadata_mutation
-
-
-@case("metadata_mutation", mode="inference")
-def t_only():
-    def f(x):
-        x.t_()
-        return ()
-    return f, seeded(lambda: Inputs((rand(2, 3),)))
-
-
-@case("metadata_mutation", mode="inference", tags=("returned",))
-def t_and_return_input():
-    def f(x):
-        x.t_()
-        return x
-    return f, seeded(lambda: Inputs((rand(2, 3),)))
-
-
-@case("metadata_mutation", mode="inference")
-def transpose_in_place():
-    def f(x):
-        x.transpose_(0, 1)
-        return x + 1
-    return f, seeded(lambda: Inputs((rand(2, 3, 2),)))
-
-
-@case("metadata_mutation", mode="inference")
-def unsqueeze_in_place():
-    def f(x):
-        x.unsqueeze_(0)
-        return x * 2
-    return f, seeded(lambda: Inputs((rand(3, 2),)))
-
-
-@case("metadata_mutation", mode="inference")
-def squeeze_in_place():
-    def f(x):
-        x.squeeze_()
-        return x.sum(0)
-    return f, seeded(lambda: Inputs((rand(1, 3, 1, 4),)))
-
-
-@case("metadata_mutation", mode="inference")
-def squeeze_dim_in_place():
-    def f(x):
-        x.squeeze_(0)
-        return x * 1.5
-    return f, seeded(lambda: Inputs((rand(1, 4),)))
-
-
-@case("metadata_mutation", mode="inference")
-def as_strided_in_place():
-    def f(x):
-        x.as_strided_((2, 2), (1, 2))
-        return x + 1
-    return f, seeded(lambda: Inputs((rand(6),)))
-
-
-@case("metadata_mutation", mode="inference", tags=("data",))
-def t_then_mul():
-    def f(x):
-        x.t_()
-        x.mul_(2)
-        return x + 1
-    return f, seeded(lambda: Inputs((rand(2, 3),)))
-
-
-@case("metadata_mutation", mode="inference", tags=("data",))
-def add_then_unsqueeze():
-    def f(x):
-        x.add_(1)
-        x.unsqueeze_(1)
-        return x.sum()
-    return f, seeded(lambda: Inputs((rand(4),)))
-
-
-@case("metadata_mutation", mode="inference", tags=("data", "view"))
-def transpose_then_mutate_row():
-    def f(x):
-        x.transpose_(0, 1)
-        x[0].zero_()
-        return x[1]
-    return f, seeded(lambda: Inputs((rand(2, 3),)))
-
-
-@case("metadata_mutation", mode="training", tags=("saved",))
-def t_then_mul_by_grad_input():
-    def f(x, y):
-        x.t_()
-        return x * y
-    def make():
-        y = leaf(3, 2)
-        return Inputs((rand(2, 3), y), leaves=(y,))
-    return f, seeded(make)
-
-
-@case("metadata_mutation", mode="training", tags=("saved",))
-def t_then_matmul_by_grad_input():
-    def f(x, w):
-        x.t_()
-        return x @ w
-    def make():
-        w = leaf(2, 4)
-        return Inputs((rand(2, 3), w), leaves=(w,))
-    return f, seeded(make)
-
-
-@case("metadata_mutation", mode="training", tags=("grad",))
-def t_of_grad_nonleaf():
-    def f(a):
-        a.t_()
-        return a * 2
-    def make():
-        x = leaf(2, 3)
-        return Inputs((x.clone(),), leaves=(x,))
-    return f, seeded(make)
-
-
-@case("metadata_mutation", mode="training", tags=("grad", "data"))
-def unsqueeze_and_mul_grad_nonleaf():
-    def f(a, b):
-        a.unsqueeze_(0)
-        a.mul_(b)
-        return a.sum(1)
-    def make():
-        x, b = leaf(3), leaf(1, 3)
-        return Inputs((x.clone(), b), leaves=(x, b))
-    return f, seeded(make)
-
-
-@case("metadata_mutation", mode="inference")
-def two_inputs_metadata_mutated():
-    def f(x, y):
-        x.t_()
-        y.unsqueeze_(-1)
-        return x + y
-    return f, seeded(lambda: Inputs((rand(2, 3), rand(3, 1).squeeze(1))))
-
-
-@case("metadata_mutation", mode="training", tags=("grad",))
-def as_strided_in_place_grad_nonleaf():
-    def f(a):
-        a.as_strided_((2, 2), (2, 1), 1)
-        return a.exp()
-    def make():
-        x = leaf(6)
-        return Inputs((x.clone(),), leaves=(x,))
-    return f, seeded(make)
-
-
 @case("input_mutation", mode="inference", tags=("empty",))
 def empty_input_mutated_and_returned():
     def f(x, y):
@@ -657,126 +263,13 @@ def batchnorm_noncontiguous_running_stats():
     return f, seeded(lambda: Inputs((rand(4, 3), torch.zeros(6)[::2], torch.ones(3, 2).t()[0])))
 
 
-@case("mutation_autograd", mode="training", tags=("detach",))
-def mutate_then_return_detach_of_nonleaf():
-    def f(a):
-        a.mul_(2)
-        return a.detach(), a + 1
-    def make():
-        x = leaf(3)
-        return Inputs((x.clone(),), leaves=(x,))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training", tags=("noncontiguous",))
-def mutate_transposed_grad_nonleaf():
-    def f(a):
-        a.mul_(2)
-        return a.sum(1)
-    def make():
-        x = leaf(3, 2)
-        return Inputs((x.clone().t(),), leaves=(x,))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training", tags=("view",))
-def zero_diagonal_of_grad_nonleaf():
-    def f(a):
-        a.diagonal().zero_()
-        return a * 2
-    def make():
-        x = leaf(3, 3)
-        return Inputs((x.clone(),), leaves=(x,))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training", tags=("view",))
-def copy_grad_value_into_row_of_nongrad_input():
-    def f(a, w):
-        a[0].copy_(w)
-        return a.sum()
-    def make():
-        w = leaf(3)
-        return Inputs((rand(2, 3), w), leaves=(w,))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training", tags=("alias",))
-def nongrad_input_mutated_with_grad_value_returned_as_view():
-    def f(a, w):
-        a.add_(w)
-        return a.view(-1)
-    def make():
-        w = leaf(2, 2)
-        return Inputs((rand(2, 2), w), leaves=(w,))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training", tags=("detach", "alias"))
-def mutate_nonleaf_return_detached_row():
-    def f(a):
-        a.add_(1)
-        return a.detach()[0]
-    def make():
-        x = leaf(2, 2)
-        return Inputs((x * 1,), leaves=(x,))
-    return f, seeded(make)
-
-
-@case("metadata_mutation", mode="training", tags=("data", "grad"))
-def t_then_mul_by_grad_value():
-    def f(a, b):
-        a.t_()
-        a.mul_(b)
-        return a.sum(0)
-    def make():
-        b = leaf(3, 2)
-        return Inputs((rand(2, 3), b), leaves=(b,))
-    return f, seeded(make)
-
-
-@case("metadata_mutation", mode="inference", tags=("grad", "returned"))
-def squeeze_grad_nonleaf_and_return_it():
-    def f(a):
-        a.squeeze_()
-        return a
-    def make():
-        x = leaf(1, 3)
-        return Inputs((x.clone(),), leaves=(x,))
-    return f, seeded(make)
-
-
-@case("metadata_mutation", mode="training", tags=("data", "grad", "returned"))
-def unsqueeze_nongrad_then_mul_by_grad_value():
-    def f(a, w):
-        a.unsqueeze_(0)
-        a.mul_(w)
-        return a
-    def make():
-        w = leaf(1, 3)
-        return Inputs((rand(3), w), leaves=(w,))
-    return f, seeded(make)
-
-
-# ---------------------------------------------------------------- storage resizes (issue 11, class 12)
-# FSDP2's pattern: a parameter's storage is freed (resized to zero bytes) between uses and
-# allocated again (resized up from zero) before it is filled.
-# NOTE [storage resizes] in aotcheck/engine/capture/resize.py.
-
-
-def _freed(*shape) -> torch.Tensor:
-    t = torch.empty(*shape)
-    t.untyped_storage().resize_(0)
-    return t
-
-
 @case("input_mutation", mode="inference", tags=("resize",))
 def resize_storage_up_from_zero_then_fill():
     def f(p, full):
         torch.ops.inductor.resize_storage_bytes_(p, full.numel() * full.element_size())
         p.copy_(full)
         return p + 1
-    return f, seeded(lambda: Inputs((_freed(2, 3), rand(2, 3))))
+    return f, seeded(lambda: Inputs((freed(2, 3), rand(2, 3))))
 
 
 @case("input_mutation", mode="inference", tags=("resize",))
@@ -801,7 +294,7 @@ def resize_up_fill_use_then_free():
         return out
     def make():
         x = leaf(2, 3)
-        return Inputs((_freed(3, 4), rand(3, 4), x), leaves=(x,))
+        return Inputs((freed(3, 4), rand(3, 4), x), leaves=(x,))
     return f, seeded(make)
 
 
@@ -814,13 +307,6 @@ def resize_mutate_then_free():
         torch.ops.inductor.resize_storage_bytes_(p, 0)
         return q.clone()
     return f, seeded(lambda: Inputs((rand(3), rand(3))))
-
-
-# ---------------------------------------------------------------- resize_ of arguments
-# NOTE [resize_ of an argument] in aotcheck/engine/capture/resize.py. Eager's t.resize_(size) grows
-# t's storage in place when size needs more bytes (old bytes kept, new ones uninitialised) and
-# makes t contiguous from its offset. Each case writes every element it grows (the new ones
-# are undefined in eager), so the oracle compares defined values only.
 
 
 @case("input_mutation", mode="inference", tags=("resize",))
@@ -875,18 +361,6 @@ def resize_input_shrink_then_write():
     return f, seeded(lambda: Inputs((rand(5),)))
 
 
-@case("metadata_mutation", mode="inference", tags=("resize", "noncontiguous"))
-def resize_input_same_size_keeps_strides():
-    # a resize_ to the sizes a tensor has changes nothing in eager (a transposed argument
-    # stays transposed); functionalization replays it as a contiguous view, which read the
-    # argument's memory in another order
-    def f(y):
-        y.resize_(3, 2)
-        y.add_(1)
-        return y * 1
-    return f, seeded(lambda: Inputs((rand(2, 3).t(),)))
-
-
 @case("input_mutation", mode="inference", tags=("resize",))
 def resize_intermediate_grow():
     def f(x):
@@ -895,11 +369,6 @@ def resize_intermediate_grow():
         z[4:] = 1.0
         return z
     return f, seeded(lambda: Inputs((rand(4),)))
-
-
-# ---------------------------------------------------------------- set_ on arguments (issue 11, class 4)
-# NOTE [storage swaps] in aotcheck/engine/capture/swaps.py. Each returns the swapped argument
-# too, so the oracle's output mutation checks that it shares the storage eager's shares.
 
 
 @case("input_mutation", mode="inference", tags=("set_",))
@@ -986,7 +455,7 @@ def fuzz_transpose_then_set_onto_its_own_transpose():
     return f, seeded(lambda: Inputs((rand(4, 1, 4),)))
 
 
-@case("input_mutation", mode="inference", tags=("set_", "fuzz", "no_grad_call"))
+@case("input_mutation", mode="inference", call=CallMode.NO_GRAD, tags=("set_", "fuzz"))
 def fuzz_unsqueeze_then_set_back_onto_a_view_taken_before_then_doubled():
     # found by aotcheck fuzz --seed 1 (repro s32/00): a.unsqueeze_(1) under no_grad, then
     # set_() onto a.t() taken before it, which is a's geometry at the call again; the
@@ -1053,235 +522,6 @@ def set_a_view_onto_another_view_of_the_same_argument():
     return f, seeded(lambda: Inputs((rand(3, 3),)))
 
 
-@case("requires_grad_modes", mode="training", tags=("requires_grad_",))
-def requires_grad_false_on_a_grad_leaf_argument():
-    # eager: the caller's leaf stops requiring grad (its .grad stays None), the product
-    # still requires grad through w; the first way's non-leaf copies cannot change the flag
-    def f(x, w):
-        x.requires_grad_(False)
-        return (x * w).sum()
-    def make():
-        x, w = leaf(3), leaf(3)
-        return Inputs((x, w), leaves=(x, w))
-    return f, seeded(make)
-
-
-# ---------------------------------------------------------------- .grad None versus zeros
-# A mutated argument whose new value the backward never reaches (the oracle backpropagates
-# from floating tensors only; this one is complex): eager leaves its source's .grad None,
-# a compiled function that materialized zero gradients gave zeros (NOTE [per-output reach]).
-
-@case("mutation_autograd", mode="training", tags=("grad_none",))
-def mutated_complex_nonleaf_not_reached():
-    def f(x, a):
-        a.mul_(2)
-        return x * 2
-    def make():
-        x, w = leaf(3), leaf(3, dtype=torch.complex64)
-        return Inputs((x, w * 1), leaves=(x, w))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training", tags=("grad_none",))
-def mutated_with_grad_value_not_reached():
-    def f(x, a, y):
-        a.add_(y.to(torch.complex64))
-        return x.sin()
-    def make():
-        x, y = leaf(3), leaf(3)
-        return Inputs((x, torch.zeros(3, dtype=torch.complex64), y), leaves=(x, y))
-    return f, seeded(make)
-
-
-# ---------------------------------------------------------------- set_() and autograd
-# set_() has no derivative; eager records it under grad mode when the argument or its source
-# requires grad (a NotImplemented grad_fn), and under no_grad it moves the data only
-# (NOTE [set_ recorded by autograd], NOTE [set_ under no_grad] in swap_grad.py).
-
-@case("aliased_inputs", mode="training", tags=("set_", "alias", "fuzz"))
-def fuzz_set_within_alias_group_then_grad_write_into_old_storage():
-    # found by aotcheck fuzz (seed 2): a1 and a0 are transposes of one tensor; a1.set_(a0)
-    # keeps the storage, and the copy of a grad-requiring value into a view taken before
-    # makes the caller's base, and through it a0 and a1, require grad (eager: CopySlices on
-    # the base, a0/a1 AsStridedBackward0, their gradient reaching b1). The first capture,
-    # with a0 and a1 on storages of their own, saw a1 swapped onto a0's and requiring grad
-    # at the end and refused, before the synthetic-base capture that replays it exactly
-    # (NOTE [swaps in an alias group] in swaps.py)
-    def f(a0, a1, a2):
-        v0 = a1[:, :1]
-        with torch.no_grad():
-            with torch.enable_grad():
-                a1.set_(a0)
-        v0.copy_(a2)
-        return a0 * 2, a1 + 1
-    def make():
-        b0, b1 = rand(1, 1, 4), leaf(2)
-        a0 = b0.transpose(-2, -1)
-        return Inputs((a0, a0.transpose(-2, -1), b1[::2]), leaves=(b1,))
-    return f, seeded(make)
-
-
-@case("requires_grad_modes", mode="training", tags=("set_", "no_grad", "fuzz"))
-def set_under_no_grad_of_arguments_requiring_grad():
-    # eager: set_() under no_grad records nothing, so the leaf x stays a leaf requiring grad
-    # (its .grad gets x * y's gradient, read at its new data), the non-leaf z keeps its
-    # grad_fn (MulBackward0, reaching w) on k's storage, and q, set onto the leaf g that
-    # requires grad, requires none (q.mul_(2) doubles g's data, not its gradient); aotcheck
-    # refused any swap of an argument that requires grad or onto one that does
-    def f(x, z, y, k, q, g):
-        with torch.no_grad():
-            x.set_(y)
-            z.set_(k)
-            q.set_(g)
-            q.mul_(2)
-        return x * y, z * 3, g * q
-    def make():
-        x, w, g = leaf(3), leaf(3), leaf(3)
-        return Inputs((x, w * 1, rand(3), rand(3), rand(3), g), leaves=(x, w, g))
-    return f, seeded(make)
-
-
-@case("requires_grad_modes", mode="training", tags=("set_", "fuzz"))
-def set_onto_grad_values_recorded_by_autograd():
-    # eager: under grad mode x.set_(w * 2) and z.set_(w) (x, z requiring no grad) make x and
-    # z non-leaves whose grad_fn is NotImplemented; a backward through them raises
-    # "derivative for set_ is not implemented" (the oracle's backward includes non-leaf
-    # arguments, so both raise), while w.sin() alone would be fine; aotcheck refused the swaps
-    def f(x, z, w):
-        x.set_(w * 2)
-        z.set_(w)
-        return w.sin(), x.detach() + 1
-    def make():
-        w = leaf(3)
-        return Inputs((rand(3), rand(3), w), leaves=(w,))
-    return f, seeded(make)
-
-
-@case("requires_grad_modes", mode="training", tags=("set_", "fuzz"))
-def set_of_a_nonleaf_argument_recorded_by_autograd():
-    # eager: x (a non-leaf requiring grad) set_() onto another argument under grad mode gets
-    # a NotImplemented grad_fn; y * 2 still reaches v, x's backward raises; aotcheck refused
-    def f(x, y):
-        x.set_(y)
-        return y * 2
-    def make():
-        w, v = leaf(3), leaf(2)
-        return Inputs((w * 1, v * 1), leaves=(w, v))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training", tags=("set_", "fuzz"))
-def set_then_write_with_grad_after_the_swap():
-    # eager: x.set_(y) is not recorded (nothing requires grad), x.mul_(u) is: x becomes a
-    # non-leaf (MulBackward0) over y's storage, and y, which shares the new data, still
-    # requires no grad; z's view v of its old storage written with u makes z a non-leaf too
-    # (CopySlices: v's base is z) though z now holds k's data. aotcheck refused both swaps
-    # (the argument requires grad at the end); returning () it also chose inference and
-    # lost the gradient (NOTE [grad writes after a swap] in swap_grad.py)
-    def f(x, y, z, k, u):
-        v = z[:2]
-        x.set_(y)
-        x.mul_(u)
-        z.set_(k)
-        v.mul_(u[:2])
-        return ()
-    def make():
-        u = leaf(3)
-        return Inputs((rand(3), rand(6)[::2], rand(3), rand(3), u), leaves=(u,))
-    return f, seeded(make)
-
-
-@case("requires_grad_modes", mode="training", tags=("set_", "fuzz"))
-def set_recorded_by_autograd_then_written():
-    # eager: x.set_(w * 2) is recorded (NotImplemented), x.mul_(3) on top (MulBackward0):
-    # x requires grad and any backward through it raises "derivative for set_ is not
-    # implemented"; w.sin() alone is fine; aotcheck refused the swap
-    def f(x, w):
-        x.set_(w * 2)
-        x.mul_(3)
-        return w.sin()
-    def make():
-        w = leaf(3)
-        return Inputs((rand(3), w), leaves=(w,))
-    return f, seeded(make)
-
-
-@case("aliased_inputs", mode="training", tags=("set_", "alias", "fuzz"))
-def set_a_member_elsewhere_then_write_its_old_base_with_grad():
-    # eager: x (= b[:3]) set_() onto y keeps its view metadata, so after b.copy_(u) its
-    # grad_fn is rebuilt on b (AsStridedBackward0 in x's new geometry) though its data is
-    # y's: x * 1 sends its gradient through b to u[:3]. aotcheck refused the member's swap
-    # (it required grad at the end); the runtime moves the caller's x under no_grad after
-    # writing b back, and the same rebuild happens (NOTE [member storage swaps])
-    def f(b, x, y, u):
-        x.set_(y)
-        b.copy_(u)
-        return x * 1
-    def make():
-        b, u = rand(4), leaf(4)
-        return Inputs((b, b[:3], rand(3), u), leaves=(u,))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training", tags=("value_specialization", "returned"))
-def index_fill_tensor_value_on_nonleaf():
-    """index_fill_ with a 0-dim tensor value on a non-leaf argument: the value's derivative
-    reads the indices' values (``_unique``), so the joint is traced on real copies
-    (NOTE [value specialization]). Those copies were leaves, so the argument was mutated without a
-    non-leaf copy first: its gradient was taken after the fill and came back unmasked
-    (``l.grad`` 1 where eager's is 0 at the filled rows; silently wrong)."""
-    def f(x, idx, v):
-        return x.index_fill_(0, idx, v)
-    def make():
-        l, v = leaf(4, 3), torch.tensor(2.0, requires_grad=True)
-        return Inputs((l.clone(), torch.tensor([1, 3]), v), leaves=(l, v))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training", tags=("value_specialization",))
-def nonleaf_written_then_branch_on_its_value():
-    """A non-leaf argument written in place, then Python control flow on its value: the
-    values trace must keep the argument a non-leaf, so its gradient is the one before the
-    write (eager: 2 * 3 per element)."""
-    def f(x):
-        x.mul_(2)
-        if x.sum() > 0:
-            return x * 3
-        return x * 4
-    def make():
-        l = (torch.rand(2, 3) + 0.1).requires_grad_()
-        return Inputs((l.clone(),), leaves=(l,))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training", tags=("value_specialization", "noncontiguous"))
-def masked_select_of_written_nonleaf_view():
-    """A strided non-leaf argument written in place, then ``masked_select`` (an output shape
-    that depends on the data) of it and of a leaf argument."""
-    def f(x, w):
-        x.add_(w)
-        return x.masked_select(x > 0.5), w.masked_select(x > 0.5) * 2
-    def make():
-        l, w = leaf(3, 4), leaf(4, 3)
-        return Inputs((l.clone().t(), w), leaves=(l, w))
-    return f, seeded(make)
-
-
-@case("mutation_autograd", mode="training", tags=("value_specialization",))
-def index_put_bool_mask_backward_reads_the_mask():
-    """``index_put`` with a boolean mask: the value's gradient is ``grad[mask]``, an output
-    shape that depends on the data, pinned by a guard on the tangent's side of the joint.
-    Guards stayed with the forward's draws, which cannot read a tangent: the partitioner
-    crashed (``KeyError: arg3_1``; OpInfo index_put sample 1). Guards computed from a
-    tangent now run in the backward, where eager reads the value."""
-    def f(x, mask, v):
-        return torch.index_put(x, (mask,), v) * 2
-    def make():
-        x, v = leaf(5, 5), leaf(5)
-        return Inputs((x, torch.tensor([True, True, False, True, False]), v), leaves=(x, v))
-    return f, seeded(make)
-
-
 @case("input_mutation", mode="training", tags=("noncontiguous",))
 def tail_slice_argument_written_beside_a_grad_argument():
     """A slice argument at offset 1 written in place (``y[3:] = 2.0``) beside an argument that
@@ -1298,25 +538,6 @@ def tail_slice_argument_written_beside_a_grad_argument():
         return Inputs((rand(5)[1:], x), leaves=(x,))
     return f, seeded(make)
 
-
-@case("metadata_mutation", mode="training", tags=("set_", "requires_grad_"))
-def tensor_made_inside_set_onto_a_slice_then_given_requires_grad():
-    """A tensor made inside, ``set_()`` onto a slice of the argument, then ``requires_grad_()``:
-    eager's leaf is the slice's (2,) at offset 1. The recorder kept the geometry the tensor had
-    when it was made ((3,)), since set_ reaches no TorchFunctionMode, so the leaf came back of
-    shape (3,), and the backward of an output computed from it raised ('invalid gradient')."""
-    def f(a1):
-        with torch.no_grad():
-            v1 = a1 * 2
-        v1.set_(a1[1:])
-        v1.requires_grad_()
-        return v1, v1 * 3
-    return f, seeded(lambda: Inputs((rand(3),)))
-
-
-# ---------------------------------------------------------------- .data assignment (issue 27)
-# ``x.data = y`` keeps x (its identity, flag, leafness) and gives it y's storage, geometry and
-# dtype; views of x taken before keep the old storage (NOTE [.data assignment]).
 
 @case("input_mutation", mode="inference", tags=("data_assign",))
 def data_assign_onto_a_slice_of_another_argument():
@@ -1339,7 +560,7 @@ def data_assign_to_float64_then_written():
     return f, seeded(lambda: Inputs((rand(2, 3),)))
 
 
-@case("input_mutation", mode="inference", tags=("data_assign", "no_grad_call"))
+@case("input_mutation", mode="inference", call=CallMode.NO_GRAD, tags=("data_assign",))
 def data_assign_under_no_grad_call_keeps_an_earlier_view():
     """Called under no_grad: a view taken before x.data = new keeps the old storage and
     is written through after."""
@@ -1350,10 +571,6 @@ def data_assign_under_no_grad_call_keeps_an_earlier_view():
         return v, x
     return f, seeded(lambda: Inputs((rand(2, 2),)))
 
-
-# NOTE [.data assignment of a viewed tensor] in aotcheck/engine/capture/data_assign.py: after
-# ``.data =`` of a tensor with views, a write, then a read of a view: functionalization
-# replays the view's ops on the new value (IndexError); the second way runs as eager.
 
 @case("input_mutation", mode="inference", tags=("data_assign", "view", "parameter", "fuzz"))
 def fuzz_parameter_given_data_of_its_diagonal_then_zeroed_and_a_view_read():
@@ -1415,7 +632,7 @@ def data_assign_onto_its_own_diagonal_then_written_and_a_slice_read():
     return f, seeded(lambda: Inputs((rand(4, 3),)))
 
 
-@case("input_mutation", mode="inference", tags=("data_assign", "view", "no_grad_call"))
+@case("input_mutation", mode="inference", call=CallMode.NO_GRAD, tags=("data_assign", "view"))
 def data_assign_onto_its_first_column_then_doubled_with_a_row_taken_before():
     """x.data = x[:, 0], x.mul_(2): the row x[1] taken before sees its first element
     doubled (same memory); both returned, called under no_grad too."""
@@ -1425,17 +642,6 @@ def data_assign_onto_its_first_column_then_doubled_with_a_row_taken_before():
         x.mul_(2)
         return v * 3, x
     return f, seeded(lambda: Inputs((rand(4, 3),)))
-
-
-# NOTE [.data assignment of an argument that requires grad] in aotcheck/engine/capture/swaps.py:
-# ``.data =`` is never recorded by autograd: the argument keeps its grad_fn and gets the
-# other tensor's memory, whatever requires grad.
-
-def _two_nonleaf(n0: int, n1: int):
-    def make():
-        l0, l1 = leaf(n0), leaf(n1)
-        return Inputs((l0.clone(), l1.clone()), leaves=(l0, l1))
-    return make
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "fuzz"))
@@ -1461,7 +667,7 @@ def doubled_nonleaf_argument_given_data_of_a_slice_of_another_then_used():
         a1.mul_(2)
         a1.data = a0[1:]
         return a1 * 3, a0.sum()
-    return f, seeded(_two_nonleaf(4, 3))
+    return f, seeded(two_nonleaf(4, 3))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "nonleaf"))
@@ -1472,28 +678,7 @@ def nonleaf_argument_added_to_then_given_data_of_a_tensor_made_inside():
         a1.add_(a0)
         a1.data = torch.ones(3)
         return a1 * 2
-    return f, seeded(_two_nonleaf(3, 3))
-
-
-# NOTE [set_ under no_grad onto another shape] in aotcheck/engine/runtime/swap_grad.py: a Parameter
-# given .data of another shape after a use under grad mode keeps its AccumulateGrad of the old
-# shape while that use holds it (NOTE [.data = onto another shape while a use holds the node]
-# in aotcheck/engine/capture/reshaped.py): the uses before reach it, and so does a use after
-# while a tensor still holds one (a gradient of the old shape, broadcast into .grad or raising
-# there); a use after all of them were dropped gets a new node of the new shape.
-
-def _parameter(*shape):
-    def make():
-        p = torch.nn.Parameter(rand(*shape))
-        return Inputs((p,), leaves=(p,))
-    return make
-
-
-def _parameter_and_input(p_shape, x_shape):
-    def make():
-        p = torch.nn.Parameter(rand(*p_shape))
-        return Inputs((p, rand(*x_shape)), leaves=(p,))
-    return make
+    return f, seeded(two_nonleaf(3, 3))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "parameter"))
@@ -1505,7 +690,7 @@ def parameter_given_data_of_another_shape_after_a_dropped_use_then_used():
         (p * 2).sum()
         p.data = x + 1
         return p * x
-    return f, seeded(_parameter_and_input((2,), (2, 2)))
+    return f, seeded(parameter_and_input((2,), (2, 2)))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "parameter"))
@@ -1519,7 +704,7 @@ def parameter_given_data_of_another_shape_while_a_derived_tensor_holds_a_use():
         del ys
         p.data = x + 1
         return p * x, y
-    return f, seeded(_parameter_and_input((2,), (2, 2)))
+    return f, seeded(parameter_and_input((2,), (2, 2)))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "parameter"))
@@ -1533,7 +718,7 @@ def parameter_given_data_of_another_shape_then_used_after_its_first_use_is_dropp
         del y
         w = p * 3
         return z, w
-    return f, seeded(_parameter_and_input((2,), (2, 2)))
+    return f, seeded(parameter_and_input((2,), (2, 2)))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "parameter"))
@@ -1546,7 +731,7 @@ def parameter_given_data_of_another_shape_then_used_after_every_use_is_dropped()
         z = p * x
         del y, z
         return p * 3
-    return f, seeded(_parameter_and_input((2,), (2, 2)))
+    return f, seeded(parameter_and_input((2,), (2, 2)))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "parameter", "leaf_inside"))
@@ -1560,7 +745,7 @@ def parameter_sliced_then_data_swapped_with_a_parameter_made_inside_that_is_used
         a[:, :2]
         a.data, v.data = v.data, a.data
         return v.mean(0, keepdim=True)
-    return f, seeded(_parameter(4, 3))
+    return f, seeded(parameter(4, 3))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "parameter", "leaf_inside", "inference_mode"))
@@ -1579,7 +764,7 @@ def parameter_data_swapped_with_a_parameter_made_inside_then_its_old_slice_zeroe
         with torch.no_grad():
             with torch.enable_grad():
                 return v.mean(0, keepdim=True)
-    return f, seeded(_parameter(4, 3))
+    return f, seeded(parameter(4, 3))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "view"))
@@ -1623,7 +808,7 @@ def unbound_argument_swaps_data_with_a_custom_function_output_in_inference_mode(
     unbind outputs returned. They stay autograd views of a2 (in place on one raises); the
     swap's replay by set_() bumped a2's version and their backward raised, and they were
     rebuilt from another argument."""
-    from .cases_custom_function import Double
+    from .custom_function import Double
 
     def f(a0, a1, a2):
         v1 = a2.unbind(0)
@@ -1648,7 +833,7 @@ def parameter_view_taken_before_its_data_is_assigned_returned():
         v = p[:, :2]
         p.data = torch.zeros(2, 2)
         return v * 2, v
-    return f, seeded(_parameter(4, 3))
+    return f, seeded(parameter(4, 3))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "parameter", "view", "multi_output_view"))
@@ -1659,7 +844,7 @@ def parameter_unbound_before_its_data_is_assigned():
         u = p.unbind(0)
         p.data = torch.ones(5)
         return u[1], p * 2
-    return f, seeded(_parameter(4, 3))
+    return f, seeded(parameter(4, 3))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "parameter", "no_grad"))
@@ -1673,7 +858,7 @@ def parameter_set_onto_another_shape_under_no_grad_after_a_dropped_use():
         with torch.no_grad():
             a.set_(torch.zeros(2, 2))
         return a * 2
-    return f, seeded(_parameter(4, 3))
+    return f, seeded(parameter(4, 3))
 
 
 @case("input_mutation", mode="inference", tags=("data_assign", "parameter", "fuzz"))
@@ -1686,7 +871,7 @@ def fuzz_parameter_sliced_then_data_swapped_with_a_parameter_made_inside():
         a[:, :2]
         a.data, v.data = v.data, a.data
         return ()
-    return f, seeded(_parameter(4, 3))
+    return f, seeded(parameter(4, 3))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "parameter"))
@@ -1698,7 +883,7 @@ def parameter_slice_doubled_returned_then_data_of_another_shape():
         v = p[:, :2] * 2
         p.data = torch.ones(2, 2)
         return v
-    return f, seeded(_parameter(4, 3))
+    return f, seeded(parameter(4, 3))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "parameter", "broadcast"))
@@ -1710,7 +895,7 @@ def parameter_used_then_given_data_of_a_shape_its_gradient_broadcasts_to():
         with torch.no_grad():
             p.data = torch.ones(2, 3)
         return v, p.shape
-    return f, seeded(_parameter(3))
+    return f, seeded(parameter(3))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "parameter"))
@@ -1777,24 +962,6 @@ def data_assign_of_a_parameter_same_shape_used_after():
     return f, seeded(make)
 
 
-# NOTE [.data assignment of an argument that requires grad] in aotcheck/engine/capture/swaps.py:
-# after ``a1.data = a0`` a write to a1 is recorded on a1 (over the history a1 kept) and writes
-# a0's memory with no record on a0; a1 and a0 share a0's memory after the call.
-
-def _three_nonleaf(n0: int, n1: int, n2: int):
-    def make():
-        l0, l1, l2 = leaf(n0), leaf(n1), leaf(n2)
-        return Inputs((l0.clone(), l1.clone(), l2.clone()), leaves=(l0, l1, l2))
-    return make
-
-
-def _two_nonleaf_and_a_leaf(n: int):
-    def make():
-        l0, l1, u = leaf(n), leaf(n), leaf(n)
-        return Inputs((l0.clone(), l1.clone(), u), leaves=(l0, l1, u))
-    return make
-
-
 @case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "fuzz"))
 def fuzz_nonleaf_argument_given_data_of_another_then_added_to():
     """Found by aotcheck fuzz --seed 1 (repro s32/04, 'nonleaf | data_set add_'): a1.data =
@@ -1806,7 +973,7 @@ def fuzz_nonleaf_argument_given_data_of_another_then_added_to():
         a1.data = a0
         a1.add_(2.0)
         return ()
-    return f, seeded(_two_nonleaf((), ()))
+    return f, seeded(two_nonleaf((), ()))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "nonleaf"))
@@ -1818,7 +985,7 @@ def nonleaf_argument_given_data_of_another_then_multiplied_by_a_grad_value():
         a1.data = a0
         a1.mul_(u)
         return a1
-    return f, seeded(_two_nonleaf_and_a_leaf(3))
+    return f, seeded(two_nonleaf_and_a_leaf(3))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "nonleaf"))
@@ -1830,7 +997,7 @@ def nonleaf_argument_given_data_of_another_then_copied_into_from_a_grad_value():
         a1.data = a0
         a1.copy_(u * 2)
         return a0 + 1
-    return f, seeded(_two_nonleaf_and_a_leaf(3))
+    return f, seeded(two_nonleaf_and_a_leaf(3))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "view"))
@@ -1841,7 +1008,7 @@ def nonleaf_argument_given_data_of_another_then_a_slice_of_it_written():
         a1.data = a0
         a1[1:].add_(1.0)
         return a1
-    return f, seeded(_two_nonleaf(3, 3))
+    return f, seeded(two_nonleaf(3, 3))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "view"))
@@ -1853,7 +1020,7 @@ def view_of_nonleaf_argument_given_data_of_another_then_written_returned():
         a1.data = a0
         a1.add_(1.0)
         return a1[1:]
-    return f, seeded(_two_nonleaf(3, 3))
+    return f, seeded(two_nonleaf(3, 3))
 
 
 @case("input_mutation", mode="inference", tags=("data_assign", "nonleaf", "view"))
@@ -1863,7 +1030,7 @@ def view_of_nonleaf_argument_given_data_of_another_returned():
     def f(a0, a1):
         a1.data = a0
         return a1[1:]
-    return f, seeded(_two_nonleaf(3, 3))
+    return f, seeded(two_nonleaf(3, 3))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "nonleaf"))
@@ -1875,7 +1042,7 @@ def nonleaf_argument_given_data_of_another_then_written_twice_both_returned():
         a1.add_(1.0)
         a1.mul_(a0)
         return a1, a0
-    return f, seeded(_two_nonleaf(3, 3))
+    return f, seeded(two_nonleaf(3, 3))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "nonleaf"))
@@ -1914,7 +1081,7 @@ def nonleaf_argument_given_data_of_a_tensor_made_inside_then_added_to():
         a1.data = torch.ones(3)
         a1.add_(a0)
         return a1
-    return f, seeded(_two_nonleaf(3, 3))
+    return f, seeded(two_nonleaf(3, 3))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "leaf_inside"))
@@ -1927,7 +1094,7 @@ def grad_leaf_made_inside_given_to_an_argument_by_data_then_written_through_it()
         a1.data = t
         a1.add_(a0)
         return t, a1
-    return f, seeded(_two_nonleaf(3, 3))
+    return f, seeded(two_nonleaf(3, 3))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "leaf_inside"))
@@ -1938,7 +1105,7 @@ def grad_leaf_made_inside_given_to_an_argument_by_data_returned():
         t = torch.zeros(3, requires_grad=True)
         a1.data = t
         return t, a1 * a0
-    return f, seeded(_two_nonleaf(3, 3))
+    return f, seeded(two_nonleaf(3, 3))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "broadcast"))
@@ -1965,7 +1132,7 @@ def nonleaf_argument_given_data_of_another_shape_then_written_backward_raises():
         a1.data = a0
         a1.add_(1.0)
         return a1 * 2
-    return f, seeded(_two_nonleaf(2, 3))
+    return f, seeded(two_nonleaf(2, 3))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "backward_error"))
@@ -2022,7 +1189,7 @@ def nonleaf_argument_given_data_twice_with_writes_between():
         a1.data = a2
         a1.mul_(2.0)
         return a1
-    return f, seeded(_three_nonleaf(3, 3, 3))
+    return f, seeded(three_nonleaf(3, 3, 3))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "nonleaf"))
@@ -2034,7 +1201,7 @@ def nonleaf_arguments_swap_data_then_both_written():
         a0.add_(1.0)
         a1.mul_(2.0)
         return a0 + a1
-    return f, seeded(_two_nonleaf(3, 3))
+    return f, seeded(two_nonleaf(3, 3))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "saved"))
@@ -2047,10 +1214,10 @@ def saved_argument_read_by_backward_after_written_through_a_tensor_given_its_dat
         a1.data = a0
         a1.add_(2.0)
         return y
-    return f, seeded(_two_nonleaf(3, 3))
+    return f, seeded(two_nonleaf(3, 3))
 
 
-@case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "no_grad_call", "region"))
+@case("input_mutation", mode="training", call=CallMode.NO_GRAD, tags=("data_assign", "nonleaf", "region"))
 def nonleaf_argument_given_data_of_another_then_written_in_an_enable_grad_region():
     """Called under no_grad: inside enable_grad, a1.data = a0; a1.add_(2.0); a1 * 3
     returned: the write is recorded on a1 as under grad mode."""
@@ -2059,7 +1226,7 @@ def nonleaf_argument_given_data_of_another_then_written_in_an_enable_grad_region
             a1.data = a0
             a1.add_(2.0)
             return a1 * 3
-    return f, seeded(_two_nonleaf(3, 3))
+    return f, seeded(two_nonleaf(3, 3))
 
 
 @case("input_mutation", mode="training", tags=("data_assign", "nonleaf", "view"))
@@ -2092,3 +1259,443 @@ def row_of_a_nonleaf_given_data_of_its_sibling_row():
         b = l.clone()
         return Inputs((b[0], b[1]), leaves=(l,))
     return f, seeded(make)
+
+
+# ---------------------------------------------------------------- from cases_alias
+
+
+@case("input_mutation", mode="inference", tags=("set_", "alias"))
+def set_an_aliased_argument_onto_a_new_storage():
+    def f(a0, a1):
+        v0 = a0.sigmoid()
+        a1.set_(v0)
+        a0.fill_(2.0)
+        return a1, v0
+    def make():
+        b = rand(2, 1, 4)
+        return Inputs((b[0], b[1]))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="inference", tags=("set_", "alias"))
+def set_an_aliased_argument_onto_another_argument():
+    def f(a0, a1, c):
+        a1.set_(c)
+        a0.mul_(3)
+        c.add_(1)
+        return a0 + 1
+    def make():
+        b = rand(2, 3, 4)
+        return Inputs((b[0], b[1], rand(3, 4)))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="inference", tags=("set_", "alias"))
+def set_an_aliased_argument_onto_part_of_an_intermediate_then_mutate():
+    def f(a0, a1):
+        v0 = (a0 * 2).reshape(-1)
+        a1.set_(v0[2:])
+        a1.add_(1)
+        return v0
+    def make():
+        b = rand(2, 1, 4)
+        return Inputs((b[0], b[1]))
+    return f, seeded(make)
+
+
+# ---------------------------------------------------------------- from cases_regressions
+
+
+@case("input_mutation", mode="inference", tags=("regression", "fuzz", "input_mutation", "alias_of_input"))
+def fuzz_mutated_view_of_strided_argument_returned():
+    """A view of a strided slice argument, mutated and returned. Functionalization re-synced
+    the view from the base's new (contiguous) value, so its recorded stride was (1,) where
+    eager's is (2,), and the output was rebuilt at the wrong elements: a silently wrong
+    result. Geometry now comes from an eager run on fake tensors (NOTE [eager geometry])."""
+    def f(a0):
+        v0 = a0.view((2,))
+        v0.add_(1.0)
+        return (v0,)
+    return f, lambda: Inputs((randn((4,))[::2],))
+
+
+@case("input_mutation", mode="inference", tags=("regression", "fuzz", "input_mutation", "alias_of_input"))
+def fuzz_view_taken_after_mutating_strided_argument():
+    """A view of a strided argument taken after the argument is mutated in place inherited
+    the functional value's contiguous layout."""
+    def f(a0):
+        v0 = a0.t()
+        a0.add_(1)
+        return v0, a0[0]
+    return f, lambda: Inputs((randn((3, 4))[:, ::2],))
+
+
+@case("input_mutation", mode="training", tags=("regression", "fuzz", "detach", "parameter"))
+def fuzz_expand_of_a_detached_parameter_then_add_grad_value():
+    """An expand of a detached Parameter, then an in-place add of a value that requires grad
+    into the detached alias: the expand is returned, with a grad_fn through the add. The
+    runtime gave the alias its gradient path by copying into it, which an expand (stride 0)
+    refuses ('more than one element of the written-to tensor refers to a single memory
+    location'). Found by aotcheck fuzz --seed 13 (parameter extension)."""
+    def f(a0, a2):
+        v2 = a2.detach()
+        v3 = v2.expand((3, 3))
+        v2.add_(a0)
+        return (v3,)
+
+    def make():
+        b0 = randn((2,)).requires_grad_()
+        b1 = torch.nn.Parameter(randn((3, 1), 1))
+        return Inputs((b0[0], b1), leaves=(b0, b1))
+    return f, make
+
+
+@case("input_mutation", mode="inference", tags=("regression", "as_strided", "mutation", "non_contiguous"))
+def as_strided_view_of_an_offset_argument_read_after_the_argument_is_written():
+    """``a = l[1:]`` (offset 1), ``v = a.as_strided((1, 2), (2, 1), 3)``, then ``a`` written and
+    ``v`` read: functionalization replayed the as_strided (absolute offset 3) on a's compact
+    new value, one element off (silently wrong values). A written argument with an as_strided
+    view that does not fill its storage from offset 0 is planned as its whole storage
+    (NOTE [writes outside an argument])."""
+    def f(a, w):
+        v = a.as_strided((1, 2), (2, 1), 3)
+        a.add_(w)
+        return (v.sum() + a.sum(),)
+    return f, lambda: Inputs((randn((8,), 4)[1:], randn((), 5)))
+
+
+@case("input_mutation", mode="training", tags=("regression", "set_", "requires_grad_", "input_mutation"))
+def argument_written_set_onto_another_then_given_requires_grad_and_used():
+    """An argument written, set_() onto another argument of its shape, given requires_grad_()
+    and used: the write reaches the memory it had at the call, the gradient reaches it."""
+    def f(a, b):
+        a.mul_(3)
+        a.set_(b[1:])
+        a.requires_grad_()
+        return (a * a).sum()
+
+    def make():
+        a = randn((3,), 1)
+        return Inputs((a, randn((4,), 2)), leaves=(a,))
+    return f, make
+
+
+@case("input_mutation", mode="inference", tags=("regression", "fuzz", "set_", "input_mutation", "noncontiguous"))
+def fuzz_argument_set_onto_a_strided_argument_written_before():
+    """An argument set_() onto another argument, a strided slice that the function wrote
+    before: eager's ``a0`` takes ``a2``'s geometry (stride (4, 1, 1)). Functionalization lays
+    ``a2``'s new value out contiguously and its ``set_()`` copies that layout, so the runtime
+    set ``a0`` onto ``a2``'s storage with stride (2, 1, 1): the wrong elements (silently wrong
+    values). A swap's final geometry is now the argument's geometry in the eager-geometry run
+    (set_() reaches no TorchFunctionMode). Found by aotcheck fuzz --seed 1."""
+    def f(a0, a2):
+        a2.clamp_(0.0, None)
+        a0.set_(a2)
+        return ()
+
+    def make():
+        return Inputs((randn((2, 4, 1), 17793), randn((4, 2, 1), 65536)[::2]))
+    return f, make
+
+
+# ---------------------------------------------------------------- from cases_torch_findings
+
+
+@case("input_mutation", mode="inference", tags=("fuzz", "torch_finding", "input_mutation", "dtypes"),
+      xfail_engines={"torch": "the in-place mutation of a 0-dim float64 input is dropped: the input keeps "
+                              "its old value and the function reads the stale value, found by aotcheck "
+                              "fuzz seed 11 (no upstream issue found)",
+                     "torch-aot-function": "returns a list where eager returns a tuple (it gets the "
+                                           "mutation right)"})
+def fuzz_zero_dim_float64_input_mutation_lost():
+    """A 0-dim float64 CPU tensor argument mutated in place. Under torch.compile(aot_eager) the
+    mutation is lost: the argument keeps its value and ``a + 1`` reads the old one (eager:
+    a == 3, out == 4; compiled: a == 1.5, out == 2.5). float32, or float64 with one dimension,
+    is right; backend="eager" and functorch's aot_function are right. The fuzzer's shrunk
+    program was ``a0.zero_(); return ()``."""
+    def f(a):
+        a.mul_(2)
+        return (a + 1,)
+
+    def make():
+        return Inputs((torch.tensor(1.5, dtype=torch.float64),))
+    return f, make
+
+
+@case("input_mutation", mode="inference", tags=("fuzz", "torch_finding", "input_mutation", "as_strided"),
+      xfail_engines={"torch": "compile fails (BackendCompilerFailed): 'as_strided_scatter: ... out of bounds "
+                              "for storage of size 4', docs/findings.md row 43"})
+def fuzz_as_strided_of_an_element_argument_mutated():
+    """An argument that is one element of a base (``b[1]``, storage offset 1), viewed with
+    ``as_strided`` at storage offset 0 so that the view covers the whole storage, then mutated
+    through that view: eager doubles ``b[0]`` and ``b[1]``. AOT autograd writes the mutation back
+    with ``as_strided_scatter`` onto the argument itself, whose one element is too small for the
+    view, and compiling fails ("requiring a storage size of 8 are out of bounds for storage of
+    size 4"); aot_function too. Found by ``aotcheck fuzz --engine torch --minutes 10 --seed 31``
+    (``as_strided``, ``squeeze``, ``clamp_``)."""
+    def f(x, b):
+        x.as_strided((2,), (1,), 0).mul_(2)
+        return (b + 0,)
+
+    def make():
+        b = torch.arange(2.0)
+        return Inputs((b[1], b))
+    return f, make
+
+
+@case("input_mutation", mode="inference", tags=("fuzz", "torch_finding", "input_mutation", "as_strided"),
+      xfail_engines={"torch": "compile refuses it: 'encountered a mutation on a view chain of length 2, where "
+                              "view 1 was an as_strided() call' (pytorch/pytorch#104505), docs/findings.md row 46"})
+def fuzz_as_strided_of_a_transpose_mutated():
+    """``x.t().as_strided((2,), (1,), 0).add_(1)``: an as_strided of a view, mutated. torch.compile
+    refuses it by name ("as_strided() is non-compositional, and therefore is not possible to
+    functionalize properly today"), as PyTorch decided in #122502 after the wrong results of
+    #104505; aot_function too. Eager adds 1 to the first two elements of the storage. Found by
+    ``aotcheck fuzz --engine torch --minutes 10 --seed 41`` (``t``, ``as_strided``, a slice,
+    ``add_``)."""
+    def f(x):
+        x.t().as_strided((2,), (1,), 0).add_(1)
+        return (x * 1,)
+
+    def make():
+        return Inputs((randn((2, 2)),))
+    return f, make
+
+
+# ---------------------------------------------------------------- from cases_memory
+
+
+@case("input_mutation", mode="inference", tags=("out", "out_resize"))
+def out_argument_grown_from_a_nonempty_tensor():
+    """An out tensor of 2 elements resized to (3, 4): its storage grows (with eager's
+    deprecation warning), then the result is written."""
+    def f(x, y):
+        torch.mul(x, 2, out=y)
+        return y + 1
+    return f, seeded(lambda: Inputs((rand(3, 4), rand(2))))
+
+
+@case("input_mutation", mode="inference", tags=("out", "out_resize", "noncontiguous"))
+def out_argument_restrided_to_the_same_numel():
+    """A (3, 2) out tensor resized to (2, 3): no growth, its strides change to contiguous."""
+    def f(x, y):
+        torch.sin(x, out=y)
+        return y.stride(), y * 1
+    return f, seeded(lambda: Inputs((rand(2, 3), rand(3, 2))))
+
+
+@case("input_mutation", mode="inference", tags=("out", "out_resize"))
+def out_tuple_of_empty_tensors_for_max_along_a_dim():
+    """torch.max(x, 0, out=(values, indices)) with both out tensors empty: both resized."""
+    def f(x, values, indices):
+        torch.max(x, 0, out=(values, indices))
+        return values * 2, indices + 1
+    return f, seeded(lambda: Inputs((rand(4, 3), torch.empty(0),
+                                     torch.empty(0, dtype=torch.long))))
+
+
+@case("input_mutation", mode="inference", tags=("out", "out_resize"))
+def out_argument_resized_then_written_again():
+    """cat into an empty out tensor, then an in-place op on the resized argument and a second
+    out= call of the same shape (no second resize)."""
+    def f(a, b, out):
+        torch.cat([a, b], out=out)
+        out.mul_(3)
+        torch.add(out, 1, out=out)
+        return out.sum()
+    return f, seeded(lambda: Inputs((rand(2, 3), rand(1, 3), torch.empty(0))))
+
+
+@case("input_mutation", mode="inference", call=CallMode.NO_GRAD, tags=("out", "out_resize", "noncontiguous"))
+def out_fresh_tensor_of_a_pointwise_op_on_a_transposed_argument_under_no_grad():
+    """torch.sin(x, out=torch.empty(0)) under no_grad, x a transposed (1, 4, 4) view of a
+    tensor that requires grad: eager's out tensor is resized and then restrided like x,
+    (16, 1, 4)."""
+    def f(x):
+        with torch.no_grad():
+            v = torch.sin(x, out=torch.empty(0, dtype=x.dtype))
+        return v
+    def make():
+        w = leaf(1, 4, 4)
+        return Inputs((w.clone().transpose(-2, -1),), leaves=(w,))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="inference", tags=("out", "out_resize", "noncontiguous"))
+def out_arguments_resized_by_structured_and_other_kernels_on_a_transposed_input():
+    """Out tensors of other shapes, resized by add and max (structured: laid out like the
+    transposed input) and by cholesky_inverse (not structured: its LAPACK kernel leaves it
+    column-major, (1, 4), where the fake kernel says (4, 1)), an argument and tensors made
+    inside; the strides of the first two are returned as well as the tensors.
+
+    NOTE: this case used ``torch.cholesky(out=)`` (not structured, contiguous), which torch
+    2.14 removed (it raises); ``cholesky_inverse`` is an out= kernel of the same kind on
+    every supported version."""
+    def f(x, o, values, indices):
+        torch.add(x, 1, out=o)
+        torch.max(x, 1, out=(values, indices))
+        factor = torch.linalg.cholesky(x[0] @ x[0].mT + torch.eye(4))
+        c = torch.cholesky_inverse(factor, out=torch.empty(0))
+        return o.stride(), values.stride(), o, values, indices, c
+    return f, seeded(lambda: Inputs((rand(2, 4, 4).transpose(-2, -1), rand(3), torch.empty(0),
+                                     torch.empty(0, dtype=torch.long))))
+
+
+@case("input_mutation", mode="inference", tags=("out", "out_resize", "noncontiguous"))
+def out_fresh_tensors_of_pointwise_ops_on_permuted_and_broadcast_arguments():
+    """clamp, where, exp of a permute and a broadcast add, each into torch.empty(0), on a
+    transposed (3, 4, 5) argument: each out tensor is laid out as TensorIterator lays out
+    the inputs; cumsum and sort (not pointwise) as their kernels leave them."""
+    def f(a):
+        return (torch.clamp(a, -0.5, 0.5, out=torch.empty(0)),
+                torch.where(a > 0, a, torch.zeros(()), out=torch.empty(0)),
+                torch.exp(a.permute(2, 0, 1), out=torch.empty(0)),
+                torch.add(a, a[:, :1, :], out=torch.empty(0)),
+                torch.cumsum(a, 0, out=torch.empty(0)),
+                torch.sort(a, 1, out=(torch.empty(0), torch.empty(0, dtype=torch.long)))[0])
+    return f, seeded(lambda: Inputs((rand(4, 3, 5).transpose(0, 1),)))
+
+
+@case("input_mutation", mode="inference", tags=("out", "out_dtype", "out_resize"))
+def out_tensors_of_other_dtypes_that_eager_accepts():
+    """exp of a float32 argument into a float64 tensor and sort's values into a float32 one:
+    eager accepts both (exp casts its result; sort's dtypes match), so the out= dtype check
+    must not refuse them; sort into a float64 values tensor is refused by eager, caught
+    inside and returned as a flag."""
+    def f(a):
+        e = torch.exp(a, out=torch.empty(0, dtype=torch.float64))
+        v, i = torch.sort(a, 1, out=(torch.empty(0), torch.empty(0, dtype=torch.long)))
+        try:
+            torch.sort(a, 1, out=(torch.empty(0, dtype=torch.float64), torch.empty(0, dtype=torch.long)))
+            refused = False
+        except RuntimeError:
+            refused = True
+        return e, v, i, refused
+    return f, seeded(lambda: Inputs((rand(3, 4),)))
+
+
+@case("input_mutation", mode="training", tags=("out", "out_resize", "noncontiguous"))
+def out_fresh_tensor_of_exp_on_a_transposed_argument_then_used_with_grad():
+    """exp into an empty tensor made inside, from a transposed argument, under grad mode (an
+    argument that requires no grad), then multiplied by a leaf: eager's product is laid out
+    like the transposed input."""
+    def f(x, w):
+        buf = torch.exp(x, out=torch.empty(0))
+        return buf * w, buf.stride()
+    def make():
+        w = leaf(3, 2)
+        return Inputs((rand(2, 3).t(), w), leaves=(w,))
+    return f, seeded(make)
+
+
+@case("input_mutation", mode="inference", tags=("out", "out_resize", "set_", "metadata"))
+def out_fresh_tensor_of_an_argument_set_back_after_unsqueeze_():
+    """v = a.t(); a.unsqueeze_(1); a.set_(v): eager's a is [2] again (strided, over its base's
+    storage), so sin(a, out=torch.empty(0)) after a write of a resizes its out tensor to [2],
+    and cos(a, out=torch.empty(2)) resizes nothing."""
+    def f(a):
+        v = a.t()
+        a.unsqueeze_(1)
+        a.set_(v)
+        a.mul_(2)
+        return torch.sin(a, out=torch.empty(0)), torch.cos(a, out=torch.empty(2)), a
+    return f, seeded(lambda: Inputs((rand(4)[::2],)))
+
+
+@case("input_mutation", mode="inference", call=CallMode.NO_GRAD, tags=("out", "out_resize", "set_", "metadata",
+                                                "custom_function"))
+def out_fresh_tensor_after_set_back_and_a_custom_function_write():
+    """The fuzzer's program: the unsqueeze_ under no_grad, then the set_() back, a custom
+    Function's in-place doubling (mark_dirty), and sin into a fresh out tensor, called twice."""
+    def f(a):
+        v = a.t()
+        with torch.no_grad():
+            a.unsqueeze_(1)
+        a.set_(v)
+        DoubleInPlace.apply(a)
+        o = torch.sin(a, out=torch.empty(0, dtype=a.dtype))
+        return o, torch.cos(a, out=o)
+    return f, seeded(lambda: Inputs((rand(4)[::2],)))
+
+
+@case("input_mutation", mode="inference", tags=("out", "out_resize", "set_", "metadata",
+                                                "noncontiguous"))
+def out_arguments_after_set_onto_a_transposed_tensor_made_inside():
+    """a.unsqueeze_(1), then a.set_() under no_grad onto a transposed (2, 3) tensor made
+    inside (the aten op called directly for the second argument): sin into an empty tensor is
+    laid out like that transpose, cos into a (2, 3) argument needs no resize."""
+    def f(a, b, o):
+        a.unsqueeze_(1)
+        b.t_()
+        with torch.no_grad():
+            a.set_(torch.arange(6.0).view(3, 2).t())
+            torch.ops.aten.set_.source_Tensor(b, a)
+        return torch.sin(a, out=torch.empty(0)), torch.cos(b, out=o), a.stride(), b.stride()
+    return f, seeded(lambda: Inputs((rand(2), rand(2, 3), rand(2, 3))))
+
+
+@case("input_mutation", mode="inference", tags=("overlap", "unfold"))
+def mul_in_place_by_a_tensor_on_an_overlapping_unfold_of_an_argument():
+    """x.unfold(1, 3, 1).mul_(w): each window multiplies its elements by w in eager's
+    order, the argument written back; a location is multiplied by a different w[k] per visit."""
+    def f(x, w):
+        x.unfold(1, 3, 1).mul_(w)
+        return x + 0
+    return f, seeded(lambda: Inputs((rand(2, 6), rand(3))))
+
+
+# ---------------------------------------------------------------- from cases_transforms
+
+
+@case("input_mutation", mode="inference", tags=("torch_func",))
+def func_argument_written_after_grad():
+    def f(x):
+        g = grad(lambda t: (t * t).sum())(x)
+        x.mul_(3)
+        return g + x
+    return f, plain((3,))
+
+
+@case("input_mutation", mode="inference", tags=("custom_op",))
+def custom_op_scales_a_transposed_argument():
+    def f(x):
+        torch.ops.aotcheck_tr.scale_(x, 3.0)
+        return x.sum(0)
+    return f, seeded(lambda: Inputs((rand(4, 3).t(),)))
+
+
+@case("input_mutation", mode="inference", tags=("custom_op",))
+def custom_op_kernel_writes_a_view_it_makes():
+    """The kernel writes x[1:]; the argument is itself a column of a larger tensor."""
+    def f(x):
+        torch.ops.aotcheck_tr.bump_tail_(x)
+        torch.ops.aotcheck_tr.bump_tail_(x)
+        return x * 2
+    return f, seeded(lambda: Inputs((rand(5, 3)[:, 1],)))
+
+
+@case("input_mutation", mode="inference", tags=("custom_op",))
+def custom_op_writes_two_arguments_and_returns_a_fresh_tensor():
+    def f(x, lo, hi):
+        a = torch.ops.aotcheck_tr.split_into(x, lo, hi)
+        return a + lo - hi, lo
+    return f, plain((6,), (6,), (6,))
+
+
+@case("input_mutation", mode="inference", tags=("custom_op",))
+def custom_op_runs_the_kernel_of_the_tensors_device():
+    def f(x):
+        torch.ops.aotcheck_tr.per_device_(x)
+        return x.clone()
+    return f, plain((3,))
+
+
+@case("input_mutation", mode="inference", tags=("custom_op", "torch_func"))
+def custom_op_inside_torch_func_grad_on_a_closed_over_buffer():
+    """A mutating custom op on a buffer the transformed function closes over, inside grad."""
+    def f(x, buf):
+        def g(t):
+            torch.ops.aotcheck_tr.scale_(buf, 2.0)
+            return (t * t).sum()
+        return grad(g)(x), buf
+    return f, plain((3,), (3,))

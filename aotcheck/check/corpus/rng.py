@@ -1,17 +1,65 @@
-"""Corpus theme ``rng``: random ops draw eager's values and leave the default generator in
-eager's state (the oracle compares it after the call); the backward reuses the forward's
-random values. See NOTE [a draw in eager's layout], NOTE [every draw in the forward] and
-NOTE [seeding as graph ops] (``aotcheck/engine/rng/``).
+"""Corpus theme ``rng``: random ops draw eager's values and leave the default generator in eager's
+state (the oracle compares it after the call); the backward reuses the forward's random values.
+See NOTE [a draw in eager's layout], NOTE [every draw in the forward] and
+NOTE [seeding as graph ops] (``aotcheck/engine/rng/``). Every case's inputs are built under
+seed 0, so eager and compiled draw from the same state.
 
-Every case's inputs are built under seed 0, so eager and compiled draw from the same state.
+Where a case came from is a tag, not a module: ``regression`` (a minimized reproducer of a bug
+aotcheck's engine had, most found by ``aotcheck fuzz``), ``fuzz`` (found by the fuzzer),
+``torch_finding`` (a divergence of PyTorch's own AOTAutograd from eager that the fuzzer found;
+docs/findings.md has a row per case, and ``xfail_engines`` names the torch engines that fail it),
+``issue:N`` (restated from PyTorch's issue N).
 """
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-
+from .builders import leaf, rand, randn, seeded
 from .registry import Inputs, case
-from .cases_basic import leaf, rand, seeded
+
+
+class _NoisyBackward(torch.autograd.Function):
+    """x * 2 whose backward scales the gradient by fresh uniform noise: eager draws it at
+    ``.backward()``, not in the forward."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * torch.rand(g.shape)
+
+
+class _NoisyLikeBackward(_NoisyBackward):
+    @staticmethod
+    def backward(ctx, g):
+        return g * torch.rand_like(g)
+
+
+# ---------------------------------------------------------------- from cases_regressions
+
+
+@case("rng", mode="training", tags=("regression", "fuzz", "rng", "aliased_inputs", "metadata_mutation"))
+def fuzz_dropout_beside_aliased_arguments_with_metadata_change():
+    """Aliased arguments with an in-place metadata change send the trace the second way (on
+    real tensors), where dropout really draws: the guard that refuses seeding inside the
+    function took the draw for a reseed. Found by aotcheck fuzz --seeds 12 and 14."""
+    def f(a0, a1, a2):
+        a2.squeeze_()
+        a1.fill_(-1.0)
+        return torch.nn.functional.dropout(a0, 0.5)
+
+    def make():
+        torch.manual_seed(0)
+        l0 = randn((3, 2)).requires_grad_()
+        l1 = randn((2, 2, 3, 4), 1).requires_grad_()
+        b1 = l1.clone()
+        return Inputs((l0.clone(), b1[0], b1[1]), leaves=(l0, l1))
+    return f, make
+
+
+# ---------------------------------------------------------------- from cases_rng
 
 
 @case("rng", mode="training", tags=("noncontiguous",))
@@ -171,25 +219,6 @@ def opinfo_wrapper_set_seed_in_place():
         l = leaf(5, dtype=torch.float64)
         return Inputs((l.clone(),), leaves=(l,))
     return f, seeded(make)
-
-
-class _NoisyBackward(torch.autograd.Function):
-    """x * 2 whose backward scales the gradient by fresh uniform noise: eager draws it at
-    ``.backward()``, not in the forward."""
-
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * torch.rand(g.shape)
-
-
-class _NoisyLikeBackward(_NoisyBackward):
-    @staticmethod
-    def backward(ctx, g):
-        return g * torch.rand_like(g)
 
 
 @case("rng", mode="training", tags=("custom_function",))

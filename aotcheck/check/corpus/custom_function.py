@@ -1,18 +1,23 @@
 """Corpus theme ``custom_function``: a user's ``torch.autograd.Function`` inside the function.
 
-Eager runs the Function's own forward and backward; so must the compiled function, even
-where the forward returns its input as it is (autograd then makes the output a view of
-the input whose grad_fn is the Function's backward), where the backward mutates a saved
-argument, and across the rest of the Function API (mark_dirty, mark_non_differentiable,
-set_materialize_grads, once_differentiable, needs_input_grad, non-tensor outputs).
+Eager runs the Function's own forward and backward; so must the compiled function, even where
+the forward returns its input as it is (autograd then makes the output a view of the input whose
+grad_fn is the Function's backward), where the backward mutates a saved argument, and across the
+rest of the Function API (mark_dirty, mark_non_differentiable, set_materialize_grads,
+once_differentiable, needs_input_grad, non-tensor outputs).
+
+Where a case came from is a tag, not a module: ``regression`` (a minimized reproducer of a bug
+aotcheck's engine had, most found by ``aotcheck fuzz``), ``fuzz`` (found by the fuzzer),
+``torch_finding`` (a divergence of PyTorch's own AOTAutograd from eager that the fuzzer found;
+docs/findings.md has a row per case, and ``xfail_engines`` names the torch engines that fail it),
+``issue:N`` (restated from PyTorch's issue N).
 """
 from __future__ import annotations
 
 import torch
 from torch.autograd.function import once_differentiable
-
-from .registry import Inputs, case
-from .cases_basic import leaf, one_leaf, rand, seeded
+from .builders import leaf, one_leaf, rand, randn, seeded
+from .registry import CallMode, Inputs, case
 
 
 class HalfGradIdentity(torch.autograd.Function):
@@ -196,6 +201,44 @@ def _two_leaves():
     return Inputs((x, y), leaves=(x, y))
 
 
+class _ScaleSavedInBackward(torch.autograd.Function):
+    """Saves a tensor made in the caller's function; its backward scales it in place."""
+    @staticmethod
+    def forward(ctx, x, buf):
+        ctx.save_for_backward(buf)
+        return x * 3
+
+    @staticmethod
+    def backward(ctx, g):
+        buf, = ctx.saved_tensors
+        buf.mul_(g.sum())
+        return g * 3, None
+
+
+# ---------------------------------------------------------------- from cases_torch_findings
+
+
+@case("custom_function", mode="training", tags=("fuzz", "torch_finding", "custom_function", "cache"),
+      xfail_engines={"torch": "(cached run only) AOTAutogradCache bypasses every graph with a custom autograd.Function "
+                                "(bypasses=1, nothing saved): a warm start compiles again; found by "
+                                "aotcheck fuzz seed 7 (no upstream issue found)"})
+def fuzz_custom_function_graph_never_cached():
+    """A graph that calls a custom ``autograd.Function`` is never saved by AOTAutogradCache
+    (with ``force_autograd_cache`` and ``bundled_autograd_cache``): the cached run reports a
+    bypass. Cold results match eager."""
+
+    def f(x):
+        return (Double.apply(x),)
+
+    def make():
+        x = randn((3,), 25).requires_grad_()
+        return Inputs((x,), leaves=(x,))
+    return f, make
+
+
+# ---------------------------------------------------------------- from cases_custom_function
+
+
 @case("custom_function", mode="training", tags=("alias",))
 def identity_forward_returned():
     """The output is a view of x whose grad_fn is the Function's: x.grad is 0.5, not 1."""
@@ -342,25 +385,11 @@ def backward_returns_none_for_an_input():
     return f, seeded(_two_leaves)
 
 
-@case("custom_function", mode="inference", tags=("no_grad_call",))
+@case("custom_function", mode="inference", call=CallMode.NO_GRAD, tags=())
 def identity_forward_under_no_grad():
     def f(x):
         return HalfGradIdentity.apply(x), SinOnce.apply(x)
     return f, one_leaf(2, 3)
-
-
-class _ScaleSavedInBackward(torch.autograd.Function):
-    """Saves a tensor made in the caller's function; its backward scales it in place."""
-    @staticmethod
-    def forward(ctx, x, buf):
-        ctx.save_for_backward(buf)
-        return x * 3
-
-    @staticmethod
-    def backward(ctx, g):
-        buf, = ctx.saved_tensors
-        buf.mul_(g.sum())
-        return g * 3, None
 
 
 @case("custom_function", mode="training", tags=("backward_mutation", "noncontiguous"))
