@@ -117,11 +117,11 @@ class MutationInfo:
                                     # of before the swap
                                     # (NOTE [set_ under no_grad onto another shape] in runtime/swap_grad.py)
     data_only: bool = False         # the swap is ``.data =``, never recorded by autograd
-                                    # (NOTE [.data assignment of an argument that requires grad] in capture/swaps.py)
+                                    # (NOTE [.data assignment of an argument that requires grad] in capture/storage/swaps.py)
     kept_node: bool = False         # ``.data =`` onto another shape that kept the leaf's gradient
                                     # node: replayed as ``.data =``, after the compiled function
                                     # takes its input
-                                    # (NOTE [.data = onto another shape while a use holds the node] in capture/reshaped.py)
+                                    # (NOTE [.data = onto another shape while a use holds the node] in capture/storage/watch.py)
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ class ViewMutationMeta:
     inputs: tuple[InputInfo, ...]
     outputs: tuple[OutputInfo, ...]
     mutations: tuple[MutationInfo, ...]
-    member_metadata: tuple[MemberFacts, ...]  # NOTE [member storage swaps] in swaps.py
+    member_metadata: tuple[MemberFacts, ...]  # NOTE [member storage swaps] in storage/swaps.py
     intermediate_bases: tuple[int, ...]      # graph candidate index of each intermediate base
     candidates: tuple[Candidate, ...]        # per graph candidate
     out_tree: str

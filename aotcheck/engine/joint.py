@@ -510,7 +510,7 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
 def _check_swapped_grads(captured: Captured, grad_inputs: tuple, grads, primals: list,
                          run) -> None:
     """An argument set_() onto another storage and then given requires_grad_()
-    (NOTE [storage swaps] in swaps.py) gets its gradient through the compiled function's
+    (NOTE [storage swaps] in storage/swaps.py) gets its gradient through the compiled function's
     input, which has the argument's shape at the call; a gradient of its new shape cannot
     pass there. A leaf that required grad at the call and was set_() under no_grad onto
     another shape gets it through an input taken after the swap

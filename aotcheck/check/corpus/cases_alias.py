@@ -711,7 +711,7 @@ def same_tensor_twice_both_returned():
 
 
 # ---------------------------------------------------------------- set_() of an aliased argument
-# NOTE [member storage swaps] (engine/capture/swaps.py): two rows of one tensor passed as two
+# NOTE [member storage swaps] (engine/capture/storage/swaps.py): two rows of one tensor passed as two
 # arguments, and set_() moves one of them off the storage they share. What the function then
 # does to the other no longer reaches it (fuzz seed 19, all extensions).
 

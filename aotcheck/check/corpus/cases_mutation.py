@@ -898,7 +898,7 @@ def resize_intermediate_grow():
 
 
 # ---------------------------------------------------------------- set_ on arguments (issue 11, class 4)
-# NOTE [storage swaps] in aotcheck/engine/capture/swaps.py. Each returns the swapped argument
+# NOTE [storage swaps] in aotcheck/engine/capture/storage/swaps.py. Each returns the swapped argument
 # too, so the oracle's output mutation checks that it shares the storage eager's shares.
 
 
@@ -1106,7 +1106,7 @@ def fuzz_set_within_alias_group_then_grad_write_into_old_storage():
     # the base, a0/a1 AsStridedBackward0, their gradient reaching b1). The first capture,
     # with a0 and a1 on storages of their own, saw a1 swapped onto a0's and requiring grad
     # at the end and refused, before the synthetic-base capture that replays it exactly
-    # (NOTE [swaps in an alias group] in swaps.py)
+    # (NOTE [swaps in an alias group] in storage/swaps.py)
     def f(a0, a1, a2):
         v0 = a1[:, :1]
         with torch.no_grad():
@@ -1351,7 +1351,7 @@ def data_assign_under_no_grad_call_keeps_an_earlier_view():
     return f, seeded(lambda: Inputs((rand(2, 2),)))
 
 
-# NOTE [.data assignment of a viewed tensor] in aotcheck/engine/capture/data_assign.py: after
+# NOTE [.data assignment of a viewed tensor] in aotcheck/engine/capture/storage/data_assign.py: after
 # ``.data =`` of a tensor with views, a write, then a read of a view: functionalization
 # replays the view's ops on the new value (IndexError); the second way runs as eager.
 
@@ -1427,7 +1427,7 @@ def data_assign_onto_its_first_column_then_doubled_with_a_row_taken_before():
     return f, seeded(lambda: Inputs((rand(4, 3),)))
 
 
-# NOTE [.data assignment of an argument that requires grad] in aotcheck/engine/capture/swaps.py:
+# NOTE [.data assignment of an argument that requires grad] in aotcheck/engine/capture/storage/swaps.py:
 # ``.data =`` is never recorded by autograd: the argument keeps its grad_fn and gets the
 # other tensor's memory, whatever requires grad.
 
@@ -1478,7 +1478,7 @@ def nonleaf_argument_added_to_then_given_data_of_a_tensor_made_inside():
 # NOTE [set_ under no_grad onto another shape] in aotcheck/engine/runtime/swap_grad.py: a Parameter
 # given .data of another shape after a use under grad mode keeps its AccumulateGrad of the old
 # shape while that use holds it (NOTE [.data = onto another shape while a use holds the node]
-# in aotcheck/engine/capture/reshaped.py): the uses before reach it, and so does a use after
+# in aotcheck/engine/capture/storage/watch.py): the uses before reach it, and so does a use after
 # while a tensor still holds one (a gradient of the old shape, broadcast into .grad or raising
 # there); a use after all of them were dropped gets a new node of the new shape.
 
@@ -1777,7 +1777,7 @@ def data_assign_of_a_parameter_same_shape_used_after():
     return f, seeded(make)
 
 
-# NOTE [.data assignment of an argument that requires grad] in aotcheck/engine/capture/swaps.py:
+# NOTE [.data assignment of an argument that requires grad] in aotcheck/engine/capture/storage/swaps.py:
 # after ``a1.data = a0`` a write to a1 is recorded on a1 (over the history a1 kept) and writes
 # a0's memory with no record on a0; a1 and a0 share a0's memory after the call.
 

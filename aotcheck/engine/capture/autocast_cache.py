@@ -28,7 +28,7 @@ from __future__ import annotations
 import torch
 from torch.utils import _pytree as pytree
 
-from .reshaped import _mirrored_leaf
+from .storage.watch import _mirrored_leaf
 
 
 class AutocastCache:

@@ -54,7 +54,7 @@ KEPT, NEW_STORAGE, PLACEHOLDER_STORAGE = "kept", "new", "placeholder"
 
 @dataclass(frozen=True)
 class StorageSource:
-    """Where ``set_()`` left a tensor's storage (NOTE [storage swaps] in swaps.py): ``kept``
+    """Where ``set_()`` left a tensor's storage (NOTE [storage swaps] in storage/swaps.py): ``kept``
     (no swap; for an alias-group member, the storage the group shares), ``new`` (a storage
     made inside the function, whose whole value the graph returns), or ``placeholder``
     (placeholder ``placeholder``'s storage as it was at the call, its own included)."""
@@ -108,7 +108,7 @@ class InputFacts:
     storage_output: int = -1        # a new storage_source: the candidate holding all of the
                                     # storage made inside (value_output, when data_mutated,
                                     # is what was written to the old one:
-                                    # NOTE [writes before a storage swap] in swaps.py)
+                                    # NOTE [writes before a storage swap] in storage/swaps.py)
     grad_value_output: int = -1     # after a swap, written with grad: the candidate holding
                                     # its final value (NOTE [grad writes after a swap])
     final_dtype: str = ""           # after ``x.data = y`` of another dtype: y's dtype
@@ -118,7 +118,7 @@ class InputFacts:
                                     # target too (NOTE [set_ under no_grad onto another shape])
     data_only: bool = False         # the swap is ``.data =`` with nothing autograd recorded on
                                     # the argument after it
-                                    # (NOTE [.data assignment of an argument that requires grad] in swaps.py)
+                                    # (NOTE [.data assignment of an argument that requires grad] in storage/swaps.py)
     kept_grad_node: bool = False    # ``.data =`` onto another shape of a leaf while a use held
                                     # its gradient node: eager's leaf keeps that node
                                     # (NOTE [.data = onto another shape while a use holds the node])

@@ -16,17 +16,17 @@ from torch.utils import _pytree as pytree
 from ...errors import AotcheckError, UnsupportedInputError
 from .autograd_facts import custom_function_digests, imperative_facts, new_leaf_facts
 from .facts import Candidate, InputFacts, MemberFacts, MetadataOp, RawFacts, StorageSource
-from .data_assign import data_assign_swap, fills_storage, refuse_viewed_data_set, unfilled_own_storage
+from .storage.data_assign import data_assign_swap, fills_storage, refuse_viewed_data_set, unfilled_own_storage
 from .functional import dense_layout, geometry_of, storage_ref, to_fun
 from .mode import TraceMode
 from .outputs import classify_outputs, holds
 from .plan import InputPlan, groups_needing_synthetic_base
 from .recorder import CallRules, MetadataRecorder
-from .reshaped import lowers_data_assignment
+from .storage.watch import lowers_data_assignment
 from .resize import grow as _grow, replayed_geometry, resized_storage_bytes as _resized_storage_bytes
 from ..signature import Signature, unflatten_inputs, whole_storage
-from .swaps import (grad_written_after_swap, member_swap, old_storage_written,
-                    recorded_by_autograd, storage_swap)
+from .storage.swaps import (grad_written_after_swap, member_swap, old_storage_written,
+                            recorded_by_autograd, storage_swap)
 from .view_flags import _as_argument_view, argument_views, caller_view
 
 

@@ -268,7 +268,7 @@ def _alias_source(sig: Signature, candidates: list[int], geometry: tuple, dtype,
     Arguments that did not share storage at the call and do now (``a1.data = a0``, or
     ``a1.set_(a0)``): an autograd view of one of them (``viewed``, taken after the swap) is
     rebuilt from that one, whose autograd history eager's view has
-    (NOTE [.data assignment of an argument that requires grad] in swaps.py: ``a1[1:]``'s gradient goes to
+    (NOTE [.data assignment of an argument that requires grad] in storage/swaps.py: ``a1[1:]``'s gradient goes to
     a1's, though its memory is a0's)."""
     if len(candidates) == 1:
         return candidates[0]

@@ -17,14 +17,14 @@ from torch.utils import _pytree as pytree
 
 from ...errors import UnsupportedInputError
 from .custom_ops import mutating_kernel, note_call
-from .data_assign import DataAssignWatch, data_assignment_op, sets_data
+from .storage.data_assign import DataAssignWatch, data_assignment_op, sets_data
 from .functional import geometry_of, storage_ref, unwrap_functorch
 from .inference_call import CallRules, call_in_inference_mode, is_data_read, transform_results
 from .overlap import outer_dims, piecewise
-from .reshaped import ReshapeWatch, _mirrored_leaf
+from .storage.watch import ReshapeWatch, _mirrored_leaf
 from .resize import (check_out_dtypes, contiguous_layout, out_layouts, reaches_outside,
                      resize_geometry, result_shapes)
-from .set_calls import SetCallWatch
+from .storage.set_calls import SetCallWatch
 
 
 _REQUIRES_GRAD_ATTR = torch._C.TensorBase.requires_grad

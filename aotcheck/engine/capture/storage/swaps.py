@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import torch
 
-from ...errors import UnsupportedInputError
-from .facts import MemberFacts, StorageSource
-from .functional import geometry_of, storage_ref
-from .plan import InputPlan
-from .recorder import MetadataRecorder
-from ..graph_walk import grad_nodes
-from ..signature import whole_storage
+from ....errors import UnsupportedInputError
+from ..facts import MemberFacts, StorageSource
+from ..functional import geometry_of, storage_ref
+from ..plan import InputPlan
+from ..recorder import MetadataRecorder
+from ...graph_walk import grad_nodes
+from ...signature import whole_storage
 
 
 def member_swap(i: int, t: torch.Tensor, ref, start_refs, candidates: list,

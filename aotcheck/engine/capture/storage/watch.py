@@ -15,7 +15,7 @@ import torch
 from torch.utils import _pytree as pytree
 from torch.utils.weak import WeakIdKeyDictionary
 
-from .functional import storage_ref
+from ..functional import storage_ref
 
 
 def _mirrored_leaf(t: torch.Tensor) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from .functional import geometry_of
+from ..functional import geometry_of
 
 # NOTE [set_ in the recorder]
 # ``v0 = a.t(); a.unsqueeze_(1); a.set_(v0); torch.sin(a, out=torch.empty(0))`` (fuzz seed 1):

@@ -14,10 +14,10 @@ import math
 import torch
 from torch.overrides import TorchFunctionMode
 
-from ...errors import UnsupportedInputError
-from .functional import dense_layout, storage_ref
-from .inference_call import note_data_moved
-from .storage_views import follow_data_assignment
+from ....errors import UnsupportedInputError
+from ..functional import dense_layout, storage_ref
+from ..inference_call import note_data_moved
+from ..storage_views import follow_data_assignment
 
 _DATA_ATTR = torch._C.TensorBase.data
 
