@@ -374,8 +374,8 @@ _names = st.sampled_from(OUTPUT_KINDS)
 _ints = st.integers(-1, 5)
 _dims = st.lists(st.integers(0, 9), max_size=3).map(tuple)
 _dtypes = st.sampled_from(["float32", "float64", "int64", "bool"])
-_sources = st.one_of(st.just(StorageSource()), st.just(StorageSource.of(-2)),
-                     st.integers(0, 5).map(StorageSource.of))
+_sources = st.one_of(st.just(StorageSource()), st.just(StorageSource.made_inside()),
+                     st.integers(0, 5).map(StorageSource.of_placeholder))
 _plain = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-9, 9), st.text(max_size=3)),
                       lambda inner: st.lists(inner, max_size=3).map(tuple), max_leaves=6)
 _candidates = st.builds(Candidate, _dims, _dtypes, st.booleans(), _dims, st.integers(0, 9))

@@ -88,7 +88,7 @@ class OutputInfo:
                                      # (NOTE [as_strided clips] in recorder.py)
     from_root: bool = False          # rebuilt on the argument's own base (eager regenerated it)
     moved_kind: str = ""             # handed back as a mix of kinds, as eager's
-                                     # (NOTE [inference state moved by .data =] in capture/inference_call.py)
+                                     # (NOTE [inference state moved by .data =] in capture/storage/watch.py)
     at_call: bool = False            # rebuilt from the argument before the runtime replays its
                                      # ``.data =`` (NOTE [views taken before .data =] in outputs.py)
 
@@ -118,7 +118,7 @@ class MutationInfo:
                                     # (NOTE [set_ under no_grad onto another shape] in runtime/swap_grad.py)
     data_only: bool = False         # the swap is ``.data =``, never recorded by autograd
                                     # (NOTE [.data assignment of an argument that requires grad] in capture/storage/swaps.py)
-    kept_node: bool = False         # ``.data =`` onto another shape that kept the leaf's gradient
+    kept_grad_node: bool = False    # ``.data =`` onto another shape that kept the leaf's gradient
                                     # node: replayed as ``.data =``, after the compiled function
                                     # takes its input
                                     # (NOTE [.data = onto another shape while a use holds the node] in capture/storage/watch.py)

@@ -370,8 +370,9 @@ def _forward_again(run, prim: list, captured: Captured, fw, diff, grad_inputs, r
     outs = [candidates[c] for c in fw]
     n, n_new = len(prim), len(captured.facts.new_leaves)
     olds = [f.placeholder for f in facts.inputs if f.old_grad_edge]
+    old_edges = run.recorder.storage.changes.old_edges
     targets = [wrappers[p] if p < n else run.new_leaf_tensors[p - n] if p < n + n_new
-               else run.recorder.old_edges[olds[p - n - n_new - 2]] for p in grad_inputs]
+               else old_edges[olds[p - n - n_new - 2]] for p in grad_inputs]
     reach.clear()
     reach.extend(_reach(outs, diff, targets))
     return outs, targets
@@ -516,7 +517,7 @@ def _check_swapped_grads(captured: Captured, grad_inputs: tuple, grads, primals:
     another shape gets it through an input taken after the swap
     (NOTE [set_ under no_grad onto another shape] in runtime/swap_grad.py)."""
     recorder = getattr(run, "recorder", None)
-    reshaped = recorder.reshaped if recorder is not None else set()
+    reshaped = recorder.storage.changes.reshaped if recorder is not None else set()
     swapped = {f.placeholder for f in captured.facts.inputs if f.storage_source.swapped} - \
         {p for p in reshaped if primals[p].requires_grad}
     for p, g in zip(grad_inputs, grads):

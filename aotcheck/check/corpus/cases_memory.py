@@ -173,7 +173,7 @@ def out_fresh_tensor_of_exp_on_a_transposed_argument_then_used_with_grad():
     return f, seeded(make)
 
 
-# NOTE [set_ in the recorder] in aotcheck/engine/capture/storage/set_calls.py: set_() reaches no
+# NOTE [set_ in the recorder] in aotcheck/engine/capture/storage/watch.py: set_() reaches no
 # TorchFunctionMode, so the out= resize rule read a geometry the in-place metadata call before
 # it had left (fuzz seed 1: sin's out tensor resized to [2, 1], then written with a [2] value).
 

@@ -100,7 +100,7 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
         clips, regenerated = clips_of(o) if clips_of is not None and not poisoned else ((), False)
         common["clips"] = clips
         common["new_leaf"] = (new_leaf_ids or {}).get(id(o), -1)
-        # NOTE [inference state moved by .data =] in inference_call.py: the kind it ends as
+        # NOTE [inference state moved by .data =] in storage/watch.py: the kind it ends as
         common["moved_kind"] = ("inference" if id(o) in (made_in_call or ()) else "ordinary") \
             if id(o) in moved_kind else ""
         st = storage_ref(o)

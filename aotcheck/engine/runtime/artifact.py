@@ -177,7 +177,7 @@ class CompiledArtifact:
         # NOTE [set_ under no_grad onto another shape] in swap_grad.py: swaps that may move a
         # leaf that requires grad onto another shape (decided per call, on the caller's tensors)
         self._reshaping = tuple(m for m in meta.mutations if m.storage_source.swapped and not
-                                m.grad_mode and m.grad_value_output < 0 and not m.kept_node) \
+                                m.grad_mode and m.grad_value_output < 0 and not m.kept_grad_node) \
             if self.training else ()
         # NOTE [imperative autograd on arguments and outputs] (imperative.py)
         if len(parts.hook_fns) != len(meta.hooks):

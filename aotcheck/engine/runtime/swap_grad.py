@@ -43,7 +43,7 @@ autograd sums a gradient of the new shape down to it where it broadcasts, and ra
   metadata (an ``Error`` node of the shape at the call), so every gradient reaching it
   would be checked against the old shape. set_() reaches no TorchFunctionMode, so the
   recorder sees the swap at the next call that reads the wrapper of a leaf (or when the
-  function returns: ``MetadataRecorder.regrad_reshaped``): on another storage and of
+  function returns: ``StorageWatch.regrad_reshaped``): on another storage and of
   another shape, it mirrors onto the wrapper a fresh leaf of the new shape. Uses after
   the swap reach a node of the new shape, as eager's, and the joint's gradient for the
   argument has that shape. Where a call under grad mode used the wrapper before, its
@@ -65,7 +65,7 @@ autograd sums a gradient of the new shape down to it where it broadcasts, and ra
   (NOTE [.data = onto another shape while a use holds the node] in capture/storage/watch.py); the latter is
   replayed as a set_() is (the old edge as above). Dynamo lowers ``.data =`` to set_() under no_grad (and a
   version-counter call of its own), so in Dynamo's graph
-  (``reshaped.lowers_data_assignment``) every such swap is taken for a ``.data =``. A
+  (``data_assign.lowers_data_assignment``) every such swap is taken for a ``.data =``. A
   second swap onto another shape is refused too.
 
 # NOTE [grad writes after a swap]

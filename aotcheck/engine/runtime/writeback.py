@@ -136,12 +136,12 @@ def replay_swap(m, primals, storages, values, slot) -> None:
     storage = values[slot[m.storage_output]].untyped_storage() \
         if m.storage_source.new else storages[m.storage_source.placeholder]
     target = primals[m.placeholder]
-    if m.final_dtype or m.kept_node or m.data_only:
+    if m.final_dtype or m.kept_grad_node or m.data_only:
         # ``.data =`` as eager's: it bumps no version, so a view keeps its grad_fn (set_()
         # would make autograd rebuild it on its base in the new geometry), and views of the
         # argument taken before it stay valid
         # (NOTE [views taken before .data =] in capture/outputs.py); it keeps a leaf's gradient node
-        # (kept_node: NOTE [.data = onto another shape while a use holds the node] in capture/storage/watch.py)
+        # (kept_grad_node: NOTE [.data = onto another shape while a use holds the node] in capture/storage/watch.py)
         _assign_data(target, storage, m)
     else:       # onto another argument's storage as it was at the call, or a new one
         target.set_(storage, m.final_offset, m.final_shape, m.final_stride)
