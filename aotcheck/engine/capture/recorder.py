@@ -133,7 +133,7 @@ class MetadataRecorder(TorchFunctionMode):
         # new value is contiguous). The geometry a tensor had when the function created it (or
         # last changed its metadata in place) is eager's; it is kept here, by tensor.
         self.geometry: dict[int, tuple] = {}
-        self._alive: list[torch.Tensor] = []            # keeps ids unique while tracing
+        self.kept_alive: list[torch.Tensor] = []            # keeps ids unique while tracing
         self.inner_hooks: list[torch.Tensor] = []       # tensors made inside given a hook
         self.inplace_metadata = False                   # t_, unsqueeze_, ... on any tensor
         self.hazard_events: list[tuple] = []            # ("meta" | "data", storage, hazardous)
@@ -230,7 +230,7 @@ class MetadataRecorder(TorchFunctionMode):
                 self.retained.append((*key, len(self.inplace_calls.get(key, ()))))
             else:
                 self.retained_tensors[id(target)] = target
-                self._alive.append(target)
+                self.kept_alive.append(target)
         if target is not None and id(target) in self.watched and (
                 name in METADATA_METHODS or _mutating(name)) and torch.is_grad_enabled() \
                 and not torch.is_inference_mode_enabled():
@@ -351,7 +351,7 @@ class MetadataRecorder(TorchFunctionMode):
             eager = self.geometry.get(id(target), self.start_geometry.get(id(target)))
             if eager is not None:
                 self.geometry[id(out)] = eager        # eager's, not a drifted wrapper's
-                self._alive.append(out)
+                self.kept_alive.append(out)
         self._note_transform_results(out, (args, kwargs))
         for t in pytree.tree_leaves(out):
             if isinstance(t, torch.Tensor) and _wrapped(t):
@@ -367,15 +367,15 @@ class MetadataRecorder(TorchFunctionMode):
                 if self.inference_call and (func is torch.autograd.grad or (
                         viewed and target is not None and id(target) in self.ordinary)):
                     self.ordinary.add(id(t))
-                    self._alive.append(t)
+                    self.kept_alive.append(t)
                 elif not viewed or (target is not None and id(target) in self.made_in_call):
                     self.made_in_call.add(id(t))
-                    self._alive.append(t)
+                    self.kept_alive.append(t)
             if isinstance(t, torch.Tensor) and id(t) not in self.geometry and t.layout == torch.strided:
                 # an argument an in-place data op returned: its geometry at the call is eager's
                 # (the wrapper's may have drifted with the write)
                 self.geometry[id(t)] = self.start_geometry.get(id(t)) or geometry_of(t)
-                self._alive.append(t)
+                self.kept_alive.append(t)
         return out
 
     # NOTE [calls inside a torch.func transform]
@@ -403,7 +403,7 @@ class MetadataRecorder(TorchFunctionMode):
         if self.inference_call:
             for bottom in transform_results(out, inputs):
                 self.ordinary.add(id(bottom))
-                self._alive.append(bottom)
+                self.kept_alive.append(bottom)
 
     # NOTE [out= resizes]
     def _resize_outs(self, func, args: tuple, kwargs: dict) -> None:
@@ -478,7 +478,7 @@ class MetadataRecorder(TorchFunctionMode):
             target_version = target._version
         except RuntimeError:        # an inference tensor has no version counter
             return
-        self._alive.append(t)
+        self.kept_alive.append(t)
         if storage_ref(t) != storage_ref(target):
             return
         made = self.view_version.get(id(target))
@@ -545,7 +545,7 @@ class MetadataRecorder(TorchFunctionMode):
                 and self.watched.get(id(t), ("",))[0] != "placeholder" \
                 and all(t is not n for n in self.new_leaves):
             self.new_leaves.append(t)
-            self._alive.append(t)
+            self.kept_alive.append(t)
             # its geometry when it became a leaf (a wrapper's own can drift later:
             # NOTE [eager geometry]); one recorded before of another shape is stale: set_(), which
             # reaches no TorchFunctionMode, changed it (``v.set_(a[1:])``)

@@ -3,8 +3,9 @@
 ``StorageWatch`` is what the recorder (recorder.py) calls where a tensor's storage changes,
 or may have changed since its last call:
 
-- ``x.data = y`` (the ``data`` setter, or ``aten.shallow_copy_data_``: NOTE [shallow_copy_data_]
-  in data_assign.py): ``data_set`` before the setter runs, ``took_geometry`` after it;
+- ``x.data = y`` (the ``data`` setter, or the op
+  ``aten.shallow_copy_data_``: NOTE [shallow_copy_data_] in data_assign.py): ``data_set``
+  before the setter runs, ``took_geometry`` after it;
 - ``set_()``, whose Python method reaches no TorchFunctionMode: while a recorder is entered
   it is a method that tells the innermost one (``watch_set_calls``; NOTE [set_ in the recorder]);
 - a call that reads the wrapper of a leaf argument that requires grad: ``regrad_reshaped``
@@ -14,8 +15,8 @@ or may have changed since its last call:
 
 What it saw is one record, ``StorageChanges`` (``recorder.storage.changes``), which the
 run reads after the call (functional_run.py, swaps.py). The watcher reads the recorder's
-own bookkeeping (``watched``, ``events``, ``has_views``, ``geometry``), passed in as
-``recorder``; it writes its record, the geometry a ``set_()`` gives a tensor
+own bookkeeping (``watched``, ``events``, ``has_views``, ``geometry``, ``kept_alive``),
+passed in as ``recorder``; it writes its record, the geometry a ``set_()`` gives a tensor
 (NOTE [eager geometry]) and, inside an inference-mode call, which tensors are inference
 tensors (NOTE [inference state moved by .data =]).
 """
@@ -138,7 +139,7 @@ class StorageWatch:
                 recorder.start_geometry.get(id(src)) or geometry_of(src)
         else:
             recorder.geometry[id(target)] = geometry_of(target)
-        recorder._alive.append(target)
+        recorder.kept_alive.append(target)
 
     # ------------------------------------------------------------------ swaps onto another shape
 
@@ -186,8 +187,9 @@ class StorageWatch:
         them when the function returns): if set_() (or ``.data =``) under no_grad moved it
         onto another storage of another shape since (set_() reaches no TorchFunctionMode, so
         it is seen here, at the next call), it gets a gradient node of the new shape, as
-        eager's leaf gets a new AccumulateGrad (NOTE [set_ under no_grad onto another shape]
-        in runtime/swap_grad.py). Used under grad mode before, its gradient node at the call
+        eager's leaf gets a new AccumulateGrad
+        (NOTE [set_ under no_grad onto another shape] in runtime/swap_grad.py). Used under
+        grad mode before, its gradient node at the call
         is kept as a gradient target too (set_() left the uses before it there); after
         ``.data =``, while a use still holds that node, the wrapper keeps it
         (NOTE [.data = onto another shape while a use holds the node]). Refused (swaps.py):
@@ -302,7 +304,7 @@ def _move_inference_state(recorder, changes: StorageChanges, target: torch.Tenso
         return          # an argument's assignment is replayed on the caller's tensor, as eager's
     made, born = recorder.made_in_call, changes.born_inference
     born.setdefault(id(target), id(target) in made)     # its counter stays the one it was made with
-    recorder._alive.append(target)
+    recorder.kept_alive.append(target)
     if id(src) in made or src.is_inference():
         made.add(id(target))
         recorder.ordinary.discard(id(target))
