@@ -113,7 +113,7 @@ class MutationInfo:
                                     # mode (NOTE [grad writes after a swap] in swap_grad.py)
     final_dtype: str = ""           # the swap is ``x.data = y`` onto another dtype: y's
                                     # (NOTE [.data assignment] in runtime/writeback.py)
-    old_edge: bool = False          # the compiled function also takes the leaf's gradient node
+    old_grad_edge: bool = False     # the compiled function also takes the leaf's gradient node
                                     # of before the swap
                                     # (NOTE [set_ under no_grad onto another shape] in runtime/swap_grad.py)
     data_only: bool = False         # the swap is ``.data =``, never recorded by autograd

@@ -244,7 +244,7 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     # (NOTE [set_ under no_grad onto another shape] in runtime/swap_grad.py): the compiled function's inputs
     # after the two that follow the leaves made inside
     grad_inputs += tuple(len(primals) + len(meta.new_leaves) + 2 + k
-                         for k in range(sum(m.old_edge for m in meta.mutations)))
+                         for k in range(sum(m.old_grad_edge for m in meta.mutations)))
     if captured.plain:
         return _trace_joint_plain(fn, captured, meta, sig, leaves, in_spec, primals,
                                   fw, diff, grad_inputs)

@@ -127,7 +127,7 @@ class CompiledArtifact:
                                  if not n.users and k in no_grad) if self.training else frozenset()
         # NOTE [set_ under no_grad onto another shape] (swap_grad.py): leaves whose gradient
         # node of before their swap the compiled function takes too
-        self._olds = tuple(m.placeholder for m in meta.mutations if m.old_edge)
+        self._olds = tuple(m.placeholder for m in meta.mutations if m.old_grad_edge)
         self._function = make_function(self) if self.training else None
         # Decided once per artifact rather than on every call:
         # - whether the inference graph must run under no_grad (only if something requires grad);

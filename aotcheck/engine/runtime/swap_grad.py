@@ -47,7 +47,7 @@ autograd sums a gradient of the new shape down to it where it broadcasts, and ra
   another shape, it mirrors onto the wrapper a fresh leaf of the new shape. Uses after
   the swap reach a node of the new shape, as eager's, and the joint's gradient for the
   argument has that shape. Where a call under grad mode used the wrapper before, its
-  node at the call (``old_edges``) is a gradient target too (``MutationInfo.old_edge``).
+  node at the call (``old_edges``) is a gradient target too (``MutationInfo.old_grad_edge``).
   A non-leaf's wrapper is a copy with a grad_fn of its own, which stays (eager's sum).
 - The runtime: the compiled function's input edge is taken when it is applied, with the
   shape the argument has then. Where the caller's argument is a leaf that requires grad
