@@ -133,7 +133,7 @@ class MetadataRecorder(TorchFunctionMode):
         # new value is contiguous). The geometry a tensor had when the function created it (or
         # last changed its metadata in place) is eager's; it is kept here, by tensor.
         self.geometry: dict[int, tuple] = {}
-        self.kept_alive: list[torch.Tensor] = []            # keeps ids unique while tracing
+        self.kept_alive: list[torch.Tensor] = []        # keeps ids unique while tracing
         self.inner_hooks: list[torch.Tensor] = []       # tensors made inside given a hook
         self.inplace_metadata = False                   # t_, unsqueeze_, ... on any tensor
         self.hazard_events: list[tuple] = []            # ("meta" | "data", storage, hazardous)
