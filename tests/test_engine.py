@@ -374,8 +374,8 @@ _names = st.sampled_from(OUTPUT_KINDS)
 _ints = st.integers(-1, 5)
 _dims = st.lists(st.integers(0, 9), max_size=3).map(tuple)
 _dtypes = st.sampled_from(["float32", "float64", "int64", "bool"])
-_sources = st.one_of(st.just(StorageSource()), st.just(StorageSource.of(-2)),
-                     st.integers(0, 5).map(StorageSource.of))
+_sources = st.one_of(st.just(StorageSource()), st.just(StorageSource.made_inside()),
+                     st.integers(0, 5).map(StorageSource.of_placeholder))
 _plain = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-9, 9), st.text(max_size=3)),
                       lambda inner: st.lists(inner, max_size=3).map(tuple), max_leaves=6)
 _candidates = st.builds(Candidate, _dims, _dtypes, st.booleans(), _dims, st.integers(0, 9))
@@ -1078,7 +1078,7 @@ def _swap_with_a_parameter_made_inside_then_use_it(p):
                                 _use_dropped_between_two_later_uses,
                                 _swap_with_a_parameter_made_inside_then_use_it])
 def test_data_of_another_shape_between_grad_uses_matches_eager(fn):
-    # NOTE [.data = onto another shape while a use holds the node] (capture/reshaped.py): a
+    # NOTE [.data = onto another shape while a use holds the node] (capture/storage/watch.py): a
     # use after the assignment reaches the leaf's node of the old shape while a tensor of the
     # function still holds an earlier use (a gradient summed to the old shape), else a new
     # node of the new shape; these were refused by name before
@@ -1644,7 +1644,7 @@ def _given_data_then_written_then_retained(a0, a1):
 
 
 def test_data_assignment_then_writes_refusals_are_named():
-    # NOTE [.data assignment of an argument that requires grad] (capture/swaps.py): the two
+    # NOTE [.data assignment of an argument that requires grad] (capture/storage/swaps.py): the two
     # sub-cases aotcheck refuses, by name, where it would otherwise give a wrong gradient: a
     # row of a base (sharing storage with a sibling argument) given .data = of its sibling
     # and then written (the synthetic-base trace rebuilds its gradient in its old row; eager's
@@ -1958,7 +1958,7 @@ def _parameter_of(*shape):
     (_data_of_a_parameter_of_another_shape, _parameter_of(3, 2)),
 ], ids=["written_nonleaf", "earlier_view", "parameter_of_another_shape"])
 def test_shallow_copy_data_is_traced_as_the_data_assignment_it_is(fn, make, tmp_path):
-    """NOTE [shallow_copy_data_] (capture/data_assign.py): eager's ``aten.shallow_copy_data_(x, y)``
+    """NOTE [shallow_copy_data_] (capture/storage/data_assign.py): eager's ``aten.shallow_copy_data_(x, y)``
     is ``x.data = y``, and Dynamo of torch 2.14 and later writes ``.data =`` so; functionalization
     refused it ("cannot mutate tensors with frozen storage"), or aotcheck as a set_()."""
     from aotcheck.check.oracle import check

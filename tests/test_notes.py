@@ -2,7 +2,7 @@
 
 A NOTE is defined by a line that holds only ``# NOTE [title]`` (in a comment or inside a
 docstring), with its text on the lines below, and is referred to as ``NOTE [title]``
-anywhere else. A reference that names a file (``NOTE [title] in capture/swaps.py``,
+anywhere else. A reference that names a file (``NOTE [title] in capture/storage/swaps.py``,
 ``NOTE [title] (values.py)``) names the file that holds the definition. A reference without
 its title (``NOTE in x.py``, ``see the NOTE``, the second title of ``NOTE [a], [b]``) is
 reported, since nothing could check it. The scan covers

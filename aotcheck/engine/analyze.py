@@ -88,7 +88,7 @@ class OutputInfo:
                                      # (NOTE [as_strided clips] in recorder.py)
     from_root: bool = False          # rebuilt on the argument's own base (eager regenerated it)
     moved_kind: str = ""             # handed back as a mix of kinds, as eager's
-                                     # (NOTE [inference state moved by .data =] in capture/inference_call.py)
+                                     # (NOTE [inference state moved by .data =] in capture/storage/watch.py)
     at_call: bool = False            # rebuilt from the argument before the runtime replays its
                                      # ``.data =`` (NOTE [views taken before .data =] in outputs.py)
 
@@ -113,15 +113,15 @@ class MutationInfo:
                                     # mode (NOTE [grad writes after a swap] in swap_grad.py)
     final_dtype: str = ""           # the swap is ``x.data = y`` onto another dtype: y's
                                     # (NOTE [.data assignment] in runtime/writeback.py)
-    old_edge: bool = False          # the compiled function also takes the leaf's gradient node
+    old_grad_edge: bool = False     # the compiled function also takes the leaf's gradient node
                                     # of before the swap
                                     # (NOTE [set_ under no_grad onto another shape] in runtime/swap_grad.py)
     data_only: bool = False         # the swap is ``.data =``, never recorded by autograd
-                                    # (NOTE [.data assignment of an argument that requires grad] in capture/swaps.py)
-    kept_node: bool = False         # ``.data =`` onto another shape that kept the leaf's gradient
+                                    # (NOTE [.data assignment of an argument that requires grad] in capture/storage/swaps.py)
+    kept_grad_node: bool = False    # ``.data =`` onto another shape that kept the leaf's gradient
                                     # node: replayed as ``.data =``, after the compiled function
                                     # takes its input
-                                    # (NOTE [.data = onto another shape while a use holds the node] in capture/reshaped.py)
+                                    # (NOTE [.data = onto another shape while a use holds the node] in capture/storage/watch.py)
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ class ViewMutationMeta:
     inputs: tuple[InputInfo, ...]
     outputs: tuple[OutputInfo, ...]
     mutations: tuple[MutationInfo, ...]
-    member_metadata: tuple[MemberFacts, ...]  # NOTE [member storage swaps] in swaps.py
+    member_metadata: tuple[MemberFacts, ...]  # NOTE [member storage swaps] in storage/swaps.py
     intermediate_bases: tuple[int, ...]      # graph candidate index of each intermediate base
     candidates: tuple[Candidate, ...]        # per graph candidate
     out_tree: str

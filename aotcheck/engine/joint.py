@@ -244,7 +244,7 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     # (NOTE [set_ under no_grad onto another shape] in runtime/swap_grad.py): the compiled function's inputs
     # after the two that follow the leaves made inside
     grad_inputs += tuple(len(primals) + len(meta.new_leaves) + 2 + k
-                         for k in range(sum(m.old_edge for m in meta.mutations)))
+                         for k in range(sum(m.old_grad_edge for m in meta.mutations)))
     if captured.plain:
         return _trace_joint_plain(fn, captured, meta, sig, leaves, in_spec, primals,
                                   fw, diff, grad_inputs)
@@ -370,8 +370,9 @@ def _forward_again(run, prim: list, captured: Captured, fw, diff, grad_inputs, r
     outs = [candidates[c] for c in fw]
     n, n_new = len(prim), len(captured.facts.new_leaves)
     olds = [f.placeholder for f in facts.inputs if f.old_grad_edge]
+    old_edges = run.recorder.storage.changes.old_edges
     targets = [wrappers[p] if p < n else run.new_leaf_tensors[p - n] if p < n + n_new
-               else run.recorder.old_edges[olds[p - n - n_new - 2]] for p in grad_inputs]
+               else old_edges[olds[p - n - n_new - 2]] for p in grad_inputs]
     reach.clear()
     reach.extend(_reach(outs, diff, targets))
     return outs, targets
@@ -510,13 +511,13 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
 def _check_swapped_grads(captured: Captured, grad_inputs: tuple, grads, primals: list,
                          run) -> None:
     """An argument set_() onto another storage and then given requires_grad_()
-    (NOTE [storage swaps] in swaps.py) gets its gradient through the compiled function's
+    (NOTE [storage swaps] in storage/swaps.py) gets its gradient through the compiled function's
     input, which has the argument's shape at the call; a gradient of its new shape cannot
     pass there. A leaf that required grad at the call and was set_() under no_grad onto
     another shape gets it through an input taken after the swap
     (NOTE [set_ under no_grad onto another shape] in runtime/swap_grad.py)."""
     recorder = getattr(run, "recorder", None)
-    reshaped = recorder.reshaped if recorder is not None else set()
+    reshaped = recorder.storage.changes.reshaped if recorder is not None else set()
     swapped = {f.placeholder for f in captured.facts.inputs if f.storage_source.swapped} - \
         {p for p in reshaped if primals[p].requires_grad}
     for p, g in zip(grad_inputs, grads):

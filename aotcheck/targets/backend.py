@@ -64,13 +64,13 @@ def restore_data_assignments(gm: torch.fx.GraphModule) -> int:
     ``set_()``: ``.data =`` keeps the tensor's autograd identity (a non-leaf keeps its
     grad_fn, a leaf its AccumulateGrad while a use holds it) whatever requires grad, where
     a set_() of a tensor that requires grad is an in-place op that autograd sees. aotcheck
-    traces ``.data =`` as eager runs it (capture/data_assign.py), so the pair is put back
+    traces ``.data =`` as eager runs it (capture/storage/data_assign.py), so the pair is put back
     as the assignment it stands for: the set_() node calls ``_assign_data`` and the version
     call goes. A set_() that the user wrote (no version call after it) stays as it is.
 
     Dynamo of torch 2.14 and later lowers it to ``aten.shallow_copy_data_(x, y)`` instead,
     which is eager's ``x.data = y`` and which aotcheck's trace takes as such
-    (NOTE [shallow_copy_data_] in capture/data_assign.py): that graph needs nothing here.
+    (NOTE [shallow_copy_data_] in capture/storage/data_assign.py): that graph needs nothing here.
     """
     done = 0
     for node in list(gm.graph.nodes):

@@ -25,7 +25,7 @@ def fuzz_set_within_alias_group_then_grad_write_into_old_storage():
     # the base, a0/a1 AsStridedBackward0, their gradient reaching b1). The first capture,
     # with a0 and a1 on storages of their own, saw a1 swapped onto a0's and requiring grad
     # at the end and refused, before the synthetic-base capture that replays it exactly
-    # (NOTE [swaps in an alias group] in swaps.py)
+    # (NOTE [swaps in an alias group] in storage/swaps.py)
     def f(a0, a1, a2):
         v0 = a1[:, :1]
         with torch.no_grad():

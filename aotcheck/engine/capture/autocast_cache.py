@@ -28,7 +28,7 @@ from __future__ import annotations
 import torch
 from torch.utils import _pytree as pytree
 
-from .reshaped import _mirrored_leaf
+from .storage.watch import mirrored_leaf
 
 
 class AutocastCache:
@@ -70,7 +70,7 @@ def _cacheable(t) -> bool:
     """Would eager's autocast cache this tensor's cast: float32, requires grad, a leaf (in the
     trace: a leaf, or the functional wrapper of one), no view?"""
     return isinstance(t, torch.Tensor) and t.dtype == torch.float32 and t.requires_grad \
-        and t.layout == torch.strided and not t._is_view() and (t.is_leaf or _mirrored_leaf(t))
+        and t.layout == torch.strided and not t._is_view() and (t.is_leaf or mirrored_leaf(t))
 
 
 def _lowers(func, flat: list, spec, low) -> bool:

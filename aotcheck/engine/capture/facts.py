@@ -6,6 +6,7 @@ go into the cache key as JSON.
 """
 from __future__ import annotations
 
+import enum
 import typing
 from dataclasses import dataclass, fields, is_dataclass
 
@@ -49,40 +50,53 @@ class NewLeaf:
     dtype: str                      # "float32", without "torch."
 
 
-KEPT, NEW_STORAGE, PLACEHOLDER_STORAGE = "kept", "new", "placeholder"
+class StorageKind(enum.StrEnum):
+    """Where ``set_()`` (or ``.data =``) left a tensor's storage: the kind of a ``StorageSource``."""
+    KEPT = "kept"                   # no swap (an alias-group member: the storage the group shares)
+    NEW = "new"                     # a storage made inside the function
+    PLACEHOLDER = "placeholder"     # a placeholder's storage as it was at the call
 
 
 @dataclass(frozen=True)
 class StorageSource:
-    """Where ``set_()`` left a tensor's storage (NOTE [storage swaps] in swaps.py): ``kept``
-    (no swap; for an alias-group member, the storage the group shares), ``new`` (a storage
-    made inside the function, whose whole value the graph returns), or ``placeholder``
-    (placeholder ``placeholder``'s storage as it was at the call, its own included)."""
-    kind: str = KEPT
-    placeholder: int = -1           # kind "placeholder" only
+    """Where ``set_()`` left a tensor's storage (NOTE [storage swaps] in storage/swaps.py):
+    ``kept`` (no swap; for an alias-group member, the storage the group shares), ``new`` (a
+    storage made inside the function, whose whole value the graph returns), or
+    ``placeholder`` (placeholder ``placeholder``'s storage as it was at the call, its own
+    included). ``placeholder`` is None for the other kinds."""
+    kind: StorageKind = StorageKind.KEPT
+    placeholder: int | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "kind", StorageKind(self.kind))     # from JSON: its value
+        if (self.kind is StorageKind.PLACEHOLDER) != (self.placeholder is not None):
+            raise ValueError(f"a {self.kind} storage source names placeholder {self.placeholder}")
 
     @staticmethod
-    def of(q: int) -> "StorageSource":
-        """From swaps.py's answer: q >= 0 a placeholder's storage, -2 a new one, -1 none."""
-        if q >= 0:
-            return StorageSource(PLACEHOLDER_STORAGE, q)
-        return StorageSource(NEW_STORAGE) if q == -2 else StorageSource()
+    def made_inside() -> "StorageSource":
+        """A storage the function made."""
+        return StorageSource(StorageKind.NEW)
+
+    @staticmethod
+    def of_placeholder(q: int) -> "StorageSource":
+        """Placeholder ``q``'s storage as it was at the call."""
+        return StorageSource(StorageKind.PLACEHOLDER, q)
 
     @property
     def swapped(self) -> bool:
-        return self.kind != KEPT
+        return self.kind is not StorageKind.KEPT
 
     @property
     def new(self) -> bool:
-        return self.kind == NEW_STORAGE
+        return self.kind is StorageKind.NEW
 
     @property
     def from_placeholder(self) -> bool:
-        return self.kind == PLACEHOLDER_STORAGE
+        return self.kind is StorageKind.PLACEHOLDER
 
     def onto(self, p: int) -> bool:
         """Swapped onto placeholder ``p``'s storage at the call."""
-        return self.kind == PLACEHOLDER_STORAGE and self.placeholder == p
+        return self.kind is StorageKind.PLACEHOLDER and self.placeholder == p
 
 
 @dataclass(frozen=True)
@@ -108,7 +122,7 @@ class InputFacts:
     storage_output: int = -1        # a new storage_source: the candidate holding all of the
                                     # storage made inside (value_output, when data_mutated,
                                     # is what was written to the old one:
-                                    # NOTE [writes before a storage swap] in swaps.py)
+                                    # NOTE [writes before a storage swap] in storage/swaps.py)
     grad_value_output: int = -1     # after a swap, written with grad: the candidate holding
                                     # its final value (NOTE [grad writes after a swap])
     final_dtype: str = ""           # after ``x.data = y`` of another dtype: y's dtype
@@ -118,7 +132,7 @@ class InputFacts:
                                     # target too (NOTE [set_ under no_grad onto another shape])
     data_only: bool = False         # the swap is ``.data =`` with nothing autograd recorded on
                                     # the argument after it
-                                    # (NOTE [.data assignment of an argument that requires grad] in swaps.py)
+                                    # (NOTE [.data assignment of an argument that requires grad] in storage/swaps.py)
     kept_grad_node: bool = False    # ``.data =`` onto another shape of a leaf while a use held
                                     # its gradient node: eager's leaf keeps that node
                                     # (NOTE [.data = onto another shape while a use holds the node])

@@ -16,17 +16,17 @@ from torch.utils import _pytree as pytree
 from ...errors import AotcheckError, UnsupportedInputError
 from .autograd_facts import custom_function_digests, imperative_facts, new_leaf_facts
 from .facts import Candidate, InputFacts, MemberFacts, MetadataOp, RawFacts, StorageSource
-from .data_assign import data_assign_swap, fills_storage, refuse_viewed_data_set, unfilled_own_storage
 from .functional import dense_layout, geometry_of, storage_ref, to_fun
 from .mode import TraceMode
 from .outputs import classify_outputs, holds
 from .plan import InputPlan, groups_needing_synthetic_base
 from .recorder import CallRules, MetadataRecorder
-from .reshaped import lowers_data_assignment
 from .resize import grow as _grow, replayed_geometry, resized_storage_bytes as _resized_storage_bytes
 from ..signature import Signature, unflatten_inputs, whole_storage
-from .swaps import (grad_written_after_swap, member_swap, old_storage_written,
-                    recorded_by_autograd, storage_swap)
+from .storage.data_assign import lowers_data_assignment, refuse_viewed_data_set
+from .storage.swaps import (DataAssignSwap, SwapOf, data_assign_swap, fills_storage,
+                            grad_written_after_swap, member_swap, old_storage_written,
+                            recorded_by_autograd, storage_swap, unfilled_own_storage)
 from .view_flags import _as_argument_view, argument_views, caller_view
 
 
@@ -98,7 +98,7 @@ class FunctionalRun:
         st.recorder = self._recorder(st)
         result = self._call(st, args, kwargs)
         # a swap onto another shape no later call read (NOTE [set_ under no_grad onto another shape])
-        st.recorder.regrad_reshaped(st.works)
+        st.recorder.storage.regrad_reshaped(st.recorder, st.works)
         out_leaves, out_spec = pytree.tree_flatten(result, is_leaf=lambda x: isinstance(x, torch.Size))
         self._settle(st)
         inputs = [self._input_facts(st, p, w) for p, w in enumerate(st.works)]
@@ -197,8 +197,7 @@ class FunctionalRun:
         watched = {id(works[p]): ("placeholder", p) for p in range(len(works))}
         watched.update({id(st.user[i]): ("leaf", i) for i in st.member_meta})
         recorder = MetadataRecorder(watched, self.rules)
-        recorder.watch_tensors(works)
-        recorder.data_lowered = lowers_data_assignment(self.fn)
+        recorder.watch_tensors(works, lowers_data_assignment(self.fn))
         for i, spec in enumerate(self.sig.leaves):  # NOTE [an argument the caller retains]
             src = self.plan.sources[i]
             if getattr(spec, "retains_grad", False) and (i in st.member_meta or src.kind == "placeholder"):
@@ -264,7 +263,8 @@ class FunctionalRun:
                 torch._functionalize_mutation_counter(w) != st.start_writes[p]
             meta = torch._functionalize_has_metadata_mutation(w)
             # NOTE [.data assignment]: set_data moves the wrapper's storage without the flag
-            swapped = torch._functionalize_was_storage_changed(w) or p in recorder.data_sets
+            swapped = torch._functionalize_was_storage_changed(w) or \
+                p in recorder.storage.changes.data_sets
         # set_() onto a view of itself keeps the storage, so neither way sees a swap (and
         # set_ never reaches a TorchFunctionMode, so the recorder does not log it); what
         # shows it is a new geometry of an argument with no logged metadata call: replayed
@@ -297,15 +297,18 @@ class FunctionalRun:
         # a leaf's new gradient node after a swap onto another shape is no record of autograd
         # (NOTE [set_ under no_grad onto another shape] in runtime/swap_grad.py)
         unrecorded = (st.anchors[p].grad_fn, flags[p]) == st.before[p] or (
-            recorder.regraded(p, st.anchors[p]) and flags[p] == st.before[p][1])
-        data_only, rewritten = data_assign_swap(recorder, p, st.anchors[p], w, st.plain)
+            recorder.storage.regraded(p, st.anchors[p]) and flags[p] == st.before[p][1])
+        assigned = data_assign_swap(recorder, p, st.anchors[p], w, st.plain)
+        rewritten = assigned is DataAssignSwap.REWRITTEN
         regrad = grad_written_after_swap(w, st.before[p]) or rewritten
-        storage_source = storage_swap(plan, p, w, works, st.start_refs, st.start_geometry,
-                                      recorder, st.before, flags,
-                                      st.deferred if self._grouped(p) else None,
-                                      unrecorded, regrad, data_only or rewritten)
-        regrad = regrad and (storage_source != p or rewritten)
-        if storage_source == p:
+        verdict = storage_swap(SwapOf(p, w, plan.placeholders[p][0] == "leaf", self._grouped(p),
+                                      unrecorded, regrad, assigned),
+                               st.start_refs, st.before, flags, recorder)
+        if verdict.deferred is not None:
+            st.deferred[p] = verdict.deferred       # NOTE [swaps in an alias group]
+        storage_source = verdict.source
+        regrad = regrad and (not storage_source.onto(p) or rewritten)
+        if storage_source.onto(p):
             # back on its own storage (x.set_(x.t()), or set_ away and back): the runtime
             # sets the final geometry, then writes the whole storage, which writes
             # through the old geometry reached too (NOTE [storage swaps])
@@ -329,13 +332,14 @@ class FunctionalRun:
                 f"input placeholder {p} is grown with resize_() and then set_() "
                 "onto another storage; aotcheck does not replay that combination")
         data = old_storage_written(old_storage.get(p), st.written if st.plain else None)
-        value = (recorder.data_set_alias[p] if (data_only or rewritten) and st.before[p][1]
-                 else old_storage[p][0]) if data else None   # with its history (swaps.py)
+        alias = recorder.storage.changes.data_set_alias     # its history (storage/swaps.py)
+        value = (alias[p] if assigned is not None and st.before[p][1] else old_storage[p][0]) \
+            if data else None
         # views of the memory it had (NOTE [writes before a storage swap]) are
         # rebuilt from the alias, whose eager geometry is the argument's at the call
         st.old_bases[st.start_refs[p]] = (old_storage[p][0], st.start_geometry[p])
         recorder.geometry[id(old_storage[p][0])] = st.start_geometry[p]
-        if storage_source == -2:
+        if storage_source.new:
             # a storage made inside: the graph returns all of it, and the runtime
             # sets the final geometry on it (``a.set_(v.select(0, 3))`` keeps
             # offset 3)
@@ -376,7 +380,7 @@ class FunctionalRun:
         runtime writes back from."""
         plan, recorder, candidates = self.plan, st.recorder, st.candidates
         data, meta, swapped = self._changes(st, p, w)
-        storage_source, regrad, value, new_storage = -1, False, w, None
+        storage_source, regrad, value, new_storage = StorageSource(), False, w, None
         if swapped and p in st.own_at_call:
             st.swapped_views.append(p)
         if swapped:
@@ -401,7 +405,7 @@ class FunctionalRun:
         flag = recorder.own_flags[p] if p in st.own_at_call else anchor.requires_grad
         rg_set = anchor.is_leaf and before[0] is None and flag != before[1]
         saw = (anchor.grad_fn, flag) != before and not rg_set and \
-            not (recorder.regraded(p, anchor) and flag == before[1])
+            not (recorder.storage.regraded(p, anchor) and flag == before[1])
         value_output = storage_output = -1
         if data:
             value_output = len(candidates)
@@ -429,14 +433,15 @@ class FunctionalRun:
         return InputFacts(
             p, data, meta, saw, flag if p in st.own_at_call else w.requires_grad,
             *(final or geometry_of(w)), value_output, storage_bytes=storage_bytes,
-            storage_source=StorageSource.of(storage_source), requires_grad_set=rg_set,
+            storage_source=storage_source, requires_grad_set=rg_set,
             writes_outside=outside, storage_output=storage_output,
             grad_value_output=grad_value_output,
             final_dtype=str(w.dtype).replace("torch.", "")
             if swapped and w.dtype != st.placeholders[p].dtype else "",
-            old_grad_edge=swapped and p in recorder.old_edges,
-            kept_grad_node=swapped and p in recorder.kept_nodes,
-            data_only=swapped and data_assign_swap(recorder, p, st.anchors[p], w, st.plain)[0])
+            old_grad_edge=swapped and p in recorder.storage.changes.old_edges,
+            kept_grad_node=swapped and p in recorder.storage.changes.kept_grad_nodes,
+            data_only=swapped and data_assign_swap(recorder, p, st.anchors[p], w, st.plain)
+            is DataAssignSwap.DATA_ONLY)
 
     def _refuse_after_inputs(self, st: _RunState, inputs: list) -> None:
         """Step 8: the refusals that wait for every input's facts."""
@@ -482,9 +487,9 @@ class FunctionalRun:
             eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids,
             plain=st.plain, new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)},
             clips_of=recorder.clips_of, old_bases=st.old_bases, made_in_call=recorder.made_in_call,
-            ordinary=recorder.ordinary, moved_kind=recorder.moved_kind,
+            ordinary=recorder.ordinary, moved_kind=recorder.storage.changes.moved_kind,
             grown=self.tagger.grown_storages() if st.plain else frozenset(),
-            data_moved=_data_moved(self.plan, st.user, recorder.data_sets))
+            data_moved=_data_moved(self.plan, st.user, recorder.storage.changes.data_sets))
         if st.swapped_views and any(c.requires_grad for c in candidates):
             # eager's set_() moved the view's version, so autograd regenerates its grad_fn as
             # a view of its base, over memory it no longer has: values computed from it get a

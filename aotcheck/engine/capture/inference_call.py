@@ -53,7 +53,7 @@ def call_in_inference_mode(func, args: tuple, kwargs: dict, target, recorder):
     (NOTE [inference state moved by .data =])."""
     with torch.no_grad():
         out = func(*args, **kwargs)
-    if target is not None and id(target) in recorder.counterless and any(
+    if target is not None and id(target) in recorder.storage.changes.counterless and any(
             isinstance(t, torch.Tensor) and t._is_view() and t is not target
             for t in pytree.tree_leaves(out)):
         raise RuntimeError(NO_VERSION_COUNTER)
@@ -77,22 +77,7 @@ def transform_results(out, inputs=()) -> list:
     return [b for b in bottoms if not any(b is g for g in given)]
 
 
-# NOTE [inference state moved by .data =]
-# An inference tensor has no version counter; ``x.data = y`` gives ``x`` the key set of ``y``
-# (whether it is an inference tensor) but keeps ``x``'s own version counter. So, inside an
-# inference-mode call, an inference tensor the function made (``p = nn.Parameter(...)``, an
-# op's result) given ``.data =`` of an ordinary tensor (a torch.func grad level's result, or
-# the ``.data`` of one) is no longer an inference tensor and has no counter: making a view of
-# it reads the counter, and eager raises "Inference tensors do not track version counter."
-# there (``TensorImpl.h``, ``current_version``); the trace raises the same at the same op.
-# The other way, an ordinary tensor given an inference tensor's ``.data`` becomes one. The
-# recorder's ``made_in_call`` (which tensors eager's key set calls inference tensors) follows
-# each assignment, and ``counterless`` holds the tensors made as inference tensors that an
-# assignment made ordinary. A returned one is marked (``moved_kind``, an output fact), and the
-# runtime hands back the same mix as eager's (regenerate.as_moved_kind): a shell of the kind
-# the tensor was made as (an ordinary one keeps a version counter, an inference one none),
-# given the output's value by ``.data =`` inside inference mode.
-
+# NOTE [inference state moved by .data =] (storage/watch.py): the error eager raises there
 NO_VERSION_COUNTER = "Inference tensors do not track version counter."
 
 
@@ -100,26 +85,6 @@ def is_data_read(func) -> bool:
     """Is ``func`` the ``.data`` getter (a detached alias of its tensor, of the same kind)?"""
     return getattr(func, "__self__", None) is torch._C.TensorBase.data and \
         getattr(func, "__name__", "") == "__get__"
-
-
-def note_data_moved(recorder, target: torch.Tensor, src) -> None:
-    """``target.data = src`` inside an inference-mode call: ``target`` takes ``src``'s kind and
-    keeps its own version counter (NOTE [inference state moved by .data =])."""
-    if not recorder.inference_call or not isinstance(src, torch.Tensor) or id(target) in recorder.watched:
-        return          # an argument's assignment is replayed on the caller's tensor, as eager's
-    made, born = recorder.made_in_call, recorder.born_inference
-    born.setdefault(id(target), id(target) in made)     # its counter stays the one it was made with
-    recorder._alive.append(target)
-    if id(src) in made or src.is_inference():
-        made.add(id(target))
-        recorder.ordinary.discard(id(target))
-    else:
-        made.discard(id(target))
-        if id(src) in recorder.ordinary:
-            recorder.ordinary.add(id(target))
-    for ids, mixed in ((recorder.counterless, born[id(target)] and id(target) not in made),
-                       (recorder.moved_kind, born[id(target)] != (id(target) in made))):
-        (ids.add if mixed else ids.discard)(id(target))
 
 
 def _as_in_inference_mode(out, target, args, kwargs, made: set):

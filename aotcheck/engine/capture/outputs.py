@@ -100,7 +100,7 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
         clips, regenerated = clips_of(o) if clips_of is not None and not poisoned else ((), False)
         common["clips"] = clips
         common["new_leaf"] = (new_leaf_ids or {}).get(id(o), -1)
-        # NOTE [inference state moved by .data =] in inference_call.py: the kind it ends as
+        # NOTE [inference state moved by .data =] in storage/watch.py: the kind it ends as
         common["moved_kind"] = ("inference" if id(o) in (made_in_call or ()) else "ordinary") \
             if id(o) in moved_kind else ""
         st = storage_ref(o)
@@ -268,7 +268,7 @@ def _alias_source(sig: Signature, candidates: list[int], geometry: tuple, dtype,
     Arguments that did not share storage at the call and do now (``a1.data = a0``, or
     ``a1.set_(a0)``): an autograd view of one of them (``viewed``, taken after the swap) is
     rebuilt from that one, whose autograd history eager's view has
-    (NOTE [.data assignment of an argument that requires grad] in swaps.py: ``a1[1:]``'s gradient goes to
+    (NOTE [.data assignment of an argument that requires grad] in storage/swaps.py: ``a1[1:]``'s gradient goes to
     a1's, though its memory is a0's)."""
     if len(candidates) == 1:
         return candidates[0]

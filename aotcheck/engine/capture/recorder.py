@@ -17,14 +17,13 @@ from torch.utils import _pytree as pytree
 
 from ...errors import UnsupportedInputError
 from .custom_ops import mutating_kernel, note_call
-from .data_assign import DataAssignWatch, data_assignment_op, sets_data
 from .functional import geometry_of, storage_ref, unwrap_functorch
 from .inference_call import CallRules, call_in_inference_mode, is_data_read, transform_results
 from .overlap import outer_dims, piecewise
-from .reshaped import ReshapeWatch, _mirrored_leaf
 from .resize import (check_out_dtypes, contiguous_layout, out_layouts, reaches_outside,
                      resize_geometry, result_shapes)
-from .set_calls import SetCallWatch
+from .storage.data_assign import DATA_SETTER, data_assignment_op, sets_data
+from .storage.watch import StorageWatch, unwatch_set_calls, watch_set_calls
 
 
 _REQUIRES_GRAD_ATTR = torch._C.TensorBase.requires_grad
@@ -118,10 +117,12 @@ def _mutating(name: str) -> bool:
                                         and name not in METADATA_METHODS and name != "requires_grad_")
 
 
-class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctionMode):
+class MetadataRecorder(TorchFunctionMode):
     """Records in-place metadata calls (``t_``, ``transpose_``, ...) on arguments, as the
     user wrote them, so the runtime can replay exactly those calls (see
-    NOTE [mutation replay] in runtime/artifact.py): eager's strides and grad_fns then come out as eager's."""
+    NOTE [mutation replay] in runtime/artifact.py): eager's strides and grad_fns then come out as eager's.
+    Storage changes (``.data =``, ``set_()``) it hands to its watcher, ``self.storage``
+    (NOTE [storage changes, in data-flow order] in storage/__init__.py)."""
 
     def __init__(self, watched: dict[int, tuple], rules: CallRules = CallRules()):
         super().__init__()
@@ -132,7 +133,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
         # new value is contiguous). The geometry a tensor had when the function created it (or
         # last changed its metadata in place) is eager's; it is kept here, by tensor.
         self.geometry: dict[int, tuple] = {}
-        self._alive: list[torch.Tensor] = []            # keeps ids unique while tracing
+        self.kept_alive: list[torch.Tensor] = []        # keeps ids unique while tracing
         self.inner_hooks: list[torch.Tensor] = []       # tensors made inside given a hook
         self.inplace_metadata = False                   # t_, unsqueeze_, ... on any tensor
         self.hazard_events: list[tuple] = []            # ("meta" | "data", storage, hazardous)
@@ -186,8 +187,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
         self.retained_tensors: dict[int, torch.Tensor] = {}
         self.retained_edges: dict[tuple, object] = {}   # watched -> GradientEdge
         self.argument_hooks: list[tuple] = []
-        self._init_data_assign()                        # data_assign.py
-        self._init_reshape_watch()                      # reshaped.py
+        self.storage = StorageWatch()                   # .data =, set_(): storage/watch.py
 
     def __enter__(self):
         # NOTE [parameters made inside]
@@ -201,12 +201,14 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
         self._depth = getattr(self, "_depth", 0) + 1
         if self._depth == 1:
             self._parameter_new = _patch_parameter_new()
+        watch_set_calls(self)           # NOTE [set_ in the recorder]
         return super().__enter__()
 
     def __exit__(self, *exc):
         try:
             return super().__exit__(*exc)
         finally:
+            unwatch_set_calls(self)
             self._depth -= 1
             if self._depth == 0:
                 torch.nn.Parameter.__new__ = self._parameter_new
@@ -215,7 +217,8 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
         kwargs = kwargs or {}
         name = call_name(func)
         if (assigned := data_assignment_op(func, args, kwargs)) is not None:
-            return self.assign_data(types, assigned)          # NOTE [shallow_copy_data_]
+            self.__torch_function__(DATA_SETTER, types, assigned)     # NOTE [shallow_copy_data_]
+            return assigned[0]
         if kwargs.get("out") is not None and name not in METADATA_METHODS:
             self._resize_outs(func, args, kwargs)
         target = args[0] if args and isinstance(args[0], torch.Tensor) else None
@@ -227,7 +230,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
                 self.retained.append((*key, len(self.inplace_calls.get(key, ()))))
             else:
                 self.retained_tensors[id(target)] = target
-                self._alive.append(target)
+                self.kept_alive.append(target)
         if target is not None and id(target) in self.watched and (
                 name in METADATA_METHODS or _mutating(name)) and torch.is_grad_enabled() \
                 and not torch.is_inference_mode_enabled():
@@ -247,8 +250,8 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
             if made is not None and target.is_leaf:     # NOTE [hooks on leaves made inside]
                 return self._argument_hook(target, args[1], ("new", made))
             self.inner_hooks.append(target)     # NOTE [hooks on returned tensors] (autograd_facts)
-        if self.grad_wrappers and name != "__set__":
-            self.regrad_reshaped((args, kwargs))
+        if name != "__set__":           # NOTE [set_ under no_grad onto another shape]
+            self.storage.regrad_reshaped(self, (args, kwargs))
         note_call(func)
         kernel = mutating_kernel(func, args, kwargs)
         if kernel is not None:
@@ -279,7 +282,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
             self.writes.append((storage_ref(target),
                                 self.geometry.get(id(target)) or geometry_of(target)))
         if target is not None and sets_data(name, func):
-            self.note_data_set(target, args)                # NOTE [.data assignment]
+            self.storage.data_set(self, target, args)       # NOTE [.data assignment]
         if name == "resize_storage_bytes_" and target is not None:
             self._record_resize(target, args[1] if len(args) > 1 else kwargs.get("new_size"))
         sets_flag = target is not None and (name == "requires_grad_" or (
@@ -308,8 +311,8 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
             out = func(*cast_args, **cast_kwargs)
         else:
             out = func(*args, **kwargs)
-        if self.grad_wrappers and name != "__set__":
-            self._note_grad_use(args, kwargs, out)
+        if name != "__set__":
+            self.storage.note_grad_use(args, kwargs, out)
         if sets_flag:
             if self.watched.get(id(target), ("",))[0] == "placeholder":
                 self.flags_set.add(self.watched[id(target)][1])
@@ -339,9 +342,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
             if target.requires_grad:
                 self.hazard_events.append(("data", storage_ref(target), False))
         if target is not None and (name == "set_" or sets_data(name, func)):
-            # NOTE [.data assignment] in runtime/writeback.py, NOTE [set_ in the recorder]: the
-            # tensor now has its source's eager geometry (a leaf made inside is rebuilt in it)
-            self.took_geometry(target, args)
+            self.storage.took_geometry(self, target, args)      # NOTE [set_ in the recorder]
         if name in METADATA_METHODS and target is not None:
             # eager's resize_ keeps the offset; a grown functional value starts at 0
             self.geometry[id(target)] = resized or geometry_of(target)
@@ -350,7 +351,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
             eager = self.geometry.get(id(target), self.start_geometry.get(id(target)))
             if eager is not None:
                 self.geometry[id(out)] = eager        # eager's, not a drifted wrapper's
-                self._alive.append(out)
+                self.kept_alive.append(out)
         self._note_transform_results(out, (args, kwargs))
         for t in pytree.tree_leaves(out):
             if isinstance(t, torch.Tensor) and _wrapped(t):
@@ -366,15 +367,15 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
                 if self.inference_call and (func is torch.autograd.grad or (
                         viewed and target is not None and id(target) in self.ordinary)):
                     self.ordinary.add(id(t))
-                    self._alive.append(t)
+                    self.kept_alive.append(t)
                 elif not viewed or (target is not None and id(target) in self.made_in_call):
                     self.made_in_call.add(id(t))
-                    self._alive.append(t)
+                    self.kept_alive.append(t)
             if isinstance(t, torch.Tensor) and id(t) not in self.geometry and t.layout == torch.strided:
                 # an argument an in-place data op returned: its geometry at the call is eager's
                 # (the wrapper's may have drifted with the write)
                 self.geometry[id(t)] = self.start_geometry.get(id(t)) or geometry_of(t)
-                self._alive.append(t)
+                self.kept_alive.append(t)
         return out
 
     # NOTE [calls inside a torch.func transform]
@@ -402,7 +403,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
         if self.inference_call:
             for bottom in transform_results(out, inputs):
                 self.ordinary.add(id(bottom))
-                self._alive.append(bottom)
+                self.kept_alive.append(bottom)
 
     # NOTE [out= resizes]
     def _resize_outs(self, func, args: tuple, kwargs: dict) -> None:
@@ -477,7 +478,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
             target_version = target._version
         except RuntimeError:        # an inference tensor has no version counter
             return
-        self._alive.append(t)
+        self.kept_alive.append(t)
         if storage_ref(t) != storage_ref(target):
             return
         made = self.view_version.get(id(target))
@@ -531,11 +532,10 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
                 "argument) with resize_storage_bytes_; aotcheck replays resizes of the argument "
                 "tensor itself only. Resize the argument you were given")
 
-    def watch_tensors(self, tensors) -> None:
+    def watch_tensors(self, tensors, data_lowered: bool = False) -> None:
+        """The run's works; ``data_lowered``: data_assign.lowers_data_assignment's answer."""
         self._watched_tensors = list(tensors)
-        self.grad_wrappers = {id(t): (self.watched[id(t)][1], storage_ref(t), get_gradient_edge(t))
-                              for t in tensors if id(t) in self.watched and _mirrored_leaf(t)
-                              and self.watched[id(t)][0] == "placeholder"}
+        self.storage.watch_arguments(self.watched, tensors, data_lowered)
 
     _watched_tensors: list = []
     start_geometry: dict = {}       # id -> the argument's geometry at the call (set by the run)
@@ -545,7 +545,7 @@ class MetadataRecorder(ReshapeWatch, DataAssignWatch, SetCallWatch, TorchFunctio
                 and self.watched.get(id(t), ("",))[0] != "placeholder" \
                 and all(t is not n for n in self.new_leaves):
             self.new_leaves.append(t)
-            self._alive.append(t)
+            self.kept_alive.append(t)
             # its geometry when it became a leaf (a wrapper's own can drift later:
             # NOTE [eager geometry]); one recorded before of another shape is stale: set_(), which
             # reaches no TorchFunctionMode, changed it (``v.set_(a[1:])``)

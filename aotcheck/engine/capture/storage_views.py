@@ -58,7 +58,7 @@ import torch
 import torch.fx as fx
 from torch.utils import _pytree as pytree
 
-from ...errors import DataDependentError, UnsupportedInputError
+from ...errors import DataDependentError
 from .functional import (TraceGuard, backward_phase, from_fun, geometry_of, storage_ref, to_fun,
                          trace_functional)
 
@@ -297,32 +297,3 @@ def _out_of_place(func):
         if have == want and not _writes(op):
             return op
     return None
-
-
-# NOTE [.data assignment in the plain trace]
-def follow_data_assignment(target: torch.Tensor, args: tuple, argument: bool) -> None:
-    """``b.data = c`` is no aten op: make_fx records nothing, and its tracer keeps ``b`` on the
-    node of its old value, so the plain graph computed ``b * 2`` from the memory ``b`` had,
-    and returned it for ``b`` (every ``.data =`` the second way traced was lost: the values
-    of ``b.data = c; return b * 2``, an argument given ``.data =``, a Parameter made inside
-    swapping data with an intermediate, fuzz seed 3). After the assignment ``b`` is ``c``'s
-    data, in ``c``'s geometry: ``b`` is put on ``c``'s node, whose tag holds that storage
-    and geometry, so later ops and the outputs read what eager's do. Autograd identity is
-    not the graph's business (the run's facts carry it). Called before the setter runs;
-    the functional way's wrappers carry no proxy of their own, and are left alone.
-    An ``argument`` given data of another dtype is refused by name on this way: its replay
-    kept the old dtype (silently; the first way replays it)."""
-    from torch.fx.experimental.proxy_tensor import get_proxy_mode, get_proxy_slot, set_proxy_slot
-    value = args[1] if len(args) > 1 else None
-    mode = get_proxy_mode()
-    if mode is None or not isinstance(value, torch.Tensor) or torch._is_functional_tensor(target):
-        return
-    if argument and value.dtype != target.dtype:
-        raise UnsupportedInputError(
-            f"the function assigns .data of dtype {value.dtype} to an argument of dtype "
-            f"{target.dtype} in a program that the plain way traces (another limit sent it "
-            "there); aotcheck replays a change of an argument's dtype by .data = on the "
-            "functional way only")
-    slot = get_proxy_slot(value, mode.tracer, None)
-    if slot is not None:
-        set_proxy_slot(target, mode.tracer, slot)

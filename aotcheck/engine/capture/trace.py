@@ -45,7 +45,7 @@ from ...errors import TraceError, UnsupportedInputError, VIEW_LIMITS
 from .facts import RawFacts
 from .functional import (compiling, eager_view_strides, from_fun, geometry_of,
                          quiet_fake_tensor_log, stand_in, trace_functional, trace_grad_mode)
-from .data_assign import DataAssignmentOps, refuse_member_data_sets
+from .storage.data_assign import DataAssignmentOps, refuse_member_data_sets
 from .functional_run import FunctionalRun
 from .mode import PLAIN, TraceMode
 from .nondiff import refuse_nondiff_arguments

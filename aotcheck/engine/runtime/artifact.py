@@ -127,7 +127,7 @@ class CompiledArtifact:
                                  if not n.users and k in no_grad) if self.training else frozenset()
         # NOTE [set_ under no_grad onto another shape] (swap_grad.py): leaves whose gradient
         # node of before their swap the compiled function takes too
-        self._olds = tuple(m.placeholder for m in meta.mutations if m.old_edge)
+        self._olds = tuple(m.placeholder for m in meta.mutations if m.old_grad_edge)
         self._function = make_function(self) if self.training else None
         # Decided once per artifact rather than on every call:
         # - whether the inference graph must run under no_grad (only if something requires grad);
@@ -177,7 +177,7 @@ class CompiledArtifact:
         # NOTE [set_ under no_grad onto another shape] in swap_grad.py: swaps that may move a
         # leaf that requires grad onto another shape (decided per call, on the caller's tensors)
         self._reshaping = tuple(m for m in meta.mutations if m.storage_source.swapped and not
-                                m.grad_mode and m.grad_value_output < 0 and not m.kept_node) \
+                                m.grad_mode and m.grad_value_output < 0 and not m.kept_grad_node) \
             if self.training else ()
         # NOTE [imperative autograd on arguments and outputs] (imperative.py)
         if len(parts.hook_fns) != len(meta.hooks):

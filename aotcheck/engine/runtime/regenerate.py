@@ -225,7 +225,7 @@ def as_ordinary_tensors(out: list, indices) -> None:
 
 
 def as_moved_kind(out: list, outputs) -> None:
-    """NOTE [inference state moved by .data =] (capture/inference_call.py): each output
+    """NOTE [inference state moved by .data =] (capture/storage/watch.py): each output
     ``.data =`` gave the other kind inside the inference call, as eager's: a shell made as
     the kind it was made as, given the output's value by ``.data =`` inside inference mode
     (an inference tensor with a version counter, or an ordinary one with none). One tensor

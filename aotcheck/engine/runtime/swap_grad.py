@@ -14,7 +14,7 @@ Functionalization sees the same node on the argument's wrapper, and the joint's 
 meets it where eager's does (``backward_error``). Ops recorded on the argument afterwards
 (``x.mul_(3)``: MulBackward0, then NotImplemented) change its grad_fn but not what is
 observable: every backward through it reaches the node and raises. The runtime replays
-the swap as it does any other (NOTE [storage swaps] in swaps.py), under no_grad,
+the swap as it does any other (NOTE [storage swaps] in storage/swaps.py), under no_grad,
 then once more under grad mode onto a tensor with the same storage and geometry that
 requires grad where the source did: the graph's value of a storage made inside (an output
 of the compiled function), or the source argument as it was at the call. The caller's
@@ -43,11 +43,11 @@ autograd sums a gradient of the new shape down to it where it broadcasts, and ra
   metadata (an ``Error`` node of the shape at the call), so every gradient reaching it
   would be checked against the old shape. set_() reaches no TorchFunctionMode, so the
   recorder sees the swap at the next call that reads the wrapper of a leaf (or when the
-  function returns: ``MetadataRecorder.regrad_reshaped``): on another storage and of
+  function returns: ``StorageWatch.regrad_reshaped``): on another storage and of
   another shape, it mirrors onto the wrapper a fresh leaf of the new shape. Uses after
   the swap reach a node of the new shape, as eager's, and the joint's gradient for the
   argument has that shape. Where a call under grad mode used the wrapper before, its
-  node at the call (``old_edges``) is a gradient target too (``MutationInfo.old_edge``).
+  node at the call (``old_edges``) is a gradient target too (``MutationInfo.old_grad_edge``).
   A non-leaf's wrapper is a copy with a grad_fn of its own, which stays (eager's sum).
 - The runtime: the compiled function's input edge is taken when it is applied, with the
   shape the argument has then. Where the caller's argument is a leaf that requires grad
@@ -62,10 +62,10 @@ autograd sums a gradient of the new shape down to it where it broadcasts, and ra
   AccumulateGrad while a use holds it (set_() would give it a new one). The uses before
   the assignment reach that node either way. A use after it gets the old node while a
   graph still holds it, else a new one
-  (NOTE [.data = onto another shape while a use holds the node] in capture/reshaped.py); the latter is
+  (NOTE [.data = onto another shape while a use holds the node] in capture/storage/watch.py); the latter is
   replayed as a set_() is (the old edge as above). Dynamo lowers ``.data =`` to set_() under no_grad (and a
   version-counter call of its own), so in Dynamo's graph
-  (``reshaped.lowers_data_assignment``) every such swap is taken for a ``.data =``. A
+  (``data_assign.lowers_data_assignment``) every such swap is taken for a ``.data =``. A
   second swap onto another shape is refused too.
 
 # NOTE [grad writes after a swap]
@@ -78,7 +78,7 @@ requires grad and its gradient reaches u through the compiled function. Where x'
 reaches a recorded set_() (NotImplemented), or the storage's other tensor requires grad,
 the swap stays refused. A ``.data =`` (never recorded) followed by writes that autograd
 records is replayed the same way, whatever requires grad
-(NOTE [.data assignment of an argument that requires grad] in capture/swaps.py).
+(NOTE [.data assignment of an argument that requires grad] in capture/storage/swaps.py).
 """
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def recorded_swaps(swaps) -> list[int]:
     """The swapped placeholders whose set_() autograd recorded (their grad_mode: the
     argument's grad_fn changed, which capture allows for a swap only when set_() made it, or,
     for a ``.data =`` that moved data only, when a write before it did:
-    NOTE [.data assignment of an argument that requires grad] in capture/swaps.py)."""
+    NOTE [.data assignment of an argument that requires grad] in capture/storage/swaps.py)."""
     return [m.placeholder for m in swaps if m.grad_mode and m.grad_value_output < 0
             and not m.data_only]
 

@@ -40,7 +40,7 @@ def restore_member_geometry(leaves: list, members, storages_at_call, value) -> N
     metadata calls do not give: set_() onto a view of the same storage (``a0.set_(a1)`` with
     ``a0, a1 = b[0], b[1]``) changes it without a swap of storage, and set_ reaches no
     TorchFunctionMode. It is set to eager's final geometry on the storage it shares, or on
-    the storage set_() moved it to (NOTE [member storage swaps] in swaps.py)."""
+    the storage set_() moved it to (NOTE [member storage swaps] in storage/swaps.py)."""
     for m in members:
         t, source = leaves[m.leaf], m.storage_source
         shape, stride, offset = m.final_shape, m.final_stride, m.final_offset
@@ -100,7 +100,7 @@ def apply_mutations(meta, slot: dict, primals, values, at_call: dict,
         if m.storage_source.swapped:
             swaps.append(m)
         _before_swap(m, primals, values, slot, at_call, grad_on)
-    if swaps:                        # NOTE [storage swaps] in swaps.py
+    if swaps:                        # NOTE [storage swaps] in storage/swaps.py
         storages = storages or [p.untyped_storage() for p in primals]   # as they were at the call
         # NOTE [set_ recorded by autograd] in swap_grad.py
         recorded = recorded_swaps(swaps)
@@ -131,17 +131,17 @@ def _before_swap(m, primals, values, slot, at_call: dict, grad_on: bool) -> None
 
 
 def replay_swap(m, primals, storages, values, slot) -> None:
-    """One storage swap (NOTE [storage swaps] in swaps.py), under no_grad; ``storages``: the
+    """One storage swap (NOTE [storage swaps] in storage/swaps.py), under no_grad; ``storages``: the
     placeholders' storages at the call."""
     storage = values[slot[m.storage_output]].untyped_storage() \
         if m.storage_source.new else storages[m.storage_source.placeholder]
     target = primals[m.placeholder]
-    if m.final_dtype or m.kept_node or m.data_only:
+    if m.final_dtype or m.kept_grad_node or m.data_only:
         # ``.data =`` as eager's: it bumps no version, so a view keeps its grad_fn (set_()
         # would make autograd rebuild it on its base in the new geometry), and views of the
         # argument taken before it stay valid
         # (NOTE [views taken before .data =] in capture/outputs.py); it keeps a leaf's gradient node
-        # (kept_node: NOTE [.data = onto another shape while a use holds the node] in capture/reshaped.py)
+        # (kept_grad_node: NOTE [.data = onto another shape while a use holds the node] in capture/storage/watch.py)
         _assign_data(target, storage, m)
     else:       # onto another argument's storage as it was at the call, or a new one
         target.set_(storage, m.final_offset, m.final_shape, m.final_stride)
