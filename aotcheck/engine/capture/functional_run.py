@@ -19,7 +19,7 @@ from .facts import Candidate, InputFacts, MemberFacts, MetadataOp, RawFacts, Sto
 from .data_assign import data_assign_swap, fills_storage, refuse_viewed_data_set, unfilled_own_storage
 from .functional import dense_layout, geometry_of, storage_ref, to_fun
 from .mode import TraceMode
-from .outputs import classify_outputs, holds
+from .outputs import RunFindings, classify_outputs, holds
 from .plan import InputPlan, groups_needing_synthetic_base
 from .recorder import CallRules, MetadataRecorder
 from .reshaped import lowers_data_assignment
@@ -478,13 +478,14 @@ class FunctionalRun:
         grad_leaves = new_leaf_facts(recorder.new_leaves, st.user, sig, recorder.geometry,
                                      {id(st.user[i]): i for i in st.member_meta}, set(st.start_refs))
         outputs, intermediates, new_leaves, self.base_geometry = classify_outputs(
-            out_leaves, st.user, candidates, sig=sig, geometry=recorder.geometry,
-            eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids,
-            plain=st.plain, new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)},
-            clips_of=recorder.clips_of, old_bases=st.old_bases, made_in_call=recorder.made_in_call,
-            ordinary=recorder.ordinary, moved_kind=recorder.moved_kind,
-            grown=self.tagger.grown_storages() if st.plain else frozenset(),
-            data_moved=_data_moved(self.plan, st.user, recorder.data_sets))
+            out_leaves, candidates, RunFindings(
+                sig=sig, user=st.user, geometry=recorder.geometry,
+                eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids,
+                plain=st.plain, new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)},
+                clips_of=recorder.clips_of, old_bases=st.old_bases, made_in_call=recorder.made_in_call,
+                ordinary=recorder.ordinary, moved_kind=recorder.moved_kind,
+                grown=self.tagger.grown_storages() if st.plain else frozenset(),
+                data_moved=_data_moved(self.plan, st.user, recorder.data_sets)))
         if st.swapped_views and any(c.requires_grad for c in candidates):
             # eager's set_() moved the view's version, so autograd regenerates its grad_fn as
             # a view of its base, over memory it no longer has: values computed from it get a
