@@ -193,7 +193,6 @@ SIZE_EXCEPTIONS: dict[str, str] = {
     "cache/entry.py:_artifact_from_entry": TO_SHORTEN,
     "cli/cache.py:main": TO_SHORTEN,
     "engine/capture/functional_run.py:FunctionalRun.__init__": TO_SHORTEN,
-    "engine/capture/recorder.py:MetadataRecorder.__torch_function__": TO_SHORTEN,
     "engine/capture/resize.py:resize_geometry": TO_SHORTEN,
     "engine/joint.py:_trace_joint": TO_SHORTEN,
     "engine/joint.py:_trace_joint_plain": TO_SHORTEN,
