@@ -199,8 +199,6 @@ SIZE_EXCEPTIONS: dict[str, str] = {
     "engine/runtime/artifact.py:CompiledArtifact.__init__": TO_SHORTEN,
     "engine/runtime/artifact.py:CompiledArtifact.__call__": TO_SHORTEN,
     "engine/runtime/artifact.py:CompiledArtifact._outputs": TO_SHORTEN,
-    "fuzz/runner.py:fuzz": TO_SHORTEN,
-    "fuzz/runner.py:_shrink": TO_SHORTEN,
     "grad/gradcheck.py:compiled_vs_eager": TO_SHORTEN,
     "grad/gradcheck.py:numerical_jvp_check": TO_SHORTEN,
     "grad/gradcheck.py:_derivative": TO_SHORTEN,
