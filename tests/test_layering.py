@@ -194,8 +194,6 @@ SIZE_EXCEPTIONS: dict[str, str] = {
     "cli/cache.py:main": TO_SHORTEN,
     "engine/capture/functional_run.py:FunctionalRun.__init__": TO_SHORTEN,
     "engine/capture/resize.py:resize_geometry": TO_SHORTEN,
-    "engine/joint.py:_trace_joint": TO_SHORTEN,
-    "engine/joint.py:_trace_joint_plain": TO_SHORTEN,
     "engine/runtime/artifact.py:CompiledArtifact.__init__": TO_SHORTEN,
     "engine/runtime/artifact.py:CompiledArtifact.__call__": TO_SHORTEN,
     "engine/runtime/artifact.py:CompiledArtifact._outputs": TO_SHORTEN,
