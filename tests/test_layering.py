@@ -190,8 +190,6 @@ TO_SHORTEN = "not shortened yet (issue 37 item 2)"
 # "path:qualified name" -> why this function may stay over the limits; a stale entry fails
 SIZE_EXCEPTIONS: dict[str, str] = {
     "engine/capture/swaps.py:storage_swap": STORAGE_WING,
-    "engine/capture/functional_run.py:FunctionalRun.__init__": TO_SHORTEN,
-    "engine/capture/resize.py:resize_geometry": TO_SHORTEN,
     "grad/gradcheck.py:compiled_vs_eager": TO_SHORTEN,
     "grad/gradcheck.py:numerical_jvp_check": TO_SHORTEN,
     "grad/gradcheck.py:_derivative": TO_SHORTEN,

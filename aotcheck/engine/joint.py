@@ -29,7 +29,7 @@ from .analyze import ALIAS_OF_INTERMEDIATE, FRESH, ViewMutationMeta
 from .capture.trace import Captured
 from .capture.functional import (backward_phase, from_fun, geometry_of, storage_ref, to_fun,
                                   trace_functional, trace_grad_mode)
-from .capture.functional_run import FunctionalRun
+from .capture.functional_run import FunctionalRun, PlainRun
 from .capture.nondiff import refuse_nondiff_gradient
 from .capture.view_flags import argument_views
 from .graph_walk import grad_nodes
@@ -527,8 +527,8 @@ def _trace_joint_plain(call: _JointCall, targets: _GradTargets) -> Joint:
     captured, meta, sig, primals = call.captured, call.meta, call.sig, call.primals
     fw, diff, grad_inputs = targets.fw, targets.diff, targets.grad_inputs
     run = FunctionalRun(call.fn, captured.plan, sig, call.leaves, call.in_spec, captured.geometry,
-                        captured.mode, tagger=StorageTagger(),
-                        nonleaf=tuple(t.requires_grad and not t.is_leaf for t in primals))
+                        captured.mode, PlainRun(StorageTagger(), nonleaf=tuple(
+                            t.requires_grad and not t.is_leaf for t in primals)))
     n = len(primals)
     box: dict = {}
     found: list[tuple] = []

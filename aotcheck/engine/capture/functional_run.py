@@ -65,6 +65,15 @@ class _RunState:
     swapped_views: list = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class PlainRun:
+    """A run on plain fake tensors (storage_views.py): eager's own autograd, mutations read
+    from the tagger's write log instead of functionalization."""
+
+    tagger: object              # a storage_views.StorageTagger
+    nonleaf: tuple = ()         # which placeholders are non-leaves (copies are leaves)
+
+
 class FunctionalRun:
     """Runs the user's function on functional wrappers of the placeholders.
 
@@ -73,16 +82,15 @@ class FunctionalRun:
     """
 
     def __init__(self, fn, plan: InputPlan, sig: Signature, leaves: list, in_spec, geometry=None,
-                 mode: TraceMode = TraceMode(), tagger=None, nonleaf: tuple = ()):
+                 mode: TraceMode = TraceMode(), plain: PlainRun | None = None):
         self.fn, self.plan, self.sig, self.leaves, self.in_spec = fn, plan, sig, leaves, in_spec
         # capture.EagerGeometry (NOTE [eager geometry]): per output leaf, per argument leaf
         self.eager_geometry, self.eager_arguments = \
             (geometry.outputs, geometry.arguments) if geometry is not None else (None, None)
         self.nonleaf_views = mode.nonleaf_views    # the capture's way (mode.py)
-        # a StorageTagger when the run is on plain fake tensors (storage_views.py): eager's
-        # own autograd, mutations read from the tagger's write log instead of functionalization
-        self.tagger = tagger
-        self.nonleaf = nonleaf      # plain runs: which placeholders are non-leaves (copies are leaves)
+        # a StorageTagger when the run is on plain fake tensors (PlainRun)
+        self.tagger = plain.tagger if plain is not None else None
+        self.nonleaf = plain.nonleaf if plain is not None else ()
         # NOTE [views of an argument given requires_grad_]: argument views made views in the
         # trace (a capture that saw their base's flag set runs again so)
         self.argument_views = mode.argument_views
