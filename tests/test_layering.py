@@ -190,11 +190,6 @@ TO_SHORTEN = "not shortened yet (issue 37 item 2)"
 # "path:qualified name" -> why this function may stay over the limits; a stale entry fails
 SIZE_EXCEPTIONS: dict[str, str] = {
     "engine/capture/swaps.py:storage_swap": STORAGE_WING,
-    "grad/gradcheck.py:compiled_vs_eager": TO_SHORTEN,
-    "grad/gradcheck.py:numerical_jvp_check": TO_SHORTEN,
-    "grad/gradcheck.py:_derivative": TO_SHORTEN,
-    "grad/ops_suite.py:run_suite": TO_SHORTEN,
-    "grad/reports.py:compare_gradients": TO_SHORTEN,
     "subclass/desugar.py:_rebuild_args": TO_SHORTEN,
     "subclass/desugar.py:forward_graph": TO_SHORTEN,
     "subclass/desugar.py:joint_graph": TO_SHORTEN,
