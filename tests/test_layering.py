@@ -186,15 +186,9 @@ def test_top_level_modules_are_few_and_listed():
 MAX_FUNCTION_LINES = 80
 MAX_PARAMETERS = 8
 STORAGE_WING = "moved and reshaped by the storage wing (issue 37 item 1)"
-TO_SHORTEN = "not shortened yet (issue 37 item 2)"
 # "path:qualified name" -> why this function may stay over the limits; a stale entry fails
 SIZE_EXCEPTIONS: dict[str, str] = {
     "engine/capture/swaps.py:storage_swap": STORAGE_WING,
-    "subclass/desugar.py:_rebuild_args": TO_SHORTEN,
-    "subclass/desugar.py:forward_graph": TO_SHORTEN,
-    "subclass/desugar.py:joint_graph": TO_SHORTEN,
-    "subclass/outer.py:_with_autograd": TO_SHORTEN,
-    "subclass/outer.py:_forward": TO_SHORTEN,
 }
 
 
