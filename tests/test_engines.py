@@ -200,7 +200,7 @@ def test_torch_engine_skips_only_telemetry(tmp_path):
     import torch._dynamo.guards as guards
     import torch._dynamo.utils as dynamo_utils
     import torch._functorch.config as functorch_config
-    from aotcheck.targets.engines import _no_compile_telemetry
+    from aotcheck.targets.engines import no_compile_telemetry
 
     before = (guards.profile_guard_manager, rng_decomp.PhiloxState.reset,
               dynamo_utils._scrubbed_inductor_config_for_logging)
@@ -220,7 +220,7 @@ def test_torch_engine_skips_only_telemetry(tmp_path):
     assert config is None
     assert (guards.profile_guard_manager, rng_decomp.PhiloxState.reset,
             dynamo_utils._scrubbed_inductor_config_for_logging) == before
-    with _no_compile_telemetry(), functorch_config.patch(functionalize_rng_ops=True):
+    with no_compile_telemetry(), functorch_config.patch(functionalize_rng_ops=True):
         assert rng_decomp.PhiloxState().seed is not rng_decomp.PhiloxState().seed
 
 

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, seed, settings
 
 from aotcheck import flags
 from aotcheck.targets.engines import ENGINES, AotcheckEngine
-from aotcheck.fuzz.runner import format_summary, fuzz, run_program
+from aotcheck.fuzz.runner import FuzzOptions, format_summary, fuzz, run_program
 from aotcheck.fuzz.strategies import ISSUE13_EXTENSIONS
 from aotcheck.strategies import programs
 from aotcheck.errors import DOCUMENTED_LIMITS
@@ -96,15 +96,15 @@ _PLANTED_GRAMMAR = {"extensions": ("casts", "integer", "non_tensor", "parameter"
 
 
 def test_fuzzer_finds_shrinks_and_writes_reproducers(broken_engine, tmp_path):
-    r1 = fuzz(broken_engine, examples=80, seed=5, cached=False, out=tmp_path / "a",
-              strategy_options=_PLANTED_GRAMMAR)
+    r1 = fuzz(FuzzOptions(broken_engine, examples=80, seed=5, cached=False, out=tmp_path / "a",
+                          strategy_options=_PLANTED_GRAMMAR))
     planted = [f for f in r1.findings.values() if any(s.op == "mul_" for s in f.program.statements)]
     assert planted, f"the planted bug was not found: {format_summary(r1)}"
     for f in planted:
         assert f.size <= 4, f"not shrunk: {f.size} statements"
     # the same seed gives the same programs, hence the same findings
-    r2 = fuzz(broken_engine, examples=80, seed=5, cached=False, out=tmp_path / "b",
-              strategy_options=_PLANTED_GRAMMAR)
+    r2 = fuzz(FuzzOptions(broken_engine, examples=80, seed=5, cached=False, out=tmp_path / "b",
+                          strategy_options=_PLANTED_GRAMMAR))
     assert {s: f.program for s, f in r1.findings.items()} == {s: f.program for s, f in r2.findings.items()}
     assert "distinct failure signature" in format_summary(r1)
     # every program is counted once: passed, refused by name, or failed
@@ -145,11 +145,11 @@ def test_a_program_that_killed_the_process_is_kept_for_the_next_run(tmp_path, ca
     ends removes it, and one left behind (the process died: a SIGSEGV inside torch) is kept as
     crashed_NN.py by the next run, which says so."""
     from aotcheck.fuzz.inflight import NAME as INFLIGHT_NAME
-    from aotcheck.fuzz.runner import fuzz
-    fuzz("aotcheck", examples=3, seed=5, cached=False, out=tmp_path, shrink=False)
+    from aotcheck.fuzz.runner import FuzzOptions, fuzz
+    fuzz(FuzzOptions("aotcheck", examples=3, seed=5, cached=False, out=tmp_path, shrink=False))
     assert not (tmp_path / INFLIGHT_NAME).exists()
     (tmp_path / INFLIGHT_NAME).write_text("# the program a dead run left\n")
-    fuzz("aotcheck", examples=3, seed=5, cached=False, out=tmp_path, shrink=False)
+    fuzz(FuzzOptions("aotcheck", examples=3, seed=5, cached=False, out=tmp_path, shrink=False))
     assert (tmp_path / "crashed_00.py").read_text() == "# the program a dead run left\n"
     assert "died while running the program now in" in capsys.readouterr().err
     assert not (tmp_path / INFLIGHT_NAME).exists()
@@ -189,8 +189,8 @@ class _RaisesOnManyLines(AotcheckEngine):
 def test_a_message_over_many_lines_gives_a_reproducer_that_still_runs(tmp_path):
     ENGINES[_RaisesOnManyLines.name] = _RaisesOnManyLines()
     try:
-        r = fuzz(_RaisesOnManyLines.name, examples=5, seed=5, cached=False, out=tmp_path,
-                 shrink=False)
+        r = fuzz(FuzzOptions(_RaisesOnManyLines.name, examples=5, seed=5, cached=False, out=tmp_path,
+                             shrink=False))
     finally:
         del ENGINES[_RaisesOnManyLines.name]
     assert r.reproducers

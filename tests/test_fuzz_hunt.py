@@ -10,7 +10,7 @@ from aotcheck.fuzz.fingerprint import check_kind, skeleton
 from aotcheck.fuzz.known import KnownCase, match, program_names
 from aotcheck.fuzz.programs import Base, InputSpec, Program, Statement
 from aotcheck.fuzz.reduce import reduce_program
-from aotcheck.fuzz.runner import format_summary, fuzz, parse_shard, run_outcome, _global_state, _leak
+from aotcheck.fuzz.runner import FuzzOptions, format_summary, fuzz, parse_shard, run_outcome, _global_state, _leak
 from aotcheck.fuzz.strategies import ISSUE13_EXTENSIONS
 from aotcheck.strategies import programs
 from aotcheck.targets.engines import ENGINES, Engine, get_engine
@@ -136,8 +136,8 @@ def test_runner_groups_by_fingerprint_and_reduces(planted, tmp_path):
     # depends on hypothesis' version, so the first seed whose run has a values finding is used
     for seed in (5, 2, 3, 1):
         out = tmp_path / f"seed{seed}"
-        r = fuzz(planted, examples=150, seed=seed, cached=False, out=out,
-                 strategy_options=_SEEDED_GRAMMAR)
+        r = fuzz(FuzzOptions(planted, examples=150, seed=seed, cached=False, out=out,
+                             strategy_options=_SEEDED_GRAMMAR))
         values = [f for f in r.findings.values()
                   if f.fingerprint.check == "values" and "mul_" in f.fingerprint.skeleton]
         if values:
@@ -159,7 +159,7 @@ def test_runner_groups_by_fingerprint_and_reduces(planted, tmp_path):
 def test_minutes_bound_the_run(planted):
     import time
     t = time.perf_counter()
-    r = fuzz(planted, examples=10**9, seed=1, cached=False, minutes=0.1)
+    r = fuzz(FuzzOptions(planted, examples=10**9, seed=1, cached=False, minutes=0.1))
     assert time.perf_counter() - t < 3 * 0.1 * 60 + 5
     assert r.examples > 0       # 0.05 minutes ran no program at load average 7
 
@@ -191,8 +191,8 @@ def test_shard_parsing():
 
 
 def test_two_shards_split_one_stream_without_overlap(planted):
-    whole = fuzz(planted, examples=30, seed=3, cached=False, shrink=False)
-    parts = [fuzz(planted, examples=30, seed=3, cached=False, shrink=False, shard=(k, 2))
+    whole = fuzz(FuzzOptions(planted, examples=30, seed=3, cached=False, shrink=False))
+    parts = [fuzz(FuzzOptions(planted, examples=30, seed=3, cached=False, shrink=False, shard=(k, 2)))
              for k in range(2)]
     a, b = (set(p.digests) for p in parts)
     assert a and b and not a & b
@@ -209,13 +209,13 @@ def test_a_failure_found_on_one_shard_replays_on_the_other(planted, tmp_path):
     from redis_helper import redis_server
     with redis_server(tmp_path) as url:
         db = RedisExampleDatabase(redis.Redis.from_url(url))
-        finder = fuzz(planted, examples=150, seed=5, cached=False, shard=(0, 2), database=db,
-                      strategy_options=_SEEDED_GRAMMAR)
+        finder = fuzz(FuzzOptions(planted, examples=150, seed=5, cached=False, shard=(0, 2), database=db,
+                                  strategy_options=_SEEDED_GRAMMAR))
         assert finder.findings
         assert redis.Redis.from_url(url).dbsize() > 0, "nothing was saved in the database"
         # the other shard, with a budget too small to find anything itself, replays it
-        other = fuzz(planted, examples=1, seed=99, cached=False, shard=(1, 2), database=db,
-                     strategy_options=_SEEDED_GRAMMAR)
+        other = fuzz(FuzzOptions(planted, examples=1, seed=99, cached=False, shard=(1, 2), database=db,
+                                 strategy_options=_SEEDED_GRAMMAR))
         assert other.findings and all("mul_" in f.fingerprint.skeleton
                                       for f in other.findings.values()), other.findings
 
@@ -364,8 +364,8 @@ def test_the_warm_run_loads_in_a_second_process_and_reports_a_miss_there(tmp_pat
     empty.mkdir()
     problems, hit = warm._run(p.to_json(), str(empty))
     assert not hit and problems and problems[0].startswith("cached run did not hit")
-    r = fuzz("aotcheck", examples=3, seed=5, cached=True, shrink=False, warm=True,
-             strategy_options={"extensions": ISSUE13_EXTENSIONS})     # a grammar it passes
+    r = fuzz(FuzzOptions("aotcheck", examples=3, seed=5, cached=True, shrink=False, warm=True,
+                         strategy_options={"extensions": ISSUE13_EXTENSIONS}))     # a grammar it passes
     assert r.passed == r.examples == 3, format_summary(r)
 
 

@@ -9,9 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import aotcheck.grad.gradcheck as gc
-from aotcheck.grad.gradcheck import GradReport, compare_gradients, draw_cotangents, numerical_jvp_check
+from aotcheck.grad.gradcheck import (Differencing, GradReport, Tol, compare_gradients, draw_cotangents,
+                                     numerical_jvp_check)
 
 HUGE = 1e9  # atol/rtol that no finite error exceeds: leaves the asymmetry metric alone
+# numerical_jvp_check's default tolerances with HUGE atol and rtol
+NUMERICAL_HUGE = Tol(atol=HUGE, rtol=HUGE, asym_floor=1e-8)
 
 
 def _x(*shape, seed=0, dtype=torch.float64):
@@ -71,7 +74,7 @@ CORRECT = [
 @pytest.mark.parametrize("stencil", [2, 4])
 @pytest.mark.parametrize("name,fn,make", CORRECT, ids=[c[0] for c in CORRECT])
 def test_correct_gradients_pass(name, fn, make, stencil):
-    r = numerical_jvp_check(fn, make(), stencil=stencil)
+    r = numerical_jvp_check(fn, make(), differencing=Differencing(stencil=stencil))
     assert r.status == "pass", str(r)
     assert r.passed and all(i.n_failed == 0 for i in r.inputs)
 
@@ -97,7 +100,7 @@ def test_caller_tensors_untouched_and_in_place_fn_gets_fresh_clones():
 
     x = _x(2, 3).detach().t().requires_grad_()
     before = x.detach().clone()
-    r = numerical_jvp_check(fn, (x,), stencil=4)
+    r = numerical_jvp_check(fn, (x,), differencing=Differencing(stencil=4))
     assert r.passed, str(r)
     assert torch.equal(x.detach(), before) and x.grad is None and x.stride() == (1, 3)
 
@@ -126,7 +129,7 @@ def test_caller_provided_gradients():
 
 @pytest.mark.parametrize("stencil", [2, 4])
 def test_doubled_backward_fails_numerical_check(stencil):
-    r = numerical_jvp_check(DoubledSin.apply, (_x(3, 4),), stencil=stencil)
+    r = numerical_jvp_check(DoubledSin.apply, (_x(3, 4),), differencing=Differencing(stencil=stencil))
     assert r.status == "fail"
     (i,) = r.inputs
     assert i.n_failed == i.n_compared == 12
@@ -134,7 +137,7 @@ def test_doubled_backward_fails_numerical_check(stencil):
 
 
 def test_doubled_backward_fails_on_asymmetry_alone():
-    r = numerical_jvp_check(DoubledSin.apply, (_x(3, 4),), atol=HUGE, rtol=HUGE)
+    r = numerical_jvp_check(DoubledSin.apply, (_x(3, 4),), tol=NUMERICAL_HUGE)
     assert r.status == "fail" and r.inputs[0].n_failed == 0
     assert "mean asymmetry 0.333 > asym_tol" in r.reason
 
@@ -146,7 +149,7 @@ def test_doubled_backward_fails_compare_gradients():
     (wrong,) = torch.autograd.grad(DoubledSin.apply(x), x, cot)
     r = compare_gradients([true], [wrong])
     assert r.status == "fail" and r.inputs[0].n_failed == 12
-    r = compare_gradients([true], [wrong], atol=HUGE, rtol=HUGE)
+    r = compare_gradients([true], [wrong], tol=Tol(atol=HUGE, rtol=HUGE))
     assert r.status == "fail" and r.inputs[0].n_failed == 0
     assert r.inputs[0].mean_asym == pytest.approx(1 / 3)
     assert compare_gradients([true], [true.clone()]).passed
@@ -195,7 +198,8 @@ def test_doubled_relu_with_zero_gradients_still_fails():
     # |x| >= 0.5 keeps every perturbation on one side of the kink; half the entries are negative.
     mag = torch.linspace(0.5, 1.5, 8, dtype=torch.float64)
     x = torch.cat([mag, -mag]).requires_grad_()
-    for kwargs in ({}, {"atol": HUGE, "rtol": HUGE}, {"stencil": 4, "atol": HUGE, "rtol": HUGE}):
+    for kwargs in ({}, {"tol": NUMERICAL_HUGE},
+                   {"differencing": Differencing(stencil=4), "tol": NUMERICAL_HUGE}):
         r = numerical_jvp_check(DoubledRelu.apply, (x,), **kwargs)
         assert r.status == "fail", (kwargs, str(r))
         (i,) = r.inputs
@@ -241,19 +245,19 @@ def test_zero_zero_counted_and_opposite_signs_fail():
     r = compare_gradients([t], [t.clone()])
     assert r.passed and r.inputs[0].zero_zero == 3 and r.inputs[0].mean_asym == 0.0
     r = compare_gradients([torch.tensor([0.0, 1.0, 2.0])], [torch.tensor([0.0, -1.0, 2.0])],
-                          atol=HUGE, rtol=HUGE)
+                          tol=Tol(atol=HUGE, rtol=HUGE))
     assert r.status == "fail" and r.inputs[0].mean_asym == float("inf") and r.inputs[0].zero_zero == 1
 
 
 def test_nan_and_inf_fail_unless_equal():
     e = torch.tensor([1.0, float("inf"), 3.0])
     assert compare_gradients([e], [e.clone()]).passed
-    r = compare_gradients([e], [torch.tensor([1.0, 5.0, float("nan")])], atol=HUGE, rtol=HUGE)
+    r = compare_gradients([e], [torch.tensor([1.0, 5.0, float("nan")])], tol=Tol(atol=HUGE, rtol=HUGE))
     assert r.status == "fail" and r.inputs[0].n_failed == 2 and r.inputs[0].max_abs == float("inf")
     assert r.inputs[0].mean_asym == float("inf")  # NaN is disagreement, never a NaN mean
     n = torch.tensor([float("nan"), 1.0])
     assert compare_gradients([n], [n.clone()]).status == "fail"
-    assert compare_gradients([n], [n.clone()], equal_nan=True).passed
+    assert compare_gradients([n], [n.clone()], tol=Tol(equal_nan=True)).passed
 
 
 def test_none_versus_zeros_and_structure_mismatches_fail():
@@ -289,7 +293,7 @@ def test_max_elements_caps_perturbations_deterministically(stencil):
     runs = {}
     for seed in (0, 0, 1):
         fn, seen = _recording(x.detach())
-        r = numerical_jvp_check(fn, (x,), max_elements=7, seed=seed, stencil=stencil)
+        r = numerical_jvp_check(fn, (x,), differencing=Differencing(stencil, max_elements=7), seed=seed)
         assert r.passed and r.inputs[0].n_compared == 7 and r.inputs[0].n_elements == 50
         assert r.n_evaluations == 1 + stencil * 7
         assert len(seen) == stencil * 7 and len(set(seen)) == 7
@@ -298,7 +302,7 @@ def test_max_elements_caps_perturbations_deterministically(stencil):
     assert a == b and ra == rb
     assert runs[1][0][0] != a
     fn, seen = _recording(x.detach())
-    assert numerical_jvp_check(fn, (x,), max_elements=None).inputs[0].n_compared == 50
+    assert numerical_jvp_check(fn, (x,), differencing=Differencing(max_elements=None)).inputs[0].n_compared == 50
 
 
 # --- reports ------------------------------------------------------------------------------------
@@ -316,7 +320,7 @@ def test_report_names_worst_element():
     assert text.index("[1, 0] expected") < text.index("[0, 1] expected 2 got 2.01")
     w = r.inputs[0].worst[0]
     assert (w.index, w.expected, w.actual, w.failed) == ((1, 0), 3.0, 3.5, True)
-    assert len(compare_gradients([e], [a], topk=1).inputs[0].worst) == 1
+    assert len(compare_gradients([e], [a], tol=Tol(topk=1)).inputs[0].worst) == 1
 
 
 def test_module_docstring_example_runs():
@@ -348,7 +352,7 @@ finite = st.floats(-1e6, 1e6, allow_nan=False, width=32)
 def test_compare_gradients_round_trip_and_agrees_with_rule(pairs, topk):
     e = torch.tensor([p[0] for p in pairs], dtype=torch.float32)
     a = torch.tensor([p[1] for p in pairs], dtype=torch.float32)
-    r = compare_gradients([e], [a], topk=topk)
+    r = compare_gradients([e], [a], tol=Tol(topk=topk))
     _round_trip(r)
     (i,) = r.inputs
     rule = ~((a.double() - e.double()).abs() <= 1e-5 + 1e-3 * e.double().abs())

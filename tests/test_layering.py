@@ -183,11 +183,121 @@ def test_top_level_modules_are_few_and_listed():
     assert top == TOP_MODULES and len(top) <= 8, sorted(top)
 
 
-def test_no_module_over_600_lines_outside_the_corpus_data():
-    """Size stays honest (STYLE.md rule 12): no module of the package is over 600 lines. The
-    corpus's theme modules (``check/corpus/<theme>.py``) are data, one record a case, and are
-    not held to it."""
-    scope = [p for p in MODULES if not (p.parent.name == "corpus"
-                                        and p.name not in ("__init__.py", "registry.py", "builders.py"))]
-    over = {str(p.relative_to(ROOT)): n for p in scope if (n := len(p.read_text().splitlines())) > 600}
-    assert scope and over == {}
+MAX_FUNCTION_LINES = 80
+MAX_PARAMETERS = 8
+# "path:qualified name" -> why this function may stay over the limits; a stale entry fails
+SIZE_EXCEPTIONS: dict[str, str] = {
+    "engine/capture/storage/swaps.py:storage_swap": "one decision over a swap's cases in the order "
+    "eager's storage semantics settle them (NOTE [storage swaps]); the storage wing typed its "
+    "answer and cut its parameters from 13 to 5, its length is left for a later step",
+}
+
+
+def _parameter_count(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Positional and keyword-only parameters, less a leading ``self``/``cls``; ``*args`` and
+    ``**kwargs`` do not count."""
+    names = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
+    return len(names) - (1 if names and names[0] in ("self", "cls") else 0)
+
+
+def function_sizes(source: str) -> dict[str, tuple[int, int]]:
+    """Each function and method in ``source`` by qualified name (``Class.method``, ``outer.inner``),
+    with its length in lines (``def`` to last line, docstring included) and its parameter count."""
+    sizes = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = prefix + child.name
+                sizes[name] = (child.end_lineno - child.lineno + 1, _parameter_count(child))
+                visit(child, name + ".")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, prefix + child.name + ".")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(source), "")
+    return sizes
+
+
+def oversized(source: str) -> dict[str, str]:
+    """The functions in ``source`` over the limits, each with what it has against them."""
+    return {name: f"{lines} lines, {params} parameters"
+            for name, (lines, params) in function_sizes(source).items()
+            if lines > MAX_FUNCTION_LINES or params > MAX_PARAMETERS}
+
+
+# the corpus's case modules hold case bodies (data), and are not held to the function size
+SIZED = [p for p in MODULES if p.parent.relative_to(ROOT).parts[:2] != ("check", "corpus")]
+
+
+def test_no_function_over_80_lines_or_8_parameters():
+    """Size hurts in functions (STYLE.md rule 12): no function or method outside the corpus data
+    is longer than 80 lines or takes more than 8 parameters, unless SIZE_EXCEPTIONS names it with
+    a reason; an exception for a function that is gone or now fits is stale and fails too."""
+    found = {f"{p.relative_to(ROOT).as_posix()}:{name}": why
+             for p in SIZED for name, why in oversized(p.read_text()).items()}
+    assert SIZED
+    assert {k: v for k, v in found.items() if k not in SIZE_EXCEPTIONS} == {}
+    assert sorted(set(SIZE_EXCEPTIONS) - set(found)) == [], "stale entries in SIZE_EXCEPTIONS"
+
+
+def test_size_checker_catches_a_planted_long_function():
+    """The size checker itself can fail: a method of 81 lines and a nested function of nine
+    parameters are found by qualified name; ``self``, ``*args`` and ``**kwargs`` do not count."""
+    body = "".join(f"        x{i} = {i}\n" for i in range(80))
+    src = (f"class C:\n    def long(self):\n{body}\n"
+           "def outer(self, a, b, c, d, e, f, g, h, *args, **kwargs):\n"
+           "    def inner(a, b, c, d, e, f, g, h, /, i):\n        pass\n")
+    assert oversized(src) == {"C.long": "81 lines, 0 parameters",
+                              "outer.inner": "2 lines, 9 parameters"}
+
+
+def private_imports_across_packages(root: Path = ROOT) -> list[str]:
+    """``file:line name from module`` for each underscore name a module imports from another
+    package of aotcheck (a package's own modules may share private names)."""
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        own = ".".join(parts[:-1])                      # the package the module belongs to
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            target = _absolute(own, node)
+            if not target.startswith("aotcheck"):
+                continue
+            home = target if _is_package(root, target) else target.rpartition(".")[0]
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__") and home != own:
+                    out.append(f"{path.relative_to(root.parent)}:{node.lineno} {alias.name} from {target}")
+    return out
+
+
+def _absolute(package: str, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    parts = package.split(".")
+    base = parts[: len(parts) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _is_package(root: Path, name: str) -> bool:
+    return (root.parent.joinpath(*name.split(".")) / "__init__.py").is_file()
+
+
+def test_no_private_name_is_imported_from_another_package():
+    """Issue 37: what another package needs has a public name (a package's own modules may
+    share private ones)."""
+    assert private_imports_across_packages() == []
+
+
+def test_the_private_import_checker_can_fail(tmp_path):
+    pkg = tmp_path / "aotcheck"
+    (pkg / "a").mkdir(parents=True)
+    (pkg / "b").mkdir()
+    for p in (pkg, pkg / "a", pkg / "b"):
+        (p / "__init__.py").write_text("")
+    (pkg / "a" / "x.py").write_text("_hidden = 1\n")
+    (pkg / "a" / "y.py").write_text("from .x import _hidden\n")           # same package: fine
+    (pkg / "b" / "z.py").write_text("from ..a.x import _hidden\n")        # another package
+    assert [s.split(" ", 1)[1] for s in private_imports_across_packages(pkg)] == ["_hidden from aotcheck.a.x"]

@@ -38,8 +38,8 @@ def _kernels(tmp_path, factor: int, name: str = "kernels"):
 def _run_kernels(ks, reference="eager"):
     ops, missing = S.select_kernel_ops(ks)
     assert [o.name for o in ops] == ["mm"] and missing == []
-    return S.run_suite(samples="first", engines=[S.kernels_engine(ks, perf=False)], ops=ops,
-                       reference=reference)
+    return S.run_suite(S.Suite(samples="first", engines=[S.kernels_engine(ks, perf=False)], ops=ops,
+                               reference=reference))
 
 
 # ---------------------------------------------------------------- kernels
@@ -85,8 +85,8 @@ def test_kernels_path_with_no_kernel_is_a_clear_error(tmp_path):
 def test_kernel_that_is_never_called_is_not_a_pass(tmp_path):
     ks = _kernels(tmp_path, 1)
     ops = S.select_ops(["sin"])
-    results = S.run_suite(samples="first", engines=[S.kernels_engine(ks, perf=False)], ops=ops,
-                          variants=("fn",))
+    results = S.run_suite(S.Suite(samples="first", engines=[S.kernels_engine(ks, perf=False)], ops=ops,
+                                  variants=("fn",)))
     assert [(r.forward, r.backward, r.numerical) for r in results] == [(S.NA,) * 3]   # not scored
     assert results[0].forward_detail.startswith("NotCalled: no kernel")
     assert S.score(results, "kernels").correctness is None
@@ -147,13 +147,13 @@ def test_planted_backend_that_corrupts_one_gradient_is_caught(tmp_path, monkeypa
     (tmp_path / "planted_backend.py").write_text(CORRUPT_BACKEND)
     monkeypatch.syspath_prepend(str(tmp_path))
     engine = S.backend_engine("planted_backend:corrupt_last_grad", perf=False)
-    results = S.run_suite(["mul"], samples="first", engines=[engine], variants=("fn",))
+    results = S.run_suite(S.Suite(["mul"], samples="first", engines=[engine], variants=("fn",)))
     [r] = results
     assert (r.forward, r.backward, r.numerical) == (S.PASS, S.FAIL, S.FAIL), r
     assert r.backward_detail.startswith("1 of 2 inputs failed; tensor 1 (args[0])"), r.backward_detail
     assert r.repro().endswith("--backend planted_backend:corrupt_last_grad")
-    honest = S.run_suite(["mul"], samples="first", engines=[S.backend_engine("aot_eager", perf=False)],
-                         variants=("fn",))
+    honest = S.run_suite(S.Suite(["mul"], samples="first", engines=[S.backend_engine("aot_eager", perf=False)],
+                                 variants=("fn",)))
     assert (honest[0].forward, honest[0].backward, honest[0].numerical) == (S.PASS, S.PASS, S.PASS)
 
 
@@ -166,8 +166,8 @@ def test_unknown_backend_is_a_clear_error():
 
 
 def test_op_dynamo_does_not_compile_is_an_engine_error_not_a_pass():
-    results = S.run_suite(["masked_select"], samples="first", engines=[S.backend_engine("aot_eager", perf=False)],
-                          variants=("fn",))
+    results = S.run_suite(S.Suite(["masked_select"], samples="first", engines=[S.backend_engine("aot_eager", perf=False)],
+                                  variants=("fn",)))
     assert [(r.forward, r.backward, r.numerical) for r in results] == [(S.ENGINE_ERROR,) * 3]
     assert "Dynamo compiled no graph for backend aot_eager" in results[0].forward_detail
 
@@ -178,8 +178,8 @@ def test_each_case_gets_a_fresh_dynamo_cache():
     names = ["sin", "cos", "exp", "tanh", "neg", "abs", "sigmoid", "square", "log1p", "expm1"]
     assert len(names) > torch._dynamo.config.recompile_limit
     before = counters["stats"]["unique_graphs"]
-    results = S.run_suite(names, samples="first", engines=[S.backend_engine("eager", perf=False)],
-                          variants=("fn",))
+    results = S.run_suite(S.Suite(names, samples="first", engines=[S.backend_engine("eager", perf=False)],
+                                  variants=("fn",)))
     assert {r.forward for r in results} == {S.PASS}
     assert counters["stats"]["unique_graphs"] - before >= len(names)
 
@@ -193,7 +193,7 @@ def inductor_cache(tmp_path, monkeypatch):
 def test_small_inductor_sweep_side_by_side(inductor_cache, tmp_path):
     """A few ops through inductor and aot_eager: scores, perf, per-op statuses, JSON, diff."""
     engines = [S.backend_engine("inductor"), S.backend_engine("aot_eager")]
-    results = S.run_suite(["sin", "mm"], samples="first", engines=engines, variants=("fn",))
+    results = S.run_suite(S.Suite(["sin", "mm"], samples="first", engines=engines, variants=("fn",)))
     assert {(r.mode, r.forward, r.backward, r.numerical) for r in results} == \
         {(m, S.PASS, S.PASS, S.PASS) for m in ("inductor", "aot_eager")}
     assert all(r.speedup and r.speedup > 0 for r in results)
@@ -222,7 +222,7 @@ def test_inductor_inplace_on_a_grad_requiring_nonleaf_crashes_in_backward(induct
     torch 2.15. The divergence itself is pinned as a strict xfail below; this test pins how the
     suite reports it (and, from torch 2.15, that it reports the fix as passes)."""
     engines = [S.backend_engine(b, perf=False) for b in ("inductor", "aot_eager", "aotcheck")]
-    results = S.run_suite(["sin"], samples="first", engines=engines, variants=("inplace",))
+    results = S.run_suite(S.Suite(["sin"], samples="first", engines=engines, variants=("inplace",)))
     got = {r.mode: (r.forward, r.backward) for r in results}
     torch_bw = S.PASS if TORCH >= INPLACE_NONLEAF_FIXED else S.CRASH
     assert got == {"inductor": (S.PASS, torch_bw), "aot_eager": (S.PASS, torch_bw),
@@ -285,8 +285,8 @@ def test_minimized_masked_output_mask_compiles(backend, inductor_cache):
 
 
 def test_suite_reports_the_compile_time_derivative_error_as_a_crash(inductor_cache):
-    results = S.run_suite(["acosh"], samples="first", engines=[S.backend_engine("aot_eager", perf=False)],
-                          variants=("inplace",))
+    results = S.run_suite(S.Suite(["acosh"], samples="first", engines=[S.backend_engine("aot_eager", perf=False)],
+                                  variants=("inplace",)))
     [r] = results
     assert (r.forward, r.backward) == (S.CRASH, S.NA), r      # eager's own backward raises: n/a
     assert "derivative for 'inplace version of acosh' is not implemented" in r.forward_detail
@@ -350,7 +350,7 @@ def _explained(r) -> str | None:
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["inductor", "aot_eager"])
 def test_full_first_sample_sweep_has_only_known_divergences(backend, inductor_cache):
-    results = S.run_suite(samples="first", engines=[S.backend_engine(backend, perf=False)])
+    results = S.run_suite(S.Suite(samples="first", engines=[S.backend_engine(backend, perf=False)]))
     bad = [r for r in results if any(r.status(c) in (S.FAIL, S.CRASH, S.XPASS) for c in S.CHECKS)]
     unexplained = [f"{r.repro()}: {r.backward_detail or r.forward_detail}" for r in bad if not _explained(r)]
     assert not unexplained, "\n".join(unexplained)

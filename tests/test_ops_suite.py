@@ -39,7 +39,7 @@ def test_first_sample_sweep_scores_parse(sweep):
 
 
 def test_sweep_covers_in_place_and_view_variants():
-    results = S.run_suite(["sin", "transpose", "unsqueeze"], samples="first")
+    results = S.run_suite(S.Suite(["sin", "transpose", "unsqueeze"], samples="first"))
     kinds = {(r.op, r.variant) for r in results}
     assert {("sin", "fn"), ("sin", "inplace"), ("transpose", "inplace"), ("unsqueeze", "fn")} <= kinds
     views = {r.op for r in results if r.is_view}
@@ -51,7 +51,7 @@ def test_sweep_covers_in_place_and_view_variants():
 def test_pytorch_gradient_skip_is_honoured_and_reported():
     (v,) = [v for v in S.pytorch_verdicts(_op("fmod")) if v.scope == "numerical"]
     assert (v.kind, v.variant, v.source) == ("skip", "fn", "TestBwdGradients.test_fn_grad")
-    results = S.run_suite(["fmod"], samples="first", variants=("fn",))
+    results = S.run_suite(S.Suite(["fmod"], samples="first", variants=("fn",)))
     (r,) = results
     assert r.numerical == "skipped"
     assert r.numerical_detail == "skipped (pytorch skip: Skipped! (TestBwdGradients.test_fn_grad))"
@@ -106,7 +106,7 @@ def test_xfail_turns_a_numerical_failure_into_xfail():
 
 def test_an_error_eager_raises_too_is_not_the_engines_crash():
     # acosh_ has no derivative: eager raises at .backward(), and so does a faithful engine
-    (r,) = S.run_suite(["acosh"], samples="first", variants=("inplace",))
+    (r,) = S.run_suite(S.Suite(["acosh"], samples="first", variants=("inplace",)))
     assert r.numerical == "n/a" and "eager raises the same" in r.numerical_detail, r
     assert "the derivative for 'inplace version of acosh' is not implemented" in r.numerical_detail
     case = S.Case("raises", "fn", 0, lambda x: 2 * x, (torch.ones(3, dtype=torch.float64,
@@ -121,7 +121,7 @@ def test_an_error_eager_raises_too_is_not_the_engines_crash():
 
 
 def test_eager_engine_passes_everything():
-    results = S.run_suite(["sin", "add", "transpose", "floor"], samples="first", engines=[S.eager_engine()])
+    results = S.run_suite(S.Suite(["sin", "add", "transpose", "floor"], samples="first", engines=[S.eager_engine()]))
     for r in results:
         for c in S.CHECKS:
             assert r.status(c) in ("pass", "vacuous"), r
@@ -135,8 +135,8 @@ def test_engine_error_is_a_category_with_a_repro():
         def call(*args):
             raise DataDependentError("op aten.masked_select.default reads values")
         return call
-    (r,) = S.run_suite(["masked_select"], samples="first", variants=("fn",),
-                       engines=[S.Engine("refusing", refusing)])
+    (r,) = S.run_suite(S.Suite(["masked_select"], samples="first", variants=("fn",),
+                               engines=[S.Engine("refusing", refusing)]))
     assert (r.forward, r.backward, r.numerical) == ("engine error",) * 3
     assert r.error.startswith("DataDependentError: ")
     assert r.repro() == "aotcheck ops --op masked_select --samples all --sample-index 0 --variant fn"

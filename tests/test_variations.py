@@ -218,13 +218,13 @@ def test_fuzz_key_variations_find_a_planted_key_bug(monkeypatch, tmp_path):
     dropped from aotcheck's key, a program's entry is served under another grad mode or
     inputs, and the run reports a stage-"variation" STALE HIT with a key-variation reproducer
     that the triage replays."""
-    from aotcheck.fuzz.runner import format_summary, fuzz
+    from aotcheck.fuzz.runner import FuzzOptions, format_summary, fuzz
     original = key_module._common
     monkeypatch.setattr(key_module, "_common",
                         lambda sig, partitioner: {**original(sig, partitioner), "signature": "dropped"})
     from aotcheck.fuzz.strategies import ISSUE13_EXTENSIONS
-    r = fuzz("aotcheck", examples=4, seed=5, cached=True, shrink=False, out=tmp_path,
-             key_variations=3, strategy_options={"extensions": ISSUE13_EXTENSIONS})
+    r = fuzz(FuzzOptions("aotcheck", examples=4, seed=5, cached=True, shrink=False, out=tmp_path,
+                         key_variations=3, strategy_options={"extensions": ISSUE13_EXTENSIONS}))
     stale = [f for sig, f in r.findings.items() if sig.startswith("variation") and "STALE HIT" in sig]
     assert stale and r.variations >= 4, format_summary(r)
     repro = r.reproducers[next(s for s, f in r.findings.items() if f is stale[0])]

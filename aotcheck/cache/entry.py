@@ -25,7 +25,7 @@ import hashlib
 import json
 import logging
 import warnings
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, replace
 
 import torch
 from torch.utils import _pytree as pytree
@@ -63,8 +63,8 @@ def lookup(cache: Cache, key: Key, fn, leaves: list, spec, sig, partitioner: str
     if entry is not None:
         try:
             with _gc_paused():
-                art = _artifact_from_entry(cache, key.digest, entry, fn, partitioner, leaves, spec, sig,
-                                           captured)
+                art = _artifact_from_entry(cache, key.digest, entry,
+                                           _Call(fn, leaves, spec, sig, partitioner, captured))
         except (SerializeError, KeyError, TypeError, ValueError) as e:
             _warn_corrupt(cache, key.digest, ENTRY_FILE, str(e))
         else:
@@ -227,8 +227,22 @@ def _save_backward(cache: Cache, key: str, fw_sha: str, graph, constants: dict) 
         count("backward_saves")
 
 
-def _artifact_from_entry(cache: Cache, key: str, entry: dict, fn, partitioner: str, leaves: list, spec,
-                         sig, captured) -> CompiledArtifact:
+@dataclass(frozen=True)
+class _Call:
+    """The call a lookup serves: the function, its argument leaves and their spec, its
+    signature, the partitioner, and its capture where its key is the traced one."""
+
+    fn: object
+    leaves: list
+    spec: object
+    sig: object
+    partitioner: str
+    captured: object = None
+
+
+def _artifact_from_entry(cache: Cache, key: str, entry: dict, call: _Call) -> CompiledArtifact:
+    """The runnable artifact of a stored entry, for ``call``."""
+    fn, leaves, captured = call.fn, call.leaves, call.captured
     meta = ViewMutationMeta.from_json(json.dumps(entry["meta"]))
     plan = InputPlan.from_data(entry["plan"])
     if captured is not None and plan != captured.plan:       # a traced (fallback) key
@@ -244,14 +258,15 @@ def _artifact_from_entry(cache: Cache, key: str, entry: dict, fn, partitioner: s
         backward_mutations=_deep_tuple(entry.get("backward_mutations", [])),
         grad_reach=_deep_tuple(entry.get("grad_reach", [])),
         # NOTE [imperative autograd on arguments and outputs]: hooks are Python callables
-        hook_fns=argument_hooks(fn, leaves, spec, sig, meta.hooks) if meta.hooks else ()))
+        hook_fns=argument_hooks(fn, leaves, call.spec, call.sig, meta.hooks) if meta.hooks else ()))
     if art.training:
         # NOTE [a hit traces nothing]
         # with the backward stored, the hit loads it now and
         # needs nothing else; only an entry whose backward is not written yet snapshots the
         # leaves as fakes, so that a later backward can be re-derived (NOTE [lazy backward]).
         stored = _load_backward(cache, key, fw_sha)
-        fakes = _fake_snapshot(leaves) if stored is None else None
+        # the backward is re-derived on fakes: the closures keep no caller's tensor alive
+        on_fakes = replace(call, leaves=_fake_snapshot(leaves) if stored is None else None)
         state = {"derived": False}
 
         def backward_source():
@@ -261,7 +276,7 @@ def _artifact_from_entry(cache: Cache, key: str, entry: dict, fn, partitioner: s
             else:
                 count("backward_misses")
                 unexpected(cache, f"a backward miss (key {key[:12]})")
-                g = _derive_backward(fn, partitioner, fakes, spec, sig, captured, entry["forward"], art)
+                g = _derive_backward(on_fakes, entry["forward"], art)
                 state["derived"] = True
             art.constants.update(stored_constants(g))
             return g
@@ -294,9 +309,11 @@ def _fake_snapshot(leaves: list) -> list:
     return [mode.from_tensor(t) if isinstance(t, torch.Tensor) else t for t in leaves]
 
 
-def _derive_backward(fn, partitioner: str, fakes: list, spec, sig, captured, stored_forward: dict, art):
-    """Re-run the stages on fake leaves to get the backward that matches the stored forward."""
-    stages = run_stages(fn, fakes, spec, sig, partitioner, captured=captured)
+def _derive_backward(on_fakes: _Call, stored_forward: dict, art):
+    """Re-run the stages on fake leaves (``on_fakes``, the call with its leaves as fakes) to get
+    the backward that matches the stored forward."""
+    stages = run_stages(on_fakes.fn, on_fakes.leaves, on_fakes.spec, on_fakes.sig,
+                        on_fakes.partitioner, captured=on_fakes.captured)
     consts = graph_constants(stages)
     if graph_to_data(stages.partitioned.forward, consts) != stored_forward:
         raise AotcheckError("the backward re-derived for a cached forward does not match it (the "

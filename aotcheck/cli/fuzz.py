@@ -57,7 +57,7 @@ def run(args) -> int:
         if sys.__stderr__ is not None:
             faulthandler.enable(file=sys.__stderr__)
     from ..fuzz.database import open_database
-    from ..fuzz.runner import format_summary, fuzz, parse_extensions, parse_shard
+    from ..fuzz.runner import FuzzOptions, format_summary, fuzz, parse_extensions, parse_shard
     from ..targets.engines import get_engine
     from .progress import Progress
     shard = parse_shard(args.shard)
@@ -66,13 +66,13 @@ def run(args) -> int:
     examples = args.examples or (10**9 if args.minutes else 200)
     total = None if examples >= 10**9 else examples
     with Progress(total, f"fuzz {args.engine}", force=args.progress) as bar:
-        result = fuzz(args.engine, examples, args.seed, cached=not args.no_cache, out=args.out,
-                      progress=bar, max_statements=args.max_statements,
-                      shrink=not args.no_shrink, minutes=args.minutes,
-                      shrink_seconds=args.shrink_seconds, shard=shard,
-                      database=open_database(args.database), warm=args.warm,
-                      match_known=not args.no_known and args.engine != "aotcheck",
-                      strategy_options=parse_extensions(args.extensions),
-                      key_variations=args.key_variations)
+        result = fuzz(FuzzOptions(
+            args.engine, examples, args.seed, cached=not args.no_cache, out=args.out,
+            max_statements=args.max_statements, shrink=not args.no_shrink, minutes=args.minutes,
+            shrink_seconds=args.shrink_seconds, shard=shard,
+            database=open_database(args.database), warm=args.warm,
+            match_known=not args.no_known and args.engine != "aotcheck",
+            strategy_options=parse_extensions(args.extensions),
+            key_variations=args.key_variations), progress=bar)
     print(format_summary(result))
     return 1 if result.findings else 0

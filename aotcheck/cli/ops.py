@@ -84,11 +84,11 @@ def run(args) -> int:
     engines, note = _engines(args, S)
     ops, header, stream = _streamed_selection(args, S.select_ops(args.op, args.limit))
     with stream:
-        results = S.run_suite(samples=args.samples, index=args.sample_index, ops=ops,
-                              variants=tuple(args.variant or ("fn", "inplace")),
-                              seeds=range(args.seed, args.seed + args.repeat), engines=engines,
-                              max_elements=args.max_elements, on_case=_progress(ops),
-                              on_results=stream.write, reference=args.reference)
+        results = S.run_suite(S.Suite(samples=args.samples, index=args.sample_index, ops=ops,
+                                      variants=tuple(args.variant or ("fn", "inplace")),
+                                      seeds=range(args.seed, args.seed + args.repeat), engines=engines,
+                                      max_elements=args.max_elements, reference=args.reference),
+                              on_case=_progress(ops), on_results=stream.write)
     if header:
         note += f"; {header}"
     wall = time.perf_counter() - t0
@@ -153,11 +153,11 @@ def _run_targets(args) -> int:
     ops, resumed, stream = _streamed_selection(args, ops)
     header += f"; {resumed}" if resumed else ""
     with stream:
-        results = S.run_suite(samples=args.samples, index=args.sample_index, on_results=stream.write,
-                              variants=tuple(args.variant or ("fn", "inplace")),
-                              seeds=range(args.seed, args.seed + args.repeat), engines=engines,
-                              max_elements=args.max_elements, on_case=_progress(ops), reference=args.reference,
-                              ops=ops)
+        results = S.run_suite(S.Suite(samples=args.samples, index=args.sample_index,
+                                      variants=tuple(args.variant or ("fn", "inplace")),
+                                      seeds=range(args.seed, args.seed + args.repeat), engines=engines,
+                                      max_elements=args.max_elements, reference=args.reference, ops=ops),
+                              on_case=_progress(ops), on_results=stream.write)
     wall = time.perf_counter() - t0
     print(f"aotcheck ops: {header}; samples {args.samples}, reference {args.reference}, "
           f"max elements {args.max_elements}")

@@ -29,7 +29,7 @@ from .analyze import ALIAS_OF_INTERMEDIATE, FRESH, ViewMutationMeta
 from .capture.trace import Captured
 from .capture.functional import (backward_phase, from_fun, geometry_of, storage_ref, to_fun,
                                   trace_functional, trace_grad_mode)
-from .capture.functional_run import FunctionalRun
+from .capture.functional_run import FunctionalRun, PlainRun
 from .capture.nondiff import refuse_nondiff_gradient
 from .capture.view_flags import argument_views
 from .graph_walk import grad_nodes
@@ -199,15 +199,48 @@ def retained_outputs(meta: ViewMutationMeta, fw, diff) -> tuple[tuple, ...]:
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class _JointCall:
+    """What both ways of tracing the joint read: the function, its capture and metadata, its
+    signature and argument leaves, and the placeholders' example values."""
+
+    fn: object
+    captured: Captured
+    meta: ViewMutationMeta
+    sig: Signature
+    leaves: list
+    in_spec: object
+    primals: list
+
+
+@dataclass(frozen=True)
+class _GradTargets:
+    """Which forward values the joint returns, which of them get a tangent, and which inputs
+    get a gradient (``Joint``'s fields of the same names)."""
+
+    fw: tuple[int, ...]
+    diff: tuple[int, ...]
+    grad_inputs: tuple[int, ...]
+
+
 def trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
                 leaves: list, in_spec, primals: list[torch.Tensor]) -> Joint:
+    call = _JointCall(fn, captured, meta, sig, leaves, in_spec, primals)
     with watch_generators(fn, leaves):      # rng/seeding.py: generators it seeds before drawing
-        return _trace_joint(fn, captured, meta, sig, leaves, in_spec, primals)
+        targets = _grad_targets(call)
+        if captured.plain:
+            return _trace_joint_plain(call, targets)
+        return _trace_joint(call, targets)
 
 
-def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
-                 leaves: list, in_spec, primals: list[torch.Tensor]) -> Joint:
-    fw = forward_candidates(meta)
+def _grad_targets(call: _JointCall) -> _GradTargets:
+    """The forward candidates, those that get a tangent, and the inputs that get a gradient."""
+    fw = forward_candidates(call.meta)
+    return _GradTargets(fw, _diff_outputs(call.meta, fw), _grad_inputs(call))
+
+
+def _diff_outputs(meta: ViewMutationMeta, fw: tuple) -> tuple[int, ...]:
+    """The positions in ``fw`` of the forward values that get a tangent."""
     # a new input value written back under no_grad carries no gradient (eager leaves None)
     replayed_without_grad = {m.value_output for m in meta.mutations if m.data and not m.grad_mode}
     # an intermediate base that only detached outputs alias carries no gradient (else its
@@ -219,9 +252,15 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     gradless = set(meta.intermediate_bases) - grad_bases - other_uses
     # a bool or integer value can require grad in eager (a grad value copied into a slice of a
     # bool tensor: CopySlices), but no gradient flows through it: it gets no tangent
-    diff = tuple(k for k, c in enumerate(fw)
+    return tuple(k for k, c in enumerate(fw)
                  if meta.candidates[c].requires_grad and _differentiable(meta.candidates[c].dtype)
                  and c not in replayed_without_grad and c not in gradless)
+
+
+def _grad_inputs(call: _JointCall) -> tuple[int, ...]:
+    """The compiled function's inputs that get a gradient: placeholders, then the leaves made
+    inside, then the gradient nodes at the call of leaves set_() onto another shape."""
+    captured, meta, primals = call.captured, call.meta, call.primals
     # an argument whose requires_grad_() the function called gets a gradient too (the runtime
     # sets the caller's flag before the compiled function runs)
     set_rg = {captured.plan.sources[i.index].index for i in meta.inputs
@@ -232,7 +271,7 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
                 if i.requires_grad_set and not i.requires_grad_after}
     # and an argument view that reads its flag through its base without its own gets none:
     # eager's has no gradient edge (NOTE [views of an argument given requires_grad_])
-    edgeless = {p for p in argument_views(sig, captured.plan)[1]
+    edgeless = {p for p in argument_views(call.sig, captured.plan)[1]
                 if not captured.facts.inputs[p].requires_grad_after} if captured.argument_views \
         else set()
     grad_inputs = tuple(p for p, t in enumerate(primals)
@@ -245,16 +284,21 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
     # after the two that follow the leaves made inside
     grad_inputs += tuple(len(primals) + len(meta.new_leaves) + 2 + k
                          for k in range(sum(m.old_grad_edge for m in meta.mutations)))
-    if captured.plain:
-        return _trace_joint_plain(fn, captured, meta, sig, leaves, in_spec, primals,
-                                  fw, diff, grad_inputs)
-    run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry, captured.mode)
+    return grad_inputs
+
+
+def _trace_joint(call: _JointCall, targets: _GradTargets) -> Joint:
+    """The joint the first way: the function on functional wrappers, autograd on them."""
+    captured, meta, sig, primals = call.captured, call.meta, call.sig, call.primals
+    fw, diff, grad_inputs = targets.fw, targets.diff, targets.grad_inputs
+    run = FunctionalRun(call.fn, captured.plan, sig, call.leaves, call.in_spec, captured.geometry,
+                        captured.mode)
     n = len(primals)
     box: dict = {}
 
     def body(*flat):
         prim, tangents = list(flat[:n]), flat[n:]
-        outs, targets = _forward_again(run, prim, captured, fw, diff, grad_inputs, reach)
+        outs, grad_targets = _forward_again(run, prim, captured, targets, reach)
         kept = _retained_targets(outs, diff, retained, reach, run)   # NOTE [retained outputs]
         callers = _callers_parts(retained, kept, run.works, tangents)
         # NOTE [forward values before the backward]
@@ -263,54 +307,23 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
         # ctx); the forward's values are read here, before it runs, as eager's caller sees
         # them when the forward returns (the backward's writes are the later bw_values)
         fw_values = [from_fun(o) for o in outs]
-        works = run.works
-        before = [(torch._functionalize_mutation_counter(w), geometry_of(w),
-                   torch._functionalize_has_metadata_mutation(w)) for w in works]
-        fresh = _fresh_forward_outputs(outs, works)
-        before_out = {k: (torch._functionalize_mutation_counter(outs[k]), geometry_of(outs[k]))
-                      for k in fresh}
+        before = _before_backward(run.works, outs)
         tangents = [to_fun(t) for t in tangents]
         try:
             with backward_phase():
-                grads = _gradients([outs[k] for k in diff], targets + kept, tangents)
+                grads = _gradients([outs[k] for k in diff], grad_targets + kept, tangents)
         except RuntimeError as e:       # NotImplementedError included
             error = _missing_derivative(e) or _swap_shape_error(e, run, captured, primals)
             if error:
                 box["backward_error"] = error
-                grads = [None] * (len(targets) + len(kept))
+                grads = [None] * (len(grad_targets) + len(kept))
             else:
                 _replay_limit(run, e)
-        grads, own = _retained_parts(grads, len(targets), retained, callers)
+        grads, own = _retained_parts(grads, len(grad_targets), retained, callers)
         if not box.get("backward_error"):     # eager's backward raises: every edge stays
             _no_reach_without_gradient(reach, grads)
         _check_swapped_grads(captured, grad_inputs, grads, primals, run)
-        bw_values = []
-        found.clear()
-        for p, w in enumerate(works):
-            torch._sync(w)
-            data = torch._functionalize_mutation_counter(w) != before[p][0]
-            geometry = geometry_of(w)
-            if data and not before[p][2] and not torch._functionalize_has_metadata_mutation(w):
-                # no metadata call on it, in the forward or the backward: its geometry is
-                # eager's at the end of the forward. The wrapper's own drifts to its new
-                # value's compact layout when the backward writes it (NOTE [eager geometry]
-                # in capture/trace.py): a strided argument would be restrided by the
-                # runtime's as_strided_, and its values written contiguously
-                f = captured.facts.inputs[p]
-                geometry = (f.final_shape, f.final_stride, f.final_offset)
-            if data or geometry != before[p][1]:
-                found.append((p, data, *geometry))
-                if data:
-                    bw_values.append(w)
-        for k in fresh:     # NOTE [backward mutations of returned values]
-            o = outs[k]
-            torch._sync(o)
-            data = torch._functionalize_mutation_counter(o) != before_out[k][0]
-            geometry = geometry_of(o)
-            if data or geometry != before_out[k][1]:
-                found.append((-k - 1, data, *geometry))
-                if data:
-                    bw_values.append(o)
+        found[:], bw_values = _backward_mutations(run.works, outs, before, captured)
         return fw_values + [None if g is None else from_fun(g) for g in grads] + \
             [None if g is None else from_fun(g) for g in own] + [from_fun(v) for v in bw_values]
 
@@ -331,6 +344,61 @@ def _trace_joint(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature,
         raise ViewReplayError(str(e)) from None
     return Joint(gm, n, fw, diff, grad_inputs, tuple(found), tuple(reach),
                  box.get("backward_error", ""))
+
+
+@dataclass(frozen=True)
+class _BeforeBackward:
+    """What the joint's backward may change, read before it runs (NOTE [backward mutations]):
+    per work its mutation counter, geometry and whether its metadata was mutated; the fresh
+    forward outputs, and per one its mutation counter and geometry."""
+
+    works: list
+    fresh: list[int]
+    outputs: dict
+
+
+def _before_backward(works: list, outs: list) -> _BeforeBackward:
+    """The works' and fresh forward outputs' state before the joint's backward runs."""
+    before = [(torch._functionalize_mutation_counter(w), geometry_of(w),
+               torch._functionalize_has_metadata_mutation(w)) for w in works]
+    fresh = _fresh_forward_outputs(outs, works)
+    before_out = {k: (torch._functionalize_mutation_counter(outs[k]), geometry_of(outs[k]))
+                  for k in fresh}
+    return _BeforeBackward(before, fresh, before_out)
+
+
+def _backward_mutations(works: list, outs: list, before: _BeforeBackward,
+                        captured: Captured) -> tuple[list, list]:
+    """The joint's backward's writes and metadata changes: a (placeholder, data, shape,
+    stride, offset) per work or fresh output (placeholder ``-k - 1``) it changed, and the new
+    values of those it wrote, in that order (NOTE [backward mutations])."""
+    found, bw_values = [], []
+    for p, w in enumerate(works):
+        torch._sync(w)
+        data = torch._functionalize_mutation_counter(w) != before.works[p][0]
+        geometry = geometry_of(w)
+        if data and not before.works[p][2] and not torch._functionalize_has_metadata_mutation(w):
+            # no metadata call on it, in the forward or the backward: its geometry is
+            # eager's at the end of the forward. The wrapper's own drifts to its new
+            # value's compact layout when the backward writes it (NOTE [eager geometry]
+            # in capture/trace.py): a strided argument would be restrided by the
+            # runtime's as_strided_, and its values written contiguously
+            f = captured.facts.inputs[p]
+            geometry = (f.final_shape, f.final_stride, f.final_offset)
+        if data or geometry != before.works[p][1]:
+            found.append((p, data, *geometry))
+            if data:
+                bw_values.append(w)
+    for k in before.fresh:     # NOTE [backward mutations of returned values]
+        o = outs[k]
+        torch._sync(o)
+        data = torch._functionalize_mutation_counter(o) != before.outputs[k][0]
+        geometry = geometry_of(o)
+        if data or geometry != before.outputs[k][1]:
+            found.append((-k - 1, data, *geometry))
+            if data:
+                bw_values.append(o)
+    return found, bw_values
 
 
 def _fresh_forward_outputs(outs: list, works: list) -> list[int]:
@@ -359,7 +427,7 @@ def _fresh_forward_outputs(outs: list, works: list) -> list[int]:
     return fresh
 
 
-def _forward_again(run, prim: list, captured: Captured, fw, diff, grad_inputs, reach: list):
+def _forward_again(run, prim: list, captured: Captured, targets: _GradTargets, reach: list):
     """Run the function once more inside the joint (either way), checking that it traces as the
     capture did; returns the forward outputs and the gradient targets (the argument wrappers,
     then the leaves made inside), and refills ``reach`` (NOTE [per-output reach])."""
@@ -367,15 +435,14 @@ def _forward_again(run, prim: list, captured: Captured, fw, diff, grad_inputs, r
     if facts != captured.facts:
         raise TraceError("the function traced differently the second time (is it "
                          "deterministic in Python? does it read global state?)")
-    outs = [candidates[c] for c in fw]
+    outs = [candidates[c] for c in targets.fw]
     n, n_new = len(prim), len(captured.facts.new_leaves)
     olds = [f.placeholder for f in facts.inputs if f.old_grad_edge]
-    old_edges = run.recorder.storage.changes.old_edges
-    targets = [wrappers[p] if p < n else run.new_leaf_tensors[p - n] if p < n + n_new
-               else old_edges[olds[p - n - n_new - 2]] for p in grad_inputs]
+    grad_targets = [wrappers[p] if p < n else run.new_leaf_tensors[p - n] if p < n + n_new
+                    else run.recorder.storage.changes.old_edges[olds[p - n - n_new - 2]] for p in targets.grad_inputs]
     reach.clear()
-    reach.extend(_reach(outs, diff, targets))
-    return outs, targets
+    reach.extend(_reach(outs, targets.diff, grad_targets))
+    return outs, grad_targets
 
 
 def _retained_targets(outs: list, diff: tuple, retained: tuple, reach: list, run) -> list:
@@ -452,15 +519,16 @@ def _tangents(meta: ViewMutationMeta, fw, diff, primals) -> list[torch.Tensor]:
     return tangents
 
 
-def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Signature, leaves: list,
-                       in_spec, primals: list[torch.Tensor], fw, diff, grad_inputs) -> Joint:
+def _trace_joint_plain(call: _JointCall, targets: _GradTargets) -> Joint:
     """The joint the second way (NOTE [plain trace, then functionalize] in storage_views.py):
     eager autograd on plain copies, then the whole joint functionalized. Same outputs as the
     first way: forward values, gradients, then the values the user's backward wrote."""
     from .capture.storage_views import StorageTagger, functionalize_plain, trace_plain
-    run = FunctionalRun(fn, captured.plan, sig, leaves, in_spec, captured.geometry, captured.mode,
-                        tagger=StorageTagger(),
-                        nonleaf=tuple(t.requires_grad and not t.is_leaf for t in primals))
+    captured, meta, sig, primals = call.captured, call.meta, call.sig, call.primals
+    fw, diff, grad_inputs = targets.fw, targets.diff, targets.grad_inputs
+    run = FunctionalRun(call.fn, captured.plan, sig, call.leaves, call.in_spec, captured.geometry,
+                        captured.mode, PlainRun(StorageTagger(), nonleaf=tuple(
+                            t.requires_grad and not t.is_leaf for t in primals)))
     n = len(primals)
     box: dict = {}
     found: list[tuple] = []
@@ -468,7 +536,7 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
 
     def body(*flat):
         prim, tangents = list(flat[:n]), list(flat[n:])
-        outs, targets = _forward_again(run, prim, captured, fw, diff, grad_inputs, reach)
+        outs, grad_targets = _forward_again(run, prim, captured, targets, reach)
         kept = _retained_targets(outs, diff, retained, reach, run)   # NOTE [retained outputs]
         callers = _callers_parts(retained, kept, run.works, tangents)
         works = run.works
@@ -476,14 +544,14 @@ def _trace_joint_plain(fn, captured: Captured, meta: ViewMutationMeta, sig: Sign
         written_from = len(run.tagger.writes)
         try:
             with backward_phase():
-                grads = _gradients([outs[k] for k in diff], targets + kept, tangents)
+                grads = _gradients([outs[k] for k in diff], grad_targets + kept, tangents)
         except RuntimeError as e:       # NotImplementedError included
             error = _missing_derivative(e) or _swap_shape_error(e, run, captured, primals)
             if not error:
                 raise
             box["backward_error"] = error
-            grads = [None] * (len(targets) + len(kept))
-        grads, own = _retained_parts(grads, len(targets), retained, callers)
+            grads = [None] * (len(grad_targets) + len(kept))
+        grads, own = _retained_parts(grads, len(grad_targets), retained, callers)
         if not box.get("backward_error"):     # eager's backward raises: every edge stays
             _no_reach_without_gradient(reach, grads)
         _check_swapped_grads(captured, grad_inputs, grads, primals, run)

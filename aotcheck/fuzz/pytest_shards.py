@@ -46,7 +46,7 @@ def pytest_generate_tests(metafunc):
 
 def test_fuzz_shard(fuzz_shard, request):
     from .database import open_database
-    from .runner import format_summary, fuzz, parse_extensions
+    from .runner import FuzzOptions, format_summary, fuzz, parse_extensions
     config = request.config
     engine = config.getoption("--fuzz-engine", default=None)
     if not engine:
@@ -55,12 +55,12 @@ def test_fuzz_shard(fuzz_shard, request):
     minutes = config.getoption("--fuzz-minutes", default=None)
     examples = config.getoption("--fuzz-examples", default=None) or (10**9 if minutes else 200)
     out = Path(config.getoption("--fuzz-out", default=None) or "fuzz-out") / f"shard_{k + 1}"
-    result = fuzz(engine, examples, int(config.getoption("--fuzz-seed", default=0) or 0),
-                  out=out, minutes=float(minutes) if minutes else None, shard=(k, n),
-                  database=open_database(config.getoption("--fuzz-database", default=None)),
-                  match_known=engine != "aotcheck",
-                  strategy_options=parse_extensions(config.getoption("--fuzz-extensions",
-                                                                     default=None)))
+    result = fuzz(FuzzOptions(
+        engine, examples, int(config.getoption("--fuzz-seed", default=0) or 0),
+        out=out, minutes=float(minutes) if minutes else None, shard=(k, n),
+        database=open_database(config.getoption("--fuzz-database", default=None)),
+        match_known=engine != "aotcheck",
+        strategy_options=parse_extensions(config.getoption("--fuzz-extensions", default=None))))
     out.mkdir(parents=True, exist_ok=True)
     (out / "digests.json").write_text(json.dumps(result.digests))
     new = result.new if engine != "aotcheck" else result.findings

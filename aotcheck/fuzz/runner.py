@@ -299,42 +299,158 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 # ------------------------------------------------------------------------ the run
 
-def fuzz(engine_name: str = "aotcheck", examples: int = 200, seed: int = 0, cached: bool = True,
-         out: str | Path | None = None, progress=None, max_statements: int = 8,
-         shrink: bool = True, minutes: float | None = None, shrink_seconds: float = 60.0,
-         shard: tuple[int, int] = (0, 1), database=None, warm: bool = False,
-         match_known: bool = False, strategy_options: dict | None = None,
-         key_variations: int | None = None) -> FuzzResult:
-    """Explore, shrink and match (see the module docstring). ``minutes`` bounds the whole run
-    (explore gets 60% of it unless ``examples`` ends it first); ``shrink_seconds`` bounds each
-    group's shrink. ``key_variations``: key variations per program whose cached run hit
-    (None: 1 against an engine with a cache, when ``cached``; 0: none)."""
-    from ..targets.engines import get_engine
-    engine = get_engine(engine_name)
+@dataclass(frozen=True)
+class FuzzOptions:
+    """One fuzz run's settings (see ``fuzz`` and the module docstring). ``minutes`` bounds the
+    whole run (explore gets 60% of it unless ``examples`` ends it first); ``shrink_seconds``
+    bounds each group's shrink. ``key_variations``: key variations per program whose cached run
+    hit (None: 1 against an engine with a cache, when ``cached``; 0: none)."""
+
+    engine: str = "aotcheck"
+    examples: int = 200
+    seed: int = 0
+    cached: bool = True
+    out: str | Path | None = None       # where reproducers and findings.json are written
+    max_statements: int = 8
+    shrink: bool = True
+    minutes: float | None = None
+    shrink_seconds: float = 60.0
+    shard: tuple[int, int] = (0, 1)
+    database: object = None             # a hypothesis example database, shared by machines
+    warm: bool = False                  # also run each cached program in a second process
+    match_known: bool = False           # match findings against the engine's known failures
+    strategy_options: dict | None = None
+    key_variations: int | None = None
+
+
+@dataclass(frozen=True)
+class _Stream:
+    """What every pass over the seeded stream shares: the run's options, the engine, the
+    program strategy and its database key, and how each program is run."""
+
+    options: FuzzOptions
+    engine: object
+    strategy: object
+    digest: str                 # the engine and grammar, for the database key
+    key_variations: int         # ``options.key_variations``, resolved for the engine
+    worker: object = None       # a WarmWorker (``options.warm``), or None
+
+
+def _stream(options: FuzzOptions, engine) -> _Stream:
+    """The strategy for ``options`` (its grammar defaulted for the engine) and the warm worker."""
+    key_variations = options.key_variations
     if key_variations is None:
-        key_variations = 1 if cached and engine.supports_cache else 0
-    result = FuzzResult(engine_name, seed, shard=shard)
-    t0 = time.perf_counter()
-    end = None if minutes is None else t0 + 60 * minutes
-    options = dict(strategy_options or {})
-    if engine_name in _DYNAMO_ENGINES:
+        key_variations = 1 if options.cached and engine.supports_cache else 0
+    grammar = dict(options.strategy_options or {})
+    if options.engine in _DYNAMO_ENGINES:
         # Dynamo captures no graph for a function that does no tensor op: such programs never
         # reach AOT autograd (item 2 of issue 13), so draw at least one statement
-        options.setdefault("min_statements", 1)
-    options.setdefault("extensions", default_extensions(engine_name))
-    options["extensions"] = tuple(sorted(EXTENSIONS if options["extensions"] == "all"
-                                         else options["extensions"]))
-    strategy = programs(max_statements=max_statements, **options)
-    digest = json.dumps({"engine": engine_name, "max_statements": max_statements, **options},
-                        sort_keys=True)
+        grammar.setdefault("min_statements", 1)
+    grammar.setdefault("extensions", default_extensions(options.engine))
+    grammar["extensions"] = tuple(sorted(EXTENSIONS if grammar["extensions"] == "all"
+                                         else grammar["extensions"]))
+    strategy = programs(max_statements=options.max_statements, **grammar)
+    digest = json.dumps({"engine": options.engine, "max_statements": options.max_statements,
+                         **grammar}, sort_keys=True)
     worker = None
-    if warm and cached and engine.supports_cache:
+    if options.warm and options.cached and engine.supports_cache:
         from .warm import WarmWorker
-        worker = WarmWorker(engine_name)
-    pending: list[tuple[int, Program, Outcome]] = []
-    inflight = InFlight(out)
+        worker = WarmWorker(options.engine)
+    return _Stream(options, engine, strategy, digest, key_variations, worker)
 
-    def record(index: int, program: Program, o: Outcome) -> None:
+
+def fuzz(options: FuzzOptions, progress=None) -> FuzzResult:
+    """Explore, shrink and match (see the module docstring) as ``options`` say; ``progress``
+    (a bar, or None) advances once per program explored."""
+    from ..targets.engines import get_engine
+    engine = get_engine(options.engine)
+    t0 = time.perf_counter()
+    end = None if options.minutes is None else t0 + 60 * options.minutes
+    stream = _stream(options, engine)
+    result = _Explorer(stream, t0, end, progress).run()
+    if options.shrink:
+        _shrink_groups(result, stream, end)
+    if stream.worker is not None:
+        stream.worker.close()
+    _merge(result)
+    if options.match_known:
+        _match_known(result, options)
+    result.seconds = time.perf_counter() - t0
+    if options.out is not None:
+        result.reproducers = write_reproducers(result, Path(options.out))
+    return result
+
+
+class _Explorer:
+    """The explore pass (NOTE [why two passes]): runs the stream's programs, records each
+    outcome in the result, and folds in the warm runs as they finish."""
+
+    def __init__(self, stream: _Stream, t0: float, end: float | None, progress):
+        self.stream, self.t0, self.end, self.progress = stream, t0, end, progress
+        options = stream.options
+        self.result = FuzzResult(options.engine, options.seed, shard=options.shard)
+        self.pending: list[tuple[int, Program, Outcome]] = []
+        self.inflight = InFlight(options.out)
+        self.index = 0
+
+    def run(self) -> FuzzResult:
+        """Explore until ``examples`` or 60% of the time budget; the result so far."""
+        options, stream = self.stream.options, self.stream
+        _BODY["fn"] = self.explore
+        budget = 10**9 if options.minutes is not None else options.examples
+        try:
+            if options.database is not None:   # first replay what any machine saved (read-only here)
+                from hypothesis.database import ReadOnlyDatabase
+                self.index = -10**9     # replayed programs are not part of the stream
+                try:
+                    _test(stream.strategy, options.seed, 10**6, [Phase.reuse],
+                          ReadOnlyDatabase(options.database), stream.digest)()
+                except unittest.SkipTest:    # hypothesis' way of saying nothing was saved yet
+                    pass
+                self.index = 0
+            with quiet_gc():
+                _test(stream.strategy, options.seed, budget, [Phase.generate], None, stream.digest)()
+        except _OutOfTime:
+            pass
+        self.drain(all_of_them=True)
+        self.inflight.clear()                       # exploration ended: no program is in flight
+        self.result.explore_seconds = time.perf_counter() - self.t0
+        return self.result
+
+    def explore(self, program) -> None:
+        """Run one program of the stream (unless it is another shard's), and record it."""
+        options, result = self.stream.options, self.result
+        index = self.index
+        self.index += 1
+        if self.end is not None and time.perf_counter() > self.t0 + 0.6 * (self.end - self.t0):
+            raise _OutOfTime
+        shard = options.shard
+        if index >= 0 and shard[1] > 1 and shard_of(program, shard[1]) != shard[0]:
+            # (a program replayed from the shared database runs on every shard)
+            result.other_shard += 1
+            return
+        result.examples += 1
+        result.digests.append(hashlib.sha1(program.to_json().encode()).hexdigest()[:16])
+        self.inflight.write(program, options.engine)
+        o = run_outcome(program, self.stream.engine, options.cached, self.stream.worker,
+                        self.stream.key_variations)
+        if o.pending is not None:
+            self.pending.append((index, program, o))
+        else:
+            self.record(index, program, o)
+        self.drain(all_of_them=False)
+        if self.progress is not None:
+            self.progress.advance(f"{len(result.findings)} failure groups")
+
+    def drain(self, all_of_them: bool) -> None:
+        """Record the programs whose warm runs finished (``all_of_them``: wait for every one)."""
+        while self.pending and (all_of_them or self.pending[0][2].pending[0].done()):
+            index, program, o = self.pending.pop(0)
+            self.record(index, program, finish(o))
+
+    def record(self, index: int, program: Program, o: Outcome) -> None:
+        """Count one program's outcome: an artefact, a refusal, a pass or a failure's group."""
+        result = self.result
         result.cached_hits += o.hit
         result.variations += o.variations
         if o.artefact:
@@ -358,115 +474,51 @@ def fuzz(engine_name: str = "aotcheck", examples: int = 200, seed: int = 0, cach
                 if len(program.statements) < f.size:
                     f.program, f.divergences, f.variation = program, o.problems, o.variation
 
-    def drain(all_of_them: bool) -> None:
-        while pending and (all_of_them or pending[0][2].pending[0].done()):
-            index, program, o = pending.pop(0)
-            record(index, program, finish(o))
 
-    stream = {"index": 0}
-
-    def explore(program):
-        index = stream["index"]
-        stream["index"] += 1
-        if end is not None and time.perf_counter() > t0 + 0.6 * (end - t0):
-            raise _OutOfTime
-        if index >= 0 and shard[1] > 1 and shard_of(program, shard[1]) != shard[0]:
-            # (a program replayed from the shared database runs on every shard)
-            result.other_shard += 1
-            return
-        result.examples += 1
-        result.digests.append(hashlib.sha1(program.to_json().encode()).hexdigest()[:16])
-        inflight.write(program, engine_name)
-        o = run_outcome(program, engine, cached, worker, key_variations)
-        if o.pending is not None:
-            pending.append((index, program, o))
-        else:
-            record(index, program, o)
-        drain(all_of_them=False)
-        if progress is not None:
-            progress.advance(f"{len(result.findings)} failure groups")
-
-    _BODY["fn"] = explore
-    budget = 10**9 if minutes is not None else examples
-    try:
-        if database is not None:   # first replay what any machine saved (read-only here)
-            from hypothesis.database import ReadOnlyDatabase
-            stream["index"] = -10**9     # replayed programs are not part of the stream
-            try:
-                _test(strategy, seed, 10**6, [Phase.reuse], ReadOnlyDatabase(database), digest)()
-            except unittest.SkipTest:    # hypothesis' way of saying nothing was saved yet
-                pass
-            stream["index"] = 0
-        with quiet_gc():
-            _test(strategy, seed, budget, [Phase.generate], None, digest)()
-    except _OutOfTime:
-        pass
-    drain(all_of_them=True)
-    inflight.clear()                            # exploration ended: no program is in flight
-    result.explore_seconds = time.perf_counter() - t0
-    if shrink:
-        groups = sorted(result.findings.values(), key=lambda f: -f.count)
-        for i, finding in enumerate(groups):
-            left = None if end is None else (end - time.perf_counter()) / (len(groups) - i)
-            if left is not None and left <= 1:
-                break
-            seconds = shrink_seconds if left is None else min(shrink_seconds, left)
-            _shrink(finding, strategy, engine, cached, seed, digest, seconds, database, worker,
-                    key_variations)
-    if worker is not None:
-        worker.close()
-    _merge(result)
-    if match_known:
-        from .known import known_cases, match, program_names
-        cache = None if out is None else Path(out) / f"known_{engine_name}.json"
-        known = known_cases(engine_name, cache)
-        for f in result.findings.values():
-            k = match(f.fingerprint.check, program_names(f.program), known)
-            f.known = k.case_id if k else ""
-    result.seconds = time.perf_counter() - t0
-    if out is not None:
-        result.reproducers = write_reproducers(result, Path(out))
-    return result
+def _shrink_groups(result: FuzzResult, stream: _Stream, end: float | None) -> None:
+    """Shrink each failure group, the most frequent first, within what is left of the budget."""
+    groups = sorted(result.findings.values(), key=lambda f: -f.count)
+    for i, finding in enumerate(groups):
+        left = None if end is None else (end - time.perf_counter()) / (len(groups) - i)
+        if left is not None and left <= 1:
+            break
+        shrink_seconds = stream.options.shrink_seconds
+        _shrink(finding, stream, shrink_seconds if left is None else min(shrink_seconds, left))
 
 
-def _shrink(finding: Finding, strategy, engine, cached: bool, seed: int, digest: str,
-            seconds: float, database, worker, key_variations: int = 0) -> None:
+def _match_known(result: FuzzResult, options: FuzzOptions) -> None:
+    """Mark each finding with the engine's known failing corpus case it matches (``known.py``)."""
+    from .known import known_cases, match, program_names
+    cache = None if options.out is None else Path(options.out) / f"known_{options.engine}.json"
+    known = known_cases(options.engine, cache)
+    for f in result.findings.values():
+        k = match(f.fingerprint.check, program_names(f.program), known)
+        f.known = k.case_id if k else ""
+
+
+def _shrink(finding: Finding, stream: _Stream, seconds: float) -> None:
     """Reduce the group's smallest program by deleting items (``reduce.py``) within ``seconds``.
-    With a shared ``database``, first replay the stream to the group's first program under
+    With a shared database, first replay the stream to the group's first program under
     hypothesis, which saves that failing example in the database for every other machine."""
     from .reduce import reduce_program
+    options = stream.options
     start = time.perf_counter()
     stop = start + seconds
     stage = finding.signature.split(":")[0]
     # a cold failure needs only the cold run; a cached one the cache round trip in this
     # process; a warm one the second process too
-    run_cached = cached and stage != "cold"
-    run_warm = worker if stage == "warm" else None
-    run_variations = key_variations if stage == "variation" else 0
+    run_cached = options.cached and stage != "cold"
+    run_warm = stream.worker if stage == "warm" else None
+    run_variations = stream.key_variations if stage == "variation" else 0
 
-    def group_of(program) -> str:
-        return finish(run_outcome(program, engine, run_cached, run_warm, run_variations)).group
+    def outcome(program) -> Outcome:
+        return finish(run_outcome(program, stream.engine, run_cached, run_warm, run_variations))
 
-    if database is not None:
-        seen = {"n": 0}
-
-        def replay(program):
-            seen["n"] += 1
-            if time.perf_counter() > stop:
-                raise _OutOfTime
-            if seen["n"] <= finding.first_index:
-                return                   # before the group's first program: not run again
-            if group_of(program) == finding.signature:
-                raise _Target(finding.signature)
-
-        _BODY["fn"] = replay
-        try:
-            _test(strategy, seed, 10**9, [Phase.generate], database, digest)()
-        except (_Target, _OutOfTime):
-            pass
+    if options.database is not None:
+        _replay_to_first(finding, stream, stop, lambda program: outcome(program).group)
 
     def still_fails(program) -> bool:
-        out = finish(run_outcome(program, engine, run_cached, run_warm, run_variations))
+        out = outcome(program)
         if out.group == finding.signature:
             finding.divergences, finding.variation = out.problems, out.variation
             return True
@@ -474,6 +526,28 @@ def _shrink(finding: Finding, strategy, engine, cached: bool, seed: int, digest:
 
     finding.program = reduce_program(finding.program, still_fails, stop)
     finding.shrink_seconds = time.perf_counter() - start
+
+
+def _replay_to_first(finding: Finding, stream: _Stream, stop: float, group_of) -> None:
+    """Replay the stream under hypothesis with the shared database, running programs from the
+    group's first on, until one fails in the group (which hypothesis saves) or ``stop``."""
+    seen = {"n": 0}
+
+    def replay(program):
+        seen["n"] += 1
+        if time.perf_counter() > stop:
+            raise _OutOfTime
+        if seen["n"] <= finding.first_index:
+            return                   # before the group's first program: not run again
+        if group_of(program) == finding.signature:
+            raise _Target(finding.signature)
+
+    _BODY["fn"] = replay
+    try:
+        _test(stream.strategy, stream.options.seed, 10**9, [Phase.generate],
+              stream.options.database, stream.digest)()
+    except (_Target, _OutOfTime):
+        pass
 
 
 def _merge(result: FuzzResult) -> None:

@@ -18,10 +18,10 @@ mean asymmetry ``|a - b| / |a + b|`` (ggml's metric, made NaN-safe). A report is
 Before: ``torch.sin`` with a backward that returns twice the true gradient.
 
 >>> import torch
->>> from aotcheck.grad.gradcheck import numerical_jvp_check
+>>> from aotcheck.grad.gradcheck import Tol, numerical_jvp_check
 >>> x = torch.tensor([[0.5, -1.0, 2.0]], dtype=torch.float64, requires_grad=True)
 >>> wrong_backward = lambda cots: (2 * x.detach().cos() * cots[0],)
->>> report = numerical_jvp_check(torch.sin, (x,), grads=wrong_backward, topk=2)
+>>> report = numerical_jvp_check(torch.sin, (x,), grads=wrong_backward, tol=Tol(asym_floor=1e-8, topk=2))
 
 After: the report names the input, the worst elements, and why the check failed.
 
@@ -125,16 +125,16 @@ def autograd_run(fn: Callable[..., Any], args: Sequence[Any], *, seed: int = 0,
 
 
 def compiled_vs_eager(fn: Callable[..., Any], args: Sequence[Any], *,
-                      compiled: Callable[..., Any] | None = None, seed: int = 0, atol: float = 1e-5,
-                      rtol: float = 1e-3, asym_tol: float = 1e-4, asym_floor: float = 1e-12,
-                      topk: int = 5, names: Sequence[str] | None = None) -> GradReport:
+                      compiled: Callable[..., Any] | None = None, seed: int = 0,
+                      tol: Tol = Tol(asym_floor=1e-12), names: Sequence[str] | None = None) -> GradReport:
     """Compare the compiled gradients of ``fn`` with eager autograd's, under the same cotangents.
 
     ``fn`` is the eager reference; ``compiled`` the callable under test (default
     ``aotcheck.aot_function(fn)``; pass a compiled *other* function to test it against a reference).
     Cotangents are drawn from the eager outputs with ``seed``. Only differentiable arguments are
-    compared; None against zeros fails (eager's "no gradient" must stay None). ``asym_floor`` keeps
-    float64 rounding noise around zero (1e-17 against -1e-17) out of the asymmetry metric.
+    compared; None against zeros fails (eager's "no gradient" must stay None). The default
+    ``tol.asym_floor`` keeps float64 rounding noise around zero (1e-17 against -1e-17) out of the
+    asymmetry metric.
     Exceptions from either run propagate (an engine error is the caller's to report).
 
     >>> x = torch.tensor([0.5, -1.0], dtype=torch.float64, requires_grad=True)
@@ -149,16 +149,14 @@ def compiled_vs_eager(fn: Callable[..., Any], args: Sequence[Any], *,
     eager = autograd_run(fn, args, seed=seed)
     mine = autograd_run(compiled, args, cotangents=eager.cotangents)
     check = f"compiled vs eager (seed {seed})"
-    tol = Tol(atol, rtol, asym_tol, asym_floor, topk)
     if len(mine.outputs) != len(eager.outputs):
         reason = f"eager returned {len(eager.outputs)} tensors, compiled {len(mine.outputs)}"
-        return GradReport(FAIL, reason, check, (), atol, rtol, asym_tol, asym_floor)
+        return GradReport(FAIL, reason, check, (), tol.atol, tol.rtol, tol.asym_tol, tol.asym_floor)
     diff = [j for j, x in enumerate(args) if _is_differentiable(x)]
     if not diff:
         return summarize(check, [], tol, 0, "no floating-point tensor argument requires grad")
     report = compare_gradients([eager.grads[j] for j in diff], [mine.grads[j] for j in diff],
-                               names=[names[j] for j in diff], atol=atol, rtol=rtol,
-                               asym_tol=asym_tol, asym_floor=asym_floor, topk=topk)
+                               names=[names[j] for j in diff], tol=tol)
     return replace(report, check=check)
 
 
@@ -167,10 +165,19 @@ def compiled_vs_eager(fn: Callable[..., Any], args: Sequence[Any], *,
 # ----------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Differencing:
+    """How ``numerical_jvp_check`` differentiates numerically: a central-difference ``stencil``
+    of 2 or 4 points with step ``eps``, at most ``max_elements`` elements per input (None: all)."""
+
+    stencil: int = 2
+    eps: float = 1e-6
+    max_elements: int | None = 200
+
+
 def numerical_jvp_check(fn: Callable[..., Any], args: Sequence[Any], *, grads: GradsArg = None,
-                        stencil: int = 2, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
-                        asym_tol: float = 1e-4, asym_floor: float = 1e-8,
-                        max_elements: int | None = 200, seed: int = 0, topk: int = 5,
+                        differencing: Differencing = Differencing(),
+                        tol: Tol = Tol(asym_floor=1e-8), seed: int = 0,
                         names: Sequence[str] | None = None) -> GradReport:
     """Compare the analytical gradient of ``fn`` at ``args`` with central finite differences.
 
@@ -187,15 +194,16 @@ def numerical_jvp_check(fn: Callable[..., Any], args: Sequence[Any], *, grads: G
 
     Numerics run in float64: every floating-point tensor arg is converted to a float64 copy (so a
     float32 ``fn`` is differentiated numerically at float64 precision), each evaluation gets fresh
-    clones with the same strides, and the caller's tensors are never modified. ``stencil`` is 2
-    ((L(x+h)-L(x-h))/2h) or 4 ((-L(x+2h)+8L(x+h)-8L(x-h)+L(x-2h))/12h), with h = ``eps``. At most
-    ``max_elements`` elements per input are perturbed, a seeded random subset when the input is
-    larger. ``asym_floor`` treats smaller differences as finite-difference noise in the asymmetry.
+    clones with the same strides, and the caller's tensors are never modified.
+    ``differencing.stencil`` is 2 ((L(x+h)-L(x-h))/2h) or 4 ((-L(x+2h)+8L(x+h)-8L(x-h)+L(x-2h))/12h),
+    with h = ``differencing.eps``. At most ``differencing.max_elements`` elements per input are
+    perturbed, a seeded random subset when the input is larger. The default ``tol.asym_floor`` treats smaller differences as finite-difference noise
+    in the asymmetry.
     """
+    stencil, eps, max_elements = differencing.stencil, differencing.eps, differencing.max_elements
     if stencil not in _STENCILS:
         raise ValueError(f"stencil must be 2 or 4, got {stencil!r}")
     args = tuple(args)
-    tol = Tol(atol, rtol, asym_tol, asym_floor, topk)
     check = f"numerical check (stencil {stencil}, eps {eps:g}, seed {seed})"
     names = _names(names, len(args))
     diff = [j for j, x in enumerate(args) if _is_differentiable(x)]
@@ -215,9 +223,8 @@ def numerical_jvp_check(fn: Callable[..., Any], args: Sequence[Any], *, grads: G
     cot64 = [None if c is None else c.to(torch.float64) for c in cots]
     base = [x.detach().to(torch.float64) if isinstance(x, torch.Tensor) and x.is_floating_point()
             else x for x in args]
-    den, points = _STENCILS[stencil]
+    differences = _Differences(fn, base, cot64, stencil, eps)
     select = torch.Generator().manual_seed(seed)
-    counter = [1]
     reports = []
     for j in diff:
         shape = tuple(args[j].shape)
@@ -226,19 +233,23 @@ def numerical_jvp_check(fn: Callable[..., Any], args: Sequence[Any], *, grads: G
             flat = torch.arange(n)
         else:
             flat = torch.randperm(n, generator=select)[:max_elements].sort().values
-        g = analytic[j]
-        if g is not None and tuple(g.shape) != shape:
-            reason = f"analytical gradient has shape {tuple(g.shape)}, input has {shape}"
-            reports.append(InputReport(names[j], shape, FAIL, reason, n))
-            continue
-        got = (torch.zeros(n, dtype=torch.float64) if g is None
-               else g.detach().reshape(-1).to(device="cpu", dtype=torch.float64))[flat]
-        numeric = torch.tensor(
-            [_derivative(fn, base, cot64, counter, j, unravel(k, shape), eps, den, points)
-             for k in flat.tolist()],
-            dtype=torch.float64)
-        reports.append(compare_flat(names[j], shape, flat, numeric, got, tol))
-    return summarize(check, reports, tol, counter[0])
+        reports.append(_input_report(differences, j, names[j], shape, flat, analytic[j], tol))
+    return summarize(check, reports, tol, differences.evaluations)
+
+
+def _input_report(differences: _Differences, j: int, name: str, shape: tuple,
+                  flat: torch.Tensor, g, tol: Tol) -> InputReport:
+    """Input ``j``'s analytical gradient ``g`` against its finite differences at the elements
+    ``flat``."""
+    n = math.prod(shape)
+    if g is not None and tuple(g.shape) != shape:
+        reason = f"analytical gradient has shape {tuple(g.shape)}, input has {shape}"
+        return InputReport(name, shape, FAIL, reason, n)
+    got = (torch.zeros(n, dtype=torch.float64) if g is None
+           else g.detach().reshape(-1).to(device="cpu", dtype=torch.float64))[flat]
+    numeric = torch.tensor([differences.derivative(j, unravel(k, shape)) for k in flat.tolist()],
+                           dtype=torch.float64)
+    return compare_flat(name, shape, flat, numeric, got, tol)
 
 
 def draw_cotangents(outputs: Sequence[torch.Tensor], seed: int = 0) -> tuple[torch.Tensor | None, ...]:
@@ -275,26 +286,34 @@ def _analytic_grads(grads: GradsArg, args, diff, leaves, outputs, cots) -> dict[
     return {j: given[j] for j in diff}
 
 
-def _derivative(fn, base, cot64, counter, j, index, eps, den, points) -> float:
-    total = 0.0
-    for k, w in points:
-        total += w * (_loss(fn, base, cot64, counter, j, index, k * eps)
-                      - _loss(fn, base, cot64, counter, j, index, -k * eps))
-    return total / (den * eps)
+class _Differences:
+    """Central differences of ``L = sum_i <cot_i, out_i>`` of ``fn`` around ``base`` (float64
+    copies of the arguments), counting the calls of ``fn`` (the analytical pass's among them)."""
 
+    def __init__(self, fn, base: list, cot64: list, stencil: int, eps: float):
+        self.fn, self.base, self.cot64, self.eps = fn, base, cot64, eps
+        self.den, self.points = _STENCILS[stencil]
+        self.evaluations = 1
 
-def _loss(fn, base, cot64, counter, j, index, delta) -> float:
-    """L at ``base`` with ``base[j][index]`` moved by ``delta``, on fresh clones of every tensor."""
-    call = [_clone_arg(x) for x in base]
-    with torch.no_grad():
-        call[j][index] += delta
-    outputs = _flatten(fn(*call))
-    counter[0] += 1
-    if len(outputs) != len(cot64):
-        raise ValueError(f"fn returned {len(outputs)} tensors at float64 "
-                         f"but {len(cot64)} in the analytical pass")
-    return sum(float((o.detach().to(torch.float64) * c).sum()) for o, c in zip(outputs, cot64)
-               if c is not None)
+    def derivative(self, j: int, index: tuple) -> float:
+        """dL / d ``base[j][index]``."""
+        total = 0.0
+        for k, w in self.points:
+            total += w * (self.loss(j, index, k * self.eps) - self.loss(j, index, -k * self.eps))
+        return total / (self.den * self.eps)
+
+    def loss(self, j: int, index: tuple, delta: float) -> float:
+        """L at ``base`` with ``base[j][index]`` moved by ``delta``, on fresh clones of every tensor."""
+        call = [_clone_arg(x) for x in self.base]
+        with torch.no_grad():
+            call[j][index] += delta
+        outputs = _flatten(self.fn(*call))
+        self.evaluations += 1
+        if len(outputs) != len(self.cot64):
+            raise ValueError(f"fn returned {len(outputs)} tensors at float64 "
+                             f"but {len(self.cot64)} in the analytical pass")
+        return sum(float((o.detach().to(torch.float64) * c).sum()) for o, c in zip(outputs, self.cot64)
+                   if c is not None)
 
 
 def _is_differentiable(x: Any) -> bool:

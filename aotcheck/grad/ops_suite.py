@@ -16,7 +16,7 @@ report in scores.py; this module re-exports them.)
 
 Before: ``torch.fmod`` has a PyTorch skip on ``test_fn_grad`` for CPU float64, and ``sin`` none.
 
-    >>> results = run_suite(["sin", "fmod"])                               # doctest: +SKIP
+    >>> results = run_suite(Suite(["sin", "fmod"]))                        # doctest: +SKIP
     >>> [(r.op, r.variant, r.forward, r.backward, r.numerical) for r in results]  # doctest: +SKIP
     [('sin', 'fn', 'pass', 'pass', 'pass'), ('sin', 'inplace', 'pass', 'pass', 'pass'),
      ('fmod', 'fn', 'pass', 'pass', 'skipped'), ...]
@@ -55,7 +55,8 @@ from typing import Any, Callable, Iterable, Sequence
 import torch
 
 from ..errors import DataDependentError, DoubleBackwardError, TraceError, UnsupportedInputError
-from .gradcheck import (FAIL, PASS, VACUOUS, autograd_run, compare_gradients, numerical_jvp_check)
+from .gradcheck import (FAIL, PASS, VACUOUS, Differencing, Tol, autograd_run, compare_gradients,
+                        numerical_jvp_check)
 from .results import (CHECKS, COUNTED, CRASH, EAGER_FAILS, ENGINE_ERROR, NA, SCHEMA_VERSION,  # noqa: F401
                       SKIPPED, STATUSES, XFAIL, XPASS, SampleResult)
 from .scores import (Scores, failure_rates, flaky_cases, format_report, format_scores,  # noqa: F401
@@ -63,6 +64,8 @@ from .scores import (Scores, failure_rates, flaky_cases, format_report, format_s
 from .opinfo import DTYPE, Case, Verdict, _seeded, _verdict_for, make_cases, op_id, pytorch_verdicts, select_ops  # noqa: F401
 
 FWD_TOL = 1e-7
+# forward values and arguments after the call: the values only, NaN against NaN agreeing
+_FORWARD_TOL = Tol(atol=FWD_TOL, rtol=FWD_TOL, asym_tol=float("inf"), equal_nan=True, topk=1)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -235,8 +238,7 @@ def _forward_problems(eager, mine, case: Case) -> list[str]:
                 problems.append(f"{where} {attr}: eager {getattr(a, attr)}, compiled {getattr(b, attr)}")
                 break
         else:
-            report = compare_gradients([a.detach()], [b.detach()], names=[where], atol=FWD_TOL,
-                                       rtol=FWD_TOL, asym_tol=float("inf"), equal_nan=True, topk=1)
+            report = compare_gradients([a.detach()], [b.detach()], names=[where], tol=_FORWARD_TOL)
             if report.status == FAIL:
                 problems.append(f"{where} values: {report.inputs[0].reason}")
             if a.numel() > 1 and a.stride() != b.stride():
@@ -246,8 +248,7 @@ def _forward_problems(eager, mine, case: Case) -> list[str]:
             problems.append(f"{where} aliasing: eager {_alias_name(ea)}, compiled {_alias_name(ca)}")
     for j, (a, b) in enumerate(zip(eager.args_after, mine.args_after)):
         if isinstance(a, torch.Tensor) and a.shape == b.shape:
-            report = compare_gradients([a.detach()], [b.detach()], atol=FWD_TOL, rtol=FWD_TOL,
-                                       asym_tol=float("inf"), equal_nan=True, topk=1)
+            report = compare_gradients([a.detach()], [b.detach()], tol=_FORWARD_TOL)
             if report.status == FAIL:
                 problems.append(f"{case.names[j]} after the call: {report.inputs[0].reason}")
         elif isinstance(a, torch.Tensor):
@@ -298,7 +299,7 @@ def _check_backward(case, eager_fn, compiled_fn, seed, verdicts,
     if not diff:
         return VACUOUS, "no tensor argument requires grad", ""
     report = compare_gradients([eager.grads[j] for j in diff], [mine.grads[j] for j in diff],
-                               names=[case.names[j] for j in diff], asym_floor=1e-12)
+                               names=[case.names[j] for j in diff], tol=Tol(asym_floor=1e-12))
     return report.status, report.reason if report.status != PASS else "", ""
 
 
@@ -311,8 +312,8 @@ def _check_numerical(case, compiled_fn, seed, max_elements, verdicts, eager_fn=N
         return SKIPPED, "skipped (" + v.describe() + ")", ""
     try:
         with active():
-            report = numerical_jvp_check(compiled_fn, case.args, max_elements=max_elements, seed=seed,
-                                         names=case.names)
+            report = numerical_jvp_check(compiled_fn, case.args, seed=seed, names=case.names,
+                                         differencing=Differencing(max_elements=max_elements))
     except Exception as e:  # noqa: BLE001
         same = eager_fn is not None and _eager_raises_alike(eager_fn, case, max_elements, seed, e)
         # an in-place op with no derivative (acosh_) raises at .backward() in eager too
@@ -337,7 +338,8 @@ REFUSALS = (UnsupportedInputError, TraceError, DataDependentError, DoubleBackwar
 
 def _eager_fails(eager_fn, case, max_elements, seed) -> bool:
     try:
-        ref = numerical_jvp_check(eager_fn, case.args, max_elements=max_elements, seed=seed)
+        ref = numerical_jvp_check(eager_fn, case.args, differencing=Differencing(max_elements=max_elements),
+                                  seed=seed)
     except Exception:  # noqa: BLE001 - eager cannot be differentiated: the engine is not to blame
         return True
     return ref.status == FAIL
@@ -347,7 +349,8 @@ def _eager_raises_alike(eager_fn, case, max_elements, seed, error: BaseException
     """Whether the numerical check through eager autograd raises what the engine's run raised
     (same type, same first line): then the engine mirrors eager, as it must."""
     try:
-        numerical_jvp_check(eager_fn, case.args, max_elements=max_elements, seed=seed)
+        numerical_jvp_check(eager_fn, case.args, differencing=Differencing(max_elements=max_elements),
+                            seed=seed)
     except Exception as e:  # noqa: BLE001
         return type(e) is type(error) and _stem(e) == _stem(error)
     return False
@@ -373,21 +376,37 @@ def _stem(e: BaseException) -> str:
 # ----------------------------------------------------------------------------------------------
 
 
-def run_suite(names: Sequence[str] = (), *, samples: str = "first", limit: int | None = None,
-              index: int | None = None, variants: Sequence[str] = ("fn", "inplace"),
-              seeds: Iterable[int] = (0,), engines: Sequence[Engine] | None = None,
-              max_elements: int = 20, on_case: Callable[[Case], None] | None = None,
-              reference: str = "eager", ops: Sequence | None = None,
+@dataclass(frozen=True)
+class Suite:
+    """What one run of the suite checks: the ops (``ops``: OpInfos, else ``select_ops(names,
+    limit)``), which of their samples (``samples``, one sample ``index``) and ``variants``, the
+    seeds, the engines (default: aotcheck's), the elements the numerical check perturbs per
+    input, and the reference (NOTE [--reference numerical])."""
+
+    names: Sequence[str] = ()
+    samples: str = "first"
+    limit: int | None = None
+    index: int | None = None
+    variants: Sequence[str] = ("fn", "inplace")
+    seeds: Iterable[int] = (0,)
+    engines: Sequence[Engine] | None = None
+    max_elements: int = 20
+    reference: str = "eager"
+    ops: Sequence | None = None
+
+
+def run_suite(suite: Suite, on_case: Callable[[Case], None] | None = None,
               on_results: Callable[[list[SampleResult]], None] | None = None) -> list[SampleResult]:
-    """Every case of the selected ops (``ops``: OpInfos, else ``select_ops(names, limit)``) through
-    each engine (e.g. cold, then cached; or one per backend), in order."""
-    engines = list(engines) if engines is not None else [aotcheck_engine()]
-    seeds = list(seeds)
+    """Every case of the suite's ops through each engine (e.g. cold, then cached; or one per
+    backend), in order; ``on_results`` gets each case's rows per engine, ``on_case`` each case
+    once all engines ran it."""
+    engines = list(suite.engines) if suite.engines is not None else [aotcheck_engine()]
+    seeds = list(suite.seeds)
     results = []
-    for op in (ops if ops is not None else select_ops(names, limit)):
+    for op in (suite.ops if suite.ops is not None else select_ops(suite.names, suite.limit)):
         verdicts = pytorch_verdicts(op)
         try:
-            cases = make_cases(op, samples, index, variants)
+            cases = make_cases(op, suite.samples, suite.index, suite.variants)
         except Exception as e:  # noqa: BLE001 - a sample generator that fails on this build
             why = f"sample_inputs raised {_stem(e)}"
             results.extend(SampleResult(op_id(op), "fn", -1, seeds[0], eng.mode, NA, NA, NA, why, why, why,
@@ -395,8 +414,8 @@ def run_suite(names: Sequence[str] = (), *, samples: str = "first", limit: int |
             continue
         for case in cases:
             for engine in engines:
-                rows = check_case(case, engine, seeds=seeds, max_elements=max_elements, verdicts=verdicts,
-                                  reference=reference)
+                rows = check_case(case, engine, seeds=seeds, max_elements=suite.max_elements,
+                                  verdicts=verdicts, reference=suite.reference)
                 results.extend(rows)
                 if on_results is not None:
                     on_results(rows)

@@ -150,11 +150,15 @@ def _num(x: float) -> str:
 
 @dataclass(frozen=True)
 class Tol:
-    atol: float
-    rtol: float
-    asym_tol: float
-    asym_floor: float
-    topk: int
+    """How close two gradients must be: ``|a - b| <= atol + rtol * |expected|`` per element and a
+    mean asymmetry at most ``asym_tol`` (differences at or below ``asym_floor`` count as none);
+    ``topk`` worst elements are reported; ``equal_nan``: NaN against NaN agrees."""
+
+    atol: float = 1e-5
+    rtol: float = 1e-3
+    asym_tol: float = 1e-4
+    asym_floor: float = 0.0
+    topk: int = 5
     equal_nan: bool = False
 
 
@@ -255,14 +259,13 @@ def summarize(check: str, inputs: Sequence[InputReport], tol: Tol, n_evaluations
 
 
 def compare_gradients(expected: Sequence[torch.Tensor | None], actual: Sequence[torch.Tensor | None], *,
-                      names: Sequence[str] | None = None, atol: float = 1e-5, rtol: float = 1e-3,
-                      asym_tol: float = 1e-4, asym_floor: float = 0.0, equal_nan: bool = False,
-                      topk: int = 5) -> GradReport:
+                      names: Sequence[str] | None = None, tol: Tol = Tol()) -> GradReport:
     """Compare gradients element by element; ``expected`` is the reference (eager).
 
     None against None agrees; None against a tensor (zeros included) fails, as do shape and dtype
     differences. Values are compared in float64; complex gradients as their real and imaginary parts.
-    Differences at or below ``asym_floor`` count as no asymmetry (0 keeps ggml's metric exact).
+    Differences at or below ``tol.asym_floor`` count as no asymmetry (0, the default, keeps ggml's
+    metric exact).
 
     >>> g = torch.tensor([1.0, 0.0])
     >>> print(compare_gradients([g, None], [g, torch.zeros(2)]))
@@ -274,7 +277,6 @@ def compare_gradients(expected: Sequence[torch.Tensor | None], actual: Sequence[
     if len(expected) != len(actual):
         raise ValueError(f"compare_gradients: {len(expected)} expected gradients but {len(actual)} actual")
     names = _names(names, len(expected))
-    tol = Tol(atol, rtol, asym_tol, asym_floor, topk, equal_nan)
     reports = [_compare_pair(name, e, a, tol) for name, e, a in zip(names, expected, actual)]
     return summarize("compare_gradients", reports, tol, 0)
 

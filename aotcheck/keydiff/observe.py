@@ -315,7 +315,7 @@ def observe(module, state: dict, cache_dir: str, *, eager: bool = False, details
     call it (``eager``: through the oracle, against eager under the same state), and observe.
     ``key_only``: stop once the first graph's AOTAutogradCache key is computed (an observation
     with that key and nothing produced)."""
-    from ..targets.engines import _no_compile_telemetry   # NOTE [no compile telemetry] there
+    from ..targets.engines import no_compile_telemetry   # NOTE [no compile telemetry] there
     from ..targets.key_triage import record_torch_keys
     keys: list = []
     with contextlib.ExitStack() as stack:
@@ -333,7 +333,7 @@ def observe(module, state: dict, cache_dir: str, *, eager: bool = False, details
         before = _counts()
         recording = record_torch_keys(keys) if details else contextlib.nullcontext()
         with cache_settings(cache_dir, getattr(module, "BACKEND", "aot_eager")), structured_trace() as records, \
-                recording, _no_compile_telemetry():
+                recording, no_compile_telemetry():
             error, eager_text = _run(module, backend, make, eager)
         after = _counts()
     return _observation(records, keys, {k: after[k] - before[k] for k in after if after[k] != before[k]},

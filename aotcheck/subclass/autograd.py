@@ -22,7 +22,7 @@ from torch.fx.experimental.proxy_tensor import disable_proxy_modes_tracing
 
 from torch.overrides import TorchFunctionMode
 
-from ..engine.capture.recorder import _REQUIRES_GRAD_ATTR, call_name
+from ..engine.capture.recorder import REQUIRES_GRAD_ATTR, call_name
 from ..engine.graph_walk import grad_nodes
 from ..engine.signature import storage_extent
 from .records import NEW_LEAF, NEW_LEAF_VIEW, OuterFacts
@@ -385,7 +385,7 @@ class BaseFlags(TorchFunctionMode):
         target = args[0] if args and isinstance(args[0], torch.Tensor) else None
         if target is not None and (call_name(func) == "requires_grad_" or (
                 call_name(func) == "__set__"
-                and getattr(func, "__self__", None) is _REQUIRES_GRAD_ATTR)):
+                and getattr(func, "__self__", None) is REQUIRES_GRAD_ATTR)):
             if id(target) in self.index:
                 self.flags_set.add(self.index[id(target)])
             for leaf in self.followers.get(id(target), ()):

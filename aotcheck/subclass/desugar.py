@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import dataclass
 
 import torch
 from torch.utils import _pytree as pytree
@@ -28,6 +29,45 @@ from .groups import grad_slots
 from .imperative import ImperativeWatch
 from .replay import OuterCallLog, as_before, compile_fake_else_real, split_rebased
 from .wrapper_set import WrapperSetOntoPlain
+
+
+@dataclass(frozen=True)
+class ArgTree:
+    """How a call's arguments are rebuilt from its inner tensors: ``meta`` (JSON: the pytree,
+    each leaf's description, which outer tensors are one object, argument views' bases, the
+    non-tensor values' types), ``descs`` (per leaf: ``"value"``, or how inner tensors make it)
+    and the non-tensor ``values``."""
+
+    meta: str
+    descs: list
+    values: list
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A call with tensor-subclass arguments, flattened (``prepare``): its argument tree, its
+    inner tensors, its outer tensors and, per outer tensor, whether it takes a gradient
+    (``"leaf"``, ``"nonleaf"`` or False)."""
+
+    tree: ArgTree
+    tensors: list
+    outer: list
+    requires: list
+
+
+@dataclass(frozen=True)
+class JointSpec:
+    """What the outer-level joint is traced for (``joint_graph``): per output, how its tangent
+    is flattened (``tangent_descs``); the number ``n`` of primal inner tensors (the tangents'
+    follow); the arguments written in place (``dirty``) and their metadata replay (``replay``);
+    the alias ``groups``; whether the forward was traced with argument views (``views``)."""
+
+    tangent_descs: list
+    n: int
+    dirty: list
+    groups: list
+    replay: dict
+    views: bool = False
 
 
 class _Alias(torch.autograd.Function):
@@ -55,8 +95,8 @@ def _alias_argument(i: int, t):
     return a
 
 
-def _rebuild_args(meta: str, descs: list, values: list, ts, requires: list | None = None,
-                  nonleaf=None, member=None, inference: tuple = (), hidden: dict | None = None):
+def _rebuild_args(tree: ArgTree, ts, requires: list | None = None, nonleaf=None, member=None,
+                  inference: tuple = (), hidden: dict | None = None):
     """(args, kwargs, outer tensors, grad leaves) from plain inner tensors; with ``requires``
     (per outer tensor), the outer tensors that require grad are made autograd leaves, and
     ``nonleaf(i, leaf)`` gives what the function sees for outer tensor ``i`` if it was a
@@ -68,13 +108,14 @@ def _rebuild_args(meta: str, descs: list, values: list, ts, requires: list | Non
     argument that is a leaf view of another one is made a view of a hidden leaf, ``{view:
     (leaf, base)}``
     (NOTE [subclass views of an argument given requires_grad_] in autograd.py)."""
-    it_t, it_v = iter(ts), iter(values)
+    meta = tree.meta
+    it_t, it_v = iter(ts), iter(tree.values)
     leaves, outer, grad_leaves = [], [], []
     same = json.loads(meta)["same"]
     views = {j: (i, own) for j, i, own in json.loads(meta).get("bases", [])} \
         if hidden is not None else {}
     made: dict = {}             # per argument view: its place in grad_leaves
-    for d in descs:
+    for d in tree.descs:
         if d == "value":
             leaves.append(next(it_v))
             continue
@@ -180,7 +221,8 @@ def _compile(owner, plain, tensors: list, grad: bool, real: bool = False):
     return owner.derived(desugared)
 
 
-def prepare(args: tuple, kwargs: dict):
+def prepare(args: tuple, kwargs: dict) -> Prepared:
+    """The call's arguments flattened into inner tensors, and what rebuilds them."""
     leaves, spec = pytree.tree_flatten((args, kwargs))
     descs, flat = split_leaves(leaves, spec, "argument")
     try:
@@ -200,7 +242,7 @@ def prepare(args: tuple, kwargs: dict):
     meta = json.dumps(fields, sort_keys=True)
     grad = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
     requires = [grad and t.requires_grad and ("leaf" if t.is_leaf else "nonleaf") for t in outer]
-    return meta, descs, values, tensors, outer, requires
+    return Prepared(ArgTree(meta, descs, values), tensors, outer, requires)
 
 
 def desugared(owner, args: tuple, kwargs: dict):
@@ -208,9 +250,10 @@ def desugared(owner, args: tuple, kwargs: dict):
     those requiring grad where their outer tensor does (the outer-level decision), a
     (mode, reason) that overrides the plain graph's decision, or False, and where an argument
     requires grad, ``explain_forward``'s fallback, else False."""
-    meta, descs, values, tensors, outer, requires = prepare(args, kwargs)
-    compiled, box = forward_graph(owner, meta, descs, values, tensors, traced_requires(outer, requires),
-                             inference_args(outer))
+    call = prepare(args, kwargs)
+    descs, tensors, outer, requires = call.tree.descs, call.tensors, call.outer, call.requires
+    compiled, box = forward_graph(owner, call.tree, tensors, traced_requires(outer, requires),
+                                  inference_args(outer))
     # the desugared graph writes a non-leaf's alias (a detach), so it decides inference; the
     # call itself needs training: NOTE [subclass non-leaf writes]
     written = box["alias"] and ("training", "an argument that requires grad and is not a leaf "
@@ -259,13 +302,14 @@ def _member_view(roots: dict, g: int, t, group: dict, i: int):
     return root if group["input"] == i else root.as_strided(*group["geoms"][str(i)])
 
 
-def forward_graph(owner, meta, descs, values, tensors, requires, inference: tuple = (),
+def forward_graph(owner, tree: ArgTree, tensors, requires, inference: tuple = (),
                   groups: tuple = (), caller_flags: tuple | None = None):
-    """``groups``: arguments traced as views of one root
+    """The compiled plain forward graph of the call and the facts of its trace (a box);
+    ``groups``: arguments traced as views of one root
     (NOTE [subclass alias groups written with grad]); ``caller_flags``: per outer tensor, the caller's
     requires_grad."""
     box: dict = {"alias": False, "views": False}
-    bases = {i for _, i, _ in json.loads(meta).get("bases", [])}
+    bases = {i for _, i, _ in json.loads(tree.meta).get("bases", [])}
     member_of = {i: g for g, grp in enumerate(groups) for i in grp["members"]}
 
     def plain(*ts):
@@ -276,8 +320,7 @@ def forward_graph(owner, meta, descs, values, tensors, requires, inference: tupl
         def member(i, t):
             g = member_of.get(i)
             return None if g is None else _member_view(roots, g, t, groups[g], i)
-        args, kwargs, outer, _ = _rebuild_args(meta, descs, values, ts, requires, nonleaf,
-                                               member if groups else None,
+        args, kwargs, outer, _ = _rebuild_args(tree, ts, requires, nonleaf, member if groups else None,
                                                inference=inference, hidden=hidden)
         before = [(geometry_of(a), own_flag(a) if j in (hidden or {}) else a.requires_grad,
                    a.grad_fn, version_of(a)) for j, a in enumerate(outer)]
@@ -294,7 +337,7 @@ def forward_graph(owner, meta, descs, values, tensors, requires, inference: tupl
         box["hooks"] = imperative.hooks()
         box["data_assigned"] = imperative.data_assigned
         box["data_held"] = imperative.held(res)
-        box["in_descs"] = descs
+        box["in_descs"] = tree.descs
         box["flips_base"] = bool(flags.flags_set & bases)
         out = _flatten_out(res, box, outer, before, hidden)
         box["facts"] = split_rebased(box["facts"], log, outer)
@@ -326,15 +369,16 @@ def forward_graph(owner, meta, descs, values, tensors, requires, inference: tupl
     return trace(torch.is_grad_enabled()), box
 
 
-def joint_graph(owner, meta, descs, values, tensors, requires, tangent_descs, n: int, dirty: list,
-           groups: list, replay: dict, views: bool = False):
+def joint_graph(owner, tree: ArgTree, tensors, requires, spec: JointSpec):
     """The backward at the OUTER level (eager's autograd over the subclass), desugared:
     ``(inner primals, inner tangents) -> inner gradients`` (NOTE [subclass autograd]); the
-    arguments in ``dirty`` were written in place (NOTE [subclass non-leaf writes]); the
-    members of ``groups`` are views of their group's root (NOTE [subclass alias groups]).
-    One gradient per input of :class:`Outer` that takes one (``grad_slots``). ``views``: the
-    forward was traced with argument views
+    arguments in ``spec.dirty`` were written in place (NOTE [subclass non-leaf writes]); the
+    members of ``spec.groups`` are views of their group's root (NOTE [subclass alias groups]).
+    One gradient per input of :class:`Outer` that takes one (``grad_slots``). ``spec.views``:
+    the forward was traced with argument views
     (NOTE [subclass views of an argument given requires_grad_] in autograd.py)."""
+    tangent_descs, n, dirty, groups, replay = spec.tangent_descs, spec.n, spec.dirty, spec.groups, \
+        spec.replay
     box: dict = {}
     member_of = {i: g for g, grp in enumerate(groups) for i in grp["members"]}
 
@@ -362,9 +406,9 @@ def joint_graph(owner, meta, descs, values, tensors, requires, tangent_descs, n:
             msize, mstride, moffset = groups[g]["geoms"][str(i)]
             return (rc if requires[i] else rc.detach()).as_strided(msize, mstride, moffset - offset)
 
-        hidden = {} if views else None
-        args, kwargs, outer, leaves = _rebuild_args(meta, descs, values, ts[:n], requires,
-                                                    lambda i, t: t.clone(), member, hidden=hidden)
+        hidden = {} if spec.views else None
+        args, kwargs, outer, leaves = _rebuild_args(tree, ts[:n], requires, lambda i, t: t.clone(),
+                                                    member, hidden=hidden)
         with BaseFlags(outer, hidden or {}), ImperativeWatch(outer, requires):
             res = owner.call_fn(*args, **kwargs)
         outs = [o for o in pytree.tree_leaves(res) if isinstance(o, torch.Tensor)]
@@ -378,7 +422,7 @@ def joint_graph(owner, meta, descs, values, tensors, requires, tangent_descs, n:
                 ys.append(o)
                 gs.append(unflatten(d, it))
         it_l = iter(leaves)
-        same = json.loads(meta)["same"]
+        same = json.loads(tree.meta)["same"]
         by_input = {i: next(it_l) for i, r in enumerate(requires)
                     if r and (same[i] >= 0 or i not in member_of)}
         for g, grp in enumerate(groups):

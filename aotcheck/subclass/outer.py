@@ -16,7 +16,7 @@ from ..engine.signature import call_key, root_of
 from ..errors import TraceError
 from .autograd import flag_before_call, grad_region_of_no_grad_call, needs_history
 from .base import flatten, inner_count, save_primals, unflatten
-from .desugar import forward_graph, inference_args, joint_graph, prepare, traced_requires
+from .desugar import JointSpec, Prepared, forward_graph, inference_args, joint_graph, prepare, traced_requires
 from .facts import apply_facts, stale_views
 from .groups import alias_groups, grad_slots
 from .imperative import argument_hooks, retained_arguments
@@ -30,7 +30,8 @@ def call(owner, state, memo: dict, args: tuple, kwargs: dict):
     ``state``: the digest of the Python state the function reads at this call
     (NOTE [python state]); ``memo``: the caller's compiled plain graphs of earlier calls, by key (filled
     here)."""
-    meta, descs, values, tensors, outer, requires = prepare(args, kwargs)
+    prepared = prepare(args, kwargs)
+    tensors, outer, requires = prepared.tensors, prepared.outer, prepared.requires
     traced = traced_requires(outer, requires)
     inference = inference_args(outer)
     # which arguments are views of one base (not only of one storage) decides the alias
@@ -38,47 +39,47 @@ def call(owner, state, memo: dict, args: tuple, kwargs: dict):
     roots = [root_of(t) for t in outer]
     kin = tuple(next(j for j, r in enumerate(roots) if r is roots[i]) for i in range(len(roots)))
     flags = tuple(t.requires_grad for t in outer)      # the caller's (inference mode: not traced)
-    base_key = (state, meta, call_state(), call_key(tensors, len(tensors)), tuple(traced), inference, kin,
-                flags)
+    base_key = (state, prepared.tree.meta, call_state(), call_key(tensors, len(tensors)), tuple(traced),
+                inference, kin, flags)
 
-    def cached(key, build):
+    def cached(what: tuple, build):
+        """``memo``'s entry for this call's key and ``what`` (built once)."""
+        key = base_key + what
         e = memo.get(key)
         if e is None:
             e = memo[key] = build()
         return e
 
-    compiled, box = cached(base_key + ("forward",), lambda: _forward(
-        owner, meta, descs, values, tensors, traced, inference, outer, flags))
+    compiled, box = cached(("forward",), lambda: _forward(owner, prepared, traced, inference, flags))
     argument_hooks(box["hooks"], outer, written=False)  # NOTE [subclass imperative autograd]
     retained_arguments(box["retained_before"], outer)
     if grad_region_of_no_grad_call(box):         # NOTE [subclass enable_grad regions of a no_grad call]
         requires = [t.requires_grad and ("leaf" if t.is_leaf else "nonleaf") for t in outer]
         at_forward = forward_state()
         with torch.enable_grad():
-            return _with_autograd(owner, box, compiled, meta, descs, values, tensors, outer,
-                                  requires, base_key, cached, at_forward)
+            return _with_autograd(owner, box, compiled, prepared, requires, cached, at_forward)
     requires = flag_before_call(box["facts"], outer, requires)
     if not any(requires) and not needs_history(box):
         return _finish(box, _unflatten_outs(box, list(compiled(*tensors))), outer)
-    return _with_autograd(owner, box, compiled, meta, descs, values, tensors, outer, requires,
-                          base_key, cached, forward_state())
+    return _with_autograd(owner, box, compiled, prepared, requires, cached, forward_state())
 
 
-def _with_autograd(owner, box, compiled, meta, descs, values, tensors, outer, requires, base_key,
-                   cached, at_forward):
-    """The call through ``Outer``, with eager's outer-level autograd; ``at_forward``: the state
-    the forward ran in, which the joint is traced in
+def _with_autograd(owner, box, compiled, prepared: Prepared, requires, cached, at_forward):
+    """The call through ``Outer``, with eager's outer-level autograd; ``requires``: per outer
+    tensor, whether it takes a gradient at this call; ``cached``: the call's memo of compiled
+    graphs; ``at_forward``: the state the forward ran in, which the joint is traced in
     (NOTE [subclass joint in the forward's state])."""
+    tree, tensors, outer = prepared.tree, prepared.tensors, prepared.outer
     groups, extra = alias_groups(outer, requires, box["facts"].written, box["facts"].rebased)
     extra += [] if any(requires) else [torch.zeros((), requires_grad=True)]   # needs_history
 
     def joint(tangent_descs, ins, dirty):
         # NOTE [subclass joint in the forward's state]
         with restored(at_forward):
-            compiled, jbox = cached(base_key + ("joint", json.dumps([tangent_descs, dirty, groups])),
-                                    lambda: joint_graph(owner, meta, descs, values, ins, requires,
-                                                        tangent_descs, len(tensors), dirty, groups,
-                                                        box["facts"].replayed(), box["views"]))
+            compiled, jbox = cached(("joint", json.dumps([tangent_descs, dirty, groups])),
+                                    lambda: joint_graph(owner, tree, ins, requires, JointSpec(
+                                        tangent_descs, len(tensors), dirty, groups,
+                                        box["facts"].replayed(), box["views"])))
 
         def run(*ts):
             with restored(at_forward):
@@ -91,7 +92,7 @@ def _with_autograd(owner, box, compiled, meta, descs, values, tensors, outer, re
         # arguments move, so that Outer's edges reach the leaves' gradient nodes of their new shape
         res["pre"] = run_graph(compiled, box, tensors)
     slots = grad_slots(requires, groups)
-    outs = Outer.apply(compiled, box, joint, descs, tensors, (len(outer), slots), res,
+    outs = Outer.apply(compiled, box, joint, tree.descs, tensors, (len(outer), slots), res,
                         *outer, *extra)
     n = len(outs) - len(res["dirty"])
     early = stale_views(box["facts"], outer)
@@ -99,13 +100,13 @@ def _with_autograd(owner, box, compiled, meta, descs, values, tensors, outer, re
     return _finish(box, list(outs[:n]), outer, moved=False, early=early)
 
 
-def _forward(owner, meta, descs, values, tensors, traced, inference, outer, flags):
+def _forward(owner, prepared: Prepared, traced, inference, flags):
     """The forward graph; traced again with members of alias groups as views where the first
     trace saw one written in grad mode, or raised and the call has such members
     (NOTE [subclass alias groups written with grad])."""
+    tree, tensors, outer = prepared.tree, prepared.tensors, prepared.outer
     try:
-        compiled, box = forward_graph(owner, meta, descs, values, tensors, traced, inference,
-                                      caller_flags=flags)
+        compiled, box = forward_graph(owner, tree, tensors, traced, inference, caller_flags=flags)
         facts = box["facts"]
         groups = alias_groups(outer, traced, facts.written, facts.rebased)[0]
     except TraceError:
@@ -116,7 +117,7 @@ def _forward(owner, meta, descs, values, tensors, traced, inference, outer, flag
     groups = [g for g in groups if not g["grad"]]
     if not groups:
         return compiled, box
-    return forward_graph(owner, meta, descs, values, tensors, traced, inference, groups, flags)
+    return forward_graph(owner, tree, tensors, traced, inference, groups, flags)
 
 
 def _finish(box: dict, outs: list, outer: list, moved: bool = True, early: dict | None = None):

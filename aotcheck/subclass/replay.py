@@ -68,7 +68,7 @@ from torch.overrides import TorchFunctionMode
 
 from ..engine.capture.functional import geometry_of
 from ..engine.capture.outputs import holds
-from ..engine.capture.recorder import METADATA_METHODS, _mutating, call_name, plain_args
+from ..engine.capture.recorder import METADATA_METHODS, call_name, is_mutating_name, plain_args
 from ..errors import TraceError, UnsupportedInputError
 from ..engine.capture.facts import deep_tuple
 from .base import storage_key
@@ -122,7 +122,7 @@ class OuterCallLog(TorchFunctionMode):
                 self.shapes.setdefault(j, []).append(list(target.shape))
             except UnsupportedInputError:        # not plain data: kept as_strided_ + copy_
                 self.unreplayable.add(j)
-        elif target is not None and (_mutating(name) or name == "resize_"):
+        elif target is not None and (is_mutating_name(name) or name == "resize_"):
             written.append(target)
             if id(target) in self.index:
                 self.targets.add(self.index[id(target)])

@@ -179,7 +179,7 @@ def _torch_cache_settings(cache_dir: str):
 # - Each AOT trace makes six ``PhiloxState``s, each with two ``torch.tensor(())``, under the fake
 #   mode, where one costs 0.3 ms instead of 3 us: 1.07 s of 12.0 s. Their values are read only
 #   when ``functionalize_rng_ops`` is on (not on CPU); ``validate_state`` refuses an empty one.
-# For the length of the compiled call, ``_no_compile_telemetry`` replaces the guard latency by
+# For the length of the compiled call, ``no_compile_telemetry`` replaces the guard latency by
 # zero and the config dumps by None, and gives every new ``PhiloxState`` one shared real empty
 # tensor (only with ``functionalize_rng_ops`` off). The guards, the graphs and the caches are
 # built and checked as before. Measured by A/B (tools/bench_fuzz.py's programs, cold then
@@ -212,7 +212,7 @@ def _telemetry_patches() -> tuple[tuple[object, str, object], ...]:
 
 
 @contextlib.contextmanager
-def _no_compile_telemetry():
+def no_compile_telemetry():
     patches = _telemetry_patches()
     old = [(owner, name, owner.__dict__[name]) for owner, name, _ in patches]
     try:
@@ -314,7 +314,7 @@ class _TorchCompiled:
             self.compiled = torch.compile(fn, backend=backend, fullgraph=False, dynamic=dynamic)
 
     def __call__(self, *args, **kwargs):
-        with _torch_cache_settings(self.cache_dir), _no_compile_telemetry():
+        with _torch_cache_settings(self.cache_dir), no_compile_telemetry():
             return self.compiled(*args, **kwargs)
 
     def recompiled(self) -> "_TorchCompiled | None":
@@ -325,7 +325,7 @@ class _TorchCompiled:
         from torch._dynamo.utils import counters
         from torch._inductor.utils import clear_caches
         clear_caches()
-        with _torch_cache_settings(self.cache_dir), _no_compile_telemetry():
+        with _torch_cache_settings(self.cache_dir), no_compile_telemetry():
             for graph in self.graphs:
                 graph.recompile()
         self.frames_at_reuse = counters["frames"]["total"]

@@ -18,7 +18,7 @@ from .autograd_facts import custom_function_digests, imperative_facts, new_leaf_
 from .facts import Candidate, InputFacts, MemberFacts, MetadataOp, RawFacts, StorageSource
 from .functional import dense_layout, geometry_of, storage_ref, to_fun
 from .mode import TraceMode
-from .outputs import classify_outputs, holds
+from .outputs import RunFindings, classify_outputs, holds
 from .plan import InputPlan, groups_needing_synthetic_base
 from .recorder import CallRules, MetadataRecorder
 from .resize import grow as _grow, replayed_geometry, resized_storage_bytes as _resized_storage_bytes
@@ -65,6 +65,15 @@ class _RunState:
     swapped_views: list = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class PlainRun:
+    """A run on plain fake tensors (storage_views.py): eager's own autograd, mutations read
+    from the tagger's write log instead of functionalization."""
+
+    tagger: object              # a storage_views.StorageTagger
+    nonleaf: tuple = ()         # which placeholders are non-leaves (copies are leaves)
+
+
 class FunctionalRun:
     """Runs the user's function on functional wrappers of the placeholders.
 
@@ -73,16 +82,15 @@ class FunctionalRun:
     """
 
     def __init__(self, fn, plan: InputPlan, sig: Signature, leaves: list, in_spec, geometry=None,
-                 mode: TraceMode = TraceMode(), tagger=None, nonleaf: tuple = ()):
+                 mode: TraceMode = TraceMode(), plain: PlainRun | None = None):
         self.fn, self.plan, self.sig, self.leaves, self.in_spec = fn, plan, sig, leaves, in_spec
         # capture.EagerGeometry (NOTE [eager geometry]): per output leaf, per argument leaf
         self.eager_geometry, self.eager_arguments = \
             (geometry.outputs, geometry.arguments) if geometry is not None else (None, None)
         self.nonleaf_views = mode.nonleaf_views    # the capture's way (mode.py)
-        # a StorageTagger when the run is on plain fake tensors (storage_views.py): eager's
-        # own autograd, mutations read from the tagger's write log instead of functionalization
-        self.tagger = tagger
-        self.nonleaf = nonleaf      # plain runs: which placeholders are non-leaves (copies are leaves)
+        # a StorageTagger when the run is on plain fake tensors (PlainRun)
+        self.tagger = plain.tagger if plain is not None else None
+        self.nonleaf = plain.nonleaf if plain is not None else ()
         # NOTE [views of an argument given requires_grad_]: argument views made views in the
         # trace (a capture that saw their base's flag set runs again so)
         self.argument_views = mode.argument_views
@@ -483,13 +491,14 @@ class FunctionalRun:
         grad_leaves = new_leaf_facts(recorder.new_leaves, st.user, sig, recorder.geometry,
                                      {id(st.user[i]): i for i in st.member_meta}, set(st.start_refs))
         outputs, intermediates, new_leaves, self.base_geometry = classify_outputs(
-            out_leaves, st.user, candidates, sig=sig, geometry=recorder.geometry,
-            eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids,
-            plain=st.plain, new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)},
-            clips_of=recorder.clips_of, old_bases=st.old_bases, made_in_call=recorder.made_in_call,
-            ordinary=recorder.ordinary, moved_kind=recorder.storage.changes.moved_kind,
-            grown=self.tagger.grown_storages() if st.plain else frozenset(),
-            data_moved=_data_moved(self.plan, st.user, recorder.storage.changes.data_sets))
+            out_leaves, candidates, RunFindings(
+                sig=sig, user=st.user, geometry=recorder.geometry,
+                eager_geometry=self.eager_geometry, owners=recorder.owners, work_ids=self._work_ids,
+                plain=st.plain, new_leaf_ids={id(t): j for j, t in enumerate(recorder.new_leaves)},
+                clips_of=recorder.clips_of, old_bases=st.old_bases, made_in_call=recorder.made_in_call,
+                ordinary=recorder.ordinary, moved_kind=recorder.storage.changes.moved_kind,
+                grown=self.tagger.grown_storages() if st.plain else frozenset(),
+                data_moved=_data_moved(self.plan, st.user, recorder.storage.changes.data_sets)))
         if st.swapped_views and any(c.requires_grad for c in candidates):
             # eager's set_() moved the view's version, so autograd regenerates its grad_fn as
             # a view of its base, over memory it no longer has: values computed from it get a

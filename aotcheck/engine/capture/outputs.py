@@ -8,7 +8,8 @@ a view of another output; the same tensor as an earlier output.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from typing import Callable
 
 import torch
 
@@ -20,32 +21,54 @@ from ..graph_walk import grad_nodes
 from ..signature import Signature, whole_storage
 
 
-def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Signature, geometry: dict,
-                     eager_geometry, owners: dict, work_ids: set, new_leaf_ids: dict | None = None,
-                     plain: bool = False, clips_of=None, old_bases: dict | None = None,
-                     made_in_call: set | None = None, grown: frozenset = frozenset(),
-                     ordinary: set = frozenset(), moved_kind: set = frozenset(),
-                     data_moved: frozenset = frozenset()):
-    """Classify each returned leaf (fresh, an input, a view of an input, of an intermediate,
-    of another output, ...) and append to ``candidates`` every graph value a later stage
-    needs. Returns (output facts, intermediate-base candidate indices, new-leaf outputs,
-    base geometry by tensor id).
+@dataclass(frozen=True)
+class RunFindings:
+    """What the functional run knows that classifying its outputs reads: the signature, the
+    user's argument leaves, and what the recorder and the run found about the tensors made.
 
     ``grown``: the storages (a plain run's) that resize_ grew while a tensor on them was
     kept (NOTE [a storage grown by resize_] in storage_views.py): no tensor on one holds all
     of it, so every output over one is rebuilt from a copy of the whole storage, flat."""
-    base_geometry: dict = {}
-    flat_of: dict = {}
-    tensor_user = {id(t): i for i, t in enumerate(user) if isinstance(t, torch.Tensor)}
-    input_storages: dict = {}
-    for i, t in enumerate(user):
-        if isinstance(t, torch.Tensor):
-            input_storages.setdefault(storage_ref(t), []).append(i)
-    out_storage, out_ids = {}, {}
-    roots: dict[int, int] = {}
-    moved: dict = {}        # storage an intermediate was set_() off -> the base of its views
-    intermediates: list[int] = []
-    new_leaves: list[int] = []
+
+    sig: Signature
+    user: list                      # the user's argument leaves
+    geometry: dict                  # tensor id -> its geometry, as the recorder saw it
+    eager_geometry: list | None     # per output leaf (NOTE [eager geometry] in capture/trace.py)
+    owners: dict                    # storage -> the tensor that owns it
+    work_ids: set                   # the works the function was given, and the leaves they view
+    new_leaf_ids: dict = field(default_factory=dict)    # tensor id -> its new grad leaf index
+    plain: bool = False             # a run on plain fake tensors (storage_views.py)
+    clips_of: Callable | None = None
+    old_bases: dict = field(default_factory=dict)   # storage before set_() moved it -> its alias
+    made_in_call: set = frozenset()
+    grown: frozenset = frozenset()
+    ordinary: set = frozenset()
+    moved_kind: set = frozenset()
+    data_moved: frozenset = frozenset()     # the user leaves given ``.data =``
+
+
+@dataclass(frozen=True)
+class _Leaf:
+    """One returned tensor, with what the branches of its classification read."""
+
+    k: int                  # its output leaf index
+    o: torch.Tensor
+    st: object              # its storage (``storage_ref``)
+    geometry: tuple         # (shape, stride, offset)
+    eager: tuple | None     # its eager geometry, where the capture has one
+    rg: bool                # requires grad (a poisoned view: its base's)
+    poisoned: str
+    custom: bool            # a view through a custom autograd.Function
+    clips: tuple
+    regenerated: bool       # eager regenerated its grad_fn (NOTE [as_strided clips] in recorder.py)
+
+
+def classify_outputs(out_leaves: list, candidates: list, run: RunFindings):
+    """Classify each returned leaf (fresh, an input, a view of an input, of an intermediate,
+    of another output, ...) and append to ``candidates`` every graph value a later stage
+    needs. Returns (output facts, intermediate-base candidate indices, new-leaf outputs,
+    base geometry by tensor id)."""
+    classifier = _Classifier(run, candidates)
     # Outputs that own their storage and carry autograd history go first, so that other
     # outputs over the same storage (a detach() of it, returned earlier) are rebuilt from
     # it rather than it from them: a detached alias cannot give it back its grad_fn.
@@ -54,180 +77,246 @@ def classify_outputs(out_leaves: list, user: list, candidates: list, *, sig: Sig
         and out_leaves[k].requires_grad))
     outputs = [None] * len(out_leaves)
     for k in order:
-        o = out_leaves[k]
+        outputs[k] = classifier.leaf(k, out_leaves[k])
+    classifier.point_at_later_outputs(outputs)
+    return outputs, classifier.intermediates, classifier.new_leaves, classifier.base_geometry
+
+
+class _Classifier:
+    """One classification's working state: the graph values appended so far, and what the
+    outputs classified so far are, by storage and by identity."""
+
+    def __init__(self, run: RunFindings, candidates: list):
+        self.run, self.candidates = run, candidates
+        self.base_geometry: dict = {}
+        self.flat_of: dict = {}
+        self.tensor_user = {id(t): i for i, t in enumerate(run.user) if isinstance(t, torch.Tensor)}
+        self.input_storages: dict = {}
+        for i, t in enumerate(run.user):
+            if isinstance(t, torch.Tensor):
+                self.input_storages.setdefault(storage_ref(t), []).append(i)
+        self.out_storage: dict = {}
+        self.out_ids: dict = {}
+        self.roots: dict[int, int] = {}
+        self.moved: dict = {}       # storage an intermediate was set_() off -> the base of its views
+        self.intermediates: list[int] = []
+        self.new_leaves: list[int] = []
+
+    def leaf(self, k: int, o) -> OutputFacts:
+        """The facts of output leaf ``k``."""
         if isinstance(o, torch.Size):
-            outputs[k] = (OutputFacts(False, value=f"torch.Size({list(o)!r})"))
-            continue
+            return OutputFacts(False, value=f"torch.Size({list(o)!r})")
         if not isinstance(o, torch.Tensor):
             if not isinstance(o, (bool, int, float, str, type(None))):
                 raise UnsupportedInputError(
                     f"output leaf {k} has type {type(o).__name__}; aotcheck supports returning "
                     "tensors, torch.Size, int, float, bool, str and None, nested in tuples, "
                     "lists and dicts")
-            outputs[k] = (OutputFacts(False, value=repr(o)))
-            continue
+            return OutputFacts(False, value=repr(o))
         if o.layout != torch.strided:
             raise UnsupportedInputError(
                 f"output leaf {k} has layout {o.layout}; aotcheck returns strided (dense) "
                 "tensors only")
-        eg = eager_geometry[k] if eager_geometry and k < len(eager_geometry) else None
-        shape, stride, offset = eg[0] if eg else geometry.get(id(o), geometry_of(o))
+        leaf = self._tensor_leaf(k, o)
+        facts = self._classify(leaf, self._common(leaf))
+        self.out_storage.setdefault(leaf.st, k)
+        self.out_ids.setdefault(id(o), k)
+        return facts
+
+    def _tensor_leaf(self, k: int, o: torch.Tensor) -> _Leaf:
+        """Output leaf ``k``, a strided tensor, with its geometry and autograd kind read."""
+        run = self.run
+        eg = run.eager_geometry[k] if run.eager_geometry and k < len(run.eager_geometry) else None
+        geometry = eg[0] if eg else run.geometry.get(id(o), geometry_of(o))
         if eg and eg[1] is not None and o._base is not None:
-            base_geometry[id(o._base)] = eg[1]
+            self.base_geometry[id(o._base)] = eg[1]
         poisoned = poisoned_kind(o)
         # NOTE [poisoned views]: reading its autograd facts raises, as in eager
         rg = o._base.requires_grad if poisoned else o.requires_grad
         refuse_nondiff_output(k, o, rg)
+        custom = not poisoned and o._is_view() and rg and _through_custom_function(o)
+        clips, regenerated = run.clips_of(o) if run.clips_of is not None and not poisoned else ((), False)
+        return _Leaf(k, o, storage_ref(o), geometry, eg, rg, poisoned, custom, clips, regenerated)
+
+    def _common(self, leaf: _Leaf) -> dict:
+        """The facts every tensor output has, whatever it aliases."""
+        run, o = self.run, leaf.o
+        shape, stride, offset = leaf.geometry
+        made_in_call = run.made_in_call or ()
         common = dict(shape=shape, stride=stride, offset=offset,
-                      dtype=str(o.dtype).replace("torch.", ""), requires_grad=rg,
+                      dtype=str(o.dtype).replace("torch.", ""), requires_grad=leaf.rg,
                       # NOTE [inference tensors made in the call] in recorder.py: over an
                       # argument's storage the graph's value cannot say it (the rest are made
                       # by the graph, inside the caller's inference mode, as eager's are)
-                      inference=o.is_inference() or (sig.inference_mode and id(o) in (made_in_call or ())
-                                                     and storage_ref(o) in input_storages),
-                      ordinary=sig.inference_mode and id(o) in ordinary and not o.is_inference()
-                      and storage_ref(o) not in input_storages,
-                      poisoned=poisoned)
-        if poisoned:
+                      inference=o.is_inference() or (run.sig.inference_mode and id(o) in made_in_call
+                                                     and leaf.st in self.input_storages),
+                      ordinary=run.sig.inference_mode and id(o) in run.ordinary and not o.is_inference()
+                      and leaf.st not in self.input_storages,
+                      poisoned=leaf.poisoned)
+        if leaf.poisoned:
             common["is_leaf"] = False
         else:
             common.update(is_leaf=o.is_leaf,
-                          multi_output_view=o._is_view() and _multi_output_view(o, plain),
+                          multi_output_view=o._is_view() and _multi_output_view(o, run.plain),
                           grad_dead_end=o._is_view() and _grad_dead_end(o)
                           and not _base_is_dead_end(o))
-        custom = not poisoned and o._is_view() and rg and _through_custom_function(o)
-        common["custom_view"] = custom
-        clips, regenerated = clips_of(o) if clips_of is not None and not poisoned else ((), False)
-        common["clips"] = clips
-        common["new_leaf"] = (new_leaf_ids or {}).get(id(o), -1)
+        common["custom_view"] = leaf.custom
+        common["clips"] = leaf.clips
+        common["new_leaf"] = (run.new_leaf_ids or {}).get(id(o), -1)
         # NOTE [inference state moved by .data =] in storage/watch.py: the kind it ends as
-        common["moved_kind"] = ("inference" if id(o) in (made_in_call or ()) else "ordinary") \
-            if id(o) in moved_kind else ""
-        st = storage_ref(o)
-        if id(o) in out_ids:
-            outputs[k] = (OutputFacts(True, same_output=out_ids[id(o)], **common))
-        elif id(o) in tensor_user:
-            outputs[k] = (OutputFacts(True, is_input=tensor_user[id(o)], **common))
-        elif o._base is not None and tensor_user.get(id(o._base)) in data_moved and \
-                storage_ref(o._base) != st and not poisoned and not custom and \
-                common["new_leaf"] < 0 and _old_base(old_bases, st, (shape, stride, offset)) is not None:
-            outputs[k] = OutputFacts(True, input_storage=tensor_user[id(o._base)], at_call=True,
-                                     **common)      # NOTE [views taken before .data =]
-        elif st in input_storages:
-            grad_value = -1
-            leaf_base = -1 if poisoned or custom else _viewed_grad_leaf(o, new_leaf_ids or {})
-            common["base_new_leaf"] = leaf_base
-            if leaf_base < 0 and (custom or (rg and not poisoned and not (
-                    o._base is not None and id(o._base) in work_ids))):
-                # It shares an argument's storage but is no autograd view of it: a detached
-                # alias mutated in place with a value that requires grad (eager: its grad_fn
-                # is that op's). Its gradient comes from its own graph value.
-                grad_value = len(candidates)
-                candidates.append(o)
-            source = _alias_source(sig, input_storages[st], (shape, stride, offset),
-                                        o.dtype, rg, tensor_user.get(id(o._base)))
-            # eager regenerated its grad_fn as an as_strided of the root base: where it reaches
-            # outside the argument, the runtime cuts it from the argument's base
-            # (NOTE [as_strided clips] in recorder.py)
-            common["from_root"] = regenerated and rg and not _inside(
-                (shape, stride, offset), sig.leaves[source], o.dtype)
-            outputs[k] = (OutputFacts(True, input_storage=source,
-                                       graph_output=grad_value, **common))
-        elif id(o) in roots:
+        common["moved_kind"] = ("inference" if id(o) in made_in_call else "ordinary") \
+            if id(o) in run.moved_kind else ""
+        return common
+
+    def _classify(self, leaf: _Leaf, common: dict) -> OutputFacts:
+        """What a tensor output is: the same as an earlier output, an argument, an alias of an
+        argument's memory, a view of an intermediate or an output, or a fresh graph value."""
+        o, st = leaf.o, leaf.st
+        if id(o) in self.out_ids:
+            return OutputFacts(True, same_output=self.out_ids[id(o)], **common)
+        if id(o) in self.tensor_user:
+            return OutputFacts(True, is_input=self.tensor_user[id(o)], **common)
+        if self._viewed_before_data_set(leaf, common):
+            return OutputFacts(True, input_storage=self.tensor_user[id(o._base)], at_call=True,
+                               **common)      # NOTE [views taken before .data =]
+        if st in self.input_storages:
+            return self._over_argument(leaf, common)
+        if id(o) in self.roots:
             # the base of earlier view outputs, returned itself: it is the fresh one
-            outputs[k] = (OutputFacts(True, graph_output=intermediates[roots[id(o)]], **common))
-        elif (o._base is not None and storage_ref(o._base) == st) or owners.get(st, o) is not o \
-                or st in grown or _old_base(old_bases, st, (shape, stride, offset)) is not None:
-            # a view of an intermediate, or a detach() of one (no autograd view, but the
-            # same storage): rebuilt from the tensor that owns the storage. A detached one
-            # that an in-place op gave a grad_fn gets its gradient from its own value. A view
-            # that set_() moved onto another storage is rebuilt from that storage's owner.
-            # A view of an argument's memory taken before set_() moved the argument off it
-            # (``v = a.t(); a.set_(b); return v``) is rebuilt from the graph's value of that
-            # memory (the alias functional_run takes at the call), as an intermediate: the
-            # argument (its owner) no longer holds it.
-            on_base = o._base is not None and storage_ref(o._base) == st
-            root = _old_base(old_bases, st, (shape, stride, offset))
-            if st in grown:
-                on_base = False
-                if st not in flat_of:
-                    # a copy: a view of the graph's value would share its version counter
-                    # with the values the backward saves from that storage, and the runtime's
-                    # write of an output's gradient path into the base (detached_alias) would
-                    # then fail the backward's version check
-                    flat_of[st] = whole_storage(o.detach()).clone()
-                root = flat_of[st]
-            elif root is not None:
-                on_base = False
-            else:
-                root = o._base if on_base else owners[st]
-                if not on_base and storage_ref(root) != st and id(root) not in work_ids:
-                    # its owner, an intermediate, was moved off it by set_() (``v = h.t();
-                    # h.set_(x); return v``): the first output over that memory is the base,
-                    # as its own value (a detach of it, so that it is no output itself)
-                    first = moved.get(st)
-                    if first is None:
-                        first = moved[st] = o.detach()
-                        base_geometry[id(first)] = (shape, stride, offset)
-                    elif not _holds(first, base_geometry[id(first)], (shape, stride, offset)):
-                        raise UnsupportedInputError(
-                            f"output leaf {k} is a view of an intermediate's memory taken before "
-                            "set_() moved the intermediate off it, and reaches elements that an "
-                            "earlier such output does not; aotcheck rebuilds those views from "
-                            "the first one")
-                    root = first
-                elif not on_base and storage_ref(root) != st:
-                    # its owner was moved off it by set_(): an argument whose elements at the
-                    # call do not hold all of the view's
-                    raise UnsupportedInputError(
-                        f"output leaf {k} is a view of an argument's memory taken before set_() "
-                        "moved the argument off it, and reaches memory the argument did not "
-                        "(as_strided); aotcheck rebuilds such a view from the argument's own "
-                        "elements only")
-            if on_base:     # a view of a leaf made inside (v.requires_grad_(); v.reshape(1))
-                common["base_new_leaf"] = (new_leaf_ids or {}).get(id(root), -1)
-            grad_value = -1
-            if custom or (not on_base and rg and not poisoned):
-                grad_value = len(candidates)
-                candidates.append(o)
-            if id(root) in out_ids:
-                outputs[k] = (OutputFacts(True, base_output=out_ids[id(root)],
-                                          graph_output=grad_value, **common))
-            elif st in out_storage and not rg and not custom and not poisoned \
-                    and common.get("base_new_leaf", -1) < 0:
-                # a view (without grad) of an alias of an earlier output, such as its detach():
-                # eager's shares that output's storage, so it is cut from that output
-                outputs[k] = (OutputFacts(True, output_storage=out_storage[st], **common))
-            else:
-                if id(root) not in roots:
-                    roots[id(root)] = len(intermediates)
-                    intermediates.append(len(candidates))
-                    candidates.append(root)
-                outputs[k] = (OutputFacts(True, base_intermediate=roots[id(root)],
-                                          graph_output=grad_value, **common))
-        elif st in out_storage:
-            outputs[k] = (OutputFacts(True, output_storage=out_storage[st], **common))
-        elif eg and len(eg) > 2 and eg[2] and not plain:
+            return OutputFacts(True, graph_output=self.intermediates[self.roots[id(o)]], **common)
+        if (o._base is not None and storage_ref(o._base) == st) or self.run.owners.get(st, o) is not o \
+                or st in self.run.grown or _old_base(self.run.old_bases, st, leaf.geometry) is not None:
+            return self._view_of_intermediate(leaf, common)
+        if st in self.out_storage:
+            return OutputFacts(True, output_storage=self.out_storage[st], **common)
+        eg = leaf.eager
+        if eg and len(eg) > 2 and eg[2] and not self.run.plain:
             # eager's output shares an argument's storage where the functional graph made a
             # copy (unsafe_split, unsafe_chunk: views that autograd does not track as views);
             # rebuilt on the argument, so mutating it changes the argument as in eager
-            source = _alias_source(sig, list(eg[2]), (shape, stride, offset), o.dtype, rg)
-            outputs[k] = (OutputFacts(True, input_storage=source, **common))
-        else:
-            if rg and not poisoned and o.is_leaf:
-                new_leaves.append(k)
-            outputs[k] = (OutputFacts(True, graph_output=len(candidates), **common))
-            candidates.append(o)
-        out_storage.setdefault(st, k)
-        out_ids.setdefault(id(o), k)
-    # a view output whose root is a *later* output: point it at that output instead
-    for k, f in enumerate(outputs):
-        if f.base_intermediate >= 0:
-            root_idx = intermediates[f.base_intermediate]
-            root = candidates[root_idx]
-            if id(root) in out_ids:
-                outputs[k] = replace(f, base_intermediate=-1, base_output=out_ids[id(root)])
-    return outputs, intermediates, new_leaves, base_geometry
+            source = _alias_source(self.run.sig, list(eg[2]), leaf.geometry, o.dtype, leaf.rg)
+            return OutputFacts(True, input_storage=source, **common)
+        if leaf.rg and not leaf.poisoned and o.is_leaf:
+            self.new_leaves.append(leaf.k)
+        return OutputFacts(True, graph_output=self._own_value(o), **common)
+
+    def _own_value(self, t: torch.Tensor) -> int:
+        """Append ``t`` as a graph value; its candidate index."""
+        self.candidates.append(t)
+        return len(self.candidates) - 1
+
+    def _viewed_before_data_set(self, leaf: _Leaf, common: dict) -> bool:
+        """Is the output an autograd view of an argument given ``.data =``, over the memory the
+        argument had at the call (NOTE [views taken before .data =])?"""
+        o = leaf.o
+        return o._base is not None and self.tensor_user.get(id(o._base)) in self.run.data_moved and \
+            storage_ref(o._base) != leaf.st and not leaf.poisoned and not leaf.custom and \
+            common["new_leaf"] < 0 and _old_base(self.run.old_bases, leaf.st, leaf.geometry) is not None
+
+    def _over_argument(self, leaf: _Leaf, common: dict) -> OutputFacts:
+        """An output over an argument's storage: rebuilt from the argument whose memory holds it."""
+        run, o = self.run, leaf.o
+        grad_value = -1
+        leaf_base = -1 if leaf.poisoned or leaf.custom else _viewed_grad_leaf(o, run.new_leaf_ids or {})
+        common["base_new_leaf"] = leaf_base
+        if leaf_base < 0 and (leaf.custom or (leaf.rg and not leaf.poisoned and not (
+                o._base is not None and id(o._base) in run.work_ids))):
+            # It shares an argument's storage but is no autograd view of it: a detached
+            # alias mutated in place with a value that requires grad (eager: its grad_fn
+            # is that op's). Its gradient comes from its own graph value.
+            grad_value = self._own_value(o)
+        source = _alias_source(run.sig, self.input_storages[leaf.st], leaf.geometry,
+                               o.dtype, leaf.rg, self.tensor_user.get(id(o._base)))
+        # eager regenerated its grad_fn as an as_strided of the root base: where it reaches
+        # outside the argument, the runtime cuts it from the argument's base
+        # (NOTE [as_strided clips] in recorder.py)
+        common["from_root"] = leaf.regenerated and leaf.rg and not _inside(
+            leaf.geometry, run.sig.leaves[source], o.dtype)
+        return OutputFacts(True, input_storage=source, graph_output=grad_value, **common)
+
+    def _view_of_intermediate(self, leaf: _Leaf, common: dict) -> OutputFacts:
+        """A view of an intermediate, or a detach() of one (no autograd view, but the same
+        storage): rebuilt from the tensor that owns the storage. A detached one that an
+        in-place op gave a grad_fn gets its gradient from its own value."""
+        o, st = leaf.o, leaf.st
+        root, on_base = self._intermediate_root(leaf)
+        if on_base:     # a view of a leaf made inside (v.requires_grad_(); v.reshape(1))
+            common["base_new_leaf"] = (self.run.new_leaf_ids or {}).get(id(root), -1)
+        grad_value = -1
+        if leaf.custom or (not on_base and leaf.rg and not leaf.poisoned):
+            grad_value = self._own_value(o)
+        if id(root) in self.out_ids:
+            return OutputFacts(True, base_output=self.out_ids[id(root)], graph_output=grad_value,
+                               **common)
+        if st in self.out_storage and not leaf.rg and not leaf.custom and not leaf.poisoned \
+                and common.get("base_new_leaf", -1) < 0:
+            # a view (without grad) of an alias of an earlier output, such as its detach():
+            # eager's shares that output's storage, so it is cut from that output
+            return OutputFacts(True, output_storage=self.out_storage[st], **common)
+        if id(root) not in self.roots:
+            self.roots[id(root)] = len(self.intermediates)
+            self.intermediates.append(self._own_value(root))
+        return OutputFacts(True, base_intermediate=self.roots[id(root)], graph_output=grad_value,
+                           **common)
+
+    def _intermediate_root(self, leaf: _Leaf) -> tuple:
+        """(the tensor a view of an intermediate is rebuilt from, whether that is its autograd
+        base). A view that set_() moved onto another storage is rebuilt from that storage's
+        owner. A view of an argument's memory taken before set_() moved the argument off it
+        (``v = a.t(); a.set_(b); return v``) is rebuilt from the graph's value of that memory
+        (the alias functional_run takes at the call), as an intermediate: the argument (its
+        owner) no longer holds it."""
+        run, o, st = self.run, leaf.o, leaf.st
+        root = _old_base(run.old_bases, st, leaf.geometry)
+        if st in run.grown:
+            if st not in self.flat_of:
+                # a copy: a view of the graph's value would share its version counter
+                # with the values the backward saves from that storage, and the runtime's
+                # write of an output's gradient path into the base (detached_alias) would
+                # then fail the backward's version check
+                self.flat_of[st] = whole_storage(o.detach()).clone()
+            return self.flat_of[st], False
+        if root is not None:
+            return root, False
+        on_base = o._base is not None and storage_ref(o._base) == st
+        if on_base:
+            return o._base, True
+        root = run.owners[st]
+        if storage_ref(root) != st and id(root) not in run.work_ids:
+            return self._moved_intermediate(leaf), False
+        if storage_ref(root) != st:
+            # its owner was moved off it by set_(): an argument whose elements at the
+            # call do not hold all of the view's
+            raise UnsupportedInputError(
+                f"output leaf {leaf.k} is a view of an argument's memory taken before set_() "
+                "moved the argument off it, and reaches memory the argument did not "
+                "(as_strided); aotcheck rebuilds such a view from the argument's own "
+                "elements only")
+        return root, False
+
+    def _moved_intermediate(self, leaf: _Leaf) -> torch.Tensor:
+        """The base of a view whose owner, an intermediate, was moved off its memory by set_()
+        (``v = h.t(); h.set_(x); return v``): the first output over that memory, as its own
+        value (a detach of it, so that it is no output itself)."""
+        first = self.moved.get(leaf.st)
+        if first is None:
+            first = self.moved[leaf.st] = leaf.o.detach()
+            self.base_geometry[id(first)] = leaf.geometry
+        elif not _holds(first, self.base_geometry[id(first)], leaf.geometry):
+            raise UnsupportedInputError(
+                f"output leaf {leaf.k} is a view of an intermediate's memory taken before "
+                "set_() moved the intermediate off it, and reaches elements that an "
+                "earlier such output does not; aotcheck rebuilds those views from "
+                "the first one")
+        return first
+
+    def point_at_later_outputs(self, outputs: list) -> None:
+        """A view output whose root is a *later* output: point it at that output instead."""
+        for k, f in enumerate(outputs):
+            if f.base_intermediate >= 0:
+                root = self.candidates[self.intermediates[f.base_intermediate]]
+                if id(root) in self.out_ids:
+                    outputs[k] = replace(f, base_intermediate=-1, base_output=self.out_ids[id(root)])
 
 
 def _old_base(old_bases: dict | None, st, geometry: tuple):

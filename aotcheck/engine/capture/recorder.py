@@ -9,6 +9,7 @@ A ``TorchFunctionMode`` that sees the user's calls (``x.t_()``, not aten ops). I
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 from torch.autograd.graph import get_gradient_edge
@@ -26,7 +27,7 @@ from .storage.data_assign import DATA_SETTER, data_assignment_op, sets_data
 from .storage.watch import StorageWatch, unwatch_set_calls, watch_set_calls
 
 
-_REQUIRES_GRAD_ATTR = torch._C.TensorBase.requires_grad
+REQUIRES_GRAD_ATTR = torch._C.TensorBase.requires_grad
 # In-place ops that change a tensor's size, stride or offset (not its data).
 METADATA_METHODS = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_",
                               "squeeze_", "as_strided_", "resize_"})
@@ -111,10 +112,26 @@ def viewable(shape, stride, sizes) -> bool:
     return view_d == -1
 
 
-def _mutating(name: str) -> bool:
+def is_mutating_name(name: str) -> bool:
     """Does a method of this name change its tensor's data in place?"""
     return name in _INPLACE_DUNDERS or (name.endswith("_") and not name.startswith("_")
                                         and name not in METADATA_METHODS and name != "requires_grad_")
+
+
+class _Call(NamedTuple):
+    """One call the recorder sees, on ``target`` (its first argument, where a tensor)."""
+
+    func: object
+    name: str
+    target: torch.Tensor | None
+    args: tuple
+    kwargs: dict
+
+    @property
+    def sets_flag(self) -> bool:
+        """Is it a requires_grad setter (``requires_grad_()`` or ``.requires_grad =``)?"""
+        return self.target is not None and (self.name == "requires_grad_" or (
+            self.name == "__set__" and getattr(self.func, "__self__", None) is REQUIRES_GRAD_ATTR))
 
 
 class MetadataRecorder(TorchFunctionMode):
@@ -224,6 +241,39 @@ class MetadataRecorder(TorchFunctionMode):
         target = args[0] if args and isinstance(args[0], torch.Tensor) else None
         if target is not None and _wrapped(target):
             return self._inside_transform(func, name, target, args, kwargs)
+        call = _Call(func, name, target, args, kwargs)
+        self._note_autograd_calls(call)
+        if name == "register_hook" and target is not None and len(args) == 2 and not kwargs:
+            handle = self._register_hook(target, args[1])
+            if handle is not None:
+                return handle
+        if name != "__set__":           # NOTE [set_ under no_grad onto another shape]
+            self.storage.regrad_reshaped(self, (args, kwargs))
+        note_call(func)
+        kernel = mutating_kernel(func, args, kwargs)
+        if kernel is not None:
+            with self:          # the kernel's own calls are recorded (NOTE [mutating custom ops])
+                return kernel()
+        if target is not None and is_mutating_name(name) and name != "__setitem__":
+            dims = outer_dims(target, name)     # NOTE [overlapping writes] in overlap.py
+            if dims is not None:
+                return piecewise(self.__torch_function__, func, args, kwargs, dims)
+        self._note_changes(call)
+        flag_before = target.requires_grad if call.sets_flag else None
+        if name == "view" and target is not None and target.layout == torch.strided and not kwargs:
+            self._check_view(target, args)
+        out, resized = self._run(call)
+        if name != "__set__":
+            self.storage.note_grad_use(args, kwargs, out)
+        self._note_flag(call, flag_before, out)
+        self._note_geometry(call, out, resized)
+        self._note_results(call, out)
+        return out
+
+    def _note_autograd_calls(self, call: _Call) -> None:
+        """``retain_grad()`` calls, and the order of in-place calls on each argument that
+        autograd records (NOTE [imperative autograd on arguments and outputs])."""
+        name, target = call.name, call.target
         if name == "retain_grad" and target is not None:
             if id(target) in self.watched:
                 key = self.watched[id(target)]
@@ -232,7 +282,7 @@ class MetadataRecorder(TorchFunctionMode):
                 self.retained_tensors[id(target)] = target
                 self.kept_alive.append(target)
         if target is not None and id(target) in self.watched and (
-                name in METADATA_METHODS or _mutating(name)) and torch.is_grad_enabled() \
+                name in METADATA_METHODS or is_mutating_name(name)) and torch.is_grad_enabled() \
                 and not torch.is_inference_mode_enabled():
             # NOTE [where an argument's retained gradient sits] in autograd_facts.py: where
             # its hook stays behind (calls autograd does not record move nothing), the node
@@ -243,24 +293,22 @@ class MetadataRecorder(TorchFunctionMode):
                 self.retained_edges[key] = get_gradient_edge(target)
             self.inplace_calls.setdefault(key, []).append(
                 "meta" if name in METADATA_METHODS else "data")
-        if name == "register_hook" and target is not None and len(args) == 2 and not kwargs:
-            if id(target) in self.watched and target.requires_grad:
-                return self._argument_hook(target, args[1])
-            made = next((j for j, n in enumerate(self.new_leaves) if n is target), None)
-            if made is not None and target.is_leaf:     # NOTE [hooks on leaves made inside]
-                return self._argument_hook(target, args[1], ("new", made))
-            self.inner_hooks.append(target)     # NOTE [hooks on returned tensors] (autograd_facts)
-        if name != "__set__":           # NOTE [set_ under no_grad onto another shape]
-            self.storage.regrad_reshaped(self, (args, kwargs))
-        note_call(func)
-        kernel = mutating_kernel(func, args, kwargs)
-        if kernel is not None:
-            with self:          # the kernel's own calls are recorded (NOTE [mutating custom ops])
-                return kernel()
-        if target is not None and _mutating(name) and name != "__setitem__":
-            dims = outer_dims(target, name)     # NOTE [overlapping writes] in overlap.py
-            if dims is not None:
-                return piecewise(self.__torch_function__, func, args, kwargs, dims)
+
+    def _register_hook(self, target: torch.Tensor, hook):
+        """``target.register_hook(hook)``: the recorded handle for an argument or a leaf made
+        inside; None (the call runs as it is) for any other tensor."""
+        if id(target) in self.watched and target.requires_grad:
+            return self._argument_hook(target, hook)
+        made = next((j for j, n in enumerate(self.new_leaves) if n is target), None)
+        if made is not None and target.is_leaf:     # NOTE [hooks on leaves made inside]
+            return self._argument_hook(target, hook, ("new", made))
+        self.inner_hooks.append(target)     # NOTE [hooks on returned tensors] (autograd_facts)
+        return None
+
+    def _note_changes(self, call: _Call) -> None:
+        """Before the call runs: the metadata change or write it makes, in the per-storage
+        event orders, the replay log and the write list; a ``.data`` set; a storage resize."""
+        func, name, target, args, kwargs = call
         if name in METADATA_METHODS and target is not None:
             # A view's own squeeze_/unsqueeze_ keeps its elements in order: a replay without
             # it gives the gradient right or fails loudly. Reorderings do not; nor does any
@@ -275,9 +323,9 @@ class MetadataRecorder(TorchFunctionMode):
                              # replayed under no_grad, even after its base got a grad_fn)
                              torch.is_grad_enabled() and target.requires_grad))
             self.events.append(("meta", storage_ref(target)))
-        elif target is not None and _mutating(name):
+        elif target is not None and is_mutating_name(name):
             self.events.append(("data", storage_ref(target)))
-        if target is not None and _mutating(name) and target.layout == torch.strided:
+        if target is not None and is_mutating_name(name) and target.layout == torch.strided:
             # NOTE [writes outside an argument] in plan.py
             self.writes.append((storage_ref(target),
                                 self.geometry.get(id(target)) or geometry_of(target)))
@@ -285,15 +333,17 @@ class MetadataRecorder(TorchFunctionMode):
             self.storage.data_set(self, target, args)       # NOTE [.data assignment]
         if name == "resize_storage_bytes_" and target is not None:
             self._record_resize(target, args[1] if len(args) > 1 else kwargs.get("new_size"))
-        sets_flag = target is not None and (name == "requires_grad_" or (
-            name == "__set__" and getattr(func, "__self__", None) is _REQUIRES_GRAD_ATTR))
-        flag_before = target.requires_grad if sets_flag else None
-        if name == "view" and target is not None and target.layout == torch.strided and not kwargs:
-            # see NOTE [view strides on fake tensors]
-            shape, stride, _ = self.geometry.get(id(target)) or geometry_of(target)
-            sizes = view_sizes(shape, args[1:])
-            if sizes is not None and not viewable(shape, stride, sizes):
-                raise RuntimeError(_VIEW_ERROR)
+
+    def _check_view(self, target: torch.Tensor, args: tuple) -> None:
+        """Refuse a ``view`` that eager refuses (NOTE [view strides on fake tensors])."""
+        shape, stride, _ = self.geometry.get(id(target)) or geometry_of(target)
+        sizes = view_sizes(shape, args[1:])
+        if sizes is not None and not viewable(shape, stride, sizes):
+            raise RuntimeError(_VIEW_ERROR)
+
+    def _run(self, call: _Call) -> tuple:
+        """Run the call as eager would: (its result, a resize_'s geometry or None)."""
+        func, name, target, args, kwargs = call
         resized, grow = resize_geometry(self, target, args, kwargs) if name == "resize_" \
             else (None, False)
         if grow and self.grow is not None:
@@ -311,47 +361,64 @@ class MetadataRecorder(TorchFunctionMode):
             out = func(*cast_args, **cast_kwargs)
         else:
             out = func(*args, **kwargs)
-        if name != "__set__":
-            self.storage.note_grad_use(args, kwargs, out)
-        if sets_flag:
-            if self.watched.get(id(target), ("",))[0] == "placeholder":
-                self.flags_set.add(self.watched[id(target)][1])
-            self._derive_flags(target, args, kwargs)
-        if sets_flag and self.watched.get(id(target), ("",))[0] == "leaf" \
-                and target.requires_grad != flag_before:
+        return out, resized
+
+    def _note_flag(self, call: _Call, flag_before, out) -> None:
+        """After a requires_grad setter (or a factory given ``requires_grad=True``): the flags
+        it set, its replay on an aliased argument, and the grad leaves it made."""
+        target, args, kwargs = call.target, call.args, call.kwargs
+        if not call.sets_flag:
+            if kwargs.get("requires_grad"):
+                for t in pytree.tree_leaves(out):
+                    self._note_leaf(t)
+            return
+        if self.watched.get(id(target), ("",))[0] == "placeholder":
+            self.flags_set.add(self.watched[id(target)][1])
+        self._derive_flags(target, args, kwargs)
+        if self.watched.get(id(target), ("",))[0] == "leaf" and target.requires_grad != flag_before:
             # NOTE [requires_grad_ on an aliased argument] (view_flags.py): a member of an
             # alias group is a view of the group's base in the trace, not the caller's tensor,
             # so its flag is replayed on the caller's tensor with its metadata calls, in order
             self.log.append(("leaf", self.watched[id(target)][1], "requires_grad_",
                              [bool(target.requires_grad)], [], False))
-        if sets_flag:
-            # only the requires_grad setter: autograd sets other attributes (_backward_hooks,
-            # when a view's grad_fn is regenerated) while it holds the tensor's autograd lock,
-            # and reading .is_leaf then would deadlock the process
-            self._note_leaf(target)
-            if id(target) in self.watched and target.requires_grad:
-                # when an argument came to require grad: which storage each argument had
-                # then, and how many storage events came before (NOTE [storage swaps])
-                self.grad_calls.append((self.watched[id(target)], len(self.events),
-                                        [storage_ref(t) for t in self._watched_tensors]))
-        elif kwargs.get("requires_grad"):
-            for t in pytree.tree_leaves(out):
-                self._note_leaf(t)
-        if target is not None and _mutating(name):
+        # only the requires_grad setter: autograd sets other attributes (_backward_hooks,
+        # when a view's grad_fn is regenerated) while it holds the tensor's autograd lock,
+        # and reading .is_leaf then would deadlock the process
+        self._note_leaf(target)
+        if id(target) in self.watched and target.requires_grad:
+            # when an argument came to require grad: which storage each argument had
+            # then, and how many storage events came before (NOTE [storage swaps])
+            self.grad_calls.append((self.watched[id(target)], len(self.events),
+                                    [storage_ref(t) for t in self._watched_tensors]))
+
+    def _note_geometry(self, call: _Call, out, resized) -> None:
+        """After the call: a recorded write's hazard, and the eager geometry of a tensor
+        whose metadata the call changed (or of a ``detach()``'s result)."""
+        func, name, target, args, _ = call
+        if target is None:
+            return
+        if is_mutating_name(name):
             # only a mutation that autograd records can go wrong through view replay
             if target.requires_grad:
                 self.hazard_events.append(("data", storage_ref(target), False))
-        if target is not None and (name == "set_" or sets_data(name, func)):
-            self.storage.took_geometry(self, target, args)      # NOTE [set_ in the recorder]
-        if name in METADATA_METHODS and target is not None:
+        if name == "set_" or sets_data(name, func):
+            # NOTE [.data assignment] in runtime/writeback.py, NOTE [set_ in the recorder]: the
+            # tensor now has its source's eager geometry (a leaf made inside is rebuilt in it)
+            self.storage.took_geometry(self, target, args)
+        if name in METADATA_METHODS:
             # eager's resize_ keeps the offset; a grown functional value starts at 0
             self.geometry[id(target)] = resized or geometry_of(target)
             self.inplace_metadata = True
-        if name == "detach" and target is not None and isinstance(out, torch.Tensor):
+        if name == "detach" and isinstance(out, torch.Tensor):
             eager = self.geometry.get(id(target), self.start_geometry.get(id(target)))
             if eager is not None:
                 self.geometry[id(out)] = eager        # eager's, not a drifted wrapper's
                 self.kept_alive.append(out)
+
+    def _note_results(self, call: _Call, out) -> None:
+        """Each tensor the call returned: a view taken, the storage's owner, whether eager
+        makes it in the call (NOTE [inference tensors made in the call]), its geometry."""
+        func, name, target, args, kwargs = call
         self._note_transform_results(out, (args, kwargs))
         for t in pytree.tree_leaves(out):
             if isinstance(t, torch.Tensor) and _wrapped(t):
@@ -376,7 +443,6 @@ class MetadataRecorder(TorchFunctionMode):
                 # (the wrapper's may have drifted with the write)
                 self.geometry[id(t)] = self.start_geometry.get(id(t)) or geometry_of(t)
                 self.kept_alive.append(t)
-        return out
 
     # NOTE [calls inside a torch.func transform]
     def _inside_transform(self, func, name, target, args, kwargs):
@@ -389,7 +455,7 @@ class MetadataRecorder(TorchFunctionMode):
         the transform, is the function's too). Metadata calls on wrappers are the
         transform's: an argument itself is never a wrapper."""
         bottom = unwrap_functorch(target) if target is not None else None
-        if bottom is not None and _mutating(name) and bottom.layout == torch.strided:
+        if bottom is not None and is_mutating_name(name) and bottom.layout == torch.strided:
             self.events.append(("data", storage_ref(bottom)))
             self.writes.append((storage_ref(bottom), geometry_of(bottom)))
             if bottom.requires_grad:

@@ -202,14 +202,12 @@ def resize_geometry(rec, target, args, kwargs) -> tuple:
     resize variables that require grad")."""
     if target is None or target.requires_grad or target.layout != torch.strided:
         return None, False
-    size = args[1] if len(args) == 2 and isinstance(args[1], (list, tuple, torch.Size)) else \
-        args[1:] if len(args) > 1 else kwargs.get("size", ())
-    try:
-        size = tuple(int(n) for n in size)
-    except (TypeError, ValueError):
+    size = _requested_size(args, kwargs)
+    if size is None:
         return None, False
-    shape, stride, offset = rec.geometry.get(id(target)) or rec.start_geometry.get(id(target)) \
+    geometry = rec.geometry.get(id(target)) or rec.start_geometry.get(id(target)) \
         or geometry_of(target)
+    shape, stride, offset = geometry
     if size == tuple(shape):
         return (tuple(shape), tuple(stride), offset), False
     new_stride, n = [], 1
@@ -218,40 +216,10 @@ def resize_geometry(rec, target, args, kwargs) -> tuple:
         n *= max(sz, 1)
     numel = math.prod(size)
     kind, index = rec.watched.get(id(target), (None, None))
-    es = target.element_size()
     if kind == "placeholder":
-        have = rec.storage_nbytes.get(index, target.untyped_storage().nbytes())
-        grows = (offset + numel) * es > have
-        if grows:
-            dense = 0 in shape or dense_layout(shape, stride)     # an empty tensor is dense
-            if not (dense and (offset + math.prod(shape)) * es == have):
-                raise UnsupportedInputError(
-                    f"the function grows input placeholder {index} with resize_() beyond its "
-                    f"storage ({have} bytes), and the argument is not a dense tensor ending where "
-                    "its storage ends (a slice, a strided view, or a view into a larger storage); "
-                    "eager's grown tensor then reads the storage's other elements, which the "
-                    "functional graph does not hold. Pass a contiguous tensor that owns its storage")
-            rec.grown.add(index)
-            rec.storage_nbytes[index] = (offset + numel) * es
+        grows = _placeholder_grows(rec, target, index, geometry, numel)
     else:
-        # an intermediate (or an aliased argument): its functional storage is eager's
-        grows = (target.storage_offset() + numel) * es > target.untyped_storage().nbytes()
-        if grows and kind is None and any(storage_ref(target) == storage_ref(t)
-                                          for t in rec._watched_tensors):
-            # eager grows the caller's storage, which every view of it then sits on: the
-            # runtime replays resize_ on an argument itself only (NOTE [mutation replay]),
-            # and the graph's value of the argument is its own elements, not the storage
-            raise UnsupportedInputError(
-                "the function grows the storage of an argument with resize_() on a view of "
-                "it taken inside the function; eager grows the caller's storage, and aotcheck "
-                "replays resize_ on the argument tensor itself only. Resize the argument you "
-                "were given, or clone the view first")
-        if grows and kind == "leaf":
-            raise UnsupportedInputError(
-                f"the function grows argument leaf {index} with resize_() beyond its storage, "
-                "and the argument is traced as a view of its storage (it shares storage with "
-                "another argument, or is written outside its own elements); functionalization "
-                "cannot grow a view (a PyTorch limit). Pass the arguments without aliasing")
+        grows = _intermediate_grows(rec, target, kind, index, numel)
     from .outputs import holds
     if kind is not None and not grows and not holds((shape, stride, offset),
                                                      (size, tuple(new_stride), offset)):
@@ -265,6 +233,63 @@ def resize_geometry(rec, target, args, kwargs) -> tuple:
             "view of the argument holds the argument's own elements only). Resize a tensor "
             "that owns its storage, or take the view you need with as_strided")
     return (size, tuple(new_stride), offset), grows
+
+
+def _requested_size(args: tuple, kwargs: dict) -> tuple | None:
+    """The sizes ``resize_`` is called with, as ints; None where they are not plain ints."""
+    size = args[1] if len(args) == 2 and isinstance(args[1], (list, tuple, torch.Size)) else \
+        args[1:] if len(args) > 1 else kwargs.get("size", ())
+    try:
+        return tuple(int(n) for n in size)
+    except (TypeError, ValueError):
+        return None
+
+
+def _placeholder_grows(rec, target, index: int, geometry: tuple, numel: int) -> bool:
+    """Does a resize_ to ``numel`` elements grow placeholder ``index``'s storage (as eager's
+    storage size says)? A growth is recorded, or refused where eager's grown tensor would read
+    storage elements the graph does not hold."""
+    shape, stride, offset = geometry
+    es = target.element_size()
+    have = rec.storage_nbytes.get(index, target.untyped_storage().nbytes())
+    grows = (offset + numel) * es > have
+    if grows:
+        dense = 0 in shape or dense_layout(shape, stride)     # an empty tensor is dense
+        if not (dense and (offset + math.prod(shape)) * es == have):
+            raise UnsupportedInputError(
+                f"the function grows input placeholder {index} with resize_() beyond its "
+                f"storage ({have} bytes), and the argument is not a dense tensor ending where "
+                "its storage ends (a slice, a strided view, or a view into a larger storage); "
+                "eager's grown tensor then reads the storage's other elements, which the "
+                "functional graph does not hold. Pass a contiguous tensor that owns its storage")
+        rec.grown.add(index)
+        rec.storage_nbytes[index] = (offset + numel) * es
+    return grows
+
+
+def _intermediate_grows(rec, target, kind: str | None, index, numel: int) -> bool:
+    """Does a resize_ to ``numel`` elements grow the storage of an intermediate (or of an
+    aliased argument, whose functional storage is eager's)? Refused where that storage is an
+    argument's."""
+    grows = (target.storage_offset() + numel) * target.element_size() > \
+        target.untyped_storage().nbytes()
+    if grows and kind is None and any(storage_ref(target) == storage_ref(t)
+                                      for t in rec._watched_tensors):
+        # eager grows the caller's storage, which every view of it then sits on: the
+        # runtime replays resize_ on an argument itself only (NOTE [mutation replay]),
+        # and the graph's value of the argument is its own elements, not the storage
+        raise UnsupportedInputError(
+            "the function grows the storage of an argument with resize_() on a view of "
+            "it taken inside the function; eager grows the caller's storage, and aotcheck "
+            "replays resize_ on the argument tensor itself only. Resize the argument you "
+            "were given, or clone the view first")
+    if grows and kind == "leaf":
+        raise UnsupportedInputError(
+            f"the function grows argument leaf {index} with resize_() beyond its storage, "
+            "and the argument is traced as a view of its storage (it shares storage with "
+            "another argument, or is written outside its own elements); functionalization "
+            "cannot grow a view (a PyTorch limit). Pass the arguments without aliasing")
+    return grows
 
 
 def reaches_outside(view: tuple, source: tuple) -> bool:

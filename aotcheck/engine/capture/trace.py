@@ -46,7 +46,7 @@ from .facts import RawFacts
 from .functional import (compiling, eager_view_strides, from_fun, geometry_of,
                          quiet_fake_tensor_log, stand_in, trace_functional, trace_grad_mode)
 from .storage.data_assign import DataAssignmentOps, refuse_member_data_sets
-from .functional_run import FunctionalRun
+from .functional_run import FunctionalRun, PlainRun
 from .mode import PLAIN, TraceMode
 from .nondiff import refuse_nondiff_arguments
 from .resize import EagerOutLayouts
@@ -271,8 +271,8 @@ def _capture_plain(fn, leaves: list, in_spec, sig: Signature, mode: TraceMode) -
     plan = plan_inputs(sig, synthetic)
     geometry = eager_geometry(fn, leaves, in_spec, sig)
     placeholders = placeholder_tensors(plan, leaves)
-    run = FunctionalRun(fn, plan, sig, leaves, in_spec, geometry, mode, tagger=StorageTagger(),
-                        nonleaf=tuple(t.requires_grad and not t.is_leaf for t in placeholders))
+    run = FunctionalRun(fn, plan, sig, leaves, in_spec, geometry, mode, PlainRun(
+        StorageTagger(), nonleaf=tuple(t.requires_grad and not t.is_leaf for t in placeholders)))
     box: dict = {}
 
     def body(*placeholders):

@@ -80,10 +80,38 @@ class ArtifactParts:
 
 
 _NO_CONTEXT = contextlib.nullcontext()
+# the output kinds a graph value, an argument or a constant gives directly (``_direct_output``)
+_OF_ARGUMENTS_OR_GRAPH = frozenset({FRESH, IS_INPUT, CONSTANT, ALIAS_OF_INPUT})
 
 
 class CompiledArtifact:
     def __init__(self, parts: ArtifactParts):
+        self._init_graphs(parts)
+        self._unread = _unread_placeholders(parts) if self.training else frozenset()
+        # NOTE [set_ under no_grad onto another shape] (swap_grad.py): leaves whose gradient
+        # node of before their swap the compiled function takes too
+        self._olds = tuple(m.placeholder for m in self.meta.mutations if m.old_grad_edge)
+        self._function = make_function(self) if self.training else None
+        # Decided once per artifact rather than on every call:
+        # - whether the inference graph must run under no_grad (only if something requires grad);
+        # - which fresh outputs the graph lays out differently from eager (fake-tensor strides);
+        # - whether every output is a fresh graph value (then no per-output dispatch is needed).
+        self._needs_no_grad = True
+        self._grad_region_only = False
+        self._restride = self._restrided_outputs()
+        self._init_argument_calls()
+        self._init_output_kinds()
+        self._init_hooks(parts)
+        self._fresh_slots = self._all_fresh_slots()
+        self._unflatten = _fast_unflatten(parts.out_spec)
+        # NOTE [value specialization] (values.py): a guard that fails raises before the graph
+        # returns; the API retries the call when nothing was changed before the graph ran
+        self.guarded = is_guarded(self.forward_graph)
+        self.retryable = self.guarded and not self._early_meta and not self._rg_on
+
+    def _init_graphs(self, parts: ArtifactParts) -> None:
+        """The parts as the call reads them: the graphs, the plan and where each forward value
+        sits."""
         plan, meta, decision, forward = parts.plan, parts.meta, parts.decision, parts.forward
         num_fw_outputs, fw_candidates = parts.num_fw_outputs, parts.fw_candidates
         diff_outputs, out_spec = parts.diff_outputs, parts.out_spec
@@ -114,35 +142,24 @@ class CompiledArtifact:
         self._nondiff = nondiff
         self.retained_diff = retained_outputs(meta, fw_candidates, diff_outputs) if self.training \
             else ()
-        # NOTE [unread placeholders]
-        # a placeholder the forward graph never reads and whose
-        # gradient the joint found None (a lifted tensor the function overwrote in its Python
-        # state before reading it) gets no gradient edge, as eager's function has none to it:
-        # autograd's engine runs every node that an edge reaches, even with no gradient, and
-        # one on a graph already freed would raise
-        fw_placeholders = [n for n in forward.nodes if n.op == "placeholder"]
-        no_grad = {p for p, r in zip(parts.grad_inputs, parts.grad_reach) if not r} \
-            if len(parts.grad_reach) >= len(parts.grad_inputs) else set()
-        self._unread = frozenset(k for k, n in enumerate(fw_placeholders[:len(plan.placeholders)])
-                                 if not n.users and k in no_grad) if self.training else frozenset()
-        # NOTE [set_ under no_grad onto another shape] (swap_grad.py): leaves whose gradient
-        # node of before their swap the compiled function takes too
-        self._olds = tuple(m.placeholder for m in meta.mutations if m.old_grad_edge)
-        self._function = make_function(self) if self.training else None
-        # Decided once per artifact rather than on every call:
-        # - whether the inference graph must run under no_grad (only if something requires grad);
-        # - which fresh outputs the graph lays out differently from eager (fake-tensor strides);
-        # - whether every output is a fresh graph value (then no per-output dispatch is needed).
-        self._needs_no_grad = True
-        self._grad_region_only = False
-        out_node = next(n for n in forward.nodes if n.op == "output")
+
+    def _restrided_outputs(self) -> dict:
+        """The fresh outputs (index -> True) that the forward graph lays out otherwise than
+        eager (fake-tensor strides)."""
+        out_node = next(n for n in self.forward_graph.nodes if n.op == "output")
         graph_vals = [a.meta.get("val") if isinstance(a, fx.Node) else None for a in out_node.args[0]]
-        self._restride = {}
-        for o in meta.outputs:
+        restrided = {}
+        for o in self.meta.outputs:
             if o.kind == FRESH:
                 val = graph_vals[self._slot[o.graph_output]]
                 if not isinstance(val, torch.Tensor) or (val.stride() != o.stride and val.numel() > 1):
-                    self._restride[o.index] = True
+                    restrided[o.index] = True
+        return restrided
+
+    def _init_argument_calls(self) -> None:
+        """The requires_grad flags, metadata calls and retained arguments that the call handles
+        on the caller's tensors before or between its write-backs."""
+        plan, meta = self.plan, self.meta
         # NOTE [requires_grad_ on an argument] (capture/functional_run.py): flags set before the call
         # (to True) and after it (to False)
         self._rg_on = [i.index for i in meta.inputs if i.requires_grad_set and i.requires_grad_after]
@@ -163,6 +180,10 @@ class CompiledArtifact:
         self._between = {m.placeholder: (tuple(m.final_shape), tuple(m.final_stride), m.final_offset)
                          for m in meta.mutations if any(
                              r[0] == "argument_between" and r[2] == m.placeholder for r in meta.retained)}
+
+    def _init_output_kinds(self) -> None:
+        """The outputs and mutations that need a step of their own after the graph runs."""
+        meta = self.meta
         self._inference_outputs = [o.index for o in meta.outputs if o.inference]
         self._at_call_outputs = [o for o in meta.outputs if o.kind == ALIAS_OF_INPUT and o.at_call]
         self._ordinary_outputs = [o.index for o in meta.outputs if o.ordinary]
@@ -179,7 +200,11 @@ class CompiledArtifact:
         self._reshaping = tuple(m for m in meta.mutations if m.storage_source.swapped and not
                                 m.grad_mode and m.grad_value_output < 0 and not m.kept_grad_node) \
             if self.training else ()
-        # NOTE [imperative autograd on arguments and outputs] (imperative.py)
+
+    def _init_hooks(self, parts: ArtifactParts) -> None:
+        """The tensor hooks the call registers: on arguments before and after the graph, and on
+        leaves made inside (NOTE [imperative autograd on arguments and outputs], imperative.py)."""
+        meta = self.meta
         if len(parts.hook_fns) != len(meta.hooks):
             raise AotcheckError("a compiled entry registers tensor hooks on its arguments but has "
                                 "no hook functions for them; clear the cache entry "
@@ -189,18 +214,18 @@ class CompiledArtifact:
         self._hooks_after = [(i, fn) for (i, written), fn in hooks if written and i >= 0]
         # NOTE [hooks on leaves made inside] (capture/autograd_facts.py)
         self._hooks_new = [(-i - 1, fn) for (i, _), fn in hooks if i < 0]
-        self._fresh_slots = None
+
+    def _all_fresh_slots(self) -> list | None:
+        """Where every output is a fresh graph value and the call has nothing else to do: each
+        one's slot among the graph's values (the call's fast path); else None."""
+        meta = self.meta
         if all(o.kind == FRESH for o in meta.outputs) and not self._restride and not meta.mutations \
                 and not meta.retained and not meta.hooks \
                 and not meta.metadata_ops and not self._rg_on and not self._rg_off \
                 and not meta.new_leaves and not meta.member_metadata \
                 and not self._inference_outputs and not self._ordinary_outputs and not self._moved_kind:
-            self._fresh_slots = [self._slot[o.graph_output] for o in meta.outputs]
-        self._unflatten = _fast_unflatten(out_spec)
-        # NOTE [value specialization] (values.py): a guard that fails raises before the graph
-        # returns; the API retries the call when nothing was changed before the graph ran
-        self.guarded = is_guarded(forward)
-        self.retryable = self.guarded and not self._early_meta and not self._rg_on
+            return [self._slot[o.graph_output] for o in meta.outputs]
+        return None
 
     def set_grad_facts(self, any_requires_grad: bool, grad_enabled: bool) -> None:
         """Inference graphs need no no_grad context when nothing can record autograd."""
@@ -226,6 +251,23 @@ class CompiledArtifact:
 
     # -- the call
     def __call__(self, leaves: list) -> list:
+        early, primals, grad_leaves, early_views = self._before_graph(leaves)
+        values, late, at_call_storages = self._run_graph(primals, grad_leaves, early)
+        if self._fresh_slots is not None:
+            return [values[s] for s in self._fresh_slots]
+        nodes_at_call = self._write_back(leaves, primals, values, late, at_call_storages)
+        out = self._outputs(leaves, values, grad_leaves, early_views)
+        if self.meta.retained or self._hooks_after:
+            # a retained output made in an enable_grad region of a call under no_grad is
+            # handed out on a node of its own (own_node) as under grad mode
+            with torch.enable_grad() if self._grad_region_only else _NO_CONTEXT:
+                imperative_autograd(self, leaves, out, values, nodes_at_call)
+        return out
+
+    def _before_graph(self, leaves: list) -> tuple:
+        """What the caller's tensors get before the graph runs (early metadata calls, flags,
+        hooks); returns (their geometry at the call for those early calls, or None; the
+        placeholders; the grad leaves made inside; the views cut at the call)."""
         early = None
         if self._early_meta:
             # the geometry at the call, which the graph reads, then eager's leaf geometry
@@ -246,6 +288,11 @@ class CompiledArtifact:
             if self._at_call_outputs else {}
         for j, fn in self._hooks_new:
             grad_leaves[j].register_hook(fn)
+        return early, primals, grad_leaves, early_views
+
+    def _run_graph(self, primals: list, grad_leaves, early) -> tuple:
+        """Run the forward graph (in training mode, through the autograd Function); returns
+        (its values, the leaves set_() onto another shape, their storages at the call)."""
         late, pre, olds, at_call_storages = (), None, (), None
         if self.training:
             late = reshaped_leaves(self._reshaping, primals) if self._reshaping else ()
@@ -273,8 +320,11 @@ class CompiledArtifact:
                 values = self.forward(*as_at_call(primals, early))
         else:
             values = self.forward(*as_at_call(primals, early))
-        if self._fresh_slots is not None:
-            return [values[s] for s in self._fresh_slots]
+        return values, late, at_call_storages
+
+    def _write_back(self, leaves: list, primals: list, values, late, at_call_storages) -> dict:
+        """Apply the function's changes to its arguments on the caller's tensors
+        (NOTE [mutation replay]); returns the retained arguments' nodes at the call."""
         for i in self._rg_off:
             leaves[i].requires_grad_(False)
         meta = self.meta
@@ -307,13 +357,7 @@ class CompiledArtifact:
         if meta.member_metadata:
             restore_member_geometry(leaves, meta.member_metadata, storages_at_call,
                                      lambda c: values[self._slot[c]])
-        out = self._outputs(leaves, values, grad_leaves, early_views)
-        if meta.retained or self._hooks_after:
-            # a retained output made in an enable_grad region of a call under no_grad is
-            # handed out on a node of its own (own_node) as under grad mode
-            with torch.enable_grad() if self._grad_region_only else _NO_CONTEXT:
-                imperative_autograd(self, leaves, out, values, nodes_at_call)
-        return out
+        return nodes_at_call
 
     def _replay_metadata(self, primals, leaves, which: str, early: frozenset | None = None,
                          between: bool = False):
@@ -375,6 +419,8 @@ class CompiledArtifact:
         return leaf
 
     def _outputs(self, leaves, values, grad_leaves=(), early_views=None) -> list:
+        """Each output the caller gets: graph values, arguments, constants and aliases rebuilt
+        as views (NOTE [alias regeneration] in regenerate.py)."""
         meta = self.meta
         out: list = [None] * len(meta.outputs)
         pending = []
@@ -384,74 +430,97 @@ class CompiledArtifact:
         # (a no_grad or unbind view among them) must be made after the bump, or reading its
         # grad_fn would raise where eager's does not
         for o in sorted(meta.outputs, key=lambda o: not o.poisoned):
-            k = o.kind
             if o.new_leaf >= 0:
-                # NOTE [new grad leaves]: a "view" leaf already shares the argument's memory; a
-                # "fresh" one (requires_grad_ on a detach of a fresh value or of a view of an
-                # intermediate) gets the value the graph computed for it
-                # (another output that *is* this leaf, or an alias of one, gets it as it is)
-                value, onto = None, leaves[o.source] if k == ALIAS_OF_INPUT else None
-                if meta.new_leaves[o.new_leaf].kind == "fresh" and k in (FRESH, ALIAS_OF_INTERMEDIATE):
-                    value = values[self._slot[o.graph_output]] if o.graph_output >= 0 else \
-                        alias(values[self._slot[meta.intermediate_bases[o.source]]], o)
-                elif meta.new_leaves[o.new_leaf].kind == "fresh" and o.graph_output >= 0:
-                    # a detach of another output made a leaf (``v2 = v0.detach()`` ... then
-                    # ``v2.requires_grad_()``): its value is its own graph value
-                    value = values[self._slot[o.graph_output]]
-                out[o.index] = self._grad_leaf(grad_leaves, o.new_leaf, value, onto)
-            elif k == FRESH:
-                t = values[self._slot[o.graph_output]]
-                if o.index in self._restride and t.stride() != o.stride and t.numel() > 1:
-                    t = restride(t, o.shape, o.stride, o.offset)
-                out[o.index] = t
-            elif k == IS_INPUT:
-                out[o.index] = leaves[o.source]
-            elif k == CONSTANT:
-                out[o.index] = self._constants[o.index]
-            elif k == ALIAS_OF_INPUT and o.at_call:
-                out[o.index] = early_views[o.index]
-            elif k == ALIAS_OF_INPUT and o.base_new_leaf >= 0:
-                # a view of a grad leaf made inside over the argument's memory: eager's is a
-                # view of that leaf (in place on it raises; its gradient goes to the leaf)
-                out[o.index] = alias(self._grad_leaf(grad_leaves, o.base_new_leaf, None), o)
-            elif k == ALIAS_OF_INPUT and o.custom_view:
-                out[o.index] = view_in_custom_function(leaves[o.source], o,
-                                                        values[self._slot[o.graph_output]])
-            elif k == ALIAS_OF_INPUT and o.graph_output >= 0:
-                out[o.index] = detached_alias(leaves[o.source], o,
-                                               values[self._slot[o.graph_output]])
-            elif k == ALIAS_OF_INPUT:
-                # as_strided on the argument itself (capture picked one that holds the output):
-                # as in eager, a view reaching outside the argument gets no gradient there
-                out[o.index] = alias(leaves[o.source], o)
-            elif k == ALIAS_OF_INTERMEDIATE:
-                c = meta.intermediate_bases[o.source]
-                base = bases.get(c)
-                if base is None:
-                    # NOTE [one storage per intermediate]
-                    # every view of one intermediate is
-                    # cut from the same tensor, so they share storage as in eager. The graph's
-                    # value is re-laid out only when its elements sit elsewhere in memory
-                    # (a size-1 dimension's stride addresses nothing); a copy per output
-                    # would leave the others stale after one is mutated.
-                    base = values[self._slot[c]]
-                    cand = meta.candidates[c]
-                    shape, stride, offset = cand.shape, cand.stride, cand.offset
-                    if base.storage_offset() != offset or \
-                            addressing(base.shape, base.stride()) != addressing(shape, stride):
-                        base = restride(base, shape, stride, offset)
-                    if o.base_new_leaf >= 0:
-                        # a view of a grad leaf made inside the function: eager's is a view of
-                        # that leaf (in place on it raises), so it is cut from the runtime's
-                        # leaf, which gets the graph's value (NOTE [new grad leaves])
-                        base = self._grad_leaf(grad_leaves, o.base_new_leaf, base)
-                    bases[c] = base
+                out[o.index] = self._new_leaf_output(o, leaves, values, grad_leaves)
+            elif o.kind in _OF_ARGUMENTS_OR_GRAPH:
+                out[o.index] = self._direct_output(o, leaves, values, grad_leaves, early_views)
+            elif o.kind == ALIAS_OF_INTERMEDIATE:
+                base = self._intermediate_base(o, values, grad_leaves, bases)
                 out[o.index] = alias(base, o) if o.graph_output < 0 else \
                     view_in_custom_function(base, o, values[self._slot[o.graph_output]]) \
                     if o.custom_view else detached_alias(base, o, values[self._slot[o.graph_output]])
             else:
                 pending.append(o)
-        while pending:               # aliases of other outputs, once those exist
+        self._aliases_of_outputs(out, pending, values)
+        self._share_with_detached_leaves(out)
+        if self._inference_outputs:
+            as_inference_tensors(out, self._inference_outputs, self._inference_shared)
+        if self._ordinary_outputs and torch.is_inference_mode_enabled():
+            as_ordinary_tensors(out, self._ordinary_outputs)
+        if self._moved_kind:
+            as_moved_kind(out, self._moved_kind)
+        return out
+
+    def _new_leaf_output(self, o, leaves, values, grad_leaves):
+        """An output that is a grad leaf made inside (NOTE [new grad leaves]): a "view" leaf
+        already shares the argument's memory; a "fresh" one (requires_grad_ on a detach of a
+        fresh value or of a view of an intermediate) gets the value the graph computed for it
+        (another output that *is* this leaf, or an alias of one, gets it as it is)."""
+        meta, k = self.meta, o.kind
+        value, onto = None, leaves[o.source] if k == ALIAS_OF_INPUT else None
+        if meta.new_leaves[o.new_leaf].kind == "fresh" and k in (FRESH, ALIAS_OF_INTERMEDIATE):
+            value = values[self._slot[o.graph_output]] if o.graph_output >= 0 else \
+                alias(values[self._slot[meta.intermediate_bases[o.source]]], o)
+        elif meta.new_leaves[o.new_leaf].kind == "fresh" and o.graph_output >= 0:
+            # a detach of another output made a leaf (``v2 = v0.detach()`` ... then
+            # ``v2.requires_grad_()``): its value is its own graph value
+            value = values[self._slot[o.graph_output]]
+        return self._grad_leaf(grad_leaves, o.new_leaf, value, onto)
+
+    def _direct_output(self, o, leaves, values, grad_leaves, early_views):
+        """A fresh graph value, an argument, a constant, or an alias of an argument."""
+        k = o.kind
+        if k == FRESH:
+            t = values[self._slot[o.graph_output]]
+            if o.index in self._restride and t.stride() != o.stride and t.numel() > 1:
+                t = restride(t, o.shape, o.stride, o.offset)
+            return t
+        if k == IS_INPUT:
+            return leaves[o.source]
+        if k == CONSTANT:
+            return self._constants[o.index]
+        if o.at_call:
+            return early_views[o.index]
+        if o.base_new_leaf >= 0:
+            # a view of a grad leaf made inside over the argument's memory: eager's is a
+            # view of that leaf (in place on it raises; its gradient goes to the leaf)
+            return alias(self._grad_leaf(grad_leaves, o.base_new_leaf, None), o)
+        if o.custom_view:
+            return view_in_custom_function(leaves[o.source], o, values[self._slot[o.graph_output]])
+        if o.graph_output >= 0:
+            return detached_alias(leaves[o.source], o, values[self._slot[o.graph_output]])
+        # as_strided on the argument itself (capture picked one that holds the output):
+        # as in eager, a view reaching outside the argument gets no gradient there
+        return alias(leaves[o.source], o)
+
+    def _intermediate_base(self, o, values, grad_leaves, bases: dict):
+        """The tensor an alias of an intermediate is cut from, made once per call (``bases``).
+
+        # NOTE [one storage per intermediate]
+        Every view of one intermediate is cut from the same tensor, so they share storage as
+        in eager. The graph's value is re-laid out only when its elements sit elsewhere in
+        memory (a size-1 dimension's stride addresses nothing); a copy per output would leave
+        the others stale after one is mutated."""
+        c = self.meta.intermediate_bases[o.source]
+        base = bases.get(c)
+        if base is None:
+            base = values[self._slot[c]]
+            cand = self.meta.candidates[c]
+            shape, stride, offset = cand.shape, cand.stride, cand.offset
+            if base.storage_offset() != offset or \
+                    addressing(base.shape, base.stride()) != addressing(shape, stride):
+                base = restride(base, shape, stride, offset)
+            if o.base_new_leaf >= 0:
+                # a view of a grad leaf made inside the function: eager's is a view of
+                # that leaf (in place on it raises), so it is cut from the runtime's
+                # leaf, which gets the graph's value (NOTE [new grad leaves])
+                base = self._grad_leaf(grad_leaves, o.base_new_leaf, base)
+            bases[c] = base
+        return base
+
+    def _aliases_of_outputs(self, out: list, pending: list, values) -> None:
+        """Aliases of other outputs, once those exist."""
+        while pending:
             waiting = []
             for o in pending:
                 if any(p.index == o.source for p in pending):
@@ -469,14 +538,21 @@ class CompiledArtifact:
             if len(waiting) == len(pending):
                 raise AssertionError("output aliases form a cycle")  # capture never makes one
             pending = waiting
-        self._share_with_detached_leaves(out)
-        if self._inference_outputs:
-            as_inference_tensors(out, self._inference_outputs, self._inference_shared)
-        if self._ordinary_outputs and torch.is_inference_mode_enabled():
-            as_ordinary_tensors(out, self._ordinary_outputs)
-        if self._moved_kind:
-            as_moved_kind(out, self._moved_kind)
-        return out
+
+
+def _unread_placeholders(parts: ArtifactParts) -> frozenset:
+    """The placeholders of a training artifact that get no gradient edge.
+
+    # NOTE [unread placeholders]
+    A placeholder the forward graph never reads and whose gradient the joint found None (a
+    lifted tensor the function overwrote in its Python state before reading it) gets no
+    gradient edge, as eager's function has none to it: autograd's engine runs every node that
+    an edge reaches, even with no gradient, and one on a graph already freed would raise."""
+    fw_placeholders = [n for n in parts.forward.nodes if n.op == "placeholder"]
+    no_grad = {p for p, r in zip(parts.grad_inputs, parts.grad_reach) if not r} \
+        if len(parts.grad_reach) >= len(parts.grad_inputs) else set()
+    return frozenset(k for k, n in enumerate(fw_placeholders[:len(parts.plan.placeholders)])
+                     if not n.users and k in no_grad)
 
 
 def _placeholder_of(plan: InputPlan, i: int):
