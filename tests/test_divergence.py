@@ -59,6 +59,7 @@ def test_the_module_examples_run():
     (dict(check="values", subject=Subject.output(0), detail="x"), "is a Check"),
     (dict(check=Check.RANDOM_STATE, state=-1), "state is an index"),
     (dict(check=Check.RANDOM_STATE, subject="output 0"), "subject is a Subject"),
+    (dict(check=Check.STATE_LEAK, detail=["grad mode"]), "detail is short text"),
 ])
 def test_a_record_without_what_its_sentence_needs_is_refused(kw, missing):
     with pytest.raises(ValueError, match=missing):

@@ -26,8 +26,8 @@ BY_MESSAGE = {row["message"]: row for row in PINNED}
 
 
 def problem(message: str):
-    """The problem a producer hands for ``message``."""
-    return message
+    """The problem a producer hands for ``message``: its record, read back (``parse``)."""
+    return parse(message)
 
 
 # ---------------------------------------------------------------- the prose, read back

@@ -194,6 +194,9 @@ class Divergence:
         for name in ("subject", "other"):
             if not isinstance(getattr(self, name), (Subject, type(None))):
                 raise ValueError(f"a divergence's {name} is a Subject or None")
+        for name in _TEXT:
+            if not isinstance(getattr(self, name), (str, type(None))):
+                raise ValueError(f"a divergence's {name} is short text or None, not {getattr(self, name)!r}")
         if self.state is not None and (type(self.state) is not int or self.state < 0):
             raise ValueError(f"a divergence's state is an index >= 0 or None, not {self.state!r}")
 
