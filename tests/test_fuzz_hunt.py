@@ -6,7 +6,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, seed, settings
 
-from aotcheck.check.divergence import Check, Divergence as D, Subject
+from aotcheck.check.divergence import Check, Divergence as D, Subject, problem_from_json
 from aotcheck.fuzz.fingerprint import check_kind, skeleton
 from aotcheck.fuzz.known import KnownCase, match, program_names
 from aotcheck.fuzz.programs import Base, InputSpec, Program, Statement
@@ -157,6 +157,11 @@ def test_runner_groups_by_fingerprint_and_reduces(planted, tmp_path):
         assert f.size <= 5, f.program.function_source()
     data = json.loads((tmp_path / "findings.json").read_text())
     assert {d["reproducer"] for d in data["findings"]} == {p.name for p in r.reproducers.values()}
+    # each finding's first divergences are records there, read back whole
+    by_print = {json.dumps(f.fingerprint.to_dict(), sort_keys=True): f for f in r.findings.values()}
+    for d in data["findings"]:
+        f = by_print[json.dumps(d["fingerprint"], sort_keys=True)]
+        assert [problem_from_json(x) for x in d["divergences"]] == f.divergences[:5]
     # the reproducer carries its program, so triage can reduce it again
     one = next(iter(r.reproducers.values())).read_text()
     assert Program.from_json(one.split("# program: ", 1)[1].split("\n", 1)[0])
