@@ -139,11 +139,27 @@ def test_every_pinned_message_keeps_its_fingerprints(start):
     assert not wrong, "\n".join(wrong[:10])
 
 
+def _census():
+    sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "tools"))
+    import divergence_census
+    return divergence_census
+
+
+def test_the_harness_problems_fingerprint_as_pinned():
+    """The harness's own problems, built as their producers build them (records, and the few
+    sentences of NOTE [harness sentences without a record]): each sentence is pinned, and so is
+    its fingerprint."""
+    problems = _census()._harness()
+    assert len(problems) > 25 and sum(isinstance(p, str) for p in problems) < 10
+    for p in problems:
+        row = BY_MESSAGE[str(p)]
+        assert _fingerprints(p) == (row["fingerprint"], row["check"]), str(p)
+
+
 def test_the_oracles_own_problems_fingerprint_as_pinned():
     """The planted wrong functions again, on every fourth corpus case: each problem the oracle
     hands whose text is pinned (the census kept one message per shape) fingerprints as pinned."""
-    sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "tools"))
-    import divergence_census
+    divergence_census = _census()
     from aotcheck.check.corpus import all_cases
     cases = all_cases()[::4]
     met, wrong = set(), []

@@ -10,15 +10,17 @@ Sources, in order:
   checks (``PAIRS``); all eager, so fast;
 - *engines*: the corpus through the regression command's runner (``aotcheck.regress.run``),
   every stage and the key-variation phase, keeping every problem of every outcome;
-- *harness*: the sentences the harness, the fuzzer and the key-variation phase write
-  themselves, one example each, and every oracle message seen again behind each prefix the
-  harness adds (``in state K: ``, ``run that fills the cache: ``).
+- *harness*: the problems the harness, the fuzzer and the key-variation phase write themselves,
+  one example each, and one oracle record of each check kind again in each place the harness
+  says it saw it (``in state K: ``, ``run that fills the cache: ``).
 
-Each distinct message is written with ``aotcheck.regress.fingerprint.fingerprint`` and
-``aotcheck.fuzz.fingerprint.check_kind`` of it as the installed code computes them; messages
-that differ only in their numbers are kept once. ``tests/test_divergence_prints.py`` pins the
-result: the file was written once with the code before fingerprints read typed records, so a
-rerun re-pins today's fingerprints, which is right only when a fingerprint change is meant.
+Each distinct problem's sentence is written with ``aotcheck.regress.fingerprint.fingerprint``
+and ``aotcheck.fuzz.fingerprint.check_kind`` of the problem as the installed code computes them;
+sentences that differ only in their numbers are kept once. ``tests/test_divergence_prints.py``
+pins the result. ``tests/divergence_prints.json`` was written by this tool as of commit 73dbd72,
+when problems were sentences and fingerprints parsed them (a run over every source, re-pinned
+without its duplicate prefixed sentences): a rerun re-pins today's fingerprints, which is right
+only when a fingerprint change is meant.
 """
 from __future__ import annotations
 
@@ -260,102 +262,99 @@ def pair_problems() -> list:
     return out
 
 
-def engines(cases, names: list[str]) -> list[str]:
+def engines(cases, names: list[str]) -> list:
     from aotcheck.regress import record as records, run as regress_run
     from aotcheck.regress.plan import Plan
     plan = Plan(tuple(names), cached=True, variations=True, backward=True)
     result = regress_run.run(cases, plan, records.load(None), jobs=regress_run.default_jobs())
-    return [str(p) for o in result.outcomes for p in o.problems]
+    return [p for o in result.outcomes for p in o.problems]
 
 
-HARNESS = [
-    "harness raised RuntimeError: planted harness failure at 0x7f3a (3, 4)",
-    "harness raised KeyError in the key-variation phase: 'planted'",
-    "stale hit: an entry written under A was served under B (hits=1 misses=0 bypasses=0) and differs "
-    "from eager: output 0 values: Tensor-likes are not close!",
-    "lost hit: hits=0 misses=1 bypasses=0; B changes nothing the graph depends on",
-    "fails under b: no hit (hits=0 misses=1 bypasses=0); compiled under B differs from eager: "
-    "output 0 requires_grad: eager True, compiled False",
-    "unkeyed hit: every graph hit (hits=1 misses=0 bypasses=0) although B changed grad_mode",
-    "STALE HIT: grad_mode no_grad -> enabled: output 0 requires_grad",
-    "global state leaked from the compiled call: inference mode off before",
-    "oracle raised RuntimeError: planted oracle failure",
-    "cached run did not hit: hits=0 misses=1 bypasses=0",
-    "expected cache hits only, got hits=0 misses=1 bypasses=0",
-    "expected cache hits only, got hits=2 misses=0 bypasses=1",
-    "warm worker failed: BrokenProcessPool: A process in the process pool was terminated abruptly",
-    "key variation grad_mode[call]=no_grad: STALE HIT: output 0 requires_grad: eager False, compiled True",
-    "Dynamo could not capture the whole function: graph_break: Unsupported Tensor.item() call 7",
-    "Dynamo could not capture the whole function: skipped frame: 'f' (torch/_dynamo/x.py:12); b",
-    "Dynamo captured no graph: the function ran eagerly",
-    "compiled raised WorkerCrash: crashed the worker process in this run (a signal such as SIGSEGV "
-    "while this case ran; confirmed alone in a fresh worker)",
-    "compiled raised CacheError: expected cache hits only, got a miss for 'f'",
-    "compiled raised RuntimeError: first line\nsecond line (3, 4)",
-    "compiled raised BackendCompilerFailed: backend='aot_eager' raised:\nRuntimeError: wrapped 'x'",
-    "compiled raised RuntimeError: ",
-    "backward: only compiled raised RuntimeError: ",
-    "not run: recorded as crashing the process",
-    # the oracle's sharing check, which no planted pair reaches (equal alias maps, other pairs)
-    "out0 and arg1 share a storage in eager only",
-    "out1 and out2 share a storage in compiled only",
-    # a fake or functional tensor that escaped tracing (this torch build only warns for FakeTensor)
-    "output 1: compiled returned a tensor whose storage cannot be read (FunctionalTensor: Cannot "
-    "access data pointer of Tensor (e.g. FakeTensor, FunctionalTensor). If you're using )",
-]
-
-PREFIXES = ("in state 0: ", "in state 12: ", "run that fills the cache: ",
-            "run that fills the cache: in state 1: ")
-# the harness's own sentences: never behind a prefix (it prefixes the oracle's messages only)
-_SENTENCES = ("not run: ", "stale hit", "lost hit", "fails under b", "unkeyed hit", "harness raised",
-              "Dynamo c", "expected cache hits", "cached run did not", "global state", "oracle raised",
-              "warm worker", "key variation")
-_PLACED = re.compile(r"^(run that fills the cache: )?(in state \d+: )?")
+def _harness() -> list:
+    """One example of each problem the harness, the fuzzer and the key-variation phase write
+    themselves (records, or the sentences of NOTE [harness sentences without a record]), and the
+    oracle's records no planted pair reaches."""
+    from aotcheck.check.divergence import APART, SHARED, Check, Divergence as D, Subject
+    return [
+        D(Check.HARNESS_RAISED, error="RuntimeError: planted harness failure at 0x7f3a (3, 4)"),
+        D(Check.HARNESS_RAISED, error="KeyError: 'planted'", detail="in the key-variation phase"),
+        "stale hit: an entry written under A was served under B (hits=1 misses=0 bypasses=0) and differs "
+        "from eager: output 0 values: Tensor-likes are not close!",
+        "lost hit: hits=0 misses=1 bypasses=0; B changes nothing the graph depends on",
+        "fails under b: no hit (hits=0 misses=1 bypasses=0); compiled under B differs from eager: "
+        "output 0 requires_grad: eager True, compiled False",
+        "unkeyed hit: every graph hit (hits=1 misses=0 bypasses=0) although B changed grad_mode",
+        "STALE HIT: grad_mode no_grad -> enabled: output 0 requires_grad",
+        D(Check.STATE_LEAK, detail="inference mode off before"),
+        D(Check.ORACLE_RAISED, error="RuntimeError: planted oracle failure"),
+        D(Check.CACHED_RUN_MISS, actual="hits=0 misses=1 bypasses=0"),
+        D(Check.CACHE_MISS, actual="hits=0 misses=1 bypasses=0"),
+        "warm worker failed: BrokenProcessPool: A process in the process pool was terminated abruptly",
+        "key variation grad_mode[call]=no_grad: STALE HIT: output 0 requires_grad: eager False, compiled True",
+        D(Check.GRAPH_BREAK, detail="graph_break: Unsupported Tensor.item() call 7"),
+        D(Check.GRAPH_BREAK, detail="skipped frame: 'f' (torch/_dynamo/x.py:12); b"),
+        D(Check.NO_GRAPH),
+        D(Check.COMPILED_RAISED, error="WorkerCrash: crashed the worker process in this run (a signal such "
+                                       "as SIGSEGV while this case ran; confirmed alone in a fresh worker)"),
+        D(Check.COMPILED_RAISED, error="CacheError: expected cache hits only, got a miss for 'f'"),
+        D(Check.COMPILED_RAISED, error="RuntimeError: first line\nsecond line (3, 4)"),
+        D(Check.COMPILED_RAISED, error="BackendCompilerFailed: backend='aot_eager' raised:\nRuntimeError: "
+                                       "wrapped 'x'"),
+        D(Check.COMPILED_RAISED, error="RuntimeError: "),
+        D(Check.BACKWARD_RAISED, error="RuntimeError: "),
+        "not run: recorded as crashing the process",
+        # the sharing check, which no planted pair reaches (equal alias maps, other pairs)
+        D(Check.SHARING, Subject.output(0), other=Subject.argument(0), expected=SHARED, actual=APART),
+        D(Check.SHARING, Subject.output(1), other=Subject.output(2), expected=APART, actual=SHARED),
+        # a fake or functional tensor that escaped tracing (this torch build only warns for FakeTensor)
+        D(Check.UNREADABLE, Subject.output(1), detail="FunctionalTensor: Cannot access data pointer of "
+                                                      "Tensor (e.g. FakeTensor, FunctionalTensor). If you're using "),
+    ]
 
 
-def _added(message: str, messages) -> bool:
-    """Whether ``message`` is a prefix this tool put on an oracle message (the body is there bare;
-    the harness itself never prefixes twice)."""
-    prefix = _PLACED.match(message).group(0)
-    body = message[len(prefix):]
-    return bool(prefix) and (body in set(messages) or body.startswith(("in state ", "run that fills")))
+# the harness's places: a case's state K, the run that fills the cache, both
+PLACES = ({"state": 0}, {"state": 12}, {"cache_fill": True}, {"state": 1, "cache_fill": True})
 
 
-def with_prefixes(messages) -> list[str]:
-    """Each oracle message as seen in a case's state and in the run that fills the cache (the
-    harness's prefixes), for one message of each fuzz check kind."""
+def with_places(problems) -> list:
+    """One oracle record of each fuzz check kind again in each of the harness's places."""
+    from dataclasses import replace
+
+    from aotcheck.check.divergence import Check
     from aotcheck.fuzz.fingerprint import check_kind
-    bare = [m for m in dict.fromkeys(messages) if not _PLACED.match(m).group(0) and m not in HARNESS
-            and not m.startswith(_SENTENCES)]
-    one = {check_kind([m])[:40]: m for m in reversed(bare)}
-    return [p + m for p in PREFIXES for m in one.values()]
+    harness = {Check.GRAPH_BREAK, Check.NO_GRAPH, Check.CACHE_MISS, Check.CACHED_RUN_MISS,
+               Check.HARNESS_RAISED, Check.ORACLE_RAISED, Check.STATE_LEAK}
+    bare = [p for p in problems if not isinstance(p, str) and p.check not in harness
+            and p.state is None and not p.cache_fill]
+    one = {check_kind([p])[:40]: p for p in reversed(bare)}
+    return [replace(p, **place) for place in PLACES for p in one.values()]
 
 
 def _shape(message: str) -> str:
     return re.sub(r"\d+", "N", message)
 
 
-def pin(messages) -> list[dict]:
+def pin(problems) -> list[dict]:
     from aotcheck.fuzz.fingerprint import check_kind
     from aotcheck.regress.fingerprint import fingerprint
     seen, out = set(), []
-    for m in messages:
-        if _shape(m) in seen:
+    for p in problems:
+        if _shape(str(p)) in seen:
             continue
-        seen.add(_shape(m))
-        fp = fingerprint([m])
-        out.append({"message": m, "fingerprint": fp.to_dict() if fp else None, "check": check_kind([m])})
+        seen.add(_shape(str(p)))
+        fp = fingerprint([p])
+        out.append({"message": str(p), "fingerprint": fp.to_dict() if fp else None, "check": check_kind([p])})
     return out
 
 
-def gather(args) -> list[str]:
+def gather(args) -> list:
     from aotcheck.check.corpus import all_cases
     cases = all_cases()
-    found = [str(p) for p in planted_problems(cases) + pair_problems()]
-    print(f"planted: {len(found)} messages", file=sys.stderr)
+    found = planted_problems(cases) + pair_problems()
+    print(f"planted: {len(found)} problems", file=sys.stderr)
     if not args.no_engines:
         real = engines(cases, args.engines.split(","))
-        print(f"engines: {len(real)} messages", file=sys.stderr)
+        print(f"engines: {len(real)} problems", file=sys.stderr)
         found += real
     return found
 
@@ -365,16 +364,9 @@ def main(argv=None) -> int:
     p.add_argument("out")
     p.add_argument("--engines", default="aotcheck,torch,torch-aot-function,torch-inductor-lite")
     p.add_argument("--no-engines", action="store_true")
-    p.add_argument("--messages", metavar="JSON", help="re-pin the messages of an earlier output "
-                   "instead of gathering them (with the code installed now)")
     args = p.parse_args(argv)
-    if args.messages:
-        with open(args.messages) as f:
-            found = [r["message"] for r in json.load(f)["messages"]]
-        found = [m for m in found if m not in HARNESS and not _added(m, found)]
-    else:
-        found = gather(args)
-    rows = pin(found + HARNESS + with_prefixes(found))
+    found = gather(args)
+    rows = pin(found + _harness() + with_places(found))
     with open(args.out, "w") as f:
         json.dump({"schema": 1, "messages": rows}, f, indent=0, ensure_ascii=False)
         f.write("\n")
