@@ -34,7 +34,7 @@ def _params(cached: bool):
 
 def _check(case, cache_dir=None):
     run, problems = outcome(get_engine(ENGINE), case, cache_dir)
-    assert not problems, f"{case.id} ({ENGINE}):\n  " + "\n  ".join(problems) + f"\n  stats: {run.stats.as_dict()}"
+    assert not problems, f"{case.id} ({ENGINE}):\n  " + "\n  ".join(map(str, problems)) + f"\n  stats: {run.stats.as_dict()}"
 
 
 @pytest.mark.parametrize("case", _params(cached=False))

@@ -31,7 +31,7 @@ PARAMS = [_param(c) for c in CASES]
 @pytest.mark.parametrize("c", PARAMS)
 def test_matches_eager(c):
     report = check_case(c, aotcheck.aot_function(c.fn))
-    assert report.ok, f"{c.id} differs from eager:\n  " + "\n  ".join(report.divergences)
+    assert report.ok, f"{c.id} differs from eager:\n  " + "\n  ".join(report.messages)
 
 
 @pytest.mark.parametrize("c", [pytest.param(c, id=c.id) for c in CASES])

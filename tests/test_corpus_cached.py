@@ -77,7 +77,7 @@ for _c in CASES:
 class TestCold(CorpusBase):
     def run(self, case, tmp_path, request):
         r = run_case(case, tmp_path / "cache")
-        assert r.report.ok, f"{case.id} (cold) differs from eager:\n  " + "\n  ".join(r.report.divergences)
+        assert r.report.ok, f"{case.id} (cold) differs from eager:\n  " + "\n  ".join(r.report.messages)
 
 
 def _strict(request) -> bool:

@@ -66,8 +66,8 @@ def _check(engine: str, case, cache_dir=None) -> None:
     run, problems = outcome(get_engine(engine), case, cache_dir)
     mode = "cold" if cache_dir is None else "cached"
     v = judge.judge_one(RECORD, engine, mode, case.id, fingerprint(problems),
-                        detail=problems[0] if problems else "")
-    text = f"{case.id} ({engine}, {mode}):\n  " + "\n  ".join(problems) + \
+                        detail=str(problems[0]) if problems else "")
+    text = f"{case.id} ({engine}, {mode}):\n  " + "\n  ".join(map(str, problems)) + \
         f"\n  stats: {run.stats.as_dict()}"
     if v.kind == "known":
         raise KnownFailure(text)

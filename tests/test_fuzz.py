@@ -36,7 +36,7 @@ def _shard(k, examples=PER_SHARD, extensions=()):
         problems, sig, hit = run_program(program, ENGINE, cached=True)
         # no refusal is a documented limit (errors.DOCUMENTED_LIMITS is empty, pinned below):
         # every problem fails the property
-        assert not problems, f"{sig}\n" + "\n".join(problems) + "\n\n" + program.to_source()
+        assert not problems, f"{sig}\n" + "\n".join(map(str, problems)) + "\n\n" + program.to_source()
         assert hit, "the cached run did not hit the cache"
     return prop
 

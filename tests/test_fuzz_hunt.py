@@ -6,6 +6,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, seed, settings
 
+from aotcheck.check.divergence import Check, Divergence as D, Subject, problem_from_json
 from aotcheck.fuzz.fingerprint import check_kind, skeleton
 from aotcheck.fuzz.known import KnownCase, match, program_names
 from aotcheck.fuzz.programs import Base, InputSpec, Program, Statement
@@ -19,26 +20,31 @@ from aotcheck.targets.engines import ENGINES, Engine, get_engine
 # ------------------------------------------------------------------ fingerprints
 
 @pytest.mark.parametrize("first, kind", [
-    ("output 1 values: Tensor-likes are not close! Mismatched elements: 2 / 4", "values"),
-    ("output 0 requires_grad: eager True, compiled False", "requires_grad"),
-    ("output 0 grad_fn: eager NoneType, compiled ViewBackward0", "autograd metadata"),
-    ("output 2 aliasing: eager view-of-arg0, compiled fresh", "aliasing"),
-    ("argument 1 after the call values: Tensor-likes are not close!", "mutation"),
-    ("grad of leaf 0: eager None, compiled a tensor", "grad presence"),
-    ("grad of leaf 1: Tensor-likes are not close!", "grad values"),
-    ("mutating output 0 in place: eager RuntimeError, compiled ok", "output mutation"),
-    ("compiled raised BackendCompilerFailed: backend='aot_eager' raised: RuntimeError: "
-     "Cannot set version_counter for inference tensor",
+    (D(Check.VALUES, Subject.output(1), detail="Tensor-likes are not close! Mismatched elements: 2 / 4"),
+     "values"),
+    (D(Check.REQUIRES_GRAD, Subject.output(0), expected="True", actual="False"), "requires_grad"),
+    (D(Check.GRAD_FN, Subject.output(0), expected="NoneType", actual="ViewBackward0"), "autograd metadata"),
+    (D(Check.ALIASING, Subject.output(2), expected="view-of-arg0", actual="fresh"), "aliasing"),
+    (D(Check.VALUES, Subject.argument(1), detail="Tensor-likes are not close!"), "mutation"),
+    (D(Check.GRAD_PRESENCE, Subject.leaf(0), expected="None", actual="a tensor"), "grad presence"),
+    (D(Check.GRAD_VALUES, Subject.leaf(1), detail="Tensor-likes are not close!"), "grad values"),
+    (D(Check.OUTPUT_MUTATION, Subject.output(0), expected="RuntimeError", actual="ok"), "output mutation"),
+    (D(Check.COMPILED_RAISED, error="BackendCompilerFailed: backend='aot_eager' raised: RuntimeError: "
+                                    "Cannot set version_counter for inference tensor"),
      "crash in aot_autograd: RuntimeError: Cannot set version_counter for inference tensor"),
-    ("compiled raised RuntimeError: shape '[3]' is invalid for input of size 4",
+    (D(Check.COMPILED_RAISED, error="RuntimeError: shape '[3]' is invalid for input of size 4"),
      "crash in compiled forward: RuntimeError: shape '...' is invalid for input of size N"),
-    ("backward: only compiled raised RuntimeError: one of the variables needed",
+    (D(Check.BACKWARD_RAISED, error="RuntimeError: one of the variables needed"),
      "crash in backward: RuntimeError: one of the variables needed"),
-    ("global state leaked from the compiled call: inference mode off before", "global state leak"),
-    ("compiled raised UnsupportedInputError: the function calls set_() on argument leaf 0",
+    (D(Check.STATE_LEAK, detail="inference mode off before"), "global state leak"),
+    (D(Check.COMPILED_RAISED, error="UnsupportedInputError: the function calls set_() on argument leaf 0"),
      "crash in compiled forward: UnsupportedInputError: the function calls set_[...] on argument leaf N"),
-    ("compiled raised Unsupported: Attempted to call function marked as skipped",
+    (D(Check.COMPILED_RAISED, error="Unsupported: Attempted to call function marked as skipped"),
      "crash in dynamo: Unsupported: Attempted to call function marked as skipped"),
+    (D(Check.TYPE, Subject.output(0), expected="Tensor", actual="TwoTensor"),       # no name: the stem
+     "output N type: eager Tensor, compiled TwoTensor"),
+    ("key variation grad_mode[call]=no_grad: STALE HIT: output 0 requires_grad",   # a sentence
+     "key variation grad_mode[call]=no_grad: STALE HIT: output N r"),
 ])
 def test_check_kind_names_the_check_that_failed(first, kind):
     assert check_kind([first, "later divergences do not count"]) == kind
@@ -82,7 +88,7 @@ def test_known_matching_reads_python_names_and_every_check_of_a_case():
     assert program_names(draw) == set()                     # a draw computes: nothing required
     assert match("random state", program_names(draw), [rng]) is rng   # the check says it all
     assert match("values", program_names(draw), [rng]) is None        # values need names
-    assert check_kind(["random generator state after the call differs from eager's"]) == "random state"
+    assert check_kind([D(Check.RANDOM_STATE)]) == "random state"
 
 
 # ------------------------------------------------------------------ planted engines
@@ -151,6 +157,11 @@ def test_runner_groups_by_fingerprint_and_reduces(planted, tmp_path):
         assert f.size <= 5, f.program.function_source()
     data = json.loads((tmp_path / "findings.json").read_text())
     assert {d["reproducer"] for d in data["findings"]} == {p.name for p in r.reproducers.values()}
+    # each finding's first divergences are records there, read back whole
+    by_print = {json.dumps(f.fingerprint.to_dict(), sort_keys=True): f for f in r.findings.values()}
+    for d in data["findings"]:
+        f = by_print[json.dumps(d["fingerprint"], sort_keys=True)]
+        assert [problem_from_json(x) for x in d["divergences"]] == f.divergences[:5]
     # the reproducer carries its program, so triage can reduce it again
     one = next(iter(r.reproducers.values())).read_text()
     assert Program.from_json(one.split("# program: ", 1)[1].split("\n", 1)[0])
@@ -339,8 +350,8 @@ def test_findings_pinned_outside_the_corpus_are_known_too():
     """Row 38 is pinned in tests/test_torch_findings_fuzz.py (its failure breaks the process), so
     no corpus case carries it; a fuzz crash with its message must still match it."""
     from aotcheck.fuzz.known import pinned_elsewhere
-    first = ("compiled raised BackendCompilerFailed: backend='aot_eager' raised: RuntimeError: "
-             "Cannot set version_counter for inference tensor")
+    first = D(Check.COMPILED_RAISED, error="BackendCompilerFailed: backend='aot_eager' raised: RuntimeError: "
+                                           "Cannot set version_counter for inference tensor")
     p = _program(Statement("narrow", ("a0", 1, 0, 1), "v0", region="inference_mode"))
     k = match(check_kind([first]), program_names(p), pinned_elsewhere("torch"))
     assert k is not None and "row 38" in k.case_id
@@ -363,7 +374,7 @@ def test_the_warm_run_loads_in_a_second_process_and_reports_a_miss_there(tmp_pat
     empty = tmp_path / "empty"
     empty.mkdir()
     problems, hit = warm._run(p.to_json(), str(empty))
-    assert not hit and problems and problems[0].startswith("cached run did not hit")
+    assert not hit and problems and str(problems[0]).startswith("cached run did not hit")
     r = fuzz(FuzzOptions("aotcheck", examples=3, seed=5, cached=True, shrink=False, warm=True,
                          strategy_options={"extensions": ISSUE13_EXTENSIONS}))     # a grammar it passes
     assert r.passed == r.examples == 3, format_summary(r)

@@ -1,6 +1,7 @@
 """The oracle itself: planted wrong 'compiled' functions that it must catch."""
 import torch
 
+from aotcheck.check.divergence import Check, Divergence, Subject
 from aotcheck.check.oracle import Inputs, check
 
 
@@ -26,7 +27,7 @@ def test_views_of_one_intermediate_copied_apart_are_caught():
         return y1[0], y2[1]
     r = check(_two_views, copied_apart, _make, backward=False)
     assert not r.ok
-    assert any("share" in x or "aliasing" in x for x in r.divergences), r.divergences
+    assert any(x.check in (Check.SHARING, Check.ALIASING) for x in r.divergences), r.messages
 
 
 def test_shared_storage_without_overlap_is_compared():
@@ -56,7 +57,8 @@ def test_integer_outputs_are_mutated_too():
         buf[6:].copy_(y[0])
         return buf[:6], buf[6:]
     r = check(f, wrong, lambda: Inputs((torch.arange(6).view(2, 3),)), backward=False)
-    assert any("after mutating output 0" in x for x in r.divergences), r.divergences
+    assert Divergence(Check.MUTATION_EFFECT, Subject.output(0), other=Subject.output(1)) in r.divergences, \
+        r.messages
 
 
 def test_matching_program_passes():
@@ -89,10 +91,11 @@ def test_retained_grads_of_outputs_and_arguments_are_compared():
         return z, y
     assert check(_retains, _retains, _make_scalar).ok
     r = check(_retains, forgets, _make_scalar)
-    assert r.divergences[:2] == ["retained grad of output 0: eager retains_grad True, compiled False",
-                                 "retained grad of output 1: eager retains_grad True, compiled False"]
+    assert r.messages[:2] == ["retained grad of output 0: eager retains_grad True, compiled False",
+                              "retained grad of output 1: eager retains_grad True, compiled False"]
     r = check(_retains, wrong_grad, _make_scalar)
-    assert r.divergences and r.divergences[0].startswith("retained grad of output 1: "), r.divergences
+    assert r.divergences and r.divergences[0].check is Check.RETAINED_GRAD_VALUES, r.messages
+    assert r.divergences[0].subject == Subject.output(1)
 
     def arg_retains(a):
         a.retain_grad()
@@ -102,4 +105,6 @@ def test_retained_grads_of_outputs_and_arguments_are_compared():
         leaf = torch.ones(3, requires_grad=True)
         return Inputs((leaf * 1,), leaves=(leaf,))
     r = check(arg_retains, lambda a: a * 2, make_nonleaf)
-    assert r.divergences == ["retained grad of argument 0: eager retains_grad True, compiled False"]
+    assert r.messages == ["retained grad of argument 0: eager retains_grad True, compiled False"]
+    assert r.divergences == [Divergence(Check.RETAINS_GRAD, Subject.argument(0), expected="True",
+                                        actual="False")]

@@ -7,6 +7,7 @@ import json
 import pytest
 from hypothesis import given, strategies as st
 
+from aotcheck.check.divergence import Check, Divergence as D, Subject
 from aotcheck.regress import judge, record
 from aotcheck.regress.fingerprint import FailurePrint, fingerprint
 from aotcheck.regress.record import Entry, Record
@@ -16,19 +17,26 @@ from aotcheck.regress.run import Outcome
 
 
 @pytest.mark.parametrize("problems, expected", [
-    (["output 1 requires_grad: eager True, compiled False", "grad of leaf 0: x"],
+    ([D(Check.REQUIRES_GRAD, Subject.output(1), expected="True", actual="False"),
+      D(Check.GRAD_VALUES, Subject.leaf(0), detail="x")],
      FailurePrint("requires_grad", "output 1")),
-    (["grad of leaf 2: eager None, compiled a tensor"], FailurePrint("grad presence", "grad of leaf 2")),
-    (["compiled raised BackendCompilerFailed: backend='aot_eager' raised: AssertionError: "
-      "outs_to_grad length (1) != tangents length (2)"],
+    ([D(Check.GRAD_PRESENCE, Subject.leaf(2), expected="None", actual="a tensor")],
+     FailurePrint("grad presence", "grad of leaf 2")),
+    ([D(Check.GRAD_PRESENCE, Subject.output(2), expected="None", actual="a tensor")],   # never named
+     FailurePrint("grad of output N (a leaf): eager None, compiled a tensor", "grad of output 2")),
+    ([D(Check.COMPILED_RAISED, error="BackendCompilerFailed: backend='aot_eager' raised: AssertionError: "
+                                     "outs_to_grad length (1) != tangents length (2)")],
      FailurePrint("crash in aot_autograd", "", "AssertionError: outs_to_grad length [...] != tangents "
                                                "length [...]")),
-    (["run that fills the cache: in state 1: argument 0 after the call values: not close"],
+    ([D(Check.VALUES, Subject.argument(0), detail="not close", state=1, cache_fill=True)],
      FailurePrint("mutation", "state 1 / argument 0")),
-    (["Dynamo could not capture the whole function: graph_break: Unsupported Tensor.item() call 7"],
+    ([D(Check.RETAINS_GRAD, Subject.output(0), expected="True", actual="False", state=2)],
+     FailurePrint("retained grad presence", "state 2")),
+    ([D(Check.GRAPH_BREAK, detail="graph_break: Unsupported Tensor.item() call 7")],
      FailurePrint("graph break", "", "graph_break: Unsupported Tensor.item[...] call N")),
-    (["expected cache hits only, got hits=0 misses=1 bypasses=0"], FailurePrint("cache miss")),
+    ([D(Check.CACHE_MISS, actual="hits=0 misses=1 bypasses=0")], FailurePrint("cache miss")),
     (["STALE HIT: grad_mode no_grad -> enabled: output 0 requires_grad"], FailurePrint("stale hit")),
+    (["not run: recorded as crashing"], FailurePrint("not run: recorded as crashing")),
     ([], None),
 ])
 def test_fingerprint_of_the_first_problem(problems, expected):
@@ -36,8 +44,8 @@ def test_fingerprint_of_the_first_problem(problems, expected):
 
 
 def test_numbers_in_a_message_do_not_change_the_fingerprint():
-    a = fingerprint(["compiled raised RuntimeError: size (3, 4) at 0x7f00 differs from 12"])
-    b = fingerprint(["compiled raised RuntimeError: size (5, 6) at 0x7faa differs from 30"])
+    a = fingerprint([D(Check.COMPILED_RAISED, error="RuntimeError: size (3, 4) at 0x7f00 differs from 12")])
+    b = fingerprint([D(Check.COMPILED_RAISED, error="RuntimeError: size (5, 6) at 0x7faa differs from 30")])
     assert a == b and a.check == "crash in compiled forward"
 
 
@@ -291,7 +299,8 @@ def test_variation_results_become_judged_stages(monkeypatch):
         return types.SimpleNamespace(results=(
             types.SimpleNamespace(variation=Var("grad_mode=no_grad"), verdict="STALE HIT",
                                   reason="a hit under no_grad", divergences=(
-                                      "output 0 requires_grad: eager True, compiled False",)),
+                                      D(Check.REQUIRES_GRAD, Subject.output(0), expected="True",
+                                        actual="False"),)),
             types.SimpleNamespace(variation=Var("values"), verdict="ok-hit", reason="", divergences=())))
     fake = types.SimpleNamespace(run_subject=run_subject, Subject=types.SimpleNamespace(of_case=lambda c: c.id))
     monkeypatch.setitem(__import__("sys").modules, regress_run.VARIATIONS_MODULE, fake)

@@ -100,7 +100,7 @@ if __name__ == "__main__":
     compiled = aotcheck.aot_function(f)
     report = check(f, compiled, make_inputs)
     if not report.ok:
-        print("\\n".join(report.divergences))
+        print(report)
         sys.exit(1)
     print("ok: matches eager")
     sys.exit(0)

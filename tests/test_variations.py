@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from aotcheck.cache import key as key_module
+from aotcheck.check.divergence import Check, Divergence, Subject
 from aotcheck.targets import key_triage
 from aotcheck.targets import variations as V
 from aotcheck.targets.variation_repro import is_repro
@@ -34,6 +35,10 @@ def make_inputs():
     w = torch.randn(3, 4, requires_grad=True)
     return Inputs((x, w), leaves=(x, w))
 """
+
+
+def _planted_values(text: str) -> Divergence:
+    return Divergence(Check.VALUES, Subject.output(0), detail=f"{text} values")
 
 
 def _drop_from_signature(monkeypatch, drop):
@@ -68,7 +73,7 @@ def test_planted_grad_mode_bug_is_a_stale_hit_and_triage_names_it(monkeypatch, t
     assert run.a == "ok"
     (r,) = run.results
     assert r.verdict == V.STALE_HIT, r
-    assert r.hits >= 1 and "requires_grad" in r.divergences[0]
+    assert r.hits >= 1 and r.divergences[0].check is Check.REQUIRES_GRAD
     assert is_repro(r.repro)
     t = key_triage.triage_repro(r.repro)
     assert t.verdict == V.STALE_HIT
@@ -178,7 +183,7 @@ def test_derive_reads_the_subject_not_a_hand_list():
     assert {"state", "grad_mode", "requires_grad", "config", "values"} <= kinds
     v = V.Variation("strides", "input 2", "transposed")
     assert V.Variation.from_json(v.to_json()) == v
-    r = V.Result("s", "aotcheck", v, V.STALE_HIT, "why", 1, 0, 0, ("d",))
+    r = V.Result("s", "aotcheck", v, V.STALE_HIT, "why", 1, 0, 0, (_planted_values("d"),))
     assert V.Result.from_json(r.to_json()) == r
 
 
@@ -246,7 +251,7 @@ def test_torch_serves_an_entry_compiled_for_aliased_inputs_to_disjoint_ones():
     (v,) = [v for v in V.derive(subject, "torch") if v.kind == "aliasing"]
     assert v.b == "own storages"
     (r,) = V.run_subject(get_engine("torch"), subject, [v]).results
-    assert r.verdict == V.STALE_HIT and "values" in r.divergences[0], r
+    assert r.verdict == V.STALE_HIT and r.divergences[0].check is Check.VALUES, r
     t = key_triage.triage_variation("torch", subject, v)
     assert t.component == "signature.groups" and t.key_equal is True, t
 
@@ -333,7 +338,7 @@ def test_a_hit_that_differs_is_stale_only_if_a_cold_compile_under_b_is_right(mon
             return report
         b_runs.append(v)
         if len(b_runs) == 1 or cold_fails_too:
-            return dataclasses.replace(report, divergences=["values, output 0 -- planted"])
+            return dataclasses.replace(report, divergences=[_planted_values("planted")])
         return report
     monkeypatch.setattr(conditions, "check_under", planted)
     subject = V.Subject.from_source("values.planted", PROGRAM)
@@ -570,8 +575,8 @@ def test_a_subject_the_engine_gets_wrong_is_judged_against_b_cold(monkeypatch, s
     def planted(subject, compiled, v):
         report = real(subject, compiled, v)
         calls.append(v)
-        text = "values, output 0 -- planted" if (v is None or same or len(calls) != 2) else "values, output 0 -- other"
-        return dataclasses.replace(report, divergences=[text])
+        text = "planted" if (v is None or same or len(calls) != 2) else "other"
+        return dataclasses.replace(report, divergences=[_planted_values(text)])
     monkeypatch.setattr(conditions, "check_under", planted)
     subject = V.Subject.from_source("wrong.planted", PROGRAM)
     run = V.run_subject(get_engine("aotcheck"), subject, [V.Variation("values", "", "changed", relevant=False)])

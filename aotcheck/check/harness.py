@@ -28,7 +28,7 @@ import contextlib
 import functools
 import types
 import unittest
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -103,15 +103,15 @@ def check_case(case, compiled, **kw):
     kw.setdefault("backward", case.backward)
     if not case.states:
         return check(in_call_mode(case, case.fn), in_call_mode(case, compiled), case.make_inputs, **kw)
-    d: list[str] = []
+    d = []
     try:
         for k, set_state in enumerate(case.states):
             set_state()
             r = check(in_call_mode(case, case.fn), in_call_mode(case, compiled), case.make_inputs, **kw)
-            d += [f"in state {k}: {x}" for x in r.divergences]
+            d += [replace(x, state=k) for x in r.divergences]
     finally:
         case.states[0]()
-    return Report(d, d[0].split(":")[1].strip() if d else "")
+    return Report(d, str(d[0]).split(":")[1].strip() if d else "")
 
 
 @dataclass
@@ -146,13 +146,13 @@ def check_cold_then_cached(case, cache_dir, *, strict: bool = False) -> tuple[Ru
     ``strict``: the cached run raises CacheError at the first miss or bypass."""
     cold = run_case(case, cache_dir)
     assert cold.report.ok, f"{case.id} (cold) differs from eager:\n  " + \
-        "\n  ".join(cold.report.divergences)
+        "\n  ".join(cold.report.messages)
     bypassed = sorted(k for k in cold.counters if k.startswith("bypass."))
     opaque = "custom_op" in case.tags and bypassed == [OPAQUE_OP_BYPASS]
     assert not bypassed or opaque, f"{case.id}: uncacheable ({', '.join(bypassed)}), nothing to hit"
     cached = run_case(case, cache_dir, expect_hits=strict and not opaque)
     assert cached.report.ok, f"{case.id} (cached) differs from eager:\n  " + \
-        "\n  ".join(cached.report.divergences)
+        "\n  ".join(cached.report.messages)
     if opaque:          # NOTE [a custom op the cache does not hold]
         assert cached.counters.get("bypasses") and not cached.counters.get("hits"), \
             f"{case.id}: a graph calling an opaque custom op was served from the cache: {cached.counters}"

@@ -21,8 +21,19 @@ Both runs get identical fresh inputs from ``make_inputs``. Compared:
 - mutating each output in place afterwards (floating, complex, integer or
   bool) changes the arguments and other outputs as in eager (or raises in both).
 
-``check`` returns a :class:`Report`; a report's ``signature`` names the
-first difference's kind, so that duplicates collapse.
+``check`` returns a :class:`Report`: its divergences are records
+(``divergence.Divergence``: the check, the output or argument, eager's and the
+compiled side), each printing the sentence reports show::
+
+    >>> r = check(lambda x: x * 2, lambda x: (x * 2).detach(),
+    ...           lambda: Inputs((torch.ones(2, requires_grad=True),)))
+    >>> print(r)
+    output 0 requires_grad: eager True, compiled False
+    >>> d = r.divergences[0]
+    >>> d.check, str(d.subject), d.expected, d.actual
+    (<Check.REQUIRES_GRAD: 'requires_grad'>, 'output 0', 'True', 'False')
+
+A report's ``signature`` names the first difference's kind, so that duplicates collapse.
 """
 from __future__ import annotations
 
@@ -34,26 +45,32 @@ import torch
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
+from .divergence import APART, SHARED, Check, Divergence, Subject
+
 
 @dataclass
 class Inputs:
     args: tuple
     kwargs: dict = field(default_factory=dict)
     leaves: tuple = ()      # tensors whose .grad is compared after backward
-    rng_after: object = field(default=None, repr=False, compare=False)   # set by _run
+    rng_after: object = field(default=None, repr=False, compare=False)   # set by run_once
 
 
 @dataclass
 class Report:
-    divergences: list[str]
+    divergences: list[Divergence]
     signature: str = ""
 
     @property
     def ok(self) -> bool:
         return not self.divergences
 
+    @property
+    def messages(self) -> list[str]:
+        return [str(d) for d in self.divergences]
+
     def __str__(self) -> str:
-        return "ok" if self.ok else "\n".join(self.divergences)
+        return "ok" if self.ok else "\n".join(self.messages)
 
 
 def _tensors(x) -> list:
@@ -132,7 +149,8 @@ def _cotangent(t: torch.Tensor, k: int) -> torch.Tensor:
     return torch.randn(t.shape, generator=g, dtype=torch.float64).to(t.dtype)
 
 
-def _run(fn, make_inputs, backward: bool):
+def run_once(fn, make_inputs, backward: bool):
+    """One seeded run of ``fn`` on fresh inputs: (inputs after, output, forward error, backward error)."""
     torch.manual_seed(0)
     inp = make_inputs()
     try:
@@ -162,85 +180,105 @@ def _run(fn, make_inputs, backward: bool):
 def raised(fn: Callable, make_inputs: Callable[[], Inputs]) -> tuple:
     """What ``fn`` raises on fresh inputs, as ``check`` runs it: ``(call error, backward
     error)``, each an exception or None (the backward runs only after a call that returned)."""
-    _, _, err, bw_err = _run(fn, make_inputs, backward=True)
+    _, _, err, bw_err = run_once(fn, make_inputs, backward=True)
     return err, bw_err
 
 
 def check(fn: Callable, compiled_fn: Callable, make_inputs: Callable[[], Inputs], *,
           backward: bool = True, mutate_outputs: bool = True, rtol=None, atol=None) -> Report:
     """Compare ``compiled_fn`` against eager ``fn`` on identical inputs."""
-    d: list[str] = []
-    e_in, e_out, e_err, e_bw = _run(fn, make_inputs, backward)
-    c_in, c_out, c_err, c_bw = _run(compiled_fn, make_inputs, backward)
-    if e_err is not None or c_err is not None:
-        if e_err is None:
-            d.append(f"compiled raised {type(c_err).__name__}: {_first_line(c_err)}")
-        elif c_err is None:
-            d.append(f"eager raised {type(e_err).__name__} but compiled did not")
+    e_in, e_out, e_err, e_bw = run_once(fn, make_inputs, backward)
+    c_in, c_out, c_err, c_bw = run_once(compiled_fn, make_inputs, backward)
+    if e_err is not None or c_err is not None:      # both raising is a match
+        d = _compare_raises(e_err, c_err)
         return Report(d, _signature(d))
     e_flat, e_spec = pytree.tree_flatten(e_out)
     c_flat, c_spec = pytree.tree_flatten(c_out)
-    if str(e_spec) != str(c_spec):
-        d.append(f"output structure: eager {e_spec} vs compiled {c_spec}")
-        return Report(d, _signature(d))
-    for k, b in enumerate(c_flat):
-        if isinstance(b, torch.Tensor) and (why := _unreadable(b)):
-            d.append(f"output {k}: compiled returned a tensor whose storage cannot be read ({why})")
-    if d:       # a fake or functional tensor escaped: nothing more can be compared
+    d = _compare_structure(e_spec, c_spec, c_flat)
+    if d:       # another structure, or an escaped fake tensor: nothing more can be compared
         return Report(d, _signature(d))
     for k, (a, b) in enumerate(zip(e_flat, c_flat)):
-        _compare_value(d, f"output {k}", a, b, rtol, atol, grads=True)
+        _compare_value(d, Subject.output(k), a, b, rtol, atol, grads=True)
     e_args = pytree.tree_leaves((e_in.args, e_in.kwargs))
     c_args = pytree.tree_leaves((c_in.args, c_in.kwargs))
-    ea, ca = _alias_map(e_flat, e_args), _alias_map(c_flat, c_args)
-    for k, (a, b) in enumerate(zip(ea, ca)):
-        if a != b:
-            d.append(f"output {k} aliasing: eager {a}, compiled {b}")
-    if not any("aliasing" in x for x in d):
-        es, cs = _sharing(e_flat, e_args), _sharing(c_flat, c_args)
-        for pair in sorted(es ^ cs):
-            d.append(f"{pair[0]} and {pair[1]} share a storage in "
-                     f"{'eager only' if pair in es else 'compiled only'}")
+    _compare_aliasing(d, e_flat, c_flat, e_args, c_args)
     for i, (a, b) in enumerate(zip(e_args, c_args)):
-        _compare_value(d, f"argument {i} after the call", a, b, rtol, atol, grads=False)
+        _compare_value(d, Subject.argument(i), a, b, rtol, atol, grads=False)
     if not torch.equal(e_in.rng_after, c_in.rng_after):
-        d.append("random generator state after the call differs from eager's "
-                 "(the compiled function drew a different number of random values)")
+        d.append(Divergence(Check.RANDOM_STATE))
     if (e_bw is None) != (c_bw is None):
-        which = "compiled" if c_bw is not None else "eager"
+        only = Check.BACKWARD_RAISED if c_bw is not None else Check.BACKWARD_EAGER_RAISED
         err = c_bw if c_bw is not None else e_bw
-        d.append(f"backward: only {which} raised {type(err).__name__}: {_first_line(err)}")
+        d.append(Divergence(only, error=f"{type(err).__name__}: {_first_line(err)}"))
     elif backward and e_bw is None:
-        for j, (a, b) in enumerate(zip(e_in.leaves, c_in.leaves)):
-            ga, gb = a.grad, b.grad
-            if (ga is None) != (gb is None):
-                d.append(f"grad of leaf {j}: eager {'None' if ga is None else 'a tensor'}, "
-                         f"compiled {'None' if gb is None else 'a tensor'}")
-            elif ga is not None:
-                msg = _close(ga, gb, rtol, atol)
-                if msg:
-                    d.append(f"grad of leaf {j}: {msg}")
-        # outputs that are leaves requiring grad (made inside the function) accumulate .grad too
-        for k, (a, b) in enumerate(zip(e_flat, c_flat)):
-            if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) \
-                    and _autograd_attr(a, "is_leaf") is True and a.requires_grad \
-                    and not any(a is x for x in e_in.leaves):
-                # a compiled output that is not a leaf has no .grad (its is_leaf is reported)
-                gb = b.grad if _autograd_attr(b, "is_leaf") is True else None
-                if (a.grad is None) != (gb is None):
-                    d.append(f"grad of output {k} (a leaf): eager "
-                             f"{'None' if a.grad is None else 'a tensor'}, compiled "
-                             f"{'None' if gb is None else 'a tensor'}")
-                elif a.grad is not None and (msg := _close(a.grad, gb, rtol, atol)):
-                    d.append(f"grad of output {k} (a leaf): {msg}")
-        _compare_retained(d, "output", e_flat, c_flat, rtol, atol)
-        _compare_retained(d, "argument", e_args, c_args, rtol, atol)
+        _compare_grads(d, e_in.leaves, c_in.leaves, e_flat, c_flat, rtol, atol)
+        _compare_retained(d, e_flat, c_flat, Subject.output, rtol, atol)
+        _compare_retained(d, e_args, c_args, Subject.argument, rtol, atol)
     if mutate_outputs and not d:
         _check_output_mutation(d, e_flat, c_flat, e_args, c_args)
     return Report(d, _signature(d))
 
 
-def _compare_retained(d, what, eager, compiled, rtol, atol):
+def _compare_raises(e_err, c_err) -> list[Divergence]:
+    if e_err is None:
+        return [Divergence(Check.COMPILED_RAISED, error=f"{type(c_err).__name__}: {_first_line(c_err)}")]
+    return [] if c_err is not None else [Divergence(Check.EAGER_RAISED, error=type(e_err).__name__)]
+
+
+def _compare_structure(e_spec, c_spec, c_flat) -> list[Divergence]:
+    """Other output structures, or an output whose storage cannot be read (a fake tensor escaped)."""
+    if str(e_spec) != str(c_spec):
+        return [Divergence(Check.STRUCTURE, expected=str(e_spec), actual=str(c_spec))]
+    return [Divergence(Check.UNREADABLE, Subject.output(k), detail=why) for k, b in enumerate(c_flat)
+            if isinstance(b, torch.Tensor) and (why := _unreadable(b))]
+
+
+def _compare_aliasing(d, e_flat, c_flat, e_args, c_args):
+    """What each output is a view of; where that matches everywhere, every pair sharing a storage."""
+    ea, ca = _alias_map(e_flat, e_args), _alias_map(c_flat, c_args)
+    for k, (a, b) in enumerate(zip(ea, ca)):
+        if a != b:
+            d.append(Divergence(Check.ALIASING, Subject.output(k), expected=str(a), actual=str(b)))
+    if any(x.check is Check.ALIASING for x in d):
+        return
+    es, cs = _sharing(e_flat, e_args), _sharing(c_flat, c_args)
+    for pair in sorted(es ^ cs):
+        first, second = (_named(n) for n in pair)
+        sides = (SHARED, APART) if pair in es else (APART, SHARED)
+        d.append(Divergence(Check.SHARING, first, other=second, expected=sides[0], actual=sides[1]))
+
+
+def _named(name: str) -> Subject:
+    """``out1`` -> output 1, ``arg0`` -> argument 0 (``_sharing``'s names)."""
+    return (Subject.output if name.startswith("out") else Subject.argument)(int(name[3:]))
+
+
+def _presence(t) -> str:
+    return "None" if t is None else "a tensor"
+
+
+def _compare_grads(d, e_leaves, c_leaves, e_flat, c_flat, rtol, atol):
+    """The ``.grad`` of each leaf, and of each output that is a leaf requiring grad (made inside
+    the function: it accumulates ``.grad`` too)."""
+    for j, (a, b) in enumerate(zip(e_leaves, c_leaves)):
+        _compare_grad(d, Subject.leaf(j), a.grad, b.grad, rtol, atol)
+    for k, (a, b) in enumerate(zip(e_flat, c_flat)):
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) \
+                and _autograd_attr(a, "is_leaf") is True and a.requires_grad \
+                and not any(a is x for x in e_leaves):
+            # a compiled output that is not a leaf has no .grad (its is_leaf is reported)
+            gb = b.grad if _autograd_attr(b, "is_leaf") is True else None
+            _compare_grad(d, Subject.output(k), a.grad, gb, rtol, atol)
+
+
+def _compare_grad(d, subject, ga, gb, rtol, atol, presence=Check.GRAD_PRESENCE, values=Check.GRAD_VALUES):
+    if (ga is None) != (gb is None):
+        d.append(Divergence(presence, subject, expected=_presence(ga), actual=_presence(gb)))
+    elif ga is not None and (msg := _close(ga, gb, rtol, atol)):
+        d.append(Divergence(values, subject, detail=msg))
+
+
+def _compare_retained(d, eager, compiled, subject, rtol, atol):
     """The ``.grad`` of non-leaf tensors that retain it (``retain_grad()``): eager's ``retains_grad``
     flag and, where set, the gradient itself, for each output or argument (by flat position)."""
     for k, (a, b) in enumerate(zip(eager, compiled)):
@@ -250,14 +288,10 @@ def _compare_retained(d, what, eager, compiled, rtol, atol):
         if ra is not True and rb is not True:
             continue
         if ra != rb:
-            d.append(f"retained grad of {what} {k}: eager retains_grad {ra}, compiled {rb}")
+            d.append(Divergence(Check.RETAINS_GRAD, subject(k), expected=str(ra), actual=str(rb)))
             continue
-        ga, gb = a.grad, b.grad
-        if (ga is None) != (gb is None):
-            d.append(f"retained grad of {what} {k}: eager {'None' if ga is None else 'a tensor'}, "
-                     f"compiled {'None' if gb is None else 'a tensor'}")
-        elif ga is not None and (msg := _close(ga, gb, rtol, atol)):
-            d.append(f"retained grad of {what} {k}: {msg}")
+        _compare_grad(d, subject(k), a.grad, b.grad, rtol, atol,
+                      Check.RETAINED_GRAD_PRESENCE, Check.RETAINED_GRAD_VALUES)
 
 
 def _unreadable(t: torch.Tensor) -> str | None:
@@ -286,41 +320,46 @@ def _first_line(e: BaseException) -> str:
     return lines[0]
 
 
-def _compare_value(d, where, a, b, rtol, atol, grads: bool):
+def _compare_value(d, subject: Subject, a, b, rtol, atol, grads: bool):
+    """One output (``grads``: with its autograd metadata) or one argument after the call."""
     if isinstance(a, torch.Tensor) != isinstance(b, torch.Tensor):
-        d.append(f"{where}: eager {type(a).__name__}, compiled {type(b).__name__}")
+        d.append(Divergence(Check.VALUE, subject, expected=type(a).__name__, actual=type(b).__name__))
         return
     if not isinstance(a, torch.Tensor):
         if type(a) is not type(b) or (a != b and not (a != a and b != b)):
-            d.append(f"{where}: eager {a!r}, compiled {b!r}")
+            d.append(Divergence(Check.VALUE, subject, expected=repr(a), actual=repr(b)))
         return
     for attr in ("dtype", "shape", "requires_grad"):
         if getattr(a, attr) != getattr(b, attr):
-            d.append(f"{where} {attr}: eager {getattr(a, attr)}, compiled {getattr(b, attr)}")
+            d.append(_sides(Check(attr), subject, getattr(a, attr), getattr(b, attr)))
             return
     if _addressing_strides(a) != _addressing_strides(b) and a.numel() > 1:
-        d.append(f"{where} stride: eager {a.stride()}, compiled {b.stride()}")
+        d.append(_sides(Check.STRIDE, subject, a.stride(), b.stride()))
     if not grads and a.storage_offset() != b.storage_offset():
-        d.append(f"{where} storage_offset: eager {a.storage_offset()}, compiled {b.storage_offset()}")
+        d.append(_sides(Check.STORAGE_OFFSET, subject, a.storage_offset(), b.storage_offset()))
     if grads:
         la, lb = _autograd_attr(a, "is_leaf"), _autograd_attr(b, "is_leaf")
         if la != lb:
-            d.append(f"{where} is_leaf: eager {la}, compiled {lb}")
+            d.append(_sides(Check.IS_LEAF, subject, la, lb))
         fa, fb = _grad_fn_name(a), _grad_fn_name(b)
         if (fa == "NoneType") != (fb == "NoneType") or (fa == "raises") != (fb == "raises"):
-            d.append(f"{where} grad_fn: eager {fa}, compiled {fb}")
+            d.append(_sides(Check.GRAD_FN, subject, fa, fb))
     if type(a) is not type(b) and not {type(a), type(b)} <= {torch.Tensor, torch.nn.Parameter}:
-        d.append(f"{where} type: eager {type(a).__name__}, compiled {type(b).__name__}")
+        d.append(_sides(Check.TYPE, subject, type(a).__name__, type(b).__name__))
         return
     na, nb = _parts(a)[0].untyped_storage().nbytes(), _parts(b)[0].untyped_storage().nbytes()
     if (na == 0) != (nb == 0):      # a storage resized to or from zero bytes (FSDP's pattern)
-        d.append(f"{where} storage bytes: eager {na}, compiled {nb}")
+        d.append(_sides(Check.STORAGE_BYTES, subject, na, nb))
         return
     if na == 0 and a.numel() > 0:   # no memory behind it: its values are not readable
         return
     msg = _close(a, b, rtol, atol)
     if msg:
-        d.append(f"{where} values: {msg}")
+        d.append(Divergence(Check.VALUES, subject, detail=msg))
+
+
+def _sides(check: Check, subject: Subject, eager, compiled) -> Divergence:
+    return Divergence(check, subject, expected=str(eager), actual=str(compiled))
 
 
 def _autograd_attr(t: torch.Tensor, attr: str):
@@ -369,27 +408,29 @@ def _check_output_mutation(d, e_flat, c_flat, e_args, c_args):
             except Exception as e:  # noqa: BLE001
                 errs.append(type(e).__name__)
         if errs[0] != errs[1]:
-            d.append(f"mutating output {k} in place: eager {errs[0] or 'ok'}, compiled {errs[1] or 'ok'}")
+            d.append(Divergence(Check.OUTPUT_MUTATION, Subject.output(k), expected=errs[0] or "ok",
+                                actual=errs[1] or "ok"))
             return
         for i, (x, y) in enumerate(zip(e_args, c_args)):
             if isinstance(x, torch.Tensor) and _readable(x) and _readable(y) and _close(x, y):
-                d.append(f"after mutating output {k} in place, argument {i} differs from eager")
+                d.append(Divergence(Check.MUTATION_EFFECT, Subject.output(k), other=Subject.argument(i)))
                 return
         for j, (x, y) in enumerate(zip(e_flat, c_flat)):
             if isinstance(x, torch.Tensor) and _readable(x) and _readable(y) and _close(x, y):
-                d.append(f"after mutating output {k} in place, output {j} differs from eager")
+                d.append(Divergence(Check.MUTATION_EFFECT, Subject.output(k), other=Subject.output(j)))
                 return
 
 
-def _signature(d: list[str]) -> str:
+def _signature(d: list[Divergence]) -> str:
     """A short stem of the first difference, with numbers removed, for deduplication."""
     if not d:
         return ""
-    first = d[0].split(":")[0] if not d[0].startswith("compiled raised") else d[0][:80]
+    text = str(d[0])
+    first = text.split(":")[0] if d[0].check is not Check.COMPILED_RAISED else text[:80]
     return re.sub(r"\d+", "N", first)
 
 
 def assert_matches(fn, compiled_fn, make_inputs, **kw) -> None:
     r = check(fn, compiled_fn, make_inputs, **kw)
     if not r.ok:
-        raise AssertionError("compiled differs from eager:\n  " + "\n  ".join(r.divergences))
+        raise AssertionError("compiled differs from eager:\n  " + "\n  ".join(r.messages))

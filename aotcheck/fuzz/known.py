@@ -38,6 +38,7 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..check.divergence import Check, Divergence
 from .fingerprint import VERSION, check_kind
 from .programs import KIND_OF_OP, render_expr
 
@@ -86,8 +87,8 @@ class KnownCase:
 _PINNED_ELSEWHERE = (
     ("torch", "tests/test_torch_findings_fuzz.py::test_view_of_input_under_inference_mode_compiles "
               "(docs/findings.md row 38)",
-     "compiled raised BackendCompilerFailed: backend='aot_eager' raised: RuntimeError: Cannot set "
-     "version_counter for inference tensor", ("inference_mode",)),
+     Divergence(Check.COMPILED_RAISED, error="BackendCompilerFailed: backend='aot_eager' raised: "
+                "RuntimeError: Cannot set version_counter for inference tensor"), ("inference_mode",)),
 )
 
 
@@ -153,7 +154,7 @@ def known_cases(engine_name: str, cache_path: Path | None = None) -> list[KnownC
                 with tempfile.TemporaryDirectory(prefix="aotcheck-known-") as d:
                     _, problems = outcome(engine, case, d)
         except Exception as e:  # noqa: BLE001 - a case that crashes the harness is still known
-            problems = [f"compiled raised {type(e).__name__}: {e}"]
+            problems = [Divergence(Check.COMPILED_RAISED, error=f"{type(e).__name__}: {e}")]
         checks = frozenset(check_kind([p]) for p in problems)
         out.append(KnownCase(case_id, check_kind(problems) if problems else "cached only",
                              code_names(fn), reason, checks))

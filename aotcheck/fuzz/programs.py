@@ -412,7 +412,7 @@ class Program:
             *compile_lines,
             "    report = check(f, compiled, make_inputs)",
             "    if not report.ok:",
-            '        print("\\n".join(report.divergences))',
+            "        print(report)",
             "        sys.exit(1)",
             '    print("ok: matches eager")',
             "    sys.exit(0)",

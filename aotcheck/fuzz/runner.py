@@ -46,6 +46,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
 
+from ..check.divergence import Check, Divergence, problem_to_json
 from ..check.oracle import check
 from ..errors import DOCUMENTED_LIMITS
 from .fingerprint import Fingerprint, check_kind, skeleton
@@ -80,7 +81,7 @@ _DYNAMO_ENGINES = ("torch", "torch-inductor", "dynamo-aotcheck")
 @dataclass
 class Outcome:
     """One program's run: its problems (empty: it matched eager) and where they came from."""
-    problems: list[str] = field(default_factory=list)
+    problems: list = field(default_factory=list)   # Divergence records, or harness sentences
     stage: str = ""          # cold | cached | warm, the first run that failed
     hit: bool = False        # the in-process cached run hit every graph
     artefact: str = ""       # why this program does not test AOT autograd at all
@@ -98,7 +99,7 @@ class Finding:
     signature: str                   # the group (explore) or the full fingerprint (after shrink)
     count: int
     program: Program                 # the smallest failing program seen
-    divergences: list[str]
+    divergences: list                # as Outcome.problems
     first_index: int                 # position in the explored stream
     fingerprint: Fingerprint | None = None
     known: str = ""                  # the matching known corpus case, if any
@@ -155,12 +156,12 @@ def run_outcome(program: Program, engine, cached: bool, warm=None, key_variation
                 report = check(fn, compiled, make)
             except Exception as e:  # noqa: BLE001 - the oracle itself should not raise
                 _leak(before)
-                return Outcome([f"oracle raised {type(e).__name__}: {e}"], "cold")
+                return Outcome([Divergence(Check.ORACLE_RAISED, error=f"{type(e).__name__}: {e}")], "cold")
         leak = _leak(before)
         if leak:    # after a crash, the crash is the cause (row 38's failed compile, row 39)
-            leaked = [f"global state leaked from the compiled call: {leak}"]
+            leaked = [Divergence(Check.STATE_LEAK, detail=leak)]
             crashed = report.divergences[:1] if report.divergences and \
-                report.divergences[0].startswith("compiled raised") else []
+                report.divergences[0].check is Check.COMPILED_RAISED else []
             return Outcome(crashed + leaked + list(report.divergences[len(crashed):]), "cold")
         if engine.name in _DYNAMO_ENGINES and cold.graphs == 0:
             return Outcome(artefact="Dynamo captured no graph (no tensor op): nothing reached "
@@ -177,14 +178,13 @@ def run_outcome(program: Program, engine, cached: bool, warm=None, key_variation
                 again = check(fn, engine.compile_cached(fn, d), make)
         leak = _leak(before)
         if leak:
-            return Outcome([f"global state leaked from the compiled call: {leak}"]
-                           + list(again.divergences), "cached")
+            return Outcome([Divergence(Check.STATE_LEAK, detail=leak)] + list(again.divergences), "cached")
         if not again.ok:
             return Outcome(list(again.divergences), "cached")
         hit = bool(stats.hits) and not stats.misses and not stats.bypasses
         if not hit:
-            return Outcome([f"cached run did not hit: hits={stats.hits} misses={stats.misses} "
-                            f"bypasses={stats.bypasses}"], "cached")
+            return Outcome([Divergence(Check.CACHED_RUN_MISS, actual=f"hits={stats.hits} misses="
+                                       f"{stats.misses} bypasses={stats.bypasses}")], "cached")
         out = Outcome(hit=True)
         if key_variations:
             out = _key_variations(program, engine, d, key_variations)
@@ -238,15 +238,15 @@ def finish(out: Outcome) -> Outcome:
     return out
 
 
-def run_program(program: Program, engine, cached: bool) -> tuple[list[str], str, bool]:
+def run_program(program: Program, engine, cached: bool) -> tuple[list, str, bool]:
     """Problems of one program (empty: it matches eager), their group, and whether the cached
     run hit. An artefact (no graph captured) counts as no problem."""
     out = run_outcome(program, engine, cached)
     return out.problems, out.group, out.hit
 
 
-def is_refusal(problems: list[str]) -> bool:
-    return bool(problems) and all(any(lim in p for lim in DOCUMENTED_LIMITS) for p in problems)
+def is_refusal(problems: list) -> bool:
+    return bool(problems) and all(any(lim in str(p) for lim in DOCUMENTED_LIMITS) for p in problems)
 
 
 # ------------------------------------------------------------------------ hypothesis plumbing
@@ -457,7 +457,7 @@ class _Explorer:
             result.artefacts[o.artefact] = result.artefacts.get(o.artefact, 0) + 1
         elif is_refusal(o.problems):
             result.refused += 1          # a named refusal, counted apart from wrong results
-            lim = next(lim for lim in DOCUMENTED_LIMITS if lim in o.problems[0])
+            lim = next(lim for lim in DOCUMENTED_LIMITS if lim in str(o.problems[0]))
             result.refused_by[lim] = result.refused_by.get(lim, 0) + 1
             r = result.refusals.get(lim)
             if r is None or len(program.statements) < r.size:
@@ -587,7 +587,7 @@ def write_reproducers(result: FuzzResult, out: Path) -> dict[str, Path]:
     summary = []
     for i, (sig, f) in enumerate(sorted(result.findings.items())):
         path = out / f"repro_{i:02d}_{slug(sig)}.py"
-        first = f.divergences[0][:200] if f.divergences else ""
+        first = str(f.divergences[0])[:200] if f.divergences else ""
         header = (f"# aotcheck fuzz: engine={result.engine} seed={result.seed} "
                   f"shard={result.shard[0] + 1}/{result.shard[1]}\n"
                   f"# fingerprint: {_one_line(sig)}\n"
@@ -606,7 +606,8 @@ def write_reproducers(result: FuzzResult, out: Path) -> dict[str, Path]:
         paths[sig] = path
         summary.append({"fingerprint": f.fingerprint.to_dict() if f.fingerprint else sig,
                         "count": f.count, "statements": f.size, "known": f.known,
-                        "divergences": f.divergences[:5], "program": f.program.to_json(),
+                        "divergences": [problem_to_json(p) for p in f.divergences[:5]],
+                        "program": f.program.to_json(),
                         "reproducer": path.name, "shrink_seconds": round(f.shrink_seconds, 1)})
     # the smallest program each documented limit refused (not failures: for triage)
     for i, (lim, f) in enumerate(sorted(result.refusals.items())):

@@ -24,9 +24,10 @@ import json
 import platform
 import re
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..check.divergence import Check, Divergence, Role
 from ..check.oracle import check
 from .fingerprint import check_kind
 
@@ -35,8 +36,8 @@ from .fingerprint import check_kind
 class Triage:
     path: str
     engine: str
-    cold: list[str]                       # the oracle's divergences, cold
-    cached: list[str] | None              # from the cache (None: the engine has no cache)
+    cold: list[Divergence]                # the oracle's divergences, cold
+    cached: list[Divergence] | None       # from the cache (None: the engine has no cache)
     hit: bool = False                     # the cached run hit every graph
     node: str = ""                        # aotcheck: first forward node differing cold/cached
     program_json: str = ""
@@ -45,13 +46,13 @@ class Triage:
     notes: list[str] = field(default_factory=list)
 
     @property
-    def first(self) -> tuple[str, str]:
+    def first(self) -> tuple[str, Divergence | None]:
         """(run, divergence) of the first divergence: cold before cached."""
         if self.cold:
             return "cold", self.cold[0]
         if self.cached:
             return "cached", self.cached[0]
-        return "", ""
+        return "", None
 
     @property
     def cache_only(self) -> bool:
@@ -59,7 +60,7 @@ class Triage:
 
     @property
     def kind(self) -> str:
-        return check_kind([self.first[1]]) if self.first[1] else ""
+        return check_kind([self.first[1]]) if self.first[1] is not None else ""
 
     def __str__(self) -> str:
         def show(run):
@@ -72,7 +73,7 @@ class Triage:
                  f"compiled cached: {show(self.cached)}" + ("" if self.cached is None or not self.hit
                                                             else " (hit)")]
         run, first = self.first
-        if first:
+        if first is not None:
             lines.append(f"first divergence ({run}): {first}")
             lines.append(f"check: {self.kind}" + ("; CACHE-ONLY: the cold run matches eager"
                                                    if self.cache_only else ""))
@@ -110,55 +111,56 @@ def triage(path: str | Path, engine: str | None = None, reduce_seconds: float = 
         cold_fn = eng.compile_cached(fn, d) if eng.supports_cache else eng.compile(fn)
         result.cold = list(check(fn, cold_fn, make).divergences)
         if result.cold:
-            result.cold[0] += how_much(fn, cold_fn, make, result.cold[0])
+            result.cold[0] = how_much(fn, cold_fn, make, result.cold[0])
         if eng.supports_cache:
             with eng.measure() as stats:
                 cached_fn = eng.compile_cached(fn, d)
                 result.cached = list(check(fn, cached_fn, make).divergences)
             if result.cached:
-                result.cached[0] += how_much(fn, cached_fn, make, result.cached[0])
+                result.cached[0] = how_much(fn, cached_fn, make, result.cached[0])
             result.hit = bool(stats.hits) and not stats.misses and not stats.bypasses
             if not result.hit:
                 result.notes.append(f"the cached run did not hit: hits={stats.hits} "
                                     f"misses={stats.misses} bypasses={stats.bypasses}")
             if name == "aotcheck":
                 result.node = first_differing_node(cold_fn, cached_fn, make)
-    if reduce_seconds and rep["program"] and result.first[1]:
+    if reduce_seconds and rep["program"] and result.first[1] is not None:
         result.smallest = _reduce(rep["program"], eng, result, reduce_seconds)
     return result
 
 
-def how_much(fn, compiled, make, divergence: str) -> str:
-    """For a divergence in values ("output K values", "argument K after the call values",
-    "grad of leaf K: ..."): by how much, from one more run of each on fresh inputs."""
+def how_much(fn, compiled, make, d: Divergence) -> Divergence:
+    """A divergence in values (of an output, of an argument after the call, of a leaf's
+    gradient) with, after its detail, by how much: from one more run of each on fresh inputs."""
     import torch
     from torch.utils import _pytree as pytree
 
-    from ..check.oracle import _run
-    m = re.match(r"(output|argument|grad of leaf) (\d+)", divergence)
-    if not m or "values" not in divergence and m.group(1) != "grad of leaf":
-        return ""
-    what, k = m.group(1), int(m.group(2))
-    runs = [_run(g, make, True) for g in (fn, compiled)]
+    from ..check.oracle import run_once
+    if d.detail is None or d.subject is None or not (
+            d.check is Check.VALUES or d.check is Check.GRAD_VALUES and d.subject.role is Role.LEAF):
+        return d
+    what, k = d.subject.role, d.subject.index
+    runs = [run_once(g, make, True) for g in (fn, compiled)]
 
     def pick(run):
         inp, out, _, _ = run
-        if what == "output":
+        if what is Role.OUTPUT:
             items = [t for t in pytree.tree_leaves(out)]
-        elif what == "argument":
+        elif what is Role.ARGUMENT:
             items = pytree.tree_leaves((inp.args, inp.kwargs))
         else:
             items = [leaf.grad for leaf in inp.leaves]
         return items[k] if k < len(items) else None
     a, b = (pick(r) for r in runs)
     if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.shape != b.shape:
-        return ""
+        return d
     a, b = a.detach().double(), b.detach().double()
     diff = (a - b).abs()
     bad = int((~torch.isclose(a, b, equal_nan=True)).sum())
     rel = (diff / a.abs().clamp_min(1e-12)).max().item() if a.numel() else 0.0
-    return (f" ({bad} of {a.numel()} elements differ; greatest absolute difference "
-            f"{diff.max().item() if a.numel() else 0.0:.4g}, greatest relative {rel:.4g})")
+    return replace(d, detail=d.detail + (
+        f" ({bad} of {a.numel()} elements differ; greatest absolute difference "
+        f"{diff.max().item() if a.numel() else 0.0:.4g}, greatest relative {rel:.4g})"))
 
 
 def _reduce(program_json: str, engine, result: Triage, seconds: float) -> str:
@@ -310,10 +312,10 @@ def write_report(t: Triage, out: str | Path) -> Path:
           "`check(f, compiled, make_inputs)` (aotcheck's oracle) runs both on fresh inputs and "
           "compares outputs, aliasing, arguments after the call and gradients.", "",
           "## Eager against compiled", "",
-          f"- cold: {'matches eager' if not t.cold else '; '.join(t.cold[:3])}"]
+          f"- cold: {'matches eager' if not t.cold else '; '.join(map(str, t.cold[:3]))}"]
     if t.cached is not None:
-        md.append(f"- from the cache: {'matches eager' if not t.cached else '; '.join(t.cached[:3])}")
-    if first:
+        md.append(f"- from the cache: {'matches eager' if not t.cached else '; '.join(map(str, t.cached[:3]))}")
+    if first is not None:
         md.append(f"- first divergence ({run}): {first}")
     if t.node:
         md.append(f"- first forward-graph node that differs cold/cached: `{t.node}`")

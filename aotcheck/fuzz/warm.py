@@ -30,7 +30,8 @@ def _init(engine_name: str, overrides: dict | None = None) -> None:
     _ENGINE = get_engine(engine_name)
 
 
-def _run(program_json: str, cache_dir: str) -> tuple[list[str], bool]:
+def _run(program_json: str, cache_dir: str) -> tuple[list, bool]:
+    from ..check.divergence import Check, Divergence
     from ..check.oracle import check
     from .programs import Program
     program = Program.from_json(program_json)
@@ -39,11 +40,11 @@ def _run(program_json: str, cache_dir: str) -> tuple[list[str], bool]:
         with _ENGINE.measure() as stats:
             report = check(fn, _ENGINE.compile_cached(fn, cache_dir), program.make_inputs)
     except Exception as e:  # noqa: BLE001 - the oracle should not raise; report it
-        return [f"oracle raised {type(e).__name__}: {e}"], False
+        return [Divergence(Check.ORACLE_RAISED, error=f"{type(e).__name__}: {e}")], False
     hit = bool(stats.hits) and not stats.misses and not stats.bypasses
     if report.ok and not hit:
-        return [f"cached run did not hit: hits={stats.hits} misses={stats.misses} "
-                f"bypasses={stats.bypasses}"], False
+        return [Divergence(Check.CACHED_RUN_MISS, actual=f"hits={stats.hits} misses={stats.misses} "
+                           f"bypasses={stats.bypasses}")], False
     return list(report.divergences), hit
 
 

@@ -377,7 +377,7 @@ def _run(module, backend, make, eager: bool, compile=None) -> tuple[str | None, 
             leaves = tuple(a for a in args if isinstance(a, torch.Tensor) and a.is_leaf and a.requires_grad)
             return oracle.Inputs(args, leaves=leaves)
         report = oracle.check(module.fn, compiled, inputs, backward=backward, mutate_outputs=False)
-        return None, "" if report.ok else report.divergences[0]
+        return None, "" if report.ok else str(report.divergences[0])
     except KernelsNotBuilt:
         return None, None
     except KeyComputed as k:

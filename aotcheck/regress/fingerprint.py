@@ -1,12 +1,15 @@
 """How a run failed, as data: which check failed, on what, and with which error.
 
 The oracle (``aotcheck.check.oracle``) lists divergences in a fixed order; the first one is the
-failure's root. ``fingerprint(problems)`` keeps three things of it::
+failure's root. ``fingerprint(problems)`` keeps three things of its record
+(``aotcheck.check.divergence``)::
 
-    >>> fingerprint(["output 1 requires_grad: eager True, compiled False", "grad of leaf 0: ..."])
+    >>> from aotcheck.check.divergence import Check, Divergence, Subject
+    >>> fingerprint([Divergence(Check.REQUIRES_GRAD, Subject.output(1), expected="True", actual="False"),
+    ...              Divergence(Check.GRAD_VALUES, Subject.leaf(0), detail="...")])
     FailurePrint(check='requires_grad', subject='output 1', error='')
-    >>> fingerprint(["compiled raised BackendCompilerFailed: backend='aot_eager' raised: "
-    ...              "AssertionError: outs_to_grad length (1) != tangents length (2)"])
+    >>> fingerprint([Divergence(Check.COMPILED_RAISED, error="BackendCompilerFailed: backend='aot_eager' "
+    ...              "raised: AssertionError: outs_to_grad length (1) != tangents length (2)")])
     FailurePrint(check='crash in aot_autograd', subject='', error='AssertionError: outs_to_grad length [...] != tangents length [...]')
 
 - ``check``: the kind of check, by ``aotcheck.fuzz.fingerprint.check_kind`` (``values``,
@@ -14,26 +17,28 @@ failure's root. ``fingerprint(problems)`` keeps three things of it::
   engine harness's own: ``graph break``, ``no graph`` (Dynamo), ``cache miss``, ``stale hit``
   and ``lost hit`` (key variations);
 - ``subject``: the output, argument, leaf gradient or state it is about (``output 1``,
-  ``argument 0``, ``grad of leaf 2``, ``state 1 / output 0``), or empty;
+  ``argument 0``, ``grad of leaf 2``, ``state 1 / output 0``), or empty: the retained-grad and
+  storage-sharing checks were never pinned by what they are about, and are not now;
 - ``error``: for a crash or a graph break, the exception type and the message's stem (numbers,
   quoted names and shapes removed), else empty.
 
 Two runs fail *the same way* when their fingerprints are equal. Values are deliberately not
 part of it (a tolerance miss by 1e-3 or by 10 is the same failure), numbers in messages neither.
+A problem handed as a sentence has a check alone:
+NOTE [harness sentences without a record] in ``aotcheck/fuzz/fingerprint.py``.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 
-from ..fuzz.fingerprint import _stem, check_kind
+from ..check.divergence import Check, Divergence
+from ..fuzz.fingerprint import stem, check_kind, sentence_check
 
 SCHEMA = 1
 
-_FILL = "run that fills the cache: "
-_STATE = re.compile(r"^in state (\d+): ")
-_SUBJECT = re.compile(r"^(?:mutating |after mutating )?(output \d+|argument \d+|grad of leaf \d+|"
-                      r"grad of output \d+)")
+_UNPINNED_SUBJECT = (Check.RETAINS_GRAD, Check.RETAINED_GRAD_PRESENCE, Check.RETAINED_GRAD_VALUES,
+                     Check.SHARING)
+_VERDICTS = ("stale hit", "lost hit")
 
 
 @dataclass(frozen=True)
@@ -62,17 +67,13 @@ def fingerprint(problems) -> FailurePrint | None:
     if not problems:
         return None
     first = problems[0]
-    if first.startswith(_FILL):          # outcome(): the cached round trip's cold fill failed
-        first = first[len(_FILL):]
-    state = ""
-    m = _STATE.match(first)
-    if m:
-        state, first = f"state {m.group(1)}", first[m.end():]
-    check, error = _check_and_error(first)
-    m = _SUBJECT.match(first)
-    subject = m.group(1) if m else ""
-    if state:
-        subject = f"{state} / {subject}" if subject else state
+    if isinstance(first, str):
+        verdict = next((v for v in _VERDICTS if first.lower().startswith(v)), None)
+        return FailurePrint(verdict or sentence_check(first))
+    check, error = _check_and_error(first.bare())
+    subject = _subject(first)
+    if first.state is not None:
+        subject = f"state {first.state} / {subject}" if subject else f"state {first.state}"
     return FailurePrint(check, subject, error)
 
 
@@ -101,16 +102,23 @@ def same_failure(recorded: FailurePrint | None, now: FailurePrint | None) -> boo
     return now is not None and recorded.check == now.check == "graph break"
 
 
-def _check_and_error(first: str) -> tuple[str, str]:
-    if first.startswith("Dynamo could not capture the whole function: "):
-        return "graph break", _stem(first.split(": ", 1)[1], 90)
-    if first.startswith("Dynamo captured no graph"):
+def _check_and_error(d: Divergence) -> tuple[str, str]:
+    if d.check is Check.GRAPH_BREAK:
+        return "graph break", stem(d.detail, 90)
+    if d.check is Check.NO_GRAPH:
         return "no graph", ""
-    for verdict in ("stale hit", "lost hit"):
-        if first.lower().startswith(verdict):
-            return verdict, ""
-    kind = check_kind([first])
+    kind = check_kind([d])
     if kind.startswith("crash in "):
         where, _, error = kind.partition(": ")
         return where, error
     return kind, ""
+
+
+def _subject(d: Divergence) -> str:
+    """What the fingerprint says the record is about: the output or argument, the leaf or output
+    whose gradient, the output mutated in place."""
+    if d.subject is None or d.check in _UNPINNED_SUBJECT:
+        return ""
+    if d.check in (Check.GRAD_PRESENCE, Check.GRAD_VALUES):
+        return f"grad of {d.subject}"
+    return str(d.subject)

@@ -94,7 +94,7 @@ def judge(outcomes, record: Record, kinds: frozenset[str] = frozenset()) -> list
     """A verdict per outcome, and a FIXED one per recorded stage of ``kinds`` that a case which
     ran did not give (``record.unreached``)."""
     out = [judge_one(record, o.engine, o.stage, o.case_id, o.fingerprint, status=o.status,
-                     detail=o.problems[0] if o.problems else "") for o in outcomes]
+                     detail=str(o.problems[0]) if o.problems else "") for o in outcomes]
     for engine, key, entry in unreached(record, outcomes, kinds):
         stage, case_id = split_key(key)
         out.append(Verdict("FIXED", engine, stage, case_id, None, entry, NO_LONGER_RUN))

@@ -33,6 +33,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from ..check.divergence import Check, Divergence
 from . import isolation
 from .fingerprint import FailurePrint, fingerprint
 from .plan import SHARES_FILL, Plan
@@ -113,7 +114,7 @@ class Outcome:
     case_id: str
     theme: str
     status: str                       # pass | fail | not run | skipped
-    problems: tuple[str, ...] = ()
+    problems: tuple[Divergence | str, ...] = ()    # a str: a harness sentence (fuzz/fingerprint.py)
     fingerprint: FailurePrint | None = None
     seconds: float = 0.0
 
@@ -150,7 +151,8 @@ def _guarded(fn):
     try:
         return fn()
     except Exception as e:  # noqa: BLE001 - a harness crash is a failure, reported
-        return None, [f"harness raised {type(e).__name__}: {' '.join(str(e).split())[:300]}"]
+        message = " ".join(str(e).split())[:300]
+        return None, [Divergence(Check.HARNESS_RAISED, error=f"{type(e).__name__}: {message}")]
 
 
 def _outcome(engine, stage, case, problems, t0, status=None) -> Outcome:
@@ -189,7 +191,8 @@ def run_engine_case(engine, case, plan: Plan, variations=None) -> list[Outcome]:
             try:
                 results = variations(engine, case, d)   # d: the cold run's cache, A's entries
             except Exception as e:  # noqa: BLE001
-                p = [f"harness raised {type(e).__name__} in the key-variation phase: {e}"]
+                p = [Divergence(Check.HARNESS_RAISED, error=f"{type(e).__name__}: {e}",
+                                detail="in the key-variation phase")]
                 out.append(_outcome(name, "variation", case, p, t1))
                 results = []
             for r in results:

@@ -39,8 +39,10 @@ import contextlib
 import copy
 import functools
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator
+
+from ..check.divergence import Check, Divergence
 
 # ---------------------------------------------------------------- stats
 
@@ -558,19 +560,19 @@ def run_case(engine: Engine, case, cache_dir=None) -> EngineRun:
     return EngineRun(report, stats)
 
 
-def capture_problem(engine: Engine, run: EngineRun) -> str | None:
+def capture_problem(engine: Engine, run: EngineRun) -> Divergence | None:
     """For Dynamo-based engines: why the run did not go through one captured graph, or None.
     A graph break or a skipped frame makes a passing run vacuous in part, so it is a failure."""
     if engine.name not in ("torch", "dynamo-aotcheck"):
         return None
     if run.stats.graph_breaks:
-        return "Dynamo could not capture the whole function: " + "; ".join(run.stats.graph_breaks)
+        return Divergence(Check.GRAPH_BREAK, detail="; ".join(run.stats.graph_breaks))
     if run.stats.graphs == 0:
-        return "Dynamo captured no graph: the function ran eagerly"
+        return Divergence(Check.NO_GRAPH)
     return None
 
 
-def cache_problem(run: EngineRun, case=None) -> str | None:
+def cache_problem(run: EngineRun, case=None) -> Divergence | None:
     """For a cached run: every compiled graph must have been a hit (a silent miss is a miss), or
     bypassed again for an opaque custom op (NOTE [a custom op the cache does not hold], harness.py)."""
     s = run.stats
@@ -578,10 +580,10 @@ def cache_problem(run: EngineRun, case=None) -> str | None:
         return None
     if case is not None and "custom_op" in case.tags and 0 < s.bypasses == s.opaque_ops and not s.hits + s.misses:
         return None
-    return f"expected cache hits only, got hits={s.hits} misses={s.misses} bypasses={s.bypasses}"
+    return Divergence(Check.CACHE_MISS, actual=f"hits={s.hits} misses={s.misses} bypasses={s.bypasses}")
 
 
-def outcome(engine: Engine, case, cache_dir=None) -> tuple[EngineRun, list[str]]:
+def outcome(engine: Engine, case, cache_dir=None) -> tuple[EngineRun, list[Divergence]]:
     """Run ``case`` and list every problem: divergences from eager and capture problems. With
     ``cache_dir`` (an empty directory) this is the cache round trip: a first run fills the
     cache, a second one, compiled afresh, must equal eager *and* hit for every graph. An
@@ -589,12 +591,9 @@ def outcome(engine: Engine, case, cache_dir=None) -> tuple[EngineRun, list[str]]
     if cache_dir is not None:
         fill = run_case(engine, case, cache_dir)
         if not fill.report.ok:
-            return fill, ["run that fills the cache: " + d for d in fill.report.divergences]
+            return fill, [replace(d, cache_fill=True) for d in fill.report.divergences]
     run = run_case(engine, case, cache_dir)
-    problems = list(run.report.divergences)
-    cap = capture_problem(engine, run)
-    if cap:
-        problems.append(cap)
+    problems = list(run.report.divergences) + [p for p in [capture_problem(engine, run)] if p is not None]
     if cache_dir is not None and not problems and (cp := cache_problem(run, case)):
         problems.append(cp)
     return run, problems

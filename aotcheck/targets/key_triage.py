@@ -258,7 +258,7 @@ def triage_variation(engine_name: str, subject: V.Subject, v: V.Variation) -> Ke
             a_report = V.check_under(subject, compiled, None)
         if not a_report.ok:
             return KeyTriage(engine_name, subject.name, v, "not reproduced",
-                             "A differs from eager: " + a_report.divergences[0], (), "", None, ())
+                             f"A differs from eager: {a_report.divergences[0]}", (), "", None, ())
         rec = record(keys["B"])
         with rec:
             result = V.run_variation(engine, subject, v, a_dir)

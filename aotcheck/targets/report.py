@@ -29,7 +29,7 @@ class Result:
     case_id: str
     theme: str
     status: str                  # pass | fail | xfail | xpass
-    problems: list[str]
+    problems: list               # Divergence records, or harness sentences ("not run: ...")
     reason: str | None           # the KNOWN_FAILURES entry, if any
     stats: dict
 
@@ -126,9 +126,9 @@ def to_markdown(runs: list[EngineResults], themes, *, verbose: bool = False, com
         lines += ["", f"## {r.engine}, {r.mode}: {len(bad)} not passing", ""]
         for x in bad:
             why = x.reason if x.status == "xfail" else (x.problems[0] if x.problems else "unexpectedly passed")
-            lines.append(f"- `{x.case_id}` **{x.status}**: {_one_line(why)}")
+            lines.append(f"- `{x.case_id}` **{x.status}**: {_one_line(str(why))}")
             if verbose and x.status != "xpass":
-                lines += [f"  - {_one_line(p)}" for p in x.problems[:4]]
+                lines += [f"  - {_one_line(str(p))}" for p in x.problems[:4]]
     return "\n".join(lines) + "\n"
 
 

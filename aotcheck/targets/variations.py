@@ -143,6 +143,7 @@ CONFIG_FLAGS: dict[str, tuple[str, str, object]] = {
 # ``aot_module_simplified`` does, torch/_functorch/aot_autograd.py), so the pass reports it as
 # not applicable instead of inventing a cache to test.
 
+from ..check.divergence import Divergence
 from .conditions import (CacheEvents, _aliased, _flat, _floating, _number, _new_number, _plain,  # noqa: F401
                          _python_reads, check_under, compile_and_check, mark, numeric_reads, observe, quiet_torch_logs)
 from .shape_guards import dynamic_shape_engine, run_dynamic, smaller_sizes
@@ -190,11 +191,11 @@ class Result:
     hits: int = 0
     misses: int = 0
     bypasses: int = 0
-    divergences: tuple[str, ...] = ()
+    divergences: tuple = ()     # the oracle's records (aotcheck.check.divergence)
     repro: str = ""             # the reproducer written for a bad verdict (a path), if any
 
     def to_json(self) -> str:
-        d = asdict(self)
+        d = {**asdict(self), "divergences": [x.to_dict() for x in self.divergences]}
         d["variation"] = json.loads(self.variation.to_json())
         return json.dumps({"schema": SCHEMA, **d}, sort_keys=True)
 
@@ -204,7 +205,7 @@ class Result:
         if d.pop("schema", None) != SCHEMA:
             raise ValueError("variation result: unknown schema")
         d["variation"] = Variation.from_json(json.dumps(d["variation"]))
-        d["divergences"] = tuple(d["divergences"])
+        d["divergences"] = tuple(Divergence.from_dict(x) for x in d["divergences"])
         return Result(**d)
 
     def __str__(self) -> str:
@@ -433,7 +434,7 @@ def _compile_a(engine, subject: Subject, dir_a: Path) -> str:
     except Exception as e:  # noqa: BLE001 - recorded, not hidden
         return f"A raised {type(e).__name__}: {e}"[:300]
     if not report.ok:
-        return A_DIFFERS + report.divergences[0]
+        return f"{A_DIFFERS}{report.divergences[0]}"
     if events.saves == 0:
         return f"A wrote no cache entry (bypasses={events.bypasses})"
     return "ok"
@@ -530,7 +531,7 @@ def changes_keyed_state(engine: str, subject: Subject, v: Variation) -> bool:
     return True
 
 
-def judge(subject: str, engine: str, v: Variation, ev: CacheEvents, divergences: list[str],
+def judge(subject: str, engine: str, v: Variation, ev: CacheEvents, divergences: list,
           keyed: bool = False) -> Result:
     """The verdict of one B run from its cache events and the oracle's divergences. ``keyed``:
     B changes state the key holds (``changes_keyed_state``), so a hit is an UNKEYED HIT."""
@@ -542,7 +543,7 @@ def judge(subject: str, engine: str, v: Variation, ev: CacheEvents, divergences:
                           f"an entry written under A was served under B ({seen}) and differs from "
                           f"eager: {divergences[0]}", **counts)
         from ..errors import DOCUMENTED_LIMITS
-        if all(any(lim in d for lim in DOCUMENTED_LIMITS) for d in divergences):
+        if all(any(lim in str(d) for lim in DOCUMENTED_LIMITS) for d in divergences):
             return Result(subject, engine, v, REFUSED,
                           f"no hit ({seen}); refused with a documented limit: {divergences[0]}", **counts)
         return Result(subject, engine, v, FAILS_UNDER_B,
