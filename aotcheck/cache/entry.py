@@ -36,6 +36,7 @@ from ..engine.joint import forward_candidates
 from ..engine.pipeline import Stages, graph_constants, run_stages
 from ..engine.capture.plan import InputPlan
 from ..engine.capture.trace import argument_hooks
+from ..engine.serial import deep_tuple
 from ..engine.runtime.artifact import ArtifactParts, CompiledArtifact
 from ..errors import AotcheckError
 from .key import Key, key_of
@@ -118,10 +119,6 @@ def bypass(cache: Cache, u: Uncacheable) -> None:
     count(f"bypass.{u.code}")
     log.info("aotcheck cache bypass (%s): %s", u.code, u.detail)
     unexpected(cache, f"a bypass ({u})")
-
-
-def _deep_tuple(x):
-    return tuple(_deep_tuple(v) for v in x) if isinstance(x, list) else x
 
 
 def _warn_corrupt(cache: Cache, key: str, name: str, why: str) -> None:
@@ -255,8 +252,8 @@ def _artifact_from_entry(cache: Cache, key: str, entry: dict, call: _Call) -> Co
         num_fw_outputs=int(entry["num_fw_outputs"]), fw_candidates=forward_candidates(meta),
         diff_outputs=tuple(entry["diff_outputs"]), grad_inputs=tuple(entry["grad_inputs"]),
         out_spec=out_spec, constants=stored_constants(forward),
-        backward_mutations=_deep_tuple(entry.get("backward_mutations", [])),
-        grad_reach=_deep_tuple(entry.get("grad_reach", [])),
+        backward_mutations=deep_tuple(entry.get("backward_mutations", [])),
+        grad_reach=deep_tuple(entry.get("grad_reach", [])),
         # NOTE [imperative autograd on arguments and outputs]: hooks are Python callables
         hook_fns=argument_hooks(fn, leaves, call.spec, call.sig, meta.hooks) if meta.hooks else ()))
     if art.training:

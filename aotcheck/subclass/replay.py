@@ -70,7 +70,7 @@ from ..engine.capture.functional import geometry_of
 from ..engine.capture.outputs import holds
 from ..engine.capture.recorder import METADATA_METHODS, call_name, is_mutating_name, plain_args
 from ..errors import TraceError, UnsupportedInputError
-from ..engine.capture.facts import deep_tuple
+from ..engine.serial import deep_tuple
 from .base import storage_key
 from .records import Covered, OuterCall, OuterFacts, Replay
 from .wrapper_set import move_outer

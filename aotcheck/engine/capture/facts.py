@@ -10,6 +10,8 @@ import enum
 import typing
 from dataclasses import dataclass, fields, is_dataclass
 
+from ..serial import deep_tuple
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -225,7 +227,3 @@ def _field_from_data(hint, v):
     if typing.get_origin(hint) is tuple and args and is_dataclass(args[0]):
         return tuple(record_from_data(args[0], x) for x in v)
     return deep_tuple(v)
-
-
-def deep_tuple(v):
-    return tuple(deep_tuple(x) for x in v) if isinstance(v, list) else v
