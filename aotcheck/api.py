@@ -99,7 +99,7 @@ def _format_signature(sig) -> str:
                 extra.append("requires_grad")
             if not l.is_leaf:
                 extra.append("non-leaf")
-            if l.same_as >= 0:
+            if l.same_as is not None:
                 extra.append(f"same tensor as {l.same_as}")
             lines.append(f"arg {i}: {l.dtype}{list(l.shape)} stride={list(l.stride)} "
                          f"offset={l.offset} storage={l.storage} {' '.join(extra)}".rstrip())

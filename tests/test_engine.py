@@ -9,8 +9,9 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 import aotcheck
-from aotcheck.engine.analyze import InputInfo, MutationInfo, OutputInfo, ViewMutationMeta, OUTPUT_KINDS
-from aotcheck.engine.capture.facts import Candidate, MemberFacts, MetadataOp, NewLeaf, StorageSource
+from aotcheck.engine.analyze import InputInfo, MutationInfo, OutputInfo, OutputKind, ViewMutationMeta
+from aotcheck.engine.capture.facts import (Candidate, HookSite, MemberFacts, MetadataOp, NewLeaf, RetainKind, Retained,
+                                          StorageSource)
 from aotcheck.engine.capture.mode import TraceMode
 from aotcheck.engine.printer import format_graph
 
@@ -354,10 +355,10 @@ def test_backward_graph_is_built_lazily():
     assert torch.allclose(x.grad, 2 * x.cos())
 
 
-_names = st.sampled_from(OUTPUT_KINDS)
+_names = st.sampled_from(list(OutputKind))
 
 
-_ints = st.integers(-1, 5)
+_ints = st.none() | st.integers(0, 5)
 
 
 _dims = st.lists(st.integers(0, 9), max_size=3).map(tuple)
@@ -398,19 +399,27 @@ _mutations = st.builds(MutationInfo, st.integers(0, 5), st.booleans(), st.boolea
                        _ints, _dims, _dims, st.integers(0, 9), _ints, _sources, _ints, _ints)
 
 
+_retained = st.builds(Retained, st.sampled_from(list(RetainKind)), st.integers(0, 5), _ints)
+
+
+_hooks = st.builds(HookSite, _ints, st.booleans(), _ints)
+
+
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.tuples(st.booleans(), st.booleans(), st.booleans()), max_size=4),
        st.lists(st.tuples(_names, _ints, st.lists(st.integers(0, 9), max_size=3)), max_size=4),
        st.lists(_mutations, max_size=3).map(tuple), st.lists(_members, max_size=3).map(tuple),
        st.lists(_candidates, max_size=3).map(tuple), st.lists(_ops, max_size=3).map(tuple),
-       st.lists(_new_leaves, max_size=3).map(tuple), _modes)
+       st.lists(_new_leaves, max_size=3).map(tuple), _modes,
+       st.lists(_retained, max_size=3).map(tuple), st.lists(_hooks, max_size=3).map(tuple))
 def test_metadata_round_trips_through_json(ins, outs, mutations, members, candidates, ops, new_leaves,
-                                           mode):
+                                           mode, retained, hooks):
     meta = ViewMutationMeta(
         inputs=tuple(InputInfo(i, True, a, b, c) for i, (a, b, c) in enumerate(ins)),
         outputs=tuple(OutputInfo(k, kind, src, shape=tuple(shape)) for k, (kind, src, shape) in enumerate(outs)),
         mutations=mutations, member_metadata=members, intermediate_bases=(), candidates=candidates,
-        out_tree="*", metadata_ops=ops, new_leaves=new_leaves, trace_mode=mode)
+        out_tree="*", metadata_ops=ops, new_leaves=new_leaves, trace_mode=mode,
+        retained=retained, hooks=hooks)
     text = meta.to_json()
     json.loads(text)
     assert ViewMutationMeta.from_json(text) == meta

@@ -18,27 +18,28 @@ After (``print(meta.format())``)::
 """
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass
+import enum
+from dataclasses import dataclass
 
-from .capture.facts import Candidate, MemberFacts, MetadataOp, NewLeaf, StorageSource, record_from_data
+from . import serial
+from .capture.facts import Candidate, HookSite, MemberFacts, MetadataOp, NewLeaf, Retained, StorageSource
 from .capture.mode import TraceMode
 from .capture.trace import Captured
 from .signature import Signature, TensorSpec
 
-SCHEMA_VERSION = 2     # 2: candidates, member metadata, metadata ops, new leaves, storage
-                       # sources and the trace mode are records
+SCHEMA_VERSION = 3     # 2: candidates, member metadata, metadata ops, new leaves, storage
+                       # sources and the trace mode are records; 3: None for absence (no -1),
+                       # kinds as Enums, retained tensors and hooks as records (engine/serial.py)
 
-# Output kinds.
-FRESH = "fresh"                          # a new tensor computed by the graph
-IS_INPUT = "is_input"                    # the very argument tensor
-ALIAS_OF_INPUT = "alias_of_input"        # a view of (or shares storage with) an argument
-ALIAS_OF_INTERMEDIATE = "alias_of_intermediate"   # a view of a value that is not returned
-ALIAS_OF_OUTPUT = "alias_of_output"      # a view of (or shares storage with) another output
-SAME_AS_OUTPUT = "same_as_output"        # the very tensor of another output
-CONSTANT = "constant"                    # a non-tensor value (int, float, bool, str, None)
-OUTPUT_KINDS = (FRESH, IS_INPUT, ALIAS_OF_INPUT, ALIAS_OF_INTERMEDIATE, ALIAS_OF_OUTPUT,
-                SAME_AS_OUTPUT, CONSTANT)
+class OutputKind(enum.StrEnum):
+    """What one output leaf is, to the caller."""
+    FRESH = "fresh"                          # a new tensor computed by the graph
+    IS_INPUT = "is_input"                    # the very argument tensor
+    ALIAS_OF_INPUT = "alias_of_input"        # a view of (or shares storage with) an argument
+    ALIAS_OF_INTERMEDIATE = "alias_of_intermediate"   # a view of a value that is not returned
+    ALIAS_OF_OUTPUT = "alias_of_output"      # a view of (or shares storage with) another output
+    SAME_AS_OUTPUT = "same_as_output"        # the very tensor of another output
+    CONSTANT = "constant"                    # a non-tensor value (int, float, bool, str, None)
 
 
 @dataclass(frozen=True)
@@ -60,9 +61,9 @@ class InputInfo:
 @dataclass(frozen=True)
 class OutputInfo:
     index: int
-    kind: str
-    source: int = -1                # input leaf / output / intermediate index, by kind
-    graph_output: int = -1          # for fresh outputs: index among graph candidates; for an
+    kind: OutputKind
+    source: int | None = None       # input leaf / output / intermediate index, by kind
+    graph_output: int | None = None # for fresh outputs: index among graph candidates; for an
                                     # alias of an input that is no autograd view of it (a detached
                                     # alias mutated with a value that requires grad): the candidate
                                     # its gradient flows through
@@ -75,8 +76,8 @@ class OutputInfo:
     value: str = ""                 # repr, for constants
     multi_output_view: bool = False  # made by unbind/split: eager forbids in-place on it
     grad_dead_end: bool = False      # requires grad, but (as in eager) its gradient reaches no input
-    new_leaf: int = -1               # it is the grad leaf made inside, meta.new_leaves[k]
-    base_new_leaf: int = -1          # a view of that grad leaf: cut from the leaf itself
+    new_leaf: int | None = None      # it is the grad leaf made inside, meta.new_leaves[k]
+    base_new_leaf: int | None = None # a view of that grad leaf: cut from the leaf itself
     poisoned: str = ""               # 'multi_output' | 'inference_mode' | 'no_grad': NOTE [poisoned views]
     custom_view: bool = False        # a view made by a custom autograd.Function (or a view of
                                      # one): rebuilt as such, gradient through graph_output
@@ -100,16 +101,16 @@ class MutationInfo:
     data: bool
     metadata: bool
     grad_mode: bool                 # replay with grad on (autograd saw the mutation)
-    value_output: int               # graph candidate holding the new value, or -1
+    value_output: int | None       # graph candidate holding the new value
     final_shape: tuple[int, ...]
     final_stride: tuple[int, ...]
     final_offset: int
-    storage_bytes: int = -1         # resize the storage to this many bytes first, or -1
+    storage_bytes: int | None = None # resize the storage to this many bytes first
     storage_source: StorageSource = StorageSource()   # set_() it onto: a new storage (that of
                                     # storage_output), or a placeholder's (as it was at the
                                     # call); a data write (value_output) comes first, into the old
-    storage_output: int = -1        # a new storage_source: the candidate holding that storage
-    grad_value_output: int = -1     # after the swap, copy_() this candidate into it under grad
+    storage_output: int | None = None # a new storage_source: the candidate holding that storage
+    grad_value_output: int | None = None # after the swap, copy_() this candidate into it under grad
                                     # mode (NOTE [grad writes after a swap] in swap_grad.py)
     final_dtype: str = ""           # the swap is ``x.data = y`` onto another dtype: y's
                                     # (NOTE [.data assignment] in runtime/writeback.py)
@@ -141,20 +142,17 @@ class ViewMutationMeta:
     backward_error: str = ""
     trace_mode: TraceMode = TraceMode()     # which way capture traced it, and why
     # NOTE [imperative autograd on arguments and outputs] (runtime/imperative.py)
-    retained: tuple = ()       # ("argument", leaf, placeholder) | ("argument_at_call", leaf) |
-                               # ("output", k): retain_grad() on the caller's
+    retained: tuple[Retained, ...] = ()   # retain_grad() on the caller's tensors
                                # (NOTE [where an argument's retained gradient sits] in capture/autograd_facts.py)
-    hooks: tuple = ()          # (argument leaf, written before) per hook registered on an argument
+    hooks: tuple[HookSite, ...] = ()      # per hook registered on an argument or a leaf made inside
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        return serial.dumps(self)
 
     @staticmethod
     def from_json(text: str) -> "ViewMutationMeta":
-        d = json.loads(text)
-        if d.get("schema") != SCHEMA_VERSION:
-            raise ValueError(f"metadata schema {d.get('schema')} != {SCHEMA_VERSION}")
-        return record_from_data(ViewMutationMeta, d)
+        """From ``to_json`` text; another schema's is a ``serial.SerialError`` (a ValueError)."""
+        return serial.loads(ViewMutationMeta, text, schema=SCHEMA_VERSION)
 
     def format(self) -> str:
         """A readable, deterministic printout (used by explain and golden tests)."""
@@ -182,25 +180,25 @@ class ViewMutationMeta:
             if o.custom_view:
                 desc += f" {o.source} (custom Function view; gradient through graph output " \
                         f"{o.graph_output})"
-            elif o.kind in (IS_INPUT, ALIAS_OF_INPUT):
+            elif o.kind in (OutputKind.IS_INPUT, OutputKind.ALIAS_OF_INPUT):
                 desc += f" {o.source}"
-                if o.graph_output >= 0:
+                if o.graph_output is not None:
                     desc += f" (detached; gradient through graph output {o.graph_output})"
-            elif o.kind in (ALIAS_OF_OUTPUT, SAME_AS_OUTPUT):
+            elif o.kind in (OutputKind.ALIAS_OF_OUTPUT, OutputKind.SAME_AS_OUTPUT):
                 desc += f" {o.source}"
-            elif o.kind == ALIAS_OF_INTERMEDIATE:
+            elif o.kind == OutputKind.ALIAS_OF_INTERMEDIATE:
                 desc += f" (base {o.source})"
             if o.custom_view:
                 pass
-            elif o.kind in (ALIAS_OF_OUTPUT, ALIAS_OF_INTERMEDIATE) and o.graph_output >= 0:
+            elif o.kind in (OutputKind.ALIAS_OF_OUTPUT, OutputKind.ALIAS_OF_INTERMEDIATE) and o.graph_output is not None:
                 desc += f" (detached; gradient through graph output {o.graph_output})"
-            elif o.kind == FRESH:
+            elif o.kind == OutputKind.FRESH:
                 desc += f" (graph output {o.graph_output})"
-            elif o.kind == CONSTANT:
+            elif o.kind == OutputKind.CONSTANT:
                 desc += f" {o.value}"
-            if o.new_leaf >= 0:
+            if o.new_leaf is not None:
                 desc += f" (grad leaf {o.new_leaf}, made inside)"
-            if o.kind != CONSTANT:
+            if o.kind != OutputKind.CONSTANT:
                 desc += ", requires_grad" if o.requires_grad else ", no grad"
             lines.append(f"output {o.index}: {desc}")
         return "\n".join(lines)
@@ -239,7 +237,7 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
                      f.storage_bytes, f.storage_source, f.storage_output, f.grad_value_output,
                      f.final_dtype, f.old_grad_edge, f.data_only, f.kept_grad_node)
         for f in facts.inputs
-        if f.data_mutated or f.metadata_mutated or f.storage_bytes >= 0 or f.storage_source.swapped)
+        if f.data_mutated or f.metadata_mutated or f.storage_bytes is not None or f.storage_source.swapped)
     outputs = tuple(_classify(k, o) for k, o in enumerate(facts.outputs))
     return ViewMutationMeta(
         tuple(inputs), outputs, mutations,
@@ -250,24 +248,24 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
 
 def _classify(k, o) -> OutputInfo:
     if not o.is_tensor:
-        return OutputInfo(k, CONSTANT, value=o.value)
+        return OutputInfo(k, OutputKind.CONSTANT, value=o.value)
     common = dict(requires_grad=o.requires_grad, is_leaf=o.is_leaf, shape=o.shape,
                   stride=o.stride, offset=o.offset, dtype=o.dtype,
                   multi_output_view=o.multi_output_view, grad_dead_end=o.grad_dead_end,
                   custom_view=o.custom_view, new_leaf=o.new_leaf, inference=o.inference, ordinary=o.ordinary,
                   base_new_leaf=o.base_new_leaf, poisoned=o.poisoned, clips=o.clips,
                   from_root=o.from_root, at_call=o.at_call, moved_kind=o.moved_kind)
-    if o.same_output >= 0:
-        return OutputInfo(k, SAME_AS_OUTPUT, o.same_output, **common)
-    if o.is_input >= 0:
-        return OutputInfo(k, IS_INPUT, o.is_input, **common)
-    if o.input_storage >= 0:
-        return OutputInfo(k, ALIAS_OF_INPUT, o.input_storage, graph_output=o.graph_output, **common)
-    if o.base_output >= 0:
-        return OutputInfo(k, ALIAS_OF_OUTPUT, o.base_output, graph_output=o.graph_output, **common)
-    if o.output_storage >= 0:
-        return OutputInfo(k, ALIAS_OF_OUTPUT, o.output_storage, **common)
-    if o.base_intermediate >= 0:
-        return OutputInfo(k, ALIAS_OF_INTERMEDIATE, o.base_intermediate,
+    if o.same_output is not None:
+        return OutputInfo(k, OutputKind.SAME_AS_OUTPUT, o.same_output, **common)
+    if o.is_input is not None:
+        return OutputInfo(k, OutputKind.IS_INPUT, o.is_input, **common)
+    if o.input_storage is not None:
+        return OutputInfo(k, OutputKind.ALIAS_OF_INPUT, o.input_storage, graph_output=o.graph_output, **common)
+    if o.base_output is not None:
+        return OutputInfo(k, OutputKind.ALIAS_OF_OUTPUT, o.base_output, graph_output=o.graph_output, **common)
+    if o.output_storage is not None:
+        return OutputInfo(k, OutputKind.ALIAS_OF_OUTPUT, o.output_storage, **common)
+    if o.base_intermediate is not None:
+        return OutputInfo(k, OutputKind.ALIAS_OF_INTERMEDIATE, o.base_intermediate,
                           graph_output=o.graph_output, **common)
-    return OutputInfo(k, FRESH, graph_output=o.graph_output, **common)
+    return OutputInfo(k, OutputKind.FRESH, graph_output=o.graph_output, **common)

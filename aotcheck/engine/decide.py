@@ -25,8 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .analyze import (ALIAS_OF_INPUT, ALIAS_OF_OUTPUT, CONSTANT, IS_INPUT, SAME_AS_OUTPUT,
-                      ViewMutationMeta)
+from .analyze import OutputKind, ViewMutationMeta
 from .signature import Signature, TensorSpec
 
 INFERENCE = "inference"
@@ -42,24 +41,24 @@ class Decision:
 def _alias_of_argument(meta: ViewMutationMeta, o) -> bool:
     """Is this output an argument, or an alias of one (possibly through other outputs)?"""
     seen = set()
-    while o.kind in (SAME_AS_OUTPUT, ALIAS_OF_OUTPUT) and o.index not in seen:
+    while o.kind in (OutputKind.SAME_AS_OUTPUT, OutputKind.ALIAS_OF_OUTPUT) and o.index not in seen:
         seen.add(o.index)
         o = meta.outputs[o.source]
     # a detached alias that an in-place op gave a grad_fn gets its gradient from the graph
-    return o.kind == IS_INPUT or (o.kind == ALIAS_OF_INPUT and o.graph_output < 0)
+    return o.kind == OutputKind.IS_INPUT or (o.kind == OutputKind.ALIAS_OF_INPUT and o.graph_output is None)
 
 
 def decide(meta: ViewMutationMeta, sig: Signature) -> Decision:
     if sig.inference_mode:
         return Decision(INFERENCE, "called under inference_mode")
-    regrad = [m.placeholder for m in meta.mutations if m.grad_value_output >= 0]
+    regrad = [m.placeholder for m in meta.mutations if m.grad_value_output is not None]
     if regrad:
         return Decision(TRAINING, f"placeholder {regrad[0]} is set_() onto another storage and "
                                   "then written with values that require grad "
                                   "(NOTE [grad writes after a swap])")
     if not sig.grad_enabled:
         for o in meta.outputs:
-            if o.kind != CONSTANT and o.requires_grad and not _alias_of_argument(meta, o):
+            if o.kind != OutputKind.CONSTANT and o.requires_grad and not _alias_of_argument(meta, o):
                 return Decision(TRAINING, f"grad mode is off at the call, but output {o.index} "
                                           "requires grad (an enable_grad region inside the function)")
         for i in meta.inputs:
@@ -78,7 +77,7 @@ def decide(meta: ViewMutationMeta, sig: Signature) -> Decision:
         return Decision(TRAINING, f"argument {rg_mut[0]} does not require grad but is mutated with "
                                   "values that do, so gradients flow through the mutation")
     for o in meta.outputs:
-        if o.kind != CONSTANT and o.requires_grad and not _alias_of_argument(meta, o):
+        if o.kind != OutputKind.CONSTANT and o.requires_grad and not _alias_of_argument(meta, o):
             return Decision(TRAINING, f"output {o.index} ({o.kind}) requires grad")
     for i in meta.inputs:
         if i.data_mutated and i.requires_grad_after and not i.all_mutations_under_no_grad:

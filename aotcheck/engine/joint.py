@@ -25,7 +25,8 @@ from dataclasses import dataclass
 import torch
 import torch.fx as fx
 
-from .analyze import ALIAS_OF_INTERMEDIATE, FRESH, ViewMutationMeta
+from .analyze import OutputKind, ViewMutationMeta
+from .capture.facts import RetainKind
 from .capture.trace import Captured
 from .capture.functional import (backward_phase, from_fun, geometry_of, storage_ref, to_fun,
                                   trace_functional, trace_grad_mode)
@@ -139,10 +140,10 @@ def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
             order.append(m.value_output)
         if m.storage_source.new:                    # a new storage (set_)
             order.append(m.storage_output)
-        if m.grad_value_output >= 0:                # written with grad after a swap
+        if m.grad_value_output is not None:                # written with grad after a swap
             order.append(m.grad_value_output)
     for o in meta.outputs:
-        if o.kind == FRESH or o.graph_output >= 0:
+        if o.kind == OutputKind.FRESH or o.graph_output is not None:
             order.append(o.graph_output)
     # a member's new storage
     order.extend(m.value_output for m in meta.member_metadata if m.storage_source.new)
@@ -151,9 +152,17 @@ def forward_candidates(meta: ViewMutationMeta) -> tuple[int, ...]:
     return tuple(c for c in order if not (c in seen or seen.add(c)))
 
 
-def retained_outputs(meta: ViewMutationMeta, fw, diff) -> tuple[tuple, ...]:
-    """((kind, index), position in ``diff`` or -1, placeholder or -1) per retained tensor
-    whose own part of the gradient the joint computes: a returned tensor that the function
+@dataclass(frozen=True)
+class RetainedTarget:
+    """A retained tensor whose own part of the gradient the joint computes."""
+    kind: RetainKind
+    index: int                      # the output, or the argument leaf
+    position: int | None            # its tangent's position in ``diff`` (None: it gets none)
+    placeholder: int | None         # an argument's graph placeholder (None: an output)
+
+
+def retained_outputs(meta: ViewMutationMeta, fw, diff) -> tuple[RetainedTarget, ...]:
+    """A ``RetainedTarget`` per retained tensor whose own part of the gradient the joint computes: a returned tensor that the function
     called retain_grad() on and that gets a tangent, and a non-leaf argument retained at its
     final node that the function changes in place.
 
@@ -177,25 +186,23 @@ def retained_outputs(meta: ViewMutationMeta, fw, diff) -> tuple[tuple, ...]:
     only where the call gave the caller's tensor a new node (else its hook, on the node at
     the call, gets the whole gradient through the compiled function's input)."""
     out = []
-    for kind, k, *placeholder in meta.retained:
-        if kind == "output":
-            o = meta.outputs[k]
-            if o.kind != FRESH or o.graph_output < 0 or o.graph_output not in fw:
+    for r in meta.retained:
+        if r.kind is RetainKind.OUTPUT:
+            o = meta.outputs[r.index]
+            if o.kind != OutputKind.FRESH or o.graph_output is None or o.graph_output not in fw:
                 continue
             pos = fw.index(o.graph_output)
             if pos in diff:
-                out.append(((kind, k), diff.index(pos), -1))
+                out.append(RetainedTarget(r.kind, r.index, diff.index(pos), None))
             continue
-        p = placeholder[0] if placeholder else -1
-        info = meta.inputs[k]
-        if kind not in ("argument", "argument_between") or p < 0 or info.is_leaf or \
-                not info.requires_grad or \
-                not (info.data_mutated or info.metadata_mutated):
+        p, info = r.placeholder, meta.inputs[r.index]
+        if r.kind not in (RetainKind.ARGUMENT, RetainKind.ARGUMENT_BETWEEN) or p is None or \
+                info.is_leaf or not info.requires_grad or not (info.data_mutated or info.metadata_mutated):
             continue
         value = next((m.value_output for m in meta.mutations if m.placeholder == p and m.data
-                      and not m.storage_source.swapped), -1)
-        pos = fw.index(value) if value in fw else -1
-        out.append(((kind, k), diff.index(pos) if pos in diff else -1, p))
+                      and not m.storage_source.swapped), None)
+        pos = fw.index(value) if value is not None and value in fw else None
+        out.append(RetainedTarget(r.kind, r.index, diff.index(pos) if pos in diff else None, p))
     return tuple(out)
 
 
@@ -246,9 +253,9 @@ def _diff_outputs(meta: ViewMutationMeta, fw: tuple) -> tuple[int, ...]:
     # an intermediate base that only detached outputs alias carries no gradient (else its
     # inputs would get zeros where eager leaves None)
     other_uses = {m.value_output for m in meta.mutations if m.data} | \
-        {o.graph_output for o in meta.outputs if o.graph_output >= 0}
+        {o.graph_output for o in meta.outputs if o.graph_output is not None}
     grad_bases = {meta.intermediate_bases[o.source] for o in meta.outputs
-                  if o.kind == ALIAS_OF_INTERMEDIATE and o.requires_grad and o.graph_output < 0}
+                  if o.kind == OutputKind.ALIAS_OF_INTERMEDIATE and o.requires_grad and o.graph_output is None}
     gradless = set(meta.intermediate_bases) - grad_bases - other_uses
     # a bool or integer value can require grad in eager (a grad value copied into a slice of a
     # bool tensor: CopySlices), but no gradient flows through it: it gets no tangent
@@ -450,15 +457,15 @@ def _retained_targets(outs: list, diff: tuple, retained: tuple, reach: list, run
     their reach after the inputs' (NOTE [retained outputs]); an argument whose hook stays
     between its writes and its metadata calls, the node the recorder took there."""
     edges = getattr(getattr(run, "recorder", None), "retained_edges", {})
-    for (kind, _), _, p in retained:
-        if kind == "argument_between" and ("placeholder", p) not in edges:
+    for p in (r.placeholder for r in retained if r.kind is RetainKind.ARGUMENT_BETWEEN):
+        if ("placeholder", p) not in edges:
             raise UnsupportedInputError(
                 f"input placeholder {p} is retained between its in-place writes and its "
                 "metadata calls, and this trace did not see the node its hook stays on; "
                 "supported: retain_grad() before only metadata calls, or before only writes")
-    kept = [outs[diff[pos]] if p < 0 else
-            edges.get(("placeholder", p)) if kind == "argument_between" else run.works[p]
-            for (kind, _), pos, p in retained]
+    kept = [outs[diff[r.position]] if r.placeholder is None else
+            edges.get(("placeholder", r.placeholder)) if r.kind is RetainKind.ARGUMENT_BETWEEN
+            else run.works[r.placeholder] for r in retained]
     kept = [t if (isinstance(t, torch.Tensor) and t.requires_grad) or
             (t is not None and not isinstance(t, torch.Tensor)) else None for t in kept]
     if kept:
@@ -488,15 +495,15 @@ def _callers_parts(retained: tuple, kept: list, works: list, tangents: list) -> 
     tangent (of its written-back value) carried back through the metadata calls to the node
     the hook stays on (NOTE [retained outputs]); None where no tangent reaches it."""
     parts = []
-    for ((kind, _), pos, p), t in zip(retained, kept):
-        if pos < 0 or t is None:
+    for r, t in zip(retained, kept):
+        if r.position is None or t is None:
             parts.append(None)
-        elif kind == "argument_between":
-            (g,) = torch.autograd.grad([works[p]], [t], [tangents[pos]], retain_graph=True,
-                                       allow_unused=True)
+        elif r.kind is RetainKind.ARGUMENT_BETWEEN:
+            (g,) = torch.autograd.grad([works[r.placeholder]], [t], [tangents[r.position]],
+                                       retain_graph=True, allow_unused=True)
             parts.append(g)
         else:
-            parts.append(tangents[pos])
+            parts.append(tangents[r.position])
     return parts
 
 

@@ -55,10 +55,10 @@ def check_graph(graph: fx.Graph, what: str, functional: bool = True) -> None:
 
 def check_meta(meta, sig) -> None:
     """Metadata invariants: indices in range, kinds known, and a JSON round trip."""
-    from .analyze import OUTPUT_KINDS, ViewMutationMeta
+    from .analyze import OutputKind, ViewMutationMeta
     n_leaves = len(sig.leaves)
     for o in meta.outputs:
-        if o.kind not in OUTPUT_KINDS:
+        if not isinstance(o.kind, OutputKind):
             raise LintError(f"output {o.index} has unknown kind {o.kind!r}")
         if o.kind in ("is_input", "alias_of_input") and not 0 <= o.source < n_leaves:
             raise LintError(f"output {o.index} ({o.kind}) names argument {o.source}, out of range")

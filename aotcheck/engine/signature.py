@@ -48,7 +48,7 @@ class TensorSpec:
     is_leaf: bool
     storage: int          # alias-group number, by first appearance
     storage_numel: int    # storage size in elements of this dtype
-    same_as: int          # index of an earlier leaf that is this very tensor, else -1
+    same_as: int | None   # index of an earlier leaf that is this very tensor
     retains_grad: bool = False  # the caller called retain_grad() on it
                                 # (NOTE [an argument the caller retains] in capture/autograd_facts.py)
 
@@ -74,7 +74,7 @@ class GroupSpec:
     root_is_leaf: bool
     root_whole: bool = False            # no member's root reaches every member (detached rows
                                         # of one tensor): the base is the whole storage, flat
-    bases: tuple[int, ...] = ()         # per member: the member that is its ``._base``, else -1
+    bases: tuple[int | None, ...] = ()  # per member: the member that is its ``._base``, or None
                                         # (NOTE [views of an argument given requires_grad_])
 
 
@@ -258,7 +258,7 @@ def _group_specs(leaves: list) -> list[GroupSpec]:
         else:
             r = root_of(leaves[root_member])
         common = all(root_of(leaves[i]) is r for i in members if leaves[i].requires_grad)
-        bases = tuple(next((k for k in members if leaves[i]._base is leaves[k]), -1)
+        bases = tuple(next((k for k in members if leaves[i]._base is leaves[k]), None)
                       for i in members)
         out.append(GroupSpec(g, tuple(members), root_member, common, tuple(r.shape), tuple(r.stride()),
                              r.storage_offset(), r.requires_grad, r.is_leaf, whole, bases))
@@ -279,7 +279,7 @@ def signature(leaves: list, spec) -> Signature:
                 dtype=str(t.dtype).replace("torch.", ""), device=str(t.device),
                 requires_grad=t.requires_grad, is_leaf=t.is_leaf, storage=group,
                 storage_numel=t.untyped_storage().nbytes() // t.element_size(),
-                same_as=-1 if same == i else same, retains_grad=t.retains_grad))
+                same_as=None if same == i else same, retains_grad=t.retains_grad))
         else:
             kind = "none" if t is None else type(t).__name__
             out.append(ValueSpec(kind, repr(t)))

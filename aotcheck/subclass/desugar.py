@@ -123,7 +123,7 @@ def _rebuild_args(tree: ArgTree, ts, requires: list | None = None, nonleaf=None,
         with torch.inference_mode(inference[i]) if i < len(inference) else contextlib.nullcontext():
             t = unflatten(d, it_t)
         r = requires is not None and requires[len(outer)]
-        if same[len(outer)] >= 0:      # the object of an earlier argument; its grad goes there
+        if same[len(outer)] is not None:      # the object of an earlier argument; its grad goes there
             t = outer[same[len(outer)]]
             if r:
                 grad_leaves.append(None)
@@ -233,7 +233,7 @@ def prepare(args: tuple, kwargs: dict) -> Prepared:
     tensors = [t for t in flat if isinstance(t, torch.Tensor)]
     outer = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
     # one tensor passed twice is one object inside the function too (eager writes both)
-    same = [next((j for j in range(i) if outer[j] is t), -1) for i, t in enumerate(outer)]
+    same = [next((j for j in range(i) if outer[j] is t), None) for i, t in enumerate(outer)]
     fields = {"tree": tree, "descs": descs, "same": same,
               "values": [[type(v).__name__, repr(v)] for v in values]}
     bases = argument_view_bases(outer)      # NOTE [subclass views of an argument given requires_grad_]
@@ -424,7 +424,7 @@ def joint_graph(owner, tree: ArgTree, tensors, requires, spec: JointSpec):
         it_l = iter(leaves)
         same = json.loads(tree.meta)["same"]
         by_input = {i: next(it_l) for i, r in enumerate(requires)
-                    if r and (same[i] >= 0 or i not in member_of)}
+                    if r and (same[i] is not None or i not in member_of)}
         for g, grp in enumerate(groups):
             if grp["grad"]:
                 by_input[grp["input"]] = roots[g][0]

@@ -237,9 +237,9 @@ def apply_facts(facts: OuterFacts, outs: list, outer: list, moved: bool = True,
             poisoned[k] = poisoned_view(base, fact.poisoned, geometry)
     res = []
     for k, (o, fact) in enumerate(zip(outs, facts.outs)):
-        if fact.same_out >= 0:
+        if fact.same_out is not None:
             o = res[fact.same_out]
-        elif fact.same_arg >= 0:
+        elif fact.same_arg is not None:
             o = outer[fact.same_arg]
         elif k in poisoned:
             o = poisoned[k]

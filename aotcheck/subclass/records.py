@@ -26,9 +26,9 @@ geometry moved; its ``transpose_`` is replayed on the caller's tensor, with grad
 from __future__ import annotations
 
 import json
-from dataclasses import MISSING, asdict, dataclass, fields, replace
+from dataclasses import MISSING, dataclass, fields, replace
 
-from ..engine.capture.facts import record_from_data
+from ..engine import serial
 
 
 def _short_repr(record) -> str:
@@ -50,9 +50,9 @@ class OutFact:
     the compiled graph's value."""
     __repr__ = _short_repr       # the fields that differ from their defaults
 
-    same_out: int = -1              # it is earlier output k (``return y, y``)
-    same_arg: int = -1              # it is argument j
-    home: int = -1                  # it is over argument j's memory, remade from it
+    same_out: int | None = None     # it is earlier output k (``return y, y``)
+    same_arg: int | None = None     # it is argument j
+    home: int | None = None         # it is over argument j's memory, remade from it
                                     # (``autograd.view_home``) ...
     geometry: tuple = ()            # ... in this (size, stride, offset) ...
     mode: str = ""                  # ... as ``autograd.view_mode`` says ("grad", "no_grad",
@@ -74,13 +74,13 @@ class OutFact:
     @property
     def view(self) -> bool:
         """Over an argument's memory: remade from that argument."""
-        return self.home >= 0
+        return self.home is not None
 
     @property
     def through_graph(self) -> bool:
         """Its value reaches the caller through the compiled graph (no argument, earlier output
         or remade view of an argument)."""
-        return self.same_out < 0 and self.same_arg < 0 and self.home < 0
+        return self.same_out is None and self.same_arg is None and self.home is None
 
 
 @dataclass(frozen=True)
@@ -158,11 +158,11 @@ class OuterFacts:
         return replace(self, rebased=tuple(rebased), replay=tuple(replay), covered=tuple(covered))
 
     def to_data(self) -> dict:
-        return asdict(self)
+        return serial.to_data(self)
 
     @staticmethod
     def from_data(data: dict) -> OuterFacts:
-        return record_from_data(OuterFacts, data)
+        return serial.from_data(OuterFacts, data)
 
     def to_json(self) -> str:
         return json.dumps(self.to_data(), sort_keys=True, allow_nan=False)

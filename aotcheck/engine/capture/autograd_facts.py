@@ -13,7 +13,7 @@ import types
 import torch
 
 from ...errors import UnsupportedInputError
-from .facts import NewLeaf
+from .facts import HookSite, NewLeaf, RetainKind, Retained
 from .functional import geometry_of, storage_ref
 from ..graph_walk import grad_nodes
 from ..signature import Signature
@@ -49,12 +49,12 @@ def new_leaf_facts(tensors: list, user: list, sig: Signature, geometry: dict,
     out = []
     for t in tensors:
         shape, stride, offset = geometry.get(id(t), geometry_of(t))
-        src = storages.get(storage_ref(t), -1)
+        src = storages.get(storage_ref(t))
         if at_call is not None and storage_ref(t) not in at_call:
             # an argument moved onto its memory (``a.data = t``): it is the leaf's own,
             # made inside (``at_call``: the arguments' storages at the call)
-            src = -1
-        kind = "view" if src >= 0 else "fresh"
+            src = None
+        kind = "view" if src is not None else "fresh"
         if id(t) in members:
             kind, src = "argument", members[id(t)]
             shape, stride, offset = geometry_of(t)
@@ -110,55 +110,52 @@ def _function_digest(fn) -> str:
 
 def imperative_facts(recorder, plan, out_leaves) -> tuple[tuple, tuple, list]:
     """NOTE [imperative autograd on arguments and outputs] (runtime/imperative.py): the
-    retain_grad() calls on arguments and on returned tensors, and the hooks registered on
-    arguments and on grad leaves made inside (and not removed), as facts: ("argument", leaf)
-    or ("output", k) per retained tensor, and (leaf, written before) per hook, a leaf made
-    inside numbered -j - 1 (NOTE [hooks on leaves made inside]); and the hooks themselves."""
+    retain_grad() calls on arguments and on returned tensors (``Retained``), and the hooks
+    registered on arguments and on grad leaves made inside (and not removed; ``HookSite``,
+    NOTE [hooks on leaves made inside]); and the hooks themselves."""
     refuse_returned_leaf_hooks(recorder.inner_hooks, out_leaves)
 
-    def argument(kind: str, index: int):
-        if kind == "new":
-            return -index - 1
+    def argument(kind: str, index: int) -> int | None:
         return index if kind == "leaf" else next((i for i, src in enumerate(plan.sources)
                                                   if src.kind == "placeholder" and src.index == index), None)
-    retained: list[tuple] = []
+    retained: list[Retained] = []
     for kind, index, before in recorder.retained:
         i = argument(kind, index)
         fact = argument_retained(recorder.inplace_calls.get((kind, index), ()), before, i,
-                                 index if kind == "placeholder" else -1)
+                                 index if kind == "placeholder" else None)
         # a second retain_grad() of a tensor that retains its grad changes nothing
-        if fact is not None and all(r[1] != i for r in retained):
+        if fact is not None and all(r.index != i for r in retained):
             retained.append(fact)
     for k, o in enumerate(out_leaves):
         if isinstance(o, torch.Tensor) and id(o) in recorder.retained_tensors:
-            retained.append(("output", k))
+            retained.append(Retained(RetainKind.OUTPUT, k))
     hooks, fns = [], []
     for (kind, index), hook, live, hid, written in recorder.argument_hooks:
-        i = argument(kind, index)
-        if i is not None and hid in live:
-            hooks.append((i, written))
+        site = HookSite(None, written, index) if kind == "new" else HookSite(argument(kind, index), written)
+        if (site.leaf is not None or site.new_leaf is not None) and hid in live:
+            hooks.append(site)
             fns.append(hook)
     return tuple(retained), tuple(hooks), fns
 
 
 # NOTE [where an argument's retained gradient sits]
-def argument_retained(calls, before: int, i: int | None, placeholder: int) -> tuple | None:
+def argument_retained(calls, before: int, i: int | None, placeholder: int | None) -> Retained | None:
     """Eager's retain_grad() puts a hook on the tensor's gradient node of the moment. An
     in-place write (add_, copy_, set_, ``.data =``) moves it to the write's new node; a
     metadata call (t_, unsqueeze_, as_strided_, ...) leaves it where it was, so ``x.grad``
     is then the gradient of x as it was before the call (of its old shape). Per argument
     retain_grad() (``calls``: the argument's in-place calls, "data" or "meta", ``before`` of
-    them made before it; ``placeholder``: the graph placeholder the argument is, or -1 for a
+    them made before it; ``placeholder``: the graph placeholder the argument is, or None for a
     member of an alias group), where the hook ends:
-    - ("argument_at_call", i): on the argument's node at the call (no write before it and
+    - ARGUMENT_AT_CALL: on the argument's node at the call (no write before it and
       a metadata call next): the runtime calls retain_grad() on the caller's tensor before
       it replays anything, and autograd gives it the whole gradient, the function's and the
       caller's later uses';
-    - ("argument", i, placeholder): on its final node (only writes, or nothing, after it):
+    - ARGUMENT: on its final node (only writes, or nothing, after it):
       made on the caller's tensor after the write-back (the caller's part); where the
       function writes the placeholder under grad, the function's own uses of the new value
       are its other part, traced into the joint (NOTE [retained outputs] in joint.py);
-    - ("argument_between", i, placeholder): on the node of a value between its writes and
+    - ARGUMENT_BETWEEN: on the node of a value between its writes and
       its metadata calls (``a.add_(2); a.retain_grad(); a.t_()``: the add's node, whose
       gradient has a's shape before t_), where every metadata call comes after the writes
       (eager's autograd asserts at a write after a metadata call that left the hook behind)
@@ -181,13 +178,13 @@ def argument_retained(calls, before: int, i: int | None, placeholder: int) -> tu
         return None
     after = list(calls[before:])
     if not after or "meta" not in after:
-        return ("argument", i, placeholder)
+        return Retained(RetainKind.ARGUMENT, i, placeholder)
     if after[0] == "meta" and "data" not in calls[:before]:
-        return ("argument_at_call", i)
+        return Retained(RetainKind.ARGUMENT_AT_CALL, i)
     first_meta = before + after.index("meta")
-    if placeholder >= 0 and "meta" not in calls[:first_meta] and \
+    if placeholder is not None and "meta" not in calls[:first_meta] and \
             "data" not in calls[first_meta:]:
-        return ("argument_between", i, placeholder)
+        return Retained(RetainKind.ARGUMENT_BETWEEN, i, placeholder)
     raise UnsupportedInputError(
         f"the function calls retain_grad() on argument {i} and then both writes it in place "
         "and changes its metadata (t_, unsqueeze_, as_strided_, ...): eager's retained "

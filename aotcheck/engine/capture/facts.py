@@ -7,10 +7,8 @@ go into the cache key as JSON.
 from __future__ import annotations
 
 import enum
-import typing
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass
 
-from ..serial import deep_tuple
 
 
 @dataclass(frozen=True)
@@ -45,7 +43,7 @@ class NewLeaf:
     detached view of argument leaf ``source``), "fresh" (an empty tensor, filled from its
     graph value when returned) or "argument" (the caller's argument leaf ``source`` itself)."""
     kind: str
-    source: int                     # argument leaf index, or -1 (fresh)
+    source: int | None             # argument leaf index (None: fresh)
     shape: tuple[int, ...]
     stride: tuple[int, ...]
     offset: int
@@ -112,20 +110,20 @@ class InputFacts:
     final_shape: tuple[int, ...]
     final_stride: tuple[int, ...]
     final_offset: int
-    value_output: int               # graph-output index of the new value, or -1
-    storage_bytes: int = -1         # its storage's size after the call when the function
-                                    # resized it (inductor.resize_storage_bytes_), else -1
+    value_output: int | None       # graph-output index of the new value
+    storage_bytes: int | None = None # its storage's size after the call when the function
+                                    # resized it (inductor.resize_storage_bytes_), else None
     storage_source: StorageSource = StorageSource()   # set_(): a new storage's value is
                                     # storage_output
     requires_grad_set: bool = False  # a leaf whose requires_grad_() the function called
                                      # (NOTE [requires_grad_ on an argument])
     writes_outside: bool = False    # a write through a view reaching storage elements the
                                     # argument does not (NOTE [writes outside an argument])
-    storage_output: int = -1        # a new storage_source: the candidate holding all of the
+    storage_output: int | None = None # a new storage_source: the candidate holding all of the
                                     # storage made inside (value_output, when data_mutated,
                                     # is what was written to the old one:
                                     # NOTE [writes before a storage swap] in storage/swaps.py)
-    grad_value_output: int = -1     # after a swap, written with grad: the candidate holding
+    grad_value_output: int | None = None # after a swap, written with grad: the candidate holding
                                     # its final value (NOTE [grad writes after a swap])
     final_dtype: str = ""           # after ``x.data = y`` of another dtype: y's dtype
                                     # (NOTE [.data assignment] in runtime/writeback.py), else ""
@@ -149,7 +147,7 @@ class MemberFacts:
     final_stride: tuple[int, ...]
     final_offset: int
     storage_source: StorageSource = StorageSource()
-    value_output: int = -1          # a new storage_source: the candidate holding its final value
+    value_output: int | None = None # a new storage_source: the candidate holding its final value
 
 
 @dataclass(frozen=True)
@@ -157,13 +155,13 @@ class OutputFacts:
     """One leaf of the returned pytree."""
     is_tensor: bool
     value: str = ""                 # repr of a non-tensor leaf
-    is_input: int = -1              # leaf index of the argument it *is*
-    same_output: int = -1           # earlier output it *is* (``return y, y``)
-    input_storage: int = -1         # leaf index of an argument whose storage it shares
-    output_storage: int = -1        # earlier output it shares storage with (not a view of it)
-    base_output: int = -1           # it is a view whose root is this output
-    base_intermediate: int = -1     # it is a view whose root is intermediate k
-    graph_output: int = -1          # graph-output index of its value (for an input_storage
+    is_input: int | None = None     # leaf index of the argument it *is*
+    same_output: int | None = None  # earlier output it *is* (``return y, y``)
+    input_storage: int | None = None # leaf index of an argument whose storage it shares
+    output_storage: int | None = None # earlier output it shares storage with (not a view of it)
+    base_output: int | None = None  # it is a view whose root is this output
+    base_intermediate: int | None = None # it is a view whose root is intermediate k
+    graph_output: int | None = None # graph-output index of its value (for an input_storage
                                     # alias: of the value its gradient flows through, if any)
     shape: tuple[int, ...] = ()
     stride: tuple[int, ...] = ()
@@ -173,8 +171,8 @@ class OutputFacts:
     is_leaf: bool = True
     multi_output_view: bool = False  # a view made by unbind/split (in-place on it is an error)
     grad_dead_end: bool = False       # requires grad, but its gradient reaches no input
-    new_leaf: int = -1                # it is new grad leaf k (NOTE [new grad leaves])
-    base_new_leaf: int = -1           # a view of new grad leaf k (its base, not returned)
+    new_leaf: int | None = None       # it is new grad leaf k (NOTE [new grad leaves])
+    base_new_leaf: int | None = None  # a view of new grad leaf k (its base, not returned)
     poisoned: str = ""                # its grad_fn raises in eager (NOTE [poisoned views])
     custom_view: bool = False         # a view whose autograd chain passes a custom Function
                                       # (NOTE [custom Function views] in outputs.py)
@@ -189,6 +187,38 @@ class OutputFacts:
                                       # (NOTE [inference state moved by .data =])
     at_call: bool = False             # a view of an argument taken before ``.data =`` moved it:
                                       # rebuilt before the swap (NOTE [views taken before .data =])
+
+
+class RetainKind(enum.StrEnum):
+    """Where eager's retain_grad() hook ends (NOTE [where an argument's retained gradient sits]
+    in autograd_facts.py)."""
+    OUTPUT = "output"                       # a returned tensor
+    ARGUMENT = "argument"                   # an argument, on its final node
+    ARGUMENT_AT_CALL = "argument_at_call"   # an argument, on its node at the call
+    ARGUMENT_BETWEEN = "argument_between"   # an argument, between its writes and its metadata calls
+
+
+@dataclass(frozen=True)
+class Retained:
+    """One retain_grad() the runtime makes on the caller's tensor
+    (NOTE [imperative autograd on arguments and outputs] in runtime/imperative.py)."""
+    kind: RetainKind
+    index: int                      # the argument leaf (the output, for OUTPUT)
+    placeholder: int | None = None  # ARGUMENT, ARGUMENT_BETWEEN: the graph placeholder the
+                                    # argument is (None: a member of an alias group)
+
+    @property
+    def on_argument(self) -> bool:
+        return self.kind is not RetainKind.OUTPUT
+
+
+@dataclass(frozen=True)
+class HookSite:
+    """Where one tensor hook the function registers goes: on an argument leaf, or on grad leaf
+    ``new_leaf`` made inside (NOTE [hooks on leaves made inside] in autograd_facts.py)."""
+    leaf: int | None                # the argument leaf (None: a leaf made inside)
+    written: bool = False           # registered after the function wrote the argument
+    new_leaf: int | None = None     # the grad leaf made inside (``leaf`` is None)
 
 
 @dataclass(frozen=True)
@@ -206,24 +236,5 @@ class RawFacts:
     custom_functions: tuple = ()              # "name:digest" per custom Function backward reached
                                               # (NOTE [custom Function backward in the key])
     # NOTE [imperative autograd on arguments and outputs] (runtime/imperative.py)
-    retained: tuple = ()                      # ("argument", leaf) | ("output", k) per retain_grad()
-    hooks: tuple = ()                         # (argument leaf, written before) per hook registered
-
-
-
-def record_from_data(cls, data: dict):
-    """A frozen record from its ``asdict`` JSON form: nested records (a field typed as a
-    record, or a tuple of them) are rebuilt by their field types, lists become tuples, and
-    missing fields take their defaults."""
-    hints = typing.get_type_hints(cls)
-    return cls(**{f.name: _field_from_data(hints[f.name], data[f.name])
-                  for f in fields(cls) if f.name in data})
-
-
-def _field_from_data(hint, v):
-    if is_dataclass(hint):
-        return record_from_data(hint, v)
-    args = typing.get_args(hint)
-    if typing.get_origin(hint) is tuple and args and is_dataclass(args[0]):
-        return tuple(record_from_data(args[0], x) for x in v)
-    return deep_tuple(v)
+    retained: tuple[Retained, ...] = ()       # per retain_grad() the runtime makes
+    hooks: tuple[HookSite, ...] = ()          # per hook registered

@@ -414,7 +414,7 @@ class FunctionalRun:
         rg_set = anchor.is_leaf and before[0] is None and flag != before[1]
         saw = (anchor.grad_fn, flag) != before and not rg_set and \
             not (recorder.storage.regraded(p, anchor) and flag == before[1])
-        value_output = storage_output = -1
+        value_output = storage_output = None
         if data:
             value_output = len(candidates)
             candidates.append(value)
@@ -422,7 +422,7 @@ class FunctionalRun:
         if new_storage is not None:
             storage_output = len(candidates)
             candidates.append(new_storage)
-        grad_value_output = -1
+        grad_value_output = None
         if regrad:                  # NOTE [grad writes after a swap] in swap_grad.py
             grad_value_output = len(candidates)
             candidates.append(w)

@@ -162,7 +162,7 @@ class _Classifier:
                           and not _base_is_dead_end(o))
         common["custom_view"] = leaf.custom
         common["clips"] = leaf.clips
-        common["new_leaf"] = (run.new_leaf_ids or {}).get(id(o), -1)
+        common["new_leaf"] = (run.new_leaf_ids or {}).get(id(o))
         # NOTE [inference state moved by .data =] in storage/watch.py: the kind it ends as
         common["moved_kind"] = ("inference" if id(o) in made_in_call else "ordinary") \
             if id(o) in run.moved_kind else ""
@@ -211,15 +211,15 @@ class _Classifier:
         o = leaf.o
         return o._base is not None and self.tensor_user.get(id(o._base)) in self.run.data_moved and \
             storage_ref(o._base) != leaf.st and not leaf.poisoned and not leaf.custom and \
-            common["new_leaf"] < 0 and _old_base(self.run.old_bases, leaf.st, leaf.geometry) is not None
+            common["new_leaf"] is None and _old_base(self.run.old_bases, leaf.st, leaf.geometry) is not None
 
     def _over_argument(self, leaf: _Leaf, common: dict) -> OutputFacts:
         """An output over an argument's storage: rebuilt from the argument whose memory holds it."""
         run, o = self.run, leaf.o
-        grad_value = -1
-        leaf_base = -1 if leaf.poisoned or leaf.custom else _viewed_grad_leaf(o, run.new_leaf_ids or {})
+        grad_value = None
+        leaf_base = None if leaf.poisoned or leaf.custom else _viewed_grad_leaf(o, run.new_leaf_ids or {})
         common["base_new_leaf"] = leaf_base
-        if leaf_base < 0 and (leaf.custom or (leaf.rg and not leaf.poisoned and not (
+        if leaf_base is None and (leaf.custom or (leaf.rg and not leaf.poisoned and not (
                 o._base is not None and id(o._base) in run.work_ids))):
             # It shares an argument's storage but is no autograd view of it: a detached
             # alias mutated in place with a value that requires grad (eager: its grad_fn
@@ -241,15 +241,15 @@ class _Classifier:
         o, st = leaf.o, leaf.st
         root, on_base = self._intermediate_root(leaf)
         if on_base:     # a view of a leaf made inside (v.requires_grad_(); v.reshape(1))
-            common["base_new_leaf"] = (self.run.new_leaf_ids or {}).get(id(root), -1)
-        grad_value = -1
+            common["base_new_leaf"] = (self.run.new_leaf_ids or {}).get(id(root))
+        grad_value = None
         if leaf.custom or (not on_base and leaf.rg and not leaf.poisoned):
             grad_value = self._own_value(o)
         if id(root) in self.out_ids:
             return OutputFacts(True, base_output=self.out_ids[id(root)], graph_output=grad_value,
                                **common)
         if st in self.out_storage and not leaf.rg and not leaf.custom and not leaf.poisoned \
-                and common.get("base_new_leaf", -1) < 0:
+                and common.get("base_new_leaf") is None:
             # a view (without grad) of an alias of an earlier output, such as its detach():
             # eager's shares that output's storage, so it is cut from that output
             return OutputFacts(True, output_storage=self.out_storage[st], **common)
@@ -313,10 +313,10 @@ class _Classifier:
     def point_at_later_outputs(self, outputs: list) -> None:
         """A view output whose root is a *later* output: point it at that output instead."""
         for k, f in enumerate(outputs):
-            if f.base_intermediate >= 0:
+            if f.base_intermediate is not None:
                 root = self.candidates[self.intermediates[f.base_intermediate]]
                 if id(root) in self.out_ids:
-                    outputs[k] = replace(f, base_intermediate=-1, base_output=self.out_ids[id(root)])
+                    outputs[k] = replace(f, base_intermediate=None, base_output=self.out_ids[id(root)])
 
 
 def _old_base(old_bases: dict | None, st, geometry: tuple):
@@ -532,9 +532,9 @@ def _grad_dead_end(o: torch.Tensor) -> bool:
     return False
 
 
-def _viewed_grad_leaf(o: torch.Tensor, new_leaf_ids: dict) -> int:
+def _viewed_grad_leaf(o: torch.Tensor, new_leaf_ids: dict) -> int | None:
     """The grad leaf made inside the function (its index) that output ``o``, over an
-    argument's memory, is an autograd view of, or -1.
+    argument's memory, is an autograd view of, or None.
 
     ``v = a.detach(); v.requires_grad_(); return v.unsqueeze(0)``, or ``v = a.view(-1)`` (``a``
     requiring no grad) given requires_grad_(): eager's output is a view of the leaf ``v``
@@ -548,8 +548,8 @@ def _viewed_grad_leaf(o: torch.Tensor, new_leaf_ids: dict) -> int:
     while fn is not None and steps < 256:
         edges = fn.next_functions
         if len(edges) != 1:         # a view's node has one edge (mul_ by a leaf has two)
-            return -1
+            return None
         fn, steps = edges[0][0], steps + 1
         if type(fn).__name__ == "AccumulateGrad":
-            return new_leaf_ids.get(id(fn.variable), -1)
-    return -1
+            return new_leaf_ids.get(id(fn.variable))
+    return None

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from ...errors import UnsupportedInputError
-from .facts import record_from_data
+from .. import serial
 from ..signature import GroupSpec, Signature, TensorSpec, root_of, whole_storage
 
 
@@ -28,7 +28,7 @@ class LeafSource:
     root placeholder ``index`` in this geometry, of its detached alias when the member does
     not require grad but the root does), or "value" (a non-tensor)."""
     kind: str
-    index: int = -1
+    index: int | None = None
     shape: tuple[int, ...] = ()     # member only
     stride: tuple[int, ...] = ()
     offset: int = 0
@@ -51,7 +51,7 @@ class InputPlan:
     @staticmethod
     def from_data(data: dict) -> "InputPlan":
         """From its ``asdict`` JSON form (the cache entry)."""
-        return record_from_data(InputPlan, data)
+        return serial.from_data(InputPlan, data)
 
 
 def plan_inputs(sig: Signature, synthetic: frozenset[int] = frozenset()) -> InputPlan:
@@ -62,7 +62,7 @@ def plan_inputs(sig: Signature, synthetic: frozenset[int] = frozenset()) -> Inpu
     for i, spec in enumerate(sig.leaves):
         if not isinstance(spec, TensorSpec):
             sources.append(LeafSource("value"))
-        elif spec.same_as >= 0:
+        elif spec.same_as is not None:
             sources.append(LeafSource("same", spec.same_as))
         elif spec.storage in synthetic and spec.storage not in groups:
             # NOTE [writes outside an argument]: an argument alone on its storage, written

@@ -343,7 +343,7 @@ def grow(t: torch.Tensor, size: tuple, watched: dict, old_storage: dict) -> None
 
 def resized_storage_bytes(before: int, after: int | None, p: int) -> int:
     """The size in bytes of placeholder ``p``'s storage after the call if the function resized
-    it (``torch.ops.inductor.resize_storage_bytes_``, FSDP's pattern), else -1.
+    it (``torch.ops.inductor.resize_storage_bytes_``, FSDP's pattern), else None.
 
     # NOTE [storage resizes]
     Functionalization does not put a resize in the graph (it resizes the fake storage and
@@ -354,7 +354,7 @@ def resized_storage_bytes(before: int, after: int | None, p: int) -> int:
     frees the storage (and nothing is written back).
     """
     if after is None or (after == before and after != 0):
-        return -1
+        return None
     if before != 0 and after != 0:
         raise UnsupportedInputError(
             f"the function resizes the storage of input placeholder {p} from {before} to {after} "

@@ -162,7 +162,7 @@ def argument_hooks(fn, leaves: list, in_spec, sig: Signature, expected: tuple) -
                 handle = RemovableHandle(live)
                 live[handle.id] = args[1]
                 # a grad leaf made inside: NOTE [hooks on leaves made inside] (autograd_facts.py)
-                self.found.append((self.watched.get(id(args[0]), -1), args[1], live, handle.id))
+                self.found.append((self.watched.get(id(args[0])), args[1], live, handle.id))
                 return handle
             return func(*args, **kwargs)
 
@@ -181,7 +181,7 @@ def argument_hooks(fn, leaves: list, in_spec, sig: Signature, expected: tuple) -
     except Exception as e:  # noqa: BLE001 - the entry is compiled again
         raise ValueError(f"the run that collects argument hooks failed: {e}") from None
     found = [(i, hook) for i, hook, live, hid in recorder.found if hid in live]
-    if tuple(i for i, _ in found) != tuple(max(h[0], -1) for h in expected):
+    if tuple(i for i, _ in found) != tuple(h.leaf for h in expected):
         raise ValueError("the function registered other argument hooks than the entry records")
     return tuple(hook for _, hook in found)
 

@@ -45,7 +45,7 @@ def argument_views(sig: Signature, plan: InputPlan) -> tuple[dict[int, list[int]
     own: dict[int, bool] = {}
     for g in sig.groups:
         for j, i in zip(g.members, g.bases):
-            if i < 0 or not sig.leaves[j].is_leaf or plan.sources[j].kind != "placeholder" \
+            if i is None or not sig.leaves[j].is_leaf or plan.sources[j].kind != "placeholder" \
                     or plan.sources[i].kind != "placeholder":
                 continue
             q, p = plan.sources[j].index, plan.sources[i].index
@@ -107,11 +107,11 @@ def check_member_flags(graph, facts: RawFacts, plan: InputPlan) -> None:
         return not isinstance(v, torch.fx.Node) or depends.get(v, True)
 
     for k, o in enumerate(facts.outputs):
-        if not o.is_tensor or o.is_input >= 0 or o.same_output >= 0 or \
-                (o.input_storage >= 0 and o.graph_output < 0):
+        if not o.is_tensor or o.is_input is not None or o.same_output is not None or \
+                (o.input_storage is not None and o.graph_output is None):
             continue
         used = [c for c in (o.graph_output,) if c >= 0]
-        if o.base_intermediate >= 0:
+        if o.base_intermediate is not None:
             used.append(facts.intermediate_outputs[o.base_intermediate])
         if any(reads_group(c) for c in used):
             raise UnsupportedInputError(

@@ -37,8 +37,8 @@ import torch
 import torch.fx as fx
 from torch.utils import _pytree as pytree
 
-from ..analyze import (ALIAS_OF_INPUT, ALIAS_OF_INTERMEDIATE, ALIAS_OF_OUTPUT, CONSTANT, FRESH,
-                      IS_INPUT, SAME_AS_OUTPUT, ViewMutationMeta)
+from ..analyze import OutputKind, ViewMutationMeta
+from ..capture.facts import RetainKind
 from ..capture.functional import outside_saved_tensors_hooks
 from ..capture.plan import InputPlan, placeholder_tensors
 from ..capture.values import is_guarded
@@ -81,7 +81,7 @@ class ArtifactParts:
 
 _NO_CONTEXT = contextlib.nullcontext()
 # the output kinds a graph value, an argument or a constant gives directly (``_direct_output``)
-_OF_ARGUMENTS_OR_GRAPH = frozenset({FRESH, IS_INPUT, CONSTANT, ALIAS_OF_INPUT})
+_OF_ARGUMENTS_OR_GRAPH = frozenset({OutputKind.FRESH, OutputKind.IS_INPUT, OutputKind.CONSTANT, OutputKind.ALIAS_OF_INPUT})
 
 
 class CompiledArtifact:
@@ -137,7 +137,7 @@ class CompiledArtifact:
             all(s.kind in ("placeholder", "value") for s in plan.sources)
         self._leaf_of_placeholder = [ref for _, ref in plan.placeholders]
         self._slot = {c: k for k, c in enumerate(fw_candidates)}
-        self._constants = {o.index: _constant(o.value) for o in meta.outputs if o.kind == CONSTANT}
+        self._constants = {o.index: _constant(o.value) for o in meta.outputs if o.kind == OutputKind.CONSTANT}
         nondiff = tuple(k for k in range(num_fw_outputs) if k not in set(diff_outputs))
         self._nondiff = nondiff
         self.retained_diff = retained_outputs(meta, fw_candidates, diff_outputs) if self.training \
@@ -150,7 +150,7 @@ class CompiledArtifact:
         graph_vals = [a.meta.get("val") if isinstance(a, fx.Node) else None for a in out_node.args[0]]
         restrided = {}
         for o in self.meta.outputs:
-            if o.kind == FRESH:
+            if o.kind == OutputKind.FRESH:
                 val = graph_vals[self._slot[o.graph_output]]
                 if not isinstance(val, torch.Tensor) or (val.stride() != o.stride and val.numel() > 1):
                     restrided[o.index] = True
@@ -179,17 +179,18 @@ class CompiledArtifact:
         # final geometry (their write-back goes there while they keep their geometry at the call)
         self._between = {m.placeholder: (tuple(m.final_shape), tuple(m.final_stride), m.final_offset)
                          for m in meta.mutations if any(
-                             r[0] == "argument_between" and r[2] == m.placeholder for r in meta.retained)}
+                             r.kind is RetainKind.ARGUMENT_BETWEEN and r.placeholder == m.placeholder
+                             for r in meta.retained)}
 
     def _init_output_kinds(self) -> None:
         """The outputs and mutations that need a step of their own after the graph runs."""
         meta = self.meta
         self._inference_outputs = [o.index for o in meta.outputs if o.inference]
-        self._at_call_outputs = [o for o in meta.outputs if o.kind == ALIAS_OF_INPUT and o.at_call]
+        self._at_call_outputs = [o for o in meta.outputs if o.kind == OutputKind.ALIAS_OF_INPUT and o.at_call]
         self._ordinary_outputs = [o.index for o in meta.outputs if o.ordinary]
         self._moved_kind = [o for o in meta.outputs if o.moved_kind]
         self._inference_shared = frozenset(o.index for o in meta.outputs
-                                           if o.inference and o.kind == ALIAS_OF_INPUT)
+                                           if o.inference and o.kind == OutputKind.ALIAS_OF_INPUT)
         self._written_then_moved = [m.placeholder for m in meta.mutations
                                     if m.data and m.storage_source.swapped
                                     and not m.storage_source.onto(m.placeholder)]
@@ -198,7 +199,7 @@ class CompiledArtifact:
         # NOTE [set_ under no_grad onto another shape] in swap_grad.py: swaps that may move a
         # leaf that requires grad onto another shape (decided per call, on the caller's tensors)
         self._reshaping = tuple(m for m in meta.mutations if m.storage_source.swapped and not
-                                m.grad_mode and m.grad_value_output < 0 and not m.kept_grad_node) \
+                                m.grad_mode and m.grad_value_output is None and not m.kept_grad_node) \
             if self.training else ()
 
     def _init_hooks(self, parts: ArtifactParts) -> None:
@@ -210,16 +211,16 @@ class CompiledArtifact:
                                 "no hook functions for them; clear the cache entry "
                                 "and report this")
         hooks = [(h, skip_unreached(fn)) for h, fn in zip(meta.hooks, parts.hook_fns)]
-        self._hooks_before = [(i, fn) for (i, written), fn in hooks if not written and i >= 0]
-        self._hooks_after = [(i, fn) for (i, written), fn in hooks if written and i >= 0]
+        self._hooks_before = [(h.leaf, fn) for h, fn in hooks if not h.written and h.leaf is not None]
+        self._hooks_after = [(h.leaf, fn) for h, fn in hooks if h.written and h.leaf is not None]
         # NOTE [hooks on leaves made inside] (capture/autograd_facts.py)
-        self._hooks_new = [(-i - 1, fn) for (i, _), fn in hooks if i < 0]
+        self._hooks_new = [(h.new_leaf, fn) for h, fn in hooks if h.leaf is None]
 
     def _all_fresh_slots(self) -> list | None:
         """Where every output is a fresh graph value and the call has nothing else to do: each
         one's slot among the graph's values (the call's fast path); else None."""
         meta = self.meta
-        if all(o.kind == FRESH for o in meta.outputs) and not self._restride and not meta.mutations \
+        if all(o.kind == OutputKind.FRESH for o in meta.outputs) and not self._restride and not meta.mutations \
                 and not meta.retained and not meta.hooks \
                 and not meta.metadata_ops and not self._rg_on and not self._rg_off \
                 and not meta.new_leaves and not meta.member_metadata \
@@ -388,16 +389,16 @@ class CompiledArtifact:
         value is copied into (its gradient flows through that value, as in ``detached_alias``)."""
         meta = self.meta
         for o in meta.outputs:
-            if o.new_leaf < 0 or o.kind != ALIAS_OF_OUTPUT or o.graph_output < 0 or \
+            if o.new_leaf is None or o.kind != OutputKind.ALIAS_OF_OUTPUT or o.graph_output is None or \
                     meta.new_leaves[o.new_leaf].kind != "fresh":
                 continue
             src = meta.outputs[o.source]
             leaf, value = out[o.index], out[src.index]
-            if src.kind != FRESH or src.new_leaf >= 0 or src.poisoned or src.inference or \
+            if src.kind != OutputKind.FRESH or src.new_leaf is not None or src.poisoned or src.inference or \
                     not isinstance(value, torch.Tensor) or value.dtype != leaf.dtype or \
                     not fits(leaf, src.shape, src.stride, src.offset) or \
-                    any(p.kind != SAME_AS_OUTPUT and p.source == src.index and p is not o
-                        for p in meta.outputs if p.kind in (ALIAS_OF_OUTPUT, SAME_AS_OUTPUT)):
+                    any(p.kind != OutputKind.SAME_AS_OUTPUT and p.source == src.index and p is not o
+                        for p in meta.outputs if p.kind in (OutputKind.ALIAS_OF_OUTPUT, OutputKind.SAME_AS_OUTPUT)):
                 continue
             shared = leaf.detach().as_strided(src.shape, src.stride, src.offset)
             if torch._debug_has_internal_overlap(shared) == 1:     # 1: overlaps (an expand)
@@ -405,7 +406,7 @@ class CompiledArtifact:
             with torch.set_grad_enabled(torch.is_grad_enabled() and value.requires_grad):
                 shared.copy_(value)
             for p in meta.outputs:              # ``return v0, v0``: every copy of it
-                if p.index == src.index or (p.kind == SAME_AS_OUTPUT and p.source == src.index):
+                if p.index == src.index or (p.kind == OutputKind.SAME_AS_OUTPUT and p.source == src.index):
                     out[p.index] = shared
 
     def _grad_leaf(self, grad_leaves, j: int, value, onto=None):
@@ -430,13 +431,13 @@ class CompiledArtifact:
         # (a no_grad or unbind view among them) must be made after the bump, or reading its
         # grad_fn would raise where eager's does not
         for o in sorted(meta.outputs, key=lambda o: not o.poisoned):
-            if o.new_leaf >= 0:
+            if o.new_leaf is not None:
                 out[o.index] = self._new_leaf_output(o, leaves, values, grad_leaves)
             elif o.kind in _OF_ARGUMENTS_OR_GRAPH:
                 out[o.index] = self._direct_output(o, leaves, values, grad_leaves, early_views)
-            elif o.kind == ALIAS_OF_INTERMEDIATE:
+            elif o.kind == OutputKind.ALIAS_OF_INTERMEDIATE:
                 base = self._intermediate_base(o, values, grad_leaves, bases)
-                out[o.index] = alias(base, o) if o.graph_output < 0 else \
+                out[o.index] = alias(base, o) if o.graph_output is None else \
                     view_in_custom_function(base, o, values[self._slot[o.graph_output]]) \
                     if o.custom_view else detached_alias(base, o, values[self._slot[o.graph_output]])
             else:
@@ -457,11 +458,11 @@ class CompiledArtifact:
         fresh value or of a view of an intermediate) gets the value the graph computed for it
         (another output that *is* this leaf, or an alias of one, gets it as it is)."""
         meta, k = self.meta, o.kind
-        value, onto = None, leaves[o.source] if k == ALIAS_OF_INPUT else None
-        if meta.new_leaves[o.new_leaf].kind == "fresh" and k in (FRESH, ALIAS_OF_INTERMEDIATE):
-            value = values[self._slot[o.graph_output]] if o.graph_output >= 0 else \
+        value, onto = None, leaves[o.source] if k == OutputKind.ALIAS_OF_INPUT else None
+        if meta.new_leaves[o.new_leaf].kind == "fresh" and k in (OutputKind.FRESH, OutputKind.ALIAS_OF_INTERMEDIATE):
+            value = values[self._slot[o.graph_output]] if o.graph_output is not None else \
                 alias(values[self._slot[meta.intermediate_bases[o.source]]], o)
-        elif meta.new_leaves[o.new_leaf].kind == "fresh" and o.graph_output >= 0:
+        elif meta.new_leaves[o.new_leaf].kind == "fresh" and o.graph_output is not None:
             # a detach of another output made a leaf (``v2 = v0.detach()`` ... then
             # ``v2.requires_grad_()``): its value is its own graph value
             value = values[self._slot[o.graph_output]]
@@ -470,24 +471,24 @@ class CompiledArtifact:
     def _direct_output(self, o, leaves, values, grad_leaves, early_views):
         """A fresh graph value, an argument, a constant, or an alias of an argument."""
         k = o.kind
-        if k == FRESH:
+        if k == OutputKind.FRESH:
             t = values[self._slot[o.graph_output]]
             if o.index in self._restride and t.stride() != o.stride and t.numel() > 1:
                 t = restride(t, o.shape, o.stride, o.offset)
             return t
-        if k == IS_INPUT:
+        if k == OutputKind.IS_INPUT:
             return leaves[o.source]
-        if k == CONSTANT:
+        if k == OutputKind.CONSTANT:
             return self._constants[o.index]
         if o.at_call:
             return early_views[o.index]
-        if o.base_new_leaf >= 0:
+        if o.base_new_leaf is not None:
             # a view of a grad leaf made inside over the argument's memory: eager's is a
             # view of that leaf (in place on it raises; its gradient goes to the leaf)
             return alias(self._grad_leaf(grad_leaves, o.base_new_leaf, None), o)
         if o.custom_view:
             return view_in_custom_function(leaves[o.source], o, values[self._slot[o.graph_output]])
-        if o.graph_output >= 0:
+        if o.graph_output is not None:
             return detached_alias(leaves[o.source], o, values[self._slot[o.graph_output]])
         # as_strided on the argument itself (capture picked one that holds the output):
         # as in eager, a view reaching outside the argument gets no gradient there
@@ -510,7 +511,7 @@ class CompiledArtifact:
             if base.storage_offset() != offset or \
                     addressing(base.shape, base.stride()) != addressing(shape, stride):
                 base = restride(base, shape, stride, offset)
-            if o.base_new_leaf >= 0:
+            if o.base_new_leaf is not None:
                 # a view of a grad leaf made inside the function: eager's is a view of
                 # that leaf (in place on it raises), so it is cut from the runtime's
                 # leaf, which gets the graph's value (NOTE [new grad leaves])
@@ -527,11 +528,11 @@ class CompiledArtifact:
                     waiting.append(o)            # its source is an alias not built yet
                     continue
                 src = out[o.source]
-                if o.kind == SAME_AS_OUTPUT:
+                if o.kind == OutputKind.SAME_AS_OUTPUT:
                     out[o.index] = src
                 elif o.custom_view:
                     out[o.index] = view_in_custom_function(src, o, values[self._slot[o.graph_output]])
-                elif o.graph_output >= 0:
+                elif o.graph_output is not None:
                     out[o.index] = detached_alias(src, o, values[self._slot[o.graph_output]])
                 else:
                     out[o.index] = alias(src, o)

@@ -13,7 +13,8 @@ import weakref
 
 import torch
 
-from ..analyze import ALIAS_OF_OUTPUT, SAME_AS_OUTPUT
+from ..analyze import OutputKind
+from ..capture.facts import RetainKind
 
 # NOTE [imperative autograd on arguments and outputs]
 def imperative_autograd(art, leaves: list, out: list, values: list, at_call: dict) -> None:
@@ -34,11 +35,11 @@ def imperative_autograd(art, leaves: list, out: list, values: list, at_call: dic
     (capture.trace.argument_hooks)."""
     for i, fn in art._hooks_after:
         leaves[i].register_hook(fn)
-    own = {k: j for j, (k, *_) in enumerate(art.retained_diff)}  # NOTE [retained outputs]
+    own = {(r.kind, r.index): j for j, r in enumerate(art.retained_diff)}  # NOTE [retained outputs]
     compiled = next((v.grad_fn for v in values if isinstance(v, torch.Tensor)
                      and hasattr(v.grad_fn, "retained_refs")), None) if own else None
-    for kind, index, *_ in art.meta.retained:
-        if kind == "argument_at_call":
+    for kind, index in ((r.kind, r.index) for r in art.meta.retained):
+        if kind is RetainKind.ARGUMENT_AT_CALL:
             continue                # made before the replays (retain_at_call)
         t = out[index] if kind == "output" else leaves[index]
         if not isinstance(t, torch.Tensor) or not t.requires_grad:
@@ -61,11 +62,11 @@ def retain_at_call(art, leaves: list) -> dict:
     runtime replays their metadata calls: autograd leaves it there, as eager's. Returns the
     retained arguments' gradient nodes at the call."""
     at_call = {}
-    for kind, index, *_ in art.meta.retained:
-        t = leaves[index] if kind != "output" else None
+    for r in art.meta.retained:
+        t = leaves[r.index] if r.on_argument else None
         if isinstance(t, torch.Tensor):
-            at_call[index] = t.grad_fn
-            if kind == "argument_at_call" and t.requires_grad:
+            at_call[r.index] = t.grad_fn
+            if r.kind is RetainKind.ARGUMENT_AT_CALL and t.requires_grad:
                 t.retain_grad()
     return at_call
 
@@ -91,10 +92,10 @@ def retain_between(art, leaves: list, primals: list, nodes: dict) -> None:
     their write-back (made in their geometry at the call) and before their metadata calls
     are replayed: the hook stays on the write-back's node, as eager's on the last write's.
     ``nodes`` gets that node per argument, ("v", index)."""
-    for kind, index, *_ in art.meta.retained:
-        if kind == "argument_between":
-            t = leaves[index]
-            nodes["v", index] = t.grad_fn
+    for r in art.meta.retained:
+        if r.kind is RetainKind.ARGUMENT_BETWEEN:
+            t = leaves[r.index]
+            nodes["v", r.index] = t.grad_fn
             if t.requires_grad:
                 t.retain_grad()
     art._replay_metadata(primals, leaves, "placeholder", between=True)
@@ -110,7 +111,7 @@ def own_node(art, out: list, k: int, t: torch.Tensor) -> torch.Tensor:
     their op, so a retained output of the compiled function (one node for all its outputs)
     is handed out as a clone, whose node is its own, where no other output aliases it."""
     if art.num_fw_outputs < 2 or any(
-            o.kind in (ALIAS_OF_OUTPUT, SAME_AS_OUTPUT) and o.source == k and out[o.index] is not t
+            o.kind in (OutputKind.ALIAS_OF_OUTPUT, OutputKind.SAME_AS_OUTPUT) and o.source == k and out[o.index] is not t
             for o in art.meta.outputs):
         return t
     c = t.clone()

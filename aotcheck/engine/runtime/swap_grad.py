@@ -92,7 +92,7 @@ def recorded_swaps(swaps) -> list[int]:
     argument's grad_fn changed, which capture allows for a swap only when set_() made it, or,
     for a ``.data =`` that moved data only, when a write before it did:
     NOTE [.data assignment of an argument that requires grad] in capture/storage/swaps.py)."""
-    return [m.placeholder for m in swaps if m.grad_mode and m.grad_value_output < 0
+    return [m.placeholder for m in swaps if m.grad_mode and m.grad_value_output is None
             and not m.data_only]
 
 
@@ -114,7 +114,7 @@ def replay_grad_writes(swaps, primals: list, values: list, slot) -> None:
     graph's, which carries its gradient) is copied into it under grad mode."""
     with torch.enable_grad():
         for m in swaps:
-            if m.grad_value_output >= 0:
+            if m.grad_value_output is not None:
                 primals[m.placeholder].copy_(values[slot[m.grad_value_output]])
 
 

@@ -118,7 +118,7 @@ def apply_mutations(meta, slot: dict, primals, values, at_call: dict,
 
 def _before_swap(m, primals, values, slot, at_call: dict, grad_on: bool) -> None:
     """A placeholder's storage resize and data write-back, which come before any swap."""
-    if m.storage_bytes >= 0:     # NOTE [storage resizes] in capture/resize.py
+    if m.storage_bytes is not None:     # NOTE [storage resizes] in capture/resize.py
         torch.ops.inductor.resize_storage_bytes_(primals[m.placeholder], m.storage_bytes)
     if m.data and not m.storage_source.onto(m.placeholder):
         target = primals[m.placeholder]

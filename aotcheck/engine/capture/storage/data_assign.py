@@ -128,7 +128,7 @@ def refuse_member_data_sets(recorder, sig) -> None:
         for k, i in enumerate(g.members):
             spec = sig.leaves[i]
             root = (spec.shape, spec.stride, spec.offset) == \
-                (g.root_shape, g.root_stride, g.root_offset) and not (g.bases and g.bases[k] >= 0)
+                (g.root_shape, g.root_stride, g.root_offset) and not (g.bases and g.bases[k] is not None)
             if i in recorder.storage.changes.member_data_sets and not root:
                 raise UnsupportedInputError(
                     f"argument leaf {i} shares storage with another argument, is a view that "

@@ -123,7 +123,7 @@ def member_swap(i: int, t: torch.Tensor, ref, start_refs, candidates: list,
     if t.requires_grad and not view_of_group:
         raise swap_refusal(f"argument leaf {i}", "which shares storage with another argument, "
                             "onto a storage that requires grad")
-    value_output = -1
+    value_output = None
     if source.new:
         value_output = len(candidates)
         # its data only: the member's gradient goes through the group's base, as in eager
