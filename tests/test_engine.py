@@ -52,7 +52,7 @@ output 0: alias_of_input 0 (custom Function view; gradient through graph output 
 output 1: fresh (graph output 0), requires_grad
 output 2: fresh (graph output 1), requires_grad""")
         self.assertExpectedInline(repr((s.meta.new_leaves, s.joint.backward_mutations, s.joint.grad_inputs,
-                                        s.joint.grad_reach)), """((NewLeaf(kind='view', source=1, shape=(6,), stride=(1,), offset=0, dtype='float32'),), ((1, True, (2, 3), (3, 1), 0),), (0, 2, 3), ((0, 1), (2,), (2,)))""")
+                                        s.joint.grad_reach)), """((NewLeaf(kind=<NewLeafKind.VIEW: 'view'>, source=1, shape=(6,), stride=(1,), offset=0, dtype='float32'),), ((1, True, (2, 3), (3, 1), 0),), (0, 2, 3), ((0, 1), (2,), (2,)))""")
 
     def test_training_mutation_only(self):
         def f(a):

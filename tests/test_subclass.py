@@ -11,7 +11,8 @@ import aotcheck
 from aotcheck.check.oracle import _close
 from aotcheck.errors import UnsupportedInputError
 from aotcheck.subclass import desugar
-from aotcheck.subclass.records import Covered, Moved, OuterCall, OuterFacts, OutFact, Replay
+from aotcheck.engine.capture.facts import Poison
+from aotcheck.subclass.records import Covered, LeafMade, Moved, OuterCall, OuterFacts, OutFact, Replay, ViewMode
 
 
 class TaggedTwo(TwoTensor):
@@ -303,19 +304,19 @@ def test_outer_facts_are_typed_records_read_off_the_trace(monkeypatch):
     transpose = "OuterCall(method='transpose_', args=(0, 1), kwargs=(), grad_enabled=True)"
     moved = "moved=(Moved(arg=0, geometry=((3, 2), (1, 3), 0)),)"
     assert [repr(x) for x in got] == [
-        "OuterFacts(outs=(OutFact(home=0, geometry=((3,), (1,), 0), mode='grad'), OutFact(), "
+        "OuterFacts(outs=(OutFact(home=0, geometry=((3,), (1,), 0), mode=ViewMode.GRAD), OutFact(), "
         "OutFact(same_arg=0)))",
         f"OuterFacts(outs=(OutFact(),), {moved}, written=(0,), replay=(Replay(arg=0, "
         f"after=({transpose},)),))",
-        "OuterFacts(outs=(OutFact(home=0, geometry=((2,), (3,), 0), mode='no_grad'), "
-        "OutFact(home=0, geometry=((2,), (3,), 1), mode='grad', multi_output=True)), "
+        "OuterFacts(outs=(OutFact(home=0, geometry=((2,), (3,), 0), mode=ViewMode.NO_GRAD), "
+        "OutFact(home=0, geometry=((2,), (3,), 1), mode=ViewMode.GRAD, multi_output=True)), "
         f"{moved}, rebased=(0,), written=(0,), replay=(Replay(arg=0, before=({transpose},), "
         "at=((3, 2), (1, 3), 0)),))"]
     for facts in got:
         assert OuterFacts.from_json(facts.to_json()) == facts
 
 
-_ints = st.integers(-1, 5)
+_ints = st.none() | st.integers(0, 5)
 _geometry = st.tuples(st.lists(st.integers(0, 9), max_size=3).map(tuple),
                       st.lists(st.integers(0, 9), max_size=3).map(tuple), st.integers(0, 9))
 _plain = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-9, 9), st.text(max_size=3)),
@@ -325,8 +326,8 @@ _calls = st.lists(st.builds(OuterCall, st.sampled_from(["t_", "transpose_", "squ
                             st.lists(st.tuples(st.text(max_size=3), _plain), max_size=2).map(tuple),
                             st.booleans()), max_size=2).map(tuple)
 _outs = st.builds(OutFact, _ints, _ints, _ints, st.one_of(st.just(()), _geometry),
-                  st.sampled_from(["", "grad", "stale", "alias"]),
-                  st.sampled_from(["", "no_grad", "multi_output"]), st.sampled_from(["", "leaf", "view"]),
+                  st.none() | st.sampled_from(ViewMode), st.none() | st.sampled_from(Poison),
+                  st.none() | st.sampled_from(LeafMade),
                   st.booleans(), st.booleans(), st.booleans(), st.booleans(),
                   st.lists(st.booleans(), max_size=3).map(tuple), st.booleans())
 _indices = st.lists(st.integers(0, 5), max_size=3).map(tuple)

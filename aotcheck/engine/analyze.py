@@ -22,7 +22,8 @@ import enum
 from dataclasses import dataclass
 
 from . import serial
-from .capture.facts import Candidate, HookSite, MemberFacts, MetadataOp, NewLeaf, Retained, StorageSource
+from .capture.facts import (Candidate, HookSite, MemberFacts, MetadataOp, MovedKind, NewLeaf, NewLeafKind, Poison,
+                            Retained, StorageSource)
 from .capture.mode import TraceMode
 from .capture.trace import Captured
 from .signature import Signature, TensorSpec
@@ -78,7 +79,7 @@ class OutputInfo:
     grad_dead_end: bool = False      # requires grad, but (as in eager) its gradient reaches no input
     new_leaf: int | None = None      # it is the grad leaf made inside, meta.new_leaves[k]
     base_new_leaf: int | None = None # a view of that grad leaf: cut from the leaf itself
-    poisoned: str = ""               # 'multi_output' | 'inference_mode' | 'no_grad': NOTE [poisoned views]
+    poisoned: Poison | None = None   # NOTE [poisoned views] in capture/outputs.py
     custom_view: bool = False        # a view made by a custom autograd.Function (or a view of
                                      # one): rebuilt as such, gradient through graph_output
     inference: bool = False          # an inference tensor in eager (made in inference_mode):
@@ -88,7 +89,7 @@ class OutputInfo:
     clips: tuple = ()                # (shape, stride, offset) per as_strided input cut through
                                      # (NOTE [as_strided clips] in recorder.py)
     from_root: bool = False          # rebuilt on the argument's own base (eager regenerated it)
-    moved_kind: str = ""             # handed back as a mix of kinds, as eager's
+    moved_kind: MovedKind | None = None   # handed back as a mix of kinds, as eager's
                                      # (NOTE [inference state moved by .data =] in capture/storage/watch.py)
     at_call: bool = False            # rebuilt from the argument before the runtime replays its
                                      # ``.data =`` (NOTE [views taken before .data =] in outputs.py)
@@ -221,7 +222,7 @@ def analyze(captured: Captured, sig: Signature) -> ViewMutationMeta:
         member = src.kind == "member"
         meta_mut = f.metadata_mutated if not member else any(m.leaf == i for m in facts.members)
         # an aliased argument given requires_grad_(): NOTE [new grad leaves]
-        made_leaf = member and any(nl.kind == "argument" and nl.source == i for nl in facts.new_leaves)
+        made_leaf = member and any(nl.kind is NewLeafKind.ARGUMENT and nl.source == i for nl in facts.new_leaves)
         mutated = f.data_mutated or meta_mut
         rg_after = f.requires_grad_after if not member else spec.requires_grad or f.requires_grad_after
         for op in facts.metadata_ops:

@@ -23,19 +23,26 @@ Example::
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 from .analyze import OutputKind, ViewMutationMeta
 from .signature import Signature, TensorSpec
 
-INFERENCE = "inference"
-TRAINING = "training"
+
+class CompileMode(enum.StrEnum):
+    """What the engine compiles."""
+    INFERENCE = "inference"     # one forward graph
+    TRAINING = "training"       # a joint graph, partitioned into forward and backward
 
 
 @dataclass(frozen=True)
 class Decision:
-    mode: str
+    mode: CompileMode
     reason: str
+
+    def __post_init__(self):
+        object.__setattr__(self, "mode", CompileMode(self.mode))     # from a cache entry's JSON
 
 
 def _alias_of_argument(meta: ViewMutationMeta, o) -> bool:
@@ -50,39 +57,39 @@ def _alias_of_argument(meta: ViewMutationMeta, o) -> bool:
 
 def decide(meta: ViewMutationMeta, sig: Signature) -> Decision:
     if sig.inference_mode:
-        return Decision(INFERENCE, "called under inference_mode")
+        return Decision(CompileMode.INFERENCE, "called under inference_mode")
     regrad = [m.placeholder for m in meta.mutations if m.grad_value_output is not None]
     if regrad:
-        return Decision(TRAINING, f"placeholder {regrad[0]} is set_() onto another storage and "
+        return Decision(CompileMode.TRAINING, f"placeholder {regrad[0]} is set_() onto another storage and "
                                   "then written with values that require grad "
                                   "(NOTE [grad writes after a swap])")
     if not sig.grad_enabled:
         for o in meta.outputs:
             if o.kind != OutputKind.CONSTANT and o.requires_grad and not _alias_of_argument(meta, o):
-                return Decision(TRAINING, f"grad mode is off at the call, but output {o.index} "
+                return Decision(CompileMode.TRAINING, f"grad mode is off at the call, but output {o.index} "
                                           "requires grad (an enable_grad region inside the function)")
         for i in meta.inputs:
             if i.data_mutated and i.requires_grad_after and not i.all_mutations_under_no_grad:
-                return Decision(TRAINING, f"grad mode is off at the call, but argument {i.index} "
+                return Decision(CompileMode.TRAINING, f"grad mode is off at the call, but argument {i.index} "
                                           "requires grad and is written inside an enable_grad "
                                           "region of the function, where autograd records it")
-        return Decision(INFERENCE, "grad mode is off")
+        return Decision(CompileMode.INFERENCE, "grad mode is off")
     if not any(isinstance(l, TensorSpec) and l.requires_grad for l in sig.leaves) and \
             not any(i.requires_grad_set and i.requires_grad_after for i in meta.inputs) and \
             not meta.new_leaves:
         rg_mut = [i.index for i in meta.inputs
                   if i.data_mutated and i.requires_grad_after and not i.all_mutations_under_no_grad]
         if not rg_mut:
-            return Decision(INFERENCE, "no argument requires grad")
-        return Decision(TRAINING, f"argument {rg_mut[0]} does not require grad but is mutated with "
+            return Decision(CompileMode.INFERENCE, "no argument requires grad")
+        return Decision(CompileMode.TRAINING, f"argument {rg_mut[0]} does not require grad but is mutated with "
                                   "values that do, so gradients flow through the mutation")
     for o in meta.outputs:
         if o.kind != OutputKind.CONSTANT and o.requires_grad and not _alias_of_argument(meta, o):
-            return Decision(TRAINING, f"output {o.index} ({o.kind}) requires grad")
+            return Decision(CompileMode.TRAINING, f"output {o.index} ({o.kind}) requires grad")
     for i in meta.inputs:
         if i.data_mutated and i.requires_grad_after and not i.all_mutations_under_no_grad:
-            return Decision(TRAINING, f"argument {i.index} requires grad and its data is mutated "
+            return Decision(CompileMode.TRAINING, f"argument {i.index} requires grad and its data is mutated "
                                       "outside no_grad, so gradients flow through the mutation "
                                       "(PyTorch PR #128229)")
-    return Decision(INFERENCE, "no output requires grad except aliases of arguments, and no "
+    return Decision(CompileMode.INFERENCE, "no output requires grad except aliases of arguments, and no "
                                "argument that requires grad is mutated outside no_grad")

@@ -17,7 +17,7 @@ from .. import flags
 from .analyze import ViewMutationMeta, analyze
 from .capture.trace import Captured, capture, joint_retry_modes, view_replay_refusal
 from .capture.plan import placeholder_tensors
-from .decide import TRAINING, Decision, decide
+from .decide import CompileMode, Decision, decide
 from .joint import Joint, ViewReplayError, forward_candidates, trace_joint
 from .lint import check_graph, check_meta
 from .partition.cut import Partitioned, inference_forward, partition
@@ -48,10 +48,10 @@ def run_stages(fn, leaves: list, in_spec, sig: Signature, partitioner: str = "de
         check_graph(captured.graph.graph, "captured", functional=True)
         check_meta(meta, sig)
     joint = None
-    if decision.mode == TRAINING and captured.facts.view_replay_hazard and not captured.plain:
+    if decision.mode == CompileMode.TRAINING and captured.facts.view_replay_hazard and not captured.plain:
         raise view_replay_refusal("an in-place metadata change on a tensor that has views, "
                                    "then a mutation of its storage")
-    if decision.mode == TRAINING:
+    if decision.mode == CompileMode.TRAINING:
         captured, meta, decision, joint = _joint(fn, leaves, in_spec, sig, captured, meta, decision)
         if joint.backward_error:
             meta = replace(meta, backward_error=joint.backward_error)
@@ -85,7 +85,7 @@ def _joint(fn, leaves: list, in_spec, sig: Signature, captured: Captured, meta: 
             continue        # it went the plain way by itself: the plain way comes next, afresh
         meta = analyze(retry, sig)
         decision = decide(meta, sig)
-        if decision.mode != TRAINING:
+        if decision.mode != CompileMode.TRAINING:
             if mode.plain:
                 raise view_replay_refusal(error) from None
             continue

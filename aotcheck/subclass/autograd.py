@@ -25,7 +25,7 @@ from torch.overrides import TorchFunctionMode
 from ..engine.capture.recorder import REQUIRES_GRAD_ATTR, call_name
 from ..engine.graph_walk import grad_nodes
 from ..engine.signature import storage_extent
-from .records import NEW_LEAF, NEW_LEAF_VIEW, OuterFacts
+from .records import LeafMade, OuterFacts, ViewMode
 
 STALE = object()
 
@@ -80,7 +80,7 @@ def view_home(o, outer: list, keys: list, key, plain, hidden: dict = {}) -> int 
     return next((j for j in homes if outer[j] is base), next(iter(inside + homes), None))
 
 
-def view_mode(o, arg, start_fn, hidden: dict = {}) -> str:
+def view_mode(o, arg, start_fn, hidden: dict = {}) -> ViewMode:
     """How an output over argument ``arg``'s storage is remade (``apply_facts``):
 
     - ``"alias"``: no view (a ``detach()``);
@@ -103,31 +103,33 @@ def view_mode(o, arg, start_fn, hidden: dict = {}) -> str:
     requires grad too, with no grad_fn, in eager as in the trace."""
     gf = grad_fn_of(o)
     if not o._is_view():
-        return "written" if gf is not None else "alias"
+        return ViewMode.WRITTEN if gf is not None else ViewMode.ALIAS
     if gf is STALE:
-        return "stale"
+        return ViewMode.STALE
     if gf is not None:
         base = hidden.get(id(o._base), o._base)
         if base is not arg and base is not arg._base and has_history(gf, hidden):
-            return "written"        # a view of a detach of the argument: no autograd view of it
+            return ViewMode.WRITTEN        # a view of a detach of the argument: no autograd view of it
         if reaches_arg(gf, arg, start_fn):
-            return "grad"
-        return "written" if has_history(gf, hidden) else "dropped"
-    return "plain" if not arg.requires_grad else "no_grad" if o.requires_grad else "detached"
+            return ViewMode.GRAD
+        return ViewMode.WRITTEN if has_history(gf, hidden) else ViewMode.DROPPED
+    if not arg.requires_grad:
+        return ViewMode.PLAIN
+    return ViewMode.NO_GRAD if o.requires_grad else ViewMode.DETACHED
 
 
-def new_leaf_kind(o) -> str:
-    """A leaf that requires grad made inside: ``NEW_LEAF``, or ``NEW_LEAF_VIEW`` for a view of
+def new_leaf_kind(o) -> LeafMade:
+    """A leaf that requires grad made inside: ``LeafMade.LEAF``, or ``LeafMade.VIEW`` for a view of
     one whose flag was set after the view was made (``v2 = v1[:1]; v1.requires_grad_()``): it
     requires grad through its base but has no gradient edge, so backward leaves its ``.grad``
     None."""
     if not o._is_view():
-        return NEW_LEAF
+        return LeafMade.LEAF
     # its gradient edge, as torch.autograd.graph.get_gradient_edge finds it (a view_as, kept
     # out of the traced graph)
     with disable_proxy_modes_tracing(), torch.enable_grad():
         edge = o.view_as(o).grad_fn.next_functions[0][0]
-    return NEW_LEAF_VIEW if edge is None else NEW_LEAF
+    return LeafMade.VIEW if edge is None else LeafMade.LEAF
 
 
 def remake_dropped(a: torch.Tensor, geometry) -> torch.Tensor:
@@ -141,7 +143,7 @@ def remake_dropped(a: torch.Tensor, geometry) -> torch.Tensor:
 
 def remake_view_of_leaf(o: torch.Tensor) -> torch.Tensor:
     """``o`` as a view of a leaf made inside whose ``requires_grad_()`` came after the view
-    (``new_leaf_kind`` ``NEW_LEAF_VIEW``)."""
+    (``new_leaf_kind`` ``LeafMade.VIEW``)."""
     base = o.detach()
     with torch.enable_grad():
         v = base.view_as(base)
@@ -258,7 +260,7 @@ def remake_view_of_new_leaf(o: torch.Tensor, edge: bool) -> torch.Tensor:
     """``o`` as a view (in grad mode) of a leaf made inside, which eager refuses to write in
     place: its gradient reaches that leaf (``edge``; the leaf is not returned, so its
     ``.grad`` is seen by no one), or, viewing a view taken before the leaf's
-    ``requires_grad_()``, it reaches nothing (``new_leaf_kind`` ``NEW_LEAF_VIEW``)."""
+    ``requires_grad_()``, it reaches nothing (``new_leaf_kind`` ``LeafMade.VIEW``)."""
     if not edge:
         v = remake_view_of_leaf(o)
         with torch.enable_grad():

@@ -19,7 +19,7 @@ from .autograd import (detached_written, new_leaf_kind, own_flag, remake_dropped
                        remake_view_of_leaf, remake_view_of_new_leaf, routed_grad_set, view_home,
                        view_mode)
 from .base import flatten, plain_part, storage_key, unflatten
-from .records import NEW_LEAF, NEW_LEAF_VIEW, Moved, OutFact, OuterFacts
+from .records import LeafMade, Moved, OutFact, OuterFacts, ViewMode
 from .wrapper_set import move_outer
 
 
@@ -141,7 +141,7 @@ def _remade(o, outs: list, outer: list, before: list, keys: list, by_leaf: dict)
     if home is not None:
         fact = OutFact(home=home, geometry=geometry_of(o),
                        mode=view_mode(o, outer[home], before[home][2], by_leaf))
-        if fact.mode == "stale":
+        if fact.mode is ViewMode.STALE:
             fact = replace(fact, poisoned=poisoned_kind(o))
         else:
             # NOTE [subclass output of another type over an argument's memory]
@@ -155,7 +155,7 @@ def _remade(o, outs: list, outer: list, before: list, keys: list, by_leaf: dict)
 # see NOTE [subclass leaf made inside over an argument's memory]
             leaf = _leaf_made_inside(o, outer, by_leaf)
             if leaf:
-                fact = replace(fact, mode="alias", **leaf)
+                fact = replace(fact, mode=ViewMode.ALIAS, **leaf)
     elif poisoned_kind(o):
         # see NOTE [subclass poisoned views]
         fact = OutFact(poisoned=poisoned_kind(o))
@@ -188,7 +188,7 @@ def _leaf_made_inside(o: torch.Tensor, outer: list, by_leaf: dict) -> dict:
     ``{}``. An argument, an argument's base or a hidden leaf standing for an argument
     (NOTE [subclass views of an argument given requires_grad_]) is no leaf made inside."""
     if not o._is_view():
-        return {"new_leaf": NEW_LEAF} if o.requires_grad and o.is_leaf else {}
+        return {"new_leaf": LeafMade.LEAF} if o.requires_grad and o.is_leaf else {}
     base = o._base
     if id(base) in by_leaf or any(base is a or base is a._base for a in outer):
         return {}       # a view of an argument made under no_grad is a leaf too
@@ -210,7 +210,7 @@ def stale_views(facts: OuterFacts, outer: list) -> dict:
     """Outputs that are views (made under no_grad, or by unbind, split, ...) of arguments written
     afterwards ("stale"), made before the write-back, as eager made them."""
     return {k: poisoned_view(outer[fact.home], fact.poisoned, fact.geometry)
-            for k, fact in enumerate(facts.outs) if fact.view and fact.mode == "stale"}
+            for k, fact in enumerate(facts.outs) if fact.view and fact.mode is ViewMode.STALE}
 
 
 def apply_facts(facts: OuterFacts, outs: list, outer: list, moved: bool = True,
@@ -246,22 +246,22 @@ def apply_facts(facts: OuterFacts, outs: list, outer: list, moved: bool = True,
         elif fact.view:
             (size, stride, offset), mode = fact.geometry, fact.mode
             a = outer[fact.home]
-            if mode == "written":
+            if mode is ViewMode.WRITTEN:
                 o = detached_written(a, (size, stride, offset), o)
-            elif mode in ("alias", "detached"):
+            elif mode in (ViewMode.ALIAS, ViewMode.DETACHED):
                 # alias: no view, and no in-place op (as_strided_ bumps the version it shares
                 # with a); detached: a view of a's detach, as eager's ``a.detach()[0]``
                 o = a.detach().as_strided(size, stride, offset)
-                o = o.detach() if mode == "alias" else o
-            elif mode == "dropped":
+                o = o.detach() if mode is ViewMode.ALIAS else o
+            elif mode is ViewMode.DROPPED:
                 o = remake_dropped(a, (size, stride, offset))
             else:
-                with torch.set_grad_enabled(torch.is_grad_enabled() and mode != "no_grad"):
+                with torch.set_grad_enabled(torch.is_grad_enabled() and mode is not ViewMode.NO_GRAD):
                     o = a.as_strided(size, stride, offset)
         if fact.leaf_view:
             o = remake_view_of_new_leaf(o, fact.leaf_edge)
         elif fact.new_leaf:
-            o = remake_view_of_leaf(o) if fact.new_leaf == NEW_LEAF_VIEW else o.detach().requires_grad_()
+            o = remake_view_of_leaf(o) if fact.new_leaf is LeafMade.VIEW else o.detach().requires_grad_()
         if fact.multi_output:
             # one of several views of one op (unbind, split, chunk): eager refuses to write it
             # in place; so does a view made the same way (values and gradient unchanged)

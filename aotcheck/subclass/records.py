@@ -13,7 +13,7 @@ NOTE [subclass trace] in desugar.py), so no schema version; they still round-tri
 0 is a view of the argument with grad, remade from it; output 1 is the graph's value; output 2
 is the argument)::
 
-    OuterFacts(outs=(OutFact(home=0, geometry=((3,), (1,), 0), mode='grad'), OutFact(),
+    OuterFacts(outs=(OutFact(home=0, geometry=((3,), (1,), 0), mode=ViewMode.GRAD), OutFact(),
                      OutFact(same_arg=0)))
 
 and ``g(a)`` doing ``a.transpose_(0, 1); return a * 2``, ``a`` a non-leaf of shape (2, 3) (its
@@ -25,28 +25,45 @@ geometry moved; its ``transpose_`` is replayed on the caller's tensor, with grad
 """
 from __future__ import annotations
 
+import enum
 import json
 from dataclasses import MISSING, dataclass, fields, replace
 
 from ..engine import serial
+from ..engine.capture.facts import Poison
 
 
 def _short_repr(record) -> str:
     """The record's fields that differ from their defaults (all, where a field has none)."""
-    shown = [f"{f.name}={getattr(record, f.name)!r}" for f in fields(record)
-             if f.default is MISSING or getattr(record, f.name) != f.default]
-    return f"{type(record).__name__}({', '.join(shown)})"
+    def shown(v):
+        return f"{type(v).__name__}.{v.name}" if isinstance(v, enum.Enum) else repr(v)
+    return f"{type(record).__name__}(" + ", ".join(
+        f"{f.name}={shown(getattr(record, f.name))}" for f in fields(record)
+        if f.default is MISSING or getattr(record, f.name) != f.default) + ")"
 
 
-# OutFact.new_leaf: a leaf made inside with requires_grad_(), or a view of one whose flag was set
-# after the view was made (``autograd.new_leaf_kind``)
-NEW_LEAF, NEW_LEAF_VIEW = "leaf", "view"
+class ViewMode(enum.StrEnum):
+    """How an output over an argument's storage is remade (``autograd.view_mode``)."""
+    ALIAS = "alias"         # no view (a detach()), or a leaf made inside over its memory
+    WRITTEN = "written"     # no autograd view of the argument, with a history of its own
+    STALE = "stale"         # made under no_grad, its base written in grad mode since
+    GRAD = "grad"           # a view whose grad_fn reaches the argument
+    DROPPED = "dropped"     # a view whose grad_fn does not reach it
+    NO_GRAD = "no_grad"     # no grad_fn, requires grad through the argument
+    DETACHED = "detached"   # no grad_fn and no grad, the argument requires grad
+    PLAIN = "plain"         # the argument requires no grad
+
+
+class LeafMade(enum.StrEnum):
+    """A leaf made inside with requires_grad_() (``autograd.new_leaf_kind``)."""
+    LEAF = "leaf"           # the leaf itself
+    VIEW = "view"           # a view of one whose flag was set after the view was made
 
 
 @dataclass(frozen=True)
 class OutFact:
     """One tensor output as the trace saw it at the outer level. At most one of
-    ``same_out``, ``same_arg`` and ``home`` is set (>= 0); an output with none of them is
+    ``same_out``, ``same_arg`` and ``home`` is set; an output with none of them is
     the compiled graph's value."""
     __repr__ = _short_repr       # the fields that differ from their defaults
 
@@ -55,14 +72,12 @@ class OutFact:
     home: int | None = None         # it is over argument j's memory, remade from it
                                     # (``autograd.view_home``) ...
     geometry: tuple = ()            # ... in this (size, stride, offset) ...
-    mode: str = ""                  # ... as ``autograd.view_mode`` says ("grad", "no_grad",
-                                    # "stale", "dropped", "written", "detached", "plain"), or
-                                    # "alias": a leaf made inside over its memory
+    mode: ViewMode | None = None    # ... as ``autograd.view_mode`` says, or ALIAS: a leaf made
+                                    # inside over its memory
                                     # (NOTE [subclass leaf made inside over an argument's memory])
-    poisoned: str = ""              # its grad_fn raises in eager: ``poisoned_kind``
+    poisoned: Poison | None = None  # its grad_fn raises in eager: ``poisoned_kind``
                                     # (NOTE [subclass poisoned views])
-    new_leaf: str = ""              # NEW_LEAF or NEW_LEAF_VIEW: a leaf made inside, given
-                                    # requires_grad_()
+    new_leaf: LeafMade | None = None  # a leaf made inside, given requires_grad_()
     leaf_view: bool = False         # a view in grad mode of a leaf made inside ...
     leaf_edge: bool = False         # ... whose gradient reaches that leaf
     inference: bool = False         # made in inference mode inside (remade by ``as_inference``

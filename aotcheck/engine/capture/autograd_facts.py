@@ -13,7 +13,7 @@ import types
 import torch
 
 from ...errors import UnsupportedInputError
-from .facts import HookSite, NewLeaf, RetainKind, Retained
+from .facts import HookSite, NewLeaf, NewLeafKind, RetainKind, Retained
 from .functional import geometry_of, storage_ref
 from ..graph_walk import grad_nodes
 from ..signature import Signature
@@ -54,9 +54,9 @@ def new_leaf_facts(tensors: list, user: list, sig: Signature, geometry: dict,
             # an argument moved onto its memory (``a.data = t``): it is the leaf's own,
             # made inside (``at_call``: the arguments' storages at the call)
             src = None
-        kind = "view" if src is not None else "fresh"
+        kind = NewLeafKind.VIEW if src is not None else NewLeafKind.FRESH
         if id(t) in members:
-            kind, src = "argument", members[id(t)]
+            kind, src = NewLeafKind.ARGUMENT, members[id(t)]
             shape, stride, offset = geometry_of(t)
         out.append(NewLeaf(kind, src, tuple(shape), tuple(stride), offset,
                            str(t.dtype).replace("torch.", "")))

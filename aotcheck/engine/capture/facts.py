@@ -23,31 +23,59 @@ class Candidate:
     offset: int
 
 
+class OpTarget(enum.StrEnum):
+    """What a metadata call was made on."""
+    PLACEHOLDER = "placeholder"     # a graph placeholder
+    LEAF = "leaf"                   # an argument leaf: a member of an alias group
+
+
 @dataclass(frozen=True)
 class MetadataOp:
     """One in-place metadata call on an argument (``a.t_()``, ``a.resize_(4)``, a member's
     ``requires_grad_()``), which the runtime replays on the caller's tensor, in order."""
-    kind: str                       # "placeholder" (index: a placeholder) or "leaf" (an
-                                    # argument leaf: a member of an alias group)
+    kind: OpTarget                  # what ``index`` numbers
     index: int
     method: str                     # the Tensor method's name
     args: tuple                     # plain data (recorder.plain_args)
     kwargs: tuple                   # ((name, value), ...), sorted by name
     grad_enabled: bool              # autograd recorded it: replayed with grad on
 
+    def __post_init__(self):
+        object.__setattr__(self, "kind", OpTarget(self.kind))     # from the recorder's key
+
+
+class NewLeafKind(enum.StrEnum):
+    """How the runtime makes a grad leaf made inside (NOTE [new grad leaves])."""
+    VIEW = "view"                   # a detached view of argument leaf ``source``
+    FRESH = "fresh"                 # an empty tensor, filled from its graph value when returned
+    ARGUMENT = "argument"           # the caller's argument leaf ``source`` itself
+
 
 @dataclass(frozen=True)
 class NewLeaf:
     """A tensor that became a leaf requiring grad inside the function (NOTE [new grad leaves]
-    in autograd_facts.py), which the runtime makes before the graph runs: ``kind`` "view" (a
-    detached view of argument leaf ``source``), "fresh" (an empty tensor, filled from its
-    graph value when returned) or "argument" (the caller's argument leaf ``source`` itself)."""
-    kind: str
+    in autograd_facts.py), which the runtime makes before the graph runs, as ``kind`` says."""
+    kind: NewLeafKind
     source: int | None             # argument leaf index (None: fresh)
     shape: tuple[int, ...]
     stride: tuple[int, ...]
     offset: int
     dtype: str                      # "float32", without "torch."
+
+
+class Poison(enum.StrEnum):
+    """Why reading a view's grad_fn raises in eager (NOTE [poisoned views] in outputs.py): the
+    view was made ..."""
+    MULTI_OUTPUT = "multi_output"       # ... by a multi-output view op, then its base written
+    INFERENCE_MODE = "inference_mode"   # ... in inference mode, then written outside it
+    NO_GRAD = "no_grad"                 # ... under no_grad, then written under grad
+
+
+class MovedKind(enum.StrEnum):
+    """The kind ``.data =`` in an inference call left an output as
+    (NOTE [inference state moved by .data =] in storage/watch.py)."""
+    INFERENCE = "inference"         # an inference tensor
+    ORDINARY = "ordinary"           # an ordinary tensor
 
 
 class StorageKind(enum.StrEnum):
@@ -173,7 +201,7 @@ class OutputFacts:
     grad_dead_end: bool = False       # requires grad, but its gradient reaches no input
     new_leaf: int | None = None       # it is new grad leaf k (NOTE [new grad leaves])
     base_new_leaf: int | None = None  # a view of new grad leaf k (its base, not returned)
-    poisoned: str = ""                # its grad_fn raises in eager (NOTE [poisoned views])
+    poisoned: Poison | None = None    # its grad_fn raises in eager (NOTE [poisoned views])
     custom_view: bool = False         # a view whose autograd chain passes a custom Function
                                       # (NOTE [custom Function views] in outputs.py)
     inference: bool = False           # an inference tensor (made inside an inference_mode block)
@@ -183,7 +211,7 @@ class OutputFacts:
                                       # (NOTE [as_strided clips] in recorder.py)
     from_root: bool = False           # eager regenerated it from its root base, reaching
                                       # outside the argument it aliases
-    moved_kind: str = ""              # ``.data =`` in an inference call gave it the other kind:
+    moved_kind: MovedKind | None = None   # ``.data =`` in an inference call gave it the other kind
                                       # (NOTE [inference state moved by .data =])
     at_call: bool = False             # a view of an argument taken before ``.data =`` moved it:
                                       # rebuilt before the swap (NOTE [views taken before .data =])

@@ -6,7 +6,7 @@ the way when the first cannot follow the program, and says why:
     TraceMode()                                    functional, "the first way: ..."
       .then("alias group ... is mutated", synthetic=(0,))        NOTE [synthetic bases]
       .then("autograd's view replay failed ...", nonleaf_views=True)  NOTE [non-leaf copies]
-      .then("... a limit of functionalization", way=PLAIN)  NOTE [plain trace, then functionalize]
+      .then("... a limit of functionalization", way=Way.PLAIN)  NOTE [plain trace, then functionalize]
 
 The mode travels with the capture (``Captured.mode``), into the joint trace, and into the
 metadata (``ViewMutationMeta.trace_mode``), so the cache entry keeps it and ``explain``
@@ -14,18 +14,23 @@ prints it. No tensors, no callables: it round-trips through JSON.
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, replace
 
-FUNCTIONAL = "functional"   # traced under functionalization on fake tensors
-PLAIN = "plain"             # traced on plain fake tensors with eager autograd, then
-                            # functionalized (storage_views.py)
+
+class Way(enum.StrEnum):
+    """How capture traced the function."""
+    FUNCTIONAL = "functional"   # under functionalization on fake tensors
+    PLAIN = "plain"             # on plain fake tensors with eager autograd, then
+                                # functionalized (storage_views.py)
+
 
 FIRST_WAY = "the first way: traced under functionalization on fake tensors"
 
 
 @dataclass(frozen=True)
 class TraceMode:
-    way: str = FUNCTIONAL
+    way: Way = Way.FUNCTIONAL
     nonleaf_views: bool = False     # non-leaf argument copies are views of fresh storage
                                     # (NOTE [non-leaf copies] in functional_run.py)
     argument_views: bool = False    # argument views are views in the trace too
@@ -36,7 +41,7 @@ class TraceMode:
 
     @property
     def plain(self) -> bool:
-        return self.way == PLAIN
+        return self.way is Way.PLAIN
 
     def then(self, why: str, **changes) -> "TraceMode":
         """This mode changed as ``changes`` say, for the reason ``why``."""

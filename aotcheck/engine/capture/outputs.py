@@ -14,7 +14,7 @@ from typing import Callable
 import torch
 
 from ...errors import UnsupportedInputError
-from .facts import OutputFacts
+from .facts import MovedKind, OutputFacts, Poison
 from .functional import geometry_of, storage_ref
 from .nondiff import refuse_nondiff_output
 from ..graph_walk import grad_nodes
@@ -57,7 +57,7 @@ class _Leaf:
     geometry: tuple         # (shape, stride, offset)
     eager: tuple | None     # its eager geometry, where the capture has one
     rg: bool                # requires grad (a poisoned view: its base's)
-    poisoned: str
+    poisoned: Poison | None
     custom: bool            # a view through a custom autograd.Function
     clips: tuple
     regenerated: bool       # eager regenerated its grad_fn (NOTE [as_strided clips] in recorder.py)
@@ -164,8 +164,8 @@ class _Classifier:
         common["clips"] = leaf.clips
         common["new_leaf"] = (run.new_leaf_ids or {}).get(id(o))
         # NOTE [inference state moved by .data =] in storage/watch.py: the kind it ends as
-        common["moved_kind"] = ("inference" if id(o) in made_in_call else "ordinary") \
-            if id(o) in run.moved_kind else ""
+        common["moved_kind"] = (MovedKind.INFERENCE if id(o) in made_in_call else MovedKind.ORDINARY) \
+            if id(o) in run.moved_kind else None
         return common
 
     def _classify(self, leaf: _Leaf, common: dict) -> OutputFacts:
@@ -462,21 +462,21 @@ _MULTI_VIEW_FNS = frozenset({"UnbindBackward0", "SplitBackward0", "SplitWithSize
 # made under inference_mode or no_grad) and bumps its version counter, so reading it raises
 # the same way.
 
-def poisoned_kind(o: torch.Tensor) -> str:
-    """'multi_output', 'inference_mode' or 'no_grad' when ``o`` is such a view, else ''."""
+def poisoned_kind(o: torch.Tensor) -> Poison | None:
+    """Why reading ``o``'s grad_fn raises, if it does."""
     if not o._is_view():
-        return ""
+        return None
     try:
         o.grad_fn
-        return ""
+        return None
     except RuntimeError as e:
         msg = str(e)
         if "created in inference mode" in msg:
-            return "inference_mode"
+            return Poison.INFERENCE_MODE
         if "created in no_grad mode" in msg:
-            return "no_grad"
+            return Poison.NO_GRAD
         if "returns multiple views" in msg:
-            return "multi_output"
+            return Poison.MULTI_OUTPUT
         raise
 
 

@@ -8,10 +8,12 @@ inside the graph with ``as_strided``.
 Example: ``f(a, a[1:])`` where ``a[1:]`` is mutated, planned with a synthetic base::
 
     placeholders = (("root", 0),)
-    sources      = (LeafSource("member", 0, (4,), (1,), 0), LeafSource("member", 0, (3,), (1,), 1))
+    sources      = (LeafSource(LeafKind.MEMBER, 0, (4,), (1,), 0),
+                    LeafSource(LeafKind.MEMBER, 0, (3,), (1,), 1))
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 import torch
@@ -21,13 +23,20 @@ from .. import serial
 from ..signature import GroupSpec, Signature, TensorSpec, root_of, whole_storage
 
 
+class LeafKind(enum.StrEnum):
+    """How one argument leaf is rebuilt inside the graph."""
+    PLACEHOLDER = "placeholder"     # it is placeholder ``index``
+    SAME = "same"                   # the very tensor of leaf ``index``
+    MEMBER = "member"               # a view of root placeholder ``index`` in this geometry, of
+                                    # its detached alias when the member does not require grad
+                                    # but the root does
+    VALUE = "value"                 # a non-tensor
+
+
 @dataclass(frozen=True)
 class LeafSource:
-    """How one argument leaf is rebuilt inside the graph: ``kind`` "placeholder" (it is
-    placeholder ``index``), "same" (the very tensor of leaf ``index``), "member" (a view of
-    root placeholder ``index`` in this geometry, of its detached alias when the member does
-    not require grad but the root does), or "value" (a non-tensor)."""
-    kind: str
+    """How one argument leaf is rebuilt inside the graph (``kind``)."""
+    kind: LeafKind
     index: int | None = None
     shape: tuple[int, ...] = ()     # member only
     stride: tuple[int, ...] = ()
@@ -61,13 +70,13 @@ def plan_inputs(sig: Signature, synthetic: frozenset[int] = frozenset()) -> Inpu
     root_slot: dict[int, int] = {}
     for i, spec in enumerate(sig.leaves):
         if not isinstance(spec, TensorSpec):
-            sources.append(LeafSource("value"))
+            sources.append(LeafSource(LeafKind.VALUE))
         elif spec.same_as is not None:
-            sources.append(LeafSource("same", spec.same_as))
+            sources.append(LeafSource(LeafKind.SAME, spec.same_as))
         elif spec.storage in synthetic and spec.storage not in groups:
             # NOTE [writes outside an argument]: an argument alone on its storage, written
             # through a view reaching outside it: the graph takes the whole storage
-            sources.append(LeafSource("member", len(placeholders), spec.shape, spec.stride,
+            sources.append(LeafSource(LeafKind.MEMBER, len(placeholders), spec.shape, spec.stride,
                                       spec.offset))
             placeholders.append(("storage", i))
         elif spec.storage in synthetic:
@@ -77,10 +86,10 @@ def plan_inputs(sig: Signature, synthetic: frozenset[int] = frozenset()) -> Inpu
                 root_slot[g.storage] = len(placeholders)
                 placeholders.append(("storage" if g.root_whole else "root", g.root_member))
             detached = g.root_requires_grad and not spec.requires_grad
-            sources.append(LeafSource("member", root_slot[g.storage], spec.shape, spec.stride,
+            sources.append(LeafSource(LeafKind.MEMBER, root_slot[g.storage], spec.shape, spec.stride,
                                       spec.offset, detached))
         else:
-            sources.append(LeafSource("placeholder", len(placeholders)))
+            sources.append(LeafSource(LeafKind.PLACEHOLDER, len(placeholders)))
             placeholders.append(("leaf", i))
     return InputPlan(tuple(placeholders), tuple(sources))
 

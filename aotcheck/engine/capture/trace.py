@@ -47,7 +47,7 @@ from .functional import (compiling, eager_view_strides, from_fun, geometry_of,
                          quiet_fake_tensor_log, stand_in, trace_functional, trace_grad_mode)
 from .storage.data_assign import DataAssignmentOps, refuse_member_data_sets
 from .functional_run import FunctionalRun, PlainRun
-from .mode import PLAIN, TraceMode
+from .mode import TraceMode, Way
 from .nondiff import refuse_nondiff_arguments
 from .resize import EagerOutLayouts
 from .view_flags import check_member_flags
@@ -196,7 +196,7 @@ def capture(fn, leaves: list, in_spec, sig: Signature, mode: TraceMode = TraceMo
 
 def plain_way(mode: TraceMode, why: str) -> TraceMode:
     """The second way (NOTE [plain trace, then functionalize]), for the reason ``why``."""
-    return mode.then(why, way=PLAIN, nonleaf_views=False, argument_views=False)
+    return mode.then(why, way=Way.PLAIN, nonleaf_views=False, argument_views=False)
 
 
 def _capture_either(fn, leaves: list, in_spec, sig: Signature, mode: TraceMode) -> Captured:

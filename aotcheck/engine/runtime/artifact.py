@@ -50,7 +50,7 @@ from .imperative import imperative_autograd, retain_at_call, retain_between, ski
 from .writeback import (apply_mutations, as_at_call, fits, geometry,
                         replay_reshaping_swaps, reshaped_leaves, restore_member_geometry)
 from .swap_grad import old_grad_edges
-from ..decide import TRAINING, Decision
+from ..decide import CompileMode, Decision
 from ..joint import retained_outputs
 from ...errors import AotcheckError
 
@@ -132,7 +132,7 @@ class CompiledArtifact:
         self.on_backward: Callable[[fx.Graph], None] | None = None
         self._backward = None
         self.out_spec = out_spec
-        self.training = decision.mode == TRAINING
+        self.training = decision.mode == CompileMode.TRAINING
         self._simple_plan = all(k == "leaf" for k, _ in plan.placeholders) and \
             all(s.kind in ("placeholder", "value") for s in plan.sources)
         self._leaf_of_placeholder = [ref for _, ref in plan.placeholders]

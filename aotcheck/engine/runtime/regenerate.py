@@ -16,6 +16,7 @@ import contextlib
 
 import torch
 
+from ..capture.facts import MovedKind, Poison
 from ..signature import storage_extent
 
 
@@ -69,17 +70,17 @@ def alias(base: torch.Tensor, o) -> torch.Tensor:
     return view
 
 
-def poisoned_view(base: torch.Tensor, kind: str, geometry: tuple) -> torch.Tensor:
+def poisoned_view(base: torch.Tensor, kind: Poison, geometry: tuple) -> torch.Tensor:
     """A view of ``base`` in ``geometry`` (size, stride, offset) made the way eager made a
-    view whose grad_fn now raises (``kind``: 'multi_output', 'inference_mode' or 'no_grad'),
+    view whose grad_fn now raises (``kind``),
     its version then bumped as eager's write of its base bumped it: reading its autograd
     facts, or writing it in place, raises as eager's does
     (NOTE [poisoned views] in outputs.py). Its values are ``base``'s memory."""
-    mode = {"inference_mode": torch.inference_mode, "no_grad": torch.no_grad,
-            "multi_output": torch.enable_grad}[kind]
+    mode = {Poison.INFERENCE_MODE: torch.inference_mode, Poison.NO_GRAD: torch.no_grad,
+            Poison.MULTI_OUTPUT: torch.enable_grad}[kind]
     with mode():
         view = base.as_strided(*geometry)
-        if kind == "multi_output":
+        if kind is Poison.MULTI_OUTPUT:
             view = multi_output_view(view)
     torch.autograd.graph.increment_version(view)
     return view
@@ -237,7 +238,7 @@ def as_moved_kind(out: list, outputs) -> None:
             continue
         key = id(t)
         if key not in made:
-            final = o.moved_kind == "inference"
+            final = o.moved_kind is MovedKind.INFERENCE
             if t.is_inference() != final:
                 with torch.inference_mode(final):
                     t = t.clone()
