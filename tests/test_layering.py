@@ -186,11 +186,7 @@ def test_top_level_modules_are_few_and_listed():
 MAX_FUNCTION_LINES = 80
 MAX_PARAMETERS = 8
 # "path:qualified name" -> why this function may stay over the limits; a stale entry fails
-SIZE_EXCEPTIONS: dict[str, str] = {
-    "engine/capture/storage/swaps.py:storage_swap": "one decision over a swap's cases in the order "
-    "eager's storage semantics settle them (NOTE [storage swaps]); the storage wing typed its "
-    "answer and cut its parameters from 13 to 5, its length is left for a later step",
-}
+SIZE_EXCEPTIONS: dict[str, str] = {}
 
 
 def _parameter_count(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:

@@ -162,6 +162,58 @@ def swap_refusal(p: int | str, why: str) -> UnsupportedInputError:
         "a new one")
 
 
+# NOTE [storage swaps]
+# Functionalization swaps a wrapper's functional storage on ``set_()``: afterwards the
+# argument shares storage with the tensor it was set to, and data mutations through
+# either are mutations of that one storage (the other argument's, if it was one, and
+# that argument's write-back carries them). The runtime replays the swap after the
+# write-backs: ``arg.set_(storage, offset, shape, stride)`` onto the other argument's
+# storage as it was at the call, or ``arg.set_(value)`` for a storage made inside the
+# function, whose value the graph returns. A swap that ends on the argument's own
+# storage (``x.set_(x.t())``, or an undo ``x.set_(y)`` ... ``x.set_(old)``) is ``p``
+# itself: the runtime sets the final geometry on it and, if the storage was written,
+# copies the graph's value of the whole storage into it, since the final geometry
+# may cover less of it than the writes did.
+#
+# Autograd and a swap: a set_() that autograd recorded
+# (NOTE [set_ recorded by autograd] in swap_grad.py: the argument's grad_fn is the NotImplemented node
+# at the end), and one under no_grad of an argument that requires grad onto a tensor of its
+# shape (NOTE [set_ under no_grad]), are replayed as eager's. Other swaps of arguments
+# that require grad are refused, and so are swaps onto another argument that requires
+# grad, unless the one that requires grad was given requires_grad_() only after the
+# swap, with no write to the storage afterwards (``a.set_(b); b.requires_grad_()``:
+# eager's ``a`` requires no grad; ``a.set_(b); a.requires_grad_()``: a leaf over
+# ``b``'s storage): the runtime sets the flag before the call and replays the swap
+# under no_grad.
+#
+# NOTE [swaps in an alias group]
+# An argument that shares storage with another one is its own placeholder in the first
+# capture; when the function writes the shared storage (``v = a1[:, :1];
+# a1.set_(a0); v.copy_(g)``, g requiring grad) the group becomes a synthetic base and
+# the swap a member's (NOTE [member storage swaps]), replayed from the group's
+# base, whose autograd is eager's. So the refusal waits for the run's facts, and is
+# raised only where no synthetic-base capture replaces this one.
+#
+# NOTE [.data assignment of an argument that requires grad]
+# ``a1.fill_(0.5); a1.data = a0``, a1 and a0 requiring grad: ``.data =`` is never
+# recorded by autograd, whatever requires grad; a1 keeps its autograd identity (its
+# grad_fn FillBackward0, from the write before) and gets a0's memory. Where nothing
+# autograd records happened to the argument since its first ``.data =``
+# (``DataAssignSwap.DATA_ONLY``), the swap moves data only: the runtime writes back what
+# came before it (under grad mode where autograd saw it) and replays the swap under
+# no_grad, which keeps the caller's tensor's autograd identity as eager's does.
+# ``a1.data = a0; a1.add_(2.0)``: autograd records the write on a1 (AddBackward0 over
+# its old history, CloneBackward0 of its leaf), while the memory written is a0's, whose
+# grad_fn stays CloneBackward0 (its write-back is one autograd did not see, under
+# no_grad). Where the argument was moved by ``.data =`` only (no set_()) and autograd
+# recorded something on it since (``DataAssignSwap.REWRITTEN``), the swap is replayed
+# as above and then the graph's final value of the argument is copied into it under grad mode
+# (NOTE [grad writes after a swap] in swap_grad.py): its gradient reaches the argument's history at
+# the call, and the operands of the writes, through the compiled function, as eager's
+# does; a0 and a1 share a0's memory after the call, as in eager. On a leaf that
+# requires grad that copy raises eager's error (an in-place op autograd records on a
+# leaf). A gradient of the new shape that the old grad_fn cannot take raises at
+# .backward() (NOTE [a gradient of a swapped argument's new shape] in joint.py).
 def storage_swap(swap: SwapOf, start_refs: list, before: list, flags: list,
                  recorder: MetadataRecorder) -> SwapVerdict:
     """Where ``swap``'s placeholder ``p``'s storage went after ``set_()`` (or ``.data =``):
@@ -170,38 +222,6 @@ def storage_swap(swap: SwapOf, start_refs: list, before: list, flags: list,
     storage and its (grad_fn, requires_grad) at the call; ``flags``: per placeholder, whether
     it requires grad with a gradient edge of its own
     (NOTE [views of an argument given requires_grad_] in view_flags.py).
-
-    # NOTE [storage swaps]
-    Functionalization swaps a wrapper's functional storage on ``set_()``: afterwards the
-    argument shares storage with the tensor it was set to, and data mutations through
-    either are mutations of that one storage (the other argument's, if it was one, and
-    that argument's write-back carries them). The runtime replays the swap after the
-    write-backs: ``arg.set_(storage, offset, shape, stride)`` onto the other argument's
-    storage as it was at the call, or ``arg.set_(value)`` for a storage made inside the
-    function, whose value the graph returns. A swap that ends on the argument's own
-    storage (``x.set_(x.t())``, or an undo ``x.set_(y)`` ... ``x.set_(old)``) is ``p``
-    itself: the runtime sets the final geometry on it and, if the storage was written,
-    copies the graph's value of the whole storage into it, since the final geometry
-    may cover less of it than the writes did.
-
-    Autograd and a swap: a set_() that autograd recorded
-    (NOTE [set_ recorded by autograd] in swap_grad.py: the argument's grad_fn is the NotImplemented node
-    at the end), and one under no_grad of an argument that requires grad onto a tensor of its
-    shape (NOTE [set_ under no_grad]), are replayed as eager's. Other swaps of arguments
-    that require grad are refused, and so are swaps onto another argument that requires
-    grad, unless the one that requires grad was given requires_grad_() only after the
-    swap, with no write to the storage afterwards (``a.set_(b); b.requires_grad_()``:
-    eager's ``a`` requires no grad; ``a.set_(b); a.requires_grad_()``: a leaf over
-    ``b``'s storage): the runtime sets the flag before the call and replays the swap
-    under no_grad.
-
-    # NOTE [swaps in an alias group]
-    An argument that shares storage with another one is its own placeholder in the first
-    capture; when the function writes the shared storage (``v = a1[:, :1];
-    a1.set_(a0); v.copy_(g)``, g requiring grad) the group becomes a synthetic base and
-    the swap a member's (NOTE [member storage swaps]), replayed from the group's
-    base, whose autograd is eager's. So the refusal waits for the run's facts, and is
-    raised only where no synthetic-base capture replaces this one.
     """
     p, w = swap.placeholder, swap.wrapper
     if not swap.leaf:
@@ -223,26 +243,7 @@ def storage_swap(swap: SwapOf, start_refs: list, before: list, flags: list,
     # records it (NOTE [set_ recorded by autograd])
     if recorded_by_autograd(w):
         return SwapVerdict(source)
-    # NOTE [.data assignment of an argument that requires grad]
-    # ``a1.fill_(0.5); a1.data = a0``, a1 and a0 requiring grad: ``.data =`` is never
-    # recorded by autograd, whatever requires grad; a1 keeps its autograd identity (its
-    # grad_fn FillBackward0, from the write before) and gets a0's memory. Where nothing
-    # autograd records happened to the argument since its first ``.data =``
-    # (``DataAssignSwap.DATA_ONLY``), the swap moves data only: the runtime writes back what
-    # came before it (under grad mode where autograd saw it) and replays the swap under
-    # no_grad, which keeps the caller's tensor's autograd identity as eager's does.
-    # ``a1.data = a0; a1.add_(2.0)``: autograd records the write on a1 (AddBackward0 over
-    # its old history, CloneBackward0 of its leaf), while the memory written is a0's, whose
-    # grad_fn stays CloneBackward0 (its write-back is one autograd did not see, under
-    # no_grad). Where the argument was moved by ``.data =`` only (no set_()) and autograd
-    # recorded something on it since (``DataAssignSwap.REWRITTEN``), the swap is replayed
-    # as above and then the graph's final value of the argument is copied into it under grad mode
-    # (NOTE [grad writes after a swap] in swap_grad.py): its gradient reaches the argument's history at
-    # the call, and the operands of the writes, through the compiled function, as eager's
-    # does; a0 and a1 share a0's memory after the call, as in eager. On a leaf that
-    # requires grad that copy raises eager's error (an in-place op autograd records on a
-    # leaf). A gradient of the new shape that the old grad_fn cannot take raises at
-    # .backward() (NOTE [a gradient of a swapped argument's new shape] in joint.py).
+    # NOTE [.data assignment of an argument that requires grad] (above)
     if swap.data_assigned is not None:
         # ``a1.mul_(-1); a1.data = a1[:1]``, back onto its own storage after a write
         # autograd recorded: the runtime copies the storage in under grad mode after the
