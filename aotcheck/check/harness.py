@@ -77,6 +77,7 @@ def call_mode(case):
     from .corpus import CallMode
     return {CallMode.INFERENCE_MODE: torch.inference_mode, CallMode.NO_GRAD: torch.no_grad,
             CallMode.SAVED_TENSORS_HOOKS: saved_tensors_doubled,
+            CallMode.AUTOCAST: lambda: torch.autocast("cpu", dtype=torch.bfloat16),
             CallMode.GRAD: contextlib.nullcontext}[getattr(case, "call", CallMode.GRAD)]()
 
 

@@ -29,7 +29,7 @@ from .analyze import OutputKind, ViewMutationMeta
 from .capture.facts import RetainKind
 from .capture.trace import Captured
 from .capture.functional import (backward_phase, from_fun, geometry_of, storage_ref, to_fun,
-                                  trace_functional, trace_grad_mode)
+                                  trace_functional, trace_grad_mode, without_autocast)
 from .capture.functional_run import FunctionalRun, PlainRun
 from .capture.nondiff import refuse_nondiff_gradient
 from .capture.view_flags import argument_views
@@ -477,7 +477,8 @@ def _retained_targets(outs: list, diff: tuple, retained: tuple, reach: list, run
 def _gradients(outputs: list, inputs: list, tangents: list) -> list:
     """``torch.autograd.grad`` where an input may be None (no gradient: None)."""
     present = [t for t in inputs if t is not None]
-    got = iter(torch.autograd.grad(outputs, present, tangents, allow_unused=True))
+    with without_autocast():        # NOTE [autocast in the backward] in capture/functional.py
+        got = iter(torch.autograd.grad(outputs, present, tangents, allow_unused=True))
     return [next(got) if t is not None else None for t in inputs]
 
 
@@ -499,8 +500,9 @@ def _callers_parts(retained: tuple, kept: list, works: list, tangents: list) -> 
         if r.position is None or t is None:
             parts.append(None)
         elif r.kind is RetainKind.ARGUMENT_BETWEEN:
-            (g,) = torch.autograd.grad([works[r.placeholder]], [t], [tangents[r.position]],
-                                       retain_graph=True, allow_unused=True)
+            with without_autocast():
+                (g,) = torch.autograd.grad([works[r.placeholder]], [t], [tangents[r.position]],
+                                           retain_graph=True, allow_unused=True)
             parts.append(g)
         else:
             parts.append(tangents[r.position])

@@ -336,7 +336,7 @@ def call_context(subject, v) -> Callable:
         stack.enter_context(_grad_mode(mode))
         if v is not None and v.kind == "default_dtype":
             stack.enter_context(_default_dtype(getattr(torch, v.b)))
-        if v is not None and v.kind == "autocast":
+        if (v is not None and v.kind == "autocast") or getattr(subject, "autocast", False):
             stack.enter_context(torch.autocast("cpu", dtype=torch.bfloat16))
         if v is not None and v.kind == "deterministic":
             stack.enter_context(_deterministic())

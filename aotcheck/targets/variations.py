@@ -224,6 +224,7 @@ class Subject:
     states: tuple = ()
     source: str = ""        # a generated program's source (defines f and make_inputs), for reproducers
     size_guards: bool = False   # a case tagged ``size_guards``: ``pick`` adds ``dynamic_shape``
+    autocast: bool = False      # called inside the caller's bfloat16 autocast region (``CallMode.AUTOCAST``)
 
     @staticmethod
     def from_source(name: str, source: str, grad_mode: str = "enabled", backward: bool = True) -> "Subject":
@@ -236,7 +237,7 @@ class Subject:
     def of_case(case) -> "Subject":
         mode = {"inference_mode": "inference_mode", "no_grad": "no_grad"}.get(case.call.value, "enabled")
         return Subject(case.id, case.fn, case.make_inputs, mode, case.backward, tuple(case.states),
-                       size_guards="size_guards" in case.tags)
+                       size_guards="size_guards" in case.tags, autocast=case.call.value == "autocast")
 
 
 # ---------------------------------------------------------------- deriving variations

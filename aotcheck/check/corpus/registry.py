@@ -12,7 +12,7 @@ THEMES = (
     "basics", "input_mutation", "mutation_autograd", "metadata_mutation", "alias_of_input",
     "alias_of_intermediate", "aliased_inputs", "requires_grad_modes", "non_differentiable",
     "layers", "dtypes", "custom_function", "rng", "subclass", "python_state",
-    "real_world",
+    "real_world", "autocast",
 )
 
 
@@ -23,6 +23,7 @@ class CallMode(Enum):
     NO_GRAD = "no_grad"                            # torch.no_grad()
     INFERENCE_MODE = "inference_mode"              # torch.inference_mode()
     SAVED_TENSORS_HOOKS = "saved_tensors_hooks"    # hooks whose unpack doubles every saved tensor
+    AUTOCAST = "autocast"                          # torch.autocast("cpu", dtype=torch.bfloat16)
 
 
 @dataclass(frozen=True)

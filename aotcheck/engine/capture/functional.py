@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import torch
@@ -122,6 +123,21 @@ def stand_in(t):
         out = torch.empty(numel, dtype=t.dtype, device=t.device).as_strided(
             t.shape, t.stride(), t.storage_offset())
         return out.requires_grad_(t.requires_grad) if t.requires_grad else out
+
+
+def without_autocast():
+    """A block with autocast off (every device), or nothing where it is off already.
+
+    # NOTE [autocast in the backward]
+    Eager's backward runs at ``.backward()``, under the autocast state of that moment: off,
+    where the caller's autocast region has closed (its ops are the derivatives of the casts
+    autocast made in the forward, at the dtypes those gave). The joint traces the backward
+    inside the compiled call, under the caller's autocast, which cast the float32 derivative
+    ``mm`` of a region the function had run with ``autocast(enabled=False)`` to bfloat16: the
+    weight's gradient was the bfloat16 product, silently. So the joint's ``autograd.grad``
+    runs with autocast off, and so does the replay of a plain graph (its autocast casts are
+    ops of its own already; NOTE [autocast at run time] in runtime/codegen.py)."""
+    return torch._C._DisableAutocast() if torch._C._is_any_autocast_enabled() else contextlib.nullcontext()
 
 
 class backward_phase:

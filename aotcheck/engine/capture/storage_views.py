@@ -60,7 +60,7 @@ from torch.utils import _pytree as pytree
 
 from ...errors import DataDependentError
 from .functional import (TraceGuard, backward_phase, from_fun, geometry_of, storage_ref, to_fun,
-                         trace_functional)
+                         trace_functional, without_autocast)
 
 # in-place ops that change a tensor's geometry, not its data (their schema says "writes")
 METADATA_OPS = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_", "squeeze_",
@@ -172,7 +172,8 @@ def functionalize_plain(gm: fx.GraphModule, placeholders: list) -> fx.GraphModul
     same outputs (see the module docstring)."""
     def body(*ph):
         inputs = [to_fun(p.detach()) if isinstance(p, torch.Tensor) else p for p in ph]
-        out = _replay(gm, inputs)
+        with without_autocast():    # NOTE [autocast in the backward] in functional.py
+            out = _replay(gm, inputs)
         return [from_fun(o) if isinstance(o, torch.Tensor) else o for o in out]
     return trace_functional(body, placeholders, constants=True)
 
