@@ -20,6 +20,7 @@ The partitioner then cuts it into a forward and a backward graph.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import torch
@@ -79,6 +80,17 @@ class Joint:
 # compiled backward (a RuntimeError, as eager's), and the forward runs as eager's does.
 FREED_GRAPH = "Trying to backward through the graph a second time"
 
+# NOTE [a saved tensor modified in place]
+# ``y = w.sin(); F.embedding(i, w, max_norm=1.0)`` renorms ``w`` in place after sin saved it:
+# eager's forward returns, and only its backward raises "one of the variables needed for
+# gradient computation has been modified by an inplace operation". The joint's autograd.grad
+# meets that error at compile time; raising it there (as aotcheck did) failed a caller who
+# never calls backward (inference with a model in train mode, a forward-only metric) where
+# eager does not. Like a missing derivative it is kept and raised by the compiled backward (a
+# RuntimeError), and the forward runs as eager's does. (After in-place metadata calls a shape
+# error of the joint's backward is the view replay limit instead: ``_replay_limit``.)
+MODIFIED_IN_PLACE = "one of the variables needed for gradient computation has been modified by an inplace operation"
+
 
 def _missing_derivative(e: Exception) -> str:
     """Eager's message when autograd meets a derivative that is not implemented, or a graph
@@ -88,6 +100,10 @@ def _missing_derivative(e: Exception) -> str:
         return msg
     if isinstance(e, RuntimeError) and msg.startswith(FREED_GRAPH):
         return str(e)
+    if isinstance(e, RuntimeError) and msg.startswith(MODIFIED_IN_PLACE):
+        # NOTE [a saved tensor modified in place]; an argument leaf is the output of the trace's
+        # own node, which eager's message does not name
+        return re.sub(r", which is output \d+ of torch::autograd::Error,", "", msg.split(" Hint:")[0])
     refuse_nondiff_gradient(e)      # NOTE [outputs of a non-differentiable dtype that require grad]
     # set_() recorded by autograd (NOTE [set_ recorded by autograd] in swap_grad.py): eager's
     # NotImplemented node raises a RuntimeError
@@ -117,16 +133,15 @@ def _swap_shape_error(e: Exception, run, captured: Captured, primals: list) -> s
 
 def backward_error_type(err: str) -> type:
     """The exception a compiled backward raises for ``backward_error`` ``err``: eager's."""
-    return RuntimeError if err.startswith(FREED_GRAPH) or "invalid gradient at index" in err \
-        else NotImplementedError
+    return RuntimeError if err.startswith((FREED_GRAPH, MODIFIED_IN_PLACE)) or \
+        "invalid gradient at index" in err else NotImplementedError
 
 
 def _replay_limit(run, e: RuntimeError):
     """Re-raise an error of the joint's backward: a shape error inside backward after in-place
     metadata changes is the replay limit ("invalid gradient", or a broadcast mismatch in a
-    replayed view's backward); a saved tensor modified in place is eager's own error, kept as
-    it is."""
-    if run.saw_inplace_metadata and "modified by an inplace operation" not in str(e):
+    replayed view's backward)."""
+    if run.saw_inplace_metadata:
         raise ViewReplayError(str(e).split("\n")[0]) from None
     raise e
 

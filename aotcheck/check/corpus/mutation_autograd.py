@@ -484,3 +484,48 @@ def detached_view_of_plain_argument_mutated_with_grad_value():
         w = randn((4,), 1).requires_grad_()
         return Inputs((randn((2, 4)), w), leaves=(w,))
     return f, make
+
+
+# ---------------------------------------------------------------- eager's error timing (issue 39)
+# NOTE [a saved tensor modified in place] in engine/joint.py: eager's forward returns and only its
+# backward raises; the forward-only twins fail where the compiled function raises at the call.
+
+def _indices_and_weight():
+    def make():
+        w = (randn((5, 4)) * 3).requires_grad_()
+        return Inputs((torch.tensor([0, 2, 2, 4]), w), leaves=(w,))
+    return seeded(make)
+
+
+def _embedding_renorm_after_a_use(idx, w):
+    y = w.sin()                                     # saves w at version 0
+    out = torch.nn.functional.embedding(idx, w, max_norm=1.0)   # renorms w's rows in place
+    return out, y
+
+
+@case("mutation_autograd", mode="training", tags=("issue:39", "backward_error"))
+def embedding_max_norm_after_the_weight_was_used():
+    return _embedding_renorm_after_a_use, _indices_and_weight()
+
+
+@case("mutation_autograd", mode="training", tags=("issue:39", "backward_error"), backward=False)
+def embedding_max_norm_after_the_weight_was_used_forward_only():
+    return _embedding_renorm_after_a_use, _indices_and_weight()
+
+
+def _saved_then_written(x):
+    y = x * 1
+    z = y.exp()                                     # saves its result, z
+    w = y.sigmoid()                                 # saves its result, w
+    w.mul_(2)                                       # w's saved value is stale now
+    return z + w
+
+
+@case("mutation_autograd", mode="training", tags=("issue:39", "backward_error"))
+def saved_result_modified_in_place():
+    return _saved_then_written, one_leaf(3, 2)
+
+
+@case("mutation_autograd", mode="training", tags=("issue:39", "backward_error"), backward=False)
+def saved_result_modified_in_place_forward_only():
+    return _saved_then_written, one_leaf(3, 2)
