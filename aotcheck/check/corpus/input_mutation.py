@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch.func import grad
 from .builders import (
-    freed, leaf, parameter, parameter_and_input, plain, rand, randn, seeded, three_nonleaf,
+    freed, leaf, one_leaf, parameter, parameter_and_input, plain, rand, randn, seeded, three_nonleaf,
     two_nonleaf, two_nonleaf_and_a_leaf
 )
 from .custom_function import DoubleInPlace
@@ -1699,3 +1699,31 @@ def custom_op_inside_torch_func_grad_on_a_closed_over_buffer():
             return (t * t).sum()
         return grad(g)(x), buf
     return f, plain((3,), (3,))
+
+
+# ---------------------------------------------------------------- writes through unfold windows with gaps
+# NOTE [writes through an unfold that leaves gaps] in engine/capture/overlap.py (issue 39)
+
+@case("input_mutation", mode="inference", tags=("issue:39", "unfold"))
+def write_through_unfold_windows_with_gaps_then_read_the_argument():
+    def f(x):
+        x.unfold(0, 2, 3).mul_(2)          # windows [0,1], [3,4], [6,7]: 2 and 5 untouched
+        return x + 1
+    return f, seeded(lambda: Inputs((torch.arange(8.0),)))
+
+
+@case("input_mutation", mode="inference", tags=("issue:39", "unfold"))
+def write_through_unfold_windows_that_miss_the_tail_of_a_strided_argument():
+    def f(x):
+        x.unfold(0, 2, 2).add_(1)           # 9 elements: the last is in no window
+        return x.sum()
+    return f, seeded(lambda: Inputs((torch.arange(27.0)[::3],)))
+
+
+@case("input_mutation", mode="training", tags=("issue:39", "unfold"))
+def write_through_unfold_windows_with_gaps_of_an_intermediate_with_grad():
+    def f(x):
+        y = x * 1
+        y.view(3, 4).unfold(1, 1, 2).mul_(x[:6].view(3, 2, 1))
+        return y
+    return f, one_leaf(12)

@@ -112,3 +112,29 @@ def piecewise(call, func, args: tuple, kwargs: dict, dims: list[int]):
         piece_kwargs = {k: piece_of(v, index) for k, v in kwargs.items()}
         call(func, (torch.Tensor,), piece_args, piece_kwargs)
     return target
+
+
+def untiled_unfold(name: str, target, args: tuple, kwargs: dict) -> bool:
+    """Is this call an ``unfold`` whose windows leave elements of its input's dimension
+    uncovered (a step larger than the size, or a tail no window reaches)?
+
+    # NOTE [writes through an unfold that leaves gaps]
+    Functionalization writes a mutated view back into its base through the view's inverse; an
+    unfold's is ``unfold_backward``, which starts from zeros and adds each window in. Where the
+    windows do not cover every element of the unfolded dimension (``x.unfold(0, 2, 3)``: a gap
+    after each window; ``unfold(0, 2, 2)`` of 9 elements: the last one), a write through the
+    unfold view wrote zeros over the elements between the windows, where eager's write leaves
+    them untouched: silently wrong values, in PyTorch's own AOTAutograd too. So the recorder
+    marks the storage of such an unfold, and a write through a view of that storage is a
+    limit of the first way (errors.VIEW_LIMITS): the second way (storage_views.py) writes
+    through ``as_strided`` on the storage itself, element by element, as eager does.
+    (Overlapping windows cover everything; their writes are split by NOTE [overlapping writes].)"""
+    if name != "unfold" or target is None or not isinstance(target, torch.Tensor):
+        return False
+    positional = list(args[1:4])
+    dim, size, step = positional + [kwargs.get(k) for k in ("dimension", "size", "step")[len(positional):]]
+    if not all(isinstance(v, int) for v in (dim, size, step)):
+        return False
+    n = target.shape[dim] if target.dim() else 1
+    return step > size or (n >= size and (n - size) % step != 0)
+

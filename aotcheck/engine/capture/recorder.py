@@ -20,7 +20,7 @@ from ...errors import UnsupportedInputError
 from .custom_ops import mutating_kernel, note_call
 from .functional import geometry_of, storage_ref, unwrap_functorch
 from .inference_call import CallRules, call_in_inference_mode, is_data_read, transform_results
-from .overlap import outer_dims, piecewise
+from .overlap import outer_dims, piecewise, untiled_unfold
 from .resize import (check_out_dtypes, contiguous_layout, out_layouts, reaches_outside,
                      resize_geometry, result_shapes)
 from .storage.data_assign import DATA_SETTER, data_assignment_op, sets_data
@@ -155,6 +155,7 @@ class MetadataRecorder(TorchFunctionMode):
         self.inplace_metadata = False                   # t_, unsqueeze_, ... on any tensor
         self.hazard_events: list[tuple] = []            # ("meta" | "data", storage, hazardous)
         self.has_views: set[int] = set()                # tensors that views were taken of
+        self.untiled: set = set()       # storages an unfold with gaps views (NOTE [writes through an unfold that leaves gaps])
         self.owners: dict = {}                          # storage -> first non-view tensor on it
         self.resizes: dict[int, int] = {}               # placeholder -> bytes after its last
                                                         # inductor.resize_storage_bytes_
@@ -325,6 +326,10 @@ class MetadataRecorder(TorchFunctionMode):
             self.events.append(("meta", storage_ref(target)))
         elif target is not None and is_mutating_name(name):
             self.events.append(("data", storage_ref(target)))
+            if target._is_view() and storage_ref(target) in self.untiled:
+                raise UnsupportedInputError(        # NOTE [writes through an unfold that leaves gaps]
+                    "a write through a view of a storage an unfold with gaps views: "
+                    "functionalization cannot write back through an unfold that leaves gaps")
         if target is not None and is_mutating_name(name) and target.layout == torch.strided:
             # NOTE [writes outside an argument] in plan.py
             self.writes.append((storage_ref(target),
@@ -427,6 +432,8 @@ class MetadataRecorder(TorchFunctionMode):
                     and target is not None and t is not target:
                 self.has_views.add(id(target))
                 self._note_view(name, target, t)
+                if untiled_unfold(name, target, args, kwargs) and torch._is_functional_tensor(t):
+                    self.untiled.add(storage_ref(t))
             if isinstance(t, torch.Tensor) and not t._is_view() and t.layout == torch.strided:
                 self.owners.setdefault(storage_ref(t), t)
             if isinstance(t, torch.Tensor) and not any(t is a for a in pytree.tree_leaves((args, kwargs))):
