@@ -1727,3 +1727,35 @@ def write_through_unfold_windows_with_gaps_of_an_intermediate_with_grad():
         y.view(3, 4).unfold(1, 1, 2).mul_(x[:6].view(3, 2, 1))
         return y
     return f, one_leaf(12)
+
+
+# ---------------------------------------------------------------- set_() onto a storage object
+# NOTE [set_ onto a storage object] in engine/capture/storage/watch.py (issue 39)
+
+@case("input_mutation", mode="inference", tags=("issue:39", "set_"))
+def argument_set_onto_a_bare_storage_after_a_view_of_it_was_taken():
+    def f(x):
+        v = x.view(2, 2)                        # keeps the old storage, as eager's does
+        x.set_(torch.UntypedStorage(24))        # 6 float32 elements, uninitialized
+        x.fill_(3.0)
+        return v, x * 2
+    return f, seeded(lambda: Inputs((rand(4),)))
+
+
+@case("input_mutation", mode="inference", tags=("issue:39", "set_"))
+def argument_set_onto_another_arguments_storage_object_with_a_geometry():
+    def f(x, y):
+        x.set_(y.untyped_storage(), 1, (2, 2), (1, 2))
+        x.mul_(2)                               # y's memory is written too
+        return x + 1
+    return f, seeded(lambda: Inputs((rand(3), rand(6))))
+
+
+@case("input_mutation", mode="training", tags=("issue:39", "set_"))
+def intermediate_set_onto_a_bare_storage_then_written_with_grad():
+    def f(x):
+        y = torch.empty(0)
+        y.set_(torch.UntypedStorage(12))
+        y.copy_(x[:3] * 2)
+        return y * x[3:]
+    return f, one_leaf(6)

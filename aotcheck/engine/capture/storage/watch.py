@@ -89,6 +89,8 @@ class StorageWatch:
 
     def __init__(self):
         self.changes = StorageChanges()
+        self.arguments: dict = {}       # storage -> an argument on it (NOTE [set_ onto a storage object])
+        self.bare: dict = {}            # id of a storage object made inside -> (it, the tensor standing for it)
 
     def watch_arguments(self, watched: dict, tensors, data_lowered: bool) -> None:
         """The run's works (``watched``: the recorder's, by id), before the call: the leaves
@@ -98,6 +100,7 @@ class StorageWatch:
             id(t): (watched[id(t)][1], storage_ref(t), get_gradient_edge(t))
             for t in tensors if id(t) in watched and mirrored_leaf(t) and watched[id(t)][0] == "placeholder"}
         self.changes.data_lowered = data_lowered
+        self.arguments = {storage_ref(t): t for t in tensors if isinstance(t, torch.Tensor)}
 
     # ------------------------------------------------------------------ .data =
 
@@ -335,7 +338,54 @@ _ACTIVE: list = []              # the recorders entered, innermost last
 _OWN = torch.Tensor.__dict__.get("set_")     # Tensor's own set_, if it has one (not TensorBase's)
 
 
+# NOTE [set_ onto a storage object]
+# ``x.set_(torch.UntypedStorage(16))`` or ``x.set_(y.untyped_storage(), 0, (2,), (1,))``: a
+# storage object as set_()'s source reaches neither functionalization nor the tracer (they
+# refused it: "argument of type: <class 'torch.storage.UntypedStorage'>"), so the recorder
+# hands set_() a tensor over that storage instead, which means the same to it (set_(storage)
+# is the whole storage, flat, from offset 0, in the target's dtype): for an argument's or a
+# tensor's storage, that tensor's whole storage; for a storage object the function made (its
+# bytes uninitialized, as eager's), a new empty tensor of as many elements, the same one each
+# time that storage object is used again. A storage of another dtype's tensor is left as it was.
+# With a geometry (``set_(source, offset, size, stride)``), whose overload functionalization
+# answers by reading the source's storage object again, the source is that tensor cut to the
+# geometry by ``as_strided`` (the same storage, offset, size and stride).
+
+def _storage_as_tensor(recorder, target: torch.Tensor, args: tuple, kwargs: dict) -> tuple:
+    names = ("source", "storage_offset", "size", "stride")
+    given = dict(zip(names, args), **kwargs)
+    source = given.get("source")
+    if isinstance(source, torch.TypedStorage):
+        source = source.untyped()
+    if isinstance(source, torch.UntypedStorage):
+        source = _tensor_over(recorder, target, source)
+    elif not isinstance(source, torch.Tensor) or "storage_offset" not in given:
+        return args, kwargs
+    if source is None:
+        return args, kwargs
+    if "storage_offset" in given:
+        whole = source.as_strided((source.untyped_storage().nbytes() // source.element_size(),), (1,), 0)
+        source = whole.as_strided(given["size"], given["stride"], given["storage_offset"])
+    return (source,), {}
+
+
+def _tensor_over(recorder, target: torch.Tensor, storage) -> torch.Tensor | None:
+    """A tensor over all of ``storage``, flat, in ``target``'s dtype (None: another dtype's)."""
+    watch = recorder.storage
+    ref = torch.multiprocessing.reductions.StorageWeakRef(storage)
+    known = recorder.owners.get(ref, watch.arguments.get(ref))
+    if known is not None:
+        return None if known.dtype != target.dtype else \
+            known.as_strided((storage.nbytes() // known.element_size(),), (1,), 0)
+    if id(storage) not in watch.bare:
+        watch.bare[id(storage)] = (storage, torch.empty(storage.nbytes() // target.element_size(),
+                                                        dtype=target.dtype, device=target.device))
+    return watch.bare[id(storage)][1]
+
+
 def _traced_set_(self, *args, **kwargs):
+    if _ACTIVE:
+        args, kwargs = _storage_as_tensor(_ACTIVE[-1], self, args, kwargs)
     out = torch._C.TensorBase.set_(self, *args, **kwargs) if _OWN is None \
         else _OWN(self, *args, **kwargs)
     if _ACTIVE:
