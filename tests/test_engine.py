@@ -600,10 +600,11 @@ def test_view_rule_is_eager_s(shape, stride, sizes):
                          ids=[f"{c}-{v[0]}={v[2]}" for c, v in _VARIATION_FIXES])
 def test_a_corpus_case_under_a_variation_matches_eager(case_id, variation):
     from aotcheck.check.corpus import all_cases
-    from aotcheck.targets.variations import Subject, Variation, check_under
+    from aotcheck.targets.variations import Subject, Variation, VariationKind, check_under
     case = next(c for c in all_cases() if c.id == case_id)
     subject = Subject.of_case(case)
-    r = check_under(subject, aotcheck.aot_function(subject.fn), Variation(*variation))
+    kind, target, b = variation
+    r = check_under(subject, aotcheck.aot_function(subject.fn), Variation(VariationKind(kind), target, b))
     assert r.ok, r.divergences
 
 

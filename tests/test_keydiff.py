@@ -439,18 +439,19 @@ def test_observations_round_trip_json(o):
 
 @given(_verdicts, st.sampled_from(list(Outcome)))
 def test_results_round_trip_json(v, outcome):
-    comp = R.Comparison("SCALE", "global", 0, 1, "[2.0]", "[3.0]", v, "global SCALE",
+    comp = R.Comparison("SCALE", Kind.GLOBAL, 0, 1, "[2.0]", "[3.0]", v, "global SCALE",
                         (Confirmation(0, 1, outcome, "why"),))
     result = R.CensusResult("2.13.0", (R.ProgramResult("/p/kd_x.py", "", "aot_eager", (comp,)),),
                             (FieldResult("torch._functorch.config.cse", "False", "kd_config_probe", v),), 1.5)
     assert R.CensusResult.from_json(json.loads(json.dumps(result.to_json()))) == result
+    assert result.to_json()["programs"][0]["comparisons"][0]["kind"] == "global"   # the Kind, as text
 
 
 def test_judging_against_the_known_gaps():
     gap = Verdict(Finding.KEY_GAP, "gap")
     keyed = Verdict(Finding.KEYED, "keyed")
-    comps = (R.Comparison("SCALE", "global", 0, 1, "a", "b", gap, "global SCALE"),
-             R.Comparison("X", "global", 0, 1, "a", "b", keyed, "global X"))
+    comps = (R.Comparison("SCALE", Kind.GLOBAL, 0, 1, "a", "b", gap, "global SCALE"),
+             R.Comparison("X", Kind.GLOBAL, 0, 1, "a", "b", keyed, "global X"))
     result = R.CensusResult("2.13.0", (R.ProgramResult("/p/kd_x.py", "", "aot_eager", comps),),
                             (FieldResult("torch._functorch.config.cse", "False", "kd_config_probe", gap),))
     j = report.judge(result, {"kd_x:SCALE": "#1", "kd_x:X": "#2", "kd_y:Z": "#3"})

@@ -49,7 +49,7 @@ def test_sweep_covers_in_place_and_view_variants():
 
 
 def test_pytorch_gradient_skip_is_honoured_and_reported():
-    (v,) = [v for v in S.pytorch_verdicts(_op("fmod")) if v.scope == "numerical"]
+    (v,) = [v for v in S.pytorch_verdicts(_op("fmod")) if v.scope is S.Scope.NUMERICAL]
     assert (v.kind, v.variant, v.source) == ("skip", "fn", "TestBwdGradients.test_fn_grad")
     results = S.run_suite(S.Suite(["fmod"], samples="first", variants=("fn",)))
     (r,) = results
@@ -76,15 +76,16 @@ def test_pytorch_xfail_and_class_wide_skip_are_read():
         DecorateInfo(unittest.skip("not a gradient test"), "TestCommon", "test_out"),
     ])
     fn, whole = S.pytorch_verdicts(op)
-    assert (fn.kind, fn.scope, fn.variant) == ("xfail", "numerical", "fn")
-    assert (whole.kind, whole.scope, whole.reason) == ("skip", "backward", "Numerous errors")
+    assert (fn.kind, fn.scope, fn.variant) == (S.VerdictKind.XFAIL, S.Scope.NUMERICAL, "fn")
+    assert (whole.kind, whole.scope, whole.reason) == (S.VerdictKind.SKIP, S.Scope.BACKWARD, "Numerous errors")
+    assert whole.describe().startswith("pytorch skip: Numerous errors (")
     # a cuda-only or complex-only skip does not apply to CPU float64
     assert S.pytorch_verdicts(_op("cholesky_solve")) == []
     assert not [v for v in S.pytorch_verdicts(_op("acos"))]
 
 
 def test_xfail_turns_a_numerical_failure_into_xfail():
-    v = S.Verdict("xfail", "numerical", "expected failure", "fn", "TestBwdGradients.test_fn_grad")
+    v = S.Verdict(S.VerdictKind.XFAIL, S.Scope.NUMERICAL, "expected failure", "fn", "TestBwdGradients.test_fn_grad")
     case = S.Case("wrong", "fn", 0, lambda x: 2 * x, (torch.ones(3, dtype=torch.float64,
                                                                  requires_grad=True),), ("x",))
 

@@ -11,7 +11,7 @@ from aotcheck.check.divergence import Check, Divergence as D, Subject
 from aotcheck.regress import judge, record
 from aotcheck.regress.fingerprint import FailurePrint, fingerprint
 from aotcheck.regress.record import Entry, Record
-from aotcheck.regress.run import Outcome
+from aotcheck.regress.run import Outcome, Status
 
 # ---------------------------------------------------------------- fingerprints
 
@@ -124,7 +124,7 @@ def test_a_record_that_is_not_one_is_named(tmp_path):
 
 
 def _o(case, status, fp=None, stage="cold", engine="torch"):
-    return Outcome(engine, stage, case, "t", status, ("p",) if fp else (), fp)
+    return Outcome(engine, stage, case, "t", Status(status), ("p",) if fp else (), fp)
 
 
 def test_from_outcomes_pins_failures_and_keeps_reasons_and_unrun_entries():
@@ -189,7 +189,8 @@ def test_a_recorded_variation_the_run_no_longer_gives_is_fixed_and_dropped_from_
     ("cached", "a", None, "skipped", "skipped"),
 ])
 def test_verdicts_from_a_synthetic_record(stage, case, now, status, kind):
-    assert judge.judge_one(_record(), "torch", stage, case, now, status=status).kind == kind
+    verdict = judge.judge_one(_record(), "torch", stage, case, now, status=status and Status(status))
+    assert verdict.kind is judge.VerdictKind(kind)
 
 
 def test_exit_codes_and_strict():
@@ -472,3 +473,25 @@ def _diff(a: dict, b: dict) -> str:
         x, y = a.get(e, {}), b.get(e, {})
         lines += [f"{e} {k}: {x.get(k)} vs {y.get(k)}" for k in sorted(set(x) | set(y)) if x.get(k) != y.get(k)]
     return "\n".join(lines[:60])
+
+
+def test_the_check_printout_counts_each_verdict_kind_by_its_printed_value():
+    """``aotcheck check``'s table and summary read the verdict kinds (judge.VerdictKind): the
+    printout is the one the string kinds gave."""
+    import io
+
+    from aotcheck.cli.check import print_report
+    from aotcheck.regress.plan import Plan
+    from aotcheck.regress.run import RunResult
+    outs = [_o("a", "fail", R), _o("a", "skipped", stage="cached"), _o("b", "fail", V), _o("z", "fail", V),
+            _o("d", "not run"), _o("y", "pass"), _o("a", "pass", stage="cached", engine="torch-inductor")]
+    rec = _record()
+    verdicts = judge.judge(outs, rec)
+    assert [str(v.kind) for v in verdicts] == ["CHANGED", "skipped", "known", "NEW", "known", "pass", "pass"]
+    out = io.StringIO()
+    print_report(Plan(("torch",)), RunResult(outs), verdicts, rec, stream=out)
+    text = out.getvalue()
+    assert "1/5 (2k, 1n, 1c)" in text and "0/0 (1s)" in text and "1/1" in text
+    assert "runs: 2 passed, 2 known failures, 2 failing against the record, 0 fixed, 1 skipped" in text
+    assert "NEW: 1\n  z [torch, cold]: " in text and "CHANGED: 1\n  a [torch, cold]: was " in text
+    assert "FIXED: 0\n" in text

@@ -21,6 +21,8 @@ from aotcheck.targets.variation_repro import is_repro
 from aotcheck.targets.conditions import vary_inputs
 from aotcheck.targets.engines import get_engine
 
+K, G = V.VariationKind, V.GradMode
+
 # A program as text, as the fuzzer's reproducers are: an inference graph compiled under
 # no_grad (or for an input that does not require grad) must never serve a call that needs grad.
 PROGRAM = """
@@ -67,8 +69,8 @@ def _no_requires_grad(d):
 
 def test_planted_grad_mode_bug_is_a_stale_hit_and_triage_names_it(monkeypatch, tmp_path):
     _drop_from_signature(monkeypatch, _no_grad_mode)
-    subject = V.Subject.from_source("planted.no_grad_entry", PROGRAM, grad_mode="no_grad")
-    v = V.Variation("grad_mode", "", "enabled")
+    subject = V.Subject.from_source("planted.no_grad_entry", PROGRAM, grad_mode=G.NO_GRAD)
+    v = V.Variation(K.GRAD_MODE, "", "enabled")
     run = V.run_subject(get_engine("aotcheck"), subject, [v], repro_dir=tmp_path)
     assert run.a == "ok"
     (r,) = run.results
@@ -102,10 +104,10 @@ def test_planted_requires_grad_bug_is_a_stale_hit_and_triage_names_it(monkeypatc
 
 def test_the_stock_key_gives_no_stale_hit_for_the_same_variations(tmp_path):
     """The same two variations without the planted bug: misses, each equal to eager."""
-    subject = V.Subject.from_source("stock.no_grad_entry", PROGRAM, grad_mode="no_grad")
+    subject = V.Subject.from_source("stock.no_grad_entry", PROGRAM, grad_mode=G.NO_GRAD)
     run = V.run_subject(get_engine("aotcheck"), subject,
-                        [V.Variation("grad_mode", "", "enabled"),
-                         V.Variation("requires_grad", "input 0", "False")])
+                        [V.Variation(K.GRAD_MODE, "", "enabled"),
+                         V.Variation(K.REQUIRES_GRAD, "input 0", "False")])
     assert [r.verdict for r in run.results] == [V.OK_MISS, V.OK_MISS], run.results
 
 
@@ -127,7 +129,7 @@ def test_a_lost_hit_is_reported_when_the_key_reads_values(monkeypatch):
     monkeypatch.setattr(key_module, "_common", noisy)
     subject = V.Subject.from_source("values.lost", PROGRAM)
     (r,) = V.run_subject(get_engine("aotcheck"), subject,
-                         [V.Variation("values", "", "changed", relevant=False)]).results
+                         [V.Variation(K.VALUES, "", "changed", relevant=False)]).results
     assert r.verdict == V.LOST_HIT, r
 
 
@@ -181,18 +183,45 @@ def test_derive_reads_the_subject_not_a_hand_list():
     state = V.Subject.of_case(cases["python_state.batchnorm_train_then_eval"])
     kinds = {v.kind for v in V.derive(state, "torch")}
     assert {"state", "grad_mode", "requires_grad", "config", "values"} <= kinds
-    v = V.Variation("strides", "input 2", "transposed")
+    v = V.Variation(K.STRIDES, "input 2", "transposed")
     assert V.Variation.from_json(v.to_json()) == v
     r = V.Result("s", "aotcheck", v, V.STALE_HIT, "why", 1, 0, 0, (_planted_values("d"),))
     assert V.Result.from_json(r.to_json()) == r
 
 
+def test_the_kinds_and_grad_modes_read_back_as_enums_and_print_as_their_text(tmp_path):
+    """A variation's JSON and a reproducer's header spell the kind and the grad mode as text (as
+    when they were strings); reading them back gives the Enums, and a kind outside the
+    vocabulary is refused by name."""
+    v = V.Variation(K.GRAD_MODE, "", G.ENABLED.value)
+    assert v.to_json() == '{"b": "enabled", "kind": "grad_mode", "relevant": true, "schema": 1, "target": ""}'
+    assert V.Variation.from_json(v.to_json()).kind is K.GRAD_MODE and v.label == "grad_mode=enabled"
+    with pytest.raises(ValueError, match="'bogus' is no VariationKind"):
+        V.Variation.from_json('{"kind": "bogus", "schema": 1}')
+    with pytest.raises(ValueError, match="is a VariationKind"):
+        V.Variation("grad_mode")
+    with pytest.raises(ValueError, match="is a GradMode"):
+        V.Subject.from_source("s", PROGRAM, grad_mode="no_grad")
+    from aotcheck.targets.variation_repro import load_repro
+    subject = V.Subject.from_source("repro.no_grad", PROGRAM, grad_mode=G.NO_GRAD)
+    path = V.write_repro(V.Result(subject.name, "aotcheck", v, V.STALE_HIT, "why"), subject, tmp_path)
+    assert "\nGRAD_MODE = 'no_grad'\n" in path.read_text()
+    assert '"kind": "grad_mode"' in path.read_text()
+    engine, back, v_back = load_repro(path)
+    assert (engine, back.grad_mode, v_back) == ("aotcheck", G.NO_GRAD, v)
+    from aotcheck.check.corpus import CallMode, all_cases
+    by_call = {c.call: c for c in all_cases()}
+    assert {m: V.Subject.of_case(c).grad_mode for m, c in by_call.items()} == {
+        CallMode.GRAD: G.ENABLED, CallMode.NO_GRAD: G.NO_GRAD, CallMode.INFERENCE_MODE: G.INFERENCE_MODE,
+        CallMode.SAVED_TENSORS_HOOKS: G.ENABLED}
+
+
 def test_torch_autograd_cache_has_no_stale_hit_on_a_small_case():
     """torch 2.13's AOTAutogradCache (torch.compile aot_eager, Dynamo reset between A and B):
     grad mode and requires_grad miss; changed values hit; none is stale."""
-    subject = V.Subject.from_source("torch.small", PROGRAM, grad_mode="no_grad")
-    vs = [V.Variation("grad_mode", "", "enabled"), V.Variation("requires_grad", "input 0", "False"),
-          V.Variation("values", "", "changed", relevant=False)]
+    subject = V.Subject.from_source("torch.small", PROGRAM, grad_mode=G.NO_GRAD)
+    vs = [V.Variation(K.GRAD_MODE, "", "enabled"), V.Variation(K.REQUIRES_GRAD, "input 0", "False"),
+          V.Variation(K.VALUES, "", "changed", relevant=False)]
     run = V.run_subject(get_engine("torch"), subject, vs)
     assert run.a == "ok", run.a
     assert [r.verdict for r in run.results] == [V.OK_MISS, V.OK_MISS, V.OK_HIT], run.results
@@ -209,8 +238,8 @@ def test_planted_torch_key_bug_is_a_stale_hit_and_triage_names_it(monkeypatch):
         original(self, gm)
         self.grad_enabled = True
     monkeypatch.setattr(ac.AOTAutogradCacheDetails, "_record_runtime_state", without_grad_mode)
-    subject = V.Subject.from_source("planted.torch_no_grad_entry", PROGRAM, grad_mode="no_grad")
-    v = V.Variation("grad_mode", "", "enabled")
+    subject = V.Subject.from_source("planted.torch_no_grad_entry", PROGRAM, grad_mode=G.NO_GRAD)
+    v = V.Variation(K.GRAD_MODE, "", "enabled")
     (r,) = V.run_subject(get_engine("torch"), subject, [v]).results
     assert r.verdict == V.STALE_HIT, r
     t = key_triage.triage_variation("torch", subject, v)
@@ -259,19 +288,19 @@ def test_torch_serves_an_entry_compiled_for_aliased_inputs_to_disjoint_ones():
 def test_a_subject_called_without_grad_always_gets_the_stale_direction():
     """NOTE [the stale direction]: ``grad_mode=enabled`` is added to a no_grad subject's picks,
     the rotation's own picks stay what they were, and a subject called with grad gets none."""
-    subject = V.Subject.from_source("direction.no_grad", PROGRAM, grad_mode="no_grad")
+    subject = V.Subject.from_source("direction.no_grad", PROGRAM, grad_mode=G.NO_GRAD)
     every = V.derive(subject, "torch")
     for name in ("a", "b", "c", "d", "e", "f"):
         got = V.pick(every, name, 1)
         rotated = V._rotate(every, name, 1)
-        assert V.Variation("grad_mode", "", "enabled") in got, (name, got)
+        assert V.Variation(K.GRAD_MODE, "", "enabled") in got, (name, got)
         assert got[-len(rotated):] == rotated and len(got) <= 2
     from aotcheck.check.corpus import CallMode, all_cases
     no_grad = [c for c in all_cases() if c.call in (CallMode.NO_GRAD, CallMode.INFERENCE_MODE)]
     assert len(no_grad) >= 5
     for c in no_grad:
         s = V.Subject.of_case(c)
-        assert V.Variation("grad_mode", "", "enabled") in V.pick(V.derive(s, "torch"), s.name, 1), c.id
+        assert V.Variation(K.GRAD_MODE, "", "enabled") in V.pick(V.derive(s, "torch"), s.name, 1), c.id
     enabled = V.Subject.from_source("direction.enabled", PROGRAM)
     assert all(v.b != "enabled" for v in V.pick(V.derive(enabled, "torch"), "x", 1))
 
@@ -279,9 +308,9 @@ def test_a_subject_called_without_grad_always_gets_the_stale_direction():
 def test_judge_unkeyed_hit_only_for_call_state_and_only_where_every_graph_hit():
     ev = V.CacheEvents
     enabled = V.Subject.from_source("keyed.enabled", PROGRAM)
-    no_grad = V.Subject.from_source("keyed.no_grad", PROGRAM, grad_mode="no_grad")
+    no_grad = V.Subject.from_source("keyed.no_grad", PROGRAM, grad_mode=G.NO_GRAD)
     for kind in ("grad_mode", "autocast", "deterministic", "default_dtype", "config"):
-        v = V.Variation(kind, "", "no_grad" if kind == "grad_mode" else "x")
+        v = V.Variation(K(kind), "", "no_grad" if kind == "grad_mode" else "x")
         for engine in ("torch", "torch-inductor-lite"):
             assert V.changes_keyed_state(engine, enabled, v)
         assert not V.changes_keyed_state("aotcheck", enabled, v)
@@ -295,10 +324,10 @@ def test_judge_unkeyed_hit_only_for_call_state_and_only_where_every_graph_hit():
         assert verdict(ev(misses=1)) == V.OK_MISS
         assert verdict(ev(hits=1), ["output 0 values"]) == V.STALE_HIT
     # grad mode: only where is_grad_enabled() differs (no_grad and inference_mode share a graph)
-    assert not V.changes_keyed_state("torch", no_grad, V.Variation("grad_mode", "", "inference_mode"))
-    assert V.changes_keyed_state("torch", no_grad, V.Variation("grad_mode", "", "enabled"))
-    for v in (V.Variation("requires_grad", "input 0", "False"), V.Variation("storage_offset", "input 0", "1"),
-              V.Variation("values", "", "changed", relevant=False)):
+    assert not V.changes_keyed_state("torch", no_grad, V.Variation(K.GRAD_MODE, "", "inference_mode"))
+    assert V.changes_keyed_state("torch", no_grad, V.Variation(K.GRAD_MODE, "", "enabled"))
+    for v in (V.Variation(K.REQUIRES_GRAD, "input 0", "False"), V.Variation(K.STORAGE_OFFSET, "input 0", "1"),
+              V.Variation(K.VALUES, "", "changed", relevant=False)):
         assert not V.changes_keyed_state("torch", enabled, v)
     assert V.UNKEYED_HIT in V.BAD
 
@@ -309,7 +338,7 @@ def test_planted_torch_autocast_bug_is_an_unkeyed_hit_where_no_op_autocasts(monk
     eager's values (no stale hit), but every graph hit across a change of autocast: UNKEYED
     HIT. Stock torch misses."""
     subject = V.Subject.from_source("unkeyed.autocast_entry", PROGRAM)
-    v = V.Variation("autocast", "", "cpu:bfloat16")
+    v = V.Variation(K.AUTOCAST, "", "cpu:bfloat16")
     (r,) = V.run_subject(get_engine("torch"), subject, [v]).results
     assert r.verdict == V.OK_MISS, r
     import torch._functorch._aot_autograd.autograd_cache as ac
@@ -343,7 +372,7 @@ def test_a_hit_that_differs_is_stale_only_if_a_cold_compile_under_b_is_right(mon
     monkeypatch.setattr(conditions, "check_under", planted)
     subject = V.Subject.from_source("values.planted", PROGRAM)
     (r,) = V.run_subject(get_engine("aotcheck"), subject,
-                         [V.Variation("values", "", "changed", relevant=False)]).results
+                         [V.Variation(K.VALUES, "", "changed", relevant=False)]).results
     assert len(b_runs) == 2 and r.hits >= 1, r          # B hit, then the cold confirmation ran
     assert r.verdict == (V.FAILS_UNDER_B if cold_fails_too else V.STALE_HIT), r
 
@@ -410,7 +439,7 @@ def test_a_subject_that_cannot_compile_with_dynamic_shapes_is_not_applicable(mon
         raise RuntimeError("planted: no dynamic shapes here")
     monkeypatch.setattr(eng, "compile_dynamic", broken)
     subject = V.Subject.from_source("guards.refused", SLICE_PROGRAM)
-    (r,) = V.run_subject(eng, subject, [V.Variation("dynamic_shape", "inputs 0", "8->4")]).results
+    (r,) = V.run_subject(eng, subject, [V.Variation(K.DYNAMIC_SHAPE, "inputs 0", "8->4")]).results
     assert r.verdict == V.REFUSED and "planted: no dynamic shapes here" in r.reason, r
 
 
@@ -419,7 +448,7 @@ def test_a_values_variation_is_a_lost_hit_only_where_a_graph_missed():
     looked up at all (none compiled, every one bypassed: the check's cold run wrote no entry)
     there is nothing that could have hit (found on real_world.i98835 under inductor-lite)."""
     ev = V.CacheEvents
-    v = V.Variation("values", "", "changed", relevant=False)
+    v = V.Variation(K.VALUES, "", "changed", relevant=False)
 
     def verdict(events):
         return V.judge("s", "torch", v, events, []).verdict
@@ -468,7 +497,7 @@ def make_inputs():
 
 
 # (under inference_mode the first program raises, in eager as compiled: no entry to serve)
-_GRAD_MODE_AS = [(n, a) for n in sorted(GRAD_MODE_PROGRAMS) for a in V.GRAD_MODES
+_GRAD_MODE_AS = [(n, a) for n in sorted(GRAD_MODE_PROGRAMS) for a in G
                  if (n, a) != ("retain_grad_of_a_view_of_a_parameter_made_inside", "inference_mode")]
 
 
@@ -480,7 +509,7 @@ def test_every_grad_mode_change_misses_and_matches_eager(name, a):
     programs different results, so a shared entry would be wrong for one of them)."""
     subject = V.Subject.from_source(f"grad_modes.{name}.{a}", GRAD_MODE_PROGRAMS[name], grad_mode=a)
     vs = [v for v in V.derive(subject, "aotcheck") if v.kind == "grad_mode"]
-    assert sorted(v.b for v in vs) == sorted(m for m in V.GRAD_MODES if m != a)
+    assert sorted(v.b for v in vs) == sorted(m for m in G if m is not a)
     run = V.run_subject(get_engine("aotcheck"), subject, vs)
     assert run.a == "ok", run.a
     assert [r.verdict for r in run.results] == [V.OK_MISS] * len(vs), run.results
@@ -579,7 +608,7 @@ def test_a_subject_the_engine_gets_wrong_is_judged_against_b_cold(monkeypatch, s
         return dataclasses.replace(report, divergences=[_planted_values(text)])
     monkeypatch.setattr(conditions, "check_under", planted)
     subject = V.Subject.from_source("wrong.planted", PROGRAM)
-    run = V.run_subject(get_engine("aotcheck"), subject, [V.Variation("values", "", "changed", relevant=False)])
+    run = V.run_subject(get_engine("aotcheck"), subject, [V.Variation(K.VALUES, "", "changed", relevant=False)])
     assert run.a.startswith(V.A_DIFFERS)
     (r,) = run.results
     assert r.hits >= 1

@@ -126,6 +126,7 @@ def print_leaks(result, out) -> None:
 
 def print_report(plan, result, verdicts, record, *, verbose: bool = False, stream=None) -> None:
     from .. import flags
+    from ..regress.judge import VerdictKind
     from .progress import print_table
     out = stream or sys.stdout
     print(f"partitioner: {flags.get(flags.PARTITIONER)}", file=out)
@@ -148,32 +149,34 @@ def print_report(plan, result, verdicts, record, *, verbose: bool = False, strea
     print(f"wall time {result.wall_s:.1f}s with {result.workers} worker(s); worker CPU per engine: {secs}",
           file=out)
     print_leaks(result, out)
-    unpinned = sum(1 for v in verdicts if v.kind == "known" and v.was is not None and v.was.fingerprint is None
+    unpinned = sum(1 for v in verdicts if v.kind is VerdictKind.KNOWN and v.was is not None and v.was.fingerprint is None
                    and v.now is not None)
     if unpinned:
         print(f"{unpinned} known failure(s) matched an unpinned entry (reason only; pin them with "
               f"tools/known_failures_migrate.py)", file=out)
     n = Counter(v.kind for v in verdicts)
-    print(f"runs: {n['pass']} passed, {n['known']} known failures, {n['NEW'] + n['CHANGED']} failing "
-          f"against the record, {n['FIXED']} fixed, {n['skipped']} skipped", file=out)
-    for kind in ("NEW", "CHANGED", "FIXED"):
-        vs = [v for v in verdicts if v.kind == kind]
+    print(f"runs: {n[VerdictKind.PASS]} passed, {n[VerdictKind.KNOWN]} known failures, "
+          f"{n[VerdictKind.NEW] + n[VerdictKind.CHANGED]} failing against the record, "
+          f"{n[VerdictKind.FIXED]} fixed, {n[VerdictKind.SKIPPED]} skipped", file=out)
+    for kind in (VerdictKind.NEW, VerdictKind.CHANGED, VerdictKind.FIXED):
+        vs = [v for v in verdicts if v.kind is kind]
         print(f"{kind}: {len(vs)}", file=out)
         for v in vs:
             print(f"  {v.sentence}", file=out)
-            if verbose and kind != "FIXED":
+            if verbose and kind is not VerdictKind.FIXED:
                 o = next(o for o in result.outcomes if (o.engine, o.stage, o.case_id) == (v.engine, v.stage, v.case_id))
                 for p in o.problems:
                     print(f"      {p}", file=out)
-        if vs and kind != "FIXED" and not verbose:
+        if vs and kind is not VerdictKind.FIXED and not verbose:
             print("  (one line each; -v prints every problem in full)", file=out)
 
 
 def _cell(c: Counter) -> str:
-    n = sum(v for k, v in c.items() if k != "skipped")
+    from ..regress.judge import VerdictKind
+    n = sum(v for k, v in c.items() if k is not VerdictKind.SKIPPED)
     if not n and not c:
         return ""
-    ok = c["pass"]
-    extra = [f"{c[k]}{s}" for k, s in (("known", "k"), ("FIXED", "f"), ("NEW", "n"), ("CHANGED", "c"),
-                                        ("skipped", "s")) if c[k]]
+    ok = c[VerdictKind.PASS]
+    extra = [f"{c[k]}{s}" for k, s in ((VerdictKind.KNOWN, "k"), (VerdictKind.FIXED, "f"), (VerdictKind.NEW, "n"),
+                                        (VerdictKind.CHANGED, "c"), (VerdictKind.SKIPPED, "s")) if c[k]]
     return f"{ok}/{n}" + (f" ({', '.join(extra)})" if extra else "")

@@ -28,7 +28,7 @@ def run(args) -> int:
     from ..check.corpus import THEMES, all_cases
     from ..targets.engines import get_engine
     from .progress import Progress
-    from ..targets.report import collect, to_markdown
+    from ..targets.report import Status, collect, to_markdown
 
     for name in args.engines:
         get_engine(name)                      # fail early on a typo
@@ -45,4 +45,4 @@ def run(args) -> int:
     if args.out:
         with open(args.out, "w") as f:
             f.write(md)
-    return 1 if any(r.status in ("fail", "xpass") for run in runs for r in run.results) else 0
+    return 1 if any(r.status in (Status.FAIL, Status.XPASS) for run in runs for r in run.results) else 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import unittest
 from dataclasses import dataclass
+from enum import Enum, StrEnum
 from typing import Any, Callable, Sequence
 
 import torch
@@ -50,12 +51,24 @@ def select_ops(names: Sequence[str] = (), limit: int | None = None) -> list:
 # ----------------------------------------------------------------------------------------------
 
 
+class VerdictKind(StrEnum):
+    """What PyTorch's decorator does to the tests it covers (``Verdict.describe`` prints the value)."""
+    SKIP = "skip"          # unittest skip: the case is not run
+    XFAIL = "xfail"        # unittest.expectedFailure: a failure is expected
+
+
+class Scope(Enum):
+    """Which checks a PyTorch verdict covers; each covers the ones after it too (``_verdict_for``)."""
+    OP = "op"                  # every test of the op
+    BACKWARD = "backward"      # the gradient tests (TestBwdGradients, TestFwdGradients)
+    NUMERICAL = "numerical"    # gradcheck of one variant (test_fn_grad, test_inplace_grad)
+
+
 @dataclass(frozen=True)
 class Verdict:
-    """A PyTorch skip or xfail: ``kind`` is "skip" or "xfail"; ``scope`` is "op", "backward" or
-    "numerical"; ``variant`` is None for every variant."""
-    kind: str
-    scope: str
+    """A PyTorch skip or xfail over a scope; ``variant`` is None for every variant."""
+    kind: VerdictKind
+    scope: Scope
     reason: str
     variant: str | None = None
     source: str = ""   # "TestBwdGradients.test_fn_grad"
@@ -85,15 +98,15 @@ def pytorch_verdicts(op) -> list[Verdict]:
 
 def _scope(cls_name, test_name):
     if cls_name is None and test_name is None:
-        return "op", None
+        return Scope.OP, None
     if cls_name in _AOT_CLASSES and test_name in (None, "test_aot_autograd_exhaustive"):
-        return "op", None
+        return Scope.OP, None
     if cls_name in _GRAD_CLASSES or cls_name is None:
         if test_name is None and cls_name is not None:
-            return "backward", None
+            return Scope.BACKWARD, None
         for variant, name in _NUMERICAL_TESTS.items():
             if test_name == name:
-                return "numerical", variant
+                return Scope.NUMERICAL, variant
     return None
 
 
@@ -106,7 +119,7 @@ def _active(info) -> bool:
         return False
 
 
-def _decorator_kind(dec) -> tuple[str | None, str]:
+def _decorator_kind(dec) -> tuple[VerdictKind | None, str]:
     def probe(self):
         pass
     try:
@@ -114,17 +127,17 @@ def _decorator_kind(dec) -> tuple[str | None, str]:
     except Exception:  # noqa: BLE001 - e.g. a decorator that needs a test class
         return None, ""
     if getattr(wrapped, "__unittest_skip__", False):
-        return "skip", getattr(wrapped, "__unittest_skip_why__", "") or "no reason given"
+        return VerdictKind.SKIP, getattr(wrapped, "__unittest_skip_why__", "") or "no reason given"
     if getattr(wrapped, "__unittest_expecting_failure__", False) or dec is unittest.expectedFailure:
-        return "xfail", "expected failure"
+        return VerdictKind.XFAIL, "expected failure"
     return None, ""
 
 
-def _verdict_for(verdicts: Sequence[Verdict], scope: str, variant: str) -> Verdict | None:
+def _verdict_for(verdicts: Sequence[Verdict], scope: Scope, variant: str) -> Verdict | None:
     """The first verdict that covers ``scope`` for ``variant``; skips win over xfails."""
-    covering = {"op": ("op",), "backward": ("op", "backward"), "numerical": ("op", "backward", "numerical")}
-    hits = [v for v in verdicts if v.scope in covering[scope] and v.variant in (None, variant)]
-    hits.sort(key=lambda v: v.kind != "skip")
+    covering = list(Scope)[:list(Scope).index(scope) + 1]
+    hits = [v for v in verdicts if v.scope in covering and v.variant in (None, variant)]
+    hits.sort(key=lambda v: v.kind is not VerdictKind.SKIP)
     return hits[0] if hits else None
 
 

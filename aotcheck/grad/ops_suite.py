@@ -61,7 +61,8 @@ from .results import (CHECKS, COUNTED, CRASH, EAGER_FAILS, ENGINE_ERROR, NA, SCH
                       SKIPPED, STATUSES, XFAIL, XPASS, SampleResult)
 from .scores import (Scores, failure_rates, flaky_cases, format_report, format_scores,  # noqa: F401
                      group_failures, parse_scores, score, stem)
-from .opinfo import DTYPE, Case, Verdict, _seeded, _verdict_for, make_cases, op_id, pytorch_verdicts, select_ops  # noqa: F401
+from .opinfo import (DTYPE, Case, Scope, Verdict, VerdictKind, _seeded, _verdict_for, make_cases,  # noqa: F401
+                     op_id, pytorch_verdicts, select_ops)
 
 FWD_TOL = 1e-7
 # forward values and arguments after the call: the values only, NaN against NaN agreeing
@@ -139,8 +140,8 @@ def check_case(case: Case, engine: Engine, *, seeds: Iterable[int] = (0,), max_e
     if reference not in REFERENCES:
         raise ValueError(f"reference {reference!r}; supported: {', '.join(REFERENCES)}")
     t0 = time.perf_counter()
-    skip_op = _verdict_for(verdicts, "op", case.variant)
-    if skip_op is not None and skip_op.kind == "skip":
+    skip_op = _verdict_for(verdicts, Scope.OP, case.variant)
+    if skip_op is not None and skip_op.kind is VerdictKind.SKIP:
         why = "skipped (" + skip_op.describe() + ")"
         return [SampleResult(case.op, case.variant, case.index, s, engine.mode, SKIPPED, SKIPPED, SKIPPED,
                              why, why, why, target=engine.target) for s in seeds]
@@ -281,8 +282,8 @@ def _alias_name(j: int | None) -> str:
 
 def _check_backward(case, eager_fn, compiled_fn, seed, verdicts,
                     active=contextlib.nullcontext) -> tuple[str, str, str]:
-    v = _verdict_for(verdicts, "backward", case.variant)
-    if v is not None and v.kind == "skip":
+    v = _verdict_for(verdicts, Scope.BACKWARD, case.variant)
+    if v is not None and v.kind is VerdictKind.SKIP:
         return SKIPPED, "skipped (" + v.describe() + ")", ""
     try:
         eager = autograd_run(eager_fn, case.args, seed=seed)
@@ -307,8 +308,8 @@ def _check_numerical(case, compiled_fn, seed, max_elements, verdicts, eager_fn=N
                      eager_diff_outputs=False, active=contextlib.nullcontext) -> tuple[str, str, str]:
     """Finite differences through the compiled callable; when that fails, the same check on eager
     autograd decides whether the engine is to blame (``fail``) or the tolerance (``eager fails``)."""
-    v = _verdict_for(verdicts, "numerical", case.variant)
-    if v is not None and v.kind == "skip":
+    v = _verdict_for(verdicts, Scope.NUMERICAL, case.variant)
+    if v is not None and v.kind is VerdictKind.SKIP:
         return SKIPPED, "skipped (" + v.describe() + ")", ""
     try:
         with active():
@@ -323,10 +324,10 @@ def _check_numerical(case, compiled_fn, seed, max_elements, verdicts, eager_fn=N
         return FAIL, "no compiled output requires grad, but eager's do", ""
     if status == FAIL and eager_fn is not None and _eager_fails(eager_fn, case, max_elements, seed):
         return EAGER_FAILS, f"{report.reason} [eager autograd fails this check too]", ""
-    if v is not None and v.kind == "xfail" and status in (PASS, FAIL):
+    if v is not None and v.kind is VerdictKind.XFAIL and status in (PASS, FAIL):
         status = XFAIL if status == FAIL else XPASS
     detail = report.reason if status != PASS else ""
-    if v is not None and v.kind == "xfail":
+    if v is not None and v.kind is VerdictKind.XFAIL:
         detail = f"{detail} [{v.describe()}]".strip()
     return status, detail, ""
 

@@ -35,7 +35,7 @@ class Comparison:
     """Value ``a`` against value ``b`` of one input: the verdict, the component in words, and the
     confirmations of a KEY GAP (one per direction)."""
     input: str
-    kind: str
+    kind: Kind
     a: int
     b: int
     a_text: str
@@ -120,7 +120,7 @@ def _run_batched(reqs: list, jobs: int) -> list[tuple[Request, Observation]]:
 def _compare(module, inp, a: int, b: int, observed) -> Comparison:
     verdict = compare(observed[(inp.name, a)], observed[(inp.name, b)])
     component = naming.component(module, inp, a, b)
-    return Comparison(inp.name, inp.kind.value, a, b, inp.values[a], inp.values[b], verdict, component)
+    return Comparison(inp.name, inp.kind, a, b, inp.values[a], inp.values[b], verdict, component)
 
 
 def _confirm_all(path: str, comparisons, observed, root: Path, jobs: int, target: str) -> list[Comparison]:
@@ -138,7 +138,7 @@ def _confirm_all(path: str, comparisons, observed, root: Path, jobs: int, target
 def _confirm_round(path, comparisons, todo, observed, root: Path, jobs: int, target: str):
     if not todo:
         return []
-    kinds = {c.input: Kind(c.kind) for c in comparisons}
+    kinds = {c.input: c.kind for c in comparisons}
     reqs = [(kinds[comparisons[n].input],
              C.request(path, comparisons[n].input, y, _dir(root, comparisons[n].input, x), root, target))
             for n, x, y in todo]

@@ -19,25 +19,38 @@ else 0::
     >>> from .record import Entry, Record, split_key, unreached
     >>> rec = Record("2.13.0", {"torch": {"a": Entry("why", F("values", "output 0"))}})
     >>> judge_one(rec, "torch", "cold", "a", F("values", "output 1")).kind
-    'CHANGED'
-    >>> judge_one(rec, "torch", "cold", "a", None).kind, judge_one(rec, "torch", "cold", "b", None).kind
+    <VerdictKind.CHANGED: 'CHANGED'>
+    >>> str(judge_one(rec, "torch", "cold", "a", None).kind), str(judge_one(rec, "torch", "cold", "b", None).kind)
     ('FIXED', 'pass')
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from .fingerprint import FailurePrint, same_failure
 from .record import Entry, Record, split_key, unreached
+from .run import Status
 
-KINDS = ("pass", "known", "NEW", "CHANGED", "FIXED", "skipped")
-FAILING = ("NEW", "CHANGED")
+
+class VerdictKind(StrEnum):
+    """What the judge says of one (engine, stage, case) against the record (the table above);
+    ``aotcheck check`` prints the value."""
+    PASS = "pass"              # passes, and nothing is recorded
+    KNOWN = "known"            # fails as recorded, or a recorded crash that was not run
+    NEW = "NEW"                # fails, and nothing is recorded
+    CHANGED = "CHANGED"        # a recorded failure, failing differently
+    FIXED = "FIXED"            # a recorded failure that passes, or whose stage no longer runs
+    SKIPPED = "skipped"        # the cached run of a failing cold run (judged once, cold)
+
+
+FAILING = (VerdictKind.NEW, VerdictKind.CHANGED)
 NO_LONGER_RUN = "no longer run: the case ran, but this stage was not picked or not reached"
 
 
 @dataclass(frozen=True)
 class Verdict:
-    kind: str                         # one of KINDS
+    kind: VerdictKind
     engine: str
     stage: str
     case_id: str
@@ -50,11 +63,11 @@ class Verdict:
         """One short line saying what changed, for the NEW / CHANGED / FIXED lists: the
         fingerprints only (``aotcheck check -v`` prints the problems in full under it)."""
         where = f"{self.case_id} [{self.engine}, {self.stage}]"
-        if self.kind == "NEW":
+        if self.kind is VerdictKind.NEW:
             return f"{where}: {_short(str(self.now), 140)}"
-        if self.kind == "CHANGED":
+        if self.kind is VerdictKind.CHANGED:
             return f"{where}: was {_short(str(self.was.fingerprint), 90)}; now {_short(str(self.now), 90)}"
-        if self.kind == "FIXED":
+        if self.kind is VerdictKind.FIXED:
             was = self.was.fingerprint or self.was.reason
             now = "this stage no longer runs" if self.detail == NO_LONGER_RUN else "now passes"
             return f"{where}: recorded as failing ({_short(str(was))}), {now}"
@@ -69,24 +82,24 @@ def _short(s: str, n: int = 160) -> str:
 
 
 def judge_one(record: Record, engine: str, stage: str, case_id: str, now: FailurePrint | None,
-              *, status: str | None = None, detail: str = "") -> Verdict:
+              *, status: Status | None = None, detail: str = "") -> Verdict:
     """The verdict on one (engine, stage, case). ``status`` defaults to pass/fail from ``now``;
     "not run" and "skipped" are passed explicitly."""
-    status = status or ("fail" if now is not None else "pass")
+    status = status or (Status.FAIL if now is not None else Status.PASS)
     entry = record.lookup(engine, stage, case_id)
-    if status == "skipped":
-        kind = "skipped"
-    elif status == "not run":
-        kind = "known" if entry is not None else "NEW"
+    if status is Status.SKIPPED:
+        kind = VerdictKind.SKIPPED
+    elif status is Status.NOT_RUN:
+        kind = VerdictKind.KNOWN if entry is not None else VerdictKind.NEW
         detail = detail or "not run"
-    elif status == "pass":
-        kind = "FIXED" if entry is not None and not entry.crashes else "pass"
+    elif status is Status.PASS:
+        kind = VerdictKind.FIXED if entry is not None and not entry.crashes else VerdictKind.PASS
     elif entry is None:
-        kind = "NEW"
+        kind = VerdictKind.NEW
     elif same_failure(entry.fingerprint, now):
-        kind = "known"
+        kind = VerdictKind.KNOWN
     else:
-        kind = "CHANGED"
+        kind = VerdictKind.CHANGED
     return Verdict(kind, engine, stage, case_id, now, entry, detail)
 
 
@@ -97,11 +110,11 @@ def judge(outcomes, record: Record, kinds: frozenset[str] = frozenset()) -> list
                      detail=str(o.problems[0]) if o.problems else "") for o in outcomes]
     for engine, key, entry in unreached(record, outcomes, kinds):
         stage, case_id = split_key(key)
-        out.append(Verdict("FIXED", engine, stage, case_id, None, entry, NO_LONGER_RUN))
+        out.append(Verdict(VerdictKind.FIXED, engine, stage, case_id, None, entry, NO_LONGER_RUN))
     return out
 
 
 def exit_code(verdicts, strict: bool = False) -> int:
-    bad = FAILING + (("FIXED",) if strict else ())
+    bad = FAILING + ((VerdictKind.FIXED,) if strict else ())
     return 1 if any(v.kind in bad for v in verdicts) else 0
 

@@ -34,6 +34,7 @@ from typing import Iterable, Mapping
 
 from ..targets.known_failures import CRASH, record_path
 from .fingerprint import FailurePrint, same_failure
+from .run import Status
 
 FORMAT = 2
 
@@ -86,7 +87,7 @@ def unreached(record: "Record", outcomes: Iterable, kinds: frozenset[str]) -> li
     given: dict[str, set[str]] = {}
     for o in outcomes:
         given.setdefault(o.engine, set()).add(key_of(o.stage, o.case_id))
-        if o.status != "not run":
+        if o.status is not Status.NOT_RUN:
             ran.setdefault(o.engine, set()).add(o.case_id)
     out = []
     for engine, cases in ran.items():
@@ -220,11 +221,11 @@ def from_outcomes(outcomes: Iterable, torch_version: str, engines: Iterable[str]
         key = key_of(o.stage, o.case_id)
         ran[o.engine].add(key)
         old = prev.get(o.engine, {}).get(key)
-        if o.status == "not run":
+        if o.status is Status.NOT_RUN:
             if old is not None:
                 tables[o.engine][key] = old
             continue
-        if o.status != "fail" or o.fingerprint is None:
+        if o.status is not Status.FAIL or o.fingerprint is None:
             continue
         if o.stage == "cached":       # the same failure as the cold run's is the cold entry's
             cold = tables[o.engine].get(o.case_id)

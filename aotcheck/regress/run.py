@@ -32,6 +32,7 @@ import tempfile
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from ..check.divergence import Check, Divergence
 from . import isolation
@@ -107,13 +108,21 @@ def variation_runner():
     return run_variations
 
 
+class Status(StrEnum):
+    """How one stage of one case ended (``judge.py`` judges it against the record)."""
+    PASS = "pass"
+    FAIL = "fail"              # with its problems and their fingerprint
+    NOT_RUN = "not run"        # a recorded crash: never run, it takes the process down
+    SKIPPED = "skipped"        # the cached run of a failing cold run (the same failure, judged once)
+
+
 @dataclass(frozen=True)
 class Outcome:
     engine: str
     stage: str                        # cold | cached | variation.<name>
     case_id: str
     theme: str
-    status: str                       # pass | fail | not run | skipped
+    status: Status
     problems: tuple[Divergence | str, ...] = ()    # a str: a harness sentence (fuzz/fingerprint.py)
     fingerprint: FailurePrint | None = None
     seconds: float = 0.0
@@ -155,10 +164,10 @@ def _guarded(fn):
         return None, [Divergence(Check.HARNESS_RAISED, error=f"{type(e).__name__}: {message}")]
 
 
-def _outcome(engine, stage, case, problems, t0, status=None) -> Outcome:
-    status = status or ("fail" if problems else "pass")
+def _outcome(engine, stage, case, problems, t0, status: Status | None = None) -> Outcome:
+    status = status or (Status.FAIL if problems else Status.PASS)
     return Outcome(engine, stage, case.id, case.theme, status, tuple(problems),
-                   fingerprint(problems) if status == "fail" else None, time.process_time() - t0)
+                   fingerprint(problems) if status is Status.FAIL else None, time.process_time() - t0)
 
 
 def run_engine_case(engine, case, plan: Plan, variations=None) -> list[Outcome]:
@@ -172,7 +181,7 @@ def run_engine_case(engine, case, plan: Plan, variations=None) -> list[Outcome]:
             _, cold = _guarded(lambda: _run_case(engine, case, d, plan.backward))
             out.append(_outcome(name, "cold", case, cold, t0))
             if cold:
-                out.append(_outcome(name, "cached", case, [], t0, status="skipped"))
+                out.append(_outcome(name, "cached", case, [], t0, status=Status.SKIPPED))
             else:
                 t1 = time.process_time()
                 run, p = _guarded(lambda: _run_case(engine, case, d, plan.backward))
@@ -207,7 +216,7 @@ def run_engine_case(engine, case, plan: Plan, variations=None) -> list[Outcome]:
 
 def not_run(engine: str, case, plan: Plan, reason: str, has_cache: bool) -> list[Outcome]:
     stages = ["cold"] + (["cached"] if plan.cached and has_cache else [])
-    return [Outcome(engine, s, case.id, case.theme, "not run", (f"not run: {reason}",)) for s in stages]
+    return [Outcome(engine, s, case.id, case.theme, Status.NOT_RUN, (f"not run: {reason}",)) for s in stages]
 
 
 # ---------------------------------------------------------------- workers
@@ -271,7 +280,7 @@ def work_pair(cid: str, eng) -> tuple[list[Outcome], list]:
             f.write(f"{cid}\t{eng.name}")
     reason = crashing.get((eng.name, cid))
     if reason == CRASHED_NOW:
-        return [Outcome(eng.name, "cold", cid, case.theme, "fail", (CRASHED_NOW,),
+        return [Outcome(eng.name, "cold", cid, case.theme, Status.FAIL, (CRASHED_NOW,),
                         FailurePrint("crash in process", "", "the worker process died"))], []
     if reason:
         return not_run(eng.name, case, plan, reason, eng.supports_cache), []

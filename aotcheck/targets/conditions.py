@@ -20,10 +20,54 @@ from __future__ import annotations
 import contextlib
 import types
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Callable
 
 import torch
 from torch.utils import _pytree as pytree
+
+
+# ---------------------------------------------------------------- the vocabulary
+
+
+class VariationKind(StrEnum):
+    """What a variation changes (``variations.Variation.kind``; the list with each kind's B is
+    ``variations.py``'s docstring). Here, next to the code that applies each kind, because
+    ``variations.py`` imports this module. Its value is the label's and the JSON's spelling."""
+    GRAD_MODE = "grad_mode"              # the grad mode of the call (a GradMode)
+    REQUIRES_GRAD = "requires_grad"      # one floating input's requires_grad flipped
+    DTYPE = "dtype"                      # one floating input float32 <-> float64
+    SHAPE = "shape"                      # the inputs of one shape grow along the last dimension
+    STRIDES = "strides"                  # one input transposed, or every other element
+    MEMORY_FORMAT = "memory_format"      # one 4-D input channels_last
+    STORAGE_OFFSET = "storage_offset"    # one input one element into a larger storage
+    ALIASING = "aliasing"                # two inputs made one tensor, or aliased inputs split
+    SCALAR = "scalar"                    # a Python number argument changed
+    CLOSURE = "closure"                  # a number the function closes over changed
+    GLOBAL = "global"                    # a number the function reads from its globals changed
+    TRAINING = "training"                # a module it reads switched between train() and eval()
+    STATE = "state"                      # the subject's own Python states, state 0 -> k
+    DEFAULT_DTYPE = "default_dtype"      # torch.set_default_dtype around the call
+    AUTOCAST = "autocast"                # torch.autocast("cpu", bfloat16) around the call
+    DETERMINISTIC = "deterministic"      # torch.use_deterministic_algorithms(True) around the call
+    CONFIG = "config"                    # one engine config flag that changes a graph
+    VALUES = "values"                    # every floating input's values changed, nothing else
+    DYNAMIC_SHAPE = "dynamic_shape"      # A and B compiled with dynamic shapes, B's sizes smaller
+
+
+class GradMode(StrEnum):
+    """The grad mode a subject is called in (``variations.Subject.grad_mode``), and the B of a
+    ``grad_mode`` variation."""
+    ENABLED = "enabled"                  # nothing around the call
+    NO_GRAD = "no_grad"                  # torch.no_grad()
+    INFERENCE_MODE = "inference_mode"    # torch.inference_mode()
+
+
+# Kinds ``vary_inputs`` applies to the inputs (the others act around the call or the run).
+INPUT_KINDS = frozenset({
+    VariationKind.REQUIRES_GRAD, VariationKind.DTYPE, VariationKind.SHAPE, VariationKind.STRIDES,
+    VariationKind.MEMORY_FORMAT, VariationKind.STORAGE_OFFSET, VariationKind.ALIASING,
+    VariationKind.SCALAR, VariationKind.VALUES, VariationKind.DYNAMIC_SHAPE})
 
 
 # ---------------------------------------------------------------- reading the inputs
@@ -94,9 +138,9 @@ ELEMENTS = 2       # numbers taken from one list or dict
 
 @dataclass(frozen=True)
 class Read:
-    """A number the function reads: ``kind`` closure or global, ``label``
+    """A number the function reads: ``kind`` CLOSURE or GLOBAL, ``label``
     (NOTE [numbers the compiled code reads]), its value, and where it lives (``owner[index]``, or a cell)."""
-    kind: str
+    kind: VariationKind
     label: str
     value: object
     owner: object
@@ -132,7 +176,7 @@ def _unwrap(f):
     return getattr(f, "__wrapped__", f)
 
 
-def _place(kind: str, label: str, value, owner, index, where: str) -> list[Read]:
+def _place(kind: VariationKind, label: str, value, owner, index, where: str) -> list[Read]:
     """The numbers at one place: the value itself, or the first elements of a list or dict."""
     suffix = f"@{where}" if where else ""
     if type(value) in (int, float):
@@ -159,12 +203,12 @@ def numeric_reads(fn) -> list[Read]:
         helpers = []
         for name, cell in zip(f.__code__.co_freevars, f.__closure__ or ()):
             if _cell_ok(cell):
-                out.extend(_place("closure", name, cell.cell_contents, cell, None, where))
+                out.extend(_place(VariationKind.CLOSURE, name, cell.cell_contents, cell, None, where))
                 helpers += _helpers_of(cell.cell_contents)
         for name in _code_names(f.__code__):
             if name in f.__globals__:
                 v = f.__globals__[name]
-                out.extend(_place("global", name, v, f.__globals__, name, where))
+                out.extend(_place(VariationKind.GLOBAL, name, v, f.__globals__, name, where))
                 helpers += _helpers_of(v)
         for h in helpers:
             visit(h, getattr(_unwrap(h), "__qualname__", "helper"), depth + 1)
@@ -251,8 +295,7 @@ def _changed_values(t: torch.Tensor) -> torch.Tensor:
 
 def vary_inputs(v, make: Callable) -> Callable:
     """The input maker of condition B: A's inputs with the variation applied."""
-    if v.kind not in ("requires_grad", "dtype", "shape", "strides", "memory_format", "storage_offset",
-                      "aliasing", "scalar", "values", "dynamic_shape"):
+    if v.kind not in INPUT_KINDS:
         return make
 
     def make_b():
@@ -261,36 +304,36 @@ def vary_inputs(v, make: Callable) -> Callable:
         idx = _target_indices(v)
         leaves_map: dict[int, torch.Tensor] = {}
         with torch.no_grad():
-            if v.kind == "values":
+            if v.kind is VariationKind.VALUES:
                 idx = [i for i, t in enumerate(flat) if _floating(t) and i not in _aliased(flat)]
             for i in idx:
                 t = flat[i]
-                if v.kind == "requires_grad":
+                if v.kind is VariationKind.REQUIRES_GRAD:
                     flat[i] = _leaf(t, t.detach().clone(), v.b == "True")
                     leaves_map[id(t)] = flat[i]
-                elif v.kind == "dtype":
+                elif v.kind is VariationKind.DTYPE:
                     flat[i] = _relayout(t, t.detach().to(getattr(torch, v.b)), leaves_map)
-                elif v.kind == "shape":
+                elif v.kind is VariationKind.SHAPE:
                     flat[i] = _relayout(t, _grown(t), leaves_map)
-                elif v.kind == "dynamic_shape":
+                elif v.kind is VariationKind.DYNAMIC_SHAPE:
                     sizes = dict(tuple(map(int, p.split("->"))) for p in v.b.split(","))
                     flat[i] = _relayout(t, _cut(t, sizes), leaves_map)
-                elif v.kind == "strides":
+                elif v.kind is VariationKind.STRIDES:
                     data = _transposed_like(t) if t.dim() >= 2 else _every_other(t)
                     flat[i] = _relayout(t, data, leaves_map)
-                elif v.kind == "memory_format":
+                elif v.kind is VariationKind.MEMORY_FORMAT:
                     flat[i] = _relayout(t, t.detach().contiguous(memory_format=torch.channels_last),
                                         leaves_map)
-                elif v.kind == "storage_offset":
+                elif v.kind is VariationKind.STORAGE_OFFSET:
                     flat[i] = _relayout(t, _offset(t), leaves_map)
-                elif v.kind == "scalar":
+                elif v.kind is VariationKind.SCALAR:
                     flat[i] = type(flat[i])(float(v.b)) if type(flat[i]) is int else float(v.b)
-                elif v.kind == "values":
+                elif v.kind is VariationKind.VALUES:
                     flat[i] = _relayout(t, _changed_values(t), leaves_map)
-            if v.kind == "aliasing" and v.b == "same tensor":
+            if v.kind is VariationKind.ALIASING and v.b == "same tensor":
                 i, j = idx
                 flat[j] = flat[i]
-            elif v.kind == "aliasing":
+            elif v.kind is VariationKind.ALIASING:
                 for i in idx:
                     flat[i] = _relayout(flat[i], flat[i].detach().clone(), leaves_map)
         args, kwargs = pytree.tree_unflatten(flat, spec)
@@ -301,9 +344,9 @@ def vary_inputs(v, make: Callable) -> Callable:
     return make_b
 
 
-def _grad_mode(mode: str):
-    return torch.inference_mode() if mode == "inference_mode" else \
-        torch.no_grad() if mode == "no_grad" else contextlib.nullcontext()
+def _grad_mode(mode: GradMode):
+    return torch.inference_mode() if mode is GradMode.INFERENCE_MODE else \
+        torch.no_grad() if mode is GradMode.NO_GRAD else contextlib.nullcontext()
 
 
 @contextlib.contextmanager
@@ -332,13 +375,13 @@ def call_context(subject, v) -> Callable:
     grad mode, and the default dtype, autocast and deterministic setting of a variation."""
     def ctx():
         stack = contextlib.ExitStack()
-        mode = v.b if v is not None and v.kind == "grad_mode" else subject.grad_mode
+        mode = GradMode(v.b) if v is not None and v.kind is VariationKind.GRAD_MODE else subject.grad_mode
         stack.enter_context(_grad_mode(mode))
-        if v is not None and v.kind == "default_dtype":
+        if v is not None and v.kind is VariationKind.DEFAULT_DTYPE:
             stack.enter_context(_default_dtype(getattr(torch, v.b)))
-        if (v is not None and v.kind == "autocast") or getattr(subject, "autocast", False):
+        if (v is not None and v.kind is VariationKind.AUTOCAST) or getattr(subject, "autocast", False):
             stack.enter_context(torch.autocast("cpu", dtype=torch.bfloat16))
-        if v is not None and v.kind == "deterministic":
+        if v is not None and v.kind is VariationKind.DETERMINISTIC:
             stack.enter_context(_deterministic())
         return stack
     return ctx
@@ -351,12 +394,12 @@ def state_context(subject, v):
     restore: list[Callable] = []
     try:
         if subject.states:
-            subject.states[int(v.b) if v is not None and v.kind == "state" else 0]()
+            subject.states[int(v.b) if v is not None and v.kind is VariationKind.STATE else 0]()
             restore.append(subject.states[0])
-        if v is not None and v.kind in ("closure", "global", "training"):
+        if v is not None and v.kind in (VariationKind.CLOSURE, VariationKind.GLOBAL, VariationKind.TRAINING):
             cells, gl = _python_reads(subject.fn)
-            if v.kind in ("closure", "global"):
-                read = next(r for r in numeric_reads(subject.fn) if r.kind == v.kind and r.label == v.target)
+            if v.kind is not VariationKind.TRAINING:
+                read = next(r for r in numeric_reads(subject.fn) if r.kind is v.kind and r.label == v.target)
                 old = read.value
                 read.set(type(old)(float(v.b)) if type(old) is int else float(v.b))
                 restore.append(lambda: read.set(old))
@@ -365,7 +408,7 @@ def state_context(subject, v):
                 was = m.training
                 m.train(v.b == "True")
                 restore.append(lambda: m.train(was))
-        if v is not None and v.kind == "config":
+        if v is not None and v.kind is VariationKind.CONFIG:
             restore.append(_apply_config(v))
         yield
     finally:

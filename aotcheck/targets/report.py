@@ -19,16 +19,31 @@ import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from .engines import Engine, get_engine, outcome
 from .known_failures import crashes, known_failure
+
+
+class Status(StrEnum):
+    """One case's outcome against ``KNOWN_FAILURES`` (the report prints the value)."""
+    PASS = "pass"          # passed, no failure recorded
+    FAIL = "fail"          # failed, no failure recorded (unexpected)
+    XFAIL = "xfail"        # failed, as recorded (expected)
+    XPASS = "xpass"        # passed although a failure is recorded (unexpected)
+
+
+class RunMode(StrEnum):
+    """How an engine ran the corpus: a column group of the report."""
+    COLD = "cold"          # compiled afresh, no cache
+    CACHED = "cached"      # the cache round trip: one run fills an empty directory, a second reads it
 
 
 @dataclass
 class Result:
     case_id: str
     theme: str
-    status: str                  # pass | fail | xfail | xpass
+    status: Status
     problems: list               # Divergence records, or harness sentences ("not run: ...")
     reason: str | None           # the KNOWN_FAILURES entry, if any
     stats: dict
@@ -37,7 +52,7 @@ class Result:
 @dataclass
 class EngineResults:
     engine: str
-    mode: str                    # cold | cached
+    mode: RunMode
     results: list[Result] = field(default_factory=list)
     wall_s: float = 0.0
 
@@ -52,14 +67,14 @@ class EngineResults:
         return h, n
 
 
-def _status(ok: bool, reason: str | None) -> str:
+def _status(ok: bool, reason: str | None) -> Status:
     if ok:
-        return "xpass" if reason else "pass"
-    return "xfail" if reason else "fail"
+        return Status.XPASS if reason else Status.PASS
+    return Status.XFAIL if reason else Status.FAIL
 
 
 def run_engine(engine: Engine, cases, cached: bool, progress=None) -> EngineResults:
-    out = EngineResults(engine.name, "cached" if cached else "cold")
+    out = EngineResults(engine.name, RunMode.CACHED if cached else RunMode.COLD)
     t0 = time.perf_counter()
     for c in cases:
         reason = known_failure(engine.name, c.id, cached)
@@ -94,8 +109,8 @@ def collect(engine_names, cases, cached: bool, progress=None) -> list[EngineResu
 
 def _cell(c: Counter) -> str:
     n = sum(c.values())
-    extra = [f"{c[k]}{s}" for k, s in (("xfail", "x"), ("fail", "f"), ("xpass", "xp")) if c[k]]
-    return f"{c['pass']}/{n}" + (f" ({', '.join(extra)})" if extra else "")
+    extra = [f"{c[k]}{s}" for k, s in ((Status.XFAIL, "x"), (Status.FAIL, "f"), (Status.XPASS, "xp")) if c[k]]
+    return f"{c[Status.PASS]}/{n}" + (f" ({', '.join(extra)})" if extra else "")
 
 
 def to_markdown(runs: list[EngineResults], themes, *, verbose: bool = False, command: str = "") -> str:
@@ -120,14 +135,14 @@ def to_markdown(runs: list[EngineResults], themes, *, verbose: bool = False, com
         rate = f"{100 * h / n:.1f}%" if n else "n/a"
         lines.append(f"| {r.engine} | {r.mode} | {h} / {n} | {rate} | {r.wall_s:.0f} s |")
     for r in runs:
-        bad = [x for x in r.results if x.status != "pass"]
+        bad = [x for x in r.results if x.status is not Status.PASS]
         if not bad:
             continue
         lines += ["", f"## {r.engine}, {r.mode}: {len(bad)} not passing", ""]
         for x in bad:
-            why = x.reason if x.status == "xfail" else (x.problems[0] if x.problems else "unexpectedly passed")
+            why = x.reason if x.status is Status.XFAIL else (x.problems[0] if x.problems else "unexpectedly passed")
             lines.append(f"- `{x.case_id}` **{x.status}**: {_one_line(str(why))}")
-            if verbose and x.status != "xpass":
+            if verbose and x.status is not Status.XPASS:
                 lines += [f"  - {_one_line(str(p))}" for p in x.problems[:4]]
     return "\n".join(lines) + "\n"
 

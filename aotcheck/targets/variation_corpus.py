@@ -125,12 +125,12 @@ def _after_crash(engine_name: str, part: list, progress: str, alone: bool, done:
     rest = [(([c for c in left if c != name]), False)] if len(left) > 1 else []
     if not alone:
         return [([name], True)] + rest
-    crash = Result(name, engine_name, Variation.from_json(v) if v else Variation("A"),
-                   EAGER_DIED if calling == "eager" else FAILS_UNDER_B,
-                   f"the process died in the {calling or 'compile'} call under B"
-                   + (": the variation makes the function invalid" if calling == "eager"
-                      else " (a crash inside the engine or torch)"))
-    done[name] = SubjectRun(name, engine_name, "ok" if v else "A killed the process", (crash,) if v else ())
+    crash = () if not v else (Result(name, engine_name, Variation.from_json(v),
+                                     EAGER_DIED if calling == "eager" else FAILS_UNDER_B,
+                                     f"the process died in the {calling or 'compile'} call under B"
+                                     + (": the variation makes the function invalid" if calling == "eager"
+                                        else " (a crash inside the engine or torch)")),)
+    done[name] = SubjectRun(name, engine_name, "ok" if v else "A killed the process", crash)
     return rest
 
 

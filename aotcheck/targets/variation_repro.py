@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .variations import PROGRAM_BEGIN, PROGRAM_END, BAD, REPRO_MARK, Subject, Variation, run_subject
+from .variations import (PROGRAM_BEGIN, PROGRAM_END, BAD, REPRO_MARK, GradMode, Subject, Variation,
+                         run_subject)
 
 
 def load_repro(path) -> tuple[str, Subject, Variation]:
@@ -25,7 +26,7 @@ def load_repro(path) -> tuple[str, Subject, Variation]:
     text = Path(path).read_text()
     source = text.split(PROGRAM_BEGIN, 1)[1].split(PROGRAM_END, 1)[0] if PROGRAM_BEGIN in text else ""
     return ns["ENGINE"], Subject(ns.get("SUBJECT", Path(path).stem), ns["f"], ns["make_inputs"],
-                                 ns.get("GRAD_MODE", "enabled"), ns.get("BACKWARD", True), (), source), v
+                                 GradMode(ns.get("GRAD_MODE", GradMode.ENABLED)), ns.get("BACKWARD", True), (), source), v
 
 
 def is_repro(path) -> bool:

@@ -93,6 +93,13 @@ from typing import Callable
 
 import torch
 
+from ..check.divergence import Divergence
+from ..engine import serial
+from .conditions import (CacheEvents, GradMode, VariationKind, _aliased, _flat, _floating,  # noqa: F401
+                         _number, _new_number, _plain, _python_reads, check_under, compile_and_check, mark,
+                         numeric_reads, observe, quiet_torch_logs)
+from .shape_guards import dynamic_shape_engine, run_dynamic, smaller_sizes
+
 SCHEMA = 1
 
 OK_HIT, OK_MISS, STALE_HIT, LOST_HIT, FAILS_UNDER_B = "ok-hit", "ok-miss", "STALE HIT", "LOST HIT", \
@@ -120,12 +127,11 @@ BAD = (STALE_HIT, UNKEYED_HIT, LOST_HIT, FAILS_UNDER_B)
 # and B alike and may hit rightly. Not for per-input kinds (an input Dynamo prunes from the
 # graph may change without a miss), nor for ``torch-inductor``, whose hit count adds the FX
 # graph cache's, keyed without grad mode on purpose (the same inference graph serves both).
-KEYED_STATE: dict[str, frozenset[str]] = {
-    name: frozenset({"grad_mode", "autocast", "deterministic", "default_dtype", "config"})
+KEYED_STATE: dict[str, frozenset[VariationKind]] = {
+    name: frozenset({VariationKind.GRAD_MODE, VariationKind.AUTOCAST, VariationKind.DETERMINISTIC,
+                     VariationKind.DEFAULT_DTYPE, VariationKind.CONFIG})
     for name in ("torch", "torch-inductor-lite")
 }
-
-GRAD_MODES = ("enabled", "no_grad", "inference_mode")
 
 # One flag per engine family that changes the graph it compiles: (owner, name, value under B).
 CONFIG_FLAGS: dict[str, tuple[str, str, object]] = {
@@ -143,10 +149,6 @@ CONFIG_FLAGS: dict[str, tuple[str, str, object]] = {
 # ``aot_module_simplified`` does, torch/_functorch/aot_autograd.py), so the pass reports it as
 # not applicable instead of inventing a cache to test.
 
-from ..check.divergence import Divergence
-from .conditions import (CacheEvents, _aliased, _flat, _floating, _number, _new_number, _plain,  # noqa: F401
-                         _python_reads, check_under, compile_and_check, mark, numeric_reads, observe, quiet_torch_logs)
-from .shape_guards import dynamic_shape_engine, run_dynamic, smaller_sizes
 
 
 # ---------------------------------------------------------------- the data
@@ -156,28 +158,32 @@ from .shape_guards import dynamic_shape_engine, run_dynamic, smaller_sizes
 class Variation:
     """One change from condition A to condition B.
 
-    ``kind`` is one of the kinds in the module docstring; ``target`` says what it changes
-    (``"input 2"``, ``"inputs 0,1"``, a closure or global name, a config flag); ``b`` is the
-    new value, as text; ``relevant`` is False only where nothing the graph depends on changes
-    (a miss is then a LOST HIT)."""
-    kind: str
+    ``kind`` is one of the kinds in the module docstring (a ``VariationKind``); ``target`` says
+    what it changes (``"input 2"``, ``"inputs 0,1"``, a closure or global name, a config flag);
+    ``b`` is the new value, as text; ``relevant`` is False only where nothing the graph depends
+    on changes (a miss is then a LOST HIT)."""
+    kind: VariationKind
     target: str = ""
     b: str = ""
     relevant: bool = True
+
+    def __post_init__(self):
+        if not isinstance(self.kind, VariationKind):
+            raise ValueError(f"a variation's kind is a VariationKind, not {self.kind!r}")
 
     @property
     def label(self) -> str:
         return f"{self.kind}[{self.target}]={self.b}" if self.target else f"{self.kind}={self.b}"
 
     def to_json(self) -> str:
-        return json.dumps({"schema": SCHEMA, **asdict(self)}, sort_keys=True)
+        return json.dumps({"schema": SCHEMA, **serial.to_data(self)}, sort_keys=True)
 
     @staticmethod
     def from_json(text: str) -> "Variation":
         d = json.loads(text)
         if d.pop("schema", None) != SCHEMA:
             raise ValueError("variation: unknown schema")
-        return Variation(**d)
+        return serial.from_data(Variation, d)
 
 
 @dataclass(frozen=True)
@@ -219,15 +225,20 @@ class Subject:
     name: str
     fn: Callable
     make_inputs: Callable
-    grad_mode: str = "enabled"
+    grad_mode: GradMode = GradMode.ENABLED
     backward: bool = True
     states: tuple = ()
     source: str = ""        # a generated program's source (defines f and make_inputs), for reproducers
     size_guards: bool = False   # a case tagged ``size_guards``: ``pick`` adds ``dynamic_shape``
     autocast: bool = False      # called inside the caller's bfloat16 autocast region (``CallMode.AUTOCAST``)
 
+    def __post_init__(self):
+        if not isinstance(self.grad_mode, GradMode):
+            raise ValueError(f"a subject's grad mode is a GradMode, not {self.grad_mode!r}")
+
     @staticmethod
-    def from_source(name: str, source: str, grad_mode: str = "enabled", backward: bool = True) -> "Subject":
+    def from_source(name: str, source: str, grad_mode: GradMode = GradMode.ENABLED,
+                    backward: bool = True) -> "Subject":
         """A subject from a program's source, which defines ``f`` and ``make_inputs``."""
         ns: dict = {"__name__": f"aotcheck_subject_{abs(hash(name))}"}
         exec(compile(source, f"<{name}>", "exec"), ns)
@@ -235,9 +246,11 @@ class Subject:
 
     @staticmethod
     def of_case(case) -> "Subject":
-        mode = {"inference_mode": "inference_mode", "no_grad": "no_grad"}.get(case.call.value, "enabled")
+        from ..check.corpus.registry import CallMode
+        mode = {CallMode.INFERENCE_MODE: GradMode.INFERENCE_MODE, CallMode.NO_GRAD: GradMode.NO_GRAD}.get(
+            case.call, GradMode.ENABLED)
         return Subject(case.id, case.fn, case.make_inputs, mode, case.backward, tuple(case.states),
-                       size_guards="size_guards" in case.tags, autocast=case.call.value == "autocast")
+                       size_guards="size_guards" in case.tags, autocast=case.call is CallMode.AUTOCAST)
 
 
 # ---------------------------------------------------------------- deriving variations
@@ -249,14 +262,14 @@ def derive(subject: Subject, engine: str = "aotcheck") -> list[Variation]:
     inputs = subject.make_inputs()
     flat = _flat(inputs)
     aliased = _aliased(flat)
-    out = [Variation("grad_mode", "", m) for m in GRAD_MODES if m != subject.grad_mode]
+    out = [Variation(VariationKind.GRAD_MODE, "", m.value) for m in GradMode if m is not subject.grad_mode]
     free = [i for i, t in enumerate(flat) if _plain(t) and i not in aliased]
     for i in free:
         t = flat[i]
         if _floating(t):
-            out.append(Variation("requires_grad", f"input {i}", str(not t.requires_grad)))
+            out.append(Variation(VariationKind.REQUIRES_GRAD, f"input {i}", str(not t.requires_grad)))
             if t.dtype in (torch.float32, torch.float64):
-                out.append(Variation("dtype", f"input {i}",
+                out.append(Variation(VariationKind.DTYPE, f"input {i}",
                                      "float64" if t.dtype == torch.float32 else "float32"))
     shapes: dict[tuple, list[int]] = {}
     for i in free:
@@ -264,45 +277,48 @@ def derive(subject: Subject, engine: str = "aotcheck") -> list[Variation]:
             shapes.setdefault(tuple(flat[i].shape), []).append(i)
     for shape, idx in shapes.items():
         grown = list(shape[:-1]) + [shape[-1] + 1]
-        out.append(Variation("shape", "inputs " + ",".join(map(str, idx)), str(grown)))
+        out.append(Variation(VariationKind.SHAPE, "inputs " + ",".join(map(str, idx)), str(grown)))
     for i in free:
         t = flat[i]
         if t.dim() == 4 and t.numel() > 1:
-            out.append(Variation("memory_format", f"input {i}", "channels_last"))
+            out.append(Variation(VariationKind.MEMORY_FORMAT, f"input {i}", "channels_last"))
         if t.numel() > 1 and (t.dim() >= 2 or t.dim() == 1):
-            out.append(Variation("strides", f"input {i}", "transposed" if t.dim() >= 2 else "every other"))
+            out.append(Variation(VariationKind.STRIDES, f"input {i}",
+                                 "transposed" if t.dim() >= 2 else "every other"))
         if t.numel() >= 1:
-            out.append(Variation("storage_offset", f"input {i}", "1"))
+            out.append(Variation(VariationKind.STORAGE_OFFSET, f"input {i}", "1"))
     pairs = [(i, j) for k, i in enumerate(free) for j in free[k + 1:]
              if flat[i].shape == flat[j].shape and flat[i].dtype == flat[j].dtype
              and flat[i].requires_grad == flat[j].requires_grad and flat[i].is_leaf == flat[j].is_leaf]
     if pairs:
         i, j = pairs[0]
-        out.append(Variation("aliasing", f"inputs {i},{j}", "same tensor"))
+        out.append(Variation(VariationKind.ALIASING, f"inputs {i},{j}", "same tensor"))
     if aliased:
-        out.append(Variation("aliasing", "inputs " + ",".join(map(str, sorted(aliased))), "own storages"))
+        out.append(Variation(VariationKind.ALIASING, "inputs " + ",".join(map(str, sorted(aliased))),
+                             "own storages"))
     for i, v in enumerate(flat):
         if _number(v):
-            out.append(Variation("scalar", f"input {i}", repr(_new_number(v))))
+            out.append(Variation(VariationKind.SCALAR, f"input {i}", repr(_new_number(v))))
     for r in numeric_reads(subject.fn):      # NOTE [numbers the compiled code reads]
         out.append(Variation(r.kind, r.label, repr(_new_number(r.value))))
     cells, gl = _python_reads(subject.fn)
     for name, v in cells + gl:
         if isinstance(v, torch.nn.Module):
-            out.append(Variation("training", name, str(not v.training)))
+            out.append(Variation(VariationKind.TRAINING, name, str(not v.training)))
     for k in range(1, len(subject.states)):
-        out.append(Variation("state", "", str(k)))
-    out += [Variation("default_dtype", "", "float64"), Variation("autocast", "", "cpu:bfloat16"),
-            Variation("deterministic", "", "True")]
+        out.append(Variation(VariationKind.STATE, "", str(k)))
+    out += [Variation(VariationKind.DEFAULT_DTYPE, "", "float64"),
+            Variation(VariationKind.AUTOCAST, "", "cpu:bfloat16"),
+            Variation(VariationKind.DETERMINISTIC, "", "True")]
     flag = CONFIG_FLAGS.get(engine)
     if flag is not None:
-        out.append(Variation("config", f"{flag[0]}.{flag[1]}", str(flag[2])))
+        out.append(Variation(VariationKind.CONFIG, f"{flag[0]}.{flag[1]}", str(flag[2])))
     if any(_floating(flat[i]) for i in free):
-        out.append(Variation("values", "", "changed", relevant=False))
+        out.append(Variation(VariationKind.VALUES, "", "changed", relevant=False))
     sizes = smaller_sizes([flat[i].shape for i in free])
     cut = [i for i in free if any(s in sizes for s in flat[i].shape)]
     if cut and dynamic_shape_engine(engine):
-        out.append(Variation("dynamic_shape", "inputs " + ",".join(map(str, cut)),
+        out.append(Variation(VariationKind.DYNAMIC_SHAPE, "inputs " + ",".join(map(str, cut)),
                              ",".join(f"{a}->{b}" for a, b in sizes.items())))
     return out
 
@@ -316,7 +332,8 @@ def derive(subject: Subject, engine: str = "aotcheck") -> list[Variation]:
 # stale hit that live there (state the compiled code reads that the key does not name) were
 # never asked. ``pick`` gives a subject's first draws to these kinds, rotated among them, so
 # every such subject is asked within the same budget (a case draws as many variations as before).
-OWN_KINDS = ("state", "global", "closure", "training", "memory_format", "scalar")
+OWN_KINDS = (VariationKind.STATE, VariationKind.GLOBAL, VariationKind.CLOSURE, VariationKind.TRAINING,
+             VariationKind.MEMORY_FORMAT, VariationKind.SCALAR)
 
 
 def pick(variations: list[Variation], subject_name: str, per_case: int | None,
@@ -327,8 +344,8 @@ def pick(variations: list[Variation], subject_name: str, per_case: int | None,
     so is ``dynamic_shape`` for a subject tagged ``size_guards`` (NOTE [the guard direction])."""
     if per_case is None or len(variations) <= per_case:
         return list(variations)
-    stale_dir = [v for v in variations if (v.kind == "grad_mode" and v.b == "enabled")
-                 or (v.kind == "dynamic_shape" and size_guards)]
+    stale_dir = [v for v in variations if (v.kind is VariationKind.GRAD_MODE and v.b == GradMode.ENABLED)
+                 or (v.kind is VariationKind.DYNAMIC_SHAPE and size_guards)]
     own = [v for v in variations if v.kind in OWN_KINDS]        # NOTE [the subject's own kinds]
     chosen = _rotate(own, subject_name, per_case) if own else []
     chosen += _rotate([v for v in variations if v not in chosen], subject_name, per_case - len(chosen))
@@ -336,7 +353,7 @@ def pick(variations: list[Variation], subject_name: str, per_case: int | None,
 
 
 def _rotate(variations: list[Variation], subject_name: str, per_case: int) -> list[Variation]:
-    by_kind: dict[str, list[Variation]] = {}
+    by_kind: dict[VariationKind, list[Variation]] = {}
     for v in variations:
         by_kind.setdefault(v.kind, []).append(v)
     h = int(hashlib.sha256(subject_name.encode()).hexdigest(), 16)
@@ -444,7 +461,7 @@ def _compile_a(engine, subject: Subject, dir_a: Path) -> str:
 def run_variation(engine, subject: Subject, v: Variation, dir_b: Path) -> Result:
     guard = ""
     try:
-        if v.kind == "dynamic_shape":
+        if v.kind is VariationKind.DYNAMIC_SHAPE:
             why, guard, events, report = run_dynamic(engine, subject, v, dir_b)
             if why:
                 return Result(subject.name, engine.name, v, REFUSED, f"does not apply: {why}")
@@ -474,7 +491,7 @@ def run_variation(engine, subject: Subject, v: Variation, dir_b: Path) -> Result
 
 def run_relative(engine, subject: Subject, v: Variation, dir_b: Path, cold_dir: Path) -> Result:
     """B over A's entries against B cold (NOTE [a variation of a subject the engine gets wrong])."""
-    if v.kind == "dynamic_shape":
+    if v.kind is VariationKind.DYNAMIC_SHAPE:
         return Result(subject.name, engine.name, v, REFUSED, "does not apply: A differs from eager")
     try:
         events, warm, _ = compile_and_check(engine, subject, v, dir_b)
@@ -508,7 +525,7 @@ def confirm_stale(engine, subject: Subject, v: Variation, stale: Result) -> Resu
     try:
         with tempfile.TemporaryDirectory(prefix="aotcheck-var-cold-") as fresh:
             events, report, _ = compile_and_check(engine, subject, v, fresh,
-                                                  dynamic=v.kind == "dynamic_shape")
+                                                  dynamic=v.kind is VariationKind.DYNAMIC_SHAPE)
     except Exception as e:  # noqa: BLE001 - the cold run raised: the hit stays the suspect
         return replace(stale, reason=f"{stale.reason} (a cold compile under B raised "
                                      f"{type(e).__name__} instead)")
@@ -527,8 +544,8 @@ def changes_keyed_state(engine: str, subject: Subject, v: Variation) -> bool:
     and inference_mode share one inference graph."""
     if v.kind not in KEYED_STATE.get(engine, ()):
         return False
-    if v.kind == "grad_mode":
-        return (subject.grad_mode == "enabled") != (v.b == "enabled")
+    if v.kind is VariationKind.GRAD_MODE:
+        return (subject.grad_mode is GradMode.ENABLED) != (v.b == GradMode.ENABLED)
     return True
 
 
@@ -585,7 +602,7 @@ def write_repro(r: Result, subject: Subject, out_dir) -> Path:
             f"ENGINE = {r.engine!r}",
             f"CASE = {r.subject!r}" if not source else "CASE = None",
             f"SUBJECT = {r.subject!r}",
-            f"GRAD_MODE = {subject.grad_mode!r}",
+            f"GRAD_MODE = {subject.grad_mode.value!r}",
             f"BACKWARD = {subject.backward!r}",
             f"VARIATION = {r.variation.to_json()!r}",
             ""]
