@@ -213,7 +213,7 @@ def test_the_kinds_and_grad_modes_read_back_as_enums_and_print_as_their_text(tmp
     by_call = {c.call: c for c in all_cases()}
     assert {m: V.Subject.of_case(c).grad_mode for m, c in by_call.items()} == {
         CallMode.GRAD: G.ENABLED, CallMode.NO_GRAD: G.NO_GRAD, CallMode.INFERENCE_MODE: G.INFERENCE_MODE,
-        CallMode.SAVED_TENSORS_HOOKS: G.ENABLED}
+        CallMode.SAVED_TENSORS_HOOKS: G.ENABLED, CallMode.AUTOCAST: G.ENABLED}
 
 
 def test_torch_autograd_cache_has_no_stale_hit_on_a_small_case():
