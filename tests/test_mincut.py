@@ -8,6 +8,7 @@ import torch.nn.functional as F
 
 import aotcheck
 from aotcheck import flags
+from aotcheck.engine.decide import CompileMode
 from aotcheck.check.corpus import CallMode, all_cases
 from aotcheck.engine.partition.mincut import choose_saved, node_cost, recompute_policy, regions
 from aotcheck.engine.partition.cut import default_partition
@@ -131,7 +132,7 @@ def _joint_and_parts(c):
     return s if s.joint is not None else None
 
 
-TRAINING = [c for c in all_cases() if c.mode == "training" and not c.xfail]
+TRAINING = [c for c in all_cases() if c.mode is CompileMode.TRAINING and not c.xfail]
 
 
 @pytest.mark.parametrize("c", TRAINING, ids=[c.id for c in TRAINING])

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Callable
 
+from ...engine.decide import CompileMode
 from ..oracle import Inputs
 
 THEMES = (
@@ -32,7 +33,7 @@ class Case:
     fn: Callable
     make_inputs: Callable[[], Inputs]
     theme: str
-    mode: str                      # expected decision: "inference" | "training"
+    mode: CompileMode              # the engine's expected decision
     tags: tuple[str, ...] = ()
     xfail: str | None = None       # reason, for a known aotcheck failure
     backward: bool = True          # run forward plus backward (else forward only)
@@ -51,7 +52,7 @@ class Case:
 CASES: list[Case] = []
 
 
-def case(theme: str, *, mode: str, tags=(), xfail=None, backward=True, xfail_engines=None,
+def case(theme: str, *, mode: str | CompileMode, tags=(), xfail=None, backward=True, xfail_engines=None,
          call: CallMode = CallMode.GRAD):
     """Register a case: the decorated function returns ``(fn, make_inputs)``, or
     ``(fn, make_inputs, states)`` (see ``Case.states``)."""
@@ -63,7 +64,7 @@ def case(theme: str, *, mode: str, tags=(), xfail=None, backward=True, xfail_eng
 
     def deco(builder):
         fn, make, *states = builder()
-        CASES.append(Case(builder.__name__, fn, make, theme, mode, tuple(tags), xfail, backward,
+        CASES.append(Case(builder.__name__, fn, make, theme, CompileMode(mode), tuple(tags), xfail, backward,
                           dict(xfail_engines or {}), tuple(states[0]) if states else (), call))
         return builder
     return deco
