@@ -40,8 +40,11 @@ call where ``x.sum() > 0``, traced on this call's values::
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch._ops import HigherOrderOperator
+from torch.multiprocessing.reductions import StorageWeakRef
 from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -84,10 +87,24 @@ def truth(pred) -> bool:
     return bool(pred)
 
 
+@dataclass(frozen=True)
+class Semantics:
+    """What eager's operator allows and gives, for one call (Dynamo's checks, grad-dependent
+    for cond and while_loop): a write to an input, an output that aliases an input or another
+    output, and whether its outputs are views made inside its Function (while_loop's and
+    map's are pieces of the stacked steps, which autograd forbids writing in place)."""
+    name: str
+    mutation_ok: bool = False
+    aliasing_ok: bool = False
+    views: bool = False
+
+
 def _cond(pred, true_fn, false_fn, operands):
     taken, other = (true_fn, false_fn) if truth(pred) else (false_fn, true_fn)
     operands = tuple(operands)
-    return as_function(lambda ops: taken(*ops), operands, lambda: read_from_outside(other, operands))
+    free = not torch.is_grad_enabled()
+    return as_function(lambda ops: taken(*ops), operands, Semantics("torch.cond", free, free),
+                       also_reads=lambda: read_from_outside(other, operands))
 
 
 def _while_loop(cond_fn, body_fn, carried_inputs, additional_inputs=(), **_):
@@ -105,7 +122,8 @@ def _while_loop(cond_fn, body_fn, carried_inputs, additional_inputs=(), **_):
             carried = out
             if not truth(_condition(cond_fn(*carried, *extra))):
                 return carried
-    return as_function(run, (*carried_inputs, *additional_inputs))
+    return as_function(run, (*carried_inputs, *additional_inputs), Semantics(
+        "torch.while_loop", mutation_ok=not torch.is_grad_enabled(), views=True))
 
 
 def _condition(pred):
@@ -124,7 +142,7 @@ def _map(f, xs, pos_args):
         spec = outs[0][1]
         return pytree.tree_unflatten([torch.stack(leaves) for leaves in
                                       zip(*(leaves for leaves, _ in outs))], spec)
-    return as_function(run, (*xs, *pos_args))
+    return as_function(run, (*xs, *pos_args), Semantics("map", views=True))
 
 
 def _scan(combine_fn, init, xs, additional_inputs=()):
@@ -143,18 +161,21 @@ def _scan(combine_fn, init, xs, additional_inputs=()):
         stacked = [torch.stack(col) if isinstance(col[0], torch.Tensor) else None
                    for col in zip(*steps)]
         return (*carry, *stacked)
-    return as_function(run, (*init, *xs, *additional_inputs))
+    return as_function(run, (*init, *xs, *additional_inputs), Semantics("scan"))
 
 
 RULES = {"cond": _cond, "while_loop": _while_loop, "map_impl": _map, "scan": _scan}
 
 
-def as_function(run, inputs: tuple, also_reads=None):
+def as_function(run, inputs: tuple, sem: Semantics, also_reads=None):
     """``run(inputs)`` inline, with eager's autograd.Function semantics over the inputs and
-    the tensors it reads from outside (``also_reads()``: more of those, from code not run).
-    """
+    the tensors it reads from outside (``also_reads()``: more of those, from code not run),
+    and eager's refusals (``sem``)."""
+    versions = {id(t): t._version for t in inputs if isinstance(t, torch.Tensor)}
     with OutsideReads(inputs) as reads, Draws() as draws:
         outs = run(inputs)
+    read = [t for t in (*inputs, *reads.found) if isinstance(t, torch.Tensor)]
+    refuse_what_eager_refuses(sem, read, {**reads.versions, **versions}, outs)
     if not torch.is_grad_enabled():
         return outs
     outside = list(reads.found) + (list(also_reads()) if also_reads is not None else [])
@@ -164,33 +185,62 @@ def as_function(run, inputs: tuple, also_reads=None):
         return outs
     if draws.seen:
         raise UnsupportedInputError(
-            f"a random op ({draws.seen[0]}) inside torch.cond, while_loop, map or scan, under "
-            "autograd: eager's backward runs the functions again and draws again, so its "
-            "gradients do not follow its own forward; aotcheck cannot follow that. Draw the "
-            "random values outside and pass them in as operands")
-    return join(outs, lifted)
+            f"a random op ({draws.seen[0]}) inside {sem.name}, under autograd: eager's "
+            "backward runs the functions again and draws again, so its gradients do not "
+            "follow its own forward; aotcheck cannot follow that. Draw the random values "
+            "outside and pass them in as operands")
+    return join(outs, lifted, sem.views)
 
 
-def join(outs, lifted: list):
+def refuse_what_eager_refuses(sem: Semantics, read: list, versions: dict, outs) -> None:
+    """Eager's operator (Dynamo, tracing the functions for it) refuses a write to a tensor
+    the functions read from their inputs or from outside, and an output that shares memory
+    with one of those or with another output, where ``sem`` does not allow it."""
+    if not sem.mutation_ok and any(t._version != versions.get(id(t), t._version) for t in read):
+        raise TraceError(f"{sem.name}: a function writes one of its inputs in place, which eager "
+                         "refuses here (Dynamo: \"Higher order ops do not support input "
+                         "mutation\")")
+    if sem.aliasing_ok:
+        return
+    seen = {_storage_key(t) for t in read}
+    for o in pytree.tree_leaves(outs):
+        if isinstance(o, torch.Tensor):
+            key = _storage_key(o)
+            if key in seen:
+                raise TraceError(f"{sem.name}: an output shares memory with an input or another "
+                                 "output, which eager refuses here (Dynamo: \"Higher order ops "
+                                 "do not support aliasing\")")
+            seen.add(key)
+
+
+def _storage_key(t: torch.Tensor):
+    while torch._C._functorch.is_functorch_wrapped_tensor(t):
+        t = torch._C._functorch.get_unwrapped(t)
+    return StorageWeakRef(t.untyped_storage())
+
+
+def join(outs, lifted: list, views: bool = False):
     """``outs`` as outputs of one autograd.Function over them and ``lifted`` (:class:`Join`)."""
     leaves, spec = pytree.tree_flatten(outs)
     where = [i for i, t in enumerate(leaves) if isinstance(t, torch.Tensor)]
-    joined = Join.apply(len(where), *(leaves[i] for i in where), *lifted)
+    joined = Join.apply(len(where), views, *(leaves[i] for i in where), *lifted)
     for i, t in zip(where, joined):
         leaves[i] = t
     return pytree.tree_unflatten(leaves, spec)
 
 
 class Join(torch.autograd.Function):
-    """Identity on its first ``n`` inputs (copied: a Function's output is a new tensor);
-    every other input gets a zero gradient, as eager's HOP Function gives an input that no
-    output depends on. The outputs' own gradients pass through to the inline graph."""
+    """Identity on its first ``n`` inputs (copied: a Function's output is a new tensor, or
+    with ``views`` a view of one made inside); every other input gets a zero gradient, as
+    eager's HOP Function gives an input that no output depends on. The outputs' own
+    gradients pass through to the inline graph."""
 
     @staticmethod
-    def forward(ctx, n, *tensors):
-        ctx.n = n
+    def forward(ctx, n, views, *tensors):
         ctx.lifted = [(t.shape, t.dtype, t.device) for t in tensors[n:]]
         outs = tuple(t.clone() for t in tensors[:n])
+        if views:
+            outs = tuple(o.view_as(o) for o in outs)
         ctx.mark_non_differentiable(*(o for o in outs if not (o.is_floating_point() or o.is_complex())))
         return outs
 
@@ -198,7 +248,7 @@ class Join(torch.autograd.Function):
     def backward(ctx, *grads):
         zeros = [torch.zeros(shape, dtype=dtype, device=device)
                  for shape, dtype, device in ctx.lifted]
-        return (None, *grads, *zeros)
+        return (None, None, *grads, *zeros)
 
 
 def _unique(tensors: list) -> list:
@@ -218,6 +268,7 @@ class OutsideReads(TorchFunctionMode):
         super().__init__()
         self.known = {id(t): t for t in pytree.tree_leaves(inputs) if isinstance(t, torch.Tensor)}
         self.found: list = []
+        self.versions: dict = {}     # id -> version when first read
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -225,6 +276,7 @@ class OutsideReads(TorchFunctionMode):
             if isinstance(t, torch.Tensor) and id(t) not in self.known:
                 self.known[id(t)] = t
                 self.found.append(t)
+                self.versions[id(t)] = t._version
         out = func(*args, **kwargs)
         for t in pytree.tree_leaves(out):
             if isinstance(t, torch.Tensor):
