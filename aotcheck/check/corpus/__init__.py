@@ -28,5 +28,6 @@ def all_cases() -> list[Case]:
         basics, input_mutation, mutation_autograd, metadata_mutation, alias_of_input,
         alias_of_intermediate, aliased_inputs, requires_grad_modes, non_differentiable, layers,
         dtypes, custom_function, rng, subclass, python_state, real_world, higher_order_ops,
+        checkpointing,
     )
     return list(CASES)

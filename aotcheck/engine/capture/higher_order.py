@@ -189,7 +189,7 @@ def as_function(run, inputs: tuple, sem: Semantics, also_reads=None):
             "backward runs the functions again and draws again, so its gradients do not "
             "follow its own forward; aotcheck cannot follow that. Draw the random values "
             "outside and pass them in as operands")
-    return join(outs, lifted, sem.views)
+    return join(outs, lifted, views=sem.views)
 
 
 def refuse_what_eager_refuses(sem: Semantics, read: list, versions: dict, outs) -> None:
@@ -219,11 +219,12 @@ def _storage_key(t: torch.Tensor):
     return StorageWeakRef(t.untyped_storage())
 
 
-def join(outs, lifted: list, views: bool = False):
-    """``outs`` as outputs of one autograd.Function over them and ``lifted`` (:class:`Join`)."""
+def join(outs, lifted: list, *, views: bool = False, zeros: bool = True):
+    """``outs`` as outputs of one autograd.Function over them and ``lifted`` (:class:`Join`;
+    ``zeros``: each of ``lifted`` gets a zero gradient, else none)."""
     leaves, spec = pytree.tree_flatten(outs)
     where = [i for i, t in enumerate(leaves) if isinstance(t, torch.Tensor)]
-    joined = Join.apply(len(where), views, *(leaves[i] for i in where), *lifted)
+    joined = Join.apply(len(where), views, zeros, *(leaves[i] for i in where), *lifted)
     for i, t in zip(where, joined):
         leaves[i] = t
     return pytree.tree_unflatten(leaves, spec)
@@ -231,12 +232,13 @@ def join(outs, lifted: list, views: bool = False):
 
 class Join(torch.autograd.Function):
     """Identity on its first ``n`` inputs (copied: a Function's output is a new tensor, or
-    with ``views`` a view of one made inside); every other input gets a zero gradient, as
-    eager's HOP Function gives an input that no output depends on. The outputs' own
+    with ``views`` a view of one made inside); with ``zeros`` every other input gets a zero
+    gradient, as eager's HOP Function gives an input that no output depends on. The outputs' own
     gradients pass through to the inline graph."""
 
     @staticmethod
-    def forward(ctx, n, views, *tensors):
+    def forward(ctx, n, views, zeros, *tensors):
+        ctx.zeros = zeros
         ctx.lifted = [(t.shape, t.dtype, t.device) for t in tensors[n:]]
         outs = tuple(t.clone() for t in tensors[:n])
         if views:
@@ -246,9 +248,9 @@ class Join(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        zeros = [torch.zeros(shape, dtype=dtype, device=device)
+        zeros = [torch.zeros(shape, dtype=dtype, device=device) if ctx.zeros else None
                  for shape, dtype, device in ctx.lifted]
-        return (None, None, *grads, *zeros)
+        return (None, None, None, *grads, *zeros)
 
 
 def _unique(tensors: list) -> list:
