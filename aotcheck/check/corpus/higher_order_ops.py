@@ -4,8 +4,8 @@
 Eager runs the branch (or the loop) its predicate picks, inside an ``autograd.Function`` over
 the operands and the tensors the functions read from outside: every floating output requires
 grad when one of those does, and an input no output depends on gets a zero gradient. The
-engine traces the branch it sees and pins the predicate with a guard (NOTE [higher-order ops,
-inline] in engine/capture/higher_order.py).
+engine traces the branch it sees and pins the predicate with a guard
+(NOTE [higher-order ops, inline] in engine/capture/higher_order.py).
 
 Where a case came from is a tag, not a module: ``project_issue:38`` (the programs aotcheck's
 issue 38, item 4 lists as failing in the engine).

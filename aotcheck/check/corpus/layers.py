@@ -143,9 +143,10 @@ def mse_loss():
 
 
 # ---------------------------------------------------------------- recurrent layers and CTC
-# (project_issue:38: nn.LSTM's backward lacked the mkldnn workspace, NOTE [kernels that read
-# grad mode]; CTCLoss with Python lists of lengths was refused, NOTE [integer lists written
-# into a tensor's memory]). The modules' parameters are arguments, through functional_call.
+# (project_issue:38: nn.LSTM's backward lacked the mkldnn workspace,
+# NOTE [kernels that read grad mode]; CTCLoss with Python lists of lengths was refused,
+# NOTE [integer lists written into a tensor's memory]). The modules' parameters are
+# arguments, through functional_call.
 
 
 def _recurrent(cls, seq_first=False, **kw):
