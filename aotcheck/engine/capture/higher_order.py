@@ -99,7 +99,7 @@ class Semantics:
     views: bool = False
 
 
-def _cond(pred, true_fn, false_fn, operands):
+def _cond(pred, true_fn, false_fn, operands, **_):
     taken, other = (true_fn, false_fn) if truth(pred) else (false_fn, true_fn)
     operands = tuple(operands)
     free = not torch.is_grad_enabled()
@@ -133,7 +133,7 @@ def _condition(pred):
     raise TraceError(f"cond_fn must return a boolean scalar tensor or a boolean but got {pred}")
 
 
-def _map(f, xs, pos_args):
+def _map(f, xs, pos_args, **_):
     n = len(xs)
 
     def run(inputs):
@@ -145,7 +145,7 @@ def _map(f, xs, pos_args):
     return as_function(run, (*xs, *pos_args), Semantics("map", views=True))
 
 
-def _scan(combine_fn, init, xs, additional_inputs=()):
+def _scan(combine_fn, init, xs, additional_inputs=(), **_):
     n_init, n_xs = len(init), len(xs)
 
     def run(inputs):
@@ -164,6 +164,7 @@ def _scan(combine_fn, init, xs, additional_inputs=()):
     return as_function(run, (*init, *xs, *additional_inputs), Semantics("scan"))
 
 
+# later releases pass more keywords (map_impl: mutated_arg_indices), which the rules ignore
 RULES = {"cond": _cond, "while_loop": _while_loop, "map_impl": _map, "scan": _scan}
 
 
