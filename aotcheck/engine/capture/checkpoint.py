@@ -39,7 +39,7 @@ import torch.utils.checkpoint as torch_checkpoint
 from torch.utils import _pytree as pytree
 
 from ...errors import UnsupportedInputError
-from .higher_order import Draws, join
+from .higher_order import RULES, Draws, join
 
 _EAGER = torch_checkpoint.CheckpointFunction
 _EAGER_IS_COMPILING = torch_checkpoint._is_compiling
@@ -70,6 +70,18 @@ class InlineCheckpoint:
         top = [o if isinstance(o, torch.Tensor) else
                pytree.tree_map_only(torch.Tensor, torch.Tensor.detach, o) for o in outs]
         return tuple(join(tuple(top), lifted, zeros=False))
+
+
+def tagged_checkpoint(gmod, *args, **kwargs):
+    """Dynamo's checkpoint region (``torch.compile(fn, backend="aotcheck")``), the
+    higher-order op ``tag_activation_checkpoint``: torch's own kernel runs ``checkpoint`` with
+    ``preserve_rng_state=False``, leaving the random state to Inductor's passes, so its
+    backward would redraw a dropout. Here it is the ``checkpoint`` call the user wrote, with
+    the user's keywords, traced as any other (NOTE [reentrant checkpoint])."""
+    return torch_checkpoint.checkpoint(gmod, *args, **kwargs)
+
+
+RULES["tag_activation_checkpoint"] = tagged_checkpoint     # NOTE [higher-order ops, inline]
 
 
 def _not_compiling(func, args, kwargs) -> bool:

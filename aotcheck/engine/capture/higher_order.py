@@ -51,32 +51,50 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from ...errors import TraceError, UnsupportedInputError
 
-_ORIGINAL_CALL = HigherOrderOperator.__call__
-
-
 class inline_higher_order_ops:
     """While entered (re-entrant), calls of the HOPs in ``RULES`` run their rule instead of
-    dispatching (NOTE [higher-order ops, inline])."""
+    dispatching (NOTE [higher-order ops, inline]). The base class's ``__call__`` is replaced,
+    and that of each ruled operator's class that defines its own (``cond``'s validates, then
+    calls the base; ``tag_activation_checkpoint``'s runs its kernel directly)."""
     depth = 0
+    saved: dict = {}
 
     def __enter__(self):
         if inline_higher_order_ops.depth == 0:
-            HigherOrderOperator.__call__ = _inline_call
+            for cls in _classes():
+                own = cls.__dict__["__call__"]
+                inline_higher_order_ops.saved[cls] = own
+                cls.__call__ = _inline_call(own)
         inline_higher_order_ops.depth += 1
         return self
 
     def __exit__(self, *exc):
         inline_higher_order_ops.depth -= 1
         if inline_higher_order_ops.depth == 0:
-            HigherOrderOperator.__call__ = _ORIGINAL_CALL
+            for cls, own in inline_higher_order_ops.saved.items():
+                cls.__call__ = own
+            inline_higher_order_ops.saved.clear()
         return False
 
 
-def _inline_call(hop, /, *args, **kwargs):
-    rule = RULES.get(hop.name())
-    if rule is None:
-        return _ORIGINAL_CALL(hop, *args, **kwargs)
-    return rule(*args, **kwargs)
+def _classes() -> list:
+    """HigherOrderOperator, and the class of each operator in ``RULES`` that defines its own
+    ``__call__``."""
+    out = [HigherOrderOperator]
+    for name in RULES:
+        hop = getattr(torch.ops.higher_order, name, None)
+        if hop is not None and "__call__" in type(hop).__dict__ and type(hop) not in out:
+            out.append(type(hop))
+    return out
+
+
+def _inline_call(own):
+    def call(hop, /, *args, **kwargs):
+        rule = RULES.get(hop.name())
+        if rule is None:
+            return own(hop, *args, **kwargs)
+        return rule(*args, **kwargs)
+    return call
 
 
 def truth(pred) -> bool:
@@ -164,7 +182,8 @@ def _scan(combine_fn, init, xs, additional_inputs=(), **_):
     return as_function(run, (*init, *xs, *additional_inputs), Semantics("scan"))
 
 
-# later releases pass more keywords (map_impl: mutated_arg_indices), which the rules ignore
+# later releases pass more keywords (map_impl: mutated_arg_indices), which the rules ignore;
+# checkpoint.py adds Dynamo's checkpoint region (tag_activation_checkpoint)
 RULES = {"cond": _cond, "while_loop": _while_loop, "map_impl": _map, "scan": _scan}
 
 
