@@ -118,6 +118,9 @@ def explain(fn, *args, partitioner: str | None = None, print_result: bool = True
     lifted = _lift.reachable_tensors(fn)       # NOTE [lifted tensors] (lift.py)
     if lifted:
         fn, kwargs = _lift.wrap(fn), {**kwargs, _lift.LIFTED: lifted}
+        # the walk's tensors, as CompiledFunction gives them: a walk inside the trace may see
+        # others (functional_call swaps an RNN module's parameters and its _flat_weights)
+        fn.reals = lifted
     if _subclass.has_subclass(args, kwargs):
         fn, args, outer, fallback = _subclass.desugared(CompiledFunction(fn, partitioner), args, kwargs)
         kwargs = {}

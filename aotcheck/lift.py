@@ -107,6 +107,9 @@ class PythonState:
                 self.saved.append((obj, obj.copy()))
             elif isinstance(obj, torch.nn.Module):
                 self.saved.append((obj.__dict__, dict(obj.__dict__)))
+                # a module's own lists of tensors: an RNN's _flat_weights, which functional_call
+                # refills (a new list, through RNNBase.__setattr__) with the traced parameters
+                self.saved.extend((v, v.copy()) for v in obj.__dict__.values() if type(v) is list)
 
     def restore(self) -> None:
         for box, before in self.saved:
@@ -118,11 +121,15 @@ class PythonState:
                 elif any(_traced(v) for v in box):
                     box[:] = before
                 continue
-            for k in [k for k, v in box.items() if _traced(v)]:
+            for k in [k for k, v in box.items() if _traced(v) or _holds_traced(v)]:
                 if k in before and not _traced(before[k]):
                     box[k] = before[k]
                 elif k not in before:
                     del box[k]
+
+
+def _holds_traced(v) -> bool:
+    return type(v) is list and any(_traced(t) for t in v)
 
 
 def _traced(v) -> bool:

@@ -27,6 +27,7 @@ def all_cases() -> list[Case]:
     from . import (  # noqa: F401  (each module registers its theme's cases)
         basics, input_mutation, mutation_autograd, metadata_mutation, alias_of_input,
         alias_of_intermediate, aliased_inputs, requires_grad_modes, non_differentiable, layers,
-        dtypes, custom_function, rng, subclass, python_state, real_world, autocast,
+        dtypes, custom_function, rng, subclass, python_state, real_world, autocast, higher_order_ops,
+        checkpointing,
     )
     return list(CASES)

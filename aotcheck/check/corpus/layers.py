@@ -140,3 +140,76 @@ def mse_loss():
         p = leaf(6)
         return Inputs((p, rand(6)), leaves=(p,))
     return f, seeded(make)
+
+
+# ---------------------------------------------------------------- recurrent layers and CTC
+# (project_issue:38: nn.LSTM's backward lacked the mkldnn workspace,
+# NOTE [kernels that read grad mode]; CTCLoss with Python lists of lengths was refused,
+# NOTE [integer lists written into a tensor's memory]). The modules' parameters are
+# arguments, through functional_call.
+
+
+def _recurrent(cls, seq_first=False, **kw):
+    torch.manual_seed(0)
+    module = cls(4, 5, **kw)
+
+    def f(params, x):
+        return torch.func.functional_call(module, params, (x,))
+
+    def make():
+        params = {k: v.detach().clone().requires_grad_() for k, v in module.named_parameters()}
+        x = leaf(3, 2, 4) if seq_first else leaf(2, 3, 4)
+        return Inputs((params, x), leaves=(*params.values(), x))
+    return f, seeded(make)
+
+
+@case("layers", mode="training", tags=("project_issue:38", "rnn"))
+def lstm_two_layers():
+    return _recurrent(torch.nn.LSTM, num_layers=2, batch_first=True)
+
+
+@case("layers", mode="training", tags=("project_issue:38", "rnn"))
+def lstm_bidirectional_sequence_first():
+    return _recurrent(torch.nn.LSTM, seq_first=True, bidirectional=True)
+
+
+@case("layers", mode="training", tags=("project_issue:38", "rnn"))
+def gru_batch_first():
+    return _recurrent(torch.nn.GRU, num_layers=2, batch_first=True)
+
+
+@case("layers", mode="training", tags=("project_issue:38", "rnn"))
+def rnn_tanh_bidirectional():
+    return _recurrent(torch.nn.RNN, seq_first=True, bidirectional=True)
+
+
+def _log_probs():
+    return F.log_softmax(rand(6, 2, 5), dim=2).detach().requires_grad_()
+
+
+@case("layers", mode="training", tags=("project_issue:38", "ctc", "int"))
+def ctc_loss_lengths_as_lists():
+    """Python lists of lengths, reduction "mean" (divides by the target lengths)."""
+    ctc = torch.nn.CTCLoss()
+
+    def f(log_probs, targets):
+        return ctc(log_probs, targets, [6, 5], [3, 2])
+
+    def make():
+        lp = _log_probs()
+        return Inputs((lp, torch.tensor([[1, 2, 2], [3, 4, 0]])), leaves=(lp,))
+    return f, seeded(make)
+
+
+@case("layers", mode="training", tags=("project_issue:38", "ctc", "int"))
+def ctc_loss_lengths_as_tensors_zero_infinity():
+    """Tensors of lengths, one target too long for its input (infinite loss, zeroed)."""
+    def f(log_probs, targets, input_lengths, target_lengths):
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, reduction="sum",
+                          zero_infinity=True)
+
+    def make():
+        lp = _log_probs()
+        return Inputs((lp, torch.tensor([1, 2, 1, 3, 4, 3, 4, 3]), torch.tensor([6, 3]),
+                       torch.tensor([3, 5])), leaves=(lp,))
+    return f, seeded(make)

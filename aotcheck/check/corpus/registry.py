@@ -13,7 +13,7 @@ THEMES = (
     "basics", "input_mutation", "mutation_autograd", "metadata_mutation", "alias_of_input",
     "alias_of_intermediate", "aliased_inputs", "requires_grad_modes", "non_differentiable",
     "layers", "dtypes", "custom_function", "rng", "subclass", "python_state",
-    "real_world", "autocast",
+    "real_world", "autocast", "higher_order_ops", "checkpointing",
 )
 
 

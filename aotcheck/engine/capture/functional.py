@@ -23,6 +23,8 @@ from ...errors import DataDependentError, TraceError, UnsupportedInputError
 from ..rng.layout import DrawLikeEager
 from ..rng.seeding import GlobalGeneratorGuard, draw_begins, draw_ends, fresh_generators
 from ..signature import Signature
+from .checkpoint import checkpoint_as_eager
+from .higher_order import inline_higher_order_ops
 from .values import ReadsThroughOps, pin, reads_python_value, reads_values, real_copies
 
 
@@ -427,8 +429,19 @@ def compiling():
     data-dependent shortcut such as ``if torch.all(mask == 1): return None``; the answer
     under tracing must be True, so that it takes the traceable path that PyTorch's tracers
     take. The compiled graph then runs that path for every call, as torch.compile's does.
+
+    The same block runs torch's control-flow operators inline
+    (NOTE [higher-order ops, inline] in higher_order.py), checkpoints as eager runs them
+    (NOTE [reentrant checkpoint] in checkpoint.py), and ``torch.compile`` as eager (the stance
+    ``force_eager``): eager's ``torch.cond`` compiles its own call with Dynamo, which must
+    not trace the traced function.
     """
-    return torch.compiler._compile_session_context()
+    stack = contextlib.ExitStack()
+    stack.enter_context(torch.compiler._compile_session_context())
+    stack.enter_context(torch.compiler.set_stance("force_eager"))
+    stack.enter_context(inline_higher_order_ops())
+    stack.enter_context(checkpoint_as_eager())
+    return stack
 
 
 class outside_saved_tensors_hooks:

@@ -147,7 +147,36 @@ class ReadsThroughOps(TorchFunctionMode):
                 args[1] = _to_list(args[1])
         elif func is torch.Tensor.tolist and not kwargs:
             return _to_list(args[0])
+        elif func in LISTS_AS_TENSORS:
+            args, kwargs = lists_as_tensors(func, list(args), kwargs)
         return func(*args, **kwargs)
+
+
+# NOTE [integer lists written into a tensor's memory]
+# A composite whose integer-list overload builds a tensor from the list by writing its memory
+# (C++ ``at::tensor(list)``) cannot run on a traced tensor, which has none, where its tensor
+# overload computes the same values traceably: ``ctc_loss`` with Python lists of lengths
+# divides by ``at::tensor(target_lengths)`` for reduction "mean" ("data is not allocated
+# yet"), while with tensors of lengths it divides by the tensor. While tracing, such a call
+# (``F.ctc_loss`` too: its torch-function check is the one the modes see) is given the lists
+# as int64 tensors (constants of the graph: the lists are Python values,
+# part of the cache key), and the op's value-dependent shapes are pinned as any others.
+_CTC_LENGTHS = (("input_lengths", 2), ("target_lengths", 3))
+LISTS_AS_TENSORS = {torch.ctc_loss: _CTC_LENGTHS, torch.nn.functional.ctc_loss: _CTC_LENGTHS}
+
+
+def lists_as_tensors(func, args: list, kwargs: dict) -> tuple[list, dict]:
+    """``func``'s integer-list arguments of ``LISTS_AS_TENSORS`` as int64 tensors."""
+    def tensor(v):
+        if isinstance(v, (list, tuple)) and all(isinstance(x, int) for x in v):
+            return torch.tensor(list(v), dtype=torch.int64)
+        return v
+    for name, pos in LISTS_AS_TENSORS[func]:
+        if name in kwargs:
+            kwargs[name] = tensor(kwargs[name])
+        elif len(args) > pos:
+            args[pos] = tensor(args[pos])
+    return args, kwargs
 
 
 def _to_list(t: torch.Tensor):

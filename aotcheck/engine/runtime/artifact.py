@@ -45,7 +45,7 @@ from ..capture.values import is_guarded
 from .regenerate import (addressing, alias, as_inference_tensors, as_moved_kind, as_ordinary_tensors,
                          detached_alias, restride, view_in_custom_function)
 from .codegen import to_callable
-from .function import make_function
+from .function import grad_mode_as_eager, make_function
 from .imperative import imperative_autograd, retain_at_call, retain_between, skip_unreached
 from .writeback import (apply_mutations, as_at_call, fits, geometry,
                         replay_reshaping_swaps, reshaped_leaves, restore_member_geometry)
@@ -300,7 +300,7 @@ class CompiledArtifact:
             if late:
                 # the graph runs first, the swaps follow, and only then the compiled function
                 # takes its inputs (NOTE [set_ under no_grad onto another shape])
-                with torch.no_grad():
+                with grad_mode_as_eager():     # NOTE [kernels that read grad mode]
                     pre = self.forward(*as_at_call(primals, early))
                 if self._olds:
                     olds = old_grad_edges(primals, self._olds, late, self._grad_region_only)

@@ -71,6 +71,30 @@ def _first_requiring_grad(tensors):
     return None
 
 
+class grad_mode_as_eager:
+    """The training forward graph runs with grad mode on, below autograd.
+
+    # NOTE [kernels that read grad mode]
+    A few kernels decide by grad mode what they return: mkldnn's RNN layer (``nn.LSTM`` on
+    CPU) makes its workspace, which its backward reads, only while grad mode is on (else the
+    output is undefined, and the backward kernel refuses it). Eager runs the forward with
+    grad mode on; the forward graph runs inside an ``autograd.Function``'s forward, where it
+    is off. So the graph runs with grad mode on, below autograd (no history is recorded: the
+    Function stays the graph's one autograd node), as the kernels ran in eager's forward."""
+
+    def __enter__(self):
+        self._grad = torch.enable_grad()
+        self._below = torch._C._AutoDispatchBelowAutograd()
+        self._grad.__enter__()
+        self._below.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._below.__exit__(*exc)
+        self._grad.__exit__(*exc)
+        return False
+
+
 def make_function(art):
     """The autograd.Function of ``art`` (a training CompiledArtifact)."""
     n_fw = art.num_fw_outputs
@@ -98,8 +122,11 @@ def make_function(art):
             # (NOTE [set_ under no_grad onto another shape] in swap_grad.py; not read)
             primals = inputs[:n_primals]
             pre = inputs[n_primals + n_new + 1]
-            outs = pre if pre is not None else \
-                art.forward(*as_at_call(primals, inputs[n_primals + n_new]))
+            if pre is not None:
+                outs = pre
+            else:
+                with grad_mode_as_eager():      # NOTE [kernels that read grad mode]
+                    outs = art.forward(*as_at_call(primals, inputs[n_primals + n_new]))
             ctx.set_materialize_grads(False)     # NOTE [per-output reach] in joint.py
             fw, saved = returnable(outs[:n_fw], outs[n_fw:], primals), outs[n_fw:]
             ctx.save_for_backward(*saved)
