@@ -89,7 +89,7 @@ class StorageWatch:
 
     def __init__(self):
         self.changes = StorageChanges()
-        self.arguments: dict = {}       # storage -> an argument on it (NOTE [set_ onto a storage object])
+        self.arguments: tuple = ()      # the run's works (NOTE [set_ onto a storage object])
         self.bare: dict = {}            # id of a storage object made inside -> (it, the tensor standing for it)
 
     def watch_arguments(self, watched: dict, tensors, data_lowered: bool) -> None:
@@ -100,7 +100,7 @@ class StorageWatch:
             id(t): (watched[id(t)][1], storage_ref(t), get_gradient_edge(t))
             for t in tensors if id(t) in watched and mirrored_leaf(t) and watched[id(t)][0] == "placeholder"}
         self.changes.data_lowered = data_lowered
-        self.arguments = {storage_ref(t): t for t in tensors if isinstance(t, torch.Tensor)}
+        self.arguments = tuple(t for t in tensors if isinstance(t, torch.Tensor))
 
     # ------------------------------------------------------------------ .data =
 
@@ -347,9 +347,9 @@ _OWN = torch.Tensor.__dict__.get("set_")     # Tensor's own set_, if it has one 
 # tensor's storage, that tensor's whole storage; for a storage object the function made (its
 # bytes uninitialized, as eager's), a new empty tensor of as many elements, the same one each
 # time that storage object is used again. A storage of another dtype's tensor is left as it was.
-# With a geometry (``set_(source, offset, size, stride)``), whose overload functionalization
-# answers by reading the source's storage object again, the source is that tensor cut to the
-# geometry by ``as_strided`` (the same storage, offset, size and stride).
+# With a geometry (``set_(storage, offset, size, stride)``), whose tensor overload
+# functionalization answers by reading the source's storage object again, the source is that
+# tensor cut to the geometry by ``as_strided`` (the same storage, offset, size and stride).
 
 def _storage_as_tensor(recorder, target: torch.Tensor, args: tuple, kwargs: dict) -> tuple:
     names = ("source", "storage_offset", "size", "stride")
@@ -357,10 +357,9 @@ def _storage_as_tensor(recorder, target: torch.Tensor, args: tuple, kwargs: dict
     source = given.get("source")
     if isinstance(source, torch.TypedStorage):
         source = source.untyped()
-    if isinstance(source, torch.UntypedStorage):
-        source = _tensor_over(recorder, target, source)
-    elif not isinstance(source, torch.Tensor) or "storage_offset" not in given:
-        return args, kwargs
+    if not isinstance(source, torch.UntypedStorage) or not _traced(target):
+        return args, kwargs             # a tensor, or nothing, or a real tensor's set_(): as it is
+    source = _tensor_over(recorder, target, source)
     if source is None:
         return args, kwargs
     if "storage_offset" in given:
@@ -369,11 +368,21 @@ def _storage_as_tensor(recorder, target: torch.Tensor, args: tuple, kwargs: dict
     return (source,), {}
 
 
+def _traced(t: torch.Tensor) -> bool:
+    """A tensor of the trace (functional, fake in the second way, or real under a tracer), not
+    a real one that the runtime's own set_() moves while a recorder is entered."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    from torch.fx.experimental.proxy_tensor import get_proxy_mode
+    return isinstance(t, FakeTensor) or torch._is_functional_tensor(t) or get_proxy_mode() is not None
+
+
 def _tensor_over(recorder, target: torch.Tensor, storage) -> torch.Tensor | None:
     """A tensor over all of ``storage``, flat, in ``target``'s dtype (None: another dtype's)."""
     watch = recorder.storage
     ref = torch.multiprocessing.reductions.StorageWeakRef(storage)
-    known = recorder.owners.get(ref, watch.arguments.get(ref))
+    # (the works' storages are read only here: reading a functional tensor's storage is no
+    # bystander's act, and a run that sets no storage object must not)
+    known = recorder.owners.get(ref) or next((t for t in watch.arguments if storage_ref(t) == ref), None)
     if known is not None:
         return None if known.dtype != target.dtype else \
             known.as_strided((storage.nbytes() // known.element_size(),), (1,), 0)
