@@ -158,10 +158,18 @@ def _smoke(engine_name, tmp_path):
     if not eng.supports_cache:
         return cold, None, None
     with eng.measure() as fill:
-        eng.compile_cached(_square_plus, tmp_path)(x).sum().backward()
+        _call_and_backward(eng.compile_cached(_square_plus, tmp_path), x)
     with eng.measure() as cached:
-        eng.compile_cached(_square_plus, tmp_path)(x).sum().backward()
+        _call_and_backward(eng.compile_cached(_square_plus, tmp_path), x)
     return cold, fill, cached
+
+
+def _call_and_backward(compiled, *args):
+    """A call and a backward, with what the compiled function needs in force over both
+    (NOTE [what a compiled function needs in force] in check/oracle.py), as the oracle runs it."""
+    from aotcheck.check.oracle import in_force
+    with in_force(compiled):
+        compiled(*args).sum().backward()
 
 
 def test_aotcheck_engine_stats(tmp_path):
@@ -178,6 +186,55 @@ def test_torch_engine_stats(tmp_path, request):
     assert (cold.graphs, cold.misses, cold.hits, cold.graph_breaks) == (1, 1, 0, [])
     assert (fill.misses, fill.saves) == (1, 1)
     assert (cached.hits, cached.misses, cached.hit_rate) == (1, 0, 1.0)
+
+
+@pytest.mark.parametrize("name", ["torch", "torch-inductor-lite"])
+def test_torch_engine_saves_a_training_entry_at_the_backward_into_its_directory(name, tmp_path):
+    """NOTE [torch engine: torch's own cache settings]: the call saves nothing (the backward is
+    compiled lazily), the backward saves the entry into the engine's directory
+    (NOTE [settings in force for the backward]), and a fresh compile from that directory hits."""
+    import torch
+    from aotcheck.check.oracle import Inputs, check, in_force
+    eng = get_engine(name)
+    x = torch.randn(3, requires_grad=True)
+    compiled = eng.compile_cached(_square_plus, tmp_path)
+    with eng.measure() as call:
+        out = compiled(x)
+    assert (call.misses, call.saves) == (1, 0)
+    with eng.measure() as bwd, in_force(compiled):
+        out.sum().backward()
+    assert bwd.saves == 1 and list((tmp_path / "aotautograd").iterdir())
+    with eng.measure() as cached:
+        report = check(_square_plus, eng.compile_cached(_square_plus, tmp_path),
+                       lambda: Inputs((torch.randn(3, requires_grad=True),)))
+    assert report.ok and (cached.hits, cached.misses, cached.saves) == (1, 0, 0)
+
+
+def _lazy_save_skipped(monkeypatch):
+    """Plant the bug of issue 38: the entry's save at the lazy backward compile is skipped."""
+    rw = pytest.importorskip("torch._functorch._aot_autograd.runtime_wrappers")
+    compiler = getattr(rw, "_AutogradBackwardCompiler", None)
+    if compiler is None or not hasattr(compiler, "get_or_compile"):
+        pytest.skip("this torch compiles the lazy backward elsewhere")
+    inner = compiler.get_or_compile
+
+    def skipped(self, **kw):
+        self.try_save_cache_entry = None
+        return inner(self, **kw)
+    monkeypatch.setattr(compiler, "get_or_compile", skipped)
+
+
+@pytest.mark.parametrize("name", ["torch", "torch-inductor-lite"])
+def test_a_skipped_lazy_save_is_a_cache_miss(name, tmp_path, monkeypatch):
+    """The planted bug of issue 38 (every later process misses a training graph) is the cached
+    run's cache problem, on a case that passes on stock torch."""
+    from aotcheck.check.divergence import Check
+    case = next(c for c in all_cases() if c.id == "layers.linear")
+    _, stock = outcome(get_engine(name), case, tmp_path / "stock")
+    assert stock == []
+    _lazy_save_skipped(monkeypatch)
+    run, problems = outcome(get_engine(name), case, tmp_path / "planted")
+    assert [p.check for p in problems] == [Check.CACHE_MISS] and run.stats.saves == 0, problems
 
 
 def test_torch_aot_function_engine_is_fresh_per_compile():

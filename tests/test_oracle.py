@@ -108,3 +108,87 @@ def test_retained_grads_of_outputs_and_arguments_are_compared():
     assert r.messages == ["retained grad of argument 0: eager retains_grad True, compiled False"]
     assert r.divergences == [Divergence(Check.RETAINS_GRAD, Subject.argument(0), expected="True",
                                         actual="False")]
+
+
+# ---------------------------------------------------------------- how the backward is driven
+
+
+def _leaf_inputs():
+    x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    return Inputs((x,), leaves=(x,))
+
+
+def _grad_after(fn, how):
+    from aotcheck.check.oracle import run_once
+    inp, _, err, bw_err = run_once(fn, _leaf_inputs, True, how)
+    assert err is None and bw_err is None, (err, bw_err)
+    return inp.leaves[0].grad
+
+
+def test_backward_twice_accumulates_two_backwards_of_one_forward():
+    from aotcheck.check.oracle import BackwardPass
+    once = _grad_after(lambda x: (x.sin(), x * 3), BackwardPass.ONCE)
+    twice = _grad_after(lambda x: (x.sin(), x * 3), BackwardPass.TWICE)
+    torch.testing.assert_close(twice, 2 * once)
+
+
+def test_backward_through_the_first_output_gives_the_others_no_gradient():
+    from aotcheck.check.oracle import BackwardPass, _cotangent
+    got = _grad_after(lambda x: (x * 2, x.exp()), BackwardPass.FIRST_OUTPUT)
+    torch.testing.assert_close(got, 2 * _cotangent(torch.empty(3), 0))
+
+
+def test_double_backward_keeps_the_first_grads_and_adds_the_second_order_ones():
+    from aotcheck.check.oracle import BackwardPass, _cotangent
+    x = _leaf_inputs().leaves[0].detach()
+    got = _grad_after(lambda x: x ** 3, BackwardPass.DOUBLE)
+    c0, c1 = _cotangent(x, 0), _cotangent(x, 500)
+    torch.testing.assert_close(got, 3 * x ** 2 * c0 + 6 * x * c0 * c1)    # d/dx (3x^2 c0 . c1)
+
+
+def test_a_backward_that_is_not_differentiable_is_caught_by_the_double_backward():
+    import aotcheck
+    from aotcheck.check.oracle import BackwardPass
+
+    def f(x):
+        return (x ** 3).sum()
+    r = check(f, aotcheck.aot_function(f), _leaf_inputs, backward_pass=BackwardPass.DOUBLE)
+    assert [d.check for d in r.divergences] == [Check.BACKWARD_RAISED]
+    assert check(f, aotcheck.aot_function(f), _leaf_inputs).ok
+
+
+def test_what_a_compiled_function_needs_is_in_force_over_its_call_and_its_backward():
+    """NOTE [what a compiled function needs in force]: ``check`` holds ``in_force()`` of the
+    compiled function (found through ``functools.wraps``) over the call and the backward; eager's
+    run is outside it."""
+    import contextlib
+    import functools
+    seen = []
+    state = {"in": False}
+
+    class Spy(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            seen.append(("forward", state["in"]))
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(("backward", state["in"]))
+            return g * 2
+
+    class Compiled:
+        @contextlib.contextmanager
+        def in_force(self):
+            state["in"] = True
+            try:
+                yield
+            finally:
+                state["in"] = False
+
+        def __call__(self, x):
+            return Spy.apply(x)
+
+    wrapper = functools.wraps(Compiled())(lambda x: Compiled()(x))
+    assert check(lambda x: Spy.apply(x), wrapper, _leaf_inputs).ok
+    assert seen == [("forward", False), ("backward", False), ("forward", True), ("backward", True)]

@@ -35,6 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import cover_workers  # noqa: E402
+
 from aotcheck.regress import quick  # noqa: E402
 
 # torch's AOT autograd, its cache, and the FX graph cache's key code, relative to torch/
@@ -59,24 +61,18 @@ DEFAULT_BUDGET = 8.0
 
 
 # ---------------------------------------------------------------- in each worker
+# (the pool and its workers: tools/cover_workers.py, shared with tools/torch_coverage.py)
 
 _WORKER: dict = {}
 
 
 def _torch_dir() -> str:
-    import torch
-    return os.path.dirname(os.path.realpath(torch.__file__))
+    return cover_workers.torch_dir()
 
 
-def _init(plan, crashing, flag_values, with_coverage: bool) -> None:
-    from aotcheck.regress import run
-    run._init_worker(plan, crashing, flag_values)
-    if with_coverage:
-        import coverage
-        top = _torch_dir()
-        _WORKER["cov"] = coverage.Coverage(data_file=None, config_file=False, branch=True,
-                                        include=[os.path.join(top, f) for f in FILES])
-        _WORKER["top"] = top
+def _setup() -> None:
+    """After ``cover_workers.init``: record what each pair's variations and analyses found, and
+    warm the worker up."""
     _record_variations()
     _record_metadata()
     _warm_up()
@@ -248,27 +244,17 @@ def _children() -> float:
 
 
 def _measure_pair(cid: str, eng) -> dict:
-    from aotcheck.regress import run
-    cov = _WORKER.get("cov")
-    if cov is not None:
-        cov.erase()
-        cov.start()
+    cover_workers.take()          # drop what ran before this pair
     _WORKER["seen"] = {}
     _WORKER["facts"] = set()
     t0, c0 = _cpu(), _children()
     try:
-        outcomes, _ = run.work_pair(cid, eng)
+        outcomes, _ = cover_workers.work_pair(cid, eng)
     finally:
         seconds, children = _cpu() - t0, _children() - c0
-        if cov is not None:
-            cov.stop()
-    lines, arcs = {}, {}
-    if cov is not None:
-        data = cov.get_data()
-        files = [f for f in data.measured_files() if f.endswith(".py")]   # not generated code
-        lines = {os.path.relpath(f, _WORKER["top"]): quick.ranges(data.lines(f) or ()) for f in files}
-        arcs = {os.path.relpath(f, _WORKER["top"]): ",".join(f"{a}>{b}" for a, b in sorted(data.arcs(f) or ()))
-                for f in files}
+        ran, ran_arcs = cover_workers.take()
+    lines = {f: quick.ranges(ls) for f, ls in ran.items()}
+    arcs = {f: ",".join(f"{a}>{b}" for a, b in pairs) for f, pairs in ran_arcs.items()}
     return {"case": cid, "engine": eng.name, "seconds": round(seconds, 4),
             "children_seconds": round(children, 4), "lines": lines, "arcs": arcs,
             "kinds": sorted({k for o in outcomes if (k := _kind(o.stage))}),
@@ -278,8 +264,7 @@ def _measure_pair(cid: str, eng) -> dict:
 
 
 def _measure_chunk(case_ids: list[str]) -> list[dict]:
-    from aotcheck.regress import run
-    return [_measure_pair(cid, eng) for cid in case_ids for eng in run._STATE["engines"]]
+    return [_measure_pair(cid, eng) for cid in case_ids for eng in cover_workers.engines()]
 
 
 # ---------------------------------------------------------------- in this process
@@ -288,29 +273,11 @@ def _measure_chunk(case_ids: list[str]) -> list[dict]:
 def measure(jobs: int, with_coverage: bool, pattern: str = "", chunk: int = 2) -> list[dict]:
     """Every corpus case (whose id contains ``pattern``) through the torch engines, one row per
     (case, engine)."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    from aotcheck import flags
-    from aotcheck.check.corpus import all_cases
-    from aotcheck.regress import record, run
-    from aotcheck.regress.plan import Plan, engines_of
-    cases = [c for c in all_cases() if pattern in c.id]
-    plan = Plan(engines_of(ENGINES))
-    crashing = run.crashing_of(record.load(None), plan, cases)
-    ids = [c.id for c in cases]
-    chunks = [ids[i:i + chunk] for i in range(0, len(ids), chunk)]
-    rows, t0 = [], time.perf_counter()
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init,
-                             initargs=(plan, crashing, flags.overrides(), with_coverage)) as pool:
-        futures = [pool.submit(_measure_chunk, ch) for ch in chunks]
-        for k, f in enumerate(as_completed(futures), 1):
-            rows += f.result()
-            if k % 25 == 0 or k == len(futures):
-                print(f"  {'coverage' if with_coverage else 'cost'} pass: {k}/{len(futures)} chunks, "
-                      f"{time.perf_counter() - t0:.0f}s", file=sys.stderr, flush=True)
-    return rows
+    label = "coverage pass" if with_coverage else "cost pass"
+    with cover_workers.pool(jobs, ENGINES, list(FILES) if with_coverage else None, branch=True,
+                            setup=_setup, pattern=pattern) as pool:
+        futures = [pool.submit(_measure_chunk, ch) for ch in cover_workers.chunks(pattern, chunk)]
+        return [row for rows in cover_workers.results(futures, label) for row in rows]
 
 
 def save_measure(path: Path, data: dict) -> None:

@@ -108,6 +108,11 @@ MUTANTS: tuple[Mutant, ...] = (
            "        self.grad_enabled = torch.is_grad_enabled()\n",
            "        self.grad_enabled = True  # grad mode is guarded by Dynamo already\n",
            "grad mode dropped from the AOTAutogradCache key: a no_grad entry serves a grad call"),
+    Mutant("cache-lazy-save-skipped", "cache", RW,
+           "            if self.try_save_cache_entry is not None:\n",
+           "            if False and self.try_save_cache_entry is not None:  # saved with the forward\n",
+           "the entry of a training graph is never saved at the lazy backward compile (issue 38): "
+           "every later process misses"),
     Mutant("key-requires-grad", "cache", AC,
            "        metadata = extract_tensor_metadata_for_cache_key(t)\n",
            "        metadata = extract_tensor_metadata_for_cache_key(t.detach())\n",

@@ -102,6 +102,7 @@ def check_case(case, compiled, **kw):
     prefixed by the state), then the first state restored."""
     from .oracle import Report, check
     kw.setdefault("backward", case.backward)
+    kw.setdefault("backward_pass", case.backward_pass)
     if not case.states:
         return check(in_call_mode(case, case.fn), in_call_mode(case, compiled), case.make_inputs, **kw)
     d = []

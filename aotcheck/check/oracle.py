@@ -14,7 +14,9 @@ Both runs get identical fresh inputs from ``make_inputs``. Compared:
 - the default generator's state after the call (both runs start from seed 0);
 - with ``backward``: leaf gradients after backpropagating seeded random
   cotangents from every output and every mutated argument that requires
-  grad; None versus zeros must match exactly; so must the ``.grad`` of
+  grad (or, by ``backward_pass``: twice with ``retain_graph``, from the first
+  output only, or a double backward through ``create_graph``); None versus
+  zeros must match exactly; so must the ``.grad`` of
   outputs that are leaves requiring grad (made inside the function), and of
   outputs and arguments that retain their grad (``retain_grad()``, in or
   before the function), whose ``retains_grad`` flag must match too;
@@ -37,8 +39,10 @@ A report's ``signature`` names the first difference's kind, so that duplicates c
 """
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Callable
 
 import torch
@@ -149,7 +153,16 @@ def _cotangent(t: torch.Tensor, k: int) -> torch.Tensor:
     return torch.randn(t.shape, generator=g, dtype=torch.float64).to(t.dtype)
 
 
-def run_once(fn, make_inputs, backward: bool):
+class BackwardPass(Enum):
+    """How the backward is driven after a call that returned (``check(..., backward_pass=)``);
+    each one ends with the leaves' ``.grad``, which the oracle compares."""
+    ONCE = "once"                    # one backward from every differentiable output and written argument
+    TWICE = "twice"                  # that backward twice, the first with retain_graph=True: grads accumulate
+    FIRST_OUTPUT = "first_output"    # one backward from the first differentiable output only
+    DOUBLE = "double"                # grads with create_graph=True (kept as .grad), then a backward from them
+
+
+def run_once(fn, make_inputs, backward: bool, how: BackwardPass = BackwardPass.ONCE):
     """One seeded run of ``fn`` on fresh inputs: (inputs after, output, forward error, backward error)."""
     torch.manual_seed(0)
     inp = make_inputs()
@@ -160,21 +173,45 @@ def run_once(fn, make_inputs, backward: bool):
     inp.rng_after = torch.random.get_rng_state()     # random ops advanced it as eager's do
     bw_err = None
     if backward:
-        flat_args = pytree.tree_leaves((inp.args, inp.kwargs))
         try:    # building the loss is autograd's work too: eager raises there for a view made
-            terms = []   # in inference mode whose base was written outside it
-            for k, t in enumerate(_tensors(out)):
-                if t.requires_grad and t.is_floating_point():
-                    terms.append((t * _cotangent(t, k)).sum())
-            for k, a in enumerate(flat_args):
-                if isinstance(a, torch.Tensor) and a.requires_grad and not a.is_leaf \
-                        and a.is_floating_point():
-                    terms.append((a * _cotangent(a, 100 + k)).sum())
-            if terms:
-                torch.autograd.backward(sum(terms))
+            terms = _loss_terms(out, pytree.tree_leaves((inp.args, inp.kwargs)), how)
+            if terms:   # in inference mode whose base was written outside it
+                _drive_backward(sum(terms), inp.leaves, how)
         except Exception as e:  # noqa: BLE001
             bw_err = e
     return inp, out, None, bw_err
+
+
+def _loss_terms(out, flat_args, how: BackwardPass) -> list:
+    """One term per differentiable output (seeded random cotangent), then per written argument
+    that requires grad and is not a leaf; ``FIRST_OUTPUT``: the first output's term alone."""
+    terms = [(t * _cotangent(t, k)).sum() for k, t in enumerate(_tensors(out))
+             if t.requires_grad and t.is_floating_point()]
+    if how is BackwardPass.FIRST_OUTPUT:
+        return terms[:1]
+    for k, a in enumerate(flat_args):
+        if isinstance(a, torch.Tensor) and a.requires_grad and not a.is_leaf and a.is_floating_point():
+            terms.append((a * _cotangent(a, 100 + k)).sum())
+    return terms
+
+
+def _drive_backward(loss: torch.Tensor, leaves: tuple, how: BackwardPass) -> None:
+    if how is BackwardPass.TWICE:
+        torch.autograd.backward(loss, retain_graph=True)
+        torch.autograd.backward(loss)
+        return
+    wrt = [t for t in leaves if isinstance(t, torch.Tensor) and t.requires_grad]
+    if how is not BackwardPass.DOUBLE or not wrt:
+        torch.autograd.backward(loss)
+        return
+    grads = torch.autograd.grad(loss, wrt, create_graph=True, allow_unused=True)
+    for t, g in zip(wrt, grads):      # the first-order grads are compared too, as .grad
+        if g is not None:
+            t.grad = g.detach().clone()
+    second = [(g * _cotangent(g, 500 + j)).sum() for j, g in enumerate(grads)
+              if g is not None and g.requires_grad]
+    if second:
+        torch.autograd.backward(sum(second))
 
 
 def raised(fn: Callable, make_inputs: Callable[[], Inputs]) -> tuple:
@@ -184,11 +221,32 @@ def raised(fn: Callable, make_inputs: Callable[[], Inputs]) -> tuple:
     return err, bw_err
 
 
+# NOTE [what a compiled function needs in force]
+# A compiled function may need settings in force beyond its calls: torch's cache compiles the
+# backward and saves a training entry at the first ``.backward()``, after the call returned
+# (NOTE [settings in force for the backward] in targets/engines.py). Such a function has an
+# ``in_force()`` method, a context manager; ``check`` holds it over the compiled run, the call
+# and the backward after it. A wrapper (the call mode's, a variation's condition) that sets
+# ``__wrapped__`` (``functools.wraps``) passes it on.
+def in_force(fn: Callable):
+    """``fn.in_force()``, from ``fn`` or the first function it wraps (by ``__wrapped__``) that
+    has one (NOTE [what a compiled function needs in force]); else a context that does nothing."""
+    seen = 0
+    while fn is not None and seen < 20:
+        enter = getattr(type(fn), "in_force", None)
+        if enter is not None:
+            return fn.in_force()
+        fn, seen = getattr(fn, "__wrapped__", None), seen + 1
+    return contextlib.nullcontext()
+
+
 def check(fn: Callable, compiled_fn: Callable, make_inputs: Callable[[], Inputs], *,
-          backward: bool = True, mutate_outputs: bool = True, rtol=None, atol=None) -> Report:
+          backward: bool = True, mutate_outputs: bool = True, rtol=None, atol=None,
+          backward_pass: BackwardPass = BackwardPass.ONCE) -> Report:
     """Compare ``compiled_fn`` against eager ``fn`` on identical inputs."""
-    e_in, e_out, e_err, e_bw = run_once(fn, make_inputs, backward)
-    c_in, c_out, c_err, c_bw = run_once(compiled_fn, make_inputs, backward)
+    e_in, e_out, e_err, e_bw = run_once(fn, make_inputs, backward, backward_pass)
+    with in_force(compiled_fn):
+        c_in, c_out, c_err, c_bw = run_once(compiled_fn, make_inputs, backward, backward_pass)
     if e_err is not None or c_err is not None:      # both raising is a match
         d = _compare_raises(e_err, c_err)
         return Report(d, _signature(d))

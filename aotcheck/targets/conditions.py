@@ -489,6 +489,7 @@ def wrapped(fn: Callable, ctx: Callable, which: str = "") -> Callable:
         mark(f"CALL\t{which}")
         with ctx():
             return fn(*args, **kwargs)
+    called.__wrapped__ = fn       # NOTE [what a compiled function needs in force] in check/oracle.py
     return called
 
 

@@ -13,7 +13,8 @@ cache hits, misses, saves, bypasses, graph breaks::
 Engines (``ENGINES``, in the order reports list them):
 
     aotcheck             ``aotcheck.aot_function``; cached: ``aot_function(fn, cache=dir)``
-    torch                ``torch.compile(fn, backend="aot_eager")``, AOTAutogradCache forced on and bundled
+    torch                ``torch.compile(fn, backend="aot_eager")``, AOTAutogradCache forced on and bundled,
+                         the backward compiled and its entry saved lazily (torch's default)
     torch-aot-function   ``functorch.compile.aot_function`` with no-op compilers (no cache)
     torch-inductor       (fuzz runs only) ``torch.compile(fn, backend="inductor")`` on CPU
     dynamo-aotcheck      ``torch.compile(fn, backend="aotcheck")``: Dynamo's graph through aotcheck
@@ -24,14 +25,36 @@ oracle and returns the report with the stats. ``known_failures.py`` lists, per
 engine, every corpus case expected to differ from eager, with the reason; a
 key ``"cached:<case id>"`` is a failure of the cached run only.
 
-# NOTE [torch engine: settings live only inside a call]
-AOTAutogradCache writes a training entry when the backward compiles, and the backward compiles
-lazily, at the first ``.backward()``: after the compiled call has returned, outside any settings
-the call put in place. So the torch engine also sets ``force_non_lazy_backward_lowering``
-(PyTorch's own precompile flow sets the same three flags): the backward compiles with the
-forward and the whole entry is saved at compile time. The cache settings and
-``TORCHINDUCTOR_CACHE_DIR`` are then needed only inside the compiled call, which applies them
-and puts the old values back.
+# NOTE [torch engine: torch's own cache settings]
+The torch engines run AOTAutogradCache as torch runs it for a user, with two exceptions that
+``aot_eager`` forces (``TorchEngine.cache_config``):
+- ``torch-inductor-lite`` and ``torch-inductor`` set nothing: Inductor's compilers are
+  serializable, so AOTAutogradCache is on by default; an entry is unbundled (it holds the FX
+  graph cache keys of the forward and backward, whose compiled code lives in Inductor's FX graph
+  cache beside it), and a training entry is saved lazily, when the backward compiles at the first
+  ``.backward()``.
+- ``torch`` (``aot_eager``) sets ``force_autograd_cache`` (torch uses the cache with a backend
+  whose compiler is not serializable only when forced) and ``bundled_autograd_cache`` (an
+  ``aot_eager`` graph has no FX graph cache key, so the bundled entry, which holds the compiled
+  graphs themselves, is the only one it can save: unbundled, every save fails). Its backward
+  too compiles, and its entry is saved, lazily.
+Until issue 38 every torch engine also forced ``force_non_lazy_backward_lowering`` and bundled
+entries (torch's precompile flow), which compiled the backward with the forward and saved the
+whole entry at compile time: torch's default path, the lazy save, never ran, and a planted
+"lazy save skipped" bug went unnoticed. The forced settings are not kept as an engine of their
+own: on aot_eager they differ from ``torch`` only in when the backward compiles (the eager branch
+in ``graph_compile.py``), and the bundled entry is ``torch``'s already.
+
+# NOTE [settings in force for the backward]
+The backward, and with it a training entry's save (and, for Inductor, the backward's FX graph
+cache entry), runs after the compiled call has returned: when the caller calls ``.backward()``.
+A user sets the cache settings and ``TORCHINDUCTOR_CACHE_DIR`` for the whole process; the
+engines set them per compiled function (each has its own cache directory, and other engines
+share the process), so a compiled function says what must be in force around its calls *and the
+backward of their outputs*: ``_TorchCompiled.in_force()``. The oracle enters it around the
+compiled run (``check.oracle.in_force``: the call, then the backward), and each call enters it
+too, for a caller that calls without the oracle (a backward outside it then saves into torch's
+default directory, as a process without the settings would).
 """
 from __future__ import annotations
 
@@ -146,22 +169,22 @@ class AotcheckEngine(Engine):
 # ---------------------------------------------------------------- torch (Dynamo + AOTAutogradCache)
 
 
-_TORCH_CACHE_CONFIG = {            # torch/_functorch/config.py
+# torch/_functorch/config.py, what aot_eager forces (NOTE [torch engine: torch's own cache settings])
+AOT_EAGER_CACHE_CONFIG = {
     "force_autograd_cache": True,              # use AOTAutogradCache with a non-inductor backend
     "bundled_autograd_cache": True,            # save graphs with no inductor key too (#141790)
-    "force_non_lazy_backward_lowering": True,  # see NOTE [torch engine: settings live only inside a call]
 }
 
 
 @contextlib.contextmanager
-def _torch_cache_settings(cache_dir: str):
+def _torch_cache_settings(cache_dir: str, config: dict):
     import os
 
     import torch._functorch.config as fconfig
     old = os.environ.get("TORCHINDUCTOR_CACHE_DIR")   # read by torch/_inductor/runtime/cache_dir_utils.py
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_dir
     try:
-        with fconfig.patch(_TORCH_CACHE_CONFIG):
+        with fconfig.patch(config):
             yield
     finally:
         if old is None:
@@ -296,12 +319,14 @@ def _geometry_as(tensors, geometry):
 
 
 class _TorchCompiled:
-    """``torch.compile(fn, backend=...)`` whose calls run with the cache settings."""
+    """``torch.compile(fn, backend=...)`` whose calls, and the backward of what they return, run
+    with the cache settings (NOTE [settings in force for the backward])."""
 
     def __init__(self, fn, cache_dir: str, keep=None, backend: str = "aot_eager",
-                 record: bool = False, dynamic: bool | None = None):
+                 record: bool = False, dynamic: bool | None = None, config: dict | None = None):
         import torch
         self.fn, self.cache_dir, self._keep = fn, cache_dir, keep   # keep: a TemporaryDirectory
+        self.config = dict(config or {})
         self.graphs: list[_RecordedGraph] = []
         if record and backend == "aot_eager":
             real = torch._dynamo.lookup_backend(backend)
@@ -315,8 +340,15 @@ class _TorchCompiled:
         else:       # Inductor compiles (and changes) the graph module it is given: not reused
             self.compiled = torch.compile(fn, backend=backend, fullgraph=False, dynamic=dynamic)
 
+    @contextlib.contextmanager
+    def in_force(self):
+        """The cache settings and this function's ``TORCHINDUCTOR_CACHE_DIR``, for the block: the
+        oracle holds it over a call and the backward after it (``check.oracle.in_force``)."""
+        with _torch_cache_settings(self.cache_dir, self.config), no_compile_telemetry():
+            yield
+
     def __call__(self, *args, **kwargs):
-        with _torch_cache_settings(self.cache_dir), no_compile_telemetry():
+        with self.in_force():
             return self.compiled(*args, **kwargs)
 
     def recompiled(self) -> "_TorchCompiled | None":
@@ -327,7 +359,7 @@ class _TorchCompiled:
         from torch._dynamo.utils import counters
         from torch._inductor.utils import clear_caches
         clear_caches()
-        with _torch_cache_settings(self.cache_dir), no_compile_telemetry():
+        with self.in_force():
             for graph in self.graphs:
                 graph.recompile()
         self.frames_at_reuse = counters["frames"]["total"]
@@ -354,25 +386,29 @@ class TorchEngine(Engine):
     name = "torch"
     supports_cache = True
     backend = "aot_eager"
+    # the functorch config forced around its compiles and backwards
+    # (NOTE [torch engine: torch's own cache settings])
+    cache_config: dict = AOT_EAGER_CACHE_CONFIG
     description = ('torch.compile(fn, backend="aot_eager"), AOTAutogradCache forced and bundled, '
-                   "private TORCHINDUCTOR_CACHE_DIR")
+                   "backward and its entry saved lazily; private TORCHINDUCTOR_CACHE_DIR")
 
     def compile(self, fn):
         _fresh_torch_state()
         tmp = tempfile.TemporaryDirectory(prefix="aotcheck-torch-cold-")
-        return _TorchCompiled(fn, tmp.name, keep=tmp, backend=self.backend)
+        return _TorchCompiled(fn, tmp.name, keep=tmp, backend=self.backend, config=self.cache_config)
 
     def compile_cached(self, fn, cache_dir, record: bool = False):
         """``record``: keep the graphs Dynamo gives the backend, for ``recompile_cached``
         (the backend is then a wrapper, named ``aot_eager_recorded`` in Dynamo's errors)."""
         _fresh_torch_state()
         return _TorchCompiled(fn, str(cache_dir), backend=self.backend,
-                              record=record and not self.retrace_cached)
+                              record=record and not self.retrace_cached, config=self.cache_config)
 
     def compile_dynamic(self, fn, cache_dir):
         """``compile_cached`` with every size symbolic (the ``dynamic_shape`` variation)."""
         _fresh_torch_state()
-        return _TorchCompiled(fn, str(cache_dir), backend=self.backend, dynamic=True)
+        return _TorchCompiled(fn, str(cache_dir), backend=self.backend, dynamic=True,
+                              config=self.cache_config)
 
     def reuse_held(self, again) -> bool:
         return not (isinstance(again, _TorchCompiled) and again.traced_since_reuse())
@@ -419,8 +455,9 @@ class TorchInductorEngine(TorchEngine):
     the corpus reports (``ENGINES``); ``get_engine("torch-inductor")`` gives it."""
     name = "torch-inductor"
     backend = "inductor"
+    cache_config: dict = {}         # torch's defaults: unbundled entries, the lazy save
     description = ('torch.compile(fn, backend="inductor") on CPU, AOTAutogradCache and FX graph '
-                   "cache in a private TORCHINDUCTOR_CACHE_DIR")
+                   "cache with torch's default settings in a private TORCHINDUCTOR_CACHE_DIR")
 
 
 def _inductor_lite(gm, example_inputs):
@@ -439,8 +476,10 @@ class TorchInductorLiteEngine(TorchEngine):
     (``aotcheck check --engine all-torch``) runs this engine instead."""
     name = "torch-inductor-lite"
     backend = staticmethod(_inductor_lite)
+    cache_config: dict = {}         # torch's defaults: unbundled entries, the lazy save
     description = ('torch.compile(fn, backend="inductor", mode="lite") on CPU: ops fall back to aten; '
-                   "AOTAutogradCache and FX graph cache in a private TORCHINDUCTOR_CACHE_DIR")
+                   "AOTAutogradCache and FX graph cache with torch's default settings in a private "
+                   "TORCHINDUCTOR_CACHE_DIR")
 
 
 # ---------------------------------------------------------------- functorch.compile.aot_function

@@ -20,7 +20,7 @@ package imports them in ``all_cases``, so nothing imports in a circle.
 """
 from __future__ import annotations
 
-from .registry import CASES, THEMES, CallMode, Case, Inputs, case  # noqa: F401  (the corpus's public names)
+from .registry import CASES, THEMES, BackwardPass, CallMode, Case, Inputs, case  # noqa: F401  (the corpus's public names)
 
 
 def all_cases() -> list[Case]:

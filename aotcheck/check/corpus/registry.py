@@ -7,7 +7,7 @@ from enum import Enum
 from typing import Callable
 
 from ...engine.decide import CompileMode
-from ..oracle import Inputs
+from ..oracle import BackwardPass, Inputs  # noqa: F401  (BackwardPass: for the theme modules)
 
 THEMES = (
     "basics", "input_mutation", "mutation_autograd", "metadata_mutation", "alias_of_input",
@@ -43,6 +43,7 @@ class Case:
     # with ONE compiled function, comparing every call with eager, then restores the first.
     states: tuple = ()
     call: CallMode = CallMode.GRAD
+    backward_pass: BackwardPass = BackwardPass.ONCE     # how the oracle drives the backward
 
     @property
     def id(self) -> str:
@@ -53,7 +54,7 @@ CASES: list[Case] = []
 
 
 def case(theme: str, *, mode: str | CompileMode, tags=(), xfail=None, backward=True, xfail_engines=None,
-         call: CallMode = CallMode.GRAD):
+         call: CallMode = CallMode.GRAD, backward_pass: BackwardPass = BackwardPass.ONCE):
     """Register a case: the decorated function returns ``(fn, make_inputs)``, or
     ``(fn, make_inputs, states)`` (see ``Case.states``)."""
     if theme not in THEMES:
@@ -65,6 +66,7 @@ def case(theme: str, *, mode: str | CompileMode, tags=(), xfail=None, backward=T
     def deco(builder):
         fn, make, *states = builder()
         CASES.append(Case(builder.__name__, fn, make, theme, CompileMode(mode), tuple(tags), xfail, backward,
-                          dict(xfail_engines or {}), tuple(states[0]) if states else (), call))
+                          dict(xfail_engines or {}), tuple(states[0]) if states else (), call,
+                          backward_pass))
         return builder
     return deco

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from .builders import leaf, one_leaf as _one_leaf, rand, randn, seeded
-from .registry import CallMode, Inputs, case
+from .registry import BackwardPass, CallMode, Inputs, case
 
 
 def _inference_linear(*shape):
@@ -1049,3 +1049,81 @@ def custom_op_under_no_grad_on_a_nonleaf_that_requires_grad():
         w = leaf(4)
         return Inputs((w.clone() * 1, rand(4)), leaves=(w,))
     return f, seeded(make)
+
+
+# ---------------------------------------------------------------- how the backward is driven
+# The oracle's backward is one pass from every output by default; these cases drive it as
+# training loops and higher-order code do (``backward_pass``). On the torch engines each runs
+# the lazily compiled backward
+# (NOTE [torch engine: torch's own cache settings] in targets/engines.py): twice over one forward
+# (retain_graph), with no gradient for an output, and from a backward that itself records a graph.
+
+
+def _two_leaves():
+    def make():
+        x, w = leaf(3, 4), leaf(4)
+        return Inputs((x, w), leaves=(x, w))
+    return seeded(make)
+
+
+@case("requires_grad_modes", mode="training", tags=("backward_twice", "retain_graph"),
+      backward_pass=BackwardPass.TWICE)
+def backward_twice_with_retain_graph():
+    """Two backwards over one forward, the first with ``retain_graph=True``: the compiled backward
+    runs twice on the saved values it kept, and the leaves' grads accumulate to twice eager's one."""
+    def f(x, w):
+        h = torch.tanh(x * w)
+        return h.sum(1), (h * h).mean()
+    return f, _two_leaves()
+
+
+@case("requires_grad_modes", mode="training", tags=("backward_twice", "retain_graph", "random"),
+      backward_pass=BackwardPass.TWICE)
+def backward_twice_through_dropout():
+    """Two backwards over a forward that drew random numbers: the second backward must reuse the
+    first's mask (the graph's saved state), not draw or replay another."""
+    def f(x, w):
+        return F.dropout(x * w, p=0.5, training=True).relu()
+    return f, _two_leaves()
+
+
+@case("requires_grad_modes", mode="training", tags=("subset_of_outputs",),
+      backward_pass=BackwardPass.FIRST_OUTPUT)
+def backward_through_the_first_of_three_outputs():
+    """A backward from the first output alone: the compiled backward gets no gradient (None, or
+    zeros) for the other two, one of which is a view of an intermediate and one a fresh tensor
+    from another branch; ``w`` reaches the first output only through ``h``."""
+    def f(x, w):
+        h = x * w
+        return h.sin(), h.view(-1), (x.exp() * 2).sum(0)
+    return f, _two_leaves()
+
+
+@case("requires_grad_modes", mode="training", tags=("subset_of_outputs", "mutation"),
+      backward_pass=BackwardPass.FIRST_OUTPUT)
+def backward_through_the_first_output_with_a_written_argument():
+    """A non-leaf argument written in place under grad (``add_``, whose backward needs no old
+    value: ``mul_`` here would be docs/findings.md row 2), and two outputs; the backward starts
+    from the first output only, so neither the second output's nor the written argument's
+    gradient is ever asked for."""
+    def f(a, w):
+        a.add_(w * 2)
+        return (a * 3).sum(), a.cos()
+    def make():
+        x, w = leaf(4), leaf(4)
+        return Inputs((x.clone(), w), leaves=(x, w))
+    return f, seeded(make)
+
+
+@case("requires_grad_modes", mode="training", tags=("double_backward", "create_graph"),
+      backward_pass=BackwardPass.DOUBLE,
+      xfail="refusal: DoubleBackwardError: aotcheck compiles first-order gradients only (its "
+            "backward graph is not differentiable), where eager's double backward runs")
+def double_backward_grad_of_grad():
+    """Gradients taken with ``create_graph=True``, then a backward from those gradients (grad of
+    grad, as a gradient penalty does): the compiled backward must itself be differentiable.
+    torch's compiled backward is not (it raises 'torch.compile with aot_autograd does not
+    currently support double backward' when differentiated); aotcheck refuses by name."""
+    def f(x, w):
+        return (torch.tanh(x * w) ** 2).sum(), (x.sin() * w).mean()
+    return f, _two_leaves()
