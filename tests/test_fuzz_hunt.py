@@ -294,9 +294,14 @@ def _two_graphs_inputs():
 
 
 def _run_and_backward(fn):
+    """The call and its backward, with what ``fn`` needs in force over both, as the oracle runs
+    them (NOTE [what a compiled function needs in force] in check/oracle.py: the torch engine
+    saves a training entry at the backward)."""
+    from aotcheck.check.oracle import in_force
     x, y = _two_graphs_inputs()
-    out = fn(x, y)
-    out[0].sum().backward()
+    with in_force(fn):
+        out = fn(x, y)
+        out[0].sum().backward()
     return out, x.grad, y
 
 
@@ -444,9 +449,11 @@ def test_the_reuse_gives_recorded_inputs_back_their_geometry(tmp_path):
         return x, b[:1], b
 
     def run(fn):
+        from aotcheck.check.oracle import in_force
         x, y, b = inputs()
-        out = fn(x, y, b)
-        out[0].sum().backward()
+        with in_force(fn):
+            out = fn(x, y, b)
+            out[0].sum().backward()
         return out, x.grad, y.shape
     compiled = eng.compile_cached(_reshaped_after_the_graph, tmp_path, record=True)
     run(compiled)
