@@ -31,6 +31,7 @@ from torch.utils import _pytree as pytree
 from torch.utils.weak import WeakIdKeyDictionary
 
 from ..functional import geometry_of, storage_ref
+from ...signature import whole_storage
 from .data_assign import follow_data_assignment
 
 
@@ -362,9 +363,8 @@ def _storage_as_tensor(recorder, target: torch.Tensor, args: tuple, kwargs: dict
     source = _tensor_over(recorder, target, source)
     if source is None:
         return args, kwargs
-    if "storage_offset" in given:
-        whole = source.as_strided((source.untyped_storage().nbytes() // source.element_size(),), (1,), 0)
-        source = whole.as_strided(given["size"], given["stride"], given["storage_offset"])
+    if "storage_offset" in given:       # as_strided's offset counts from the storage's start
+        source = source.as_strided(given["size"], given["stride"], given["storage_offset"])
     return (source,), {}
 
 
@@ -384,8 +384,7 @@ def _tensor_over(recorder, target: torch.Tensor, storage) -> torch.Tensor | None
     # bystander's act, and a run that sets no storage object must not)
     known = recorder.owners.get(ref) or next((t for t in watch.arguments if storage_ref(t) == ref), None)
     if known is not None:
-        return None if known.dtype != target.dtype else \
-            known.as_strided((storage.nbytes() // known.element_size(),), (1,), 0)
+        return None if known.dtype != target.dtype else whole_storage(known)
     if id(storage) not in watch.bare:
         watch.bare[id(storage)] = (storage, torch.empty(storage.nbytes() // target.element_size(),
                                                         dtype=target.dtype, device=target.device))
